@@ -1,0 +1,1 @@
+"""M3-Bench scoring engine: load -> serialize -> embed -> align -> metrics -> report."""

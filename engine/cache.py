@@ -1,0 +1,148 @@
+"""A persistent on-disk embedding cache, safe for concurrent writers and checked on read.
+
+Layout: ``<cache_dir>/<encoder id>/<shard>.npz``. Each shard holds 16-byte text keys,
+float32 vectors and a SHA-256 checksum of both. Writers never modify a file: they
+write a new shard to a temporary name and rename it into place, so readers only ever
+see whole shards and any number of processes may write at once. A shard that fails
+to load or whose checksum does not match is reported, deleted and its texts are
+embedded again. When shards accumulate they are merged under a file lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from filelock import FileLock, Timeout
+
+log = logging.getLogger(__name__)
+
+KEY_BYTES = 16
+MERGE_AT = 32
+
+
+def text_keys(texts: list[str]) -> np.ndarray:
+    """16-byte BLAKE2b digests of the texts, as a numpy ``S16`` array."""
+    digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=KEY_BYTES).digest() for t in texts]
+    return np.array(digests, dtype=f"S{KEY_BYTES}") if digests else np.zeros(0, dtype=f"S{KEY_BYTES}")
+
+
+def _checksum(keys: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(keys).tobytes())
+    h.update(np.ascontiguousarray(vectors).tobytes())
+    h.update(str(vectors.shape).encode())
+    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
+
+
+class EmbeddingCache:
+    """Embeddings of texts for one encoder identity, stored under ``cache_dir``."""
+
+    def __init__(self, cache_dir: str | Path, encoder_id: str) -> None:
+        self.directory = Path(cache_dir).expanduser() / encoder_id
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _shards(self) -> list[Path]:
+        return sorted(self.directory.glob("*.npz"))
+
+    def _read_shard(self, shard: Path) -> tuple[np.ndarray, np.ndarray] | None:
+        """Keys and vectors of a shard; None if it vanished or is damaged (then it is removed)."""
+        try:
+            with np.load(shard, allow_pickle=False) as data:
+                keys, vectors, checksum = data["keys"], data["vectors"], data["checksum"]
+        except FileNotFoundError:
+            return None  # merged away by another process meanwhile
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            self._discard(shard, f"unreadable ({type(exc).__name__}: {exc})")
+            return None
+        if (keys.dtype != np.dtype(f"S{KEY_BYTES}") or vectors.dtype != np.float32
+                or vectors.ndim != 2 or len(keys) != len(vectors)
+                or not np.array_equal(checksum, _checksum(keys, vectors))):
+            self._discard(shard, "checksum or layout mismatch")
+            return None
+        return keys, vectors
+
+    def _discard(self, shard: Path, why: str) -> None:
+        log.warning("embedding cache: damaged shard %s (%s); removed, its texts will be re-embedded",
+                    shard, why)
+        try:
+            shard.unlink()
+        except FileNotFoundError:
+            pass
+
+    def lookup(self, keys: np.ndarray, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Return (found mask, vectors) for the keys; rows not found are zero."""
+        found = np.zeros(len(keys), dtype=bool)
+        vectors: np.ndarray | None = None
+        if len(keys) == 0:
+            return found, np.zeros((0, dim or 0), dtype=np.float32)
+        order = np.argsort(keys)
+        sorted_keys = keys[order]
+        for shard in self._shards():
+            loaded = self._read_shard(shard)
+            if loaded is None:
+                continue
+            shard_keys, shard_vectors = loaded
+            if vectors is None:
+                vectors = np.zeros((len(keys), shard_vectors.shape[1]), dtype=np.float32)
+            elif shard_vectors.shape[1] != vectors.shape[1]:
+                self._discard(shard, "vector size differs from the other shards")
+                continue
+            pos = np.searchsorted(sorted_keys, shard_keys)
+            pos_clipped = np.minimum(pos, len(sorted_keys) - 1)
+            hit = sorted_keys[pos_clipped] == shard_keys
+            targets = order[pos_clipped[hit]]
+            vectors[targets] = shard_vectors[hit]
+            found[targets] = True
+            if found.all():
+                break
+        if vectors is None:
+            vectors = np.zeros((len(keys), dim or 0), dtype=np.float32)
+        return found, vectors
+
+    def store(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Add a shard with these embeddings (atomic), merging shards when they pile up."""
+        if len(keys) == 0:
+            return
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._write_shard(keys, vectors)
+        if len(self._shards()) > MERGE_AT:
+            self._merge()
+
+    def _write_shard(self, keys: np.ndarray, vectors: np.ndarray) -> Path:
+        name = hashlib.sha256(keys.tobytes()).hexdigest()[:24] + f"-{os.getpid()}.npz"
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, keys=keys, vectors=vectors, checksum=_checksum(keys, vectors))
+                fh.flush()
+                os.fsync(fh.fileno())
+            target = self.directory / name
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+    def _merge(self) -> None:
+        try:
+            with FileLock(str(self.directory / ".merge.lock"), timeout=0):
+                shards = self._shards()
+                parts = [(s, self._read_shard(s)) for s in shards]
+                parts = [(s, p) for s, p in parts if p is not None]
+                if len(parts) < 2:
+                    return
+                keys = np.concatenate([p[0] for _, p in parts])
+                vectors = np.concatenate([p[1] for _, p in parts])
+                keys, first = np.unique(keys, return_index=True)
+                merged = self._write_shard(keys, vectors[first])
+                for shard, _ in parts:
+                    if shard != merged:
+                        shard.unlink(missing_ok=True)
+        except Timeout:
+            return  # another process is merging

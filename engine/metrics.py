@@ -1,0 +1,122 @@
+"""Metrics step: per-task metrics of every sample at once, and their aggregates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from engine.align import Matches
+from engine.serialize import SweepTables
+from kernels.segment import segment_count, segment_sum
+from kernels.structure import step_structure
+
+TASK_METRICS = ("recall", "precision", "avg_sim_all_cov", "avg_sim_strong_cov", "step_coherence_cov",
+                "order_consistency_cov", "merge_purity_cov")
+PAPER_METRICS = ("recall", "precision", "arg_sim", "step_coherence_cov", "order_consistency_cov",
+                 "merge_purity_cov")
+
+
+@dataclass
+class TaskScores:
+    """Per-sample counts and metrics (numpy arrays of length num_samples)."""
+
+    profile: str
+    n_gt: np.ndarray
+    n_pred: np.ndarray
+    matched: np.ndarray
+    strong_matches: np.ndarray
+    strong_similarity: np.ndarray
+    values: dict[str, np.ndarray]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Metric names of this profile, in output order."""
+        return PAPER_METRICS if self.profile == "paper" else TASK_METRICS
+
+
+def _safe_div(num: torch.Tensor, den: torch.Tensor, empty: float) -> torch.Tensor:
+    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)),
+                       torch.full_like(num, empty))
+
+
+def task_scores(tables: SweepTables, matches: Matches, tau_strong: float,
+                profile: str = "reference") -> TaskScores:
+    """Every per-task metric of the spec for all samples, with segment reductions."""
+    device = matches.sample.device
+    n = tables.num_samples
+    st = torch.as_tensor(tables.sample_task, device=device)
+    n_gt = torch.as_tensor(tables.task_calls, device=device)[st].double()
+    n_pred = torch.as_tensor(tables.sample_calls, device=device).double()
+    sq_steps = torch.as_tensor(tables.task_sq_step_calls, device=device)[st].double()
+    sim = matches.similarity
+    sim64 = sim.double()
+    strong = sim >= tau_strong
+    m = segment_count(matches.sample, n).double()
+    sum_sim = segment_sum(sim64, matches.sample, n)
+    m_strong = segment_sum(strong.long(), matches.sample, n).double()
+    sum_strong = segment_sum(torch.where(strong, sim64, torch.zeros_like(sim64)), matches.sample, n)
+
+    gt_step = torch.as_tensor(tables.gt_step, device=device)[matches.gt]
+    pred_step = torch.as_tensor(tables.pred_step, device=device)[matches.pred]
+    structure = step_structure(matches.sample, gt_step, pred_step, sim, n)
+
+    empty = (n_gt == 0) & (n_pred == 0)
+    recall = torch.where(empty, torch.ones_like(m), _safe_div(m, n_gt, 0.0))
+    precision = torch.where(empty, torch.ones_like(m), _safe_div(m, n_pred, 0.0))
+    comparable = structure.comparable.double()
+    order = torch.where(comparable > 0, 1.0 - structure.inversions.double() / comparable.clamp(min=1),
+                        torch.ones_like(comparable))
+    purity = (1.0 - structure.merge_entropy).clamp(0.0, 1.0)
+    coherence_per_gt = structure.coherent_matches / torch.where(n_gt > 0, n_gt, torch.ones_like(n_gt))
+
+    values: dict[str, torch.Tensor] = {"recall": recall, "precision": precision}
+    if profile == "paper":
+        values["arg_sim"] = _safe_div(sum_strong, m_strong, 0.0)
+        coherence = _safe_div(structure.coherent_matches, m, 0.0)
+        values["step_coherence_cov"] = recall * coherence
+        values["order_consistency_cov"] = recall * order
+        values["merge_purity_cov"] = recall * purity
+        values["step_coherence_cov"] = torch.where(empty, torch.ones_like(m), values["step_coherence_cov"])
+    else:
+        values["avg_sim_all_cov"] = _safe_div(sum_sim, n_gt, 0.0)
+        values["avg_sim_strong_cov"] = _safe_div(sum_strong, n_gt, 0.0)
+        values["step_coherence_cov"] = torch.where(empty, torch.ones_like(m), coherence_per_gt)
+        pair_num = (m * m - structure.same_gt_step_sq.double()) / 2
+        pair_den = (n_gt * n_gt - sq_steps) / 2
+        coverage = _safe_div(pair_num, pair_den, 0.0)
+        values["order_consistency_cov"] = order * coverage
+        values["merge_purity_cov"] = purity * recall
+    for key in ("order_consistency_cov", "merge_purity_cov"):
+        values[key] = torch.where(empty, torch.ones_like(m), values[key])
+    host = {k: v.cpu().numpy() for k, v in values.items()}
+    return TaskScores(profile=profile, n_gt=n_gt.cpu().numpy().astype(np.int64),
+                      n_pred=n_pred.cpu().numpy().astype(np.int64), matched=m.cpu().numpy().astype(np.int64),
+                      strong_matches=m_strong.cpu().numpy().astype(np.int64),
+                      strong_similarity=sum_strong.cpu().numpy(), values=host)
+
+
+def aggregate(scores: TaskScores, rounds: np.ndarray, select: np.ndarray | None = None) -> dict:
+    """Aggregate over the selected samples: recall/precision from counts, the rest n_gt-weighted."""
+    idx = np.arange(len(scores.n_gt)) if select is None else np.asarray(select)
+    n_gt = scores.n_gt[idx].astype(np.float64)
+    n_pred = scores.n_pred[idx]
+    matched = scores.matched[idx]
+    total_gt = float(n_gt.sum())
+    total_pred = int(n_pred.sum())
+    out: dict = {"num_ids": int(len(idx)), "total_gt_calls": int(total_gt), "total_pred_calls": total_pred,
+                 "matched": int(matched.sum()),
+                 "recall": float(matched.sum() / total_gt) if total_gt else 0.0,
+                 "precision": float(matched.sum() / total_pred) if total_pred else 0.0}
+    for name in scores.names:
+        if name in ("recall", "precision"):
+            continue
+        if name == "arg_sim":
+            strong = scores.strong_matches[idx].sum()
+            out[name] = float(scores.strong_similarity[idx].sum() / strong) if strong else 0.0
+            continue
+        out[name] = float((scores.values[name][idx] * n_gt).sum() / total_gt) if total_gt else 0.0
+    out["avg_Rounds"] = float(rounds[idx].mean()) if len(idx) else 0.0
+    out["avg_tool_calls"] = float(total_pred / len(idx)) if len(idx) else 0.0
+    return out

@@ -1,0 +1,135 @@
+"""The scoring pipeline: load -> serialize -> embed -> align -> metrics -> report."""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from engine.align import Matches, candidate_pairs, match
+from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
+from engine.load import TrajectoryFile, load_trajectories
+from engine.metrics import TaskScores, aggregate, task_scores
+from engine.report import SampleView, write_file_results
+from engine.serialize import SweepTables, flatten_sweep
+from kernels.device import resolve_device
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ScoreSettings:
+    """Everything that changes the numbers, plus where and how to compute them."""
+
+    tau_weak: float = 0.6
+    tau_strong: float = 0.8
+    profile: str = "reference"
+    device: str = "auto"
+    encoder_model: str | None = None
+    encoder_batch_size: int = 128
+    cache_dir: str | None = None
+
+
+@dataclass
+class StageTimer:
+    """Wall-clock seconds per pipeline stage."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a block under this stage name (accumulating)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+@dataclass
+class SweepScores:
+    """The result of scoring a set of prediction files against one GT."""
+
+    gt: TrajectoryFile
+    preds: list[TrajectoryFile]
+    tables: SweepTables
+    matches: Matches
+    scores: TaskScores
+    embedding: EmbeddingStats
+    settings: ScoreSettings
+    timer: StageTimer
+
+    def samples_of(self, file_index: int) -> np.ndarray:
+        """Sample indices that belong to one prediction file."""
+        return np.flatnonzero(self.tables.sample_file == file_index)
+
+    def aggregate(self, file_index: int) -> dict:
+        """Aggregate metrics of one prediction file."""
+        return aggregate(self.scores, self.tables.sample_steps.astype(np.float64), self.samples_of(file_index))
+
+
+def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.device
+                 ) -> tuple[np.ndarray, EmbeddingStats]:
+    """Embeddings of the sweep's distinct texts (cached on disk when a cache_dir is set)."""
+    encoder = TextEncoder(settings.encoder_model, device=str(device), batch_size=settings.encoder_batch_size)
+    return embed_distinct(tables.texts, encoder, settings.cache_dir)
+
+
+def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: ScoreSettings,
+                timer: StageTimer | None = None) -> SweepScores:
+    """Score every prediction file against the GT in one pass (one embedding of all texts)."""
+    timer = timer or StageTimer()
+    if not 0.0 <= settings.tau_strong <= 1.0 or not -1.0 <= settings.tau_weak <= 1.0:
+        raise ValueError(f"thresholds out of range: tau_weak={settings.tau_weak}, tau_strong={settings.tau_strong}")
+    device = resolve_device(settings.device)
+    with timer.stage("load"):
+        gt = load_trajectories(gt_path)
+        preds = [load_trajectories(p) for p in pred_paths]
+    with timer.stage("serialize"):
+        tables = flatten_sweep(gt, preds, settings.profile)
+    with timer.stage("embed"):
+        embeddings, stats = embed_tables(tables, settings, device)
+    with timer.stage("align"):
+        candidates = candidate_pairs(tables, embeddings, device)
+        matches = match(candidates, settings.tau_weak)
+    with timer.stage("metrics"):
+        scores = task_scores(tables, matches, settings.tau_strong, settings.profile)
+    return SweepScores(gt=gt, preds=preds, tables=tables, matches=matches, scores=scores, embedding=stats,
+                       settings=settings, timer=timer)
+
+
+def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
+    """One output folder per prediction file: its stem, or parent_stem where stems collide."""
+    stems = [p.stem for p in pred_paths]
+    dirs = []
+    for path, stem in zip(pred_paths, stems):
+        if stems.count(stem) > 1:
+            name = f"{path.parent.name}_{stem}"
+            log.warning("prediction files share the stem %r; writing %s to %s/", stem, path, name)
+            dirs.append(root / name)
+        else:
+            dirs.append(root / stem)
+    if len(set(dirs)) != len(dirs):
+        raise ValueError("prediction files map to the same output folder even with their parent "
+                         f"folder names: {', '.join(map(str, pred_paths))}")
+    return dirs
+
+
+def write_sweep(result: SweepScores, dirs: list[Path]) -> list[dict]:
+    """Write each prediction file's outputs into its folder; returns the aggregates."""
+    m = result.matches.to_numpy()
+    view = SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
+    s = result.settings
+    aggregates = []
+    for f, (pred, directory) in enumerate(zip(result.preds, dirs)):
+        meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": s.tau_weak,
+                "tau_strong": s.tau_strong, "profile": s.profile}
+        aggregates.append(write_file_results(directory, view, result.scores, result.samples_of(f),
+                                             s.tau_strong, meta))
+    return aggregates

@@ -1,0 +1,162 @@
+"""Report step: the published scorer's drop-in output files, written atomically, and a summary."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.metrics import TaskScores, aggregate
+from engine.serialize import SweepTables
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write text to path through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """JSON (UTF-8, non-ASCII kept, indented) written atomically."""
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+@dataclass
+class SampleView:
+    """Host-side arrays needed to describe each sample's matches."""
+
+    tables: SweepTables
+    match_sample: np.ndarray
+    match_gt: np.ndarray
+    match_pred: np.ndarray
+    match_similarity: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = self.tables.num_samples
+        bounds = np.searchsorted(self.match_sample, np.arange(n + 1))
+        self.match_bounds = bounds
+
+    def matches_of(self, sample: int) -> slice:
+        """Slice of the match arrays that belongs to this sample."""
+        return slice(int(self.match_bounds[sample]), int(self.match_bounds[sample + 1]))
+
+
+def _call_record(task_calls: list, steps: tuple, call_index: int, step_index: int,
+                 step_offsets: list[int]) -> dict:
+    call = task_calls[call_index]
+    return {"tool": call.name, "arguments": call.arguments, "step_index": step_index,
+            "call_index_in_step": call_index - step_offsets[step_index]}
+
+
+def _step_offsets(steps: tuple) -> list[int]:
+    offsets, total = [], 0
+    for step in steps:
+        offsets.append(total)
+        total += len(step)
+    return offsets
+
+
+def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
+                   tau_strong: float) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """per_id entries and the strong / weak / unmatched-prediction records of these samples."""
+    t = view.tables
+    per_id, strong, weak, unmatched = [], [], [], []
+    names = scores.names
+    for s in samples.tolist():
+        task = t.sample_task[s]
+        gt_task = t.gt_tasks[task]
+        pred_task = t.sample_pred[s]
+        tid = t.task_ids[task]
+        sl = view.matches_of(s)
+        g_flat = view.match_gt[sl]
+        p_flat = view.match_pred[sl]
+        sims = view.match_similarity[sl]
+        g_idx = t.gt_index[g_flat]
+        p_idx = t.pred_index[p_flat]
+        g_step = t.gt_step[g_flat]
+        p_step = t.pred_step[p_flat]
+        gt_calls = gt_task.calls
+        pred_calls = pred_task.calls
+        n_gt_steps, n_pred_steps = len(gt_task.steps), len(pred_task.steps)
+        w = np.zeros((n_gt_steps, n_pred_steps), dtype=np.float32)
+        np.add.at(w, (g_step, p_step), sims)
+        primary = [int(np.argmax(row)) if (row != 0).any() else None for row in w]
+        frag = []
+        for g in range(n_gt_steps):
+            k = int(np.count_nonzero(np.bincount(p_step[g_step == g], minlength=1)))
+            frag.append((k - 1) / k if k > 1 else 0.0)
+        matched_gt = set(g_idx.tolist())
+        matched_pred = set(p_idx.tolist())
+        matches = []
+        g_off, p_off = _step_offsets(gt_task.steps), _step_offsets(pred_task.steps)
+        for gi, pi, gs, ps, sim in zip(g_idx.tolist(), p_idx.tolist(), g_step.tolist(), p_step.tolist(),
+                                       sims.tolist()):
+            matches.append({"gt_call_index": gi, "pred_call_index": pi, "gt_step": gs, "pred_step": ps,
+                            "similarity": sim, "gt_tool": gt_calls[gi].name, "pred_tool": pred_calls[pi].name})
+            record = {"id": tid, "similarity": sim,
+                      "gt": _call_record(gt_calls, gt_task.steps, gi, gs, g_off),
+                      "pred": _call_record(pred_calls, pred_task.steps, pi, ps, p_off)}
+            (strong if sim >= tau_strong else weak).append(record)
+        p_step_all = [si for si, step in enumerate(pred_task.steps) for _ in step]
+        for pi in range(len(pred_calls)):
+            if pi not in matched_pred:
+                unmatched.append({"id": tid, "pred": _call_record(pred_calls, pred_task.steps, pi,
+                                                                   p_step_all[pi], p_off)})
+        entry = {"id": tid, "total_gt_calls": int(scores.n_gt[s]), "total_pred_calls": int(scores.n_pred[s]),
+                 "matched": int(scores.matched[s])}
+        entry.update({name: float(scores.values[name][s]) for name in names})
+        entry["details"] = {
+            "unmatched_gt_indices": [i for i in range(len(gt_calls)) if i not in matched_gt],
+            "unmatched_pred_indices": [i for i in range(len(pred_calls)) if i not in matched_pred],
+            "matches": matches, "W": w.tolist(), "primary_pred_for_gt": primary,
+            "per_step_fragmentation": frag}
+        per_id.append(entry)
+    return per_id, strong, weak, unmatched
+
+
+def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, rounds: np.ndarray) -> dict:
+    """Aggregates per task family (`type` of the GT task, else of the prediction)."""
+    families: dict[str, list[int]] = {}
+    for s in samples.tolist():
+        family = tables.task_types[tables.sample_task[s]] or tables.sample_pred[s].type or "unknown"
+        families.setdefault(family, []).append(s)
+    return {name: aggregate(scores, rounds, np.asarray(idx)) for name, idx in sorted(families.items())}
+
+
+def write_file_results(directory: Path, view: SampleView, scores: TaskScores, samples: np.ndarray,
+                       tau_strong: float, meta: dict) -> dict:
+    """Write the five output files for one prediction file; returns its aggregate."""
+    rounds = view.tables.sample_steps.astype(np.float64)
+    per_id, strong, weak, unmatched = per_id_records(view, scores, samples, tau_strong)
+    agg = aggregate(scores, rounds, samples)
+    result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, rounds),
+              "meta": meta}
+    directory.mkdir(parents=True, exist_ok=True)
+    columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for entry in per_id:
+        writer.writerow([entry[c] for c in columns])
+    atomic_write_json(directory / "strong_matches.json", strong)
+    atomic_write_json(directory / "weak_matches.json", weak)
+    atomic_write_json(directory / "unmatched_predictions.json", unmatched)
+    atomic_write_text(directory / "results_eval.csv", buf.getvalue())
+    atomic_write_json(directory / "results_eval.json", result)
+    return agg

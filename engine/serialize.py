@@ -1,0 +1,169 @@
+"""Canonical call texts: what the sentence encoder sees for each call."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from engine.load import Task, TrajectoryFile
+
+log = logging.getLogger(__name__)
+
+Profile = Literal["reference", "paper"]
+PROFILES: tuple[str, ...] = ("reference", "paper")
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with keys sorted, non-ASCII kept, and ',' / ':' separators without spaces."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def call_text(name: str, arguments: Any, profile: Profile = "reference") -> str:
+    """The text of one call: its arguments (`reference`) or `name(arguments)` (`paper`)."""
+    args = canonical_json(arguments)
+    if profile == "reference":
+        return args
+    if profile == "paper":
+        return f"{name}({args})"
+    raise ValueError(f"unknown metrics profile {profile!r}; expected one of {PROFILES}")
+
+
+@dataclass
+class SweepTables:
+    """Every scored call of a sweep as flat arrays, plus the distinct texts to embed.
+
+    GT calls are laid out task by task in global call order; predicted calls sample by
+    sample (a sample is one prediction file's trajectory for one scored id).
+    """
+
+    texts: list[str]
+    tools: list[str]
+    task_ids: list[str]
+    task_types: list[str | None]
+    gt_tasks: list[Task]
+    gt_task: np.ndarray
+    gt_rank: np.ndarray
+    gt_step: np.ndarray
+    gt_index: np.ndarray
+    gt_text: np.ndarray
+    gt_tool: np.ndarray
+    task_calls: np.ndarray
+    task_steps: np.ndarray
+    task_sq_step_calls: np.ndarray
+    sample_file: np.ndarray
+    sample_task: np.ndarray
+    sample_pred: list[Task]
+    pred_sample: np.ndarray
+    pred_rank: np.ndarray
+    pred_step: np.ndarray
+    pred_index: np.ndarray
+    pred_text: np.ndarray
+    pred_tool: np.ndarray
+    sample_calls: np.ndarray
+    sample_steps: np.ndarray
+    gt_task_start: np.ndarray = field(init=False)
+    sample_start: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.gt_task_start = np.concatenate([[0], np.cumsum(self.task_calls)[:-1]]).astype(np.int64) \
+            if len(self.task_calls) else np.zeros(0, np.int64)
+        self.sample_start = np.concatenate([[0], np.cumsum(self.sample_calls)[:-1]]).astype(np.int64) \
+            if len(self.sample_calls) else np.zeros(0, np.int64)
+
+    @property
+    def num_samples(self) -> int:
+        """Number of (prediction file, id) pairs scored."""
+        return len(self.sample_task)
+
+
+def scored_ids(gt: TrajectoryFile, pred: TrajectoryFile) -> list[str]:
+    """Ids present in both files, in ascending string order; warns about the rest."""
+    common = sorted(set(gt.tasks) & set(pred.tasks))
+    missing_pred = len(gt.tasks) - len(common)
+    missing_gt = len(pred.tasks) - len(common)
+    if missing_pred:
+        log.warning("%s: %d GT id(s) have no prediction", pred.path, missing_pred)
+    if missing_gt:
+        log.warning("%s: %d predicted id(s) are not in the GT", pred.path, missing_gt)
+    return common
+
+
+def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
+                  profile: Profile = "reference") -> SweepTables:
+    """Serialize every call of the GT and of all prediction files into flat tables.
+
+    Each distinct text appears once in `texts`, so the GT is embedded once however
+    many prediction files are scored.
+    """
+    text_row: dict[str, int] = {}
+    tool_id: dict[str, int] = {}
+    per_file_ids = [scored_ids(gt, p) for p in preds]
+    task_ids = sorted(set().union(*per_file_ids)) if per_file_ids else []
+    task_of = {tid: i for i, tid in enumerate(task_ids)}
+
+    g_task, g_rank, g_step, g_index, g_text, g_tool = [], [], [], [], [], []
+    task_calls, task_steps, task_sq, gt_tasks, ranks_of = [], [], [], [], []
+    for t, tid in enumerate(task_ids):
+        task = gt.tasks[tid]
+        gt_tasks.append(task)
+        ranks: dict[str, int] = {}
+        index = 0
+        sq = 0
+        for s, step in enumerate(task.steps):
+            sq += len(step) * len(step)
+            for call in step:
+                rank = ranks.setdefault(call.name, len(ranks))
+                g_task.append(t)
+                g_rank.append(rank)
+                g_step.append(s)
+                g_index.append(index)
+                g_text.append(text_row.setdefault(call_text(call.name, call.arguments, profile), len(text_row)))
+                g_tool.append(tool_id.setdefault(call.name, len(tool_id)))
+                index += 1
+        ranks_of.append(ranks)
+        task_calls.append(index)
+        task_steps.append(len(task.steps))
+        task_sq.append(sq)
+
+    s_file, s_task, s_pred, s_calls, s_steps = [], [], [], [], []
+    p_sample, p_rank, p_step, p_index, p_text, p_tool = [], [], [], [], [], []
+    for f, (pred, ids) in enumerate(zip(preds, per_file_ids)):
+        for tid in ids:
+            sample = len(s_task)
+            t = task_of[tid]
+            ranks = ranks_of[t]
+            task = pred.tasks[tid]
+            s_file.append(f)
+            s_task.append(t)
+            s_pred.append(task)
+            index = 0
+            for s, step in enumerate(task.steps):
+                for call in step:
+                    p_sample.append(sample)
+                    p_rank.append(ranks.get(call.name, -1))
+                    p_step.append(s)
+                    p_index.append(index)
+                    p_text.append(text_row.setdefault(call_text(call.name, call.arguments, profile),
+                                                      len(text_row)))
+                    p_tool.append(tool_id.setdefault(call.name, len(tool_id)))
+                    index += 1
+            s_calls.append(index)
+            s_steps.append(len(task.steps))
+
+    def arr(values: list[int]) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64)
+
+    return SweepTables(
+        texts=list(text_row), tools=list(tool_id), task_ids=task_ids,
+        task_types=[t.type for t in gt_tasks], gt_tasks=gt_tasks,
+        gt_task=arr(g_task), gt_rank=arr(g_rank), gt_step=arr(g_step), gt_index=arr(g_index),
+        gt_text=arr(g_text), gt_tool=arr(g_tool), task_calls=arr(task_calls),
+        task_steps=arr(task_steps), task_sq_step_calls=arr(task_sq),
+        sample_file=arr(s_file), sample_task=arr(s_task), sample_pred=s_pred,
+        pred_sample=arr(p_sample), pred_rank=arr(p_rank), pred_step=arr(p_step),
+        pred_index=arr(p_index), pred_text=arr(p_text), pred_tool=arr(p_tool),
+        sample_calls=arr(s_calls), sample_steps=arr(s_steps))

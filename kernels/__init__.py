@@ -1,0 +1,1 @@
+"""Tensor kernels of the scoring engine: similarity, bucketed assignment, segment reductions."""

@@ -1,0 +1,112 @@
+"""Structural metrics of matched calls, for all samples at once.
+
+Matches are reduced to per-sample step matrices over the *active* steps (GT steps and
+predicted steps that hold at least one match): C counts matches and W sums their
+similarities (float32) per (GT step, predicted step). Inactive steps add nothing to
+any structural metric, so the compressed blocks give the same values as full ones
+while their size stays bounded by the matches. Blocks of all samples are laid out
+back to back (row-major), and every metric is a segment reduction over them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kernels.segment import exclusive_cumsum, segment_count, segment_cumsum, segment_sum
+
+
+@dataclass
+class StepStructure:
+    """Per-sample structural quantities (float64 unless noted)."""
+
+    coherent_matches: torch.Tensor  # sum over GT steps of m_g / k_g
+    inversions: torch.Tensor        # int64: discordant pairs across steps
+    comparable: torch.Tensor        # int64: pairs whose GT steps and predicted steps both differ
+    same_gt_step_sq: torch.Tensor   # int64: sum over GT steps of m_g^2
+    merge_entropy: torch.Tensor     # normalized column entropy of W (0 when <= 1 active row)
+
+
+def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int):
+    """Dense ids of distinct (sample, step) pairs, their count per sample and first id."""
+    width = int(step.max().item()) + 1 if step.numel() else 1
+    keys, inverse = torch.unique(sample * width + step, return_inverse=True)
+    per_sample = segment_count(torch.div(keys, width, rounding_mode="floor"), num_samples)
+    return inverse, per_sample, exclusive_cumsum(per_sample)
+
+
+def step_structure(sample: torch.Tensor, gt_step: torch.Tensor, pred_step: torch.Tensor,
+                   similarity: torch.Tensor, num_samples: int) -> StepStructure:
+    """Step coherence, order inversions and merge entropy ingredients per sample."""
+    device = sample.device
+    n = num_samples
+    row, rows_per, row_first = _compress(sample, gt_step, n)
+    col, cols_per, col_first = _compress(sample, pred_step, n)
+    block = rows_per * cols_per
+    block_start = exclusive_cumsum(block)
+    local_r = row - row_first[sample]
+    local_c = col - col_first[sample]
+    entry = block_start[sample] + local_r * cols_per[sample] + local_c
+    size = int(block.sum().item())
+    counts = segment_sum(torch.ones_like(entry), entry, size)
+    mass = segment_sum(similarity.to(torch.float32), entry, size)
+
+    pos_sample = torch.repeat_interleave(torch.arange(n, device=device), block)
+    local = torch.arange(size, device=device) - block_start[pos_sample]
+    ncols = cols_per[pos_sample]
+    nrows = rows_per[pos_sample]
+    pr = torch.div(local, ncols, rounding_mode="floor")
+    pc = local - pr * ncols
+    pos_row = row_first[pos_sample] + pr
+    pos_col = col_first[pos_sample] + pc
+    num_rows = int(rows_per.sum().item())
+    num_cols = int(cols_per.sum().item())
+
+    # step coherence: sum_g m_g / k_g
+    m_g = segment_sum(counts, pos_row, num_rows)
+    k_g = segment_sum((counts > 0).long(), pos_row, num_rows)
+    row_sample = torch.repeat_interleave(torch.arange(n, device=device), rows_per)
+    coherent = segment_sum(m_g.double() / k_g.clamp(min=1).double(), row_sample, n)
+    m_g_sq = segment_sum(m_g * m_g, row_sample, n)
+
+    # order: discordant pairs via prefix sums on the count blocks
+    row_start = block_start[row_sample] + (torch.arange(num_rows, device=device) - row_first[row_sample]) \
+        * cols_per[row_sample]
+    left = segment_cumsum(counts, row_start, pos_row) - counts  # sum over p' < p in the row
+    colmajor = block_start[pos_sample] + pc * nrows + pr
+    by_col = torch.empty_like(left)
+    by_col[colmajor] = left
+    col_sample = torch.repeat_interleave(torch.arange(n, device=device), cols_per)
+    col_start = block_start[col_sample] + (torch.arange(num_cols, device=device) - col_first[col_sample]) \
+        * rows_per[col_sample]
+    by_col_seg = torch.empty_like(pos_col)
+    by_col_seg[colmajor] = pos_col
+    below = segment_sum(by_col, by_col_seg, num_cols)[by_col_seg] - segment_cumsum(by_col, col_start, by_col_seg)
+    inversions = segment_sum(counts * below[colmajor], pos_sample, n)
+
+    m = segment_sum(counts, pos_sample, n)
+    m_p = segment_sum(counts, pos_col, num_cols)
+    pairs = m * (m - 1) // 2
+    same_g = segment_sum(m_g * (m_g - 1) // 2, row_sample, n)
+    same_p = segment_sum(m_p * (m_p - 1) // 2, col_sample, n)
+    same_gp = segment_sum(counts * (counts - 1) // 2, pos_sample, n)
+    comparable = pairs - same_g - same_p + same_gp
+
+    # merge: entropy of each predicted step's mass over GT steps
+    w = mass.double()
+    row_mass = segment_sum(mass, pos_row, num_rows)
+    active_rows = segment_sum((row_mass > 0).long(), row_sample, n)
+    col_mass = segment_sum(mass, pos_col, num_cols).double()
+    positive_col = col_mass > 0
+    total = segment_sum(torch.where(positive_col, col_mass, torch.zeros_like(col_mass)), col_sample, n)
+    q = w / torch.where(positive_col, col_mass, torch.ones_like(col_mass))[pos_col]
+    terms = torch.where((q > 0) & positive_col[pos_col], -q * torch.log(q + 1e-12), torch.zeros_like(q))
+    h_col = segment_sum(terms, pos_col, num_cols)
+    share = torch.where(positive_col, col_mass / total[col_sample].clamp(min=1e-300), torch.zeros_like(col_mass))
+    h = segment_sum(share * h_col, col_sample, n)
+    log_g = torch.log(active_rows.double().clamp(min=1))
+    entropy = torch.where(active_rows > 1, h / torch.where(active_rows > 1, log_g, torch.ones_like(log_g)),
+                          torch.zeros_like(h))
+    return StepStructure(coherent_matches=coherent, inversions=inversions, comparable=comparable,
+                         same_gt_step_sq=m_g_sq, merge_entropy=entropy)
