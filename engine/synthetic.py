@@ -17,6 +17,7 @@ import tempfile
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -38,26 +39,22 @@ _REFERENCE_STREAM = 0x5EF
 _PERTURB_STREAM = 0x9E7
 
 
-class _Draws:
-    """Cheap scalar draws from a Generator, served from a pre-drawn buffer."""
+def _uniform_chunks(rng: np.random.Generator) -> Iterator[list[float]]:
+    while True:
+        yield rng.random(4096).tolist()
 
-    __slots__ = ("_rng", "_buf", "_i")
+
+class _Draws:
+    """Cheap scalar draws from a Generator: ``u()`` steps a C-level iterator over bulk draws."""
+
+    __slots__ = ("u",)
 
     def __init__(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-        self._buf: list[float] = []
-        self._i = 0
-
-    def u(self) -> float:
-        i = self._i
-        if i >= len(self._buf):
-            self._buf = self._rng.random(8192).tolist()
-            i = 0
-        self._i = i + 1
-        return self._buf[i]
+        self.u: Callable[[], float] = chain.from_iterable(_uniform_chunks(rng)).__next__
 
     def below(self, n: int) -> int:
-        return min(int(self.u() * n), n - 1)
+        """Uniform integer in [0, n); u() < 1 keeps int(u() * n) below n."""
+        return int(self.u() * n)
 
     def randint(self, lo: int, hi: int) -> int:
         """Uniform integer in [lo, hi] (inclusive)."""
@@ -67,14 +64,14 @@ class _Draws:
         return lo + (hi - lo) * self.u()
 
     def pick(self, seq: Sequence[Any]) -> Any:
-        return seq[self.below(len(seq))]
+        return seq[int(self.u() * len(seq))]
 
     def sample(self, seq: Sequence[Any], k: int) -> list[Any]:
         """k distinct elements of seq, in random order."""
         pool = list(seq)
         k = min(k, len(pool))
         for i in range(k):
-            j = i + self.below(len(pool) - i)
+            j = i + int(self.u() * (len(pool) - i))
             pool[i], pool[j] = pool[j], pool[i]
         return pool[:k]
 
@@ -682,6 +679,7 @@ def _drift(args: dict[str, Any], strong: bool, d: _Draws) -> None:
 
 # Per-call event flags, drawn in bulk for a whole prediction file.
 _DROP, _EXTRA, _WRONG, _MILD, _STRONG = 1, 2, 4, 8, 16
+_CHANGED = _DROP | _WRONG | _MILD | _STRONG
 
 
 def _call_events(p: ErrorProfile, rng: np.random.Generator, n: int) -> list[int]:
@@ -708,8 +706,9 @@ def _mutate_call(call: dict[str, Any], events: int, d: _Draws) -> dict[str, Any]
         name = d.pick(pool)
     out: dict[str, Any] = {"name": name}
     if "arguments" in call:
-        args = _copy_json(call["arguments"])
+        args = call["arguments"]
         if events & (_MILD | _STRONG) and type(args) is dict:
+            args = _copy_json(args)
             _drift(args, bool(events & _STRONG), d)
         out["arguments"] = args
     out["result"] = d.pick(_ERROR_RESULTS) if d.u() < 0.3 else d.pick(_OK_RESULTS)
@@ -782,13 +781,13 @@ def _perturb_copy(tasks: list[dict], n_calls: int, p: ErrorProfile, rng: np.rand
             calls = []
             for call in step["calls"]:
                 e = events[j]
-                if not e:
+                if not e & _CHANGED:
                     call["result"] = ok[results[j]]
                     calls.append(call)
-                else:
+                elif not e & _DROP:
+                    calls.append(_mutate_call(call, e, d))
+                if e:
                     altered = True
-                    if not e & _DROP:
-                        calls.append(_mutate_call(call, e, d))
                     if e & _EXTRA:
                         calls.append(_extra_call(call, d))
                 j += 1
