@@ -48,7 +48,7 @@ class EmbeddingCache:
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def _shards(self) -> list[Path]:
-        return sorted(self.directory.glob("*.npz"))
+        return sorted(p for p in self.directory.glob("*.npz") if not p.name.startswith("."))
 
     def _read_shard(self, shard: Path) -> tuple[np.ndarray, np.ndarray] | None:
         """Keys and vectors of a shard; None if it vanished or is damaged (then it is removed)."""
@@ -116,7 +116,7 @@ class EmbeddingCache:
 
     def _write_shard(self, keys: np.ndarray, vectors: np.ndarray) -> Path:
         name = hashlib.sha256(keys.tobytes()).hexdigest()[:24] + f"-{os.getpid()}.npz"
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".npz")
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".part")
         try:
             with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, keys=keys, vectors=vectors, checksum=_checksum(keys, vectors))

@@ -1,0 +1,37 @@
+"""Shared fixtures: the ../shared data, a session-wide embedding cache, in-memory scoring helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SHARED = Path(os.environ.get("M3BENCH_SHARED", ROOT.parent / "shared"))
+GT_PATH = SHARED / "data" / "m3bench" / "test_mcp_GT.json"
+GOLDEN = SHARED / "golden"
+
+
+@pytest.fixture(scope="session")
+def gt_path() -> Path:
+    """The real M3-Bench reference file; tests using it skip when ../shared is absent."""
+    if not GT_PATH.is_file():
+        pytest.skip(f"reference trajectories not found at {GT_PATH} (set M3BENCH_SHARED)")
+    return GT_PATH
+
+
+@pytest.fixture(scope="session")
+def golden_dir() -> Path:
+    """The golden cases folder; tests using it skip when ../shared is absent."""
+    if not (GOLDEN / "manifest.json").is_file():
+        pytest.skip(f"golden cases not found under {GOLDEN} (set M3BENCH_SHARED)")
+    return GOLDEN
+
+
+@pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory) -> Path:
+    """One embedding cache for the whole test session, so each text is encoded once."""
+    return tmp_path_factory.mktemp("embedding-cache")

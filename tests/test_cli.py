@@ -1,0 +1,79 @@
+"""The Hydra command line, run as a user would: python scripts/score.py overrides..."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUT_FILES = {"results_eval.json", "results_eval.csv", "strong_matches.json", "weak_matches.json",
+                "unmatched_predictions.json"}
+
+
+def score(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), *overrides], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("small")
+    gt = [{"id": f"{i}", "type": "fam" + str(i % 2), "steps": [
+        {"step": 1, "calls": [{"name": "maps/search", "arguments": {"query": f"cafe near station {i}"}}]},
+        {"step": 2, "calls": [{"name": "weather/now", "arguments": {"city": c}} for c in ("Paris", "Lyon")]}]}
+        for i in range(4)]
+    pred = json.loads(json.dumps(gt))
+    pred[0]["steps"][1]["calls"][0]["arguments"]["city"] = "Marseille"
+    pred[1]["steps"] = pred[1]["steps"][::-1]
+    paths = {"gt": d / "gt.json", "a": d / "a" / "pred.json", "b": d / "b" / "pred.json"}
+    paths["a"].parent.mkdir()
+    paths["b"].parent.mkdir()
+    paths["gt"].write_text(json.dumps(gt))
+    paths["a"].write_text(json.dumps(pred))
+    paths["b"].write_text(json.dumps(gt))
+    return paths
+
+
+def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
+    out = tmp_path / "out"
+    proc = score(f"data.gt={small['gt']}", f"model.predictions={small['a']}", f"output_dir={out}",
+                 f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert OUTPUT_FILES <= {p.name for p in out.iterdir()}
+    result = json.loads((out / "results_eval.json").read_text())
+    assert result["aggregate"]["num_ids"] == 4 and result["aggregate"]["avg_sim_all_cov"] < 0.99
+    assert result["per_id"][1]["order_consistency_cov"] < result["per_id"][2]["order_consistency_cov"]
+    assert "recall" in proc.stdout and "outputs:" in proc.stdout
+
+
+def test_sweep_with_colliding_stems_and_options(small, tmp_path: Path, embedding_cache: Path) -> None:
+    out = tmp_path / "sweep"
+    proc = score(f"data.gt={small['gt']}", f"sweep.predictions=[{small['a']},{small['b']}]", f"output_dir={out}",
+                 f"encoder.cache_dir={embedding_cache}", "align.tau_weak=0.7", "align.tau_strong=0.9",
+                 "metrics.profile=paper", "device=cpu", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name for p in out.iterdir() if p.is_dir()} >= {"a_pred", "b_pred"}
+    assert "share the stem" in proc.stdout + proc.stderr
+    b = json.loads((out / "b_pred" / "results_eval.json").read_text())
+    assert b["meta"]["tau_weak"] == 0.7 and b["meta"]["profile"] == "paper"
+    assert b["aggregate"]["recall"] == 1.0 and "arg_sim" in b["aggregate"]
+
+
+def test_bad_input_is_one_line(small, tmp_path: Path, embedding_cache: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"id": "x1", "steps": [{"calls": [{"name": 3}]}]}]))
+    proc = score(f"data.gt={small['gt']}", f"model.predictions={bad}", f"output_dir={tmp_path / 'o'}",
+                 f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines[-1] == f"error: {bad}: id x1: field 'steps[0].calls[0].name': a call needs a non-empty string 'name'"
+    assert "Traceback" not in proc.stderr
+
+
+def test_nothing_to_score(small, tmp_path: Path) -> None:
+    proc = score(f"data.gt={small['gt']}", f"output_dir={tmp_path / 'o'}", "data.name=custom", cwd=tmp_path)
+    assert proc.returncode == 2 and "nothing to score" in proc.stderr

@@ -1,0 +1,71 @@
+"""Loading: both JSON roots, the duplicate-id rule, and one-line errors naming file, id and field."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from engine.errors import InputError
+from engine.load import load_trajectories
+
+
+def write(tmp_path: Path, obj, name: str = "f.json") -> Path:
+    path = tmp_path / name
+    path.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return path
+
+
+def test_list_and_object_roots(tmp_path: Path) -> None:
+    steps = [{"step": 1, "calls": [{"name": "a/b", "arguments": {"x": 1}}]}]
+    listed = load_trajectories(write(tmp_path, [{"id": 7, "steps": steps}], "l.json"))
+    keyed = load_trajectories(write(tmp_path, {"k1": {"steps": steps}, "k2": {"id": "own", "steps": []}}, "o.json"))
+    assert list(listed.tasks) == ["7"]
+    assert list(keyed.tasks) == ["k1", "own"]
+    assert keyed.tasks["k1"].calls[0].arguments == {"x": 1}
+
+
+def test_duplicate_ids_keep_last_with_warning(tmp_path: Path, caplog) -> None:
+    data = [{"id": "a", "steps": []}, {"id": "b", "steps": []},
+            {"id": "a", "steps": [{"calls": [{"name": "s/t"}]}]}]
+    with caplog.at_level(logging.WARNING):
+        loaded = load_trajectories(write(tmp_path, data))
+    assert loaded.duplicate_ids == ("a",)
+    assert loaded.tasks["a"].num_calls == 1
+    assert "repeated id(s)" in caplog.text and "a" in caplog.text
+
+
+def test_real_gt_duplicates(gt_path: Path) -> None:
+    loaded = load_trajectories(gt_path)
+    assert len(loaded.tasks) == 208 and len(loaded.duplicate_ids) == 5
+    missing = [c for c in loaded.tasks["00170000"].calls if c.arguments is None]
+    assert missing and missing[0].name == "ppt/create_presentation"
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("{not json", "not valid JSON"),
+    ("42", "root must be a list"),
+    ([{"steps": []}], "#0: field 'id': task has no id"),
+    ([{"id": "t1"}], "id t1: field 'steps': task has no 'steps'"),
+    ([{"id": "t1", "steps": {"a": 1}}], "id t1: field 'steps': steps must be a list"),
+    ([{"id": "t1", "steps": ["x"]}], "id t1: field 'steps[0]'"),
+    ([{"id": "t1", "steps": [{"calls": 5}]}], "id t1: field 'steps[0].calls'"),
+    ([{"id": "t1", "steps": [{"calls": [{"name": ""}]}]}], "id t1: field 'steps[0].calls[0].name'"),
+    ([{"id": "t1", "steps": [{"calls": [{"arguments": {}}]}]}], "field 'steps[0].calls[0].name'"),
+    ([{"id": "t1", "steps": [{"calls": ["s/t"]}]}], "field 'steps[0].calls[0]'"),
+    ([{"id": "t1", "type": 3, "steps": []}], "id t1: field 'type'"),
+    ([{"id": [1], "steps": []}], "field 'id'"),
+])
+def test_errors_name_file_id_and_field(tmp_path: Path, content, expected: str) -> None:
+    path = write(tmp_path, content)
+    with pytest.raises(InputError) as err:
+        load_trajectories(path)
+    message = str(err.value)
+    assert str(path) in message and expected in message and "\n" not in message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="file not found"):
+        load_trajectories(tmp_path / "nope.json")
