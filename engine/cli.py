@@ -4,15 +4,30 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from engine.errors import ConfigError, InputError
-from engine.pipeline import ScoreSettings, StageTimer, output_dirs, score_sweep, write_sweep
+from engine.judge import judge_path_for
+from engine.pipeline import ScoreSettings, StageTimer, output_dirs, prepare_sweep, score_prepared, write_sweep
 from engine.serialize import PROFILES
 
 log = logging.getLogger("score")
+
+PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
+
+
+@dataclass
+class Inputs:
+    """What one run scores: the GT, the prediction files with model names and judge files."""
+
+    gt: Path
+    predictions: list[Path]
+    names: list[str]
+    judges: list[Path | None]
+    per_file_dirs: bool
 
 
 def settings_from(cfg: DictConfig) -> ScoreSettings:
@@ -26,32 +41,53 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir))
 
 
-def resolve_inputs(cfg: DictConfig) -> tuple[Path, list[Path], bool]:
-    """GT path, prediction paths, and whether each file gets its own output subfolder."""
-    gt = cfg.data.get("gt")
-    demo_preds: list[Path] = []
-    if cfg.data.name == "demo" and gt is None:
-        from engine.synthetic import write_demo
+def _judges(predictions: list[Path], explicit: str | None = None) -> list[Path | None]:
+    if explicit:
+        return [Path(explicit)]
+    return [judge_path_for(p) if judge_path_for(p).is_file() else None for p in predictions]
 
-        gt_path, models = write_demo(Path(cfg.data.demo_dir), n_tasks=int(cfg.data.n_tasks),
-                                     seed=int(cfg.data.seed))
-        gt = gt_path
-        demo_preds = list(models.values())
-    if gt is None:
-        raise ConfigError("no reference file: set data.gt=PATH or data=m3bench")
-    sweep = list(cfg.sweep.get("predictions") or [])
+
+def resolve_inputs(cfg: DictConfig) -> Inputs:
+    """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo."""
+    gt = Path(cfg.data.gt) if cfg.data.get("gt") else None
+    sweep = [Path(p) for p in (cfg.sweep.get("predictions") or [])]
     if sweep:
-        return Path(gt), [Path(p) for p in sweep], True
+        names = [d.name for d in output_dirs(sweep, Path("."))]
+        return Inputs(_need(gt), sweep, names, _judges(sweep), True)
     if cfg.model.get("predictions"):
-        return Path(gt), [Path(cfg.model.predictions)], False
-    if demo_preds:
-        return Path(gt), demo_preds, True
-    raise ConfigError("nothing to score: set model=NAME, model.predictions=PATH or 'sweep.predictions=[...]'")
+        pred = Path(cfg.model.predictions)
+        return Inputs(_need(gt), [pred], [cfg.model.get("name") or pred.stem],
+                      _judges([pred], cfg.model.get("judge")), False)
+    models = list(cfg.sweep.get("models") or [])
+    if models:
+        results = Path(cfg.results_dir)
+        found = [(m, results / PUBLISHED_NAME.format(model=m)) for m in models]
+        missing = [m for m, p in found if not p.is_file()]
+        present = [(m, p) for m, p in found if p.is_file()]
+        if missing:
+            log.warning("no prediction file under %s for %d model(s): %s", results, len(missing), ", ".join(missing))
+        if not present:
+            raise ConfigError(f"none of the sweep's models has a prediction file under {results} "
+                              f"(expected {PUBLISHED_NAME.format(model='<model>')})")
+        preds = [p for _, p in present]
+        return Inputs(_need(gt), preds, [m for m, _ in present], _judges(preds), True)
+    from engine.synthetic import write_demo
+
+    log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
+    demo_gt, demo = write_demo(Path(cfg.demo.dir), n_tasks=int(cfg.demo.n_tasks), seed=int(cfg.demo.seed))
+    preds = list(demo.values())
+    return Inputs(demo_gt, preds, list(demo), _judges(preds), True)
+
+
+def _need(gt: Path | None) -> Path:
+    if gt is None:
+        raise ConfigError("no reference file: set data.gt=PATH")
+    return gt
 
 
 def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[str, ...]) -> str:
     """A plain-text table of the aggregates, one row per prediction file."""
-    cols = ["file", "ids", *metric_names, "avg_Rounds", "avg_tool_calls"]
+    cols = ["model", "ids", *metric_names, "avg_Rounds", "avg_tool_calls"]
     rows = [[name, str(a["num_ids"])] + [f"{a[m]:.4f}" for m in metric_names]
             + [f"{a['avg_Rounds']:.2f}", f"{a['avg_tool_calls']:.2f}"] for name, a in zip(names, aggregates)]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
@@ -64,20 +100,35 @@ def run(cfg: DictConfig) -> int:
     """Score what the config names and write the outputs; returns the process exit code."""
     try:
         settings = settings_from(cfg)
-        gt, preds, per_file = resolve_inputs(cfg)
+        inputs = resolve_inputs(cfg)
         out = Path(cfg.output_dir)
-        dirs = output_dirs(preds, out) if per_file else [out]
+        dirs = [out / name for name in inputs.names] if inputs.per_file_dirs else [out]
+        names = inputs.names
         timer = StageTimer()
-        result = score_sweep(gt, preds, settings, timer)
+        prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
+        result = score_prepared(prepared, settings.tau_weak, settings.tau_strong)
         with timer.stage("write"):
-            aggregates = write_sweep(result, dirs)
+            aggregates = write_sweep(result, dirs, names, inputs.judges)
+        weak_grid = list(cfg.align.get("tau_weak_grid") or [])
+        strong_grid = list(cfg.align.get("tau_strong_grid") or [])
+        if weak_grid or strong_grid:
+            from engine.grid import threshold_grid, write_grid
+
+            rows = threshold_grid(prepared, weak_grid or [settings.tau_weak], strong_grid or [settings.tau_strong],
+                                  names, progress=bool(cfg.progress))
+            with timer.stage("write"):
+                write_grid(rows, out)
+        if cfg.reports:
+            from engine.leaderboard import write_reports
+
+            with timer.stage("write"):
+                write_reports(out)
     except (InputError, ConfigError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     stats = result.embedding
-    print(summary_table([d.name if per_file else p.stem for d, p in zip(dirs, preds)], aggregates,
-                        result.scores.names))
+    print(summary_table(names, aggregates, result.scores.names))
     print(f"texts: {stats.distinct_texts} distinct, {stats.cached} cached, {stats.encoded} encoded; "
-          f"stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
+          "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
     return 0

@@ -5,15 +5,16 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import torch
 
-from engine.align import Matches, candidate_pairs, match
+from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
+from engine.judge import load_judge
 from engine.load import TrajectoryFile, load_trajectories
 from engine.metrics import TaskScores, aggregate, task_scores
 from engine.report import SampleView, write_file_results
@@ -53,6 +54,19 @@ class StageTimer:
 
 
 @dataclass
+class PreparedSweep:
+    """A sweep up to its candidate pairs and similarities: everything thresholds do not change."""
+
+    gt: TrajectoryFile
+    preds: list[TrajectoryFile]
+    tables: SweepTables
+    candidates: Candidates
+    embedding: EmbeddingStats
+    settings: ScoreSettings
+    timer: StageTimer
+
+
+@dataclass
 class SweepScores:
     """The result of scoring a set of prediction files against one GT."""
 
@@ -81,12 +95,16 @@ def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.dev
     return embed_distinct(tables.texts, encoder, settings.cache_dir)
 
 
-def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: ScoreSettings,
-                timer: StageTimer | None = None) -> SweepScores:
-    """Score every prediction file against the GT in one pass (one embedding of all texts)."""
+def check_thresholds(tau_weak: float, tau_strong: float) -> None:
+    """Reject thresholds outside the range of a cosine similarity."""
+    if not -1.0 <= tau_weak <= 1.0 or not -1.0 <= tau_strong <= 1.0:
+        raise ValueError(f"thresholds must lie in [-1, 1]: align.tau_weak={tau_weak}, align.tau_strong={tau_strong}")
+
+
+def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: ScoreSettings,
+                  timer: StageTimer | None = None) -> PreparedSweep:
+    """Load, serialize and embed every file, and build all candidate pairs with their similarities."""
     timer = timer or StageTimer()
-    if not 0.0 <= settings.tau_strong <= 1.0 or not -1.0 <= settings.tau_weak <= 1.0:
-        raise ValueError(f"thresholds out of range: tau_weak={settings.tau_weak}, tau_strong={settings.tau_strong}")
     device = resolve_device(settings.device)
     with timer.stage("load"):
         gt = load_trajectories(gt_path)
@@ -97,11 +115,29 @@ def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: Sco
         embeddings, stats = embed_tables(tables, settings, device)
     with timer.stage("align"):
         candidates = candidate_pairs(tables, embeddings, device)
-        matches = match(candidates, settings.tau_weak)
+    return PreparedSweep(gt=gt, preds=preds, tables=tables, candidates=candidates, embedding=stats,
+                         settings=settings, timer=timer)
+
+
+def score_prepared(prepared: PreparedSweep, tau_weak: float, tau_strong: float) -> SweepScores:
+    """Match and measure a prepared sweep at one pair of thresholds."""
+    check_thresholds(tau_weak, tau_strong)
+    settings = replace(prepared.settings, tau_weak=tau_weak, tau_strong=tau_strong)
+    timer = prepared.timer
+    with timer.stage("align"):
+        matches = match(prepared.candidates, tau_weak)
     with timer.stage("metrics"):
-        scores = task_scores(tables, matches, settings.tau_strong, settings.profile)
-    return SweepScores(gt=gt, preds=preds, tables=tables, matches=matches, scores=scores, embedding=stats,
-                       settings=settings, timer=timer)
+        scores = task_scores(prepared.tables, matches, tau_strong, settings.profile)
+    return SweepScores(gt=prepared.gt, preds=prepared.preds, tables=prepared.tables, matches=matches,
+                       scores=scores, embedding=prepared.embedding, settings=settings, timer=timer)
+
+
+def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: ScoreSettings,
+                timer: StageTimer | None = None) -> SweepScores:
+    """Score every prediction file against the GT in one pass (one embedding of all texts)."""
+    check_thresholds(settings.tau_weak, settings.tau_strong)
+    prepared = prepare_sweep(gt_path, pred_paths, settings, timer)
+    return score_prepared(prepared, settings.tau_weak, settings.tau_strong)
 
 
 def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
@@ -121,15 +157,26 @@ def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
     return dirs
 
 
-def write_sweep(result: SweepScores, dirs: list[Path]) -> list[dict]:
-    """Write each prediction file's outputs into its folder; returns the aggregates."""
+def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] | None = None,
+                judges: list[Path | None] | None = None) -> list[dict]:
+    """Write each prediction file's outputs into its folder; returns the aggregates.
+
+    names: model names recorded in each file's meta; judges: judge result files (None for
+    none) whose task_completion / information_grounding join the outputs.
+    """
     m = result.matches.to_numpy()
     view = SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
     s = result.settings
+    names = names or [None] * len(result.preds)
+    judges = judges or [None] * len(result.preds)
     aggregates = []
     for f, (pred, directory) in enumerate(zip(result.preds, dirs)):
         meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": s.tau_weak,
-                "tau_strong": s.tau_strong, "profile": s.profile}
+                "tau_strong": s.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
+        judge = None
+        if judges[f] is not None:
+            meta["judge"] = str(judges[f])
+            judge = load_judge(judges[f])
         aggregates.append(write_file_results(directory, view, result.scores, result.samples_of(f),
-                                             s.tau_strong, meta))
+                                             s.tau_strong, meta, judge))
     return aggregates

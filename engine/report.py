@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import tempfile
 from dataclasses import dataclass
@@ -13,8 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from engine.judge import JUDGE_METRICS
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
+
+log = logging.getLogger(__name__)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -57,8 +61,7 @@ class SampleView:
         return slice(int(self.match_bounds[sample]), int(self.match_bounds[sample + 1]))
 
 
-def _call_record(task_calls: list, steps: tuple, call_index: int, step_index: int,
-                 step_offsets: list[int]) -> dict:
+def _call_record(task_calls: list, call_index: int, step_index: int, step_offsets: list[int]) -> dict:
     call = task_calls[call_index]
     return {"tool": call.name, "arguments": call.arguments, "step_index": step_index,
             "call_index_in_step": call_index - step_offsets[step_index]}
@@ -110,14 +113,13 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
             matches.append({"gt_call_index": gi, "pred_call_index": pi, "gt_step": gs, "pred_step": ps,
                             "similarity": sim, "gt_tool": gt_calls[gi].name, "pred_tool": pred_calls[pi].name})
             record = {"id": tid, "similarity": sim,
-                      "gt": _call_record(gt_calls, gt_task.steps, gi, gs, g_off),
-                      "pred": _call_record(pred_calls, pred_task.steps, pi, ps, p_off)}
+                      "gt": _call_record(gt_calls, gi, gs, g_off),
+                      "pred": _call_record(pred_calls, pi, ps, p_off)}
             (strong if sim >= tau_strong else weak).append(record)
         p_step_all = [si for si, step in enumerate(pred_task.steps) for _ in step]
         for pi in range(len(pred_calls)):
             if pi not in matched_pred:
-                unmatched.append({"id": tid, "pred": _call_record(pred_calls, pred_task.steps, pi,
-                                                                   p_step_all[pi], p_off)})
+                unmatched.append({"id": tid, "pred": _call_record(pred_calls, pi, p_step_all[pi], p_off)})
         entry = {"id": tid, "total_gt_calls": int(scores.n_gt[s]), "total_pred_calls": int(scores.n_pred[s]),
                  "matched": int(scores.matched[s])}
         entry.update({name: float(scores.values[name][s]) for name in names})
@@ -130,30 +132,58 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
     return per_id, strong, weak, unmatched
 
 
-def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, rounds: np.ndarray) -> dict:
+def judge_means(judge: dict[str, dict[str, float]], ids: list[str]) -> dict[str, float]:
+    """Plain means of the judge metrics over the ids that have a judge record."""
+    records = [judge[i] for i in ids if i in judge]
+    if not records:
+        return {}
+    return {name: float(np.mean([r[name] for r in records])) for name in JUDGE_METRICS}
+
+
+def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, rounds: np.ndarray,
+            judge: dict[str, dict[str, float]] | None = None) -> dict:
     """Aggregates per task family (`type` of the GT task, else of the prediction)."""
     families: dict[str, list[int]] = {}
     for s in samples.tolist():
         family = tables.task_types[tables.sample_task[s]] or tables.sample_pred[s].type or "unknown"
         families.setdefault(family, []).append(s)
-    return {name: aggregate(scores, rounds, np.asarray(idx)) for name, idx in sorted(families.items())}
+    out = {}
+    for name, idx in sorted(families.items()):
+        out[name] = aggregate(scores, rounds, np.asarray(idx))
+        if judge:
+            out[name].update(judge_means(judge, [tables.task_ids[tables.sample_task[s]] for s in idx]))
+    return out
 
 
 def write_file_results(directory: Path, view: SampleView, scores: TaskScores, samples: np.ndarray,
-                       tau_strong: float, meta: dict) -> dict:
-    """Write the five output files for one prediction file; returns its aggregate."""
+                       tau_strong: float, meta: dict, judge: dict[str, dict[str, float]] | None = None) -> dict:
+    """Write the five output files for one prediction file; returns its aggregate.
+
+    With judge results, each id and every aggregate also get task_completion and
+    information_grounding (plain means over the ids that were judged).
+    """
     rounds = view.tables.sample_steps.astype(np.float64)
     per_id, strong, weak, unmatched = per_id_records(view, scores, samples, tau_strong)
     agg = aggregate(scores, rounds, samples)
-    result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, rounds),
+    columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
+    if judge:
+        ids = [entry["id"] for entry in per_id]
+        missing = [i for i in ids if i not in judge]
+        if missing:
+            log.warning("%s: %d scored id(s) have no judge record: %s", meta.get("judge"), len(missing),
+                        ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+        for entry in per_id:
+            entry.update(judge.get(entry["id"], {}))
+        agg.update(judge_means(judge, ids))
+        columns += list(JUDGE_METRICS)
+    result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, rounds, judge),
               "meta": meta}
     directory.mkdir(parents=True, exist_ok=True)
-    columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for entry in per_id:
-        writer.writerow([entry[c] for c in columns])
+        writer.writerow([entry.get(c, "") for c in columns])
     atomic_write_json(directory / "strong_matches.json", strong)
     atomic_write_json(directory / "weak_matches.json", weak)
     atomic_write_json(directory / "unmatched_predictions.json", unmatched)

@@ -74,6 +74,8 @@ def test_bad_input_is_one_line(small, tmp_path: Path, embedding_cache: Path) -> 
     assert "Traceback" not in proc.stderr
 
 
-def test_nothing_to_score(small, tmp_path: Path) -> None:
-    proc = score(f"data.gt={small['gt']}", f"output_dir={tmp_path / 'o'}", "data.name=custom", cwd=tmp_path)
-    assert proc.returncode == 2 and "nothing to score" in proc.stderr
+def test_leaderboard_sweep_without_files(small, tmp_path: Path) -> None:
+    proc = score(f"data.gt={small['gt']}", f"output_dir={tmp_path / 'o'}", "sweep=leaderboard",
+                 f"results_dir={tmp_path / 'none'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "none of the sweep's models has a prediction file" in proc.stderr.splitlines()[-1]
