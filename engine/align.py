@@ -10,7 +10,7 @@ import torch
 from engine.serialize import SweepTables
 from kernels.assignment import solve_buckets
 from kernels.buckets import Buckets, build_buckets
-from kernels.similarity import pair_similarity, unit_rows
+from kernels.similarity import pair_similarity
 
 
 @dataclass
@@ -43,10 +43,10 @@ def candidate_pairs(tables: SweepTables, embeddings: np.ndarray | torch.Tensor,
 
     buckets = build_buckets(t(tables.gt_task), t(tables.gt_rank), len(tables.task_ids),
                             t(tables.pred_sample), t(tables.pred_rank), t(tables.sample_task))
-    unit = unit_rows(torch.as_tensor(embeddings, device=device))
     gt_text = t(tables.gt_text)
     pred_text = t(tables.pred_text)
-    similarity = pair_similarity(unit, gt_text[buckets.pair_gt], pred_text[buckets.pair_pred])
+    similarity = pair_similarity(torch.as_tensor(embeddings, device=device), gt_text[buckets.pair_gt],
+                                 pred_text[buckets.pair_pred])
     return Candidates(buckets=buckets, similarity=similarity)
 
 

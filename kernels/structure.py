@@ -29,10 +29,23 @@ class StepStructure:
 
 
 def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int):
-    """Dense ids of distinct (sample, step) pairs, their count per sample and first id."""
+    """Dense ids of distinct (sample, step) pairs, their count per sample and first id.
+
+    Ids follow (sample, step) order. A presence table is used when the key space is
+    small (the usual case), a sort otherwise.
+    """
     width = int(step.max().item()) + 1 if step.numel() else 1
-    keys, inverse = torch.unique(sample * width + step, return_inverse=True)
-    per_sample = segment_count(torch.div(keys, width, rounding_mode="floor"), num_samples)
+    key = sample * width + step
+    space = num_samples * width
+    if space <= 8 * key.numel() + 1024:
+        present = torch.zeros(space, dtype=torch.long, device=key.device)
+        present[key] = 1
+        dense = torch.cumsum(present, 0) - 1
+        inverse = dense[key]
+        per_sample = present.view(num_samples, width).sum(dim=1)
+    else:
+        keys, inverse = torch.unique(key, return_inverse=True)
+        per_sample = segment_count(torch.div(keys, width, rounding_mode="floor"), num_samples)
     return inverse, per_sample, exclusive_cumsum(per_sample)
 
 

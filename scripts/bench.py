@@ -2,7 +2,8 @@
 
     python scripts/bench.py --gt GT.json P1.json P2.json ...           # cold cache (fresh temp dir)
     python scripts/bench.py --gt GT.json P*.json --cache-dir DIR       # warm when DIR is filled
-    python scripts/bench.py --gt GT.json P*.json --replicate 100 --skip-encoder   # align+metrics throughput
+    python scripts/bench.py --gt GT.json P*.json --replicate 100    # align+metrics throughput (cached texts)
+    python scripts/bench.py --synthetic 1000000 --pseudo-embeddings # align+metrics on a generated 1M-call sweep
 
 Prints seconds per stage (load, serialize, embed, align, metrics, write), the encoder
 alone on the same distinct texts (a fresh model load plus encode, and encode only), and
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import resource
 import sys
 import tempfile
@@ -21,14 +23,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from engine.align import candidate_pairs, match  # noqa: E402
 from engine.encode import TextEncoder, embed_distinct  # noqa: E402
-from engine.load import load_trajectories  # noqa: E402
+from engine.load import TrajectoryFile, load_trajectories, parse_task  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings, StageTimer, output_dirs, score_sweep, write_sweep  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
+from engine.synthetic import make_reference, scale_predictions  # noqa: E402
 from kernels.device import resolve_device  # noqa: E402
 
 
@@ -64,16 +68,50 @@ def bench_pipeline(args: argparse.Namespace, settings: ScoreSettings) -> None:
     print(f"ratio total / load+encode: {total / (t2 - t0):.3f}")
 
 
-def bench_align(args: argparse.Namespace, settings: ScoreSettings) -> None:
-    """Align + metrics throughput on the prediction files replicated `--replicate` times."""
-    device = resolve_device(settings.device)
+def pseudo_embeddings(texts: list[str], dim: int = 384) -> np.ndarray:
+    """Deterministic text-seeded vectors (a shared direction plus noise), for sweeps too big to encode here."""
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    for i, text in enumerate(texts):
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        out[i] = np.random.default_rng(seed).standard_normal(dim, dtype=np.float32)
+    out[:, 0] += 2.0 * np.sqrt(dim) / 4
+    return out
+
+
+def sweep_files(args: argparse.Namespace) -> tuple[TrajectoryFile, list[TrajectoryFile]]:
+    """The GT and prediction files of an align benchmark: replicated files or a synthetic sweep."""
+    if args.synthetic:
+        reference = make_reference(args.tasks, seed=0)
+        gt = in_memory("reference", reference)
+        preds = [in_memory(f"synthetic_{k}", tasks)
+                 for k, tasks in enumerate(scale_predictions(reference, args.synthetic, seed=1))]
+        return gt, preds
     gt = load_trajectories(args.gt)
     preds = [load_trajectories(p) for p in args.predictions]
-    copies = [dataclasses.replace(p, path=p.path.with_name(f"{p.path.stem}_{k}.json"))
-              for k in range(args.replicate) for p in preds]
-    tables = flatten_sweep(gt, copies, settings.profile)
-    embeddings, _ = embed_distinct(tables.texts, TextEncoder(settings.encoder_model, device=str(device)),
-                                   settings.cache_dir)
+    return gt, [dataclasses.replace(p, path=p.path.with_name(f"{p.path.stem}_{k}.json"))
+                for k in range(args.replicate) for p in preds]
+
+
+def in_memory(name: str, tasks: list[dict]) -> TrajectoryFile:
+    """A TrajectoryFile built from task dicts, validated as the loader does."""
+    path = Path(f"{name}.json")
+    parsed = {}
+    for position, obj in enumerate(tasks):
+        task = parse_task(path, obj, None, position)
+        parsed[task.id] = task
+    return TrajectoryFile(path=path, tasks=parsed, duplicate_ids=())
+
+
+def bench_align(args: argparse.Namespace, settings: ScoreSettings) -> None:
+    """Align + metrics throughput on replicated prediction files or a synthetic sweep."""
+    device = resolve_device(settings.device)
+    gt, preds = sweep_files(args)
+    tables = flatten_sweep(gt, preds, settings.profile)
+    if args.pseudo_embeddings:
+        embeddings = pseudo_embeddings(tables.texts)
+    else:
+        embeddings, _ = embed_distinct(tables.texts, TextEncoder(settings.encoder_model, device=str(device)),
+                                       settings.cache_dir)
     calls = len(tables.pred_sample)
     best = float("inf")
     for _ in range(args.repeats):
@@ -87,15 +125,16 @@ def bench_align(args: argparse.Namespace, settings: ScoreSettings) -> None:
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - t0)
     print(f"align+metrics: {calls} predicted calls, {candidates.buckets.num_pairs} pairs, "
-          f"{tables.num_samples} samples in {best:.3f} s (best of {args.repeats}) "
-          f"= {calls / best:,.0f} calls/s on {device}; peak RSS {peak_rss_gb():.2f} GiB")
+          f"{tables.num_samples} samples, {len(tables.texts)} distinct texts in {best:.3f} s "
+          f"(best of {args.repeats}) = {calls / best:,.0f} calls/s on {device}; "
+          f"peak RSS of the process {peak_rss_gb():.2f} GiB")
 
 
 def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("predictions", nargs="+", help="prediction files")
-    parser.add_argument("--gt", required=True, help="reference trajectories")
+    parser.add_argument("predictions", nargs="*", help="prediction files")
+    parser.add_argument("--gt", help="reference trajectories")
     parser.add_argument("--cache-dir", default=None, help="embedding cache (default: a fresh temp dir)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--tau-weak", type=float, default=0.6)
@@ -103,13 +142,20 @@ def main() -> None:
     parser.add_argument("--profile", default="reference")
     parser.add_argument("--replicate", type=int, default=0,
                         help="benchmark align+metrics on the files replicated N times")
+    parser.add_argument("--synthetic", type=int, default=0,
+                        help="benchmark align+metrics on a generated sweep of about N predicted calls")
+    parser.add_argument("--tasks", type=int, default=2000, help="reference tasks of the synthetic sweep")
+    parser.add_argument("--pseudo-embeddings", action="store_true",
+                        help="text-seeded random vectors instead of the encoder (for sweeps too big to encode)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-encoder", action="store_true", help="do not time the encoder alone")
     args = parser.parse_args()
+    if not args.synthetic and (not args.gt or not args.predictions):
+        parser.error("give --gt and prediction files, or --synthetic N")
     with tempfile.TemporaryDirectory() as tmp:
         settings = ScoreSettings(tau_weak=args.tau_weak, tau_strong=args.tau_strong, profile=args.profile,
                                  device=args.device, cache_dir=args.cache_dir or tmp)
-        if args.replicate:
+        if args.replicate or args.synthetic:
             bench_align(args, settings)
         else:
             bench_pipeline(args, settings)
