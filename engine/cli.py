@@ -38,7 +38,8 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(tau_weak=float(cfg.align.tau_weak), tau_strong=float(cfg.align.tau_strong),
                          profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model,
                          encoder_batch_size=int(cfg.encoder.batch_size),
-                         cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir))
+                         cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
+                         progress=bool(cfg.get("progress", False)))
 
 
 def _judges(predictions: list[Path], explicit: str | None = None) -> list[Path | None]:

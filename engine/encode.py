@@ -39,13 +39,15 @@ def _weights_fingerprint(path: Path, h: "hashlib._Hash") -> None:
 class TextEncoder:
     """A sentence-transformers encoder loaded lazily from a local directory (no network)."""
 
-    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 128) -> None:
+    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 128,
+                 progress: bool = False) -> None:
         self.model_path = Path(model).expanduser() if model else default_model_path()
         if not self.model_path.is_dir():
             raise ValueError(f"encoder.model={model}: not a local model directory "
                              "(models are never downloaded at run time)")
         self.device = device
         self.batch_size = batch_size
+        self.progress = progress
         self._model = None
         self._identity: str | None = None
 
@@ -86,7 +88,7 @@ class TextEncoder:
 
         with torch.inference_mode():
             vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                        normalize_embeddings=False, show_progress_bar=len(texts) > 2000)
+                                        normalize_embeddings=False, show_progress_bar=self.progress and len(texts) > 1000)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 

@@ -34,6 +34,7 @@ class ScoreSettings:
     device: str = "auto"
     encoder_model: str | None = None
     encoder_batch_size: int = 128
+    progress: bool = False
     cache_dir: str | None = None
 
 
@@ -88,10 +89,20 @@ class SweepScores:
         return aggregate(self.scores, self.tables.sample_steps.astype(np.float64), self.samples_of(file_index))
 
 
+def _bar(items: list, label: str, show: bool) -> list | Iterator:
+    """items, wrapped in a tqdm progress bar when show is true."""
+    if not show:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=label, unit="file")
+
+
 def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.device
                  ) -> tuple[np.ndarray, EmbeddingStats]:
     """Embeddings of the sweep's distinct texts (cached on disk when a cache_dir is set)."""
-    encoder = TextEncoder(settings.encoder_model, device=str(device), batch_size=settings.encoder_batch_size)
+    encoder = TextEncoder(settings.encoder_model, device=str(device), batch_size=settings.encoder_batch_size,
+                          progress=settings.progress)
     return embed_distinct(tables.texts, encoder, settings.cache_dir)
 
 
@@ -108,7 +119,7 @@ def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: S
     device = resolve_device(settings.device)
     with timer.stage("load"):
         gt = load_trajectories(gt_path)
-        preds = [load_trajectories(p) for p in pred_paths]
+        preds = [load_trajectories(p) for p in _bar(pred_paths, "load", settings.progress and len(pred_paths) > 4)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile)
     with timer.stage("embed"):
@@ -170,7 +181,8 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
     names = names or [None] * len(result.preds)
     judges = judges or [None] * len(result.preds)
     aggregates = []
-    for f, (pred, directory) in enumerate(zip(result.preds, dirs)):
+    items = list(enumerate(zip(result.preds, dirs)))
+    for f, (pred, directory) in _bar(items, "write", s.progress and len(items) > 4):
         meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": s.tau_weak,
                 "tau_strong": s.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
         judge = None
