@@ -36,11 +36,27 @@ def test_metrics_in_unit_interval(data, tau_weak, tau_strong) -> None:
             assert np.all((v >= -1e-12) & (v <= 1 + 1e-12)), (name, v)
 
 
+def distinct_texts(tasks: list[dict]) -> list[dict]:
+    """Give every call its own argument text (a serial number), so no two similarities tie exactly."""
+    serial = 0
+    for t in tasks:
+        for s in t["steps"]:
+            for c in s["calls"]:
+                c["arguments"] = {**c["arguments"], "serial": serial}
+                serial += 1
+    return tasks
+
+
 @settings(max_examples=60, deadline=None)
 @given(pairs, st.randoms(use_true_random=False))
 def test_invariant_to_call_order_within_a_step(data, rnd) -> None:
-    gt = [task(f"{i}", g) for i, (g, _) in enumerate(data)]
-    pred = [task(f"{i}", p) for i, (_, p) in enumerate(data)]
+    """Without exact ties the metrics do not depend on the order of calls within a step.
+
+    (Exact ties between identical calls in different steps are broken by position, as SciPy
+    breaks them, which the published numbers require; the oracle tests cover that case.)
+    """
+    gt = distinct_texts([task(f"{i}", g) for i, (g, _) in enumerate(data)])
+    pred = distinct_texts([task(f"{i}", p) for i, (_, p) in enumerate(copy.deepcopy(data))])
     shuffled = copy.deepcopy(pred)
     for t in shuffled:
         for s in t["steps"]:
