@@ -1,0 +1,196 @@
+"""Record/replay cache of tool results and model responses.
+
+Layout of a cache directory:
+
+- ``tools.jsonl``: one line per tool call, keyed by server, tool and canonical arguments;
+- ``models.jsonl``: one line per model response, keyed by the request (scope, purpose, model,
+  parameters, messages with images as workspace paths) and its occurrence within the scope;
+- ``catalogue.json``: the tool catalogue of the recorded run, so a replay starts no server;
+- ``blobs/``: the files tools produced, by SHA-256, restored into the workspace on replay.
+
+Modes: ``live`` uses no cache, ``record`` calls everything for real and writes what it got (a
+later line wins over an earlier one with the same key), ``replay`` serves everything from the cache
+and fails on a miss. Lines cut short by a killed process are ignored on load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rollout.drivers import Completion, ModelDriver
+from rollout.errors import CacheMiss, RolloutInputError
+
+log = logging.getLogger(__name__)
+
+MODES = ("live", "record", "replay")
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys, no spaces and non-ASCII kept: the text that keys are hashed from."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(value: Any) -> str:
+    """SHA-256 hex digest of a value's canonical JSON."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def tool_key(server: str, tool: str, arguments: Any) -> str:
+    """Cache key of a tool call."""
+    return digest({"server": server, "tool": tool, "arguments": arguments})
+
+
+class RolloutCache:
+    """The cache directory of a run, in one of the modes live, record or replay."""
+
+    def __init__(self, directory: str | Path, mode: str) -> None:
+        if mode not in MODES:
+            raise RolloutInputError("config", f"unknown mode '{mode}' (expected one of {', '.join(MODES)})",
+                                    field="mode")
+        self.mode = mode
+        self.directory = Path(directory)
+        self._tools: dict[str, dict[str, Any]] = {}
+        self._models: dict[str, dict[str, Any]] = {}
+        if mode == "live":
+            return
+        if mode == "replay" and not self.directory.is_dir():
+            raise RolloutInputError(self.directory, "cache directory not found (record a run first)",
+                                    field="cache_dir")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / "blobs").mkdir(exist_ok=True)
+        self._tools = self._load(self.directory / "tools.jsonl")
+        self._models = self._load(self.directory / "models.jsonl")
+
+    @property
+    def replaying(self) -> bool:
+        """Whether everything comes from the cache."""
+        return self.mode == "replay"
+
+    @property
+    def recording(self) -> bool:
+        """Whether live results are written to the cache."""
+        return self.mode == "record"
+
+    @staticmethod
+    def _load(path: Path) -> dict[str, dict[str, Any]]:
+        entries: dict[str, dict[str, Any]] = {}
+        if not path.exists():
+            return entries
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a killed process
+                if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                    entries[entry["key"]] = entry
+        return entries
+
+    def _append(self, name: str, entry: dict[str, Any]) -> None:
+        with (self.directory / name).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+            fh.flush()
+
+    def get_tool(self, key: str) -> dict[str, Any] | None:
+        """The recorded outcome of a tool call."""
+        entry = self._tools.get(key)
+        return entry["record"] if entry else None
+
+    def put_tool(self, key: str, server: str, tool: str, arguments: Any, record: dict[str, Any]) -> None:
+        """Record a tool call's outcome."""
+        entry = {"key": key, "server": server, "tool": tool, "arguments": arguments, "record": record}
+        self._tools[key] = entry
+        self._append("tools.jsonl", entry)
+
+    def get_model(self, key: str) -> dict[str, Any] | None:
+        """The recorded model response of a request key."""
+        entry = self._models.get(key)
+        return entry["response"] if entry else None
+
+    def put_model(self, key: str, response: dict[str, Any]) -> None:
+        """Record a model response."""
+        entry = {"key": key, "response": response}
+        self._models[key] = entry
+        self._append("models.jsonl", entry)
+
+    def put_catalogue(self, tools: list[dict[str, Any]], failures: dict[str, str]) -> None:
+        """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""
+        tmp = self.directory / "catalogue.json.tmp"
+        tmp.write_text(json.dumps({"tools": tools, "failures": failures}, ensure_ascii=False, indent=1),
+                       encoding="utf-8")
+        os.replace(tmp, self.directory / "catalogue.json")
+
+    def get_catalogue(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """The recorded tool catalogue and server failures."""
+        path = self.directory / "catalogue.json"
+        if not path.exists():
+            raise RolloutInputError(path, "no recorded tool catalogue (record a run first)", field="cache_dir")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data["tools"], data["failures"]
+
+    def store_blob(self, path: Path) -> str:
+        """Keep a copy of a file by content; returns its SHA-256."""
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        blob = self.directory / "blobs" / sha
+        if not blob.exists():
+            tmp = blob.with_suffix(".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, blob)
+        return sha
+
+    def restore_blob(self, sha: str, dest: Path) -> bool:
+        """Write a kept file to dest; False when the blob is missing."""
+        blob = self.directory / "blobs" / sha
+        if not blob.exists():
+            return False
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(blob, dest)
+        return True
+
+
+class CachedModel:
+    """A model driver behind the cache: record writes responses, replay serves them (driver may be None).
+
+    A request's key holds its scope (the task id, or "judge:<id>"), the model name, parameters,
+    JSON mode and messages (role and content, images as workspace paths), and how many identical
+    requests the scope made before it, so a replay gives back the recorded responses in order.
+    """
+
+    def __init__(self, driver: ModelDriver | None, cache: RolloutCache, name: str,
+                 params: dict[str, Any] | None = None) -> None:
+        if driver is None and not cache.replaying:
+            raise ValueError("a model driver is needed unless the run is replayed")
+        self.driver = driver
+        self.cache = cache
+        self.name = name
+        self.params = params or {}
+        self._seen: dict[tuple[str, str], int] = {}
+
+    async def complete(self, messages: list[dict[str, Any]], *, scope: str, workspace: Path | None = None,
+                       json_mode: bool = False) -> Completion:
+        """The response to messages: from the cache when replaying, else from the driver."""
+        if self.cache.mode == "live":
+            assert self.driver is not None
+            return await self.driver.complete(messages, workspace=workspace, json_mode=json_mode)
+        base = digest({"scope": scope, "model": self.name, "params": self.params, "json": json_mode,
+                       "messages": [{"role": m["role"], "content": m["content"]} for m in messages]})
+        n = self._seen.get((scope, base), 0)
+        self._seen[(scope, base)] = n + 1
+        key = digest({"request": base, "n": n})
+        if self.cache.replaying:
+            response = self.cache.get_model(key)
+            if response is None:
+                raise CacheMiss(f"no recorded model response for a {scope} request (the run diverged "
+                                "from the recorded one, or it was never recorded)")
+            return Completion.from_json(response)
+        assert self.driver is not None
+        completion = await self.driver.complete(messages, workspace=workspace, json_mode=json_mode)
+        self.cache.put_model(key, completion.to_json())
+        return completion

@@ -1,0 +1,89 @@
+"""Tool exposure: which tools of the catalogue a task's model may see.
+
+Modes: ``all`` (every tool), ``oracle`` (the tools of the task's reference trajectory), ``retrieve``
+(the top-k tools by embedding similarity of the question to "name: description", with the scoring
+engine's encoder) and ``fixed`` (a list given in the config).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rollout.errors import RolloutInputError
+from rollout.host import ToolInfo
+from rollout.tasks import Task
+
+log = logging.getLogger(__name__)
+
+MODES = ("all", "oracle", "retrieve", "fixed")
+
+
+def encode_texts(texts: list[str], model: str | None = None, device: str = "cpu") -> np.ndarray:
+    """Embeddings of texts with the engine's TextEncoder (the bundled all-MiniLM-L6-v2 by default)."""
+    from engine.encode import TextEncoder
+
+    try:
+        encoder = TextEncoder(model, device=device)
+    except ValueError as exc:
+        raise RolloutInputError("config", str(exc), field="exposure.encoder") from None
+    return encoder.encode(texts)
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    return vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-8)
+
+
+def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[Task],
+                 references: Mapping[str, list[str]] | None = None) -> dict[str, list[ToolInfo]]:
+    """Per task id, the tools exposed to it, in catalogue order (oracle: reference order).
+
+    In oracle mode, tasks without a reference trajectory get no entry: they cannot be run that way.
+    """
+    mode = cfg.get("mode", "all")
+    if mode not in MODES:
+        raise RolloutInputError("config", f"unknown mode '{mode}' (expected one of {', '.join(MODES)})",
+                                field="exposure.mode")
+    by_name = {t.name: t for t in catalogue}
+    if mode == "all":
+        return {task.id: list(catalogue) for task in tasks}
+    if mode == "fixed":
+        names = cfg.get("tools") or []
+        unknown = [n for n in names if n not in by_name]
+        if not names or unknown:
+            problem = f"not in the tool catalogue: {', '.join(unknown)}" if unknown else "empty list"
+            raise RolloutInputError("config", problem, field="exposure.tools")
+        chosen = [by_name[n] for n in dict.fromkeys(names)]
+        return {task.id: chosen for task in tasks}
+    if mode == "oracle":
+        if references is None:
+            raise RolloutInputError("config", "oracle exposure needs a reference file", field="tasks.reference")
+        missing_tools: set[str] = set()
+        out = {}
+        for task in tasks:
+            if task.id not in references:
+                continue
+            names = references[task.id]
+            missing_tools.update(n for n in names if n not in by_name)
+            out[task.id] = [by_name[n] for n in names if n in by_name]
+        if missing_tools:
+            log.warning("oracle exposure: %d reference tool(s) not served by any running server: %s",
+                        len(missing_tools), ", ".join(sorted(missing_tools)))
+        return out
+    top_k = int(cfg.get("top_k", 10))
+    if top_k < 1:
+        raise RolloutInputError("config", "must be at least 1", field="exposure.top_k")
+    if not catalogue or not tasks:
+        return {task.id: [] for task in tasks}
+    texts = [f"{t.name}: {t.description}" for t in catalogue] + [task.question for task in tasks]
+    vectors = _normalise(encode_texts(texts, cfg.get("encoder"), cfg.get("device", "cpu")))
+    tool_vecs, task_vecs = vectors[:len(catalogue)], vectors[len(catalogue):]
+    scores = task_vecs @ tool_vecs.T
+    out = {}
+    for row, task in enumerate(tasks):
+        order = np.argsort(-scores[row], kind="stable")[:top_k]
+        out[task.id] = [catalogue[i] for i in sorted(order)]
+    return out

@@ -1,0 +1,185 @@
+"""The judge: success or failure of a finished run, then its summary into an optimal trajectory.
+
+For a successful run the judge model rewrites the trajectory without failed, repeated or
+unneeded calls, with calls that do not depend on each other merged into one step. The proposal is
+accepted only when it validates against rollout/trajectory.schema.json and every call in it is a
+call the run made and that succeeded, kept in the order the run made them; otherwise the judge is
+asked once more, with the reason. Accepted trajectories are written in the reference (GT) format.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rollout import prompts
+from rollout.cache import CachedModel, canonical_json
+from rollout.dialogue import Dialogue
+
+SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _where(path: Sequence[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "the object"
+
+
+def validate_trajectory(proposal: Any, run_steps: list[dict[str, Any]]) -> list[str]:
+    """Problems of a proposed optimal trajectory against the schema and the run; empty when valid."""
+    errors = sorted(_validator().iter_errors(proposal), key=lambda e: list(e.absolute_path))
+    if errors:
+        return [f"{_where(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    problems = []
+    made: list[tuple[str, str]] = []
+    for step in run_steps:
+        for call in step["calls"]:
+            if not call.get("is_error", False):
+                made.append((call["name"].strip(), canonical_json(call.get("arguments"))))
+    used = [False] * len(made)
+    last = -1
+    for s, step in enumerate(proposal["steps"]):
+        if step["step"] != s + 1:
+            problems.append(f"steps[{s}].step: expected {s + 1}, got {step['step']}")
+        first_here, last_here = None, -1
+        for c, call in enumerate(step["calls"]):
+            key = (call["name"].strip(), canonical_json(call["arguments"]))
+            index = next((i for i, m in enumerate(made) if m == key and not used[i]), None)
+            if index is None:
+                problems.append(f"steps[{s}].calls[{c}]: {call['name']} with these arguments is not a "
+                                "successful call of the run (or is used more often than it was made)")
+                continue
+            used[index] = True
+            first_here = index if first_here is None else min(first_here, index)
+            last_here = max(last_here, index)
+        if first_here is not None and first_here < last:
+            problems.append(f"steps[{s}]: its calls were made before calls of an earlier step; keep the "
+                            "order in which the run made them")
+        last = max(last, last_here)
+    return problems
+
+
+def _trajectory_text(record: dict[str, Any], max_chars: int) -> str:
+    lines = []
+    for step in record.get("steps", []):
+        for i, call in enumerate(step["calls"], 1):
+            result = str(call.get("result", ""))
+            if max_chars and len(result) > max_chars:
+                result = result[:max_chars] + " ..."
+            status = " (FAILED)" if call.get("is_error") else ""
+            args = json.dumps(call.get("arguments"), ensure_ascii=False, sort_keys=True)
+            lines.append(f"step {step['step']} call {i}{status}: {call['name']} {args}\n  -> {result}")
+    return "\n".join(lines) or "(no tool calls)"
+
+
+def judge_prompt(record: dict[str, Any], max_chars: int) -> str:
+    """Ask whether the run completed its task."""
+    return "\n".join([
+        "## JUDGE",
+        "Decide whether the agent run below completed the user's task, using only what its tool results "
+        "and final reply show. Reply with JSON only: {\"success\": true or false, \"reason\": \"...\"}.",
+        "", "Task:", record.get("question", ""), "", "Tool calls:", _trajectory_text(record, max_chars),
+        "", "Final reply:", str(record.get("final_reply", ""))])
+
+
+JUDGE_SYSTEM = "You are a strict, careful judge of tool-using agent runs."
+JUDGE_RETRY = '## JUDGE (retry)\nReply with JSON only: {"success": true or false, "reason": "..."}.'
+SUMMARY = (
+    "## SUMMARY\nRewrite the run as its optimal trajectory: keep only successful calls that the final answer "
+    "needs, each with its name and arguments exactly as made; drop failed, repeated and unneeded calls; put "
+    "calls that do not depend on each other in the same step; keep the order in which the run made them. "
+    "Reply with JSON only: {\"steps\": [{\"step\": 1, \"calls\": [{\"name\": \"server/tool\", "
+    "\"arguments\": {...}}]}], \"final_reply\": \"...\"} (final_reply optional: the run's is kept).")
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Switches of the judge."""
+
+    max_result_chars: int = 1500
+
+
+class Judge:
+    """Judges finished runs and summarises the successful ones."""
+
+    def __init__(self, model: CachedModel, settings: JudgeSettings) -> None:
+        self.model = model
+        self.settings = settings
+
+    async def judge(self, record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The judge report of a prediction record, and its optimal trajectory when accepted."""
+        dialogue = Dialogue(self.model, f"judge:{record['id']}", JUDGE_SYSTEM)
+        report: dict[str, Any] = {"id": record["id"], "success": None, "reason": "", "accepted": False,
+                                  "error": None}
+        prompt = judge_prompt(record, self.settings.max_result_chars)
+        verdict = self._verdict(await dialogue.ask(prompt, "judge", json_mode=True))
+        if verdict is None:
+            verdict = self._verdict(await dialogue.ask(JUDGE_RETRY, "judge", json_mode=True))
+        optimal = None
+        if verdict is None:
+            report["error"] = "the judge's verdict was not the JSON asked for"
+        else:
+            report["success"], report["reason"] = verdict
+            if verdict[0]:
+                optimal, error = await self._summarise(record, dialogue)
+                report["accepted"], report["error"] = optimal is not None, error
+        report["usage"] = dialogue.usage
+        report["dialogue"] = dialogue.messages
+        return report, optimal
+
+    @staticmethod
+    def _verdict(reply: str) -> tuple[bool, str] | None:
+        try:
+            obj = prompts.parse_json_object(reply)
+        except ValueError:
+            return None
+        if not isinstance(obj.get("success"), bool):
+            return None
+        return obj["success"], str(obj.get("reason", ""))
+
+    async def _summarise(self, record: dict[str, Any],
+                         dialogue: Dialogue) -> tuple[dict[str, Any] | None, str | None]:
+        text = SUMMARY
+        problems: list[str] = []
+        for _ in range(2):
+            reply = await dialogue.ask(text, "summary", json_mode=True)
+            try:
+                proposal = prompts.parse_json_object(reply)
+            except ValueError as exc:
+                problems = [str(exc)]
+            else:
+                problems = validate_trajectory(proposal, record.get("steps", []))
+                if not problems:
+                    return self._gt_record(record, proposal), None
+            text = ("## SUMMARY (retry)\nThe trajectory was not accepted: " + "; ".join(problems)
+                    + ". Reply again with the corrected JSON only.")
+        return None, "rejected: " + "; ".join(problems)
+
+    @staticmethod
+    def _gt_record(record: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
+        steps = [{"step": st["step"], "calls": [{"name": c["name"].strip(), "arguments": c["arguments"]}
+                                                for c in st["calls"]]} for st in proposal["steps"]]
+        return {
+            "id": record["id"],
+            "image": record.get("image"),
+            "type": record.get("type"),
+            "question": record.get("question"),
+            "steps": steps,
+            "num_step": len(steps),
+            "max_num_concurrent": max(len(st["calls"]) for st in steps),
+            "final_reply": proposal.get("final_reply", record.get("final_reply", "")),
+        }

@@ -1,0 +1,98 @@
+"""Result files: a JSON list of per-task records, rewritten atomically after every task.
+
+A rerun loads the file, skips the ids it already holds and adds the others; records are kept in
+the order of the tasks file, so a run gives the same bytes however its tasks interleave. A lock
+file next to the output keeps two runs from writing the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from rollout.errors import RolloutInputError
+from rollout.tasks import read_json
+
+
+def dumps_record(record: dict[str, Any]) -> str:
+    """The text of one record inside a result file."""
+    return json.dumps(record, ensure_ascii=False, indent=1)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write text to path through a temporary file, fsync and rename: readers see old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class ResultFile:
+    """A resumable result file (predictions, judged trajectories or judge reports)."""
+
+    def __init__(self, path: str | Path, order: dict[str, int]) -> None:
+        self.path = Path(path)
+        self._order = order
+        self._texts: dict[str, str] = {}
+        self._records: dict[str, dict[str, Any]] = {}
+        self._lock = FileLock(str(self.path) + ".lock")
+        self._write_lock = threading.Lock()
+
+    def __enter__(self) -> ResultFile:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise RolloutInputError(self.path, "another run is writing this file (its .lock is held)") from None
+        self._load()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        data = read_json(self.path)
+        if not isinstance(data, list):
+            raise RolloutInputError(self.path, "an existing result file must be a JSON list (move it away "
+                                    "or choose another output path)")
+        for pos, record in enumerate(data):
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                raise RolloutInputError(self.path, f"entry {pos} has no string id", field="id")
+            self._records[record["id"]] = record
+            self._texts[record["id"]] = dumps_record(record)
+
+    @property
+    def done(self) -> set[str]:
+        """Ids already in the file."""
+        return set(self._records)
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        """The record of an id, if the file has one."""
+        return self._records.get(task_id)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every record, in file order."""
+        return [self._records[i] for i in self._ordered_ids()]
+
+    def _ordered_ids(self) -> list[str]:
+        unknown = len(self._order)
+        return sorted(self._records, key=lambda i: (self._order.get(i, unknown), i))
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Add (or replace) a record and rewrite the file atomically (safe to call from threads)."""
+        text = dumps_record(record)
+        with self._write_lock:
+            self._records[record["id"]] = record
+            self._texts[record["id"]] = text
+            body = ",\n".join(self._texts[i] for i in self._ordered_ids())
+            atomic_write_text(self.path, f"[\n{body}\n]\n" if body else "[]\n")

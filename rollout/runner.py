@@ -1,0 +1,217 @@
+"""A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, the judge, outputs.
+
+The config is the composed Hydra config of conf/rollout.yaml as a plain dict (see rollout/README.md).
+`run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
+them), and bad input raises `RolloutInputError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from contextlib import AsyncExitStack, ExitStack
+from pathlib import Path
+from typing import Any
+
+from rollout.cache import CachedModel, RolloutCache
+from rollout.drivers import build_driver, settings_from_config
+from rollout.errors import CacheMiss, ModelError, RolloutInputError
+from rollout.executor import Executor, ExecutorSettings
+from rollout.exposure import select_tools
+from rollout.host import MCPHost, ToolInfo, load_servers_config
+from rollout.judge import Judge, JudgeSettings
+from rollout.output import ResultFile
+from rollout.scripted import PlanPolicy, ScriptedChatServer
+from rollout.tasks import Task, load_reference_tools, load_tasks, read_json
+from rollout.toolrunner import ToolRunner
+from rollout.workspace import Workspace
+
+log = logging.getLogger("rollout")
+
+STAGES = ("rollout", "judge", "both")
+
+
+def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1) -> int:
+    value = cfg.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise RolloutInputError("config", f"must be an integer >= {minimum}, got {value!r}", field=key)
+    return value
+
+
+def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path, Path]:
+    output = Path(cfg["output"])
+    workspace = Path(cfg.get("workspace") or output.parent / "workspace")
+    cache_dir = Path(cfg.get("cache_dir") or output.parent / "cache")
+    return output, workspace, cache_dir
+
+
+def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache, tasks: list[Task],
+                stack: ExitStack) -> CachedModel:
+    """The model of a config behind the cache; a scripted model gets its loopback server started."""
+    settings = settings_from_config(model_cfg)
+    if cache.replaying:
+        return CachedModel(None, cache, settings.name, settings.params)
+    base_url = None
+    if model_cfg.get("provider") == "scripted":
+        script = model_cfg.get("script")
+        if not script:
+            raise RolloutInputError("config", "the scripted model needs a script file", field="model.script")
+        server = ScriptedChatServer(PlanPolicy.from_file(script, tasks), delay=float(model_cfg.get("delay", 0)))
+        stack.enter_context(server)
+        base_url = server.base_url
+        model_cfg = {**model_cfg, "provider": "openai", "api_key_env": None}
+    driver = build_driver(model_cfg, base_url)
+    return CachedModel(driver, cache, settings.name, settings.params)
+
+
+async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache, stack: AsyncExitStack,
+                      log_path: Path) -> tuple[MCPHost | None, list[ToolInfo]]:
+    if cache.replaying:
+        tools, failures = cache.get_catalogue()
+        for name, reason in failures.items():
+            log.warning("MCP server %s was not running in the recorded run: %s", name, reason)
+        return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools]
+    specs = load_servers_config(cfg["servers"])
+    host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
+                   start_timeout=float(cfg.get("start_timeout", 30)),
+                   max_restarts=_int(cfg, "max_restarts", 2, 0), log_path=log_path)
+    await stack.enter_async_context(host)
+    catalogue = host.catalogue()
+    if cache.recording:
+        cache.put_catalogue([t.to_json() for t in catalogue], host.failures())
+    return host, catalogue
+
+
+async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
+    semaphore = asyncio.Semaphore(limit)
+
+    async def one(item: Any) -> bool:
+        async with semaphore:
+            return await work(item)
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+async def run_rollout(cfg: Mapping[str, Any]) -> int:
+    """Roll out the tasks not yet in the output file; 0 when all ended, 1 when some failed."""
+    data = cfg["tasks"]
+    tasks = load_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
+                       data.get("ids"))
+    exposure = cfg.get("exposure") or {"mode": "all"}
+    references = load_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
+    output, workspace_base, cache_dir = _paths(cfg)
+    cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
+    settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 3),
+                                prepare=bool(cfg.get("prepare", True)),
+                                max_result_chars=_int(cfg, "max_result_chars", 4000, 0))
+    concurrency = _int(cfg, "concurrency", 4)
+    with ResultFile(output, {t.id: t.index for t in tasks}) as results, ExitStack() as sync_stack:
+        todo = [t for t in tasks if t.id not in results.done]
+        if len(todo) < len(tasks):
+            log.info("%d of %d tasks already in %s; they are skipped", len(tasks) - len(todo), len(tasks), output)
+        if not todo:
+            print(f"rollout: nothing to do, all {len(tasks)} tasks are in {output}")
+            return 0
+        model = _open_model(cfg["model"], cache, tasks, sync_stack)
+        async with AsyncExitStack() as stack:
+            if model.driver is not None:
+                stack.push_async_callback(model.driver.aclose)
+            host, catalogue = await _open_tools(cfg, cache, stack, output.parent / "mcp_servers.log")
+            exposed = select_tools(exposure, catalogue, todo, references)
+            log.info("%d tools in the catalogue, exposure mode %s, %d task(s) to run", len(catalogue),
+                     exposure.get("mode", "all"), len(todo))
+            unreferenced = [t.id for t in todo if t.id not in exposed]
+            if unreferenced:
+                log.warning("%d task(s) have no reference trajectory and cannot run with oracle exposure: %s",
+                            len(unreferenced), ", ".join(unreferenced[:10]))
+            executor = Executor(model, ToolRunner(host, cache, catalogue), settings)
+            total = len(todo) - len(unreferenced)
+
+            async def work(task: Task) -> bool:
+                ws = Workspace.fresh(workspace_base, task.id)
+                try:
+                    record = await executor.run(task, exposed[task.id], ws)
+                except (ModelError, CacheMiss) as exc:
+                    log.error("task %s failed: %s", task.id, exc)
+                    return False
+                except Exception:  # boundary: one task's bug must not end the others
+                    log.exception("task %s failed", task.id)
+                    return False
+                await asyncio.to_thread(results.add, record)
+                log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", task.id, record["num_step"],
+                         sum(len(s["calls"]) for s in record["steps"]), record["usage"]["total_tokens"],
+                         len(results.done), len(tasks))
+                return True
+
+            outcomes = await _bounded([t for t in todo if t.id in exposed], concurrency, work)
+    failed = outcomes.count(False)
+    print(f"rollout: {outcomes.count(True)} of {total} task(s) done, {failed} failed"
+          + (f", {len(unreferenced)} without reference" if unreferenced else "") + f" -> {output}")
+    return 1 if failed else 0
+
+
+async def run_judge(cfg: Mapping[str, Any]) -> int:
+    """Judge the predictions of the output file and write reports and optimal trajectories."""
+    output, _, cache_dir = _paths(cfg)
+    judge_cfg = cfg.get("judge") or {}
+    predictions = read_json(output)
+    if not isinstance(predictions, list):
+        raise RolloutInputError(output, "a prediction file must be a JSON list")
+    for pos, record in enumerate(predictions):
+        if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+            raise RolloutInputError(output, f"entry {pos} has no string id", field="id")
+        if not isinstance(record.get("steps"), list):
+            raise RolloutInputError(output, "must be a list", task_id=record["id"], field="steps")
+    order = {r["id"]: i for i, r in enumerate(predictions)}
+    report_path = Path(judge_cfg.get("report") or output.parent / "judge.json")
+    optimal_path = Path(judge_cfg.get("output") or output.parent / "optimal.json")
+    cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
+    tasks = [Task(r["id"], r.get("question", ""), None, None, r.get("type"), i) for i, r in enumerate(predictions)]
+    with ResultFile(report_path, order) as reports, ResultFile(optimal_path, order) as optimal, \
+            ExitStack() as sync_stack:
+        todo = [r for r in predictions if r["id"] not in reports.done]
+        if not todo:
+            print(f"judge: nothing to do, all {len(predictions)} runs are in {report_path}")
+            return 0
+        model = _open_model(judge_cfg.get("model") or cfg["model"], cache, tasks, sync_stack)
+        judge = Judge(model, JudgeSettings(max_result_chars=_int(judge_cfg, "max_result_chars", 1500, 0)))
+
+        async def work(record: dict[str, Any]) -> bool:
+            try:
+                report, trajectory = await judge.judge(record)
+            except (ModelError, CacheMiss) as exc:
+                log.error("judging %s failed: %s", record["id"], exc)
+                return False
+            if trajectory is not None:
+                await asyncio.to_thread(optimal.add, trajectory)
+            await asyncio.to_thread(reports.add, report)
+            log.info("judged %s: success=%s accepted=%s", record["id"], report["success"], report["accepted"])
+            return True
+
+        try:
+            outcomes = await _bounded(todo, _int(cfg, "concurrency", 4), work)
+        finally:
+            if model.driver is not None:
+                await model.driver.aclose()
+    accepted = sum(1 for r in reports.records() if r.get("accepted"))
+    failed = outcomes.count(False)
+    print(f"judge: {outcomes.count(True)} run(s) judged, {failed} failed; {accepted} optimal trajectories "
+          f"-> {optimal_path}")
+    return 1 if failed else 0
+
+
+def run(cfg: Mapping[str, Any]) -> int:
+    """Run the configured stage(s); the exit status."""
+    stage = cfg.get("stage", "rollout")
+    if stage not in STAGES:
+        raise RolloutInputError("config", f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})",
+                                field="stage")
+    for noisy in ("httpx", "httpx2", "openai", "anthropic", "mcp"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    status = 0
+    if stage in ("rollout", "both"):
+        status = asyncio.run(run_rollout(cfg))
+    if stage in ("judge", "both"):
+        status = max(status, asyncio.run(run_judge(cfg)))
+    return status

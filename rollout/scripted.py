@@ -1,0 +1,256 @@
+"""A scripted model behind a real HTTP server on loopback, for the demo, the tests and the benchmark.
+
+`ScriptedChatServer` speaks the OpenAI chat completions protocol (``POST /v1/chat/completions``)
+and Anthropic's messages protocol (``POST /v1/messages``) on 127.0.0.1, with a port chosen by the
+OS. Each reply comes from a policy: a function of the request's JSON body returning the reply text,
+or a `Reply` for an HTTP error. `PlanPolicy` follows reference trajectories (GT format): it picks
+each step's tools, calls them, stops after the last step and gives the reference's final reply;
+as a judge it accepts the run and proposes the run's own calls as the optimal trajectory.
+
+Run ``python -m rollout.scripted --tasks T --plans P`` to serve a plan policy from another process;
+it prints the base URL on its first line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from rollout import prompts
+from rollout.errors import RolloutInputError
+from rollout.tasks import Task, load_tasks, read_json
+
+
+@dataclass
+class Reply:
+    """A scripted answer other than a plain completion: an HTTP error, or text after a delay."""
+
+    status: int = 200
+    content: str = ""
+    error: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+Policy = Callable[[dict[str, Any]], "str | Reply"]
+
+
+def message_texts(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """(role, text) of each message of a chat request, text parts joined (images left out)."""
+    out = []
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+        out.append((message.get("role", ""), content or ""))
+    return out
+
+
+def _tokens(request: dict[str, Any]) -> int:
+    count = len(str(request.get("system", ""))) // 4
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                count += len(part.get("text", "")) // 4 if part.get("type") == "text" else 85
+        else:
+            count += len(content or "") // 4
+    return count
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's signature)
+        """Keep the console quiet."""
+
+    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+        """Answer a chat completions or messages request from the policy."""
+        length = int(self.headers.get("Content-Length") or 0)
+        request = json.loads(self.rfile.read(length) or b"{}")
+        anthropic = self.path.rstrip("/").endswith("/messages")
+        if not anthropic and not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}, {})
+            return
+        owner = self.server.owner
+        with owner.lock:
+            owner.requests.append({"path": self.path, "body": request,
+                                   "authorization": self.headers.get("Authorization", ""),
+                                   "x_api_key": self.headers.get("x-api-key", "")})
+            n = len(owner.requests)
+        reply = owner.policy(request)
+        if isinstance(reply, str):
+            reply = Reply(content=reply)
+        delay = reply.delay or owner.delay
+        if delay:
+            time.sleep(delay)
+        if reply.status != 200:
+            self._send(reply.status, {"error": {"message": reply.error or f"scripted HTTP {reply.status}",
+                                                "type": "scripted_error"}}, reply.headers)
+            return
+        prompt_tokens, completion_tokens = _tokens(request), len(reply.content) // 4 + 1
+        model = request.get("model", "scripted")
+        if anthropic:
+            body = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
+                    "content": [{"type": "text", "text": reply.content}], "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}}
+        else:
+            body = {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": reply.content}}],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                              "total_tokens": prompt_tokens + completion_tokens}}
+        self._send(200, body, reply.headers)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: ScriptedChatServer
+
+
+class ScriptedChatServer:
+    """A loopback HTTP server answering chat requests from a policy; use as a context manager."""
+
+    def __init__(self, policy: Policy, *, delay: float = 0.0) -> None:
+        self.policy = policy
+        self.delay = delay
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL (ends with /v1)."""
+        assert self._httpd is not None, "the server is not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> str:
+        """Start serving in a background thread; returns the base URL."""
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model", daemon=True)
+        self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ScriptedChatServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class PlanPolicy:
+    """Replies that follow one plan per task (its steps of calls and its final reply)."""
+
+    def __init__(self, plans: dict[str, dict[str, Any]]) -> None:
+        self.plans = plans
+
+    @classmethod
+    def from_file(cls, path: str | Path, tasks: list[Task]) -> PlanPolicy:
+        """Plans of a reference (GT-format) file, for the tasks given (matched by id, keyed by question)."""
+        data = read_json(Path(path))
+        entries = data.values() if isinstance(data, dict) else data
+        try:
+            by_id = {str(e["id"]): e for e in entries}
+            plans = {}
+            for task in tasks:
+                entry = by_id.get(task.id)
+                if entry is not None:
+                    plans[task.question.strip()] = {
+                        "steps": [[{"name": c["name"], "arguments": c.get("arguments") or {}} for c in st["calls"]]
+                                  for st in entry.get("steps", [])],
+                        "final_reply": entry.get("final_reply", "Done."),
+                    }
+        except (KeyError, TypeError, AttributeError):
+            raise RolloutInputError(path, "not a trajectory file in the reference (GT) format") from None
+        return cls(plans)
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        """The reply to a chat request, by the phase of its last user message."""
+        texts = message_texts(request)
+        users = [t for role, t in texts if role == "user"]
+        if not users:
+            return "I have no task."
+        plan = self.plans.get(prompts.question_of(users[0]).strip(), {"steps": [], "final_reply":
+                                                                      "I cannot help with this task."})
+        phase, step = prompts.phase_of(users[-1])
+        steps_seen = max((n for n in (prompts.phase_of(u)[1] for u in users) if n), default=0)
+        if phase in ("PREPARE", "PROCESS"):
+            index = (step or steps_seen) - 1
+            calls = plan["steps"][index] if 0 <= index < len(plan["steps"]) else []
+            if phase == "PREPARE":
+                return json.dumps({"tools": sorted({c["name"] for c in calls})})
+            return json.dumps({"tool_calls": calls})
+        if phase == "DECISION":
+            return "yes" if steps_seen >= len(plan["steps"]) else "no"
+        if phase == "JUDGE":
+            return json.dumps({"success": True, "reason": "The run followed the plan."})
+        if phase == "SUMMARY":
+            return json.dumps(self._summary(users))
+        return plan["final_reply"]
+
+    @staticmethod
+    def _summary(users: list[str]) -> dict[str, Any]:
+        """The judged run's own successful calls, one step per run step."""
+        steps = []
+        for line in users[0].splitlines():
+            if line.startswith("step ") and " call " in line and "(FAILED)" not in line:
+                head, _, rest = line.partition(": ")
+                name, _, args = rest.partition(" ")
+                number = int(head.split()[1])
+                if not steps or steps[-1]["step"] != number:
+                    steps.append({"step": number, "calls": []})
+                steps[-1]["calls"].append({"name": name, "arguments": json.loads(args)})
+        for i, step in enumerate(steps, 1):
+            step["step"] = i
+        return {"steps": steps}
+
+
+def main() -> None:
+    """Serve a plan policy until interrupted; the first line printed is the base URL."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", required=True, help="tasks file (published shape)")
+    parser.add_argument("--plans", required=True, help="reference trajectories (GT format) to follow")
+    parser.add_argument("--images-dir", default=None)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each reply")
+    args = parser.parse_args()
+    tasks = load_tasks(args.tasks, args.images_dir)
+    server = ScriptedChatServer(PlanPolicy.from_file(args.plans, tasks), delay=args.delay)
+    print(server.start(), flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Running one step's tool calls: exposure checks, concurrent calls, workspace files, record/replay.
+
+Files a step creates or changes in the workspace are given to the call whose arguments or result
+name them (by workspace path or file name), else to the step's last call; images returned inline
+are saved under media/ and belong to their call. When recording, each call's outcome and files go
+to the cache; a replay restores them without starting any server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollout.cache import RolloutCache, canonical_json, tool_key
+from rollout.errors import CacheMiss
+from rollout.host import MCPHost, ToolInfo, ToolOutcome
+from rollout.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CallRecord:
+    """One call as made, with its result text, whether it failed, and the workspace files it produced."""
+
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    is_error: bool
+    files: list[str] = field(default_factory=list)
+
+    def to_output(self) -> dict[str, Any]:
+        """The call in the published prediction format (plus is_error)."""
+        return {"name": self.name, "arguments": self.arguments, "result": self.result,
+                "is_error": self.is_error}
+
+
+def _stem(name: str, step: int, index: int) -> str:
+    tool = re.sub(r"[^A-Za-z0-9_-]", "_", name.split("/", 1)[-1])
+    return f"{tool}_s{step}c{index}"
+
+
+class ToolRunner:
+    """Runs tool calls for the executor, live (through the host) or from the cache."""
+
+    def __init__(self, host: MCPHost | None, cache: RolloutCache, catalogue: list[ToolInfo]) -> None:
+        if host is None and not cache.replaying:
+            raise ValueError("an MCP host is needed unless the run is replayed")
+        self.host = host
+        self.cache = cache
+        self.known = {t.name for t in catalogue}
+
+    def _rejection(self, name: str, exposed: set[str]) -> str | None:
+        if name in exposed:
+            return None
+        if name in self.known:
+            return f"Error: tool '{name}' is not available in this task"
+        return f"Error: unknown tool '{name}'"
+
+    async def run_step(self, calls: list[dict[str, Any]], exposed: set[str], ws: Workspace,
+                       step: int) -> list[CallRecord]:
+        """Run a step's calls concurrently; results come back in the order of the calls."""
+        records = [CallRecord(c["name"], c["arguments"], "", False) for c in calls]
+        runnable = []
+        for i, record in enumerate(records):
+            rejection = self._rejection(record.name, exposed)
+            if rejection:
+                record.result, record.is_error = rejection, True
+            else:
+                runnable.append(i)
+        if not runnable:
+            return records
+        if self.cache.replaying:
+            for i in runnable:
+                self._replay(records[i], ws)
+            return records
+        assert self.host is not None
+        before = ws.snapshot()
+        outcomes: list[ToolOutcome] = await asyncio.gather(
+            *(self.host.call(records[i].name, records[i].arguments, ws.root) for i in runnable))
+        inline: set[str] = set()
+        for i, outcome in zip(runnable, outcomes, strict=True):
+            record = records[i]
+            record.result, record.is_error = outcome.text, outcome.is_error
+            for k, (mime, data) in enumerate(outcome.images, 1):
+                rel = ws.save_image(data, mime, _stem(record.name, step, i + 1) + ("" if k == 1 else f"_{k}"))
+                record.files.append(rel)
+                inline.add(rel)
+                note = f"[image saved to {rel}]"
+                record.result = f"{record.result}\n{note}" if record.result else note
+        self._attribute([f for f in ws.changed_since(before) if f not in inline], records, runnable)
+        if self.cache.recording:
+            for i in runnable:
+                self._record(records[i], ws)
+        return records
+
+    @staticmethod
+    def _attribute(files: list[str], records: list[CallRecord], runnable: list[int]) -> None:
+        texts = {i: canonical_json(records[i].arguments) + "\n" + records[i].result for i in runnable}
+        for rel in files:
+            base = rel.rsplit("/", 1)[-1]
+            owner = next((i for i in runnable if rel in texts[i]), None)
+            if owner is None:
+                owner = next((i for i in runnable if base in texts[i]), runnable[-1])
+            records[owner].files.append(rel)
+
+    def _record(self, record: CallRecord, ws: Workspace) -> None:
+        server, _, tool = record.name.partition("/")
+        files = [{"path": rel, "sha256": self.cache.store_blob(ws.path(rel))}
+                 for rel in record.files if ws.path(rel).is_file()]
+        self.cache.put_tool(tool_key(server, tool, record.arguments), server, tool, record.arguments,
+                            {"result": record.result, "is_error": record.is_error, "files": files})
+
+    def _replay(self, record: CallRecord, ws: Workspace) -> None:
+        server, _, tool = record.name.partition("/")
+        cached = self.cache.get_tool(tool_key(server, tool, record.arguments))
+        if cached is None:
+            raise CacheMiss(f"no recorded result for a call to {record.name} with these arguments")
+        record.result, record.is_error = cached["result"], cached["is_error"]
+        for entry in cached["files"]:
+            dest = ws.inside(entry["path"])
+            if dest is None:
+                continue
+            if not self.cache.restore_blob(entry["sha256"], dest):
+                log.warning("cache blob %s of %s is missing; the file is not restored", entry["sha256"],
+                            entry["path"])
+            record.files.append(entry["path"])

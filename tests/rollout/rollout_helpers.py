@@ -1,0 +1,83 @@
+"""Helpers of the rollout tests: the composed Hydra config, small task files with images, servers
+configs over the shipped (and a test) MCP server, and run overrides for a scripted model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, ImageDraw
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from rollout.config import rollout_config  # noqa: E402
+from rollout.scripted import PlanPolicy, ScriptedChatServer  # noqa: E402
+from rollout.tasks import load_tasks  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+FLAKY_SERVER = HERE / "flaky_server.py"
+
+
+def compose(*overrides: str) -> dict[str, Any]:
+    """The config scripts/rollout.py would run with, as a plain dict."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with rollout_config(), initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = hydra_compose(config_name="rollout", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def write_json(path: Path, value: Any) -> Path:
+    """Write JSON to a file and return its path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=1), encoding="utf-8")
+    return path
+
+
+def make_image(path: Path, size: tuple[int, int] = (64, 48)) -> None:
+    """A small PNG with a rectangle on it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img = Image.new("RGB", size, "white")
+    ImageDraw.Draw(img).rectangle((4, 4, size[0] // 2, size[1] // 2), fill="red")
+    img.save(path)
+
+
+def flaky_entry() -> dict[str, Any]:
+    """The servers-config entry of the test server that can crash or hang on request."""
+    return {"command": "python", "args": [str(FLAKY_SERVER)], "env": {}, "disabled": False}
+
+
+def plan_tasks(tmp_path: Path, plans: dict[str, list[list[dict[str, Any]]]], *, image: bool = True,
+               final: str = "Done.") -> tuple[Path, Path]:
+    """A tasks file (one image per task) and a reference file (GT format) for the given plans."""
+    tasks, refs = [], []
+    for task_id, steps in plans.items():
+        image_rel = f"images/{task_id}.png" if image else None
+        if image_rel:
+            make_image(tmp_path / "data" / image_rel)
+        question = f"Task {task_id}: follow the plan."
+        tasks.append({"id": task_id, "image": image_rel, "type": "test", "question": question})
+        refs.append({"id": task_id, "image": image_rel, "type": "test", "question": question,
+                     "steps": [{"step": i + 1, "calls": calls} for i, calls in enumerate(steps)],
+                     "final_reply": f"{final} ({task_id})"})
+    return write_json(tmp_path / "data" / "tasks.json", tasks), write_json(tmp_path / "data" / "ref.json", refs)
+
+
+def plan_policy(tasks_file: Path, reference: Path) -> PlanPolicy:
+    """A policy following the reference trajectories of the tasks."""
+    return PlanPolicy.from_file(reference, load_tasks(tasks_file))
+
+
+def local_overrides(server: ScriptedChatServer | str, tasks_file: Path, out: Path, servers: Path,
+                    *extra: str) -> list[str]:
+    """Overrides for a run of model=local against a scripted server (or a base URL)."""
+    base_url = server if isinstance(server, str) else server.base_url
+    return ["model=local", f"model.base_url={base_url}", "model.name=test-model",
+            "model.backoff.initial=0.01", "model.backoff.max=0.05", f"tasks.file={tasks_file}",
+            f"output={out}", f"servers={servers}", *extra]

@@ -1,0 +1,74 @@
+"""Model drivers against the scripted HTTP server: images as data URLs, usage, the Anthropic SDK."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from rollout_helpers import make_image
+
+from rollout.drivers import build_driver
+from rollout.errors import ModelError, RolloutInputError
+from rollout.scripted import Reply
+
+MESSAGES = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "What is in the picture?"},
+                                         {"type": "image", "path": "media/p.png"}]}]
+
+
+def test_openai_driver_sends_images_and_reads_usage(tmp_path, chat_server):
+    make_image(tmp_path / "media" / "p.png", (3000, 1000))
+    server = chat_server(lambda body: "A red rectangle.")
+    driver = build_driver({"provider": "openai", "name": "m", "base_url": server.base_url, "api_key_env": None,
+                           "image_max_side": 600, "json_mode": True, "params": {"temperature": 0}})
+
+    async def go():
+        try:
+            return await driver.complete(MESSAGES, workspace=tmp_path, json_mode=True)
+        finally:
+            await driver.aclose()
+
+    completion = asyncio.run(go())
+    assert completion.content == "A red rectangle." and completion.usage["total_tokens"] > 0
+    body = server.requests[0]["body"]
+    assert body["model"] == "m" and body["temperature"] == 0 and body["response_format"] == {"type": "json_object"}
+    url = body["messages"][1]["content"][1]["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    import base64
+    import io
+
+    from PIL import Image
+    assert Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size == (600, 200)
+
+
+def test_openai_driver_gives_up_after_retries(tmp_path, chat_server):
+    server = chat_server(lambda body: Reply(status=503, error="overloaded"))
+    driver = build_driver({"provider": "openai", "name": "m", "base_url": server.base_url, "max_retries": 2,
+                           "backoff": {"initial": 0.01, "max": 0.02}})
+    with pytest.raises(ModelError, match=r"HTTP 503: overloaded \(gave up after 3 attempts\)"):
+        asyncio.run(driver.complete([{"role": "user", "content": "hi"}]))
+    assert len(server.requests) == 3
+
+
+def test_unknown_provider_and_non_rollout_model_are_config_errors():
+    with pytest.raises(RolloutInputError, match="field 'model.provider'"):
+        build_driver({"provider": "carrier-pigeon", "name": "x"})
+    with pytest.raises(RolloutInputError, match="not a rollout model config"):
+        build_driver({"name": "gpt5", "predictions": "results/gpt5.json"})
+
+
+def test_anthropic_driver(tmp_path, chat_server, monkeypatch):
+    pytest.importorskip("anthropic")
+    make_image(tmp_path / "media" / "p.png")
+    monkeypatch.setenv("M3_TEST_ANTHROPIC_KEY", "ak-test-123")
+    server = chat_server(lambda body: "Two shapes.")
+    driver = build_driver({"provider": "anthropic", "name": "claude-test", "api_key_env": "M3_TEST_ANTHROPIC_KEY",
+                           "base_url": server.base_url.removesuffix("/v1"), "params": {"max_tokens": 100}})
+    completion = asyncio.run(driver.complete(MESSAGES, workspace=tmp_path))
+    assert completion.content == "Two shapes." and completion.usage["prompt_tokens"] > 0
+    request = server.requests[0]
+    assert request["path"] == "/v1/messages"
+    assert "ak-test-123" in request["x_api_key"] + request["authorization"]
+    body = request["body"]
+    assert body["system"] == "Be brief." and body["max_tokens"] == 100
+    assert body["messages"][0]["content"][1]["source"]["media_type"] == "image/png"

@@ -1,0 +1,117 @@
+"""Parsing of model replies, tool exposure modes, task loading and result files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rollout_helpers import write_json
+
+from rollout import prompts
+from rollout.errors import RolloutInputError
+from rollout.exposure import select_tools
+from rollout.host import ToolInfo
+from rollout.output import ResultFile
+from rollout.tasks import Task, load_reference_tools, load_tasks
+
+
+def test_parse_tool_calls():
+    calls = [{"name": "math/mean", "arguments": {"numbers": [1]}}]
+    assert prompts.parse_tool_calls(json.dumps({"tool_calls": calls})) == calls
+    assert prompts.parse_tool_calls("```json\n" + json.dumps({"tool_calls": calls}) + "\n```") == calls
+    assert prompts.parse_tool_calls('{"tool_calls": [{"name": " a/b ", "arguments": "{\\"x\\": 1}"}]}') == \
+        [{"name": "a/b", "arguments": {"x": 1}}]
+    assert prompts.parse_tool_calls('{"tool_calls": [{"name": "a/b"}]}') == [{"name": "a/b", "arguments": {}}]
+    assert prompts.parse_tool_calls('{"tool_calls": []}') == []
+    for bad, reason in [("call math/mean", "not valid JSON"), ("[1]", "not an object"),
+                        ('{"calls": []}', '"tool_calls" list'), ('{"tool_calls": [3]}', "not an object"),
+                        ('{"tool_calls": [{"name": "a/b", "arguments": [1]}]}', "arguments is not an object"),
+                        ('{"tool_calls": [{"name": "a/b", "arguments": "x"}]}', "not JSON")]:
+        with pytest.raises(ValueError, match=reason):
+            prompts.parse_tool_calls(bad)
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("yes", True), ("Yes.", True), ("no, one more step", False), ("NO", False), ('{"stop": true}', True),
+    ('{"answer": "no"}', False), ("maybe", None), ("", None), ("```json\n{\"done\": false}\n```", False)])
+def test_parse_yes_no(reply, expected):
+    assert prompts.parse_yes_no(reply) is expected
+
+
+def test_phase_and_question_markers():
+    assert prompts.phase_of("Results of step 1:\nx\n\n## PROCESS (step 2 of at most 5)\n...") == ("PROCESS", 2)
+    assert prompts.phase_of(prompts.DECISION) == ("DECISION", None)
+    assert prompts.phase_of("no heading") == (None, None)
+    message = prompts.task_message("What is this?", ["media/a.png", "media/b.png"])
+    assert message["content"][0]["text"].endswith("Images in the workspace: media/a.png, media/b.png")
+    assert prompts.question_of(message["content"][0]["text"]) == "What is this?"
+    assert prompts.parse_tool_choice('{"tools": ["a/b", 3, " c/d "]}') == ["a/b", "c/d"]
+    assert prompts.parse_tool_choice("a/b") is None
+
+
+TOOLS = [ToolInfo("math/mean", "Arithmetic mean of a list of numbers.", {"type": "object"}),
+         ToolInfo("images/crop", "Crop an image to a rectangle.", {"type": "object"}),
+         ToolInfo("excel/write_data_to_excel", "Write rows of values to a spreadsheet.", {"type": "object"}),
+         ToolInfo("images/rotate", "Rotate an image by an angle.", {"type": "object"})]
+TASKS = [Task("q1", "Crop the photo to the face and rotate it upright", None, None, None, 0),
+         Task("q2", "Average these numbers: 3, 4, 5", None, None, None, 1)]
+
+
+def test_exposure_modes():
+    assert select_tools({"mode": "all"}, TOOLS, TASKS)["q1"] == TOOLS
+    fixed = select_tools({"mode": "fixed", "tools": ["images/rotate", "math/mean"]}, TOOLS, TASKS)
+    assert [t.name for t in fixed["q2"]] == ["images/rotate", "math/mean"]
+    with pytest.raises(RolloutInputError, match="field 'exposure.tools'.*weather/now"):
+        select_tools({"mode": "fixed", "tools": ["weather/now"]}, TOOLS, TASKS)
+    oracle = select_tools({"mode": "oracle"}, TOOLS, TASKS, {"q1": ["images/crop", "ocr/read", "images/rotate"]})
+    assert [t.name for t in oracle["q1"]] == ["images/crop", "images/rotate"] and "q2" not in oracle
+    with pytest.raises(RolloutInputError, match="exposure.mode"):
+        select_tools({"mode": "psychic"}, TOOLS, TASKS)
+
+
+def test_retrieve_exposure_uses_the_engine_encoder():
+    chosen = select_tools({"mode": "retrieve", "top_k": 2}, TOOLS, TASKS)
+    assert {t.name for t in chosen["q1"]} == {"images/crop", "images/rotate"}
+    assert "math/mean" in {t.name for t in chosen["q2"]} and len(chosen["q2"]) == 2
+
+
+def test_task_and_reference_loading(tmp_path):
+    (tmp_path / "img.png").write_bytes(b"png")
+    path = write_json(tmp_path / "t.json", {"x1": {"image": "img.png", "question": "Q1", "prompt": "P1"},
+                                            "x2": {"image": None, "question": "Q2", "prompt": "P2", "type": "t"}})
+    tasks = load_tasks(path, question_field="prompt")
+    assert [(t.id, t.question, t.image, t.type) for t in tasks] == [("x1", "P1", "img.png", None),
+                                                                    ("x2", "P2", None, "t")]
+    assert tasks[0].image_path == (tmp_path / "img.png").resolve()
+    assert [t.id for t in load_tasks(path, ids=["x2"])] == ["x2"]
+    with pytest.raises(RolloutInputError, match="requested id"):
+        load_tasks(path, ids=["nope"])
+    with pytest.raises(RolloutInputError, match=r"t2\.json: not valid JSON \(line 1"):
+        (tmp_path / "t2.json").write_text("[{")
+        load_tasks(tmp_path / "t2.json")
+    with pytest.raises(RolloutInputError, match=r"id 7: field 'type': must be a string"):
+        load_tasks(write_json(tmp_path / "t3.json", [{"id": 7, "question": "q", "type": 3}]))
+    refs = write_json(tmp_path / "ref.json", [
+        {"id": "a", "steps": [{"step": 1, "calls": [{"name": "s/t "}, {"name": "s/u"}]}, {"calls": [{"name": "s/t"}]}]},
+        {"id": "a", "steps": [{"step": 1, "calls": [{"name": "s/v"}]}]}])
+    assert load_reference_tools(refs) == {"a": ["s/v"]}  # the last object of a repeated id
+    with pytest.raises(RolloutInputError, match=r"id b: field 'steps\[0\]\.calls\[0\]\.name'"):
+        load_reference_tools(write_json(tmp_path / "r2.json", [{"id": "b", "steps": [{"calls": [{"name": 1}]}]}]))
+
+
+def test_result_file_is_ordered_locked_and_resumable(tmp_path):
+    path = tmp_path / "out.json"
+    with ResultFile(path, {"a": 0, "b": 1, "c": 2}) as results:
+        results.add({"id": "c", "v": 3})
+        results.add({"id": "a", "v": 1})
+        assert [r["id"] for r in json.loads(path.read_text())] == ["a", "c"]
+        with pytest.raises(RolloutInputError, match="another run is writing"):
+            ResultFile(path, {}).__enter__()
+    assert not list(tmp_path.glob(".out.json.*.tmp"))
+    with ResultFile(path, {"a": 0, "b": 1, "c": 2}) as results:
+        assert results.done == {"a", "c"}
+        results.add({"id": "b", "v": 2})
+    assert [r["v"] for r in json.loads(path.read_text())] == [1, 2, 3]
+    path.write_text('{"not": "a list"}')
+    with pytest.raises(RolloutInputError, match="must be a JSON list"):
+        ResultFile(path, {}).__enter__()
