@@ -5,9 +5,9 @@
     python scripts/bench.py --gt GT.json P*.json --replicate 100    # align+metrics throughput (cached texts)
     python scripts/bench.py --synthetic 1000000 --pseudo-embeddings # align+metrics on a generated 1M-call sweep
 
-Prints seconds per stage (load, serialize, embed, align, metrics, write), the encoder
-alone on the same distinct texts (a fresh model load plus encode, and encode only), and
-the ratio of the whole scoring to the encoder alone.
+Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
+load, serialize, embed, align, metrics, write) and then a process that only imports the
+encoder, loads it and embeds the same distinct texts, and prints the ratio.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import json
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +32,7 @@ from engine.align import candidate_pairs, match  # noqa: E402
 from engine.encode import TextEncoder, embed_distinct  # noqa: E402
 from engine.load import TrajectoryFile, load_trajectories, parse_task  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
-from engine.pipeline import ScoreSettings, StageTimer, output_dirs, score_sweep, write_sweep  # noqa: E402
+from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
 from engine.synthetic import make_reference, scale_predictions  # noqa: E402
 from kernels.device import resolve_device  # noqa: E402
@@ -41,31 +43,55 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)
 
 
+ENCODER_ALONE = """
+import json, sys, time
+start = time.perf_counter()
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer(sys.argv[1], device=sys.argv[3])
+loaded = time.perf_counter()
+model.encode(json.load(open(sys.argv[2])), batch_size=int(sys.argv[4]), convert_to_numpy=True)
+print(f"{loaded - start:.3f} {time.perf_counter() - loaded:.3f}")
+"""
+
+
 def bench_pipeline(args: argparse.Namespace, settings: ScoreSettings) -> None:
-    """Whole scoring with per-stage times, then the encoder alone on the same texts."""
-    timer = StageTimer()
-    start = time.perf_counter()
-    result = score_sweep(args.gt, args.predictions, settings, timer)
-    with timer.stage("write"):
-        with tempfile.TemporaryDirectory() as out:
-            write_sweep(result, output_dirs([Path(p) for p in args.predictions], Path(out)))
-    total = time.perf_counter() - start
-    for stage, seconds in timer.seconds.items():
-        print(f"{stage:>10}: {seconds:8.3f} s")
-    print(f"{'total':>10}: {total:8.3f} s   ({result.embedding.distinct_texts} distinct texts, "
-          f"{result.embedding.encoded} encoded, {len(result.tables.pred_sample)} predicted calls)")
-    if args.skip_encoder:
-        return
-    t0 = time.perf_counter()
-    encoder = TextEncoder(settings.encoder_model, device=str(resolve_device(settings.device)),
-                          batch_size=settings.encoder_batch_size)
-    encoder.model  # noqa: B018 - load now, timed separately
-    t1 = time.perf_counter()
-    encoder.encode(result.tables.texts)
-    t2 = time.perf_counter()
-    print(f"encoder alone: load {t1 - t0:.3f} s + encode {t2 - t1:.3f} s = {t2 - t0:.3f} s")
-    print(f"ratio total / encode-only: {total / (t2 - t1):.3f}")
-    print(f"ratio total / load+encode: {total / (t2 - t0):.3f}")
+    """A whole cold scoring process against a process that only runs the encoder on the same texts.
+
+    Both are timed as separate fresh processes (interpreter, imports, model load and work), and
+    the scoring process reports its own stage times.
+    """
+    root = Path(__file__).resolve().parents[1]
+    gt = load_trajectories(args.gt)
+    texts = flatten_sweep(gt, [load_trajectories(p) for p in args.predictions], settings.profile).texts
+    with tempfile.TemporaryDirectory() as tmp:
+        preds = "[" + ",".join(str(Path(p).resolve()) for p in args.predictions) + "]"
+        command = [sys.executable, str(root / "scripts" / "score.py"), f"data.gt={Path(args.gt).resolve()}",
+                   f"sweep.predictions={preds}", f"output_dir={tmp}/out", f"encoder.cache_dir={settings.cache_dir}",
+                   f"device={settings.device}", f"align.tau_weak={settings.tau_weak}",
+                   f"align.tau_strong={settings.tau_strong}", f"metrics.profile={settings.profile}",
+                   "reports=false", "progress=false", f"hydra.run.dir={tmp}/hydra"]
+        start = time.perf_counter()
+        proc = subprocess.run(command, capture_output=True, text=True)
+        total = time.perf_counter() - start
+        if proc.returncode:
+            sys.exit(proc.stderr)
+        stages = next(line for line in proc.stdout.splitlines() if line.startswith("texts:"))
+        print(f"scoring process: {total:.3f} s   {stages}")
+        if args.skip_encoder:
+            return
+        texts_file = Path(tmp) / "texts.json"
+        texts_file.write_text(json.dumps(texts))
+        encoder = TextEncoder(settings.encoder_model)
+        device = str(resolve_device(settings.device))
+        start = time.perf_counter()
+        alone = subprocess.run([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file),
+                                device, str(settings.encoder_batch_size)], capture_output=True, text=True)
+        encoder_total = time.perf_counter() - start
+        load, encode = (float(v) for v in alone.stdout.split()[-2:])
+    print(f"encoder-alone process on the same {len(texts)} distinct texts: {encoder_total:.3f} s "
+          f"(import + load {load:.3f} s, encode {encode:.3f} s)")
+    print(f"ratio scoring process / encoder-alone process: {total / encoder_total:.3f}")
+    print(f"ratio scoring process / encode call alone:     {total / encode:.3f}")
 
 
 def pseudo_embeddings(texts: list[str], dim: int = 384) -> np.ndarray:
