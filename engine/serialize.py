@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -41,7 +41,6 @@ class SweepTables:
     """
 
     texts: list[str]
-    tools: list[str]
     task_ids: list[str]
     task_types: list[str | None]
     gt_tasks: list[Task]
@@ -50,7 +49,6 @@ class SweepTables:
     gt_step: np.ndarray
     gt_index: np.ndarray
     gt_text: np.ndarray
-    gt_tool: np.ndarray
     task_calls: np.ndarray
     task_steps: np.ndarray
     task_sq_step_calls: np.ndarray
@@ -62,17 +60,8 @@ class SweepTables:
     pred_step: np.ndarray
     pred_index: np.ndarray
     pred_text: np.ndarray
-    pred_tool: np.ndarray
     sample_calls: np.ndarray
     sample_steps: np.ndarray
-    gt_task_start: np.ndarray = field(init=False)
-    sample_start: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.gt_task_start = np.concatenate([[0], np.cumsum(self.task_calls)[:-1]]).astype(np.int64) \
-            if len(self.task_calls) else np.zeros(0, np.int64)
-        self.sample_start = np.concatenate([[0], np.cumsum(self.sample_calls)[:-1]]).astype(np.int64) \
-            if len(self.sample_calls) else np.zeros(0, np.int64)
 
     @property
     def num_samples(self) -> int:
@@ -100,12 +89,11 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
     many prediction files are scored.
     """
     text_row: dict[str, int] = {}
-    tool_id: dict[str, int] = {}
     per_file_ids = [scored_ids(gt, p) for p in preds]
     task_ids = sorted(set().union(*per_file_ids)) if per_file_ids else []
     task_of = {tid: i for i, tid in enumerate(task_ids)}
 
-    g_task, g_rank, g_step, g_index, g_text, g_tool = [], [], [], [], [], []
+    g_task, g_rank, g_step, g_index, g_text = [], [], [], [], []
     task_calls, task_steps, task_sq, gt_tasks, ranks_of = [], [], [], [], []
     for t, tid in enumerate(task_ids):
         task = gt.tasks[tid]
@@ -122,7 +110,6 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
                 g_step.append(s)
                 g_index.append(index)
                 g_text.append(text_row.setdefault(call_text(call.name, call.arguments, profile), len(text_row)))
-                g_tool.append(tool_id.setdefault(call.name, len(tool_id)))
                 index += 1
         ranks_of.append(ranks)
         task_calls.append(index)
@@ -130,7 +117,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
         task_sq.append(sq)
 
     s_file, s_task, s_pred, s_calls, s_steps = [], [], [], [], []
-    p_sample, p_rank, p_step, p_index, p_text, p_tool = [], [], [], [], [], []
+    p_sample, p_rank, p_step, p_index, p_text = [], [], [], [], []
     for f, (pred, ids) in enumerate(zip(preds, per_file_ids)):
         for tid in ids:
             sample = len(s_task)
@@ -149,7 +136,6 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
                     p_index.append(index)
                     p_text.append(text_row.setdefault(call_text(call.name, call.arguments, profile),
                                                       len(text_row)))
-                    p_tool.append(tool_id.setdefault(call.name, len(tool_id)))
                     index += 1
             s_calls.append(index)
             s_steps.append(len(task.steps))
@@ -158,12 +144,12 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
         return np.asarray(values, dtype=np.int64)
 
     return SweepTables(
-        texts=list(text_row), tools=list(tool_id), task_ids=task_ids,
+        texts=list(text_row), task_ids=task_ids,
         task_types=[t.type for t in gt_tasks], gt_tasks=gt_tasks,
         gt_task=arr(g_task), gt_rank=arr(g_rank), gt_step=arr(g_step), gt_index=arr(g_index),
-        gt_text=arr(g_text), gt_tool=arr(g_tool), task_calls=arr(task_calls),
+        gt_text=arr(g_text), task_calls=arr(task_calls),
         task_steps=arr(task_steps), task_sq_step_calls=arr(task_sq),
         sample_file=arr(s_file), sample_task=arr(s_task), sample_pred=s_pred,
         pred_sample=arr(p_sample), pred_rank=arr(p_rank), pred_step=arr(p_step),
-        pred_index=arr(p_index), pred_text=arr(p_text), pred_tool=arr(p_tool),
+        pred_index=arr(p_index), pred_text=arr(p_text),
         sample_calls=arr(s_calls), sample_steps=arr(s_steps))

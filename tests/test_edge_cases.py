@@ -42,7 +42,7 @@ def test_non_dict_and_missing_arguments() -> None:
                                            {"name": "s/z", "arguments": "plain"}, {"name": "s/w", "arguments": 3.5}]}]}]
     tables, m, scores = score_memory(gt, [json.loads(json.dumps(gt))])
     assert tables.texts[0] == "null"  # missing arguments -> null
-    assert tables.tools[0] == "s/x"  # names are stripped
+    assert tables.gt_tasks[0].calls[0].name == "s/x"  # names are stripped
     assert scores.values["recall"][0] == 1.0 and scores.matched[0] == 4
 
 
