@@ -1,0 +1,126 @@
+"""Report figures (matplotlib, Agg canvas, no display), saved atomically as PNG."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from engine.leaderboard import AVERAGE, JUDGE_COLUMNS, Table
+from engine.report import atomic_write_bytes
+
+# Threshold-grid keys plotted against tau_weak, with their display labels.
+GRID_METRICS: tuple[tuple[str, str], ...] = (
+    ("recall", "Recall"), ("precision", "Precision"), ("arg_sim", "Argument Similarity"),
+    ("avg_sim_all_cov", "Argument Similarity"), ("avg_sim_strong_cov", "Strong Similarity"),
+    ("step_coherence_cov", "Step Coherence"), ("order_consistency_cov", "Order Consistency"),
+    ("merge_purity_cov", "Merge Purity"),
+)
+
+
+def save_figure(fig: Figure, path: Path, dpi: int = 120) -> Path:
+    """Render fig to PNG and write it atomically at path."""
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    atomic_write_bytes(Path(path), buf.getvalue())
+    return Path(path)
+
+
+def _colors(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _value(cell: Any) -> float:
+    return math.nan if cell is None else float(cell)
+
+
+def leaderboard_chart(table: Table, path: Path) -> Path:
+    """Grouped bars: one group per metric column (Average Score last), one bar per model."""
+    metrics = table.columns[1:]
+    models = table.column("Model")
+    fig = Figure(figsize=(max(8.0, 1.0 + len(metrics) * (0.25 * len(models) + 0.6)), 4.8))
+    ax = fig.add_subplot()
+    x = np.arange(len(metrics))
+    width = 0.8 / max(len(models), 1)
+    for i, (row, color) in enumerate(zip(table.rows, _colors(len(models)))):
+        ax.bar(x - 0.4 + width * (i + 0.5), [_value(v) for v in row[1:]], width, label=str(row[0]), color=color)
+    ax.set_xticks(x, metrics, rotation=20, ha="right")
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("score")
+    ax.set_title(table.title or "Leaderboard")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="model")
+    return save_figure(fig, path)
+
+
+def family_chart(tables: dict[str, Table], path: Path, models: list[str] | None = None) -> Path:
+    """Figure 7 style: x = task families, one line per model, y = that family's Average Score."""
+    families = list(tables)
+    names = models if models is not None else sorted({m for t in tables.values() for m in t.column("Model")})
+    scores = {family: dict(zip(t.column("Model"), t.column(AVERAGE))) for family, t in tables.items()}
+    fig = Figure(figsize=(max(8.0, 0.7 * len(families) + 3.0), 4.8))
+    ax = fig.add_subplot()
+    x = np.arange(len(families))
+    for name, color in zip(names, _colors(len(names))):
+        y = [_value(scores[f].get(name)) for f in families]
+        ax.plot(x, y, marker="o", linewidth=1.5, markersize=4, label=str(name), color=color)
+    ax.set_xticks(x, families, rotation=35, ha="right")
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel(AVERAGE)
+    ax.set_title("Average Score per task family")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="model")
+    return save_figure(fig, path)
+
+
+def grid_metrics(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(key, label) of the metrics a threshold grid holds, in leaderboard order."""
+    judge = tuple((key, label) for label, key in JUDGE_COLUMNS)
+    present = {key for row in rows for key, value in row.items() if value is not None}
+    return [(key, label) for key, label in (*GRID_METRICS, *judge) if key in present]
+
+
+def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Threshold ablation: each metric vs tau_weak, one line per model.
+
+    One column of panels per metric and one row per tau_strong value of the grid.
+    """
+    metrics = grid_metrics(rows)
+    strongs = sorted({float(r["tau_strong"]) for r in rows})
+    models = sorted({r["model"] for r in rows})
+    colors = dict(zip(models, _colors(len(models))))
+    n_cols, n_rows = max(len(metrics), 1), max(len(strongs), 1)
+    fig = Figure(figsize=(2.9 * n_cols + 1.8, 2.5 * n_rows + 0.6))
+    axes = fig.subplots(n_rows, n_cols, squeeze=False, sharex=True, sharey=True)
+    for r, strong in enumerate(strongs):
+        for c, (key, label) in enumerate(metrics):
+            ax = axes[r][c]
+            for model in models:
+                points = sorted((float(row["tau_weak"]), _value(row.get(key))) for row in rows
+                                if row["model"] == model and float(row["tau_strong"]) == strong)
+                if points:
+                    xs, ys = zip(*points)
+                    ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.3, color=colors[model], label=model)
+            ax.grid(alpha=0.3)
+            if r == 0:
+                ax.set_title(label, fontsize="medium")
+            if r == n_rows - 1:
+                ax.set_xlabel("tau_weak")
+            if c == 0:
+                ax.set_ylabel(f"tau_strong = {strong:g}")
+    handles = [Line2D([], [], color=colors[m], marker="o", markersize=3, label=m) for m in models]
+    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", title="model")
+    fig.suptitle("Threshold ablation")
+    fig.tight_layout()
+    return save_figure(fig, path)

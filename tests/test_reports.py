@@ -1,0 +1,104 @@
+"""Leaderboard, per-family and budget tables and plots from finished runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.errors import InputError
+from engine.leaderboard import collect_run, family_tables, leaderboard_table, write_reports
+
+METRICS = ("recall", "precision", "avg_sim_all_cov", "step_coherence_cov", "order_consistency_cov",
+           "merge_purity_cov")
+
+
+def block(base: float, rounds: float = 2.0, calls: float = 5.0, **extra) -> dict:
+    out = {m: base + 0.01 * i for i, m in enumerate(METRICS)}
+    out.update({"avg_sim_strong_cov": base, "avg_Rounds": rounds, "avg_tool_calls": calls, "num_ids": 3})
+    out.update(extra)
+    return out
+
+
+def write_run(run: Path, judged: bool) -> None:
+    judge = {"task_completion": 0.9, "information_grounding": 0.7} if judged else {}
+    models = {"alpha": 0.5, "beta": 0.7, "gamma": 0.3}
+    for name, base in models.items():
+        folder = run / name
+        folder.mkdir(parents=True)
+        extra = judge if name != "gamma" else {}
+        result = {"aggregate": block(base, **extra),
+                  "by_type": {"maps": block(base + 0.1, 3.0, 6.0, **extra), "shop": block(base - 0.1, 1.0, 2.0)},
+                  "per_id": [], "meta": {"model": name, "profile": "reference"}}
+        (folder / "results_eval.json").write_text(json.dumps(result))
+
+
+def test_leaderboard_without_judge(tmp_path: Path) -> None:
+    write_run(tmp_path, judged=False)
+    table = leaderboard_table(collect_run(tmp_path))
+    assert table.columns == ["Model", "Recall", "Precision", "Argument Similarity", "Step Coherence",
+                             "Order Consistency", "Merge Purity", "Average Score"]
+    assert table.column("Model") == ["beta", "alpha", "gamma"]
+    beta = table.rows[0]
+    assert beta[1] == pytest.approx(0.7) and beta[3] == pytest.approx(0.72)
+    assert beta[-1] == pytest.approx(sum(0.7 + 0.01 * i for i in range(6)) / 6)
+
+
+def test_judge_columns_only_when_present(tmp_path: Path) -> None:
+    write_run(tmp_path, judged=True)
+    table = leaderboard_table(collect_run(tmp_path))
+    assert table.columns[-3:] == ["Task Completion", "Information Grounding", "Average Score"]
+    rows = {r["Model"]: r for r in table.records()}
+    assert rows["alpha"]["Task Completion"] == 0.9
+    assert rows["gamma"]["Task Completion"] is None  # left out, not zero-filled
+    alpha = [0.5 + 0.01 * i for i in range(6)] + [0.9, 0.7]
+    assert rows["alpha"]["Average Score"] == pytest.approx(sum(alpha) / 8)
+    assert "| gamma |" in table.to_markdown() and "–" in table.to_markdown()
+
+
+def test_family_tables_and_files(tmp_path: Path) -> None:
+    write_run(tmp_path, judged=False)
+    families = family_tables(collect_run(tmp_path))
+    assert list(families) == ["maps", "shop"]
+    assert families["maps"].rows[0][1] == pytest.approx(0.8)
+    written = write_reports(tmp_path)
+    names = {p.name for p in written}
+    assert {"leaderboard.md", "leaderboard.csv", "leaderboard.json", "families.md", "families.json",
+            "budget.md", "budget.csv", "budget.json", "leaderboard.png", "families.png"} <= names
+    budget = list(csv.DictReader(io.StringIO((tmp_path / "budget.csv").read_text())))
+    assert [b["Model"] for b in budget] == ["beta", "alpha", "gamma"]
+    assert float(budget[0]["Avg Steps"]) == 2.0 and float(budget[0]["maps Calls"]) == 6.0
+    assert json.loads((tmp_path / "leaderboard.json").read_text())["rows"][0]["Model"] == "beta"
+    for png in ("leaderboard.png", "families.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) -> None:
+    """A real scoring run with a grid writes the reports and the ablation curves."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "score.py"), f"demo.dir={tmp_path / 'demo'}",
+                           "demo.n_tasks=6", f"encoder.cache_dir={embedding_cache}", f"output_dir={tmp_path / 'run'}",
+                           "device=cpu", "align.tau_weak_grid=[0.5,0.7]", "align.tau_strong_grid=[0.8,0.9]"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "run"
+    grid = json.loads((run / "threshold_grid.json").read_text())
+    assert len(grid) == 2 * 2 * 5 and {r["tau_strong"] for r in grid} == {0.8, 0.9}
+    assert (run / "threshold_ablation.png").read_bytes()[:4] == b"\x89PNG"
+    assert (run / "leaderboard.md").read_text().startswith("| Model |")
+    again = subprocess.run([sys.executable, str(root / "scripts" / "report.py"), str(run), "--out", str(tmp_path / "r")],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and (tmp_path / "r" / "leaderboard.csv").is_file()
+
+
+def test_bad_results_file(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "results_eval.json").write_text(json.dumps({"aggregate": {"recall": "high"}}))
+    with pytest.raises(InputError, match="results_eval.json: field 'aggregate.recall'"):
+        collect_run(tmp_path)
