@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import numpy as np
 import torch
 
 from engine.encode import TextEncoder, embed_distinct
-from engine.errors import InputError
+from engine.errors import InputError, read_json
 from engine.serialize import Profile, call_text
 from kernels.similarity import pair_similarity
 
@@ -38,12 +37,7 @@ def _call(path: Path, record: dict, side: str, position: int) -> tuple[str, obje
 def load_pairs(path: str | Path) -> LabelledPairs:
     """Read a JSON list of {gt: call, pred: call, label: strong|medium|weak}."""
     path = Path(path)
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"cannot read labelled pairs ({exc})") from None
+    records = read_json(path, "labelled pairs file")
     if not isinstance(records, list) or not records:
         raise InputError(path, "expected a non-empty list of {gt, pred, label} records")
     gt, pred, labels = [], [], []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 
 class InputError(ValueError):
@@ -23,3 +25,18 @@ class InputError(ValueError):
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used."""
+
+
+def read_json(path: str | Path, what: str = "file") -> Any:
+    """Parse a JSON file; any failure becomes an InputError naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, f"{what} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read {what} ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-from engine.errors import InputError
+from engine.errors import InputError, read_json
 
 JUDGE_METRICS = ("task_completion", "information_grounding")
 
@@ -19,12 +18,7 @@ def judge_path_for(predictions: Path) -> Path:
 def load_judge(path: str | Path) -> dict[str, dict[str, float]]:
     """id -> {task_completion, information_grounding} (each in [0, 1]) from a JSON list or object."""
     path = Path(path)
-    try:
-        root = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "judge file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"cannot read judge results ({exc})") from None
+    root = read_json(path, "judge file")
     if isinstance(root, dict):
         items = [(str(k), v) for k, v in root.items()]
     elif isinstance(root, list):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError
+from engine.errors import InputError, read_json
 from engine.report import atomic_write_json, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -82,10 +81,7 @@ def load_result(path: Path, name: str | None = None) -> ModelResult:
     The model is named by meta.model, else `name`, else the stem of meta.predictions, else
     the file's folder.
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON ({exc})") from exc
+    data = read_json(path, "results file")
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object with 'aggregate', 'by_type' and 'meta'")
     if "aggregate" not in data:
@@ -239,10 +235,7 @@ def budget_table(results: list[ModelResult]) -> Table:
 
 def load_threshold_grid(path: Path) -> list[dict[str, Any]]:
     """Rows of a threshold_grid.json, checked: model (text), tau_weak, tau_strong and metrics (numbers)."""
-    try:
-        rows = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON ({exc})") from exc
+    rows = read_json(path, "threshold grid")
     if not isinstance(rows, list):
         raise InputError(path, "expected a list of rows {model, tau_weak, tau_strong, metrics...}")
     for i, row in enumerate(rows):

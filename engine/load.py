@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError
+from engine.errors import InputError, read_json
 
 log = logging.getLogger(__name__)
 
@@ -119,16 +118,7 @@ def load_trajectories(path: str | Path) -> TrajectoryFile:
     reported with a warning naming the ids.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read file ({exc})") from None
-    try:
-        root = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    root = read_json(path)
     if isinstance(root, list):
         items = [(None, obj) for obj in root]
     elif isinstance(root, dict):
