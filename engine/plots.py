@@ -24,11 +24,11 @@ GRID_METRICS: tuple[tuple[str, str], ...] = (
 )
 
 
-def save_figure(fig: Figure, path: Path, dpi: int = 120) -> Path:
+def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
     """Render fig to PNG and write it atomically at path."""
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)
     atomic_write_bytes(Path(path), buf.getvalue())
     return Path(path)
 
@@ -48,7 +48,7 @@ def leaderboard_chart(table: Table, path: Path) -> Path:
     """Grouped bars: one group per metric column (Average Score last), one bar per model."""
     metrics = table.columns[1:]
     models = table.column("Model")
-    fig = Figure(figsize=(max(8.0, 1.0 + len(metrics) * (0.25 * len(models) + 0.6)), 4.8))
+    fig = Figure(figsize=(max(8.0, 1.0 + len(metrics) * (0.25 * len(models) + 0.6)), 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(metrics))
     width = 0.8 / max(len(models), 1)
@@ -69,7 +69,7 @@ def family_chart(tables: dict[str, Table], path: Path, models: list[str] | None 
     families = list(tables)
     names = models if models is not None else sorted({m for t in tables.values() for m in t.column("Model")})
     scores = {family: dict(zip(t.column("Model"), t.column(AVERAGE))) for family, t in tables.items()}
-    fig = Figure(figsize=(max(8.0, 0.7 * len(families) + 3.0), 4.8))
+    fig = Figure(figsize=(max(8.0, 0.7 * len(families) + 3.0), 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(families))
     for name, color in zip(names, _colors(len(names))):
@@ -101,7 +101,7 @@ def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
     models = sorted({r["model"] for r in rows})
     colors = dict(zip(models, _colors(len(models))))
     n_cols, n_rows = max(len(metrics), 1), max(len(strongs), 1)
-    fig = Figure(figsize=(2.9 * n_cols + 1.8, 2.5 * n_rows + 0.6))
+    fig = Figure(figsize=(2.9 * n_cols + 1.8, 2.5 * n_rows + 0.6), layout="constrained")
     axes = fig.subplots(n_rows, n_cols, squeeze=False, sharex=True, sharey=True)
     for r, strong in enumerate(strongs):
         for c, (key, label) in enumerate(metrics):
@@ -120,7 +120,6 @@ def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
             if c == 0:
                 ax.set_ylabel(f"tau_strong = {strong:g}")
     handles = [Line2D([], [], color=colors[m], marker="o", markersize=3, label=m) for m in models]
-    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", title="model")
+    fig.legend(handles=handles, loc="outside right center", fontsize="small", title="model")
     fig.suptitle("Threshold ablation")
-    fig.tight_layout()
     return save_figure(fig, path)
