@@ -49,17 +49,30 @@ def _judges(predictions: list[Path], explicit: str | None = None) -> list[Path |
 
 
 def resolve_inputs(cfg: DictConfig) -> Inputs:
-    """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo."""
-    gt = Path(cfg.data.gt) if cfg.data.get("gt") else None
+    """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo.
+
+    The GT is data.gt, or the generated demo reference with data=demo or when nothing is named.
+    """
     sweep = [Path(p) for p in (cfg.sweep.get("predictions") or [])]
+    models = list(cfg.sweep.get("models") or [])
+    named = bool(sweep or cfg.model.get("predictions") or models)
+    demo_models: dict[str, Path] = {}
+    if cfg.data.name == "demo" or not named:
+        from engine.synthetic import write_demo
+
+        if not named:
+            log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
+        gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=int(cfg.demo.n_tasks), seed=int(cfg.demo.seed))
+    elif cfg.data.get("gt"):
+        gt = Path(cfg.data.gt)
+    else:
+        raise ConfigError("no reference file: set data.gt=PATH")
     if sweep:
         names = [d.name for d in output_dirs(sweep, Path("."))]
-        return Inputs(_need(gt), sweep, names, _judges(sweep), True)
+        return Inputs(gt, sweep, names, _judges(sweep), True)
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
-        return Inputs(_need(gt), [pred], [cfg.model.get("name") or pred.stem],
-                      _judges([pred], cfg.model.get("judge")), False)
-    models = list(cfg.sweep.get("models") or [])
+        return Inputs(gt, [pred], [cfg.model.get("name") or pred.stem], _judges([pred], cfg.model.get("judge")), False)
     if models:
         results = Path(cfg.results_dir)
         found = [(m, results / PUBLISHED_NAME.format(model=m)) for m in models]
@@ -71,19 +84,9 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
             raise ConfigError(f"none of the sweep's models has a prediction file under {results} "
                               f"(expected {PUBLISHED_NAME.format(model='<model>')})")
         preds = [p for _, p in present]
-        return Inputs(_need(gt), preds, [m for m, _ in present], _judges(preds), True)
-    from engine.synthetic import write_demo
-
-    log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
-    demo_gt, demo = write_demo(Path(cfg.demo.dir), n_tasks=int(cfg.demo.n_tasks), seed=int(cfg.demo.seed))
-    preds = list(demo.values())
-    return Inputs(demo_gt, preds, list(demo), _judges(preds), True)
-
-
-def _need(gt: Path | None) -> Path:
-    if gt is None:
-        raise ConfigError("no reference file: set data.gt=PATH")
-    return gt
+        return Inputs(gt, preds, [m for m, _ in present], _judges(preds), True)
+    preds = list(demo_models.values())
+    return Inputs(gt, preds, list(demo_models), _judges(preds), True)
 
 
 def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[str, ...]) -> str:
