@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
+from engine.atomic import default_file_mode
+
 log = logging.getLogger(__name__)
 
 KEY_BYTES = 16
@@ -118,6 +120,7 @@ class EmbeddingCache:
         name = hashlib.sha256(keys.tobytes()).hexdigest()[:24] + f"-{os.getpid()}.npz"
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".part")
         try:
+            os.fchmod(fd, default_file_mode())
             with os.fdopen(fd, "wb") as fh:
                 np.savez(fh, keys=keys, vectors=vectors, checksum=_checksum(keys, vectors))
                 fh.flush()

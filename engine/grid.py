@@ -11,7 +11,7 @@ import numpy as np
 from engine.align import match
 from engine.metrics import aggregate, task_scores
 from engine.pipeline import PreparedSweep, check_thresholds
-from engine.report import atomic_write_json, atomic_write_text
+from engine.atomic import atomic_write_json, atomic_write_text
 
 
 def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_strong_grid: list[float],

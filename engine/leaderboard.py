@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError, read_json
-from engine.report import atomic_write_json, atomic_write_text
+from engine.atomic import atomic_write_json, atomic_write_text
 
 log = logging.getLogger(__name__)
 

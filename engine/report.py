@@ -4,47 +4,18 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from engine.atomic import atomic_write_json, atomic_write_text
 from engine.judge import JUDGE_METRICS
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
 
 log = logging.getLogger(__name__)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write bytes to path through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """UTF-8 text written atomically (see atomic_write_bytes)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """JSON (UTF-8, non-ASCII kept, indented) written atomically."""
-    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
 @dataclass

@@ -12,8 +12,6 @@ from __future__ import annotations
 import gc
 import json
 import marshal
-import os
-import tempfile
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -22,6 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+
+from engine.atomic import atomic_write_bytes
 
 __all__ = [
     "ErrorProfile",
@@ -860,14 +860,7 @@ def _write_if_changed(path: Path, data: bytes) -> None:
             return
     except FileNotFoundError:
         pass
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, data)
 
 
 def _dumps(tasks: list[dict]) -> bytes:

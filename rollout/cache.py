@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from engine.atomic import atomic_write_bytes, atomic_write_text
 from rollout.drivers import Completion, ModelDriver
 from rollout.errors import CacheMiss, RolloutInputError
 
@@ -121,10 +121,8 @@ class RolloutCache:
 
     def put_catalogue(self, tools: list[dict[str, Any]], failures: dict[str, str]) -> None:
         """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""
-        tmp = self.directory / "catalogue.json.tmp"
-        tmp.write_text(json.dumps({"tools": tools, "failures": failures}, ensure_ascii=False, indent=1),
-                       encoding="utf-8")
-        os.replace(tmp, self.directory / "catalogue.json")
+        atomic_write_text(self.directory / "catalogue.json",
+                          json.dumps({"tools": tools, "failures": failures}, ensure_ascii=False, indent=1))
 
     def get_catalogue(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
         """The recorded tool catalogue and server failures."""
@@ -140,9 +138,7 @@ class RolloutCache:
         sha = hashlib.sha256(data).hexdigest()
         blob = self.directory / "blobs" / sha
         if not blob.exists():
-            tmp = blob.with_suffix(".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, blob)
+            atomic_write_bytes(blob, data)
         return sha
 
     def restore_blob(self, sha: str, dest: Path) -> bool:

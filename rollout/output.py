@@ -8,13 +8,13 @@ file next to the output keeps two runs from writing the same file.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
+from engine.atomic import atomic_write_text
 from rollout.errors import RolloutInputError
 from rollout.tasks import read_json
 
@@ -22,17 +22,6 @@ from rollout.tasks import read_json
 def dumps_record(record: dict[str, Any]) -> str:
     """The text of one record inside a result file."""
     return json.dumps(record, ensure_ascii=False, indent=1)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write text to path through a temporary file, fsync and rename: readers see old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class ResultFile:

@@ -1,0 +1,50 @@
+"""Atomic file writes: a temporary file in the same folder, fsync, then a rename.
+
+Readers see the old file or the new one, never half of it, so an interrupted run loses
+nothing already written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def default_file_mode() -> int:
+    """The mode a plainly created file gets: 0o666 less the process umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write bytes to path through a temporary file in the same folder and a rename.
+
+    The file gets the usual permissions (not the owner-only mode of temporary files).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, default_file_mode())
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """UTF-8 text written atomically (see atomic_write_bytes)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """JSON (UTF-8, non-ASCII kept, indented) written atomically."""
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
