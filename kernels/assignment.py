@@ -15,7 +15,7 @@ import torch
 from torch_linear_assignment import batch_linear_assignment
 
 from kernels.buckets import Buckets
-from kernels.segment import segment_first_argmin
+from kernels.segment import expand_segments, segment_first_argmin
 
 PENALTY = 1e6
 
@@ -28,12 +28,8 @@ def bucket_costs(similarity: torch.Tensor, tau_weak: float) -> torch.Tensor:
 
 def _solve_vectors(cost: torch.Tensor, buckets: Buckets, which: torch.Tensor) -> torch.Tensor:
     """Chosen pair of each 1 x c or r x 1 bucket in `which`: its first minimum-cost pair."""
-    sizes = buckets.rows[which] * buckets.cols[which]
-    starts = buckets.pair_start[which]
-    seg = torch.repeat_interleave(torch.arange(which.numel(), device=cost.device), sizes)
-    local = torch.arange(seg.numel(), device=cost.device) - torch.repeat_interleave(
-        torch.cumsum(sizes, 0) - sizes, sizes)
-    pairs = starts[seg] + local
+    seg, local = expand_segments(buckets.rows[which] * buckets.cols[which])
+    pairs = buckets.pair_start[which][seg] + local
     first = segment_first_argmin(cost[pairs], seg, which.numel())
     return pairs[first]
 
@@ -59,9 +55,8 @@ def solve_buckets(similarity: torch.Tensor, buckets: Buckets, tau_weak: float) -
     chosen = [_solve_vectors(cost, buckets, torch.nonzero(vector).squeeze(1))]
     general = torch.nonzero(~vector).squeeze(1)
     if general.numel():
-        shape_key = buckets.rows[general] * (int(buckets.cols.max()) + 1) + buckets.cols[general]
-        keys, group = torch.unique(shape_key, return_inverse=True)
         width = int(buckets.cols.max()) + 1
+        keys, group = torch.unique(buckets.rows[general] * width + buckets.cols[general], return_inverse=True)
         for k, key in enumerate(keys.tolist()):
             members = general[group == k]
             chosen.append(_solve_shape(cost, buckets.pair_start[members], key // width, key % width))

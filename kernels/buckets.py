@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.segment import exclusive_cumsum
+from kernels.segment import exclusive_cumsum, expand_segments
 
 
 @dataclass
@@ -42,7 +42,6 @@ def build_buckets(gt_task: torch.Tensor, gt_rank: torch.Tensor, num_tasks: int,
     predicted call (flat, in global order within each sample), its sample and the rank
     of its tool in the sample's GT task (-1 when the GT task lacks the tool).
     """
-    device = gt_task.device
     num_ranks = int(gt_rank.max().item()) + 1 if gt_rank.numel() else 1
     gt_key = gt_task * num_ranks + gt_rank
     gt_order = torch.sort(gt_key, stable=True).indices
@@ -63,8 +62,7 @@ def build_buckets(gt_task: torch.Tensor, gt_rank: torch.Tensor, num_tasks: int,
 
     sizes = rows * cols
     pair_start = exclusive_cumsum(sizes)
-    bucket_of_pair = torch.repeat_interleave(torch.arange(sizes.numel(), device=device), sizes)
-    local = torch.arange(bucket_of_pair.numel(), device=device) - pair_start[bucket_of_pair]
+    bucket_of_pair, local = expand_segments(sizes)
     c = cols[bucket_of_pair]
     i = torch.div(local, c, rounding_mode="floor")
     j = local - i * c

@@ -39,6 +39,13 @@ def exclusive_cumsum(counts: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def expand_segments(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For consecutive segments of the given sizes: each position's segment and its index within it."""
+    segment = torch.repeat_interleave(torch.arange(sizes.numel(), device=sizes.device), sizes)
+    local = torch.arange(segment.numel(), device=sizes.device) - exclusive_cumsum(sizes)[segment]
+    return segment, local
+
+
 def segment_cumsum(values: torch.Tensor, starts: torch.Tensor, segment: torch.Tensor) -> torch.Tensor:
     """Inclusive prefix sums restarting at each segment (segments are contiguous runs).
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.segment import exclusive_cumsum, segment_count, segment_cumsum, segment_sum
+from kernels.segment import exclusive_cumsum, expand_segments, segment_count, segment_cumsum, segment_sum
 
 
 @dataclass
@@ -52,7 +52,6 @@ def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int):
 def step_structure(sample: torch.Tensor, gt_step: torch.Tensor, pred_step: torch.Tensor,
                    similarity: torch.Tensor, num_samples: int) -> StepStructure:
     """Step coherence, order inversions and merge entropy ingredients per sample."""
-    device = sample.device
     n = num_samples
     row, rows_per, row_first = _compress(sample, gt_step, n)
     col, cols_per, col_first = _compress(sample, pred_step, n)
@@ -65,8 +64,7 @@ def step_structure(sample: torch.Tensor, gt_step: torch.Tensor, pred_step: torch
     counts = segment_sum(torch.ones_like(entry), entry, size)
     mass = segment_sum(similarity.to(torch.float32), entry, size)
 
-    pos_sample = torch.repeat_interleave(torch.arange(n, device=device), block)
-    local = torch.arange(size, device=device) - block_start[pos_sample]
+    pos_sample, local = expand_segments(block)
     ncols = cols_per[pos_sample]
     nrows = rows_per[pos_sample]
     pr = torch.div(local, ncols, rounding_mode="floor")
@@ -79,20 +77,18 @@ def step_structure(sample: torch.Tensor, gt_step: torch.Tensor, pred_step: torch
     # step coherence: sum_g m_g / k_g
     m_g = segment_sum(counts, pos_row, num_rows)
     k_g = segment_sum((counts > 0).long(), pos_row, num_rows)
-    row_sample = torch.repeat_interleave(torch.arange(n, device=device), rows_per)
+    row_sample, row_local = expand_segments(rows_per)
     coherent = segment_sum(m_g.double() / k_g.clamp(min=1).double(), row_sample, n)
     m_g_sq = segment_sum(m_g * m_g, row_sample, n)
 
     # order: discordant pairs via prefix sums on the count blocks
-    row_start = block_start[row_sample] + (torch.arange(num_rows, device=device) - row_first[row_sample]) \
-        * cols_per[row_sample]
+    row_start = block_start[row_sample] + row_local * cols_per[row_sample]
     left = segment_cumsum(counts, row_start, pos_row) - counts  # sum over p' < p in the row
     colmajor = block_start[pos_sample] + pc * nrows + pr
     by_col = torch.empty_like(left)
     by_col[colmajor] = left
-    col_sample = torch.repeat_interleave(torch.arange(n, device=device), cols_per)
-    col_start = block_start[col_sample] + (torch.arange(num_cols, device=device) - col_first[col_sample]) \
-        * rows_per[col_sample]
+    col_sample, col_local = expand_segments(cols_per)
+    col_start = block_start[col_sample] + col_local * rows_per[col_sample]
     by_col_seg = torch.empty_like(pos_col)
     by_col_seg[colmajor] = pos_col
     below = segment_sum(by_col, by_col_seg, num_cols)[by_col_seg] - segment_cumsum(by_col, col_start, by_col_seg)
