@@ -6,9 +6,12 @@ nothing already written.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """UTF-8 text written atomically (see atomic_write_bytes)."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def csv_text(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV text: a header row, then the rows (None cells empty), newline-terminated lines."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def atomic_write_csv(path: Path, columns: Sequence[str], records: Iterable[Mapping[str, Any]]) -> None:
+    """A CSV of the records' values for these columns (missing ones empty), written atomically."""
+    atomic_write_text(path, csv_text(columns, ([r.get(c) for c in columns] for r in records)))
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
-import numpy as np
-
 from engine.align import match
+from engine.atomic import atomic_write_csv, atomic_write_json
 from engine.metrics import aggregate, task_scores
-from engine.pipeline import PreparedSweep, check_thresholds
-from engine.atomic import atomic_write_json, atomic_write_text
+from engine.pipeline import PreparedSweep, check_thresholds, progress_bar
 
 
 def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_strong_grid: list[float],
@@ -21,15 +17,10 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
     The assignment is solved once per tau_weak; tau_strong only changes the strong-similarity metric.
     """
     tables = prepared.tables
-    rounds = tables.sample_steps.astype(np.float64)
-    samples = [np.flatnonzero(tables.sample_file == f) for f in range(len(prepared.preds))]
+    samples = [tables.samples_of(f) for f in range(len(prepared.preds))]
     rows = []
     points = [float(t) for t in tau_weak_grid]
-    if progress:
-        from tqdm import tqdm
-
-        points = tqdm(points, desc="threshold grid", unit="tau_weak")
-    for tau_weak in points:
+    for tau_weak in progress_bar(points, "threshold grid", progress, unit="tau_weak"):
         with prepared.timer.stage("align"):
             matches = match(prepared.candidates, tau_weak)
         for tau_strong in tau_strong_grid:
@@ -38,17 +29,12 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
                 scores = task_scores(tables, matches, float(tau_strong), prepared.settings.profile)
                 for name, idx in zip(names, samples):
                     rows.append({"model": name, "tau_weak": tau_weak, "tau_strong": float(tau_strong),
-                                 **aggregate(scores, rounds, idx)})
+                                 **aggregate(scores, idx)})
     return rows
 
 
 def write_grid(rows: list[dict], directory: Path) -> None:
     """threshold_grid.json and threshold_grid.csv in directory (atomic)."""
     atomic_write_json(directory / "threshold_grid.json", rows)
-    if not rows:
-        return
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(directory / "threshold_grid.csv", buf.getvalue())
+    if rows:
+        atomic_write_csv(directory / "threshold_grid.csv", list(rows[0]), rows)

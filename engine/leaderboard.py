@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import math
 from dataclasses import dataclass, field, replace
@@ -11,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError, read_json
-from engine.atomic import atomic_write_json, atomic_write_text
+from engine.atomic import atomic_write_json, atomic_write_text, csv_text
 
 log = logging.getLogger(__name__)
 
@@ -169,11 +167,7 @@ class Table:
 
     def to_csv(self) -> str:
         """CSV text with full-precision numbers and empty missing cells."""
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(self.columns)
-        writer.writerows([["" if v is None else v for v in row] for row in self.rows])
-        return buf.getvalue()
+        return csv_text(self.columns, self.rows)
 
     def to_json(self) -> dict[str, Any]:
         """{"title", "columns", "rows": [{column: cell}]} with missing cells as null."""

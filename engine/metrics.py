@@ -25,6 +25,7 @@ class TaskScores:
     profile: str
     n_gt: np.ndarray
     n_pred: np.ndarray
+    n_pred_steps: np.ndarray
     matched: np.ndarray
     strong_matches: np.ndarray
     strong_similarity: np.ndarray
@@ -69,35 +70,33 @@ def task_scores(tables: SweepTables, matches: Matches, tau_strong: float,
     order = torch.where(comparable > 0, 1.0 - structure.inversions.double() / comparable.clamp(min=1),
                         torch.ones_like(comparable))
     purity = (1.0 - structure.merge_entropy).clamp(0.0, 1.0)
-    coherence_per_gt = structure.coherent_matches / torch.where(n_gt > 0, n_gt, torch.ones_like(n_gt))
 
     values: dict[str, torch.Tensor] = {"recall": recall, "precision": precision}
     if profile == "paper":
         values["arg_sim"] = _safe_div(sum_strong, m_strong, 0.0)
-        coherence = _safe_div(structure.coherent_matches, m, 0.0)
-        values["step_coherence_cov"] = recall * coherence
+        values["step_coherence_cov"] = recall * _safe_div(structure.coherent_matches, m, 0.0)
         values["order_consistency_cov"] = recall * order
         values["merge_purity_cov"] = recall * purity
-        values["step_coherence_cov"] = torch.where(empty, torch.ones_like(m), values["step_coherence_cov"])
     else:
         values["avg_sim_all_cov"] = _safe_div(sum_sim, n_gt, 0.0)
         values["avg_sim_strong_cov"] = _safe_div(sum_strong, n_gt, 0.0)
-        values["step_coherence_cov"] = torch.where(empty, torch.ones_like(m), coherence_per_gt)
+        values["step_coherence_cov"] = structure.coherent_matches / torch.where(n_gt > 0, n_gt, torch.ones_like(n_gt))
         pair_num = (m * m - structure.same_gt_step_sq.double()) / 2
         pair_den = (n_gt * n_gt - sq_steps) / 2
         coverage = _safe_div(pair_num, pair_den, 0.0)
         values["order_consistency_cov"] = order * coverage
         values["merge_purity_cov"] = purity * recall
-    for key in ("order_consistency_cov", "merge_purity_cov"):
+    for key in ("step_coherence_cov", "order_consistency_cov", "merge_purity_cov"):
         values[key] = torch.where(empty, torch.ones_like(m), values[key])
     host = {k: v.cpu().numpy() for k, v in values.items()}
     return TaskScores(profile=profile, n_gt=n_gt.cpu().numpy().astype(np.int64),
-                      n_pred=n_pred.cpu().numpy().astype(np.int64), matched=m.cpu().numpy().astype(np.int64),
+                      n_pred=n_pred.cpu().numpy().astype(np.int64), n_pred_steps=tables.sample_steps,
+                      matched=m.cpu().numpy().astype(np.int64),
                       strong_matches=m_strong.cpu().numpy().astype(np.int64),
                       strong_similarity=sum_strong.cpu().numpy(), values=host)
 
 
-def aggregate(scores: TaskScores, rounds: np.ndarray, select: np.ndarray | None = None) -> dict:
+def aggregate(scores: TaskScores, select: np.ndarray | None = None) -> dict:
     """Aggregate over the selected samples: recall/precision from counts, the rest n_gt-weighted."""
     idx = np.arange(len(scores.n_gt)) if select is None else np.asarray(select)
     n_gt = scores.n_gt[idx].astype(np.float64)
@@ -117,6 +116,6 @@ def aggregate(scores: TaskScores, rounds: np.ndarray, select: np.ndarray | None 
             out[name] = float(scores.strong_similarity[idx].sum() / strong) if strong else 0.0
             continue
         out[name] = float((scores.values[name][idx] * n_gt).sum() / total_gt) if total_gt else 0.0
-    out["avg_Rounds"] = float(rounds[idx].mean()) if len(idx) else 0.0
+    out["avg_Rounds"] = float(scores.n_pred_steps[idx].mean()) if len(idx) else 0.0
     out["avg_tool_calls"] = float(total_pred / len(idx)) if len(idx) else 0.0
     return out

@@ -16,7 +16,7 @@ from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
 from engine.judge import load_judge
 from engine.load import TrajectoryFile, load_trajectories
-from engine.metrics import TaskScores, aggregate, task_scores
+from engine.metrics import TaskScores, task_scores
 from engine.report import SampleView, write_file_results
 from engine.serialize import SweepTables, flatten_sweep
 from kernels.device import resolve_device
@@ -80,22 +80,14 @@ class SweepScores:
     settings: ScoreSettings
     timer: StageTimer
 
-    def samples_of(self, file_index: int) -> np.ndarray:
-        """Sample indices that belong to one prediction file."""
-        return np.flatnonzero(self.tables.sample_file == file_index)
 
-    def aggregate(self, file_index: int) -> dict:
-        """Aggregate metrics of one prediction file."""
-        return aggregate(self.scores, self.tables.sample_steps.astype(np.float64), self.samples_of(file_index))
-
-
-def _bar(items: list, label: str, show: bool) -> list | Iterator:
+def progress_bar(items: list, label: str, show: bool, unit: str = "file") -> list | Iterator:
     """items, wrapped in a tqdm progress bar when show is true."""
     if not show:
         return items
     from tqdm import tqdm
 
-    return tqdm(items, desc=label, unit="file")
+    return tqdm(items, desc=label, unit=unit)
 
 
 def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.device
@@ -119,7 +111,8 @@ def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: S
     device = resolve_device(settings.device)
     with timer.stage("load"):
         gt = load_trajectories(gt_path)
-        preds = [load_trajectories(p) for p in _bar(pred_paths, "load", settings.progress and len(pred_paths) > 4)]
+        many = settings.progress and len(pred_paths) > 4
+        preds = [load_trajectories(p) for p in progress_bar(pred_paths, "load", many)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile)
     with timer.stage("embed"):
@@ -182,13 +175,13 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
     judges = judges or [None] * len(result.preds)
     aggregates = []
     items = list(enumerate(zip(result.preds, dirs)))
-    for f, (pred, directory) in _bar(items, "write", s.progress and len(items) > 4):
+    for f, (pred, directory) in progress_bar(items, "write", s.progress and len(items) > 4):
         meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": s.tau_weak,
                 "tau_strong": s.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
         judge = None
         if judges[f] is not None:
             meta["judge"] = str(judges[f])
             judge = load_judge(judges[f])
-        aggregates.append(write_file_results(directory, view, result.scores, result.samples_of(f),
+        aggregates.append(write_file_results(directory, view, result.scores, result.tables.samples_of(f),
                                              s.tau_strong, meta, judge))
     return aggregates

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from engine.atomic import atomic_write_json, atomic_write_text
+from engine.atomic import atomic_write_csv, atomic_write_json
 from engine.judge import JUDGE_METRICS
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
@@ -117,7 +115,7 @@ def judge_means(judge: dict[str, dict[str, float]], ids: list[str]) -> dict[str,
     return {name: float(np.mean([r[name] for r in records])) for name in JUDGE_METRICS}
 
 
-def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, rounds: np.ndarray,
+def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray,
             judge: dict[str, dict[str, float]] | None = None) -> dict:
     """Aggregates per task family (`type` of the GT task, else of the prediction)."""
     families: dict[str, list[int]] = {}
@@ -126,7 +124,7 @@ def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, rounds
         families.setdefault(family, []).append(s)
     out = {}
     for name, idx in sorted(families.items()):
-        out[name] = aggregate(scores, rounds, np.asarray(idx))
+        out[name] = aggregate(scores, np.asarray(idx))
         if judge:
             out[name].update(judge_means(judge, [tables.task_ids[tables.sample_task[s]] for s in idx]))
     return out
@@ -139,9 +137,8 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
     With judge results, each id and every aggregate also get task_completion and
     information_grounding (plain means over the ids that were judged).
     """
-    rounds = view.tables.sample_steps.astype(np.float64)
     per_id, strong, weak, unmatched = per_id_records(view, scores, samples, tau_strong)
-    agg = aggregate(scores, rounds, samples)
+    agg = aggregate(scores, samples)
     columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     if judge:
         ids = [entry["id"] for entry in per_id]
@@ -153,17 +150,11 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
             entry.update(judge.get(entry["id"], {}))
         agg.update(judge_means(judge, ids))
         columns += list(JUDGE_METRICS)
-    result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, rounds, judge),
+    result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
               "meta": meta}
-    directory.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for entry in per_id:
-        writer.writerow([entry.get(c, "") for c in columns])
     atomic_write_json(directory / "strong_matches.json", strong)
     atomic_write_json(directory / "weak_matches.json", weak)
     atomic_write_json(directory / "unmatched_predictions.json", unmatched)
-    atomic_write_text(directory / "results_eval.csv", buf.getvalue())
+    atomic_write_csv(directory / "results_eval.csv", columns, per_id)
     atomic_write_json(directory / "results_eval.json", result)
     return agg

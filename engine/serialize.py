@@ -63,6 +63,10 @@ class SweepTables:
     sample_calls: np.ndarray
     sample_steps: np.ndarray
 
+    def samples_of(self, file_index: int) -> np.ndarray:
+        """Sample indices that belong to one prediction file."""
+        return np.flatnonzero(self.sample_file == file_index)
+
     @property
     def num_samples(self) -> int:
         """Number of (prediction file, id) pairs scored."""

@@ -10,8 +10,6 @@ writes calibration.json and calibration.csv.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 from pathlib import Path
 
@@ -22,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.calibration import best_point, calibrate, load_pairs, pair_similarities  # noqa: E402
 from engine.encode import TextEncoder  # noqa: E402
 from engine.errors import InputError  # noqa: E402
-from engine.atomic import atomic_write_json, atomic_write_text  # noqa: E402
+from engine.atomic import atomic_write_csv, atomic_write_json  # noqa: E402
 
 GRID = [round(float(v), 2) for v in np.arange(0.30, 0.951, 0.05)]
 
@@ -47,11 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = calibrate(similarity, pairs.labels, args.tau_weak_grid, args.tau_strong_grid)
     best = best_point(rows)
     columns = ["tau_strong", "tau_weak", "accuracy", "recall_weak", "recall_medium", "recall_strong"]
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([[r[c] for c in columns] for r in rows])
-    atomic_write_text(args.out / "calibration.csv", buf.getvalue())
+    atomic_write_csv(args.out / "calibration.csv", columns, rows)
     atomic_write_json(args.out / "calibration.json", {"pairs": len(pairs.labels), "best": best, "grid": rows})
     print("  ".join(f"{c:>13}" for c in columns))
     for r in sorted(rows, key=lambda r: -r["accuracy"])[:10]:
