@@ -72,17 +72,14 @@ class EmbeddingCache:
     def _discard(self, shard: Path, why: str) -> None:
         log.warning("embedding cache: damaged shard %s (%s); removed, its texts will be re-embedded",
                     shard, why)
-        try:
-            shard.unlink()
-        except FileNotFoundError:
-            pass
+        shard.unlink(missing_ok=True)
 
-    def lookup(self, keys: np.ndarray, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Return (found mask, vectors) for the keys; rows not found are zero."""
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return (found mask, vectors) for the keys; rows not found are zero (no columns if none is)."""
         found = np.zeros(len(keys), dtype=bool)
         vectors: np.ndarray | None = None
         if len(keys) == 0:
-            return found, np.zeros((0, dim or 0), dtype=np.float32)
+            return found, np.zeros((0, 0), dtype=np.float32)
         order = np.argsort(keys)
         sorted_keys = keys[order]
         for shard in self._shards():
@@ -104,7 +101,7 @@ class EmbeddingCache:
             if found.all():
                 break
         if vectors is None:
-            vectors = np.zeros((len(keys), dim or 0), dtype=np.float32)
+            vectors = np.zeros((len(keys), 0), dtype=np.float32)
         return found, vectors
 
     def store(self, keys: np.ndarray, vectors: np.ndarray) -> None:

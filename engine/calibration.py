@@ -10,6 +10,7 @@ import torch
 
 from engine.encode import TextEncoder, embed_distinct
 from engine.errors import InputError, read_json
+from engine.load import Call, parse_call
 from engine.serialize import Profile, call_text
 from kernels.similarity import pair_similarity
 
@@ -21,17 +22,9 @@ DEFAULT_POINT = (0.6, 0.8)
 class LabelledPairs:
     """Call pairs with their human labels (0 weak, 1 medium, 2 strong)."""
 
-    gt: list[tuple[str, object]]
-    pred: list[tuple[str, object]]
+    gt: list[Call]
+    pred: list[Call]
     labels: np.ndarray
-
-
-def _call(path: Path, record: dict, side: str, position: int) -> tuple[str, object]:
-    call = record.get(side)
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"].strip():
-        raise InputError(path, "expected a call object with a non-empty 'name'", task_id=f"#{position}",
-                         field=f"{side}.name")
-    return call["name"].strip(), call.get("arguments")
 
 
 def load_pairs(path: str | Path) -> LabelledPairs:
@@ -44,8 +37,8 @@ def load_pairs(path: str | Path) -> LabelledPairs:
     for i, record in enumerate(records):
         if not isinstance(record, dict):
             raise InputError(path, "expected an object", task_id=f"#{i}")
-        gt.append(_call(path, record, "gt", i))
-        pred.append(_call(path, record, "pred", i))
+        gt.append(parse_call(path, f"#{i}", "gt", record.get("gt")))
+        pred.append(parse_call(path, f"#{i}", "pred", record.get("pred")))
         if record.get("label") not in LABELS:
             raise InputError(path, f"expected one of {', '.join(LABELS)}, got {record.get('label')!r}",
                              task_id=f"#{i}", field="label")
@@ -57,11 +50,11 @@ def pair_similarities(pairs: LabelledPairs, encoder: TextEncoder, cache_dir: str
                       profile: Profile = "reference") -> np.ndarray:
     """Cosine of each pair's call texts, computed as the engine computes it; -1 across different tools."""
     texts: dict[str, int] = {}
-    left = [texts.setdefault(call_text(n, a, profile), len(texts)) for n, a in pairs.gt]
-    right = [texts.setdefault(call_text(n, a, profile), len(texts)) for n, a in pairs.pred]
+    left = [texts.setdefault(call_text(c.name, c.arguments, profile), len(texts)) for c in pairs.gt]
+    right = [texts.setdefault(call_text(c.name, c.arguments, profile), len(texts)) for c in pairs.pred]
     vectors, _ = embed_distinct(list(texts), encoder, cache_dir)
     sim = pair_similarity(torch.as_tensor(vectors), torch.as_tensor(left), torch.as_tensor(right)).numpy()
-    same_tool = np.array([g[0] == p[0] for g, p in zip(pairs.gt, pairs.pred)])
+    same_tool = np.array([g.name == p.name for g, p in zip(pairs.gt, pairs.pred)])
     return np.where(same_tool, sim, -1.0).astype(np.float32)
 
 

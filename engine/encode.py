@@ -87,7 +87,8 @@ class TextEncoder:
 
         with torch.inference_mode():
             vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                        normalize_embeddings=False, show_progress_bar=self.progress and len(texts) > 1000)
+                                        normalize_embeddings=False,
+                                        show_progress_bar=self.progress and len(texts) > 1000)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
@@ -98,7 +99,6 @@ class EmbeddingStats:
     distinct_texts: int
     cached: int
     encoded: int
-    seconds_encoding: float
 
 
 def embed_distinct(texts: list[str], encoder: TextEncoder,
@@ -107,21 +107,17 @@ def embed_distinct(texts: list[str], encoder: TextEncoder,
 
     With every text cached, the encoder model is never loaded.
     """
+    found, vectors = np.zeros(len(texts), dtype=bool), np.zeros((len(texts), 0), np.float32)
     cache = EmbeddingCache(cache_dir, encoder.identity) if cache_dir else None
-    keys = text_keys(texts) if cache else None
     if cache is not None:
+        keys = text_keys(texts)
         found, vectors = cache.lookup(keys)
-    else:
-        found, vectors = np.zeros(len(texts), dtype=bool), np.zeros((len(texts), 0), np.float32)
     missing = np.flatnonzero(~found)
-    seconds = 0.0
     if len(missing):
-        start = time.perf_counter()
         fresh = encoder.encode([texts[i] for i in missing])
-        seconds = time.perf_counter() - start
         if vectors.shape[1] == 0:  # nothing was cached yet
             vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
         vectors[missing] = fresh
         if cache is not None:
             cache.store(keys[missing], fresh)
-    return vectors, EmbeddingStats(len(texts), int(len(texts) - len(missing)), int(len(missing)), seconds)
+    return vectors, EmbeddingStats(len(texts), int(len(texts) - len(missing)), int(len(missing)))

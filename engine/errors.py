@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,11 @@ class InputError(ValueError):
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used."""
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (booleans excluded)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_json(path: str | Path, what: str = "file") -> Any:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-from engine.errors import InputError, read_json
+from engine.errors import InputError, is_number, read_json
 
 JUDGE_METRICS = ("task_completion", "information_grounding")
 
@@ -32,8 +31,7 @@ def load_judge(path: str | Path) -> dict[str, dict[str, float]]:
         values = {}
         for name in JUDGE_METRICS:
             value = record.get(name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or not 0.0 <= value <= 1.0:
+            if not is_number(value) or not 0.0 <= value <= 1.0:
                 raise InputError(path, f"must be a number in [0, 1], got {value!r}", task_id=tid, field=name)
             values[name] = float(value)
         out[tid] = values

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError, read_json
+from engine.errors import InputError, is_number, read_json
 from engine.atomic import atomic_write_json, atomic_write_text, csv_text
 
 log = logging.getLogger(__name__)
@@ -32,10 +31,6 @@ JUDGE_COLUMNS: tuple[tuple[str, str], ...] = (
 BUDGET_KEYS: tuple[tuple[str, str], ...] = (("Steps", "avg_Rounds"), ("Calls", "avg_tool_calls"))
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 @dataclass(frozen=True)
 class ModelResult:
     """One scored prediction file of a run: its aggregate and per-family aggregates."""
@@ -48,7 +43,7 @@ class ModelResult:
 
 
 def _check_number(path: Path, block: dict[str, Any], key: str, where: str) -> None:
-    if not _is_number(block[key]):
+    if not is_number(block[key]):
         raise InputError(path, f"expected a number, got {block[key]!r}", field=f"{where}.{key}")
 
 
@@ -238,10 +233,10 @@ def load_threshold_grid(path: Path) -> list[dict[str, Any]]:
         if not isinstance(row.get("model"), str):
             raise InputError(path, f"expected a model name, got {row.get('model')!r}", field=f"[{i}].model")
         for key in ("tau_weak", "tau_strong"):
-            if not _is_number(row.get(key)):
+            if not is_number(row.get(key)):
                 raise InputError(path, f"expected a number, got {row.get(key)!r}", field=f"[{i}].{key}")
         for key, value in row.items():
-            if key != "model" and value is not None and not _is_number(value):
+            if key != "model" and value is not None and not is_number(value):
                 raise InputError(path, f"expected a number, got {value!r}", field=f"[{i}].{key}")
     return rows
 

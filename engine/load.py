@@ -66,7 +66,8 @@ def _task_id(path: Path, obj: dict, key: str | None, position: int) -> str:
     raise InputError(path, "task has no id", task_id=f"#{position}", field="id")
 
 
-def _parse_call(path: Path, task_id: str, where: str, obj: Any) -> Call:
+def parse_call(path: Path, task_id: str, where: str, obj: Any) -> Call:
+    """Validate one call object (a non-empty string name; arguments default to null)."""
     if not isinstance(obj, dict):
         raise InputError(path, f"a call must be an object, got {type(obj).__name__}",
                          task_id=task_id, field=where)
@@ -106,7 +107,7 @@ def parse_task(path: Path, obj: Any, key: str | None, position: int) -> Task:
         if not isinstance(calls, list):
             raise InputError(path, f"calls must be a list, got {type(calls).__name__}",
                              task_id=task_id, field=f"steps[{si}].calls")
-        steps.append(tuple(_parse_call(path, task_id, f"steps[{si}].calls[{ci}]", c)
+        steps.append(tuple(parse_call(path, task_id, f"steps[{si}].calls[{ci}]", c)
                            for ci, c in enumerate(calls)))
     return Task(id=task_id, type=family, steps=tuple(steps), raw=obj)
 
