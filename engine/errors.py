@@ -33,16 +33,16 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def read_json(path: str | Path, what: str = "file") -> Any:
-    """Parse a JSON file; any failure becomes an InputError naming the file."""
+def read_json(path: str | Path, what: str = "file", error: type[InputError] = InputError) -> Any:
+    """Parse a JSON file; any failure becomes an `error` (an InputError) naming the file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(path, f"{what} not found") from None
+        raise error(path, f"{what} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read {what} ({exc})") from None
+        raise error(path, f"cannot read {what} ({exc})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        raise error(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None

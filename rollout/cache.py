@@ -23,17 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.atomic import atomic_write_bytes, atomic_write_text
+from engine.serialize import canonical_json
 from rollout.drivers import Completion, ModelDriver
 from rollout.errors import CacheMiss, RolloutInputError
 
 log = logging.getLogger(__name__)
 
 MODES = ("live", "record", "replay")
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys, no spaces and non-ASCII kept: the text that keys are hashed from."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(value: Any) -> str:

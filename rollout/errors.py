@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from engine.errors import InputError
+from engine.errors import read_json as engine_read_json
 
 
 class RolloutInputError(InputError):
@@ -15,3 +18,7 @@ class ModelError(RuntimeError):
 
 class CacheMiss(RuntimeError):
     """A replayed run asked for something the cache does not hold."""
+
+
+read_json = partial(engine_read_json, error=RolloutInputError)
+"""Parse a JSON file; a missing or malformed file raises a one-line RolloutInputError."""

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rollout.errors import RolloutInputError
-from rollout.tasks import read_json
+from rollout.errors import RolloutInputError, read_json
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup

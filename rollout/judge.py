@@ -16,8 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from engine.serialize import canonical_json
 from rollout import prompts
-from rollout.cache import CachedModel, canonical_json
+from rollout.cache import CachedModel
 from rollout.dialogue import Dialogue
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")

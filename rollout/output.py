@@ -15,8 +15,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from engine.atomic import atomic_write_text
-from rollout.errors import RolloutInputError
-from rollout.tasks import read_json
+from rollout.errors import RolloutInputError, read_json
 
 
 def dumps_record(record: dict[str, Any]) -> str:

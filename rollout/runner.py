@@ -16,14 +16,14 @@ from typing import Any
 
 from rollout.cache import CachedModel, RolloutCache
 from rollout.drivers import build_driver, settings_from_config
-from rollout.errors import CacheMiss, ModelError, RolloutInputError
+from rollout.errors import CacheMiss, ModelError, RolloutInputError, read_json
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
 from rollout.host import MCPHost, ToolInfo, load_servers_config
 from rollout.judge import Judge, JudgeSettings
 from rollout.output import ResultFile
 from rollout.scripted import PlanPolicy, ScriptedChatServer
-from rollout.tasks import Task, load_reference_tools, load_tasks, read_json
+from rollout.tasks import Task, load_reference_tools, load_tasks
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 

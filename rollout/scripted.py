@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from rollout import prompts
-from rollout.errors import RolloutInputError
-from rollout.tasks import Task, load_tasks, read_json
+from rollout.errors import RolloutInputError, read_json
+from rollout.tasks import Task, load_tasks
 
 
 @dataclass

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollout.errors import RolloutInputError
+from rollout.errors import RolloutInputError, read_json
 
 log = logging.getLogger(__name__)
 
@@ -23,20 +22,6 @@ class Task:
     image_path: Path | None
     type: str | None
     index: int
-
-
-def read_json(path: Path) -> Any:
-    """Parse a JSON file, turning a missing or malformed file into a one-line error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RolloutInputError(path, "file not found") from None
-    except OSError as exc:
-        raise RolloutInputError(path, f"cannot read: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RolloutInputError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
 
 
 def _entries(path: Path, data: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollout.cache import RolloutCache, canonical_json, tool_key
+from engine.serialize import canonical_json
+from rollout.cache import RolloutCache, tool_key
 from rollout.errors import CacheMiss
 from rollout.host import MCPHost, ToolInfo, ToolOutcome
 from rollout.workspace import Workspace

@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
+from engine.errors import InputError  # noqa: E402
 from rollout.config import rollout_config  # noqa: E402
-from rollout.errors import RolloutInputError  # noqa: E402
 from rollout.runner import run  # noqa: E402
 
 
@@ -22,7 +22,7 @@ def main(cfg: DictConfig) -> None:
     """Run the configured stage(s) and exit with their status."""
     try:
         status = run(OmegaConf.to_container(cfg, resolve=True))
-    except RolloutInputError as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     sys.exit(status)
