@@ -191,7 +191,29 @@ def _status_message(exc: Any) -> str:
     return f"HTTP {exc.status_code}: {text[0] if text else ''}".rstrip(": ")
 
 
-class OpenAIChatDriver(ModelDriver):
+class _SDKDriver(ModelDriver):
+    """A driver over a provider SDK whose errors follow the openai/anthropic layout (``self._sdk``)."""
+
+    _sdk: Any
+    _client: Any
+
+    def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
+        sdk = self._sdk
+        if isinstance(exc, sdk.APITimeoutError):
+            return True, None, "request timed out"
+        if isinstance(exc, sdk.APIConnectionError):
+            return True, None, "connection failed"
+        if isinstance(exc, sdk.APIStatusError):
+            retry = exc.status_code in _RETRY_STATUS or exc.status_code >= 500
+            return retry, _retry_after(exc.response), _status_message(exc)
+        return False, None, f"{type(exc).__name__}: {exc}"
+
+    async def aclose(self) -> None:
+        """Close the SDK client."""
+        await self._client.close()
+
+
+class OpenAIChatDriver(_SDKDriver):
     """Chat completions through the openai SDK: OpenAI and every OpenAI-compatible server."""
 
     def __init__(self, settings: DriverSettings) -> None:
@@ -202,7 +224,7 @@ class OpenAIChatDriver(ModelDriver):
         if key is None:
             raise RolloutInputError("config", "no API key: set model.api_key_env to the name of the "
                                     "environment variable that holds it", field="model.api_key_env")
-        self._openai = openai
+        self._sdk = openai
         self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url or None,
                                           timeout=settings.timeout, max_retries=0)
 
@@ -241,23 +263,7 @@ class OpenAIChatDriver(ModelDriver):
                           usage_of(getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0)),
                           response.model or self.name, choice.finish_reason)
 
-    def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
-        o = self._openai
-        if isinstance(exc, o.APITimeoutError):
-            return True, None, "request timed out"
-        if isinstance(exc, o.APIConnectionError):
-            return True, None, "connection failed"
-        if isinstance(exc, o.APIStatusError):
-            retry = exc.status_code in _RETRY_STATUS or exc.status_code >= 500
-            return retry, _retry_after(exc.response), _status_message(exc)
-        return False, None, f"{type(exc).__name__}: {exc}"
-
-    async def aclose(self) -> None:
-        """Close the SDK client."""
-        await self._client.close()
-
-
-class AnthropicDriver(ModelDriver):
+class AnthropicDriver(_SDKDriver):
     """Anthropic's messages API through the ``anthropic`` SDK (install the extra ``anthropic``)."""
 
     def __init__(self, settings: DriverSettings) -> None:
@@ -270,7 +276,7 @@ class AnthropicDriver(ModelDriver):
         key = settings.api_key("EMPTY" if settings.base_url else None)
         if key is None:
             raise RolloutInputError("config", "no API key: set model.api_key_env", field="model.api_key_env")
-        self._anthropic = anthropic
+        self._sdk = anthropic
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=settings.base_url or None,
                                                 timeout=settings.timeout, max_retries=0)
 
@@ -309,22 +315,6 @@ class AnthropicDriver(ModelDriver):
         usage = response.usage
         return Completion(text, usage_of(usage.input_tokens, usage.output_tokens), response.model or self.name,
                           response.stop_reason)
-
-    def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
-        a = self._anthropic
-        if isinstance(exc, a.APITimeoutError):
-            return True, None, "request timed out"
-        if isinstance(exc, a.APIConnectionError):
-            return True, None, "connection failed"
-        if isinstance(exc, a.APIStatusError):
-            retry = exc.status_code in _RETRY_STATUS or exc.status_code >= 500
-            return retry, _retry_after(exc.response), _status_message(exc)
-        return False, None, f"{type(exc).__name__}: {exc}"
-
-    async def aclose(self) -> None:
-        """Close the SDK client."""
-        await self._client.close()
-
 
 PROVIDERS = {"openai": OpenAIChatDriver, "anthropic": AnthropicDriver}
 
