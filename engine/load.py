@@ -119,7 +119,14 @@ def load_trajectories(path: str | Path) -> TrajectoryFile:
     reported with a warning naming the ids.
     """
     path = Path(path)
-    root = read_json(path)
+    return parse_trajectories(path, read_json(path))
+
+
+def parse_trajectories(path: Path, root: Any) -> TrajectoryFile:
+    """Validate a parsed trajectory file's root (a list of tasks or an object of id -> task).
+
+    `path` names the source in errors and warnings; a repeated id keeps its last object.
+    """
     if isinstance(root, list):
         items = [(None, obj) for obj in root]
     elif isinstance(root, dict):

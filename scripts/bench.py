@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from engine.align import candidate_pairs, match  # noqa: E402
 from engine.encode import TextEncoder, embed_distinct  # noqa: E402
-from engine.load import TrajectoryFile, load_trajectories, parse_task  # noqa: E402
+from engine.load import TrajectoryFile, load_trajectories, parse_trajectories  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
@@ -108,24 +108,14 @@ def sweep_files(args: argparse.Namespace) -> tuple[TrajectoryFile, list[Trajecto
     """The GT and prediction files of an align benchmark: replicated files or a synthetic sweep."""
     if args.synthetic:
         reference = make_reference(args.tasks, seed=0)
-        gt = in_memory("reference", reference)
-        preds = [in_memory(f"synthetic_{k}", tasks)
+        gt = parse_trajectories(Path("reference.json"), reference)
+        preds = [parse_trajectories(Path(f"synthetic_{k}.json"), tasks)
                  for k, tasks in enumerate(scale_predictions(reference, args.synthetic, seed=1))]
         return gt, preds
     gt = load_trajectories(args.gt)
     preds = [load_trajectories(p) for p in args.predictions]
     return gt, [dataclasses.replace(p, path=p.path.with_name(f"{p.path.stem}_{k}.json"))
                 for k in range(args.replicate) for p in preds]
-
-
-def in_memory(name: str, tasks: list[dict]) -> TrajectoryFile:
-    """A TrajectoryFile built from task dicts, validated as the loader does."""
-    path = Path(f"{name}.json")
-    parsed = {}
-    for position, obj in enumerate(tasks):
-        task = parse_task(path, obj, None, position)
-        parsed[task.id] = task
-    return TrajectoryFile(path=path, tasks=parsed, duplicate_ids=())
 
 
 def bench_align(args: argparse.Namespace, settings: ScoreSettings) -> None:

@@ -10,20 +10,14 @@ import numpy as np
 import torch
 
 from engine.align import candidate_pairs, match
-from engine.load import TrajectoryFile, parse_task
+from engine.load import TrajectoryFile, parse_trajectories
 from engine.metrics import task_scores
 from engine.serialize import flatten_sweep
 
 
 def trajectory_file(tasks: list[dict], name: str = "pred") -> TrajectoryFile:
     """A TrajectoryFile from task dicts, as the loader would build it."""
-    path = Path(f"/memory/{name}.json")
-    parsed = {}
-    for i, t in enumerate(tasks):
-        task = parse_task(path, t, None, i)
-        parsed.pop(task.id, None)
-        parsed[task.id] = task
-    return TrajectoryFile(path=path, tasks=parsed, duplicate_ids=())
+    return parse_trajectories(Path(f"/memory/{name}.json"), tasks)
 
 
 def seeded_vector(text: str, dim: int = 8, spread: float = 0.8) -> np.ndarray:
