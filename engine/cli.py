@@ -45,7 +45,7 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
 def _judges(predictions: list[Path], explicit: str | None = None) -> list[Path | None]:
     if explicit:
         return [Path(explicit)]
-    return [judge_path_for(p) if judge_path_for(p).is_file() else None for p in predictions]
+    return [judge if (judge := judge_path_for(p)).is_file() else None for p in predictions]
 
 
 def resolve_inputs(cfg: DictConfig) -> Inputs:
@@ -106,8 +106,8 @@ def run(cfg: DictConfig) -> int:
         settings = settings_from(cfg)
         inputs = resolve_inputs(cfg)
         out = Path(cfg.output_dir)
-        dirs = [out / name for name in inputs.names] if inputs.per_file_dirs else [out]
         names = inputs.names
+        dirs = [out / name for name in names] if inputs.per_file_dirs else [out]
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, settings.tau_weak, settings.tau_strong)
