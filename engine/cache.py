@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
-from engine.atomic import default_file_mode
+from engine.contract import default_file_mode
 
 log = logging.getLogger(__name__)
 

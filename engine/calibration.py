@@ -9,8 +9,8 @@ import numpy as np
 import torch
 
 from engine.encode import TextEncoder, embed_distinct
-from engine.errors import InputError, read_json
-from engine.load import Call, parse_call
+from engine.contract import InputError, read_json
+from engine.contract import Call, parse_call
 from engine.serialize import Profile, call_text
 from kernels.similarity import pair_similarity
 

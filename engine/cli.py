@@ -9,7 +9,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from engine.errors import ConfigError, InputError
+from engine.contract import ConfigError, InputError
 from engine.judge import judge_path_for
 from engine.pipeline import ScoreSettings, StageTimer, output_dirs, prepare_sweep, score_prepared, write_sweep
 from engine.serialize import PROFILES

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.align import match
-from engine.atomic import atomic_write_csv, atomic_write_json
+from engine.contract import atomic_write_csv, atomic_write_json
 from engine.metrics import aggregate, task_scores
 from engine.pipeline import PreparedSweep, check_thresholds, progress_bar
 

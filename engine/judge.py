@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.errors import InputError, is_number, read_json
+from engine.contract import InputError, is_number, read_json
 
 JUDGE_METRICS = ("task_completion", "information_grounding")
 

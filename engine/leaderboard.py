@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError, is_number, read_json
-from engine.atomic import atomic_write_json, atomic_write_text, csv_text
+from engine.contract import InputError, is_number, read_json
+from engine.contract import atomic_write_json, atomic_write_text, csv_text
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import torch
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
 from engine.judge import load_judge
-from engine.load import TrajectoryFile, load_trajectories
+from engine.contract import TrajectoryFile, read_trajectories
 from engine.metrics import TaskScores, task_scores
 from engine.report import SampleView, write_file_results
 from engine.serialize import SweepTables, flatten_sweep
@@ -110,9 +110,9 @@ def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: S
     timer = timer or StageTimer()
     device = resolve_device(settings.device)
     with timer.stage("load"):
-        gt = load_trajectories(gt_path)
+        gt = read_trajectories(gt_path)
         many = settings.progress and len(pred_paths) > 4
-        preds = [load_trajectories(p) for p in progress_bar(pred_paths, "load", many)]
+        preds = [read_trajectories(p) for p in progress_bar(pred_paths, "load", many)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile)
     with timer.stage("embed"):

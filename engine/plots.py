@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from engine.leaderboard import AVERAGE, JUDGE_COLUMNS, Table
-from engine.atomic import atomic_write_bytes
+from engine.contract import atomic_write_bytes
 
 # Threshold-grid keys plotted against tau_weak, with their display labels.
 GRID_METRICS: tuple[tuple[str, str], ...] = (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.atomic import atomic_write_csv, atomic_write_json
+from engine.contract import atomic_write_csv, atomic_write_json
 from engine.judge import JUDGE_METRICS
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
@@ -46,7 +46,7 @@ def _step_offsets(steps: tuple) -> list[int]:
     offsets, total = [], 0
     for step in steps:
         offsets.append(total)
-        total += len(step)
+        total += len(step.calls)
     return offsets
 
 
@@ -91,7 +91,7 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
                       "gt": _call_record(gt_calls, gi, gs, g_off),
                       "pred": _call_record(pred_calls, pi, ps, p_off)}
             (strong if sim >= tau_strong else weak).append(record)
-        p_step_all = [si for si, step in enumerate(pred_task.steps) for _ in step]
+        p_step_all = [si for si, step in enumerate(pred_task.steps) for _ in step.calls]
         for pi in range(len(pred_calls)):
             if pi not in matched_pred:
                 unmatched.append({"id": tid, "pred": _call_record(pred_calls, pi, p_step_all[pi], p_off)})

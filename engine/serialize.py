@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from engine.load import Task, TrajectoryFile
+from engine.contract import Trajectory, TrajectoryFile, canonical_json
 
 log = logging.getLogger(__name__)
 
 Profile = Literal["reference", "paper"]
 PROFILES: tuple[str, ...] = ("reference", "paper")
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with keys sorted, non-ASCII kept, and ',' / ':' separators without spaces."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def call_text(name: str, arguments: Any, profile: Profile = "reference") -> str:
@@ -43,7 +37,7 @@ class SweepTables:
     texts: list[str]
     task_ids: list[str]
     task_types: list[str | None]
-    gt_tasks: list[Task]
+    gt_tasks: list[Trajectory]
     gt_task: np.ndarray
     gt_rank: np.ndarray
     gt_step: np.ndarray
@@ -54,7 +48,7 @@ class SweepTables:
     task_sq_step_calls: np.ndarray
     sample_file: np.ndarray
     sample_task: np.ndarray
-    sample_pred: list[Task]
+    sample_pred: list[Trajectory]
     pred_sample: np.ndarray
     pred_rank: np.ndarray
     pred_step: np.ndarray
@@ -106,8 +100,8 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
         index = 0
         sq = 0
         for s, step in enumerate(task.steps):
-            sq += len(step) * len(step)
-            for call in step:
+            sq += len(step.calls) * len(step.calls)
+            for call in step.calls:
                 rank = ranks.setdefault(call.name, len(ranks))
                 g_task.append(t)
                 g_rank.append(rank)
@@ -133,7 +127,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
             s_pred.append(task)
             index = 0
             for s, step in enumerate(task.steps):
-                for call in step:
+                for call in step.calls:
                     p_sample.append(sample)
                     p_rank.append(ranks.get(call.name, -1))
                     p_step.append(s)

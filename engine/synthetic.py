@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from engine.atomic import atomic_write_bytes
+from engine.contract import atomic_write_bytes
 
 __all__ = [
     "ErrorProfile",

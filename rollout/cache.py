@@ -22,8 +22,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.atomic import atomic_write_bytes, atomic_write_text
-from engine.serialize import canonical_json
+from engine.contract import atomic_write_bytes, atomic_write_text
+from engine.contract import canonical_json
 from rollout.drivers import Completion, ModelDriver
 from rollout.errors import CacheMiss, RolloutInputError
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from engine.errors import InputError
-from engine.errors import read_json as engine_read_json
+from engine.contract import InputError
+from engine.contract import read_json as engine_read_json
 
 
 class RolloutInputError(InputError):

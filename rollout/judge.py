@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.serialize import canonical_json
+from engine.contract import canonical_json
 from rollout import prompts
 from rollout.cache import CachedModel
 from rollout.dialogue import Dialogue

@@ -14,7 +14,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from engine.atomic import atomic_write_text
+from engine.contract import atomic_write_text
 from rollout.errors import RolloutInputError, read_json
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.serialize import canonical_json
+from engine.contract import canonical_json
 from rollout.cache import RolloutCache, tool_key
 from rollout.errors import CacheMiss
 from rollout.host import MCPHost, ToolInfo, ToolOutcome

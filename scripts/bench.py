@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from engine.align import candidate_pairs, match  # noqa: E402
 from engine.encode import TextEncoder, embed_distinct  # noqa: E402
-from engine.load import TrajectoryFile, load_trajectories, parse_trajectories  # noqa: E402
+from engine.contract import TrajectoryFile, read_trajectories, parse_trajectories  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
@@ -61,8 +61,8 @@ def bench_pipeline(args: argparse.Namespace, settings: ScoreSettings) -> None:
     the scoring process reports its own stage times.
     """
     root = Path(__file__).resolve().parents[1]
-    gt = load_trajectories(args.gt)
-    texts = flatten_sweep(gt, [load_trajectories(p) for p in args.predictions], settings.profile).texts
+    gt = read_trajectories(args.gt)
+    texts = flatten_sweep(gt, [read_trajectories(p) for p in args.predictions], settings.profile).texts
     with tempfile.TemporaryDirectory() as tmp:
         preds = "[" + ",".join(str(Path(p).resolve()) for p in args.predictions) + "]"
         command = [sys.executable, str(root / "scripts" / "score.py"), f"data.gt={Path(args.gt).resolve()}",
@@ -112,8 +112,8 @@ def sweep_files(args: argparse.Namespace) -> tuple[TrajectoryFile, list[Trajecto
         preds = [parse_trajectories(Path(f"synthetic_{k}.json"), tasks)
                  for k, tasks in enumerate(scale_predictions(reference, args.synthetic, seed=1))]
         return gt, preds
-    gt = load_trajectories(args.gt)
-    preds = [load_trajectories(p) for p in args.predictions]
+    gt = read_trajectories(args.gt)
+    preds = [read_trajectories(p) for p in args.predictions]
     return gt, [dataclasses.replace(p, path=p.path.with_name(f"{p.path.stem}_{k}.json"))
                 for k in range(args.replicate) for p in preds]
 

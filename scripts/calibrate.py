@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.calibration import best_point, calibrate, load_pairs, pair_similarities  # noqa: E402
 from engine.encode import TextEncoder  # noqa: E402
-from engine.errors import InputError  # noqa: E402
-from engine.atomic import atomic_write_csv, atomic_write_json  # noqa: E402
+from engine.contract import InputError  # noqa: E402
+from engine.contract import atomic_write_csv, atomic_write_json  # noqa: E402
 
 GRID = [round(float(v), 2) for v in np.arange(0.30, 0.951, 0.05)]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.errors import InputError  # noqa: E402
+from engine.contract import InputError  # noqa: E402
 from engine.leaderboard import AVERAGE, write_reports  # noqa: E402
 
 SORT_COLUMNS = {"average": AVERAGE, "recall": "Recall"}

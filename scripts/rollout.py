@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from engine.errors import InputError  # noqa: E402
+from engine.contract import InputError  # noqa: E402
 from rollout.config import rollout_config  # noqa: E402
 from rollout.runner import run  # noqa: E402
 

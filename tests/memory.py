@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from engine.align import candidate_pairs, match
-from engine.load import TrajectoryFile, parse_trajectories
+from engine.contract import TrajectoryFile, parse_trajectories
 from engine.metrics import task_scores
 from engine.serialize import flatten_sweep
 

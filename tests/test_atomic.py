@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.atomic import atomic_write_json, default_file_mode
+from engine.contract import atomic_write_json, default_file_mode
 from engine.cache import EmbeddingCache, text_keys
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InputError
-from engine.load import load_trajectories
+from engine.contract import InputError
+from engine.contract import read_trajectories
 
 
 def write(tmp_path: Path, obj, name: str = "f.json") -> Path:
@@ -20,8 +20,8 @@ def write(tmp_path: Path, obj, name: str = "f.json") -> Path:
 
 def test_list_and_object_roots(tmp_path: Path) -> None:
     steps = [{"step": 1, "calls": [{"name": "a/b", "arguments": {"x": 1}}]}]
-    listed = load_trajectories(write(tmp_path, [{"id": 7, "steps": steps}], "l.json"))
-    keyed = load_trajectories(write(tmp_path, {"k1": {"steps": steps}, "k2": {"id": "own", "steps": []}}, "o.json"))
+    listed = read_trajectories(write(tmp_path, [{"id": 7, "steps": steps}], "l.json"))
+    keyed = read_trajectories(write(tmp_path, {"k1": {"steps": steps}, "k2": {"id": "own", "steps": []}}, "o.json"))
     assert list(listed.tasks) == ["7"]
     assert list(keyed.tasks) == ["k1", "own"]
     assert keyed.tasks["k1"].calls[0].arguments == {"x": 1}
@@ -31,14 +31,14 @@ def test_duplicate_ids_keep_last_with_warning(tmp_path: Path, caplog) -> None:
     data = [{"id": "a", "steps": []}, {"id": "b", "steps": []},
             {"id": "a", "steps": [{"calls": [{"name": "s/t"}]}]}]
     with caplog.at_level(logging.WARNING):
-        loaded = load_trajectories(write(tmp_path, data))
+        loaded = read_trajectories(write(tmp_path, data))
     assert loaded.duplicate_ids == ("a",)
     assert loaded.tasks["a"].num_calls == 1
     assert "repeated id(s)" in caplog.text and "a" in caplog.text
 
 
 def test_real_gt_duplicates(gt_path: Path) -> None:
-    loaded = load_trajectories(gt_path)
+    loaded = read_trajectories(gt_path)
     assert len(loaded.tasks) == 208 and len(loaded.duplicate_ids) == 5
     missing = [c for c in loaded.tasks["00170000"].calls if c.arguments is None]
     assert missing and missing[0].name == "ppt/create_presentation"
@@ -61,11 +61,11 @@ def test_real_gt_duplicates(gt_path: Path) -> None:
 def test_errors_name_file_id_and_field(tmp_path: Path, content, expected: str) -> None:
     path = write(tmp_path, content)
     with pytest.raises(InputError) as err:
-        load_trajectories(path)
+        read_trajectories(path)
     message = str(err.value)
     assert str(path) in message and expected in message and "\n" not in message
 
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="file not found"):
-        load_trajectories(tmp_path / "nope.json")
+        read_trajectories(tmp_path / "nope.json")

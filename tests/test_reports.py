@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InputError
+from engine.contract import InputError
 from engine.leaderboard import collect_run, family_tables, leaderboard_table, write_reports
 
 METRICS = ("recall", "precision", "avg_sim_all_cov", "step_coherence_cov", "order_consistency_cov",

@@ -7,7 +7,7 @@ import json
 import pytest
 from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, write_json
 
-from engine.serialize import canonical_json
+from engine.contract import canonical_json
 from rollout.cache import RolloutCache, tool_key
 from rollout.errors import RolloutInputError
 from rollout.runner import run

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from engine.contract.jsonio import dumps_json
 
 
 def default_file_mode() -> int:
@@ -63,5 +64,5 @@ def atomic_write_csv(path: Path, columns: Sequence[str], records: Iterable[Mappi
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    """JSON (UTF-8, non-ASCII kept, indented) written atomically."""
-    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+    """Strict JSON (UTF-8, non-ASCII kept, indented) written atomically."""
+    atomic_write_text(path, dumps_json(obj) + "\n")

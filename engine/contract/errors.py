@@ -1,8 +1,7 @@
-"""Errors raised for bad input: one line naming the file, the task id and the field."""
+"""Errors for bad input and configuration: one line naming the file, the task id and the field."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -31,18 +30,3 @@ class ConfigError(ValueError):
 def is_number(value: Any) -> bool:
     """A finite int or float (booleans excluded)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def read_json(path: str | Path, what: str = "file", error: type[InputError] = InputError) -> Any:
-    """Parse a JSON file; any failure becomes an `error` (an InputError) naming the file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(path, f"{what} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(path, f"cannot read {what} ({exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None

@@ -1,0 +1,256 @@
+"""The trajectory contract: typed records of calls, steps, trajectories and tasks, one reader, one writer.
+
+A trajectory file (reference or predicted, the published M3-Bench shape) is a JSON list of
+objects, or an object mapping id -> object (the key is the id when the object has none). A
+trajectory object has ``id``, optional ``type``, and ``steps``: a list of ``{"step": n, "calls":
+[{"name": "server/tool", "arguments": ...}, ...]}``; other fields (``question``, ``image``,
+``final_reply``, ``result``, ``dialogue``...) are carried in ``raw``. A task file (the prompts of a
+run) has the same roots with ``{id, question | prompt, image, type}`` objects. Every problem is an
+`InputError` naming the file, the task id and the field.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.contract.atomic import atomic_write_text
+from engine.contract.errors import InputError
+from engine.contract.jsonio import dumps_json, read_json
+
+log = logging.getLogger(__name__)
+
+# Fields a written trajectory object puts before its steps (the published order).
+_HEAD_FIELDS = ("image", "type", "question")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call: `name` is "server/tool" (whitespace-stripped), `arguments` any JSON value."""
+
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step: its calls, run in parallel; `number` is the file's ``step`` field (not its position)."""
+
+    calls: tuple[Call, ...]
+    number: Any = None
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One trajectory: id, task family, steps, and the object it was read from (`raw`)."""
+
+    id: str
+    type: str | None
+    steps: tuple[Step, ...]
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def calls(self) -> list[Call]:
+        """All calls in global order (steps concatenated)."""
+        return [c for step in self.steps for c in step.calls]
+
+    @property
+    def num_calls(self) -> int:
+        """Number of calls over all steps."""
+        return sum(len(s.calls) for s in self.steps)
+
+
+@dataclass(frozen=True)
+class TrajectoryFile:
+    """The trajectories of one file keyed by id (last object wins for a repeated id)."""
+
+    path: Path
+    tasks: dict[str, Trajectory]
+    duplicate_ids: tuple[str, ...]
+
+    @property
+    def stem(self) -> str:
+        """File name without extension."""
+        return self.path.stem
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task to roll out: its question, the image it comes with, and its place in the file."""
+
+    id: str
+    question: str
+    image: str | None
+    image_path: Path | None
+    type: str | None
+    index: int
+
+
+def _entries(path: Path, root: Any) -> list[tuple[str, dict]]:
+    """(id, object) pairs of a list of objects or of an object mapping id -> object, in file order."""
+    if isinstance(root, list):
+        items: list[tuple[str | None, Any]] = [(None, obj) for obj in root]
+    elif isinstance(root, dict):
+        items = list(root.items())
+    else:
+        raise InputError(path, f"the root must be a list of tasks or an object of id -> task, "
+                               f"got {type(root).__name__}")
+    out = []
+    for position, (key, obj) in enumerate(items):
+        if not isinstance(obj, dict):
+            label = key if key is not None else f"#{position}"
+            raise InputError(path, f"a task must be an object, got {type(obj).__name__}", task_id=label)
+        value = obj.get("id")
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise InputError(path, f"id must be a string or an integer, got {type(value).__name__}",
+                                 task_id=key if key is not None else f"#{position}", field="id")
+            out.append((str(value), obj))
+        elif key is not None:
+            out.append((key, obj))
+        else:
+            raise InputError(path, "task has no id", task_id=f"#{position}", field="id")
+    return out
+
+
+def _last_of_each(path: Path, entries: list[tuple[str, dict]]) -> tuple[dict[str, dict], tuple[str, ...]]:
+    """Keep the last object of a repeated id (the published scorer's behaviour) and say so."""
+    kept: dict[str, dict] = {}
+    repeated: dict[str, None] = {}
+    for task_id, obj in entries:
+        if task_id in kept:
+            repeated[task_id] = None
+            del kept[task_id]  # keep the order of the last occurrence
+        kept[task_id] = obj
+    if repeated:
+        log.warning("%s: %d repeated id(s), keeping the last object of each: %s",
+                    path, len(repeated), ", ".join(repeated))
+    return kept, tuple(repeated)
+
+
+def parse_call(path: Path, task_id: str, where: str, obj: Any) -> Call:
+    """Validate one call object (a non-empty string name; arguments default to null)."""
+    if not isinstance(obj, dict):
+        raise InputError(path, f"a call must be an object, got {type(obj).__name__}",
+                         task_id=task_id, field=where)
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(path, "a call needs a non-empty string 'name'", task_id=task_id,
+                         field=f"{where}.name")
+    return Call(name=name.strip(), arguments=obj.get("arguments"))
+
+
+def parse_trajectory(path: Path, task_id: str, obj: dict) -> Trajectory:
+    """Validate one trajectory object and build a Trajectory."""
+    family = obj.get("type")
+    if family is not None and not isinstance(family, str):
+        raise InputError(path, f"type must be a string, got {type(family).__name__}",
+                         task_id=task_id, field="type")
+    if "steps" not in obj:
+        raise InputError(path, "task has no 'steps'", task_id=task_id, field="steps")
+    raw_steps = obj["steps"]
+    if raw_steps is None:
+        raw_steps = []
+    if not isinstance(raw_steps, list):
+        raise InputError(path, f"steps must be a list, got {type(raw_steps).__name__}",
+                         task_id=task_id, field="steps")
+    steps = []
+    for si, step in enumerate(raw_steps):
+        if not isinstance(step, dict):
+            raise InputError(path, f"a step must be an object, got {type(step).__name__}",
+                             task_id=task_id, field=f"steps[{si}]")
+        calls = step.get("calls", [])
+        if calls is None:
+            calls = []
+        if not isinstance(calls, list):
+            raise InputError(path, f"calls must be a list, got {type(calls).__name__}",
+                             task_id=task_id, field=f"steps[{si}].calls")
+        steps.append(Step(tuple(parse_call(path, task_id, f"steps[{si}].calls[{ci}]", c)
+                                for ci, c in enumerate(calls)), step.get("step")))
+    return Trajectory(id=task_id, type=family, steps=tuple(steps), raw=obj)
+
+
+def parse_trajectories(path: Path, root: Any) -> TrajectoryFile:
+    """Validate a parsed trajectory file's root (a list of tasks or an object of id -> task).
+
+    `path` names the source in errors and warnings; a repeated id keeps its last object.
+    """
+    kept, repeated = _last_of_each(path, _entries(path, root))
+    tasks = {task_id: parse_trajectory(path, task_id, obj) for task_id, obj in kept.items()}
+    return TrajectoryFile(path=path, tasks=tasks, duplicate_ids=repeated)
+
+
+def read_trajectories(path: str | Path) -> TrajectoryFile:
+    """Read a trajectory file (reference or predicted); a repeated id keeps its last object."""
+    path = Path(path)
+    return parse_trajectories(path, read_json(path, "trajectory file"))
+
+
+def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_field: str = "question",
+               ids: Iterable[str] | None = None) -> list[Task]:
+    """Tasks of a file in the published shape ({id, image, type, question, ...}), in file order.
+
+    `question_field` names the field given to the model ("question", or "prompt" for the explicit
+    instructions of tasks_fuzzy.json). Images are resolved against `images_dir` (default: the
+    file's folder) and must exist. `ids`, when given, keeps only those ids (all must exist).
+    """
+    path = Path(path)
+    kept, _ = _last_of_each(path, _entries(path, read_json(path, "tasks file")))
+    base = Path(images_dir) if images_dir else path.parent
+    wanted = {str(i) for i in ids} if ids else None
+    if wanted is not None:
+        unknown = sorted(wanted - set(kept))
+        if unknown:
+            raise InputError(path, f"requested id(s) not in the file: {', '.join(unknown)}")
+    tasks = []
+    for index, (task_id, obj) in enumerate(kept.items()):
+        if wanted is not None and task_id not in wanted:
+            continue
+        question = obj.get(question_field)
+        if not isinstance(question, str) or not question.strip():
+            raise InputError(path, "missing or empty text", task_id=task_id, field=question_field)
+        image = obj.get("image")
+        image_path = None
+        if image is not None:
+            if not isinstance(image, str) or not image:
+                raise InputError(path, "must be a path string or null", task_id=task_id, field="image")
+            image_path = (base / image).resolve()
+            if not image_path.is_file():
+                raise InputError(path, f"image file {image_path} not found (set tasks.images_dir)",
+                                 task_id=task_id, field="image")
+        family = obj.get("type")
+        if family is not None and not isinstance(family, str):
+            raise InputError(path, "must be a string", task_id=task_id, field="type")
+        tasks.append(Task(task_id, question, image, image_path, family, index))
+    return tasks
+
+
+def trajectory_record(task_id: str, steps: Iterable[Iterable[Mapping[str, Any]]], **fields: Any) -> dict[str, Any]:
+    """A trajectory object in the published shape, with `num_step` and `max_num_concurrent` derived.
+
+    `steps` holds each step's call objects (``{"name", "arguments", ...}``); steps are numbered
+    from 1. `fields` are the other fields (``image``, ``type``, ``question``, ``final_reply``,
+    ...): those given before ``final_reply`` come before ``steps``, the rest after the counts.
+    """
+    listed = [[dict(call) for call in calls] for calls in steps]
+    head = {k: v for k, v in fields.items() if k in _HEAD_FIELDS}
+    tail = {k: v for k, v in fields.items() if k not in _HEAD_FIELDS}
+    return {"id": task_id, **head,
+            "steps": [{"step": i, "calls": calls} for i, calls in enumerate(listed, 1)],
+            "num_step": len(listed),
+            "max_num_concurrent": max((len(calls) for calls in listed), default=0),
+            **tail}
+
+
+
+def dumps_trajectories(records: Iterable[Mapping[str, Any]], indent: int | None = 2) -> str:
+    """The text of a trajectory file (a JSON list), strict JSON."""
+    return dumps_json(list(records), indent=indent) + "\n"
+
+
+def write_trajectories(path: str | Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Write a trajectory file atomically."""
+    atomic_write_text(Path(path), dumps_trajectories(records))
