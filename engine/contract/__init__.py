@@ -8,12 +8,12 @@ from engine.contract.atomic import (atomic_write_bytes, atomic_write_csv, atomic
 from engine.contract.errors import ConfigError, InputError, is_number
 from engine.contract.jsonio import canonical_json, dumps_json, read_json
 from engine.contract.trajectory import (Call, Step, Task, Trajectory, TrajectoryFile, dumps_trajectories,
-                                        parse_call, parse_trajectories, read_tasks, read_trajectories,
+                                        parse_call, parse_trajectories, read_tasks, read_trajectories, set_steps,
                                         trajectory_record, write_trajectories)
 
 __all__ = [
     "Call", "ConfigError", "InputError", "Step", "Task", "Trajectory", "TrajectoryFile", "atomic_write_bytes",
     "atomic_write_csv", "atomic_write_json", "atomic_write_text", "canonical_json", "csv_text", "default_file_mode", "dumps_json",
     "dumps_trajectories", "is_number", "parse_call", "parse_trajectories", "read_json", "read_tasks",
-    "read_trajectories", "trajectory_record", "write_trajectories",
+    "read_trajectories", "set_steps", "trajectory_record", "write_trajectories",
 ]

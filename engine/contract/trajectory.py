@@ -12,7 +12,7 @@ run) has the same roots with ``{id, question | prompt, image, type}`` objects. E
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,22 +228,27 @@ def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_
     return tasks
 
 
+def set_steps(record: dict[str, Any], steps: Sequence[list[Any]]) -> dict[str, Any]:
+    """Put `steps` (each a list of call objects) into a trajectory object, numbered from 1, with its
+    derived `num_step` and `max_num_concurrent`; keys already present keep their place."""
+    record["steps"] = [{"step": i, "calls": calls} for i, calls in enumerate(steps, 1)]
+    record["num_step"] = len(steps)
+    record["max_num_concurrent"] = max(map(len, steps), default=0)
+    return record
+
+
 def trajectory_record(task_id: str, steps: Iterable[Iterable[Mapping[str, Any]]], **fields: Any) -> dict[str, Any]:
     """A trajectory object in the published shape, with `num_step` and `max_num_concurrent` derived.
 
-    `steps` holds each step's call objects (``{"name", "arguments", ...}``); steps are numbered
-    from 1. `fields` are the other fields (``image``, ``type``, ``question``, ``final_reply``,
-    ...): those given before ``final_reply`` come before ``steps``, the rest after the counts.
+    `steps` holds each step's call objects (``{"name", "arguments", ...}``, copied); steps are
+    numbered from 1. `fields` are the other fields (``image``, ``type``, ``question``,
+    ``final_reply``, ...): ``image``, ``type`` and ``question`` come before the steps, the rest
+    after the counts.
     """
-    listed = [[dict(call) for call in calls] for calls in steps]
-    head = {k: v for k, v in fields.items() if k in _HEAD_FIELDS}
-    tail = {k: v for k, v in fields.items() if k not in _HEAD_FIELDS}
-    return {"id": task_id, **head,
-            "steps": [{"step": i, "calls": calls} for i, calls in enumerate(listed, 1)],
-            "num_step": len(listed),
-            "max_num_concurrent": max((len(calls) for calls in listed), default=0),
-            **tail}
-
+    record = {"id": task_id, **{k: v for k, v in fields.items() if k in _HEAD_FIELDS}}
+    set_steps(record, [[dict(call) for call in calls] for calls in steps])
+    record.update((k, v) for k, v in fields.items() if k not in _HEAD_FIELDS)
+    return record
 
 
 def dumps_trajectories(records: Iterable[Mapping[str, Any]], indent: int | None = 2) -> str:

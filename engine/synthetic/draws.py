@@ -1,0 +1,60 @@
+"""Seeded draws: cheap scalar randomness over numpy Generators, and the stream tags."""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+# Stream tags keep reference generation and perturbation on distinct streams
+# even when called with the same seed.
+_REFERENCE_STREAM = 0x5EF
+_PERTURB_STREAM = 0x9E7
+
+
+def _uniform_chunks(rng: np.random.Generator) -> Iterator[list[float]]:
+    while True:
+        yield rng.random(4096).tolist()
+
+
+class _Draws:
+    """Cheap scalar draws from a Generator: ``u()`` steps a C-level iterator over bulk draws."""
+
+    __slots__ = ("u",)
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.u: Callable[[], float] = chain.from_iterable(_uniform_chunks(rng)).__next__
+
+    def below(self, n: int) -> int:
+        """Uniform integer in [0, n); u() < 1 keeps int(u() * n) below n."""
+        return int(self.u() * n)
+
+    def randint(self, lo: int, hi: int) -> int:
+        """Uniform integer in [lo, hi] (inclusive)."""
+        return lo + self.below(hi - lo + 1)
+
+    def uniform(self, lo: float, hi: float) -> float:
+        return lo + (hi - lo) * self.u()
+
+    def pick(self, seq: Sequence[Any]) -> Any:
+        return seq[int(self.u() * len(seq))]
+
+    def sample(self, seq: Sequence[Any], k: int) -> list[Any]:
+        """k distinct elements of seq, in random order."""
+        pool = list(seq)
+        k = min(k, len(pool))
+        for i in range(k):
+            j = i + int(self.u() * (len(pool) - i))
+            pool[i], pool[j] = pool[j], pool[i]
+        return pool[:k]
+
+    def hexid(self, digits: int = 8) -> str:
+        return format(self.below(16**digits), f"0{digits}x")
+
+def _copy_json(value: Any) -> Any:
+    if type(value) is dict:
+        return {k: _copy_json(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_json(v) for v in value]
+    return value
