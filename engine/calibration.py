@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine.contract import Call, InputError, parse_call, read_json
 from engine.encode import TextEncoder, embed_distinct
-from engine.contract import InputError, read_json
-from engine.contract import Call, parse_call
 from engine.serialize import Profile, call_text
+from engine.thresholds import Thresholds
 from kernels.similarity import pair_similarity
 
 LABELS = ("weak", "medium", "strong")
-DEFAULT_POINT = (0.6, 0.8)
 
 
 @dataclass(frozen=True)
@@ -82,9 +81,9 @@ def calibrate(similarity: np.ndarray, labels: np.ndarray, tau_weak_grid: list[fl
     return [agreement(similarity, labels, w, s) for s in tau_strong_grid for w in tau_weak_grid if w <= s]
 
 
-def best_point(rows: list[dict], default: tuple[float, float] = DEFAULT_POINT) -> dict:
-    """The most accurate point; ties go to the one nearest the published defaults (0.6, 0.8)."""
+def best_point(rows: list[dict], default: Thresholds = Thresholds()) -> dict:
+    """The most accurate point; ties go to the one nearest the published defaults."""
     if not rows:
         raise ValueError("no grid point with tau_weak <= tau_strong")
-    return min(rows, key=lambda r: (-r["accuracy"], abs(r["tau_weak"] - default[0]) + abs(r["tau_strong"] - default[1]),
-                                    r["tau_weak"], r["tau_strong"]))
+    return min(rows, key=lambda r: (-r["accuracy"], abs(r["tau_weak"] - default.tau_weak)
+                                    + abs(r["tau_strong"] - default.tau_strong), r["tau_weak"], r["tau_strong"]))

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.align import match
-from engine.contract import atomic_write_csv, atomic_write_json
+from engine.contract import ConfigError, atomic_write_csv, atomic_write_json
 from engine.metrics import aggregate, task_scores
-from engine.pipeline import PreparedSweep, check_thresholds, progress_bar
+from engine.pipeline import PreparedSweep, progress_bar
+from engine.thresholds import Thresholds
 
 
 def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_strong_grid: list[float],
@@ -19,16 +20,18 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
     tables = prepared.tables
     samples = [tables.samples_of(f) for f in range(len(prepared.preds))]
     rows = []
-    points = [float(t) for t in tau_weak_grid]
-    for tau_weak in progress_bar(points, "threshold grid", progress, unit="tau_weak"):
+    grid = [[Thresholds(float(w), float(s)) for s in tau_strong_grid] for w in tau_weak_grid]  # checked first
+    if not tau_strong_grid:
+        raise ConfigError("the threshold grid needs at least one tau_strong")
+    for points in progress_bar(grid, "threshold grid", progress, unit="tau_weak"):
+        tau_weak = points[0].tau_weak
         with prepared.timer.stage("align"):
             matches = match(prepared.candidates, tau_weak)
-        for tau_strong in tau_strong_grid:
-            check_thresholds(tau_weak, float(tau_strong))
+        for point in points:
             with prepared.timer.stage("metrics"):
-                scores = task_scores(tables, matches, float(tau_strong), prepared.settings.profile)
+                scores = task_scores(tables, matches, point.tau_strong, prepared.settings.profile)
                 for name, idx in zip(names, samples):
-                    rows.append({"model": name, "tau_weak": tau_weak, "tau_strong": float(tau_strong),
+                    rows.append({"model": name, "tau_weak": tau_weak, "tau_strong": point.tau_strong,
                                  **aggregate(scores, idx)})
     return rows
 

@@ -8,14 +8,11 @@ import numpy as np
 import torch
 
 from engine.align import Matches
+from engine.metricspec import BY_KEY, alignment_keys, metrics_of
 from engine.serialize import SweepTables
 from kernels.segment import segment_count, segment_sum
 from kernels.structure import step_structure
 
-TASK_METRICS = ("recall", "precision", "avg_sim_all_cov", "avg_sim_strong_cov", "step_coherence_cov",
-                "order_consistency_cov", "merge_purity_cov")
-PAPER_METRICS = ("recall", "precision", "arg_sim", "step_coherence_cov", "order_consistency_cov",
-                 "merge_purity_cov")
 
 
 @dataclass
@@ -34,7 +31,7 @@ class TaskScores:
     @property
     def names(self) -> tuple[str, ...]:
         """Metric names of this profile, in output order."""
-        return PAPER_METRICS if self.profile == "paper" else TASK_METRICS
+        return alignment_keys(self.profile)
 
 
 def _safe_div(num: torch.Tensor, den: torch.Tensor, empty: float) -> torch.Tensor:
@@ -97,25 +94,27 @@ def task_scores(tables: SweepTables, matches: Matches, tau_strong: float,
 
 
 def aggregate(scores: TaskScores, select: np.ndarray | None = None) -> dict:
-    """Aggregate over the selected samples: recall/precision from counts, the rest n_gt-weighted."""
+    """Counts and every alignment and budget metric over the selected samples, by the metric table's rules."""
     idx = np.arange(len(scores.n_gt)) if select is None else np.asarray(select)
     n_gt = scores.n_gt[idx].astype(np.float64)
-    n_pred = scores.n_pred[idx]
-    matched = scores.matched[idx]
     total_gt = float(n_gt.sum())
-    total_pred = int(n_pred.sum())
-    out: dict = {"num_ids": int(len(idx)), "total_gt_calls": int(total_gt), "total_pred_calls": total_pred,
-                 "matched": int(matched.sum()),
-                 "recall": float(matched.sum() / total_gt) if total_gt else 0.0,
-                 "precision": float(matched.sum() / total_pred) if total_pred else 0.0}
-    for name in scores.names:
-        if name in ("recall", "precision"):
-            continue
-        if name == "arg_sim":
-            strong = scores.strong_matches[idx].sum()
-            out[name] = float(scores.strong_similarity[idx].sum() / strong) if strong else 0.0
-            continue
-        out[name] = float((scores.values[name][idx] * n_gt).sum() / total_gt) if total_gt else 0.0
-    out["avg_Rounds"] = float(scores.n_pred_steps[idx].mean()) if len(idx) else 0.0
-    out["avg_tool_calls"] = float(total_pred / len(idx)) if len(idx) else 0.0
+    total_pred = int(scores.n_pred[idx].sum())
+    matched = int(scores.matched[idx].sum())
+    tasks = len(idx)
+
+    def ratio(num: float, den: float) -> float:
+        return float(num / den) if den else 0.0
+
+    rules = {
+        "matched/gt": lambda key: ratio(matched, total_gt),
+        "matched/pred": lambda key: ratio(matched, total_pred),
+        "gt_weighted": lambda key: ratio((scores.values[key][idx] * n_gt).sum(), total_gt),
+        "strong_mean": lambda key: ratio(scores.strong_similarity[idx].sum(), scores.strong_matches[idx].sum()),
+        "mean_pred_steps": lambda key: float(scores.n_pred_steps[idx].mean()) if tasks else 0.0,
+        "pred_calls_per_task": lambda key: ratio(total_pred, tasks),
+    }
+    out: dict = {"num_ids": tasks, "total_gt_calls": int(total_gt), "total_pred_calls": total_pred,
+                 "matched": matched}
+    for key in (*scores.names, *(m.key for m in metrics_of("budget"))):
+        out[key] = rules[BY_KEY[key].aggregation](key)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -14,11 +14,12 @@ import torch
 
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
-from engine.judge import load_judge
+from engine.judge_results import load_judge
 from engine.contract import TrajectoryFile, read_trajectories
 from engine.metrics import TaskScores, task_scores
-from engine.report import SampleView, write_file_results
+from engine.results import SampleView, write_file_results
 from engine.serialize import SweepTables, flatten_sweep
+from engine.thresholds import Thresholds
 from kernels.device import resolve_device
 
 log = logging.getLogger(__name__)
@@ -26,10 +27,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ScoreSettings:
-    """Everything that changes the numbers, plus where and how to compute them."""
+    """How a sweep is serialized and embedded, and where: everything but the thresholds."""
 
-    tau_weak: float = 0.6
-    tau_strong: float = 0.8
     profile: str = "reference"
     device: str = "auto"
     encoder_model: str | None = None
@@ -78,6 +77,7 @@ class SweepScores:
     scores: TaskScores
     embedding: EmbeddingStats
     settings: ScoreSettings
+    thresholds: Thresholds
     timer: StageTimer
 
 
@@ -96,12 +96,6 @@ def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.dev
     encoder = TextEncoder(settings.encoder_model, device=str(device), batch_size=settings.encoder_batch_size,
                           progress=settings.progress)
     return embed_distinct(tables.texts, encoder, settings.cache_dir)
-
-
-def check_thresholds(tau_weak: float, tau_strong: float) -> None:
-    """Reject thresholds outside the range of a cosine similarity."""
-    if not -1.0 <= tau_weak <= 1.0 or not -1.0 <= tau_strong <= 1.0:
-        raise ValueError(f"thresholds must lie in [-1, 1]: align.tau_weak={tau_weak}, align.tau_strong={tau_strong}")
 
 
 def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: ScoreSettings,
@@ -123,25 +117,22 @@ def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: S
                          settings=settings, timer=timer)
 
 
-def score_prepared(prepared: PreparedSweep, tau_weak: float, tau_strong: float) -> SweepScores:
+def score_prepared(prepared: PreparedSweep, thresholds: Thresholds) -> SweepScores:
     """Match and measure a prepared sweep at one pair of thresholds."""
-    check_thresholds(tau_weak, tau_strong)
-    settings = replace(prepared.settings, tau_weak=tau_weak, tau_strong=tau_strong)
     timer = prepared.timer
     with timer.stage("align"):
-        matches = match(prepared.candidates, tau_weak)
+        matches = match(prepared.candidates, thresholds.tau_weak)
     with timer.stage("metrics"):
-        scores = task_scores(prepared.tables, matches, tau_strong, settings.profile)
+        scores = task_scores(prepared.tables, matches, thresholds.tau_strong, prepared.settings.profile)
     return SweepScores(gt=prepared.gt, preds=prepared.preds, tables=prepared.tables, matches=matches,
-                       scores=scores, embedding=prepared.embedding, settings=settings, timer=timer)
+                       scores=scores, embedding=prepared.embedding, settings=prepared.settings,
+                       thresholds=thresholds, timer=timer)
 
 
-def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: ScoreSettings,
-                timer: StageTimer | None = None) -> SweepScores:
+def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], thresholds: Thresholds,
+                settings: ScoreSettings, timer: StageTimer | None = None) -> SweepScores:
     """Score every prediction file against the GT in one pass (one embedding of all texts)."""
-    check_thresholds(settings.tau_weak, settings.tau_strong)
-    prepared = prepare_sweep(gt_path, pred_paths, settings, timer)
-    return score_prepared(prepared, settings.tau_weak, settings.tau_strong)
+    return score_prepared(prepare_sweep(gt_path, pred_paths, settings, timer), thresholds)
 
 
 def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
@@ -170,18 +161,18 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
     """
     m = result.matches.to_numpy()
     view = SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
-    s = result.settings
+    s, th = result.settings, result.thresholds
     names = names or [None] * len(result.preds)
     judges = judges or [None] * len(result.preds)
     aggregates = []
     items = list(enumerate(zip(result.preds, dirs)))
     for f, (pred, directory) in progress_bar(items, "write", s.progress and len(items) > 4):
-        meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": s.tau_weak,
-                "tau_strong": s.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
+        meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": th.tau_weak,
+                "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
         judge = None
         if judges[f] is not None:
             meta["judge"] = str(judges[f])
             judge = load_judge(judges[f])
         aggregates.append(write_file_results(directory, view, result.scores, result.tables.samples_of(f),
-                                             s.tau_strong, meta, judge))
+                                             th.tau_strong, meta, judge))
     return aggregates

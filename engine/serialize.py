@@ -9,11 +9,11 @@ from typing import Any, Literal
 import numpy as np
 
 from engine.contract import Trajectory, TrajectoryFile, canonical_json
+from engine.metricspec import PROFILES
 
 log = logging.getLogger(__name__)
 
 Profile = Literal["reference", "paper"]
-PROFILES: tuple[str, ...] = ("reference", "paper")
 
 
 def call_text(name: str, arguments: Any, profile: Profile = "reference") -> str:
@@ -23,7 +23,7 @@ def call_text(name: str, arguments: Any, profile: Profile = "reference") -> str:
         return args
     if profile == "paper":
         return f"{name}({args})"
-    raise ValueError(f"unknown metrics profile {profile!r}; expected one of {PROFILES}")
+    raise ValueError(f"unknown metrics profile {profile!r}; expected one of {', '.join(PROFILES)}")
 
 
 @dataclass

@@ -35,6 +35,7 @@ from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
 from engine.synthetic import make_reference, scale_predictions  # noqa: E402
+from engine.thresholds import Thresholds  # noqa: E402
 from kernels.device import resolve_device  # noqa: E402
 
 
@@ -54,7 +55,7 @@ print(f"{loaded - start:.3f} {time.perf_counter() - loaded:.3f}")
 """
 
 
-def bench_pipeline(args: argparse.Namespace, settings: ScoreSettings) -> None:
+def bench_pipeline(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
     """A whole cold scoring process against a process that only runs the encoder on the same texts.
 
     Both are timed as separate fresh processes (interpreter, imports, model load and work), and
@@ -67,8 +68,8 @@ def bench_pipeline(args: argparse.Namespace, settings: ScoreSettings) -> None:
         preds = "[" + ",".join(str(Path(p).resolve()) for p in args.predictions) + "]"
         command = [sys.executable, str(root / "scripts" / "score.py"), f"data.gt={Path(args.gt).resolve()}",
                    f"sweep.predictions={preds}", f"output_dir={tmp}/out", f"encoder.cache_dir={settings.cache_dir}",
-                   f"device={settings.device}", f"align.tau_weak={settings.tau_weak}",
-                   f"align.tau_strong={settings.tau_strong}", f"metrics.profile={settings.profile}",
+                   f"device={settings.device}", f"align.tau_weak={thresholds.tau_weak}",
+                   f"align.tau_strong={thresholds.tau_strong}", f"metrics.profile={settings.profile}",
                    "reports=false", "progress=false", f"hydra.run.dir={tmp}/hydra"]
         start = time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True)
@@ -118,7 +119,7 @@ def sweep_files(args: argparse.Namespace) -> tuple[TrajectoryFile, list[Trajecto
                 for k in range(args.replicate) for p in preds]
 
 
-def bench_align(args: argparse.Namespace, settings: ScoreSettings) -> None:
+def bench_align(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
     """Align + metrics throughput on replicated prediction files or a synthetic sweep."""
     device = resolve_device(settings.device)
     gt, preds = sweep_files(args)
@@ -135,8 +136,8 @@ def bench_align(args: argparse.Namespace, settings: ScoreSettings) -> None:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         candidates = candidate_pairs(tables, embeddings, device)
-        matches = match(candidates, settings.tau_weak)
-        task_scores(tables, matches, settings.tau_strong, settings.profile)
+        matches = match(candidates, thresholds.tau_weak)
+        task_scores(tables, matches, thresholds.tau_strong, settings.profile)
         if device.type == "cuda":
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - t0)
@@ -153,8 +154,8 @@ def main() -> None:
     parser.add_argument("--gt", help="reference trajectories")
     parser.add_argument("--cache-dir", default=None, help="embedding cache (default: a fresh temp dir)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--tau-weak", type=float, default=0.6)
-    parser.add_argument("--tau-strong", type=float, default=0.8)
+    parser.add_argument("--tau-weak", type=float, default=Thresholds.tau_weak)
+    parser.add_argument("--tau-strong", type=float, default=Thresholds.tau_strong)
     parser.add_argument("--profile", default="reference")
     parser.add_argument("--replicate", type=int, default=0,
                         help="benchmark align+metrics on the files replicated N times")
@@ -169,12 +170,12 @@ def main() -> None:
     if not args.synthetic and (not args.gt or not args.predictions):
         parser.error("give --gt and prediction files, or --synthetic N")
     with tempfile.TemporaryDirectory() as tmp:
-        settings = ScoreSettings(tau_weak=args.tau_weak, tau_strong=args.tau_strong, profile=args.profile,
-                                 device=args.device, cache_dir=args.cache_dir or tmp)
+        settings = ScoreSettings(profile=args.profile, device=args.device, cache_dir=args.cache_dir or tmp)
+        thresholds = Thresholds(args.tau_weak, args.tau_strong)
         if args.replicate or args.synthetic:
-            bench_align(args, settings)
+            bench_align(args, settings, thresholds)
         else:
-            bench_pipeline(args, settings)
+            bench_pipeline(args, settings, thresholds)
 
 
 if __name__ == "__main__":

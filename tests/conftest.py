@@ -15,6 +15,14 @@ GT_PATH = SHARED / "data" / "m3bench" / "test_mcp_GT.json"
 GOLDEN = SHARED / "golden"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def project_home(tmp_path_factory) -> Path:
+    """A fresh M3BENCH_HOME for the session (demo data, default run folders), inherited by subprocesses."""
+    home = tmp_path_factory.mktemp("m3bench-home")
+    os.environ["M3BENCH_HOME"] = str(home)
+    return home
+
+
 @pytest.fixture(scope="session")
 def gt_path() -> Path:
     """The real M3-Bench reference file; tests using it skip when ../shared is absent."""

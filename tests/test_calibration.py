@@ -43,14 +43,16 @@ def test_cli_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     path = tmp_path / "pairs.json"
     path.write_text(json.dumps(pairs))
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, str(root / "scripts" / "calibrate.py"), str(path), "--out", str(tmp_path),
-                           "--cache-dir", str(embedding_cache)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "calibrate.py"), f"pairs={path}",
+                           f"output_dir={tmp_path}", f"encoder.cache_dir={embedding_cache}", "device=cpu"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "calibration.json").read_text())
     assert result["pairs"] == 4 and result["best"]["accuracy"] >= 0.75
     assert "best: tau_weak=" in proc.stdout
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"gt": call, "pred": call, "label": "great"}]))
-    proc = subprocess.run([sys.executable, str(root / "scripts" / "calibrate.py"), str(bad)], capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "calibrate.py"), f"pairs={bad}",
+                           f"output_dir={tmp_path / 'bad-run'}"], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
     assert proc.returncode == 2 and "id #0: field 'label'" in proc.stderr

@@ -11,6 +11,7 @@ from memory import score_memory
 from test_oracle import oracle_scores
 
 from engine.pipeline import ScoreSettings, score_sweep, write_sweep
+from engine.thresholds import Thresholds
 from engine.serialize import call_text
 
 
@@ -74,7 +75,7 @@ def test_ids_on_one_side_only(tmp_path: Path, embedding_cache: Path, caplog) -> 
             task("9", [[("s/x", {})]])]
     (tmp_path / "gt.json").write_text(json.dumps(gt, ensure_ascii=False), encoding="utf-8")
     (tmp_path / "p.json").write_text(json.dumps({t["id"]: t for t in pred}, ensure_ascii=False), encoding="utf-8")
-    result = score_sweep(tmp_path / "gt.json", [tmp_path / "p.json"],
+    result = score_sweep(tmp_path / "gt.json", [tmp_path / "p.json"], Thresholds(),
                          ScoreSettings(device="cpu", cache_dir=str(embedding_cache)))
     assert result.tables.task_ids == ["2", "3"]
     assert "1 GT id(s) have no prediction" in caplog.text and "1 predicted id(s) are not in the GT" in caplog.text

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.pipeline import ScoreSettings, output_dirs, score_sweep, write_sweep
+from engine.thresholds import Thresholds
 
 COUNTS = ("total_gt_calls", "total_pred_calls", "matched")
 
@@ -28,9 +29,9 @@ def scored(gt_path: Path, golden_dir: Path, embedding_cache: Path, tmp_path_fact
     results = {}
     for (tau_weak, tau_strong), names in golden_cases(golden_dir).items():
         preds = [golden_dir / n / "pred.json" for n in names]
-        settings = ScoreSettings(tau_weak=tau_weak, tau_strong=tau_strong, device="cpu",
+        settings = ScoreSettings(device="cpu",
                                  cache_dir=str(embedding_cache))
-        result = score_sweep(gt_path, preds, settings)
+        result = score_sweep(gt_path, preds, Thresholds(tau_weak, tau_strong), settings)
         dirs = [out / n for n in names]
         write_sweep(result, dirs)
         for n, d in zip(names, dirs):

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from engine.contract import InputError
-from engine.leaderboard import collect_run, family_tables, leaderboard_table, write_reports
+from engine.reports.read import collect_run
+from engine.reports.tables import family_tables, leaderboard_table
+from engine.reports.write import write_reports
 
 METRICS = ("recall", "precision", "avg_sim_all_cov", "step_coherence_cov", "order_consistency_cov",
            "merge_purity_cov")
@@ -54,9 +56,26 @@ def test_judge_columns_only_when_present(tmp_path: Path) -> None:
     rows = {r["Model"]: r for r in table.records()}
     assert rows["alpha"]["Task Completion"] == 0.9
     assert rows["gamma"]["Task Completion"] is None  # left out, not zero-filled
-    alpha = [0.5 + 0.01 * i for i in range(6)] + [0.9, 0.7]
-    assert rows["alpha"]["Average Score"] == pytest.approx(sum(alpha) / 8)
+    alpha = [0.5 + 0.01 * i for i in range(6)] + [0.7]  # the six alignment columns and IG; TC is not averaged
+    assert rows["alpha"]["Average Score"] == pytest.approx(sum(alpha) / 7)
     assert "| gamma |" in table.to_markdown() and "–" in table.to_markdown()
+    assert "Information Grounding" in table.note and "Task Completion" not in table.note
+
+
+def test_average_score_reproduces_the_published_gpt5_row(tmp_path: Path) -> None:
+    block = {"recall": 0.627, "precision": 0.264, "avg_sim_all_cov": 0.583, "step_coherence_cov": 0.502,
+             "order_consistency_cov": 0.290, "merge_purity_cov": 0.453, "avg_Rounds": 3.0, "avg_tool_calls": 6.0,
+             "task_completion": 0.9, "information_grounding": 0.657}
+    (tmp_path / "gpt5").mkdir()
+    (tmp_path / "gpt5" / "results_eval.json").write_text(json.dumps({"aggregate": block, "meta": {"model": "gpt5"}}))
+    table = leaderboard_table(collect_run(tmp_path))
+    assert round(table.records()[0]["Average Score"], 3) == 0.482
+
+
+def test_average_without_judges_says_so(tmp_path: Path) -> None:
+    write_run(tmp_path, judged=False)
+    table = leaderboard_table(collect_run(tmp_path))
+    assert "no judge results" in table.note and table.note in table.to_markdown()
 
 
 def test_family_tables_and_files(tmp_path: Path) -> None:

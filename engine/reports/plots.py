@@ -12,16 +12,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from engine.leaderboard import AVERAGE, JUDGE_COLUMNS, Table
 from engine.contract import atomic_write_bytes
-
-# Threshold-grid keys plotted against tau_weak, with their display labels.
-GRID_METRICS: tuple[tuple[str, str], ...] = (
-    ("recall", "Recall"), ("precision", "Precision"), ("arg_sim", "Argument Similarity"),
-    ("avg_sim_all_cov", "Argument Similarity"), ("avg_sim_strong_cov", "Strong Similarity"),
-    ("step_coherence_cov", "Step Coherence"), ("order_consistency_cov", "Order Consistency"),
-    ("merge_purity_cov", "Merge Purity"),
-)
+from engine.metricspec import AVERAGE, METRICS
+from engine.reports.tables import Table
 
 
 def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
@@ -85,10 +78,9 @@ def family_chart(tables: dict[str, Table], path: Path, models: list[str] | None 
 
 
 def grid_metrics(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(key, label) of the metrics a threshold grid holds, in leaderboard order."""
-    judge = tuple((key, label) for label, key in JUDGE_COLUMNS)
+    """(key, label) of the alignment and judge metrics a threshold grid holds, in table order."""
     present = {key for row in rows for key, value in row.items() if value is not None}
-    return [(key, label) for key, label in (*GRID_METRICS, *judge) if key in present]
+    return [(m.key, m.label) for m in METRICS if m.source != "budget" and m.key in present]
 
 
 def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Report step: the published scorer's drop-in output files, written atomically, and a summary."""
+"""Report step: the published scorer's drop-in output files of each prediction file, written atomically."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.contract import atomic_write_csv, atomic_write_json
-from engine.judge import JUDGE_METRICS
+from engine.metricspec import JUDGE_KEYS
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
 
@@ -112,7 +112,7 @@ def judge_means(judge: dict[str, dict[str, float]], ids: list[str]) -> dict[str,
     records = [judge[i] for i in ids if i in judge]
     if not records:
         return {}
-    return {name: float(np.mean([r[name] for r in records])) for name in JUDGE_METRICS}
+    return {name: float(np.mean([r[name] for r in records])) for name in JUDGE_KEYS}
 
 
 def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray,
@@ -149,7 +149,7 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
         for entry in per_id:
             entry.update(judge.get(entry["id"], {}))
         agg.update(judge_means(judge, ids))
-        columns += list(JUDGE_METRICS)
+        columns += list(JUDGE_KEYS)
     result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
               "meta": meta}
     atomic_write_json(directory / "strong_matches.json", strong)

@@ -1,22 +1,39 @@
-"""The `scripts/score.py` job: resolve what to score from the Hydra config, score it, report it."""
+"""The scoring app (``m3bench-score``, ``scripts/score.py``): resolve what to score from the Hydra
+config (conf/score/), score it, write the outputs and reports into the run's output folder."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
+from engine.apps.kit import hydra_app, output_folder
 from engine.contract import ConfigError, InputError
-from engine.judge import judge_path_for
+from engine.judge_results import judge_path_for
+from engine.metricspec import check_profile
 from engine.pipeline import ScoreSettings, StageTimer, output_dirs, prepare_sweep, score_prepared, write_sweep
-from engine.serialize import PROFILES
+from engine.thresholds import Thresholds
 
 log = logging.getLogger("score")
 
 PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
+
+
+@dataclass
+class AlignConfig:
+    """The `align` config group: the thresholds (defaults from `Thresholds`) and the optional grid."""
+
+    tau_weak: float = Thresholds.tau_weak
+    tau_strong: float = Thresholds.tau_strong
+    tau_weak_grid: list[float] = field(default_factory=list)
+    tau_strong_grid: list[float] = field(default_factory=list)
+
+
+ConfigStore.instance().store(group="align", name="default", node=AlignConfig)
 
 
 @dataclass
@@ -31,12 +48,12 @@ class Inputs:
 
 
 def settings_from(cfg: DictConfig) -> ScoreSettings:
-    """The scoring settings of a composed config."""
-    profile = str(cfg.metrics.profile)
-    if profile not in PROFILES:
-        raise ConfigError(f"metrics.profile={profile}: expected one of {', '.join(PROFILES)}")
-    return ScoreSettings(tau_weak=float(cfg.align.tau_weak), tau_strong=float(cfg.align.tau_strong),
-                         profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model,
+    """The serialization and embedding settings of a composed config."""
+    try:
+        profile = check_profile(str(cfg.metrics.profile))
+    except ValueError as exc:
+        raise ConfigError(f"metrics.profile: {exc}") from None
+    return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model,
                          encoder_batch_size=int(cfg.encoder.batch_size),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)))
@@ -104,13 +121,14 @@ def run(cfg: DictConfig) -> int:
     """Score what the config names and write the outputs; returns the process exit code."""
     try:
         settings = settings_from(cfg)
+        thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
         inputs = resolve_inputs(cfg)
-        out = Path(cfg.output_dir)
+        out = output_folder(cfg)
         names = inputs.names
         dirs = [out / name for name in names] if inputs.per_file_dirs else [out]
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
-        result = score_prepared(prepared, settings.tau_weak, settings.tau_strong)
+        result = score_prepared(prepared, thresholds)
         with timer.stage("write"):
             aggregates = write_sweep(result, dirs, names, inputs.judges)
         weak_grid = list(cfg.align.get("tau_weak_grid") or [])
@@ -118,12 +136,12 @@ def run(cfg: DictConfig) -> int:
         if weak_grid or strong_grid:
             from engine.grid import threshold_grid, write_grid
 
-            rows = threshold_grid(prepared, weak_grid or [settings.tau_weak], strong_grid or [settings.tau_strong],
-                                  names, progress=bool(cfg.progress))
+            rows = threshold_grid(prepared, weak_grid or [thresholds.tau_weak],
+                                  strong_grid or [thresholds.tau_strong], names, progress=bool(cfg.progress))
             with timer.stage("write"):
                 write_grid(rows, out)
         if cfg.reports:
-            from engine.leaderboard import write_reports
+            from engine.reports.write import write_reports
 
             with timer.stage("write"):
                 write_reports(out)
@@ -136,3 +154,6 @@ def run(cfg: DictConfig) -> int:
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
     return 0
+
+
+main = hydra_app("score", run)

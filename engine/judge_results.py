@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.contract import InputError, is_number, read_json
-
-JUDGE_METRICS = ("task_completion", "information_grounding")
+from engine.metricspec import JUDGE_KEYS
 
 
 def judge_path_for(predictions: Path) -> Path:
@@ -29,7 +28,7 @@ def load_judge(path: str | Path) -> dict[str, dict[str, float]]:
         if tid is None or not isinstance(record, dict):
             raise InputError(path, "a judge record must be an object with an id", task_id=f"#{position}", field="id")
         values = {}
-        for name in JUDGE_METRICS:
+        for name in JUDGE_KEYS:
             value = record.get(name)
             if not is_number(value) or not 0.0 <= value <= 1.0:
                 raise InputError(path, f"must be a number in [0, 1], got {value!r}", task_id=tid, field=name)

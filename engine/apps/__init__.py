@@ -1,0 +1,1 @@
+"""Command-line apps of the scoring side: score (Hydra), report and calibrate."""

@@ -1,0 +1,49 @@
+"""The calibration app (``m3bench-calibrate``, ``scripts/calibrate.py``): agreement of threshold
+pairs with labelled call pairs, from the Hydra config in conf/calibrate/."""
+
+from __future__ import annotations
+
+import sys
+
+from omegaconf import DictConfig
+from omegaconf.errors import MissingMandatoryValue
+
+from engine.apps.kit import hydra_app, output_folder
+from engine.calibration import best_point, calibrate, load_pairs, pair_similarities
+from engine.contract import ConfigError, InputError, atomic_write_csv, atomic_write_json
+from engine.encode import TextEncoder
+from engine.metricspec import check_profile
+from kernels.device import resolve_device
+
+COLUMNS = ["tau_strong", "tau_weak", "accuracy", "recall_weak", "recall_medium", "recall_strong"]
+
+
+def run(cfg: DictConfig) -> int:
+    """Calibrate on cfg.pairs, write the grid and print the best points; returns the exit code."""
+    try:
+        profile = check_profile(str(cfg.profile))
+        pairs = load_pairs(cfg.pairs)
+        encoder = TextEncoder(cfg.encoder.model, device=str(resolve_device(str(cfg.device))))
+        cache_dir = None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir)
+        similarity = pair_similarities(pairs, encoder, cache_dir, profile)
+        rows = calibrate(similarity, pairs.labels, list(cfg.tau_weak_grid), list(cfg.tau_strong_grid))
+        best = best_point(rows)
+    except MissingMandatoryValue:
+        print("error: no labelled pairs file: set pairs=FILE", file=sys.stderr)
+        return 2
+    except (InputError, ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = output_folder(cfg)
+    atomic_write_csv(out / "calibration.csv", COLUMNS, rows)
+    atomic_write_json(out / "calibration.json", {"pairs": len(pairs.labels), "best": best, "grid": rows})
+    print("  ".join(f"{c:>13}" for c in COLUMNS))
+    for r in sorted(rows, key=lambda r: -r["accuracy"])[:10]:
+        print("  ".join(f"{'' if r[c] is None else round(r[c], 4):>13}" for c in COLUMNS))
+    print(f"best: tau_weak={best['tau_weak']} tau_strong={best['tau_strong']} accuracy={best['accuracy']:.4f} "
+          f"over {len(pairs.labels)} pairs")
+    print(f"outputs: {out}")
+    return 0
+
+
+main = hydra_app("calibrate", run)

@@ -1,0 +1,128 @@
+"""Reading a finished scoring run: its results_eval.json files and threshold grid, checked."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, is_number, read_json
+from engine.metricspec import JUDGE_KEYS, leaderboard_columns
+
+log = logging.getLogger(__name__)
+
+RESULTS_FILE = "results_eval.json"
+GRID_FILE = "threshold_grid.json"
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """One scored prediction file of a run: its aggregate and per-family aggregates."""
+
+    name: str
+    path: Path
+    aggregate: dict[str, Any]
+    by_type: dict[str, dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _check_number(path: Path, block: dict[str, Any], key: str, where: str) -> None:
+    if not is_number(block[key]):
+        raise InputError(path, f"expected a number, got {block[key]!r}", field=f"{where}.{key}")
+
+
+def _check_block(path: Path, block: Any, where: str) -> None:
+    """Raise InputError unless block holds every metric the tables read, as numbers."""
+    if not isinstance(block, dict):
+        raise InputError(path, "expected an object", field=where)
+    for column in (*leaderboard_columns("alignment"), *leaderboard_columns("budget")):
+        key = next((k for k in column.keys if k in block), None)
+        if key is None:
+            expected = " or ".join(repr(k) for k in column.keys)
+            raise InputError(path, f"missing (expected {expected})", field=f"{where}.{column.keys[-1]}")
+        _check_number(path, block, key, where)
+    for key in JUDGE_KEYS:
+        if block.get(key) is not None:
+            _check_number(path, block, key, where)
+            if not 0.0 <= block[key] <= 1.0:
+                raise InputError(path, f"expected a score in [0, 1], got {block[key]!r}", field=f"{where}.{key}")
+
+
+def load_result(path: Path, name: str | None = None) -> ModelResult:
+    """Read and check one results_eval.json.
+
+    The model is named by meta.model, else `name`, else the stem of meta.predictions, else
+    the file's folder.
+    """
+    data = read_json(path, "results file")
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a JSON object with 'aggregate', 'by_type' and 'meta'")
+    if "aggregate" not in data:
+        raise InputError(path, "missing", field="aggregate")
+    _check_block(path, data["aggregate"], "aggregate")
+    by_type = data.get("by_type", {})
+    if not isinstance(by_type, dict):
+        raise InputError(path, "expected an object of per-family aggregates", field="by_type")
+    for family, block in by_type.items():
+        _check_block(path, block, f"by_type.{family}")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise InputError(path, "expected an object", field="meta")
+    model = meta.get("model")
+    if model is not None and not (isinstance(model, str) and model):
+        raise InputError(path, f"expected a non-empty string, got {model!r}", field="meta.model")
+    predictions = meta.get("predictions")
+    stem = Path(predictions).stem if isinstance(predictions, str) and predictions else None
+    return ModelResult(name=model or name or stem or Path(path).parent.name, path=Path(path),
+                       aggregate=data["aggregate"], by_type=by_type, meta=meta)
+
+
+def collect_run(run_dir: Path) -> list[ModelResult]:
+    """Every results_eval.json in run_dir or up to two folder levels below it, sorted by model name.
+
+    A result is named by its meta.model, else by its folder (or, for the run folder itself,
+    by the stem of meta.predictions); names that collide get their path relative to run_dir.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise InputError(run_dir, "not a folder")
+    paths = sorted({*run_dir.glob(RESULTS_FILE), *run_dir.glob(f"*/{RESULTS_FILE}"),
+                    *run_dir.glob(f"*/*/{RESULTS_FILE}")})
+    if not paths:
+        raise InputError(run_dir, f"no {RESULTS_FILE} found in the folder or two levels below it")
+    results = [load_result(path, None if path.parent == run_dir else path.parent.name) for path in paths]
+    profiles = {r.meta.get("profile") for r in results} - {None}
+    if len(profiles) > 1:
+        log.warning("%s mixes metrics profiles (%s): Argument Similarity is not comparable across them",
+                    run_dir, ", ".join(sorted(map(str, profiles))))
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.name] = counts.get(r.name, 0) + 1
+    named = [r if counts[r.name] == 1 else replace(r, name=_distinct_name(r, run_dir)) for r in results]
+    return sorted(named, key=lambda r: r.name)
+
+
+def _distinct_name(result: ModelResult, run_dir: Path) -> str:
+    """A name for a result whose model name is shared: its folder path in the run."""
+    rel = result.path.parent.relative_to(run_dir)
+    return rel.as_posix() if rel.name == result.name else f"{result.name} [{rel.as_posix()}]"
+
+
+def load_threshold_grid(path: Path) -> list[dict[str, Any]]:
+    """Rows of a threshold_grid.json, checked: model (text), tau_weak, tau_strong and metrics (numbers)."""
+    rows = read_json(path, "threshold grid")
+    if not isinstance(rows, list):
+        raise InputError(path, "expected a list of rows {model, tau_weak, tau_strong, metrics...}")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise InputError(path, "expected an object", field=f"[{i}]")
+        if not isinstance(row.get("model"), str):
+            raise InputError(path, f"expected a model name, got {row.get('model')!r}", field=f"[{i}].model")
+        for key in ("tau_weak", "tau_strong"):
+            if not is_number(row.get(key)):
+                raise InputError(path, f"expected a number, got {row.get(key)!r}", field=f"[{i}].{key}")
+        for key, value in row.items():
+            if key != "model" and value is not None and not is_number(value):
+                raise InputError(path, f"expected a number, got {value!r}", field=f"[{i}].{key}")
+    return rows

@@ -1,0 +1,121 @@
+"""Report tables: the paper's leaderboard (Table 2), per-family (Tables 5-32) and budget (Table 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.contract import csv_text
+from engine.metricspec import AVERAGE, Column, label_of, leaderboard_columns, metrics_of
+from engine.reports.read import ModelResult
+
+BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
+
+
+@dataclass
+class Table:
+    """A small table of a first text column and numeric (or missing) cells."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    title: str = ""
+    digits: int = 4
+    note: str = ""
+
+    def column(self, name: str) -> list[Any]:
+        """The cells of one column, top to bottom."""
+        i = self.columns.index(name)
+        return [row[i] for row in self.rows]
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as {column: cell} dicts."""
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+    def _cell(self, value: Any) -> str:
+        if value is None:
+            return "–"
+        if isinstance(value, float):
+            return f"{value:.{self.digits}f}"
+        return str(value).replace("|", "\\|")
+
+    def to_markdown(self) -> str:
+        """A GitHub-flavoured markdown table (numbers right-aligned, missing cells as '–')."""
+        header = "| " + " | ".join(c.replace("|", "\\|") for c in self.columns) + " |"
+        rule = "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(self.columns))) + "|"
+        body = ["| " + " | ".join(self._cell(v) for v in row) + " |" for row in self.rows]
+        return "\n".join([header, rule, *body]) + "\n" + (f"\n{self.note}\n" if self.note else "")
+
+    def to_csv(self) -> str:
+        """CSV text with full-precision numbers and empty missing cells."""
+        return csv_text(self.columns, self.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        """{"title", "columns", "rows": [{column: cell}], "note"} with missing cells as null."""
+        return {"title": self.title, "columns": list(self.columns), "rows": self.records(), "note": self.note}
+
+
+def _score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: str) -> Table:
+    """Rows of the alignment columns, the judge columns some entry has, and the Average Score.
+
+    The Average Score is the plain mean of a row's cells whose metric is in the average (the six
+    alignment columns and Information Grounding; Task Completion is shown, not averaged).
+    """
+    judges = [c for c in leaderboard_columns("judge") if any(block.get(c.keys[0]) is not None for _, block in entries)]
+    columns = [*leaderboard_columns("alignment"), *judges]
+    labels = ["Model", *(c.label for c in columns), AVERAGE]
+    if sort_by not in labels[1:]:
+        raise ValueError(f"cannot sort by {sort_by!r}: expected one of {', '.join(labels[1:])}")
+    rows = []
+    for name, block in entries:
+        cells = [_cell(block, c) for c in columns]
+        averaged = [v for v, c in zip(cells, columns) if c.in_average and v is not None]
+        rows.append([name, *cells, sum(averaged) / len(averaged)])
+    key = labels.index(sort_by)
+    rows.sort(key=lambda row: (row[key] is None, -(row[key] or 0.0), row[0]))
+    averaged = [c.label for c in columns if c.in_average]
+    note = f"{AVERAGE}: mean of {', '.join(averaged)}"
+    if not any(c.source == "judge" for c in columns if c.in_average):
+        note += " (no judge results: the alignment metrics only)"
+    return Table(columns=labels, rows=rows, title=title, note=note + ".")
+
+
+def _cell(block: dict[str, Any], column: Column) -> float | None:
+    key = next((k for k in column.keys if block.get(k) is not None), None)
+    return None if key is None else float(block[key])
+
+
+def leaderboard_table(results: list[ModelResult], sort_by: str = AVERAGE) -> Table:
+    """Paper Table 2: one row per model, best first by `sort_by` (a column label, e.g. 'Recall').
+
+    The judge columns (Task Completion, Information Grounding) appear only when some model has
+    them; Average Score is the plain mean of a row's metric cells that are present.
+    """
+    return _score_table([(r.name, r.aggregate) for r in results], "Leaderboard", sort_by)
+
+
+def family_tables(results: list[ModelResult], sort_by: str = AVERAGE) -> dict[str, Table]:
+    """Paper Tables 5-32: per task family (sorted by name), the leaderboard of the models that have it."""
+    families = sorted({family for r in results for family in r.by_type})
+    return {family: _score_table([(r.name, r.by_type[family]) for r in results if family in r.by_type],
+                                 family, sort_by) for family in families}
+
+
+def budget_table(results: list[ModelResult]) -> Table:
+    """Paper Table 4: per model (in the given order), average steps and tool calls per task,
+    overall and per family (missing where a model has no task of that family)."""
+    families = sorted({family for r in results for family in r.by_type})
+    columns = ["Model", *(f"Avg {label_of(key)}" for key in BUDGET_KEYS)]
+    columns += [f"{family} {label_of(key)}" for family in families for key in BUDGET_KEYS]
+    rows = []
+    for r in results:
+        row: list[Any] = [r.name, *(float(r.aggregate[key]) for key in BUDGET_KEYS)]
+        for family in families:
+            block = r.by_type.get(family)
+            row += [None if block is None else float(block[key]) for key in BUDGET_KEYS]
+        rows.append(row)
+    return Table(columns=columns, rows=rows, title="Budget", digits=2)
+
+
+def families_markdown(tables: dict[str, Table]) -> str:
+    """All per-family tables as one markdown document, one section per family."""
+    return "\n".join(f"## {family}\n\n{table.to_markdown()}" for family, table in tables.items())

@@ -1,0 +1,49 @@
+"""Writing a run's reports: leaderboard, family and budget tables (md, csv, json) and plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.contract import atomic_write_json, atomic_write_text
+from engine.metricspec import AVERAGE
+from engine.reports.plots import family_chart, leaderboard_chart, threshold_chart
+from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
+from engine.reports.tables import budget_table, families_markdown, family_tables, leaderboard_table
+
+
+def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
+    """Write the run's leaderboard, family and budget tables (md/csv/json) and plots; returns the paths.
+
+    Files go to out_dir (default: run_dir), each written atomically.
+    """
+    run_dir = Path(run_dir)
+    out = Path(out_dir) if out_dir is not None else run_dir
+    results = collect_run(run_dir)
+    board = leaderboard_table(results, sort_by)
+    families = family_tables(results, sort_by)
+    rank = {name: i for i, name in enumerate(board.column("Model"))}
+    budget = budget_table(sorted(results, key=lambda r: rank[r.name]))
+    written: list[Path] = []
+
+    def text(name: str, content: str) -> None:
+        atomic_write_text(out / name, content)
+        written.append(out / name)
+
+    def obj(name: str, content: Any) -> None:
+        atomic_write_json(out / name, content)
+        written.append(out / name)
+
+    for stem, table in (("leaderboard", board), ("budget", budget)):
+        text(f"{stem}.md", table.to_markdown())
+        text(f"{stem}.csv", table.to_csv())
+        obj(f"{stem}.json", table.to_json())
+    text("families.md", families_markdown(families))
+    obj("families.json", {family: table.to_json() for family, table in families.items()})
+    written.append(leaderboard_chart(board, out / "leaderboard.png"))
+    if families:
+        written.append(family_chart(families, out / "families.png", models=board.column("Model")))
+    grid = run_dir / GRID_FILE
+    if grid.is_file():
+        written.append(threshold_chart(load_threshold_grid(grid), out / "threshold_ablation.png"))
+    return written

@@ -1,0 +1,100 @@
+"""The Hydra apps as a new user meets them: their own groups, a description for every setting, and
+a run's log and config in the run's own folder, never under the working directory."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+ROOT = Path(__file__).resolve().parents[1]
+APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate"}
+
+
+def run_script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def documented_settings(help_text: str) -> dict[str, str]:
+    """key -> description of the `== Settings ==` section of an app's help."""
+    section = help_text.split("== Settings ==", 1)[1].split("==", 1)[0]
+    settings = {}
+    for line in section.strip().splitlines():
+        key, _, description = line.strip().partition(" ")
+        settings[key] = description.strip()
+    return settings
+
+
+def leaf_keys(node: object, prefix: str = "") -> set[str]:
+    """Dotted keys of the leaves of a config (lists are leaves)."""
+    if isinstance(node, dict):
+        return set().union(*(leaf_keys(v, f"{prefix}{k}.") for k, v in node.items())) if node else {prefix[:-1]}
+    return {prefix[:-1]}
+
+
+def composed_keys(app: str) -> set[str]:
+    """Leaf keys of the app's config composed with every option of every group."""
+    __import__(APPS[app])  # registers structured config groups
+    conf = ROOT / "conf" / app
+    groups = [d.name for d in conf.iterdir() if d.is_dir() and d.name != "hydra"]
+    keys: set[str] = set()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
+        options = [[]] + [[f"{g}={f.stem}"] for g in groups for f in sorted((conf / g).glob("*.yaml"))]
+        for overrides in options:
+            cfg = compose(config_name="config", overrides=overrides)
+            keys |= leaf_keys(OmegaConf.to_container(cfg, resolve=False))
+    return keys
+
+
+@pytest.mark.parametrize("app", sorted(APPS))
+def test_help_describes_every_setting_and_only_its_own_groups(app: str, tmp_path: Path) -> None:
+    proc = run_script(app, "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    documented = documented_settings(proc.stdout)
+    assert all(documented.values()), [k for k, v in documented.items() if not v]
+    assert set(documented) == composed_keys(app)
+    groups = proc.stdout.split("== Configuration groups ==")[-1]
+    assert not re.search(r"^(exposure|tasks):", groups, re.M), "rollout groups leak into the help"
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_score_run_writes_log_and_config_only_into_its_output_dir(tmp_path: Path, embedding_cache: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    out = tmp_path / "out"
+    proc = run_script("score", f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=3", "reports=false", "device=cpu",
+                      f"encoder.cache_dir={embedding_cache}", f"output_dir={out}", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / ".hydra" / "config.yaml").is_file() and (out / "score.log").is_file()
+    assert (out / "demo_strong" / "results_eval.json").is_file()
+    assert list(cwd.iterdir()) == []
+
+
+def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = run_script("score", "data.gt=missing.json", "model.predictions=missing.json",
+                      f"output_dir={tmp_path / 'out'}", cwd=cwd)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == "error: missing.json: trajectory file not found"
+    assert list(cwd.iterdir()) == []
+
+
+def test_bad_threshold_is_one_line(tmp_path: Path) -> None:
+    proc = run_script("score", "align.tau_weak=1.5", "data=demo", f"demo.dir={tmp_path / 'demo'}",
+                      f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == "error: align.tau_weak=1.5: a threshold must be a number in [-1, 1]"
+
+
+def test_calibrate_needs_pairs(tmp_path: Path) -> None:
+    proc = run_script("calibrate", f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == "error: no labelled pairs file: set pairs=FILE"
