@@ -6,9 +6,10 @@ whole file and parses it only when the name matches, so any damage to a shard (a
 byte anywhere, a truncation) is found before the file is interpreted; the shard is then
 reported, deleted and its texts are embedded again. Writers never modify a file: they
 write a new shard to a temporary name and rename it into place, so readers only ever see
-whole shards and any number of processes may write at once. When shards accumulate they
-are merged under a file lock. Shards of the earlier format (``<hex>-<pid>.npz``, with a
-checksum array inside) are not read.
+whole shards and any number of processes may write at once. Embedding the texts a cache
+lacks happens under a per-directory lock (``locked``), so processes sharing the cache
+encode each text once. When shards accumulate they are merged under a file lock. Shards
+of the earlier format (``<hex>-<pid>.npz``, with a checksum array inside) are not read.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +114,20 @@ class EmbeddingCache:
         if vectors is None:
             vectors = np.zeros((len(keys), 0), dtype=np.float32)
         return found, vectors
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold this cache's embedding lock (one holder at a time across processes)."""
+        lock = FileLock(str(self.directory / ".embed.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            log.info("embedding cache %s: another process is embedding into it; waiting", self.directory)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
 
     def store(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         """Add a shard with these embeddings (atomic), merging shards when they pile up."""
