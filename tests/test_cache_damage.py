@@ -27,10 +27,10 @@ class LengthEncoder:
 
 
 def mutations(data: bytes) -> Iterator[tuple[str, bytes]]:
-    """Damaged copies of a shard: one flipped bit in every other byte (all eight bit positions
-    in turn), a flipped byte, truncations, zip directory and block damage."""
-    for i in range(0, len(data), 2):
-        bit = 1 << (i // 2 % 8)
+    """Damaged copies of a shard: one flipped bit in every third byte (the eight bit positions
+    in turn), whole flipped bytes, truncations, zip directory and block damage."""
+    for i in range(0, len(data), 3):
+        bit = 1 << (i // 3 % 8)
         yield f"byte {i} xor 0x{bit:02x}", data[:i] + bytes([data[i] ^ bit]) + data[i + 1:]
     for i in range(1, len(data), 32):
         yield f"byte {i} xor 0xff", data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:]
@@ -62,8 +62,9 @@ def test_every_mutation_of_a_shard_is_detected_removed_and_rebuilt(tmp_path: Pat
     count = 0
     for what, damaged in mutations(data):
         count += 1
-        for old in directory.glob("*.npz"):
-            old.unlink()
+        for rebuilt in directory.glob("*.npz"):
+            if rebuilt != shard:
+                rebuilt.unlink()
         shard.write_bytes(damaged)
         caplog.clear()
         try:
@@ -80,7 +81,7 @@ def test_every_mutation_of_a_shard_is_detected_removed_and_rebuilt(tmp_path: Pat
         if stats.encoded != len(TEXTS) or not np.array_equal(vectors, original):
             failures.append(f"{what}: rebuilt {stats.encoded} texts, vectors equal: "
                             f"{np.array_equal(vectors, original)}")
-    assert count > len(data) // 2 > 300
+    assert count > len(data) // 3 > 250
     assert not failures, f"{len(failures)} of {count} mutations: " + "; ".join(failures[:20])
 
 
