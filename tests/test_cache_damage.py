@@ -17,10 +17,10 @@ from engine.encode import embed_distinct
 TEXTS = [f'{{"query": "item {i}", "page": {i * 7}}}' for i in range(8)]
 
 
-class LengthEncoder:
+class StandInEncoder:
     """A small deterministic stand-in for the sentence encoder (the vector depends on the text)."""
 
-    identity = "length-v1"
+    identity = "stand-in-v1"
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return np.stack([np.arange(4, dtype=np.float32) * len(t) + sum(t.encode()) % 251 for t in texts])
@@ -49,7 +49,7 @@ def mutations(data: bytes) -> Iterator[tuple[str, bytes]]:
 
 
 def test_every_mutation_of_a_shard_is_detected_removed_and_rebuilt(tmp_path: Path, caplog) -> None:
-    encoder = LengthEncoder()
+    encoder = StandInEncoder()
     original, _ = embed_distinct(TEXTS, encoder, tmp_path)
     directory = tmp_path / encoder.identity
     shard = next(directory.glob("*.npz"))
