@@ -1,20 +1,27 @@
 """A persistent on-disk embedding cache, safe for concurrent writers and checked on read.
 
-Layout: ``<cache_dir>/<encoder id>/<shard>.npz``. Each shard holds 16-byte text keys,
-float32 vectors and a SHA-256 checksum of both. Writers never modify a file: they
-write a new shard to a temporary name and rename it into place, so readers only ever
-see whole shards and any number of processes may write at once. A shard that fails
-to load or whose checksum does not match is reported, deleted and its texts are
-embedded again. When shards accumulate they are merged under a file lock.
+Layout: ``<cache_dir>/<encoder id>/<sha256>.npz``. Each shard is an ``.npz`` of 16-byte
+text keys and float32 vectors, named by the SHA-256 of its own bytes: a reader hashes the
+whole file and parses it only when the name matches, so any damage to a shard (a changed
+byte anywhere, a truncation) is found before the file is interpreted; the shard is then
+reported, deleted and its texts are embedded again. Writers never modify a file: they
+write a new shard to a temporary name and rename it into place, so readers only ever see
+whole shards and any number of processes may write at once. Embedding the texts a cache
+lacks happens under a per-directory lock (``locked``), so processes sharing the cache
+encode each text once. When shards accumulate they are merged under a file lock. Shards
+of the earlier format (``<hex>-<pid>.npz``, with a checksum array inside) are not read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
+import re
 import tempfile
-import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -26,20 +33,13 @@ log = logging.getLogger(__name__)
 
 KEY_BYTES = 16
 MERGE_AT = 32
+_SHARD_NAME = re.compile(r"[0-9a-f]{64}\.npz")
 
 
 def text_keys(texts: list[str]) -> np.ndarray:
     """16-byte BLAKE2b digests of the texts, as a numpy ``S16`` array."""
     digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=KEY_BYTES).digest() for t in texts]
     return np.array(digests, dtype=f"S{KEY_BYTES}") if digests else np.zeros(0, dtype=f"S{KEY_BYTES}")
-
-
-def _checksum(keys: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    h = hashlib.sha256()
-    h.update(np.ascontiguousarray(keys).tobytes())
-    h.update(np.ascontiguousarray(vectors).tobytes())
-    h.update(str(vectors.shape).encode())
-    return np.frombuffer(h.digest(), dtype=np.uint8).copy()
 
 
 class EmbeddingCache:
@@ -50,29 +50,40 @@ class EmbeddingCache:
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def _shards(self) -> list[Path]:
-        return sorted(p for p in self.directory.glob("*.npz") if not p.name.startswith("."))
+        return sorted(p for p in self.directory.glob("*.npz") if _SHARD_NAME.fullmatch(p.name))
 
     def _read_shard(self, shard: Path) -> tuple[np.ndarray, np.ndarray] | None:
         """Keys and vectors of a shard; None if it vanished or is damaged (then it is removed)."""
         try:
-            with np.load(shard, allow_pickle=False) as data:
-                keys, vectors, checksum = data["keys"], data["vectors"], data["checksum"]
+            data = shard.read_bytes()
         except FileNotFoundError:
             return None  # merged away by another process meanwhile
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            self._discard(shard, f"unreadable ({type(exc).__name__}: {exc})")
+        except OSError as exc:
+            self._discard(shard, f"unreadable: {exc.strerror or exc}")
+            return None
+        if hashlib.sha256(data).hexdigest() != shard.stem:
+            self._discard(shard, f"checksum mismatch, {len(data)} bytes")
+            return None
+        try:  # the bytes are intact, so only a file this cache did not write can fail here
+            with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+                keys, vectors = arrays["keys"], arrays["vectors"]
+        except Exception as exc:  # boundary: numpy and zipfile raise many types for foreign files
+            self._discard(shard, f"not a shard ({type(exc).__name__}: {exc})")
             return None
         if (keys.dtype != np.dtype(f"S{KEY_BYTES}") or vectors.dtype != np.float32
-                or vectors.ndim != 2 or len(keys) != len(vectors)
-                or not np.array_equal(checksum, _checksum(keys, vectors))):
-            self._discard(shard, "checksum or layout mismatch")
+                or vectors.ndim != 2 or len(keys) != len(vectors)):
+            self._discard(shard, "not a shard (unexpected array layout)")
             return None
         return keys, vectors
 
     def _discard(self, shard: Path, why: str) -> None:
+        try:
+            shard.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("embedding cache: damaged shard %s (%s) could not be removed: %s", shard, why, exc)
+            return
         log.warning("embedding cache: damaged shard %s (%s); removed, its texts will be re-embedded",
                     shard, why)
-        shard.unlink(missing_ok=True)
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return (found mask, vectors) for the keys; rows not found are zero (no columns if none is)."""
@@ -104,6 +115,20 @@ class EmbeddingCache:
             vectors = np.zeros((len(keys), 0), dtype=np.float32)
         return found, vectors
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold this cache's embedding lock (one holder at a time across processes)."""
+        lock = FileLock(str(self.directory / ".embed.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            log.info("embedding cache %s: another process is embedding into it; waiting", self.directory)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
     def store(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         """Add a shard with these embeddings (atomic), merging shards when they pile up."""
         if len(keys) == 0:
@@ -114,15 +139,17 @@ class EmbeddingCache:
             self._merge()
 
     def _write_shard(self, keys: np.ndarray, vectors: np.ndarray) -> Path:
-        name = hashlib.sha256(keys.tobytes()).hexdigest()[:24] + f"-{os.getpid()}.npz"
+        buf = io.BytesIO()
+        np.savez(buf, keys=keys, vectors=vectors)
+        data = buf.getvalue()
+        target = self.directory / f"{hashlib.sha256(data).hexdigest()}.npz"
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".part")
         try:
             os.fchmod(fd, default_file_mode())
             with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, keys=keys, vectors=vectors, checksum=_checksum(keys, vectors))
+                fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            target = self.directory / name
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

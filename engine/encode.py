@@ -101,23 +101,38 @@ class EmbeddingStats:
     encoded: int
 
 
+def _place(vectors: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """vectors with values written into rows; its columns are made first if it has none yet."""
+    if len(rows) == 0:
+        return vectors
+    if vectors.shape[1] == 0:
+        vectors = np.zeros((len(vectors), values.shape[1]), dtype=np.float32)
+    vectors[rows] = values
+    return vectors
+
+
 def embed_distinct(texts: list[str], encoder: TextEncoder,
                    cache_dir: str | Path | None) -> tuple[np.ndarray, EmbeddingStats]:
     """Embeddings of distinct texts (rows in the order given), from the cache where possible.
 
-    With every text cached, the encoder model is never loaded.
+    With every text cached, the encoder model is never loaded. Texts the cache lacks are
+    encoded under the cache's lock, after looking again for those another process stored
+    meanwhile, so processes sharing a cache encode each text once in total.
     """
-    found, vectors = np.zeros(len(texts), dtype=bool), np.zeros((len(texts), 0), np.float32)
-    cache = EmbeddingCache(cache_dir, encoder.identity) if cache_dir else None
-    if cache is not None:
-        keys = text_keys(texts)
-        found, vectors = cache.lookup(keys)
+    if not cache_dir:
+        vectors = encoder.encode(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        return vectors, EmbeddingStats(len(texts), 0, len(texts))
+    cache = EmbeddingCache(cache_dir, encoder.identity)
+    keys = text_keys(texts)
+    found, vectors = cache.lookup(keys)
     missing = np.flatnonzero(~found)
     if len(missing):
-        fresh = encoder.encode([texts[i] for i in missing])
-        if vectors.shape[1] == 0:  # nothing was cached yet
-            vectors = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
-        vectors[missing] = fresh
-        if cache is not None:
-            cache.store(keys[missing], fresh)
-    return vectors, EmbeddingStats(len(texts), int(len(texts) - len(missing)), int(len(missing)))
+        with cache.locked():
+            stored, stored_vectors = cache.lookup(keys[missing])
+            vectors = _place(vectors, missing[stored], stored_vectors[stored])
+            missing = missing[~stored]
+            if len(missing):
+                fresh = encoder.encode([texts[i] for i in missing])
+                vectors = _place(vectors, missing, fresh)
+                cache.store(keys[missing], fresh)
+    return vectors, EmbeddingStats(len(texts), len(texts) - len(missing), len(missing))

@@ -8,6 +8,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engine.cache import EmbeddingCache, text_keys
 from engine.encode import TextEncoder, embed_distinct
@@ -35,6 +36,7 @@ def test_second_run_uses_cache(tmp_path: Path) -> None:
     np.testing.assert_array_equal(second[0], first[2])
 
 
+@pytest.mark.slow
 def test_real_encoder_not_loaded_when_everything_is_cached(tmp_path: Path) -> None:
     texts = ['{"q":"x"}', '{"q":"日本"}']
     enc = TextEncoder(device="cpu")
