@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.cache import EmbeddingCache, text_keys
+from engine.embedding_cache import EmbeddingCache, text_keys
 
 log = logging.getLogger(__name__)
 

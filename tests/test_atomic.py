@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.contract import atomic_write_json, default_file_mode
-from engine.cache import EmbeddingCache, text_keys
+from engine.embedding_cache import EmbeddingCache, text_keys
 
 
 def mode(path: Path) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cache import EmbeddingCache, text_keys
+from engine.embedding_cache import EmbeddingCache, text_keys
 from engine.encode import TextEncoder, embed_distinct
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cache import EmbeddingCache, text_keys
+from engine.embedding_cache import EmbeddingCache, text_keys
 from engine.encode import embed_distinct
 
 TEXTS = [f'{{"query": "item {i}", "page": {i * 7}}}' for i in range(8)]
@@ -68,7 +68,7 @@ def test_every_mutation_of_a_shard_is_detected_removed_and_rebuilt(tmp_path: Pat
         shard.write_bytes(damaged)
         caplog.clear()
         try:
-            with caplog.at_level(logging.WARNING, logger="engine.cache"):
+            with caplog.at_level(logging.WARNING, logger="engine.embedding_cache"):
                 found, _ = cache.lookup(keys)
         except Exception as exc:  # the failure being tested for: collected, reported below
             failures.append(f"{what}: {type(exc).__name__} escaped lookup")
@@ -102,7 +102,7 @@ def test_intact_file_that_is_not_a_shard_is_removed(tmp_path: Path, caplog, cont
     else:
         buf.write(np.random.default_rng(0).bytes(300))
     foreign = _named_by_digest(cache.directory, buf.getvalue())
-    with caplog.at_level(logging.WARNING, logger="engine.cache"):
+    with caplog.at_level(logging.WARNING, logger="engine.embedding_cache"):
         found, _ = cache.lookup(text_keys(["x"]))
     assert not found.any() and not foreign.exists()
     assert f"damaged shard {foreign} (not a shard" in caplog.text
