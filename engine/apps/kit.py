@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 CONF_ROOT = Path(__file__).resolve().parents[2] / "conf"
+
+
+class BelowWarning(logging.Filter):
+    """Passes only records below WARNING: stdout's filter, as warnings and errors go to stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """True for DEBUG and INFO records."""
+        return record.levelno < logging.WARNING
 
 
 def output_folder(cfg: DictConfig) -> Path:
