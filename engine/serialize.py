@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from engine.contract import Trajectory, TrajectoryFile, canonical_json
+from engine.contract import InputError, Trajectory, TrajectoryFile, canonical_json, shown
 from engine.metricspec import PROFILES
 
 log = logging.getLogger(__name__)
@@ -16,14 +16,18 @@ log = logging.getLogger(__name__)
 Profile = Literal["reference", "paper"]
 
 
+def profile_text(name: str, arguments_text: str, profile: Profile = "reference") -> str:
+    """A call's text from its canonical arguments text: that text (`reference`) or `name(text)` (`paper`)."""
+    if profile == "reference":
+        return arguments_text
+    if profile == "paper":
+        return f"{name}({arguments_text})"
+    raise ValueError(f"unknown metrics profile {profile!r}; expected one of {', '.join(PROFILES)}")
+
+
 def call_text(name: str, arguments: Any, profile: Profile = "reference") -> str:
     """The text of one call: its arguments (`reference`) or `name(arguments)` (`paper`)."""
-    args = canonical_json(arguments)
-    if profile == "reference":
-        return args
-    if profile == "paper":
-        return f"{name}({args})"
-    raise ValueError(f"unknown metrics profile {profile!r}; expected one of {', '.join(PROFILES)}")
+    return profile_text(name, canonical_json(arguments), profile)
 
 
 @dataclass
@@ -67,15 +71,47 @@ class SweepTables:
         return len(self.sample_task)
 
 
+def _examples(ids: list[str], limit: int = 5) -> str:
+    return ", ".join(shown(i) for i in ids[:limit]) + (", ..." if len(ids) > limit else "")
+
+
+def _no_shared_id_hint(gt: TrajectoryFile, pred: TrajectoryFile) -> str:
+    """Why a prediction file may share no id with the GT: number-typed ids, leading zeros."""
+    def unpadded(task_id: str) -> str:
+        return (task_id.lstrip("0") or "0") if task_id.isdigit() else task_id
+
+    gt_of = {unpadded(i): i for i in gt.tasks}
+    padded = [(gt_of[unpadded(p)], p) for p in pred.tasks if unpadded(p) in gt_of]
+    numbers = sum(isinstance(t.raw.get("id"), int) for t in pred.tasks.values())
+    hints = []
+    if padded:
+        hints.append(f"{len(padded)} id(s) agree once leading zeros are dropped (GT {padded[0][0]!r}, "
+                     f"prediction {padded[0][1]!r})")
+    if numbers:
+        hints.append(f"{numbers} prediction id(s) are JSON numbers, which lose leading zeros: "
+                     "write ids as strings")
+    return "; ".join(hints) if hints else (f"GT ids look like {_examples(sorted(gt.tasks), 2)}, "
+                                           f"prediction ids like {_examples(sorted(pred.tasks), 2)}")
+
+
 def scored_ids(gt: TrajectoryFile, pred: TrajectoryFile) -> list[str]:
-    """Ids present in both files, in ascending string order; warns about the rest."""
+    """Ids present in both files, in ascending string order; warns about the rest.
+
+    A prediction file sharing no id with the GT is an InputError with a hint.
+    """
     common = sorted(set(gt.tasks) & set(pred.tasks))
-    missing_pred = len(gt.tasks) - len(common)
-    missing_gt = len(pred.tasks) - len(common)
-    if missing_pred:
-        log.warning("%s: %d GT id(s) have no prediction", pred.path, missing_pred)
-    if missing_gt:
-        log.warning("%s: %d predicted id(s) are not in the GT", pred.path, missing_gt)
+    if not common:
+        if not pred.tasks or not gt.tasks:
+            raise InputError(pred.path if gt.tasks else gt.path, "nothing to score: the file holds no task")
+        raise InputError(pred.path, f"none of its {len(pred.tasks)} task id(s) is in the GT "
+                                    f"({gt.path}, {len(gt.tasks)} ids): {_no_shared_id_hint(gt, pred)}")
+    no_pred = sorted(set(gt.tasks) - set(pred.tasks))
+    not_in_gt = sorted(set(pred.tasks) - set(gt.tasks))
+    if no_pred or not_in_gt:
+        log.warning("%s: %d of %d id(s) scored; %d GT id(s) have no prediction%s; %d predicted id(s) "
+                    "are not in the GT%s", pred.path, len(common), len(gt.tasks), len(no_pred),
+                    f" ({_examples(no_pred)})" if no_pred else "", len(not_in_gt),
+                    f" ({_examples(not_in_gt)})" if not_in_gt else "")
     return common
 
 
@@ -107,7 +143,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
                 g_rank.append(rank)
                 g_step.append(s)
                 g_index.append(index)
-                g_text.append(text_row.setdefault(call_text(call.name, call.arguments, profile), len(text_row)))
+                g_text.append(text_row.setdefault(profile_text(call.name, call.text, profile), len(text_row)))
                 index += 1
         ranks_of.append(ranks)
         task_calls.append(index)
@@ -132,7 +168,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
                     p_rank.append(ranks.get(call.name, -1))
                     p_step.append(s)
                     p_index.append(index)
-                    p_text.append(text_row.setdefault(call_text(call.name, call.arguments, profile),
+                    p_text.append(text_row.setdefault(profile_text(call.name, call.text, profile),
                                                       len(text_row)))
                     index += 1
             s_calls.append(index)

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
+SHOWN_CHARS = 120
+"""Longest id or field shown in a message; longer ones are cut."""
+
+
+def shown(text: str) -> str:
+    """text as a message shows it: on one line (escaped and quoted when not printable), cut when long."""
+    if len(text) > SHOWN_CHARS:
+        text = text[:SHOWN_CHARS] + "..."
+    return text if text.isprintable() else json.dumps(text, ensure_ascii=True)
+
 
 class InputError(ValueError):
-    """A malformed input file; the message names the file, the task id and the field."""
+    """A malformed input file; the message (one line) names the file, the task id and the field."""
 
     def __init__(self, path: str | Path, problem: str, task_id: str | None = None,
                  field: str | None = None) -> None:
-        where = [str(path)]
+        where = [shown(str(path))]
         if task_id is not None:
-            where.append(f"id {task_id}")
+            where.append(f"id {shown(task_id)}")
         if field is not None:
-            where.append(f"field '{field}'")
+            where.append(f"field '{shown(field)}'")
         self.path = str(path)
         self.task_id = task_id
         self.field = field

@@ -1,17 +1,111 @@
-"""JSON in and out: reading with one-line errors, canonical texts, strict output."""
+"""JSON in and out: reading with one-line errors, checked canonical texts, strict output.
+
+Input policy (what `read_json` and `checked_canonical_json` accept):
+
+- a file is UTF-8 text, with or without a byte-order mark; anything else is refused;
+- a repeated key in an object keeps its last value (as Python's and the published scorer's reader do);
+- a value that the outputs echo (call arguments) must be strict JSON that UTF-8 can hold: NaN,
+  Infinity and numbers beyond the double range (1e999 reads as Infinity) are refused, and so are
+  lone surrogate escapes (``"\\ud800"``) and nesting deeper than `MAX_DEPTH` levels.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from engine.contract.errors import InputError
 
+MAX_DEPTH = 100
+"""Deepest nesting of containers allowed in a checked value (real call arguments use a handful)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_STRICT_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                                     allow_nan=False)
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ValueProblem(ValueError):
+    """A JSON value strict UTF-8 JSON cannot hold; `where` is the path inside it ('' for the value)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where or 'value'}: {problem}")
+
 
 def canonical_json(value: Any) -> str:
     """JSON with keys sorted, non-ASCII kept, and ',' / ':' separators without spaces."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def lone_surrogate(text: str) -> str | None:
+    """A description of the first lone surrogate in text, or None when text is valid Unicode."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return (f"a lone surrogate \\u{ord(found.group()):04x} cannot be written as UTF-8 "
+            "(write the character itself, or a valid surrogate pair)")
+
+
+def _number_problem(value: float) -> str:
+    if math.isnan(value):
+        return "NaN is not a JSON number (strict JSON has no NaN or Infinity)"
+    return ("Infinity is not a JSON number (strict JSON has no NaN or Infinity; a number beyond the "
+            "double range, like 1e999, reads as Infinity)")
+
+
+def _step(key: Any) -> str:
+    if isinstance(key, int):
+        return f"[{key}]"
+    return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=True)}]"
+
+
+def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+    """(path inside value, problem) of the first part strict UTF-8 JSON cannot hold, else None.
+
+    Walks the value without recursion, so any depth is safe to inspect.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= max_depth:
+                return where, f"nested more than {max_depth} levels deep"
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            children = []
+            for key, child in pairs:
+                if isinstance(key, str) and (problem := lone_surrogate(key)):
+                    return where + _step(key), f"key: {problem}"
+                children.append((child, where + _step(key), depth + 1))
+            stack.extend(reversed(children))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return where, _number_problem(item)
+        elif isinstance(item, str) and (problem := lone_surrogate(item)):
+            return where, problem
+    return None
+
+
+def checked_canonical_json(value: Any) -> str:
+    """canonical_json of a value strict UTF-8 JSON can hold (see the module's policy), else ValueProblem.
+
+    The common case costs one C-level dump and two scans of its text; only a suspicious text is walked.
+    """
+    try:
+        text = _STRICT_CANONICAL.encode(value)
+    except (ValueError, RecursionError):
+        text = None
+    if text is None or text.count("[") + text.count("{") > MAX_DEPTH or _SURROGATE.search(text):
+        found = value_problem(value)
+        if found is not None:
+            raise ValueProblem(*found)
+        if text is None:
+            raise ValueProblem("", "not a JSON value")
+    return text
 
 
 def dumps_json(value: Any, indent: int | None = 2) -> str:
@@ -20,17 +114,29 @@ def dumps_json(value: Any, indent: int | None = 2) -> str:
 
 
 def read_json(path: str | Path, what: str = "file", error: type[InputError] = InputError) -> Any:
-    """Parse a JSON file; any failure becomes an `error` (an InputError) naming the file."""
+    """Parse a JSON file; any failure becomes an `error` (an InputError) naming the file.
+
+    A UTF-8 byte-order mark is skipped; see the module's policy for the rest.
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise error(path, f"{what} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(path, f"cannot read {what} ({exc})") from None
+    except OSError as exc:
+        raise error(path, f"cannot read {what} ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(path, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    if not text.strip():
+        raise error(path, f"empty {what}")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:
         raise error(path, "not valid input: JSON nested too deeply") from None
+    except ValueError:  # the only other failure: an integer longer than Python converts
+        raise error(path, f"not valid input: an integer longer than {sys.get_int_max_str_digits()} "
+                          "digits") from None

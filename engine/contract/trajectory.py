@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.contract.atomic import atomic_write_text
 from engine.contract.errors import InputError
-from engine.contract.jsonio import dumps_json, read_json
+from engine.contract.jsonio import ValueProblem, checked_canonical_json, dumps_json, lone_surrogate, read_json
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,12 @@ _HEAD_FIELDS = ("image", "type", "question")
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One tool call: `name` is "server/tool" (whitespace-stripped), `arguments` any JSON value."""
+    """One tool call: `name` is "server/tool" (whitespace-stripped), `arguments` any JSON value, and
+    `text` the canonical JSON of the arguments (checked: strict JSON that UTF-8 can hold)."""
 
     name: str
     arguments: Any
+    text: str = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,19 +103,29 @@ def _entries(path: Path, root: Any) -> list[tuple[str, dict]]:
     out = []
     for position, (key, obj) in enumerate(items):
         if not isinstance(obj, dict):
-            label = key if key is not None else f"#{position}"
-            raise InputError(path, f"a task must be an object, got {type(obj).__name__}", task_id=label)
+            raise InputError(path, f"a task must be an object, got {type(obj).__name__}",
+                             task_id=key if key is not None else f"#{position}")
         value = obj.get("id")
+        label = key if key is not None else f"#{position}"
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, (str, int)):
                 raise InputError(path, f"id must be a string or an integer, got {type(value).__name__}",
-                                 task_id=key if key is not None else f"#{position}", field="id")
-            out.append((str(value), obj))
+                                 task_id=label, field="id")
+            task_id = str(value)
         elif key is not None:
-            out.append((key, obj))
+            task_id = key
         else:
-            raise InputError(path, "task has no id", task_id=f"#{position}", field="id")
+            raise InputError(path, "task has no id", task_id=label, field="id")
+        check_text(path, task_id, "id", task_id)
+        out.append((task_id, obj))
     return out
+
+
+def check_text(path: Path, task_id: str, where: str, text: str) -> None:
+    """Raise InputError when a string the outputs echo holds a lone surrogate (UTF-8 cannot hold it)."""
+    problem = lone_surrogate(text)
+    if problem is not None:
+        raise InputError(path, problem, task_id=task_id, field=where)
 
 
 def _last_of_each(path: Path, entries: list[tuple[str, dict]]) -> tuple[dict[str, dict], tuple[str, ...]]:
@@ -132,7 +144,8 @@ def _last_of_each(path: Path, entries: list[tuple[str, dict]]) -> tuple[dict[str
 
 
 def parse_call(path: Path, task_id: str, where: str, obj: Any) -> Call:
-    """Validate one call object (a non-empty string name; arguments default to null)."""
+    """Validate one call object: a non-empty string name, and arguments (default null) that strict
+    UTF-8 JSON can hold, nested at most MAX_DEPTH levels."""
     if not isinstance(obj, dict):
         raise InputError(path, f"a call must be an object, got {type(obj).__name__}",
                          task_id=task_id, field=where)
@@ -140,7 +153,13 @@ def parse_call(path: Path, task_id: str, where: str, obj: Any) -> Call:
     if not isinstance(name, str) or not name.strip():
         raise InputError(path, "a call needs a non-empty string 'name'", task_id=task_id,
                          field=f"{where}.name")
-    return Call(name=name.strip(), arguments=obj.get("arguments"))
+    check_text(path, task_id, f"{where}.name", name)
+    arguments = obj.get("arguments")
+    try:
+        text = checked_canonical_json(arguments)
+    except ValueProblem as exc:
+        raise InputError(path, exc.problem, task_id=task_id, field=f"{where}.arguments{exc.where}") from None
+    return Call(name=name.strip(), arguments=arguments, text=text)
 
 
 def parse_trajectory(path: Path, task_id: str, obj: dict) -> Trajectory:
@@ -149,6 +168,8 @@ def parse_trajectory(path: Path, task_id: str, obj: dict) -> Trajectory:
     if family is not None and not isinstance(family, str):
         raise InputError(path, f"type must be a string, got {type(family).__name__}",
                          task_id=task_id, field="type")
+    if family is not None:
+        check_text(path, task_id, "type", family)
     if "steps" not in obj:
         raise InputError(path, "task has no 'steps'", task_id=task_id, field="steps")
     raw_steps = obj["steps"]

@@ -1,0 +1,213 @@
+"""Hostile inputs: each is refused with one line on stderr (file, id, field) and exit status 2, or
+scored as its policy says (engine.contract.jsonio); warnings reach stderr; outputs are strict JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from engine.apps.score import run
+from engine.contract import MAX_DEPTH
+
+ROOT = Path(__file__).resolve().parents[1]
+GT = [{"id": f"0004000{i}", "type": "trip", "steps": [
+    {"step": 1, "calls": [{"name": "maps/search", "arguments": {"query": f"museum near station {i}"}}]},
+    {"step": 2, "calls": [{"name": "weather/now", "arguments": {"city": "Lyon", "days": 3}}]}]} for i in range(2)]
+
+
+def call_task(arguments_json: str, task_id: str = '"00040000"', name: str = '"maps/search"',
+              family: str = '"trip"') -> str:
+    """The text of a one-task prediction file whose single call has these (raw JSON) arguments."""
+    return (f'[{{"id": {task_id}, "type": {family}, "steps": [{{"step": 1, "calls": '
+            f'[{{"name": {name}, "arguments": {arguments_json}}}]}}]}}]')
+
+
+def nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+ARGS = "steps[0].calls[0].arguments"
+# name -> (file bytes, substrings the error line must hold after the file name)
+REFUSED: dict[str, tuple[bytes, tuple[str, ...]]] = {
+    "deep file": (call_task("[" * 5000 + "]" * 5000).encode(), ("nested too deeply",)),
+    "deep arguments": (call_task(nested(MAX_DEPTH + 1)).encode(),
+                       ("id 00040000", f"field '{ARGS}", f"nested more than {MAX_DEPTH} levels")),
+    "lone surrogate value": (call_task('{"query": "caf\\ud800"}').encode(),
+                             ("id 00040000", f"field '{ARGS}.query'", "lone surrogate \\ud800")),
+    "lone surrogate key": (call_task('{"q\\udc00": 1}').encode(), ("id 00040000", "key: a lone surrogate")),
+    "lone surrogate name": (call_task("{}", name='"maps/\\ud800"').encode(),
+                            ("id 00040000", "field 'steps[0].calls[0].name'", "lone surrogate")),
+    "lone surrogate id": (call_task("{}", task_id='"x\\ud800"').encode(), ('id "x\\ud800"', "field 'id'")),
+    "lone surrogate type": (call_task("{}", family='"\\udfff"').encode(), ("field 'type'", "lone surrogate")),
+    "NaN": (call_task('{"limit": NaN}').encode(), (f"field '{ARGS}.limit'", "NaN is not a JSON number")),
+    "Infinity": (call_task('{"xs": [1, Infinity]}').encode(), (f"field '{ARGS}.xs[1]'", "Infinity")),
+    "-Infinity": (call_task('{"a b": -Infinity}').encode(), (f'field \'{ARGS}["a b"]\'', "Infinity")),
+    "1e999": (call_task('{"n": 1e999}').encode(), (f"field '{ARGS}.n'", "beyond the double range")),
+    "number ids, no overlap": (json.dumps([{"id": 40000, "steps": []}, {"id": 40001, "steps": []}]).encode(),
+                               ("none of its 2 task id(s) is in the GT", "leading zeros", "JSON numbers")),
+    "no task": (b"[]", ("nothing to score: the file holds no task",)),
+    "root string": (b'"hello"', ("root must be a list",)),
+    "empty file": (b"  \n", ("empty trajectory file",)),
+    "not UTF-8": (call_task('{"q": "caf\xe9"}').encode("latin-1"), ("not UTF-8 text (byte 0xe9",)),
+    "UTF-16": (call_task("{}").encode("utf-16"), ("not UTF-8 text",)),
+    "huge integer": (call_task("1" * 5000).encode(), ("an integer longer than",)),
+    "raw control character": (call_task('"a\tb"').encode(), ("not valid JSON", "Invalid control character")),
+    "trailing data": (call_task("{}").encode() + b" ]", ("not valid JSON", "Extra data")),
+    "id with a newline": (call_task("{}", task_id='"a\\nb"', name="3").encode(),
+                          ('id "a\\nb"', "a call needs a non-empty string 'name'")),
+}
+
+
+@pytest.fixture(scope="module")
+def gt_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("gt") / "gt.json"
+    path.write_text(json.dumps(GT))
+    return path
+
+
+def score_in_process(gt: Path, pred: Path, out: Path, cache: Path, capsys) -> tuple[int, str, str]:
+    """The scoring app's run() on a composed config: (exit code, stdout, stderr)."""
+    overrides = [f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={out}", f"encoder.cache_dir={cache}",
+                 "device=cpu", "reports=false", "progress=false"]
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=overrides)
+    capsys.readouterr()
+    code = run(cfg)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line(code: int, err: str, path: Path, expected: tuple[str, ...]) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith(f"error: {path}: "), lines[0]
+    for part in expected:
+        assert part in lines[0], (part, lines[0])
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_with_one_line(case: str, gt_file: Path, tmp_path: Path, embedding_cache: Path, capsys) -> None:
+    content, expected = REFUSED[case]
+    pred = tmp_path / "pred.json"
+    pred.write_bytes(content)
+    code, _, err = score_in_process(gt_file, pred, tmp_path / "out", embedding_cache, capsys)
+    assert_one_line(code, err, pred, expected)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_paths_are_one_line(gt_file: Path, tmp_path: Path, embedding_cache: Path, capsys) -> None:
+    for pred, expected in ((tmp_path, ("cannot read trajectory file",)),
+                           (tmp_path / "missing.json", ("trajectory file not found",))):
+        code, _, err = score_in_process(gt_file, pred, tmp_path / "out", embedding_cache, capsys)
+        assert_one_line(code, err, pred, expected)
+
+
+def test_nesting_at_the_limit_is_scored(gt_file: Path, tmp_path: Path, embedding_cache: Path, capsys) -> None:
+    pred = tmp_path / "pred.json"
+    pred.write_text(call_task(nested(MAX_DEPTH)))
+    code, _, err = score_in_process(gt_file, pred, tmp_path / "out", embedding_cache, capsys)
+    assert code == 0, err
+    unmatched = json.loads((tmp_path / "out" / "unmatched_predictions.json").read_text())
+    depth, value = 0, unmatched[0]["pred"]["arguments"]
+    while isinstance(value, dict):
+        depth, value = depth + 1, value["a"]
+    assert depth == MAX_DEPTH
+
+
+def scored(gt: Path, text: bytes, tmp_path: Path, name: str, cache: Path, capsys) -> dict:
+    pred = tmp_path / f"{name}.json"
+    pred.write_bytes(text)
+    code, _, err = score_in_process(gt, pred, tmp_path / name, cache, capsys)
+    assert code == 0, err
+    return json.loads((tmp_path / name / "results_eval.json").read_text(encoding="utf-8"))
+
+
+def same_scores(a: dict, b: dict) -> bool:
+    return a["aggregate"] == b["aggregate"] and a["per_id"] == b["per_id"]
+
+
+def call_records(folder: Path) -> list[dict]:
+    """Every call record of the match and unmatched files, strictly parsed."""
+    names = ("strong_matches.json", "weak_matches.json", "unmatched_predictions.json")
+    return [record for name in names for record in strict_load(folder / name)]
+
+
+def test_bom_and_repeated_keys_score_like_their_plain_form(gt_file: Path, tmp_path: Path, embedding_cache: Path,
+                                                           capsys) -> None:
+    plain = json.dumps(GT).encode()
+    reference = scored(gt_file, plain, tmp_path, "plain", embedding_cache, capsys)
+    assert reference["aggregate"]["recall"] == 1.0
+    with_bom = scored(gt_file, b"\xef\xbb\xbf" + plain, tmp_path, "bom", embedding_cache, capsys)
+    # a repeated key keeps its last value, as the published scorer's reader does
+    repeated = plain.replace(b'"arguments": {"city"', b'"arguments": {"city": "Paris", "city"')
+    assert repeated != plain
+    with_repeats = scored(gt_file, repeated, tmp_path, "repeated", embedding_cache, capsys)
+    assert same_scores(reference, with_bom) and same_scores(reference, with_repeats)
+
+
+def test_huge_values_and_surrogate_pairs_are_scored(gt_file: Path, tmp_path: Path, embedding_cache: Path,
+                                                    capsys) -> None:
+    big = 10 ** 400
+    tasks = json.loads(json.dumps(GT))
+    tasks[0]["steps"][0]["calls"][0]["arguments"]["query"] = "museum " * 150_000  # about 1 MB
+    tasks[1]["steps"][1]["calls"][0]["arguments"].update(days=big, tiny=5e-324, emoji="\U0001F600")
+    text = json.dumps(tasks).encode()
+    assert b"\\ud83d\\ude00" in text  # the emoji as a valid surrogate pair escape
+    result = scored(gt_file, text, tmp_path, "huge", embedding_cache, capsys)
+    assert result["aggregate"]["num_ids"] == 2
+    echoed = [r["pred"]["arguments"] for r in call_records(tmp_path / "huge")
+              if r["id"] == "00040001" and r["pred"]["step_index"] == 1]
+    assert echoed == [{"city": "Lyon", "days": big, "tiny": 5e-324, "emoji": "\U0001F600"}]
+
+
+def strict_load(path: Path) -> object:
+    def refuse(token: str) -> None:
+        raise ValueError(f"{path}: non-strict token {token}")
+
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def test_outputs_are_strict_json(gt_file: Path, tmp_path: Path, embedding_cache: Path, capsys) -> None:
+    tasks = json.loads(json.dumps(GT))
+    tasks[0]["steps"][1]["calls"].append({"name": "weather/now", "arguments": {"edge": [1e308, -0.0, 2.5e-308]}})
+    scored(gt_file, json.dumps(tasks).encode(), tmp_path, "edges", embedding_cache, capsys)
+    strict_load(tmp_path / "edges" / "results_eval.json")
+    unmatched = [r for r in call_records(tmp_path / "edges") if "gt" not in r]
+    assert [r["pred"]["arguments"] for r in unmatched] == [{"edge": [1e308, -0.0, 2.5e-308]}]
+
+
+def cli(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "device=cpu", "reports=false",
+                           "progress=false", *overrides], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["deep file", "lone surrogate value", "NaN", "number ids, no overlap"])
+def test_cli_refuses_with_one_line(case: str, gt_file: Path, tmp_path: Path, embedding_cache: Path) -> None:
+    content, expected = REFUSED[case]
+    pred = tmp_path / "pred.json"
+    pred.write_bytes(content)
+    proc = cli(f"data.gt={gt_file}", f"model.predictions={pred}", f"output_dir={tmp_path / 'out'}",
+               f"encoder.cache_dir={embedding_cache}", cwd=tmp_path)
+    assert_one_line(proc.returncode, proc.stderr, pred, expected)
+
+
+@pytest.mark.slow
+def test_cli_warnings_go_to_stderr(gt_file: Path, tmp_path: Path, embedding_cache: Path) -> None:
+    tasks = [GT[0], {"id": "extra", "steps": []}, GT[0]]
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps(tasks))
+    proc = cli(f"data.gt={gt_file}", f"model.predictions={pred}", f"output_dir={tmp_path / 'out'}",
+               f"encoder.cache_dir={embedding_cache}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warnings = proc.stderr.splitlines()
+    assert f"WARNING: {pred}: 1 repeated id(s), keeping the last object of each: 00040000" in warnings
+    assert any("1 of 2 id(s) scored; 1 GT id(s) have no prediction (00040001); 1 predicted id(s) are not in "
+               "the GT (extra)" in line for line in warnings)
+    assert "WARNING" not in proc.stdout and "repeated id(s)" in (tmp_path / "out" / "score.log").read_text()
