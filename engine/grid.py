@@ -10,6 +10,8 @@ from engine.metrics import aggregate, task_scores
 from engine.pipeline import PreparedSweep, progress_bar
 from engine.thresholds import Thresholds
 
+GRID_FILES = ("threshold_grid.json", "threshold_grid.csv")
+
 
 def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_strong_grid: list[float],
                    names: list[str], progress: bool = False) -> list[dict]:
@@ -38,6 +40,6 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
 
 def write_grid(rows: list[dict], directory: Path) -> None:
     """threshold_grid.json and threshold_grid.csv in directory (atomic)."""
-    atomic_write_json(directory / "threshold_grid.json", rows)
+    atomic_write_json(directory / GRID_FILES[0], rows)
     if rows:
-        atomic_write_csv(directory / "threshold_grid.csv", list(rows[0]), rows)
+        atomic_write_csv(directory / GRID_FILES[1], list(rows[0]), rows)

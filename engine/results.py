@@ -15,6 +15,10 @@ from engine.serialize import SweepTables
 
 log = logging.getLogger(__name__)
 
+RESULT_FILES = ("strong_matches.json", "weak_matches.json", "unmatched_predictions.json", "results_eval.csv",
+                "results_eval.json")
+"""The files written for each prediction file, in writing order."""
+
 
 @dataclass
 class SampleView:
@@ -152,9 +156,8 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
         columns += list(JUDGE_KEYS)
     result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
               "meta": meta}
-    atomic_write_json(directory / "strong_matches.json", strong)
-    atomic_write_json(directory / "weak_matches.json", weak)
-    atomic_write_json(directory / "unmatched_predictions.json", unmatched)
+    for name, records in zip(RESULT_FILES[:3], (strong, weak, unmatched)):
+        atomic_write_json(directory / name, records)
     atomic_write_csv(directory / "results_eval.csv", columns, per_id)
     atomic_write_json(directory / "results_eval.json", result)
     return agg

@@ -13,9 +13,13 @@ from omegaconf import DictConfig
 
 from engine.apps.kit import hydra_app, output_folder
 from engine.contract import ConfigError, InputError
+from engine.contract.staged import check_output_folder, staged_folder
+from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.judge_results import judge_path_for
 from engine.metricspec import check_profile
-from engine.pipeline import ScoreSettings, StageTimer, output_dirs, prepare_sweep, score_prepared, write_sweep
+from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, output_dirs, prepare_sweep,
+                             score_prepared, write_sweep)
+from engine.results import RESULT_FILES
 from engine.thresholds import Thresholds
 
 log = logging.getLogger("score")
@@ -117,39 +121,49 @@ def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[
     return "\n".join(lines)
 
 
+def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores, inputs: Inputs,
+                   folder: Path, timer: StageTimer) -> list[dict]:
+    """Every output of the run (per-file results, the threshold grid, reports) written into folder."""
+    with timer.stage("write"):
+        dirs = [folder / name for name in inputs.names] if inputs.per_file_dirs else [folder]
+        aggregates = write_sweep(result, dirs, inputs.names, inputs.judges)
+    weak_grid = list(cfg.align.get("tau_weak_grid") or [])
+    strong_grid = list(cfg.align.get("tau_strong_grid") or [])
+    if weak_grid or strong_grid:
+        rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],
+                              strong_grid or [result.thresholds.tau_strong], inputs.names,
+                              progress=bool(cfg.progress))
+        with timer.stage("write"):
+            write_grid(rows, folder)
+    if cfg.reports:
+        from engine.reports.write import write_reports
+
+        with timer.stage("write"):
+            write_reports(folder)
+    return aggregates
+
+
 def run(cfg: DictConfig) -> int:
-    """Score what the config names and write the outputs; returns the process exit code."""
+    """Score what the config names and write the outputs; returns the process exit code.
+
+    The outputs replace the output folder's previous ones as a unit (engine.contract.staged).
+    """
     try:
         settings = settings_from(cfg)
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
         inputs = resolve_inputs(cfg)
         out = output_folder(cfg)
-        names = inputs.names
-        dirs = [out / name for name in names] if inputs.per_file_dirs else [out]
+        check_output_folder(out, inputs.names if inputs.per_file_dirs else RESULT_FILES + GRID_FILES)
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)
-        with timer.stage("write"):
-            aggregates = write_sweep(result, dirs, names, inputs.judges)
-        weak_grid = list(cfg.align.get("tau_weak_grid") or [])
-        strong_grid = list(cfg.align.get("tau_strong_grid") or [])
-        if weak_grid or strong_grid:
-            from engine.grid import threshold_grid, write_grid
-
-            rows = threshold_grid(prepared, weak_grid or [thresholds.tau_weak],
-                                  strong_grid or [thresholds.tau_strong], names, progress=bool(cfg.progress))
-            with timer.stage("write"):
-                write_grid(rows, out)
-        if cfg.reports:
-            from engine.reports.write import write_reports
-
-            with timer.stage("write"):
-                write_reports(out)
-    except (InputError, ConfigError, ValueError, FileNotFoundError) as exc:
+        with staged_folder(out) as folder:
+            aggregates = _write_outputs(cfg, prepared, result, inputs, folder, timer)
+    except (InputError, ConfigError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     stats = result.embedding
-    print(summary_table(names, aggregates, result.scores.names))
+    print(summary_table(inputs.names, aggregates, result.scores.names))
     print(f"texts: {stats.distinct_texts} distinct, {stats.cached} cached, {stats.encoded} encoded; "
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")

@@ -1,0 +1,171 @@
+"""Outputs replaced as a unit: the staged folder, and real scoring processes killed while writing."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.contract import ConfigError
+from engine.contract import staged
+from engine.contract.staged import MANIFEST, STAGING, check_output_folder, staged_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every output file under folder (relative path -> bytes), without Hydra's bookkeeping and the manifest."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and p.name != MANIFEST}
+
+
+def publish(target: Path, files: dict[str, str]) -> None:
+    with staged_folder(target) as stage:
+        for name, text in files.items():
+            (stage / name).parent.mkdir(parents=True, exist_ok=True)
+            (stage / name).write_text(text)
+
+
+def test_a_run_replaces_the_previous_set_and_keeps_bookkeeping(tmp_path: Path) -> None:
+    target = tmp_path / "run"
+    publish(target, {"a.json": "1", "m/results_eval.json": "2"})
+    assert snapshot(target) == {"a.json": b"1", "m/results_eval.json": b"2"}
+    (target / ".hydra").mkdir()
+    (target / ".hydra" / "config.yaml").write_text("x: 1")
+    log = target / "score.log"
+    with log.open("a") as handle:  # a log held open across the swap keeps writing into the live folder
+        handle.write("before\n")
+        handle.flush()
+        publish(target, {"b.json": "3"})
+        handle.write("after\n")
+    assert snapshot(target) == {"b.json": b"3"}
+    assert log.read_text() == "before\nafter\n" and (target / ".hydra" / "config.yaml").read_text() == "x: 1"
+    assert json.loads((target / MANIFEST).read_text()) == {"outputs": ["b.json"]}
+    assert not (tmp_path / STAGING).exists()
+
+
+def test_a_failed_run_leaves_the_previous_set(tmp_path: Path) -> None:
+    target = tmp_path / "run"
+    publish(target, {"a.json": "1"})
+    with pytest.raises(RuntimeError), staged_folder(target) as stage:
+        (stage / "a.json").write_text("half")
+        raise RuntimeError("killed")
+    assert snapshot(target) == {"a.json": b"1"} and not (tmp_path / STAGING).exists()
+
+
+def test_without_an_exchange_the_two_renames_still_replace_the_set(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(staged, "_exchange", lambda a, b: False)
+    target = tmp_path / "run"
+    publish(target, {"a.json": "1"})
+    publish(target, {"b.json": "2"})
+    assert snapshot(target) == {"b.json": b"2"} and not (tmp_path / STAGING).exists()
+
+
+def test_foreign_entries_and_the_working_directory_are_refused(tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "run"
+    publish(target, {"a.json": "1"})
+    (target / "pred.json").write_text("mine")
+    with pytest.raises(ConfigError, match=r"holds 1 entry no scoring run wrote \(pred.json\)"):
+        check_output_folder(target)
+    with pytest.raises(ConfigError, match="no scoring run wrote"), staged_folder(target) as stage:
+        (stage / "b.json").write_text("2")
+    assert snapshot(target) == {"a.json": b"1", "pred.json": b"mine"}
+    check_output_folder(target, ["pred.json"])  # an entry this run writes is replaced, not refused
+    monkeypatch.chdir(target)
+    with pytest.raises(ConfigError, match="holds the working directory"):
+        check_output_folder(target)
+
+
+def test_a_dead_run_s_staging_folder_is_removed(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leftover = tmp_path / STAGING / f"run@{socket.gethostname()}@{dead.stdout.strip()}@feedbeef"
+    other_host = tmp_path / STAGING / "run@elsewhere@1@feedbeef"
+    for folder in (leftover, other_host):
+        folder.mkdir(parents=True)
+        (folder / "results_eval.json").write_text("{}")
+    publish(tmp_path / "run", {"a.json": "1"})
+    assert not leftover.exists() and other_host.exists()
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("kill-data")
+    gt = [{"id": f"t{i}", "type": f"fam{i % 2}", "steps": [
+        {"step": 1, "calls": [{"name": "maps/search", "arguments": {"query": f"cafe near station {i}"}}]},
+        {"step": 2, "calls": [{"name": "weather/now", "arguments": {"city": c}} for c in ("Paris", "Lyon")]}]}
+        for i in range(6)]
+    (d / "gt.json").write_text(json.dumps(gt))
+    paths = {"gt": d / "gt.json"}
+    for k in range(3):
+        pred = json.loads(json.dumps(gt))
+        pred[k]["steps"][1]["calls"][0]["arguments"]["city"] = "Marseille"
+        pred[k + 1]["steps"] = pred[k + 1]["steps"][::-1]
+        paths[f"m{k}"] = d / f"m{k}.json"
+        paths[f"m{k}"].write_text(json.dumps(pred))
+    return paths
+
+
+def score_command(data: dict[str, Path], out: Path, cache: Path, tau_weak: float) -> list[str]:
+    preds = ",".join(str(data[f"m{k}"]) for k in range(3))
+    return [sys.executable, str(ROOT / "scripts" / "score.py"), f"data.gt={data['gt']}", f"sweep.predictions=[{preds}]",
+            f"output_dir={out}", f"encoder.cache_dir={cache}", "device=cpu", "progress=false", "reports=true",
+            f"align.tau_weak={tau_weak}", "align.tau_strong=0.95"]
+
+
+def staging_started(out: Path) -> bool:
+    container = out.parent / STAGING
+    return container.is_dir() and any(p.name.startswith(f"{out.name}@") for p in container.iterdir())
+
+
+@pytest.mark.slow
+def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_path: Path, embedding_cache: Path) -> None:
+    """SIGKILL a real scoring run at random moments of its write stage, many times: the output folder
+    always holds exactly the previous run's outputs or the new run's."""
+    sets: dict[float, dict[str, bytes]] = {}
+    write_seconds = 0.0
+    for tau in (0.5, 0.9):
+        reference = tmp_path / f"reference-{tau}"
+        proc = subprocess.Popen(score_command(small_sweep, reference, embedding_cache, tau), cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        while proc.poll() is None and not staging_started(reference):
+            time.sleep(0.002)
+        started = time.monotonic()
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()
+        write_seconds = max(write_seconds, time.monotonic() - started)
+        sets[tau] = snapshot(reference)
+    assert sets[0.5] != sets[0.9] and "m0/results_eval.json" in sets[0.5] and "leaderboard.md" in sets[0.5]
+
+    out = tmp_path / "out"
+    subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), cwd=tmp_path, check=True,
+                   capture_output=True)
+    rng = random.Random(0)
+    outcomes = {"old": 0, "new": 0}
+    deadline = time.monotonic() + 420
+    runs = 0
+    while runs < 30 and time.monotonic() < deadline:
+        held = next(tau for tau, files in sets.items() if snapshot(out) == files)
+        other = 0.9 if held == 0.5 else 0.5
+        proc = subprocess.Popen(score_command(small_sweep, out, embedding_cache, other), cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while proc.poll() is None and not staging_started(out):
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0, write_seconds * 1.2))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        now = snapshot(out)
+        assert now in (sets[held], sets[other]), f"run {runs}: a mix of both runs' outputs"
+        outcomes["old" if now == sets[held] else "new"] += 1
+        runs += 1
+    assert runs >= 12 and outcomes["old"] and outcomes["new"], outcomes
+    subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), cwd=tmp_path, check=True,
+                   capture_output=True)
+    assert snapshot(out) == sets[0.5] and not (tmp_path / STAGING).exists()
