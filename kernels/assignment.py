@@ -5,19 +5,64 @@ Cost = 1 - S, or 1e6 where S < tau_weak, in float64; each bucket is solved as Sc
 only pairs with S >= tau_weak are kept. Buckets of one row or one column are settled
 with tensor ops (first minimum, SciPy's tie rule); the others are grouped by exact
 shape, identical problems are solved once, and each group goes to
-torch-linear-assignment in one batch (SciPy on CPU, Triton on CUDA), so every solved
-problem is exactly the published scorer's problem and ties break the same way.
+SciPy's solver on CPU, or to torch-linear-assignment in one batch on CUDA (Triton), so every
+solved problem is exactly the published scorer's problem and ties break the same way.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.machinery
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
 import torch
-from torch_linear_assignment import batch_linear_assignment
 
 from kernels.buckets import Buckets
 from kernels.segment import expand_segments, segment_first_argmin
 
 PENALTY = 1e6
+
+
+@functools.cache
+def scipy_linear_sum_assignment() -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """SciPy's ``linear_sum_assignment``, from its extension module alone when it can be found.
+
+    Importing ``scipy.optimize`` whole costs 0.3-0.5 s of a run's start (linalg, special, fft...)
+    and scoring needs only this one solver: the same compiled function either way.
+    """
+    if "scipy.optimize" not in sys.modules and (scipy := importlib.util.find_spec("scipy")) is not None:
+        folder = Path(next(iter(scipy.submodule_search_locations or ["."]))) / "optimize"
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = folder / f"_lsap{suffix}"
+            if path.is_file():
+                name = "scipy.optimize._lsap"
+                loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+                module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path,
+                                                                                                 loader=loader))
+                loader.exec_module(module)
+                return module.linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment
+
+    return linear_sum_assignment
+
+
+def batch_assignment(cost: torch.Tensor) -> torch.Tensor:
+    """Column assigned to each row of each (rows, cols) problem of `cost` (-1 for none), as SciPy's
+    ``linear_sum_assignment`` assigns it: SciPy itself on CPU, torch-linear-assignment on CUDA."""
+    if cost.device.type == "cuda":
+        from torch_linear_assignment import batch_linear_assignment
+
+        return batch_linear_assignment(cost)
+    solve = scipy_linear_sum_assignment()
+    assigned = torch.full(cost.shape[:2], -1, dtype=torch.long)
+    for problem, block in enumerate(cost.numpy()):
+        rows, cols = solve(block)
+        assigned[problem, torch.from_numpy(rows)] = torch.from_numpy(cols)
+    return assigned
 
 
 def bucket_costs(similarity: torch.Tensor, tau_weak: float) -> torch.Tensor:
@@ -39,7 +84,7 @@ def _solve_shape(cost: torch.Tensor, starts: torch.Tensor, rows: int, cols: int)
     offsets = starts[:, None] + torch.arange(rows * cols, device=cost.device)
     blocks = cost[offsets]
     unique, inverse = torch.unique(blocks, dim=0, return_inverse=True)
-    assigned = batch_linear_assignment(unique.view(-1, rows, cols))[inverse]  # (n, rows)
+    assigned = batch_assignment(unique.view(-1, rows, cols))[inverse]  # (n, rows)
     row = torch.arange(rows, device=cost.device).expand_as(assigned)
     keep = assigned >= 0
     return (starts[:, None] + row * cols + assigned)[keep]
