@@ -27,10 +27,10 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
         raise ConfigError("the threshold grid needs at least one tau_strong")
     for points in progress_bar(grid, "threshold grid", progress, unit="tau_weak"):
         tau_weak = points[0].tau_weak
-        with prepared.timer.stage("align"):
+        with prepared.kernel_stage("align"):
             matches = match(prepared.candidates, tau_weak)
         for point in points:
-            with prepared.timer.stage("metrics"):
+            with prepared.kernel_stage("metrics"):
                 scores = task_scores(tables, matches, point.tau_strong, prepared.settings.profile)
                 for name, idx in zip(names, samples):
                     rows.append({"model": name, "tau_weak": tau_weak, "tau_strong": point.tau_strong,

@@ -20,7 +20,7 @@ from engine.metrics import TaskScores, task_scores
 from engine.results import SampleView, write_file_results
 from engine.serialize import SweepTables, flatten_sweep
 from engine.thresholds import Thresholds
-from kernels.device import resolve_device
+from kernels.device import cpu_threads, kernel_threads, resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,13 @@ class PreparedSweep:
     embedding: EmbeddingStats
     settings: ScoreSettings
     timer: StageTimer
+    threads: int | None = None
+
+    @contextmanager
+    def kernel_stage(self, name: str) -> Iterator[None]:
+        """A timed stage of alignment or metric kernels, on the sweep's CPU threads (kernel_threads)."""
+        with self.timer.stage(name), cpu_threads(self.threads):
+            yield
 
 
 @dataclass
@@ -111,22 +118,22 @@ def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: S
         tables = flatten_sweep(gt, preds, settings.profile)
     with timer.stage("embed"):
         embeddings, stats = embed_tables(tables, settings, device)
-    with timer.stage("align"):
+    threads = kernel_threads(len(tables.pred_sample))
+    with timer.stage("align"), cpu_threads(threads):
         candidates = candidate_pairs(tables, embeddings, device)
     return PreparedSweep(gt=gt, preds=preds, tables=tables, candidates=candidates, embedding=stats,
-                         settings=settings, timer=timer)
+                         settings=settings, timer=timer, threads=threads)
 
 
 def score_prepared(prepared: PreparedSweep, thresholds: Thresholds) -> SweepScores:
     """Match and measure a prepared sweep at one pair of thresholds."""
-    timer = prepared.timer
-    with timer.stage("align"):
+    with prepared.kernel_stage("align"):
         matches = match(prepared.candidates, thresholds.tau_weak)
-    with timer.stage("metrics"):
+    with prepared.kernel_stage("metrics"):
         scores = task_scores(prepared.tables, matches, thresholds.tau_strong, prepared.settings.profile)
     return SweepScores(gt=prepared.gt, preds=prepared.preds, tables=prepared.tables, matches=matches,
                        scores=scores, embedding=prepared.embedding, settings=prepared.settings,
-                       thresholds=thresholds, timer=timer)
+                       thresholds=thresholds, timer=prepared.timer)
 
 
 def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], thresholds: Thresholds,
