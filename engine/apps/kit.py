@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -29,14 +31,38 @@ def output_folder(cfg: DictConfig) -> Path:
     return Path(cfg.output_dir)
 
 
-def hydra_app(app: str, run: Callable[[DictConfig], int]) -> Callable[[], None]:
-    """The entry point of an app whose config root is conf/<app>/: runs `run`, exits with its status."""
+def exit_now(code: int) -> NoReturn:
+    """End the process with `code` once output and logs are flushed, skipping the interpreter's
+    teardown (torch's alone takes about 0.4 s); every file of a run is closed by then."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def hydra_app(app: str, run: Callable[[DictConfig], int]) -> Callable[[], NoReturn]:
+    """The entry point of an app whose config root is conf/<app>/: runs `run` (each job of a
+    multirun), then exits with its status (see exit_now)."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
-    def main(cfg: DictConfig) -> None:
+    def task(cfg: DictConfig) -> None:
         code = run(cfg)
         if code:
             sys.exit(code)
+
+    def main() -> NoReturn:
+        try:
+            task()
+        except SystemExit as stop:
+            code = stop.code
+            if code is not None and not isinstance(code, int):
+                print(code, file=sys.stderr)
+                code = 1
+            exit_now(code or 0)
+        exit_now(0)
 
     main.__doc__ = f"Entry point of m3bench-{app} (config root conf/{app}/)."
     return main
