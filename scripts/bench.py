@@ -1,13 +1,15 @@
 """Time every stage of scoring a set of prediction files, and the encoder alone on the same texts.
 
-    python scripts/bench.py --gt GT.json P1.json P2.json ...           # cold cache (fresh temp dir)
-    python scripts/bench.py --gt GT.json P*.json --cache-dir DIR       # warm when DIR is filled
+    python scripts/bench.py --gt GT.json P1.json P2.json ... --rounds 3   # cold cache (fresh temp dirs)
+    python scripts/bench.py --gt GT.json P*.json --warm --rounds 5        # warm processes: sweep, grid + plots
     python scripts/bench.py --gt GT.json P*.json --replicate 100    # align+metrics throughput (cached texts)
     python scripts/bench.py --synthetic 1000000 --pseudo-embeddings # align+metrics on a generated 1M-call sweep
 
 Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
 load, serialize, embed, align, metrics, write) and then a process that only imports the
-encoder, loads it and embeds the same distinct texts, and prints the ratio.
+encoder, loads it and embeds the same distinct texts, --rounds times alternating, and prints
+the ratios. Warm mode fills a cache, then times whole scoring processes that find every text
+in it: the sweep (reports=false) and a threshold grid with its reports and plots.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ import dataclasses
 import hashlib
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -55,44 +59,85 @@ print(f"{loaded - start:.3f} {time.perf_counter() - loaded:.3f}")
 """
 
 
-def bench_pipeline(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
-    """A whole cold scoring process against a process that only runs the encoder on the same texts.
+def score_command(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds, out: Path,
+                  *overrides: str) -> list[str]:
+    """The scoring process of the benchmark's files (reports off unless an override turns them on)."""
+    preds = "[" + ",".join(str(Path(p).resolve()) for p in args.predictions) + "]"
+    return [sys.executable, str(ROOT / "scripts" / "score.py"), f"data.gt={Path(args.gt).resolve()}",
+            f"sweep.predictions={preds}", f"output_dir={out}", f"encoder.cache_dir={settings.cache_dir}",
+            f"device={settings.device}", f"align.tau_weak={thresholds.tau_weak}",
+            f"align.tau_strong={thresholds.tau_strong}", f"metrics.profile={settings.profile}",
+            "reports=false", "progress=false", *overrides]
 
-    Both are timed as separate fresh processes (interpreter, imports, model load and work), and
-    the scoring process reports its own stage times.
+
+def timed(command: list[str]) -> tuple[float, str]:
+    """Wall seconds of a whole process and its stdout; exits with its stderr if it fails."""
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit(proc.stderr)
+    return seconds, proc.stdout
+
+
+def spread(values: list[float]) -> str:
+    """min / median / max of a list of seconds."""
+    return f"min {min(values):.3f} s, median {statistics.median(values):.3f} s, max {max(values):.3f} s"
+
+
+def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
+    """Whole cold scoring processes (a fresh cache each) against processes that only run the encoder.
+
+    The two kinds of process alternate for --rounds rounds, so a busy machine slows both alike;
+    the scoring process reports its own stage times, the encoder process its import + load and
+    its bare `encode` call.
     """
-    root = Path(__file__).resolve().parents[1]
     gt = read_trajectories(args.gt)
     texts = flatten_sweep(gt, [read_trajectories(p) for p in args.predictions], settings.profile).texts
+    encoder = TextEncoder(settings.encoder_model)
+    device = str(resolve_device(settings.device))
+    scoring, alone, encode = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        preds = "[" + ",".join(str(Path(p).resolve()) for p in args.predictions) + "]"
-        command = [sys.executable, str(root / "scripts" / "score.py"), f"data.gt={Path(args.gt).resolve()}",
-                   f"sweep.predictions={preds}", f"output_dir={tmp}/out", f"encoder.cache_dir={settings.cache_dir}",
-                   f"device={settings.device}", f"align.tau_weak={thresholds.tau_weak}",
-                   f"align.tau_strong={thresholds.tau_strong}", f"metrics.profile={settings.profile}",
-                   "reports=false", "progress=false", f"hydra.run.dir={tmp}/hydra"]
-        start = time.perf_counter()
-        proc = subprocess.run(command, capture_output=True, text=True)
-        total = time.perf_counter() - start
-        if proc.returncode:
-            sys.exit(proc.stderr)
-        stages = next(line for line in proc.stdout.splitlines() if line.startswith("texts:"))
-        print(f"scoring process: {total:.3f} s   {stages}")
-        if args.skip_encoder:
-            return
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(texts))
-        encoder = TextEncoder(settings.encoder_model)
-        device = str(resolve_device(settings.device))
-        start = time.perf_counter()
-        alone = subprocess.run([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file),
-                                device, str(settings.encoder_batch_size)], capture_output=True, text=True)
-        encoder_total = time.perf_counter() - start
-        load, encode = (float(v) for v in alone.stdout.split()[-2:])
-    print(f"encoder-alone process on the same {len(texts)} distinct texts: {encoder_total:.3f} s "
-          f"(import + load {load:.3f} s, encode {encode:.3f} s)")
-    print(f"ratio scoring process / encoder-alone process: {total / encoder_total:.3f}")
-    print(f"ratio scoring process / encode call alone:     {total / encode:.3f}")
+        for round_ in range(args.rounds):
+            cold = dataclasses.replace(settings, cache_dir=f"{tmp}/cache{round_}")
+            seconds, out = timed(score_command(args, cold, thresholds, Path(tmp) / f"out{round_}"))
+            scoring.append(seconds)
+            stages = next(line for line in out.splitlines() if line.startswith("texts:"))
+            print(f"round {round_ + 1}: scoring process {seconds:.3f} s   {stages}")
+            if args.skip_encoder:
+                continue
+            seconds, out = timed([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file),
+                                  device, str(settings.encoder_batch_size)])
+            load, call = (float(v) for v in out.split()[-2:])
+            alone.append(seconds)
+            encode.append(call)
+            print(f"round {round_ + 1}: encoder-alone process on the same {len(texts)} distinct texts {seconds:.3f} s "
+                  f"(import + load {load:.3f} s, encode {call:.3f} s); scoring / encode call {scoring[-1] / call:.3f}")
+    print(f"scoring process: {spread(scoring)}")
+    if encode:
+        print(f"encoder-alone process: {spread(alone)}; its encode call: {spread(encode)}")
+        print(f"ratio scoring process / encoder-alone process: {min(scoring) / min(alone):.3f} (min), "
+              f"{statistics.median(scoring) / statistics.median(alone):.3f} (median)")
+        print(f"ratio scoring process / encode call alone:     {min(scoring) / min(encode):.3f} (min), "
+              f"{statistics.median(scoring) / statistics.median(encode):.3f} (median)")
+
+
+def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
+    """Whole warm scoring processes (every text cached): the sweep without reports, then the
+    --grid threshold grid with its reports and plots, --rounds times each, alternating."""
+    grid = f"align.tau_weak_grid=[{args.grid}]"
+    with tempfile.TemporaryDirectory() as tmp:
+        timed(score_command(args, settings, thresholds, Path(tmp) / "fill"))
+        sweep, gridded = [], []
+        for round_ in range(args.rounds):
+            sweep.append(timed(score_command(args, settings, thresholds, Path(tmp) / f"s{round_}"))[0])
+            gridded.append(timed(score_command(args, settings, thresholds, Path(tmp) / f"g{round_}", grid,
+                                               "reports=true"))[0])
+            print(f"round {round_ + 1}: sweep {sweep[-1]:.3f} s, grid with reports {gridded[-1]:.3f} s")
+    print(f"warm sweep, reports=false: {spread(sweep)}")
+    print(f"warm {len(args.grid.split(','))}-point tau_weak grid, reports=true: {spread(gridded)}")
 
 
 def pseudo_embeddings(texts: list[str], dim: int = 384) -> np.ndarray:
@@ -166,6 +211,10 @@ def main() -> None:
                         help="text-seeded random vectors instead of the encoder (for sweeps too big to encode)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-encoder", action="store_true", help="do not time the encoder alone")
+    parser.add_argument("--rounds", type=int, default=1, help="whole-process measurements of each kind")
+    parser.add_argument("--warm", action="store_true", help="time warm whole processes (sweep, grid + plots)")
+    parser.add_argument("--grid", default="0.45,0.5,0.55,0.6,0.65,0.7,0.75,0.8,0.85,0.9",
+                        help="tau_weak grid of the warm grid run")
     args = parser.parse_args()
     if not args.synthetic and (not args.gt or not args.predictions):
         parser.error("give --gt and prediction files, or --synthetic N")
@@ -174,8 +223,10 @@ def main() -> None:
         thresholds = Thresholds(args.tau_weak, args.tau_strong)
         if args.replicate or args.synthetic:
             bench_align(args, settings, thresholds)
+        elif args.warm:
+            bench_warm(args, settings, thresholds)
         else:
-            bench_pipeline(args, settings, thresholds)
+            bench_cold(args, settings, thresholds)
 
 
 if __name__ == "__main__":
