@@ -95,6 +95,19 @@ def test_a_dead_run_s_staging_folder_is_removed(tmp_path: Path) -> None:
     assert not leftover.exists() and other_host.exists()
 
 
+def test_a_run_killed_between_the_two_renames_gets_its_previous_set_back(tmp_path: Path) -> None:
+    """Without an atomic exchange the target is briefly absent; the next run restores the previous set."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    target = tmp_path / "run"
+    publish(target, {"a.json": "1"})
+    moved_away = tmp_path / STAGING / f"run@{socket.gethostname()}@{dead.stdout.strip()}@feedbeef.old"
+    moved_away.parent.mkdir()
+    target.rename(moved_away)
+    with pytest.raises(RuntimeError), staged_folder(target):
+        raise RuntimeError("stopped before publishing")
+    assert snapshot(target) == {"a.json": b"1"} and not (tmp_path / STAGING).exists()
+
+
 @pytest.fixture(scope="module")
 def small_sweep(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("kill-data")

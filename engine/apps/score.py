@@ -174,7 +174,7 @@ def _run(cfg: DictConfig) -> int:
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
         inputs = resolve_inputs(cfg)
         out = output_folder(cfg)
-        check_output_folder(out, inputs.names if inputs.per_file_dirs else RESULT_FILES + GRID_FILES)
+        check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES])
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)
@@ -182,6 +182,9 @@ def _run(cfg: DictConfig) -> int:
             aggregates = _write_outputs(cfg, prepared, result, inputs, folder, timer)
     except (InputError, ConfigError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: out of memory (the inputs are too large for this machine)", file=sys.stderr)
         return 2
     stats = result.embedding
     print(summary_table(inputs.names, aggregates, result.scores.names))

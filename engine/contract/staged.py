@@ -52,8 +52,8 @@ def check_output_folder(target: Path, planned: Iterable[str] = ()) -> None:
     """ConfigError unless `target` may be replaced as a unit: it is absent or holds only a previous
     run's listed outputs, the `planned` entries of this run and bookkeeping, and it does not hold
     the working directory."""
-    target = Path(target).absolute()
-    cwd = Path.cwd()
+    target = Path(target).resolve()
+    cwd = Path.cwd().resolve()
     if cwd == target or target in cwd.parents:
         raise ConfigError(f"output_dir {target} holds the working directory; outputs replace the folder "
                           "as a unit, so give a folder of its own")
@@ -147,11 +147,15 @@ def _swap_in(stage: Path, target: Path) -> None:
 def staged_folder(target: Path) -> Iterator[Path]:
     """A staging folder to write all of `target`'s new outputs into; on leaving the block without an
     error it replaces `target` as a unit (see the module doc), else it is removed."""
-    target = Path(target).absolute()
+    target = Path(target).resolve()
     container = target.parent / STAGING
     if container.is_dir():
         for leftover in container.iterdir():
-            if _abandoned(leftover, target):
+            if not _abandoned(leftover, target):
+                continue
+            if leftover.name.endswith(".old") and not target.exists():
+                os.rename(leftover, target)  # killed between the two renames: the previous set goes back
+            else:
                 shutil.rmtree(leftover, ignore_errors=True)
     stage = container / f"{target.name}@{socket.gethostname()}@{os.getpid()}@{uuid.uuid4().hex[:8]}"
     stage.mkdir(parents=True)
