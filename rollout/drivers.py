@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollout.errors import ModelError, RolloutInputError
+from engine.contract import InputError
+from rollout.errors import ModelError
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class DriverSettings:
             return default
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise RolloutInputError("config", f"environment variable {self.api_key_env} is not set",
+            raise InputError("config", f"environment variable {self.api_key_env} is not set",
                                     field="model.api_key_env")
         return key
 
@@ -222,7 +223,7 @@ class OpenAIChatDriver(_SDKDriver):
 
         key = settings.api_key("EMPTY" if settings.base_url else None)
         if key is None:
-            raise RolloutInputError("config", "no API key: set model.api_key_env to the name of the "
+            raise InputError("config", "no API key: set model.api_key_env to the name of the "
                                     "environment variable that holds it", field="model.api_key_env")
         self._sdk = openai
         self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url or None,
@@ -271,11 +272,11 @@ class AnthropicDriver(_SDKDriver):
         try:
             import anthropic
         except ImportError:
-            raise RolloutInputError("config", "provider 'anthropic' needs the anthropic package "
+            raise InputError("config", "provider 'anthropic' needs the anthropic package "
                                     "(pip install anthropic)", field="model.provider") from None
         key = settings.api_key("EMPTY" if settings.base_url else None)
         if key is None:
-            raise RolloutInputError("config", "no API key: set model.api_key_env", field="model.api_key_env")
+            raise InputError("config", "no API key: set model.api_key_env", field="model.api_key_env")
         self._sdk = anthropic
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=settings.base_url or None,
                                                 timeout=settings.timeout, max_retries=0)
@@ -322,12 +323,12 @@ PROVIDERS = {"openai": OpenAIChatDriver, "anthropic": AnthropicDriver}
 def settings_from_config(cfg: Mapping[str, Any], base_url: str | None = None) -> DriverSettings:
     """Driver settings of a model config (conf/rollout/model/*.yaml); base_url overrides the config's."""
     if "provider" not in cfg:
-        raise RolloutInputError("config", "not a rollout model config (it has no 'provider'; the rollout's "
+        raise InputError("config", "not a rollout model config (it has no 'provider'; the rollout's "
                                 "models are in conf/rollout/model/)", field="model")
     backoff = cfg.get("backoff") or {}
     name = cfg.get("name")
     if not isinstance(name, str) or not name:
-        raise RolloutInputError("config", "must be a non-empty string", field="model.name")
+        raise InputError("config", "must be a non-empty string", field="model.name")
     return DriverSettings(
         name=name,
         base_url=base_url or cfg.get("base_url") or None,
@@ -346,6 +347,6 @@ def build_driver(cfg: Mapping[str, Any], base_url: str | None = None) -> ModelDr
     """The driver of a model config; `provider` picks it ("openai" for any chat-completions API)."""
     provider = cfg.get("provider", "openai")
     if provider not in PROVIDERS:
-        raise RolloutInputError("config", f"unknown provider '{provider}' (expected one of "
+        raise InputError("config", f"unknown provider '{provider}' (expected one of "
                                 f"{', '.join(sorted(PROVIDERS))}, or scripted)", field="model.provider")
     return PROVIDERS[provider](settings_from_config(cfg, base_url))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rollout.errors import RolloutInputError, read_json
+from engine.contract import InputError, read_json
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -87,7 +87,7 @@ def _expand_env(value: str, where: str, path: Path) -> str:
     def repl(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in os.environ:
-            raise RolloutInputError(path, f"environment variable {name} is not set", field=where)
+            raise InputError(path, f"environment variable {name} is not set", field=where)
         return os.environ[name]
 
     return _ENV_REF.sub(repl, value)
@@ -96,32 +96,32 @@ def _expand_env(value: str, where: str, path: Path) -> str:
 def load_servers_config(path: str | Path) -> list[ServerSpec]:
     """Server specs of a servers config file, in file order (disabled ones included, marked)."""
     path = Path(path)
-    data = read_json(path)
+    data = read_json(path, "servers config")
     servers = data.get("servers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
-        raise RolloutInputError(path, "expected an object with a 'servers' object", field="servers")
+        raise InputError(path, "expected an object with a 'servers' object", field="servers")
     specs = []
     for name, entry in servers.items():
         where = f"servers.{name}"
         if "/" in name or not name.strip():
-            raise RolloutInputError(path, "a server name must be non-empty and contain no '/'", field=where)
+            raise InputError(path, "a server name must be non-empty and contain no '/'", field=where)
         if not isinstance(entry, dict):
-            raise RolloutInputError(path, "expected an object", field=where)
+            raise InputError(path, "expected an object", field=where)
         disabled = entry.get("disabled", False)
         if not isinstance(disabled, bool):
-            raise RolloutInputError(path, "must be true or false", field=f"{where}.disabled")
+            raise InputError(path, "must be true or false", field=f"{where}.disabled")
         command = entry.get("command")
         if not isinstance(command, str) or not command:
-            raise RolloutInputError(path, "must be a non-empty string", field=f"{where}.command")
+            raise InputError(path, "must be a non-empty string", field=f"{where}.command")
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise RolloutInputError(path, "must be a list of strings", field=f"{where}.args")
+            raise InputError(path, "must be a list of strings", field=f"{where}.args")
         env = entry.get("env") or {}
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise RolloutInputError(path, "must be an object of strings", field=f"{where}.env")
+            raise InputError(path, "must be an object of strings", field=f"{where}.env")
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
-            raise RolloutInputError(path, "must be a string", field=f"{where}.cwd")
+            raise InputError(path, "must be a string", field=f"{where}.cwd")
         if disabled:
             specs.append(ServerSpec(name, command, tuple(args), (), cwd, True))
             continue

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.contract import canonical_json
+from engine.contract import Call, Trajectory, canonical_json, trajectory_record
 from rollout import prompts
 from rollout.cache import CachedModel
 from rollout.dialogue import Dialogue
@@ -40,17 +40,21 @@ def _where(path: Sequence[Any]) -> str:
     return out or "the object"
 
 
-def validate_trajectory(proposal: Any, run_steps: list[dict[str, Any]]) -> list[str]:
+def run_calls(run: Trajectory) -> list[list[tuple[Call, dict[str, Any]]]]:
+    """Per step of a finished run, each call with the object it was read from (its result, is_error)."""
+    raw_steps = run.raw.get("steps") or []
+    return [list(zip(step.calls, raw_steps[s].get("calls") or [], strict=True))
+            for s, step in enumerate(run.steps)]
+
+
+def validate_trajectory(proposal: Any, run: Trajectory) -> list[str]:
     """Problems of a proposed optimal trajectory against the schema and the run; empty when valid."""
     errors = sorted(_validator().iter_errors(proposal), key=lambda e: list(e.absolute_path))
     if errors:
         return [f"{_where(e.absolute_path)}: {e.message}" for e in errors[:5]]
     problems = []
-    made: list[tuple[str, str]] = []
-    for step in run_steps:
-        for call in step["calls"]:
-            if not call.get("is_error", False):
-                made.append((call["name"].strip(), canonical_json(call.get("arguments"))))
+    made = [(call.name, canonical_json(call.arguments)) for step in run_calls(run) for call, raw in step
+            if not raw.get("is_error", False)]
     used = [False] * len(made)
     last = -1
     for s, step in enumerate(proposal["steps"]):
@@ -74,27 +78,27 @@ def validate_trajectory(proposal: Any, run_steps: list[dict[str, Any]]) -> list[
     return problems
 
 
-def _trajectory_text(record: dict[str, Any], max_chars: int) -> str:
+def _trajectory_text(run: Trajectory, max_chars: int) -> str:
     lines = []
-    for step in record.get("steps", []):
-        for i, call in enumerate(step["calls"], 1):
-            result = str(call.get("result", ""))
+    for s, step in enumerate(run_calls(run), 1):
+        for i, (call, raw) in enumerate(step, 1):
+            result = str(raw.get("result", ""))
             if max_chars and len(result) > max_chars:
                 result = result[:max_chars] + " ..."
-            status = " (FAILED)" if call.get("is_error") else ""
-            args = json.dumps(call.get("arguments"), ensure_ascii=False, sort_keys=True)
-            lines.append(f"step {step['step']} call {i}{status}: {call['name']} {args}\n  -> {result}")
+            status = " (FAILED)" if raw.get("is_error") else ""
+            args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+            lines.append(f"step {s} call {i}{status}: {call.name} {args}\n  -> {result}")
     return "\n".join(lines) or "(no tool calls)"
 
 
-def judge_prompt(record: dict[str, Any], max_chars: int) -> str:
+def judge_prompt(run: Trajectory, max_chars: int) -> str:
     """Ask whether the run completed its task."""
     return "\n".join([
         "## JUDGE",
         "Decide whether the agent run below completed the user's task, using only what its tool results "
         "and final reply show. Reply with JSON only: {\"success\": true or false, \"reason\": \"...\"}.",
-        "", "Task:", record.get("question", ""), "", "Tool calls:", _trajectory_text(record, max_chars),
-        "", "Final reply:", str(record.get("final_reply", ""))])
+        "", "Task:", str(run.raw.get("question", "")), "", "Tool calls:", _trajectory_text(run, max_chars),
+        "", "Final reply:", str(run.raw.get("final_reply", ""))])
 
 
 JUDGE_SYSTEM = "You are a strict, careful judge of tool-using agent runs."
@@ -121,12 +125,11 @@ class Judge:
         self.model = model
         self.settings = settings
 
-    async def judge(self, record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The judge report of a prediction record, and its optimal trajectory when accepted."""
-        dialogue = Dialogue(self.model, f"judge:{record['id']}", JUDGE_SYSTEM)
-        report: dict[str, Any] = {"id": record["id"], "success": None, "reason": "", "accepted": False,
-                                  "error": None}
-        prompt = judge_prompt(record, self.settings.max_result_chars)
+    async def judge(self, run: Trajectory) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The judge report of a finished run, and its optimal trajectory when accepted."""
+        dialogue = Dialogue(self.model, f"judge:{run.id}", JUDGE_SYSTEM)
+        report: dict[str, Any] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
+        prompt = judge_prompt(run, self.settings.max_result_chars)
         verdict = self._verdict(await dialogue.ask(prompt, "judge", json_mode=True))
         if verdict is None:
             verdict = self._verdict(await dialogue.ask(JUDGE_RETRY, "judge", json_mode=True))
@@ -136,7 +139,7 @@ class Judge:
         else:
             report["success"], report["reason"] = verdict
             if verdict[0]:
-                optimal, error = await self._summarise(record, dialogue)
+                optimal, error = await self._summarise(run, dialogue)
                 report["accepted"], report["error"] = optimal is not None, error
         report["usage"] = dialogue.usage
         report["dialogue"] = dialogue.messages
@@ -152,8 +155,7 @@ class Judge:
             return None
         return obj["success"], str(obj.get("reason", ""))
 
-    async def _summarise(self, record: dict[str, Any],
-                         dialogue: Dialogue) -> tuple[dict[str, Any] | None, str | None]:
+    async def _summarise(self, run: Trajectory, dialogue: Dialogue) -> tuple[dict[str, Any] | None, str | None]:
         text = SUMMARY
         problems: list[str] = []
         for _ in range(2):
@@ -163,24 +165,18 @@ class Judge:
             except ValueError as exc:
                 problems = [str(exc)]
             else:
-                problems = validate_trajectory(proposal, record.get("steps", []))
+                problems = validate_trajectory(proposal, run)
                 if not problems:
-                    return self._gt_record(record, proposal), None
+                    return self._gt_record(run, proposal), None
             text = ("## SUMMARY (retry)\nThe trajectory was not accepted: " + "; ".join(problems)
                     + ". Reply again with the corrected JSON only.")
         return None, "rejected: " + "; ".join(problems)
 
     @staticmethod
-    def _gt_record(record: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        steps = [{"step": st["step"], "calls": [{"name": c["name"].strip(), "arguments": c["arguments"]}
-                                                for c in st["calls"]]} for st in proposal["steps"]]
-        return {
-            "id": record["id"],
-            "image": record.get("image"),
-            "type": record.get("type"),
-            "question": record.get("question"),
-            "steps": steps,
-            "num_step": len(steps),
-            "max_num_concurrent": max(len(st["calls"]) for st in steps),
-            "final_reply": proposal.get("final_reply", record.get("final_reply", "")),
-        }
+    def _gt_record(run: Trajectory, proposal: dict[str, Any]) -> dict[str, Any]:
+        """The accepted proposal as a reference (GT-format) trajectory of the run's task."""
+        steps = [[{"name": c["name"].strip(), "arguments": c["arguments"]} for c in st["calls"]]
+                 for st in proposal["steps"]]
+        return trajectory_record(run.id, steps, image=run.raw.get("image"), type=run.type,
+                                 question=run.raw.get("question"),
+                                 final_reply=proposal.get("final_reply", run.raw.get("final_reply", "")))

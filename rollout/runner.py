@@ -2,7 +2,7 @@
 
 The config is the composed Hydra config of conf/rollout.yaml as a plain dict (see rollout/README.md).
 `run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
-them), and bad input raises `RolloutInputError`.
+them), and bad input raises the contract's `InputError`.
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
 
+from engine.contract import InputError, Task, Trajectory, read_tasks, read_trajectories
 from rollout.cache import CachedModel, RolloutCache
 from rollout.drivers import build_driver, settings_from_config
-from rollout.errors import CacheMiss, ModelError, RolloutInputError, read_json
+from rollout.errors import CacheMiss, ModelError
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
 from rollout.host import MCPHost, ToolInfo, load_servers_config
 from rollout.judge import Judge, JudgeSettings
 from rollout.output import ResultFile
 from rollout.scripted import PlanPolicy, ScriptedChatServer
-from rollout.tasks import Task, load_reference_tools, load_tasks
+from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
@@ -35,7 +36,7 @@ STAGES = ("rollout", "judge", "both")
 def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1) -> int:
     value = cfg.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise RolloutInputError("config", f"must be an integer >= {minimum}, got {value!r}", field=key)
+        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=key)
     return value
 
 
@@ -46,8 +47,7 @@ def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path, Path]:
     return output, workspace, cache_dir
 
 
-def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache, tasks: list[Task],
-                stack: ExitStack) -> CachedModel:
+def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache, stack: ExitStack) -> CachedModel:
     """The model of a config behind the cache; a scripted model gets its loopback server started."""
     settings = settings_from_config(model_cfg)
     if cache.replaying:
@@ -56,8 +56,8 @@ def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache, tasks: list[T
     if model_cfg.get("provider") == "scripted":
         script = model_cfg.get("script")
         if not script:
-            raise RolloutInputError("config", "the scripted model needs a script file", field="model.script")
-        server = ScriptedChatServer(PlanPolicy.from_file(script, tasks), delay=float(model_cfg.get("delay", 0)))
+            raise InputError("config", "the scripted model needs a script file", field="model.script")
+        server = ScriptedChatServer(PlanPolicy.from_file(script), delay=float(model_cfg.get("delay", 0)))
         stack.enter_context(server)
         base_url = server.base_url
         model_cfg = {**model_cfg, "provider": "openai", "api_key_env": None}
@@ -96,10 +96,10 @@ async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
 async def run_rollout(cfg: Mapping[str, Any]) -> int:
     """Roll out the tasks not yet in the output file; 0 when all ended, 1 when some failed."""
     data = cfg["tasks"]
-    tasks = load_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
+    tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
                        data.get("ids"))
     exposure = cfg.get("exposure") or {"mode": "all"}
-    references = load_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
+    references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base, cache_dir = _paths(cfg)
     cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
     settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 3),
@@ -113,7 +113,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
         if not todo:
             print(f"rollout: nothing to do, all {len(tasks)} tasks are in {output}")
             return 0
-        model = _open_model(cfg["model"], cache, tasks, sync_stack)
+        model = _open_model(cfg["model"], cache, sync_stack)
         async with AsyncExitStack() as stack:
             if model.driver is not None:
                 stack.push_async_callback(model.driver.aclose)
@@ -155,38 +155,30 @@ async def run_judge(cfg: Mapping[str, Any]) -> int:
     """Judge the predictions of the output file and write reports and optimal trajectories."""
     output, _, cache_dir = _paths(cfg)
     judge_cfg = cfg.get("judge") or {}
-    predictions = read_json(output)
-    if not isinstance(predictions, list):
-        raise RolloutInputError(output, "a prediction file must be a JSON list")
-    for pos, record in enumerate(predictions):
-        if not isinstance(record, dict) or not isinstance(record.get("id"), str):
-            raise RolloutInputError(output, f"entry {pos} has no string id", field="id")
-        if not isinstance(record.get("steps"), list):
-            raise RolloutInputError(output, "must be a list", task_id=record["id"], field="steps")
-    order = {r["id"]: i for i, r in enumerate(predictions)}
+    runs = list(read_trajectories(output).tasks.values())
+    order = {r.id: i for i, r in enumerate(runs)}
     report_path = Path(judge_cfg.get("report") or output.parent / "judge.json")
     optimal_path = Path(judge_cfg.get("output") or output.parent / "optimal.json")
     cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
-    tasks = [Task(r["id"], r.get("question", ""), None, None, r.get("type"), i) for i, r in enumerate(predictions)]
     with ResultFile(report_path, order) as reports, ResultFile(optimal_path, order) as optimal, \
             ExitStack() as sync_stack:
-        todo = [r for r in predictions if r["id"] not in reports.done]
+        todo = [r for r in runs if r.id not in reports.done]
         if not todo:
-            print(f"judge: nothing to do, all {len(predictions)} runs are in {report_path}")
+            print(f"judge: nothing to do, all {len(runs)} runs are in {report_path}")
             return 0
-        model = _open_model(judge_cfg.get("model") or cfg["model"], cache, tasks, sync_stack)
+        model = _open_model(judge_cfg.get("model") or cfg["model"], cache, sync_stack)
         judge = Judge(model, JudgeSettings(max_result_chars=_int(judge_cfg, "max_result_chars", 1500, 0)))
 
-        async def work(record: dict[str, Any]) -> bool:
+        async def work(run: Trajectory) -> bool:
             try:
-                report, trajectory = await judge.judge(record)
+                report, trajectory = await judge.judge(run)
             except (ModelError, CacheMiss) as exc:
-                log.error("judging %s failed: %s", record["id"], exc)
+                log.error("judging %s failed: %s", run.id, exc)
                 return False
             if trajectory is not None:
                 await asyncio.to_thread(optimal.add, trajectory)
             await asyncio.to_thread(reports.add, report)
-            log.info("judged %s: success=%s accepted=%s", record["id"], report["success"], report["accepted"])
+            log.info("judged %s: success=%s accepted=%s", run.id, report["success"], report["accepted"])
             return True
 
         try:
@@ -205,7 +197,7 @@ def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured stage(s); the exit status."""
     stage = cfg.get("stage", "rollout")
     if stage not in STAGES:
-        raise RolloutInputError("config", f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})",
+        raise InputError("config", f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})",
                                 field="stage")
     for noisy in ("httpx", "httpx2", "openai", "anthropic", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -7,8 +7,8 @@ or a `Reply` for an HTTP error. `PlanPolicy` follows reference trajectories (GT 
 each step's tools, calls them, stops after the last step and gives the reference's final reply;
 as a judge it accepts the run and proposes the run's own calls as the optimal trajectory.
 
-Run ``python -m rollout.scripted --tasks T --plans P`` to serve a plan policy from another process;
-it prints the base URL on its first line.
+Run ``python -m rollout.scripted --plans P`` to serve a plan policy from another process; it prints
+the base URL on its first line.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from engine.contract import InputError, read_trajectories
 from rollout import prompts
-from rollout.errors import RolloutInputError, read_json
-from rollout.tasks import Task, load_tasks
 
 
 @dataclass
@@ -175,23 +174,19 @@ class PlanPolicy:
         self.plans = plans
 
     @classmethod
-    def from_file(cls, path: str | Path, tasks: list[Task]) -> PlanPolicy:
-        """Plans of a reference (GT-format) file, for the tasks given (matched by id, keyed by question)."""
-        data = read_json(Path(path))
-        entries = data.values() if isinstance(data, dict) else data
-        try:
-            by_id = {str(e["id"]): e for e in entries}
-            plans = {}
-            for task in tasks:
-                entry = by_id.get(task.id)
-                if entry is not None:
-                    plans[task.question.strip()] = {
-                        "steps": [[{"name": c["name"], "arguments": c.get("arguments") or {}} for c in st["calls"]]
-                                  for st in entry.get("steps", [])],
-                        "final_reply": entry.get("final_reply", "Done."),
-                    }
-        except (KeyError, TypeError, AttributeError):
-            raise RolloutInputError(path, "not a trajectory file in the reference (GT) format") from None
+    def from_file(cls, path: str | Path) -> PlanPolicy:
+        """Plans of a reference (GT-format) trajectory file, keyed by each task's question."""
+        plans = {}
+        for task_id, trajectory in read_trajectories(path).tasks.items():
+            question = trajectory.raw.get("question")
+            if not isinstance(question, str) or not question.strip():
+                raise InputError(path, "a scripted plan needs the task's question", task_id=task_id,
+                                 field="question")
+            plans[question.strip()] = {
+                "steps": [[{"name": c.name, "arguments": c.arguments or {}} for c in step.calls]
+                          for step in trajectory.steps],
+                "final_reply": trajectory.raw.get("final_reply", "Done."),
+            }
         return cls(plans)
 
     def __call__(self, request: dict[str, Any]) -> str:
@@ -238,13 +233,10 @@ class PlanPolicy:
 def main() -> None:
     """Serve a plan policy until interrupted; the first line printed is the base URL."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", required=True, help="tasks file (published shape)")
-    parser.add_argument("--plans", required=True, help="reference trajectories (GT format) to follow")
-    parser.add_argument("--images-dir", default=None)
+    parser.add_argument("--plans", required=True, help="reference trajectories (GT format, with questions)")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each reply")
     args = parser.parse_args()
-    tasks = load_tasks(args.tasks, args.images_dir)
-    server = ScriptedChatServer(PlanPolicy.from_file(args.plans, tasks), delay=args.delay)
+    server = ScriptedChatServer(PlanPolicy.from_file(args.plans), delay=args.delay)
     print(server.start(), flush=True)
     try:
         threading.Event().wait()

@@ -54,7 +54,7 @@ def make_tasks(directory: Path, n: int, steps: int, calls: int) -> tuple[Path, P
         question = f"Benchmark task {i}: run the planned calls."
         tasks.append({"id": f"b{i:04d}", "image": f"images/b{i}.png", "type": "bench", "question": question})
         plan = [{"step": s + 1, "calls": STEP_CALLS[s % len(STEP_CALLS)](i)[:calls]} for s in range(steps)]
-        plans.append({"id": f"b{i:04d}", "steps": plan, "final_reply": f"Task {i} done."})
+        plans.append({"id": f"b{i:04d}", "question": question, "steps": plan, "final_reply": f"Task {i} done."})
     tasks_file, plans_file = directory / "tasks.json", directory / "plans.json"
     tasks_file.write_text(json.dumps(tasks))
     plans_file.write_text(json.dumps(plans))
@@ -113,8 +113,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_rollout_"))
     tasks_file, plans_file = make_tasks(work / "data", args.tasks, args.steps, args.calls)
-    model = subprocess.Popen([sys.executable, "-m", "rollout.scripted", "--tasks", str(tasks_file),
-                              "--plans", str(plans_file)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    model = subprocess.Popen([sys.executable, "-m", "rollout.scripted", "--plans", str(plans_file)], cwd=ROOT,
+                             stdout=subprocess.PIPE, text=True)
     try:
         base_url = model.stdout.readline().strip()
         timings = Timings()

@@ -16,7 +16,6 @@ if str(ROOT) not in sys.path:
 
 from rollout.config import rollout_config  # noqa: E402
 from rollout.scripted import PlanPolicy, ScriptedChatServer  # noqa: E402
-from rollout.tasks import load_tasks  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FLAKY_SERVER = HERE / "flaky_server.py"
@@ -69,9 +68,9 @@ def plan_tasks(tmp_path: Path, plans: dict[str, list[list[dict[str, Any]]]], *, 
     return write_json(tmp_path / "data" / "tasks.json", tasks), write_json(tmp_path / "data" / "ref.json", refs)
 
 
-def plan_policy(tasks_file: Path, reference: Path) -> PlanPolicy:
-    """A policy following the reference trajectories of the tasks."""
-    return PlanPolicy.from_file(reference, load_tasks(tasks_file))
+def plan_policy(reference: Path) -> PlanPolicy:
+    """A policy following the reference trajectories (keyed by their questions)."""
+    return PlanPolicy.from_file(reference)
 
 
 def local_overrides(server: ScriptedChatServer | str, tasks_file: Path, out: Path, servers: Path,

@@ -16,7 +16,7 @@ def test_server_crash_mid_run(tmp_path, chat_server, servers_config):
              "c2": [[echo, {"name": "flaky/picture", "arguments": {"width": 8, "height": 6}}]],
              "c3": [[{"name": "flaky/hang", "arguments": {"seconds": 3}}], [echo]]}
     tasks_file, ref = plan_tasks(tmp_path, plans, image=False)
-    server = chat_server(plan_policy(tasks_file, ref))
+    server = chat_server(plan_policy(ref))
     out = tmp_path / "pred.json"
     servers = servers_config("math", extra={"flaky": flaky_entry()})
     assert run(compose(*local_overrides(server, tasks_file, out, servers, "concurrency=1", "prepare=false",

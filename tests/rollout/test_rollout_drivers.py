@@ -7,8 +7,9 @@ import asyncio
 import pytest
 from rollout_helpers import make_image
 
+from engine.contract import InputError
 from rollout.drivers import build_driver
-from rollout.errors import ModelError, RolloutInputError
+from rollout.errors import ModelError
 from rollout.scripted import Reply
 
 MESSAGES = [{"role": "system", "content": "Be brief."},
@@ -51,9 +52,9 @@ def test_openai_driver_gives_up_after_retries(tmp_path, chat_server):
 
 
 def test_unknown_provider_and_non_rollout_model_are_config_errors():
-    with pytest.raises(RolloutInputError, match="field 'model.provider'"):
+    with pytest.raises(InputError, match="field 'model.provider'"):
         build_driver({"provider": "carrier-pigeon", "name": "x"})
-    with pytest.raises(RolloutInputError, match="not a rollout model config"):
+    with pytest.raises(InputError, match="not a rollout model config"):
         build_driver({"name": "gpt5", "predictions": "results/gpt5.json"})
 
 

@@ -30,7 +30,7 @@ def _image_parts(body: dict) -> list[str]:
 
 def test_rollout_end_to_end(tmp_path, chat_server, servers_config):
     tasks_file, ref = plan_tasks(tmp_path, PLANS)
-    server = chat_server(plan_policy(tasks_file, ref))
+    server = chat_server(plan_policy(ref))
     out = tmp_path / "run" / "pred.json"
     cfg = compose(*local_overrides(server, tasks_file, out, servers_config("images", "math", "excel"),
                                    "concurrency=3"))
@@ -95,7 +95,7 @@ class _Malformed:
 def test_malformed_model_output(tmp_path, chat_server, servers_config):
     step = [[{"name": "math/mean", "arguments": {"numbers": [1, 3]}}]]
     tasks_file, ref = plan_tasks(tmp_path, {"t1": step, "t2": step, "t3": step}, image=False)
-    server = chat_server(_Malformed(plan_policy(tasks_file, ref)))
+    server = chat_server(_Malformed(plan_policy(ref)))
     out = tmp_path / "pred.json"
     assert run(compose(*local_overrides(server, tasks_file, out, servers_config("math"), "max_concurrent=2",
                                         "prepare=false"))) == 0
@@ -138,7 +138,7 @@ def test_retries_key_secrecy_and_failed_tasks(tmp_path, chat_server, servers_con
     monkeypatch.setenv("M3_ROLLOUT_TEST_KEY", secret)
     step = [[{"name": "math/median", "arguments": {"numbers": [1, 2, 3]}}]]
     tasks_file, ref = plan_tasks(tmp_path, {"t1": step, "t2": step}, image=False)
-    policy = plan_policy(tasks_file, ref)
+    policy = plan_policy(ref)
     server = chat_server(_Flaky(policy))
     out = tmp_path / "out" / "pred.json"
     overrides = local_overrides(server, tasks_file, out, servers_config("math"), "concurrency=1",

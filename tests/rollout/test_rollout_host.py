@@ -12,7 +12,7 @@ from openpyxl import load_workbook
 from PIL import Image
 from rollout_helpers import FLAKY_SERVER, make_image, write_json
 
-from rollout.errors import RolloutInputError
+from engine.contract import InputError
 from rollout.host import MCPHost, ServerSpec, load_servers_config
 
 SHIPPED = Path(__file__).resolve().parents[2] / "rollout" / "servers.json"
@@ -38,7 +38,7 @@ def test_servers_config_resolves_python_and_env(tmp_path, monkeypatch):
 ])
 def test_servers_config_errors_name_the_field(tmp_path, servers, field):
     path = write_json(tmp_path / "s.json", {"servers": servers})
-    with pytest.raises(RolloutInputError) as info:
+    with pytest.raises(InputError) as info:
         load_servers_config(path)
     message = str(info.value)
     assert str(path) in message and f"field '{field}'" in message and "\n" not in message

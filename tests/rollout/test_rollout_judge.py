@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks
 
+from engine.contract import parse_trajectories
 from rollout import prompts
 from rollout.judge import validate_trajectory
 from rollout.runner import run
@@ -34,7 +36,7 @@ def _judge_policy(body):
 
 def test_judge_end_to_end_and_replay(tmp_path, chat_server, servers_config):
     tasks_file, ref = plan_tasks(tmp_path, PLANS, image=False)
-    agent = chat_server(plan_policy(tasks_file, ref))
+    agent = chat_server(plan_policy(ref))
     judge = chat_server(_judge_policy)
     out = tmp_path / "run" / "pred.json"
     common = local_overrides(agent, tasks_file, out, servers_config("math"), "mode=record", "prepare=false")
@@ -67,9 +69,10 @@ def test_judge_end_to_end_and_replay(tmp_path, chat_server, servers_config):
 
 
 def test_validate_trajectory_rules():
-    run_steps = [{"step": 1, "calls": [{**A, "result": "1.5", "is_error": False}]},
-                 {"step": 2, "calls": [{**B, "result": "4", "is_error": False},
-                                       {**BAD, "result": "Error", "is_error": True}]}]
+    steps = [{"step": 1, "calls": [{**A, "result": "1.5", "is_error": False}]},
+             {"step": 2, "calls": [{**B, "result": "4", "is_error": False},
+                                   {**BAD, "result": "Error", "is_error": True}]}]
+    run_steps = parse_trajectories(Path("pred.json"), [{"id": "x", "steps": steps}]).tasks["x"]
     ok = {"steps": [{"step": 1, "calls": [A, B]}]}
     assert validate_trajectory(ok, run_steps) == []
     assert validate_trajectory({"steps": [{"step": 1, "calls": [A]}, {"step": 2, "calls": [B]}],

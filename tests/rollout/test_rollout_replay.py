@@ -9,7 +9,7 @@ from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, w
 
 from engine.contract import canonical_json
 from rollout.cache import RolloutCache, tool_key
-from rollout.errors import RolloutInputError
+from engine.contract import InputError
 from rollout.runner import run
 
 PLANS = {
@@ -23,7 +23,7 @@ PLANS = {
 
 def test_replay_is_byte_for_byte(tmp_path, chat_server, servers_config):
     tasks_file, ref = plan_tasks(tmp_path, PLANS)
-    server = chat_server(plan_policy(tasks_file, ref))
+    server = chat_server(plan_policy(ref))
     recorded = tmp_path / "rec" / "pred.json"
     assert run(compose(*local_overrides(server, tasks_file, recorded, servers_config("images", "math"),
                                         "mode=record", "concurrency=2"))) == 0
@@ -50,11 +50,11 @@ def test_replay_is_byte_for_byte(tmp_path, chat_server, servers_config):
 def test_replay_miss_fails_the_task_and_keys_are_canonical(tmp_path, chat_server, servers_config):
     assert tool_key("s", "t", {"b": 1, "a": "é"}) == tool_key("s", "t", {"a": "é", "b": 1})
     assert canonical_json({"b": [1, {"d": 2, "c": 3}], "a": "é"}) == '{"a":"é","b":[1,{"c":3,"d":2}]}'
-    with pytest.raises(RolloutInputError, match="field 'cache_dir'"):
+    with pytest.raises(InputError, match="field 'cache_dir'"):
         RolloutCache(tmp_path / "nothing", "replay")
 
     tasks_file, ref = plan_tasks(tmp_path, {"m1": PLANS["r2"]}, image=False)
-    server = chat_server(plan_policy(tasks_file, ref))
+    server = chat_server(plan_policy(ref))
     recorded = tmp_path / "rec" / "pred.json"
     assert run(compose(*local_overrides(server, tasks_file, recorded, servers_config("math"), "mode=record"))) == 0
     # a different model name makes every request a miss: the task fails and is not written

@@ -31,7 +31,7 @@ def test_kill_and_resume(tmp_path, chat_server, servers_config):
     ids = [f"k{i}" for i in range(8)]
     plans = {i: [[{"name": "math/mean", "arguments": {"numbers": [n, n + 1]}}]] for n, i in enumerate(ids)}
     tasks_file, ref = plan_tasks(tmp_path, plans, image=False)
-    policy = plan_policy(tasks_file, ref)
+    policy = plan_policy(ref)
     out = tmp_path / "out" / "pred.json"
     servers = servers_config("math")
     first = chat_server(policy, delay=0.15)
