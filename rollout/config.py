@@ -17,7 +17,7 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
-from rollout.host import PROJECT_ROOT
+from rollout.mcp.config import PROJECT_ROOT
 
 CONF_DIR = PROJECT_ROOT / "conf"
 _active = False

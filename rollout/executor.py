@@ -16,7 +16,7 @@ from engine.contract import Task, trajectory_record
 from rollout import prompts
 from rollout.cache import CachedModel
 from rollout.dialogue import Dialogue
-from rollout.host import ToolInfo
+from rollout.mcp.protocol import ToolInfo
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace, is_image
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.contract import InputError, Task
-from rollout.host import ToolInfo
+from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,10 @@ from rollout.drivers import build_driver, settings_from_config
 from rollout.errors import CacheMiss, ModelError
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
-from rollout.host import MCPHost, ToolInfo, load_servers_config
 from rollout.judge import Judge, JudgeSettings
+from rollout.mcp.config import read_servers_config
+from rollout.mcp.host import MCPHost
+from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
 from rollout.scripted import PlanPolicy, ScriptedChatServer
 from rollout.tasks import read_reference_tools
@@ -72,7 +74,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache, stack: AsyncE
         for name, reason in failures.items():
             log.warning("MCP server %s was not running in the recorded run: %s", name, reason)
         return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools]
-    specs = load_servers_config(cfg["servers"])
+    specs = read_servers_config(cfg["servers"])
     host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
                    start_timeout=float(cfg.get("start_timeout", 30)),
                    max_restarts=_int(cfg, "max_restarts", 2, 0), log_path=log_path)

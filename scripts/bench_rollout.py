@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from PIL import Image  # noqa: E402
 
 from rollout.cache import CachedModel  # noqa: E402
-from rollout.host import MCPHost  # noqa: E402
+from rollout.mcp.host import MCPHost  # noqa: E402
 from rollout.runner import run_rollout  # noqa: E402
 from rollout.toolrunner import ToolRunner  # noqa: E402
 

@@ -10,7 +10,7 @@ from rollout_helpers import write_json
 from engine.contract import InputError, Task, read_tasks
 from rollout import prompts
 from rollout.exposure import select_tools
-from rollout.host import ToolInfo
+from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
 from rollout.tasks import read_reference_tools
 
