@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, atomic_write_bytes, atomic_write_text, canonical_json, dumps_json, read_json
-from rollout.drivers import Completion, ModelDriver
+from rollout.drivers.base import Completion, ModelDriver
 from rollout.errors import CacheMiss
 
 log = logging.getLogger(__name__)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from contextlib import AsyncExitStack, ExitStack
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, Task, Trajectory, read_tasks, read_trajectories
 from rollout.cache import CachedModel, RolloutCache
-from rollout.drivers import build_driver, settings_from_config
+from rollout.drivers.base import settings_from_config
+from rollout.drivers.registry import build_driver
 from rollout.errors import CacheMiss, ModelError
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
@@ -25,7 +26,6 @@ from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
-from rollout.scripted import PlanPolicy, ScriptedChatServer
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
@@ -49,22 +49,16 @@ def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path, Path]:
     return output, workspace, cache_dir
 
 
-def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache, stack: ExitStack) -> CachedModel:
-    """The model of a config behind the cache; a scripted model gets its loopback server started."""
+@asynccontextmanager
+async def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache) -> AsyncIterator[CachedModel]:
+    """The model of a config behind the cache; a replay builds no driver (and needs no key)."""
     settings = settings_from_config(model_cfg)
-    if cache.replaying:
-        return CachedModel(None, cache, settings.name, settings.params)
-    base_url = None
-    if model_cfg.get("provider") == "scripted":
-        script = model_cfg.get("script")
-        if not script:
-            raise InputError("config", "the scripted model needs a script file", field="model.script")
-        server = ScriptedChatServer(PlanPolicy.from_file(script), delay=float(model_cfg.get("delay", 0)))
-        stack.enter_context(server)
-        base_url = server.base_url
-        model_cfg = {**model_cfg, "provider": "openai", "api_key_env": None}
-    driver = build_driver(model_cfg, base_url)
-    return CachedModel(driver, cache, settings.name, settings.params)
+    driver = None if cache.replaying else build_driver(model_cfg)
+    try:
+        yield CachedModel(driver, cache, settings.name, settings.params)
+    finally:
+        if driver is not None:
+            await driver.aclose()
 
 
 async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache, stack: AsyncExitStack,
@@ -108,17 +102,15 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
                                 prepare=bool(cfg.get("prepare", True)),
                                 max_result_chars=_int(cfg, "max_result_chars", 4000, 0))
     concurrency = _int(cfg, "concurrency", 4)
-    with ResultFile(output, {t.id: t.index for t in tasks}) as results, ExitStack() as sync_stack:
+    with ResultFile(output, {t.id: t.index for t in tasks}) as results:
         todo = [t for t in tasks if t.id not in results.done]
         if len(todo) < len(tasks):
             log.info("%d of %d tasks already in %s; they are skipped", len(tasks) - len(todo), len(tasks), output)
         if not todo:
             print(f"rollout: nothing to do, all {len(tasks)} tasks are in {output}")
             return 0
-        model = _open_model(cfg["model"], cache, sync_stack)
         async with AsyncExitStack() as stack:
-            if model.driver is not None:
-                stack.push_async_callback(model.driver.aclose)
+            model = await stack.enter_async_context(_open_model(cfg["model"], cache))
             host, catalogue = await _open_tools(cfg, cache, stack, output.parent / "mcp_servers.log")
             exposed = select_tools(exposure, catalogue, todo, references)
             log.info("%d tools in the catalogue, exposure mode %s, %d task(s) to run", len(catalogue),
@@ -162,14 +154,12 @@ async def run_judge(cfg: Mapping[str, Any]) -> int:
     report_path = Path(judge_cfg.get("report") or output.parent / "judge.json")
     optimal_path = Path(judge_cfg.get("output") or output.parent / "optimal.json")
     cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
-    with ResultFile(report_path, order) as reports, ResultFile(optimal_path, order) as optimal, \
-            ExitStack() as sync_stack:
+    with ResultFile(report_path, order) as reports, ResultFile(optimal_path, order) as optimal:
         todo = [r for r in runs if r.id not in reports.done]
         if not todo:
             print(f"judge: nothing to do, all {len(runs)} runs are in {report_path}")
             return 0
-        model = _open_model(judge_cfg.get("model") or cfg["model"], cache, sync_stack)
-        judge = Judge(model, JudgeSettings(max_result_chars=_int(judge_cfg, "max_result_chars", 1500, 0)))
+        settings = JudgeSettings(max_result_chars=_int(judge_cfg, "max_result_chars", 1500, 0))
 
         async def work(run: Trajectory) -> bool:
             try:
@@ -183,11 +173,9 @@ async def run_judge(cfg: Mapping[str, Any]) -> int:
             log.info("judged %s: success=%s accepted=%s", run.id, report["success"], report["accepted"])
             return True
 
-        try:
+        async with _open_model(judge_cfg.get("model") or cfg["model"], cache) as model:
+            judge = Judge(model, settings)
             outcomes = await _bounded(todo, _int(cfg, "concurrency", 4), work)
-        finally:
-            if model.driver is not None:
-                await model.driver.aclose()
     accepted = sum(1 for r in reports.records() if r.get("accepted"))
     failed = outcomes.count(False)
     print(f"judge: {outcomes.count(True)} run(s) judged, {failed} failed; {accepted} optimal trajectories "

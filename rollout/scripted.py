@@ -64,10 +64,12 @@ def _tokens(request: dict[str, Any]) -> int:
     return count
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _ChatRequestHandler(BaseHTTPRequestHandler):
+    """Answers POST requests of the chat completions and messages protocols from the owner's policy."""
+
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as separate writes
-    server: _Server
+    server: _ChatHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's signature)
         """Keep the console quiet."""
@@ -122,7 +124,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, body, reply.headers)
 
 
-class _Server(ThreadingHTTPServer):
+class _ChatHTTPServer(ThreadingHTTPServer):
+    """The threaded HTTP server behind a ScriptedChatServer (its `owner`)."""
+
     daemon_threads = True
     owner: ScriptedChatServer
 
@@ -135,7 +139,7 @@ class ScriptedChatServer:
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self._httpd: _Server | None = None
+        self._httpd: _ChatHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -146,7 +150,7 @@ class ScriptedChatServer:
 
     def start(self) -> str:
         """Start serving in a background thread; returns the base URL."""
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _ChatHTTPServer(("127.0.0.1", 0), _ChatRequestHandler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model", daemon=True)
         self._thread.start()
