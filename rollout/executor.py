@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.contract import Task, trajectory_record
 from rollout import prompts
-from rollout.cache import CachedModel
+from rollout.record import CachedModel
 from rollout.dialogue import Dialogue
 from rollout.mcp.protocol import ToolInfo
 from rollout.toolrunner import ToolRunner

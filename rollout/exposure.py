@@ -18,7 +18,7 @@ from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)
 
-MODES = ("all", "oracle", "retrieve", "fixed")
+EXPOSURE_MODES = ("all", "oracle", "retrieve", "fixed")
 
 
 def encode_texts(texts: list[str], model: str | None = None, device: str = "cpu") -> np.ndarray:
@@ -43,9 +43,9 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
     In oracle mode, tasks without a reference trajectory get no entry: they cannot be run that way.
     """
     mode = cfg.get("mode", "all")
-    if mode not in MODES:
-        raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(MODES)})",
-                                field="exposure.mode")
+    if mode not in EXPOSURE_MODES:
+        raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(EXPOSURE_MODES)})",
+                         field="exposure.mode")
     by_name = {t.name: t for t in catalogue}
     if mode == "all":
         return {task.id: list(catalogue) for task in tasks}

@@ -1,7 +1,7 @@
 """The Executor's prompts and the parsing of the model's replies.
 
 Every phase prompt starts with a heading line ``## PHASE`` (PREPARE, PROCESS, DECISION, FINAL for
-the agent; JUDGE and SUMMARY for the judge), so transcripts are easy to read and a scripted model
+the agent; VERDICT and SUMMARY for the curator), so transcripts are easy to read and a scripted model
 can tell the phases apart.
 """
 
@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-PHASES = ("PREPARE", "PROCESS", "DECISION", "FINAL", "JUDGE", "SUMMARY")
+PHASES = ("PREPARE", "PROCESS", "DECISION", "FINAL", "VERDICT", "SUMMARY")
 _HEADING = re.compile(r"^## (" + "|".join(PHASES) + r")\b(?:[^\n]*?\bstep (\d+))?", re.MULTILINE)
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```$", re.DOTALL)
 

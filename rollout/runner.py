@@ -1,4 +1,4 @@
-"""A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, the judge, outputs.
+"""A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, curation, outputs.
 
 The config is the composed Hydra config of conf/rollout.yaml as a plain dict (see rollout/README.md).
 `run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, Task, Trajectory, read_tasks, read_trajectories
-from rollout.cache import CachedModel, RolloutCache
+from rollout.record import CachedModel, RolloutCache
 from rollout.drivers.base import settings_from_config
 from rollout.drivers.registry import build_driver
 from rollout.errors import CacheMiss, ModelError
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
-from rollout.judge import Judge, JudgeSettings
+from rollout.curate import Curator, CuratorSettings
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
@@ -32,7 +32,7 @@ from rollout.workspace import Workspace
 
 log = logging.getLogger("rollout")
 
-STAGES = ("rollout", "judge", "both")
+STAGES = ("rollout", "curate", "both")
 
 
 def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1) -> int:
@@ -145,40 +145,40 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     return 1 if failed else 0
 
 
-async def run_judge(cfg: Mapping[str, Any]) -> int:
-    """Judge the predictions of the output file and write reports and optimal trajectories."""
+async def run_curation(cfg: Mapping[str, Any]) -> int:
+    """Give each run of the predictions file a verdict; write the verdicts and the optimal trajectories."""
     output, _, cache_dir = _paths(cfg)
-    judge_cfg = cfg.get("judge") or {}
+    curate_cfg = cfg.get("curate") or {}
     runs = list(read_trajectories(output).tasks.values())
     order = {r.id: i for i, r in enumerate(runs)}
-    report_path = Path(judge_cfg.get("report") or output.parent / "judge.json")
-    optimal_path = Path(judge_cfg.get("output") or output.parent / "optimal.json")
+    verdicts_path = Path(curate_cfg.get("verdicts") or output.parent / "verdicts.json")
+    optimal_path = Path(curate_cfg.get("optimal") or output.parent / "optimal.json")
     cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
-    with ResultFile(report_path, order) as reports, ResultFile(optimal_path, order) as optimal:
-        todo = [r for r in runs if r.id not in reports.done]
+    settings = CuratorSettings(max_result_chars=_int(curate_cfg, "max_result_chars", 1500, 0))
+    with ResultFile(verdicts_path, order) as verdicts, ResultFile(optimal_path, order) as optimal:
+        todo = [r for r in runs if r.id not in verdicts.done]
         if not todo:
-            print(f"judge: nothing to do, all {len(runs)} runs are in {report_path}")
+            print(f"curate: nothing to do, all {len(runs)} runs are in {verdicts_path}")
             return 0
-        settings = JudgeSettings(max_result_chars=_int(judge_cfg, "max_result_chars", 1500, 0))
+        async with _open_model(curate_cfg.get("model") or cfg["model"], cache) as model:
+            curator = Curator(model, settings)
 
-        async def work(run: Trajectory) -> bool:
-            try:
-                report, trajectory = await judge.judge(run)
-            except (ModelError, CacheMiss) as exc:
-                log.error("judging %s failed: %s", run.id, exc)
-                return False
-            if trajectory is not None:
-                await asyncio.to_thread(optimal.add, trajectory)
-            await asyncio.to_thread(reports.add, report)
-            log.info("judged %s: success=%s accepted=%s", run.id, report["success"], report["accepted"])
-            return True
+            async def work(run: Trajectory) -> bool:
+                try:
+                    verdict, trajectory = await curator.curate(run)
+                except (ModelError, CacheMiss) as exc:
+                    log.error("curating %s failed: %s", run.id, exc)
+                    return False
+                if trajectory is not None:
+                    await asyncio.to_thread(optimal.add, trajectory)
+                await asyncio.to_thread(verdicts.add, verdict)
+                log.info("curated %s: success=%s accepted=%s", run.id, verdict["success"], verdict["accepted"])
+                return True
 
-        async with _open_model(judge_cfg.get("model") or cfg["model"], cache) as model:
-            judge = Judge(model, settings)
             outcomes = await _bounded(todo, _int(cfg, "concurrency", 4), work)
-    accepted = sum(1 for r in reports.records() if r.get("accepted"))
+    accepted = sum(1 for r in verdicts.records() if r.get("accepted"))
     failed = outcomes.count(False)
-    print(f"judge: {outcomes.count(True)} run(s) judged, {failed} failed; {accepted} optimal trajectories "
+    print(f"curate: {outcomes.count(True)} run(s) curated, {failed} failed; {accepted} optimal trajectories "
           f"-> {optimal_path}")
     return 1 if failed else 0
 
@@ -188,12 +188,12 @@ def run(cfg: Mapping[str, Any]) -> int:
     stage = cfg.get("stage", "rollout")
     if stage not in STAGES:
         raise InputError("config", f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})",
-                                field="stage")
+                         field="stage")
     for noisy in ("httpx", "httpx2", "openai", "anthropic", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     status = 0
     if stage in ("rollout", "both"):
         status = asyncio.run(run_rollout(cfg))
-    if stage in ("judge", "both"):
-        status = max(status, asyncio.run(run_judge(cfg)))
+    if stage in ("curate", "both"):
+        status = max(status, asyncio.run(run_curation(cfg)))
     return status

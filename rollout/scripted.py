@@ -5,7 +5,7 @@ and Anthropic's messages protocol (``POST /v1/messages``) on 127.0.0.1, with a p
 OS. Each reply comes from a policy: a function of the request's JSON body returning the reply text,
 or a `Reply` for an HTTP error. `PlanPolicy` follows reference trajectories (GT format): it picks
 each step's tools, calls them, stops after the last step and gives the reference's final reply;
-as a judge it accepts the run and proposes the run's own calls as the optimal trajectory.
+as a curator it accepts the run and proposes the run's own calls as the optimal trajectory.
 
 Run ``python -m rollout.scripted --plans P`` to serve a plan policy from another process; it prints
 the base URL on its first line.
@@ -211,7 +211,7 @@ class PlanPolicy:
             return json.dumps({"tool_calls": calls})
         if phase == "DECISION":
             return "yes" if steps_seen >= len(plan["steps"]) else "no"
-        if phase == "JUDGE":
+        if phase == "VERDICT":
             return json.dumps({"success": True, "reason": "The run followed the plan."})
         if phase == "SUMMARY":
             return json.dumps(self._summary(users))
@@ -219,7 +219,7 @@ class PlanPolicy:
 
     @staticmethod
     def _summary(users: list[str]) -> dict[str, Any]:
-        """The judged run's own successful calls, one step per run step."""
+        """The curated run's own successful calls, one step per run step."""
         steps = []
         for line in users[0].splitlines():
             if line.startswith("step ") and " call " in line and "(FAILED)" not in line:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from PIL import Image  # noqa: E402
 
-from rollout.cache import CachedModel  # noqa: E402
+from rollout.record import CachedModel  # noqa: E402
 from rollout.mcp.host import MCPHost  # noqa: E402
 from rollout.runner import run_rollout  # noqa: E402
 from rollout.toolrunner import ToolRunner  # noqa: E402

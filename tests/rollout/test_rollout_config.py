@@ -20,14 +20,14 @@ def test_model_override_selects_the_rollout_model_group():
     assert cfg["model"]["api_key_env"] == "OPENAI_API_KEY"
     assert cfg["output"] == "results/rollout/gpt-5/all/pred.json"
     assert Path(cfg["servers"]) == ROOT / "rollout" / "servers.json"
-    assert cfg["judge"].get("model") is None
+    assert cfg["curate"].get("model") is None
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_every_rollout_model_resolves_to_its_own_file(name):
-    cfg = compose(f"model={name}", f"model@judge.model={name}", "exposure=retrieve", "tasks=demo")
+    cfg = compose(f"model={name}", f"model@curate.model={name}", "exposure=retrieve", "tasks=demo")
     assert cfg["model"]["provider"] in ("openai", "anthropic", "scripted")
-    assert cfg["judge"]["model"] == cfg["model"]
+    assert cfg["curate"]["model"] == cfg["model"]
     assert cfg["exposure"]["mode"] == "retrieve" and Path(cfg["tasks"]["file"]).is_file()
 
 

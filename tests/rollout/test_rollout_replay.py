@@ -8,7 +8,7 @@ import pytest
 from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, write_json
 
 from engine.contract import canonical_json
-from rollout.cache import RolloutCache, tool_key
+from rollout.record import RolloutCache, tool_key
 from engine.contract import InputError
 from rollout.runner import run
 

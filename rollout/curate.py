@@ -1,10 +1,12 @@
-"""The judge: success or failure of a finished run, then its summary into an optimal trajectory.
+"""Curation of finished runs: a success verdict per run, then the summary of a successful run into
+its optimal trajectory (a candidate reference).
 
-For a successful run the judge model rewrites the trajectory without failed, repeated or
+For a successful run the curator model rewrites the trajectory without failed, repeated or
 unneeded calls, with calls that do not depend on each other merged into one step. The proposal is
 accepted only when it validates against rollout/trajectory.schema.json and every call in it is a
-call the run made and that succeeded, kept in the order the run made them; otherwise the judge is
+call the run made and that succeeded, kept in the order the run made them; otherwise the model is
 asked once more, with the reason. Accepted trajectories are written in the reference (GT) format.
+These verdicts are not the LLM-judge scores the scoring side reads (``<predictions stem>_judge.json``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from engine.contract import Call, Trajectory, canonical_json, trajectory_record
 from rollout import prompts
-from rollout.cache import CachedModel
+from rollout.record import CachedModel
 from rollout.dialogue import Dialogue
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
@@ -91,18 +93,18 @@ def _trajectory_text(run: Trajectory, max_chars: int) -> str:
     return "\n".join(lines) or "(no tool calls)"
 
 
-def judge_prompt(run: Trajectory, max_chars: int) -> str:
+def verdict_prompt(run: Trajectory, max_chars: int) -> str:
     """Ask whether the run completed its task."""
     return "\n".join([
-        "## JUDGE",
+        "## VERDICT",
         "Decide whether the agent run below completed the user's task, using only what its tool results "
         "and final reply show. Reply with JSON only: {\"success\": true or false, \"reason\": \"...\"}.",
         "", "Task:", str(run.raw.get("question", "")), "", "Tool calls:", _trajectory_text(run, max_chars),
         "", "Final reply:", str(run.raw.get("final_reply", ""))])
 
 
-JUDGE_SYSTEM = "You are a strict, careful judge of tool-using agent runs."
-JUDGE_RETRY = '## JUDGE (retry)\nReply with JSON only: {"success": true or false, "reason": "..."}.'
+CURATOR_SYSTEM = "You are a strict, careful judge of tool-using agent runs."
+VERDICT_RETRY = '## VERDICT (retry)\nReply with JSON only: {"success": true or false, "reason": "..."}.'
 SUMMARY = (
     "## SUMMARY\nRewrite the run as its optimal trajectory: keep only successful calls that the final answer "
     "needs, each with its name and arguments exactly as made; drop failed, repeated and unneeded calls; put "
@@ -112,38 +114,38 @@ SUMMARY = (
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
-    """Switches of the judge."""
+class CuratorSettings:
+    """Switches of the curator."""
 
     max_result_chars: int = 1500
 
 
-class Judge:
-    """Judges finished runs and summarises the successful ones."""
+class Curator:
+    """Gives finished runs a verdict and summarises the successful ones into optimal trajectories."""
 
-    def __init__(self, model: CachedModel, settings: JudgeSettings) -> None:
+    def __init__(self, model: CachedModel, settings: CuratorSettings) -> None:
         self.model = model
         self.settings = settings
 
-    async def judge(self, run: Trajectory) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The judge report of a finished run, and its optimal trajectory when accepted."""
-        dialogue = Dialogue(self.model, f"judge:{run.id}", JUDGE_SYSTEM)
-        report: dict[str, Any] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
-        prompt = judge_prompt(run, self.settings.max_result_chars)
-        verdict = self._verdict(await dialogue.ask(prompt, "judge", json_mode=True))
+    async def curate(self, run: Trajectory) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The verdict record of a finished run, and its optimal trajectory when accepted."""
+        dialogue = Dialogue(self.model, f"curate:{run.id}", CURATOR_SYSTEM)
+        record: dict[str, Any] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
+        prompt = verdict_prompt(run, self.settings.max_result_chars)
+        verdict = self._verdict(await dialogue.ask(prompt, "verdict", json_mode=True))
         if verdict is None:
-            verdict = self._verdict(await dialogue.ask(JUDGE_RETRY, "judge", json_mode=True))
+            verdict = self._verdict(await dialogue.ask(VERDICT_RETRY, "verdict", json_mode=True))
         optimal = None
         if verdict is None:
-            report["error"] = "the judge's verdict was not the JSON asked for"
+            record["error"] = "the verdict was not the JSON asked for"
         else:
-            report["success"], report["reason"] = verdict
+            record["success"], record["reason"] = verdict
             if verdict[0]:
                 optimal, error = await self._summarise(run, dialogue)
-                report["accepted"], report["error"] = optimal is not None, error
-        report["usage"] = dialogue.usage
-        report["dialogue"] = dialogue.messages
-        return report, optimal
+                record["accepted"], record["error"] = optimal is not None, error
+        record["usage"] = dialogue.usage
+        record["dialogue"] = dialogue.messages
+        return record, optimal
 
     @staticmethod
     def _verdict(reply: str) -> tuple[bool, str] | None:

@@ -28,7 +28,7 @@ from rollout.errors import CacheMiss
 
 log = logging.getLogger(__name__)
 
-MODES = ("live", "record", "replay")
+RECORD_MODES = ("live", "record", "replay")
 
 
 def digest(value: Any) -> str:
@@ -45,9 +45,9 @@ class RolloutCache:
     """The cache directory of a run, in one of the modes live, record or replay."""
 
     def __init__(self, directory: str | Path, mode: str) -> None:
-        if mode not in MODES:
-            raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(MODES)})",
-                                    field="mode")
+        if mode not in RECORD_MODES:
+            raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(RECORD_MODES)})",
+                             field="mode")
         self.mode = mode
         self.directory = Path(directory)
         self._tools: dict[str, dict[str, Any]] = {}
@@ -56,7 +56,7 @@ class RolloutCache:
             return
         if mode == "replay" and not self.directory.is_dir():
             raise InputError(self.directory, "cache directory not found (record a run first)",
-                                    field="cache_dir")
+                             field="cache_dir")
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "blobs").mkdir(exist_ok=True)
         self._tools = self._load(self.directory / "tools.jsonl")
@@ -149,7 +149,7 @@ class RolloutCache:
 class CachedModel:
     """A model driver behind the cache: record writes responses, replay serves them (driver may be None).
 
-    A request's key holds its scope (the task id, or "judge:<id>"), the model name, parameters,
+    A request's key holds its scope (the task id, or "curate:<id>"), the model name, parameters,
     JSON mode and messages (role and content, images as workspace paths), and how many identical
     requests the scope made before it, so a replay gives back the recorded responses in order.
     """
