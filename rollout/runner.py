@@ -1,6 +1,7 @@
 """A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, curation, outputs.
 
-The config is the composed Hydra config of conf/rollout.yaml as a plain dict (see rollout/README.md).
+The config is the composed Hydra config of conf/rollout/config.yaml as a plain dict (see rollout/README.md);
+every path of the run (predictions, workspace, cache_dir, server_log, curate.*) is one of its settings.
 `run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
 them), and bad input raises the contract's `InputError`.
 """
@@ -35,18 +36,20 @@ log = logging.getLogger("rollout")
 STAGES = ("rollout", "curate", "both")
 
 
-def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1) -> int:
+def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1, where: str | None = None) -> int:
+    """An integer setting, at least `minimum`; InputError naming the setting (`where`, default `key`) otherwise."""
     value = cfg.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=key)
+        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=where or key)
     return value
 
 
-def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path, Path]:
-    output = Path(cfg["output"])
-    workspace = Path(cfg.get("workspace") or output.parent / "workspace")
-    cache_dir = Path(cfg.get("cache_dir") or output.parent / "cache")
-    return output, workspace, cache_dir
+def _path(cfg: Mapping[str, Any], key: str, where: str | None = None) -> Path:
+    """A path setting; InputError naming the setting (`where`, default `key`) when it is missing."""
+    value = cfg.get(key)
+    if not isinstance(value, str) or not value:
+        raise InputError("config", f"must be a path, got {value!r}", field=where or key)
+    return Path(value)
 
 
 @asynccontextmanager
@@ -61,8 +64,9 @@ async def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache) -> Asyn
             await driver.aclose()
 
 
-async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache, stack: AsyncExitStack,
-                      log_path: Path) -> tuple[MCPHost | None, list[ToolInfo]]:
+async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
+                      stack: AsyncExitStack) -> tuple[MCPHost | None, list[ToolInfo]]:
+    """The tool catalogue: from the cache when replaying, else from the servers started on `stack`."""
     if cache.replaying:
         tools, failures = cache.get_catalogue()
         for name, reason in failures.items():
@@ -71,7 +75,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache, stack: AsyncE
     specs = read_servers_config(cfg["servers"])
     host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
                    start_timeout=float(cfg.get("start_timeout", 30)),
-                   max_restarts=_int(cfg, "max_restarts", 2, 0), log_path=log_path)
+                   max_restarts=_int(cfg, "max_restarts", 2, 0), log_path=_path(cfg, "server_log"))
     await stack.enter_async_context(host)
     catalogue = host.catalogue()
     if cache.recording:
@@ -80,6 +84,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache, stack: AsyncE
 
 
 async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
+    """`await work(item)` for every item, at most `limit` at once; the outcomes in item order."""
     semaphore = asyncio.Semaphore(limit)
 
     async def one(item: Any) -> bool:
@@ -90,14 +95,14 @@ async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
 
 
 async def run_rollout(cfg: Mapping[str, Any]) -> int:
-    """Roll out the tasks not yet in the output file; 0 when all ended, 1 when some failed."""
+    """Roll out the tasks not yet in the predictions file; 0 when all ended, 1 when some failed."""
     data = cfg["tasks"]
     tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
                        data.get("ids"))
     exposure = cfg.get("exposure") or {"mode": "all"}
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
-    output, workspace_base, cache_dir = _paths(cfg)
-    cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
+    output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
+    cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
     settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 3),
                                 prepare=bool(cfg.get("prepare", True)),
                                 max_result_chars=_int(cfg, "max_result_chars", 4000, 0))
@@ -111,7 +116,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
             return 0
         async with AsyncExitStack() as stack:
             model = await stack.enter_async_context(_open_model(cfg["model"], cache))
-            host, catalogue = await _open_tools(cfg, cache, stack, output.parent / "mcp_servers.log")
+            host, catalogue = await _open_tools(cfg, cache, stack)
             exposed = select_tools(exposure, catalogue, todo, references)
             log.info("%d tools in the catalogue, exposure mode %s, %d task(s) to run", len(catalogue),
                      exposure.get("mode", "all"), len(todo))
@@ -147,14 +152,14 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
 
 async def run_curation(cfg: Mapping[str, Any]) -> int:
     """Give each run of the predictions file a verdict; write the verdicts and the optimal trajectories."""
-    output, _, cache_dir = _paths(cfg)
     curate_cfg = cfg.get("curate") or {}
-    runs = list(read_trajectories(output).tasks.values())
+    runs = list(read_trajectories(_path(cfg, "predictions")).tasks.values())
     order = {r.id: i for i, r in enumerate(runs)}
-    verdicts_path = Path(curate_cfg.get("verdicts") or output.parent / "verdicts.json")
-    optimal_path = Path(curate_cfg.get("optimal") or output.parent / "optimal.json")
-    cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
-    settings = CuratorSettings(max_result_chars=_int(curate_cfg, "max_result_chars", 1500, 0))
+    verdicts_path = _path(curate_cfg, "verdicts", "curate.verdicts")
+    optimal_path = _path(curate_cfg, "optimal", "curate.optimal")
+    cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
+    max_chars = _int(curate_cfg, "max_result_chars", 1500, 0, "curate.max_result_chars")
+    settings = CuratorSettings(max_result_chars=max_chars)
     with ResultFile(verdicts_path, order) as verdicts, ResultFile(optimal_path, order) as optimal:
         todo = [r for r in runs if r.id not in verdicts.done]
         if not todo:

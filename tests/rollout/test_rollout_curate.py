@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks
+from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, run_dir_of
 
 from engine.contract import parse_trajectories
 from rollout import prompts
@@ -38,14 +38,15 @@ def test_curation_end_to_end_and_replay(tmp_path, chat_server, servers_config):
     tasks_file, ref = plan_tasks(tmp_path, PLANS, image=False)
     agent = chat_server(plan_policy(ref))
     curator = chat_server(_curator_policy)
-    out = tmp_path / "run" / "pred.json"
-    common = local_overrides(agent, tasks_file, out, servers_config("math"), "mode=record", "prepare=false")
+    results = tmp_path / "results"
+    common = local_overrides(agent, tasks_file, results, servers_config("math"), "mode=record", "prepare=false")
+    run_dir = run_dir_of(results)
     curator_model = ["model@curate.model=local", f"curate.model.base_url={curator.base_url}",
                      "curate.model.name=curator"]
     assert run(compose(*common, "stage=both", *curator_model)) == 0
 
-    optimal = json.loads((out.parent / "optimal.json").read_text())
-    verdicts = {r["id"]: r for r in json.loads((out.parent / "verdicts.json").read_text())}
+    optimal = json.loads((run_dir / "optimal.json").read_text())
+    verdicts = {r["id"]: r for r in json.loads((run_dir / "verdicts.json").read_text())}
     assert [o["id"] for o in optimal] == ["j1"]
     assert optimal[0] == {"id": "j1", "image": None, "type": "test", "question": "Task j1: follow the plan.",
                           "steps": [{"step": 1, "calls": [B, A]}], "num_step": 1, "max_num_concurrent": 2,
@@ -67,7 +68,7 @@ def test_curation_end_to_end_and_replay(tmp_path, chat_server, servers_config):
               f"curate.optimal={rep / 'optimal.json'}", f"curate.verdicts={rep / 'verdicts.json'}"]
     assert run(compose(*replay)) == 0
     for name in ("optimal.json", "verdicts.json"):
-        assert (rep / name).read_bytes() == (out.parent / name).read_bytes()
+        assert (rep / name).read_bytes() == (run_dir / name).read_bytes()
 
 
 def test_validate_trajectory_rules():
