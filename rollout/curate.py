@@ -20,8 +20,8 @@ from typing import Any
 
 from engine.contract import Call, Trajectory, canonical_json, trajectory_record
 from rollout import prompts
-from rollout.record import CachedModel
 from rollout.dialogue import Dialogue
+from rollout.record import CachedModel
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
 

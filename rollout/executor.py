@@ -14,9 +14,9 @@ from typing import Any
 
 from engine.contract import Task, trajectory_record
 from rollout import prompts
-from rollout.record import CachedModel
 from rollout.dialogue import Dialogue
 from rollout.mcp.protocol import ToolInfo
+from rollout.record import CachedModel
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace, is_image
 

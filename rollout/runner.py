@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, Task, Trajectory, read_tasks, read_trajectories
-from rollout.record import CachedModel, RolloutCache
+from rollout.curate import Curator, CuratorSettings
 from rollout.drivers.base import settings_from_config
 from rollout.drivers.registry import build_driver
 from rollout.errors import CacheMiss, ModelError
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
-from rollout.curate import Curator, CuratorSettings
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
+from rollout.record import CachedModel, RolloutCache
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace

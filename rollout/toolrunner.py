@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.contract import canonical_json
-from rollout.record import RolloutCache, tool_key
 from rollout.errors import CacheMiss
 from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo, ToolOutcome
+from rollout.record import RolloutCache, tool_key
 from rollout.workspace import Workspace
 
 log = logging.getLogger(__name__)
