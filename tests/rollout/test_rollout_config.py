@@ -91,6 +91,7 @@ def test_every_rollout_model_resolves_to_its_own_file(name):
     assert cfg["exposure"]["mode"] == "retrieve" and Path(cfg["tasks"]["file"]).is_file()
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     tasks = write_json(tmp_path / "tasks.json", [{"id": "a", "image": None, "question": "ok"},
                                                  {"id": "b", "image": "images/missing.png", "question": "q"}])
@@ -107,6 +108,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     assert result.stderr.strip() == f"error: {bad}: id a: field 'question': missing or empty text"
 
 
+@pytest.mark.slow
 def test_missing_api_key_is_one_line_and_exit_2(tmp_path):
     tasks = write_json(tmp_path / "tasks.json", [{"id": "a", "image": None, "question": "What is 2+2?"}])
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
@@ -117,7 +119,8 @@ def test_missing_api_key_is_one_line_and_exit_2(tmp_path):
                                     "OPENAI_API_KEY is not set"
 
 
-def test_demo_runs_from_the_command_line_into_its_run_folder(tmp_path):
+@pytest.mark.slow
+def test_demo_runs_from_the_command_line(tmp_path):
     cwd, results = tmp_path / "cwd", tmp_path / "results"
     result = _cli("model=scripted", "tasks=demo", "stage=both", f"results_dir={results}", cwd=cwd)
     assert result.returncode == 0, result.stdout + result.stderr

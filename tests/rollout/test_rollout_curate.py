@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, run_dir_of
 
 from engine.contract import parse_trajectories
@@ -34,6 +35,7 @@ def _curator_policy(body):
     return json.dumps({"steps": [{"step": 1, "calls": [BAD]}]})  # j3: keeps a failed call, twice
 
 
+@pytest.mark.slow
 def test_curation_end_to_end_and_replay(tmp_path, chat_server, servers_config):
     tasks_file, ref = plan_tasks(tmp_path, PLANS, image=False)
     agent = chat_server(plan_policy(ref))
