@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.contract import canonical_json
-from rollout.cache import RolloutCache, tool_key
 from rollout.errors import CacheMiss
-from rollout.host import MCPHost, ToolInfo, ToolOutcome
+from rollout.mcp.host import MCPHost
+from rollout.mcp.protocol import ToolInfo, ToolOutcome
+from rollout.record import RolloutCache, tool_key
 from rollout.workspace import Workspace
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,6 @@
 """Helpers of the rollout tests: the composed Hydra config, small task files with images, servers
-configs over the shipped (and a test) MCP server, and run overrides for a scripted model."""
+configs over the shipped (and a test) MCP server, run overrides for a scripted model, and where a
+run's files go."""
 
 from __future__ import annotations
 
@@ -14,23 +15,27 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rollout.config import rollout_config  # noqa: E402
+from rollout.cli import compose_config  # noqa: E402
 from rollout.scripted import PlanPolicy, ScriptedChatServer  # noqa: E402
-from rollout.tasks import load_tasks  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FLAKY_SERVER = HERE / "flaky_server.py"
+TEST_MODEL = "test-model"
 
 
 def compose(*overrides: str) -> dict[str, Any]:
     """The config scripts/rollout.py would run with, as a plain dict."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from omegaconf import OmegaConf
+    return compose_config(overrides)
 
-    with rollout_config(), initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = hydra_compose(config_name="rollout", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)
+
+def predictions_of(results: Path, model: str = TEST_MODEL) -> Path:
+    """The prediction file of a model's run under a results folder."""
+    return results / f"{model}_test_mcp_fuzzy.json"
+
+
+def run_dir_of(results: Path, model: str = TEST_MODEL) -> Path:
+    """The run folder of a model's run under a results folder."""
+    return results / "rollout" / model
 
 
 def write_json(path: Path, value: Any) -> Path:
@@ -69,15 +74,16 @@ def plan_tasks(tmp_path: Path, plans: dict[str, list[list[dict[str, Any]]]], *, 
     return write_json(tmp_path / "data" / "tasks.json", tasks), write_json(tmp_path / "data" / "ref.json", refs)
 
 
-def plan_policy(tasks_file: Path, reference: Path) -> PlanPolicy:
-    """A policy following the reference trajectories of the tasks."""
-    return PlanPolicy.from_file(reference, load_tasks(tasks_file))
+def plan_policy(reference: Path) -> PlanPolicy:
+    """A policy following the reference trajectories (keyed by their questions)."""
+    return PlanPolicy.from_file(reference)
 
 
-def local_overrides(server: ScriptedChatServer | str, tasks_file: Path, out: Path, servers: Path,
+def local_overrides(server: ScriptedChatServer | str, tasks_file: Path, results: Path, servers: Path,
                     *extra: str) -> list[str]:
-    """Overrides for a run of model=local against a scripted server (or a base URL)."""
+    """Overrides for a run of model=local (named TEST_MODEL) against a scripted server (or a base URL),
+    its files under `results` (see predictions_of and run_dir_of)."""
     base_url = server if isinstance(server, str) else server.base_url
-    return ["model=local", f"model.base_url={base_url}", "model.name=test-model",
+    return ["model=local", f"model.base_url={base_url}", f"model.name={TEST_MODEL}",
             "model.backoff.initial=0.01", "model.backoff.max=0.05", f"tasks.file={tasks_file}",
-            f"output={out}", f"servers={servers}", *extra]
+            f"results_dir={results}", f"servers={servers}", *extra]

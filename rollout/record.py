@@ -22,14 +22,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.contract import atomic_write_bytes, atomic_write_text
-from engine.contract import canonical_json
-from rollout.drivers import Completion, ModelDriver
-from rollout.errors import CacheMiss, RolloutInputError
+from engine.contract import InputError, atomic_write_bytes, atomic_write_text, canonical_json, dumps_json, read_json
+from rollout.drivers.base import Completion, ModelDriver
+from rollout.errors import CacheMiss
 
 log = logging.getLogger(__name__)
 
-MODES = ("live", "record", "replay")
+RECORD_MODES = ("live", "record", "replay")
 
 
 def digest(value: Any) -> str:
@@ -46,9 +45,9 @@ class RolloutCache:
     """The cache directory of a run, in one of the modes live, record or replay."""
 
     def __init__(self, directory: str | Path, mode: str) -> None:
-        if mode not in MODES:
-            raise RolloutInputError("config", f"unknown mode '{mode}' (expected one of {', '.join(MODES)})",
-                                    field="mode")
+        if mode not in RECORD_MODES:
+            raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(RECORD_MODES)})",
+                             field="mode")
         self.mode = mode
         self.directory = Path(directory)
         self._tools: dict[str, dict[str, Any]] = {}
@@ -56,8 +55,8 @@ class RolloutCache:
         if mode == "live":
             return
         if mode == "replay" and not self.directory.is_dir():
-            raise RolloutInputError(self.directory, "cache directory not found (record a run first)",
-                                    field="cache_dir")
+            raise InputError(self.directory, "cache directory not found (record a run first)",
+                             field="cache_dir")
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "blobs").mkdir(exist_ok=True)
         self._tools = self._load(self.directory / "tools.jsonl")
@@ -117,15 +116,15 @@ class RolloutCache:
 
     def put_catalogue(self, tools: list[dict[str, Any]], failures: dict[str, str]) -> None:
         """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""
-        atomic_write_text(self.directory / "catalogue.json",
-                          json.dumps({"tools": tools, "failures": failures}, ensure_ascii=False, indent=1))
+        text = dumps_json({"tools": tools, "failures": failures}, indent=1)
+        atomic_write_text(self.directory / "catalogue.json", text)
 
     def get_catalogue(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
         """The recorded tool catalogue and server failures."""
         path = self.directory / "catalogue.json"
         if not path.exists():
-            raise RolloutInputError(path, "no recorded tool catalogue (record a run first)", field="cache_dir")
-        data = json.loads(path.read_text(encoding="utf-8"))
+            raise InputError(path, "no recorded tool catalogue (record a run first)", field="cache_dir")
+        data = read_json(path, "recorded tool catalogue")
         return data["tools"], data["failures"]
 
     def store_blob(self, path: Path) -> str:
@@ -150,7 +149,7 @@ class RolloutCache:
 class CachedModel:
     """A model driver behind the cache: record writes responses, replay serves them (driver may be None).
 
-    A request's key holds its scope (the task id, or "judge:<id>"), the model name, parameters,
+    A request's key holds its scope (the task id, or "curate:<id>"), the model name, parameters,
     JSON mode and messages (role and content, images as workspace paths), and how many identical
     requests the scope made before it, so a replay gives back the recorded responses in order.
     """
