@@ -1,0 +1,68 @@
+"""Judge replies on disk, so a rerun, or a re-score with a changed pool, asks only what is new.
+
+A reply's key is the SHA-256 of the canonical JSON of the judge's identity (provider, model,
+sampling settings), the rubric's purpose and version, the canonical payload and the attempt number.
+Replies are appended to ``replies.jsonl`` in the cache folder, one JSON line each, with one
+``write`` of an ``O_APPEND`` descriptor, so concurrent runs can share the folder; a line cut short
+by a killed process is ignored on load, and a later line wins over an earlier one with the same key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from rollout.judges.prompts import Rubric
+from rollout.record import digest
+
+REPLIES = "replies.jsonl"
+
+
+def reply_key(identity: dict[str, Any], rubric: Rubric, payload: dict[str, Any], attempt: int) -> str:
+    """The cache key of one attempt of one judge on one payload."""
+    return digest({"judge": identity, "purpose": rubric.purpose, "version": rubric.version, "payload": payload,
+                   "attempt": attempt})
+
+
+class ReplyCache:
+    """The replies of a cache folder (None: kept in memory for this run only)."""
+
+    def __init__(self, directory: str | Path | None) -> None:
+        self.directory = Path(directory) if directory else None
+        self._entries: dict[str, dict[str, Any]] = {}
+        if self.directory is None:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / REPLIES
+        if path.exists():
+            with path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        entry = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut short by a killed process
+                    if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                        self._entries[entry["key"]] = entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The cached entry ({key, judge, reply, usage, ...}) of a key."""
+        return self._entries.get(key)
+
+    def put(self, entry: dict[str, Any]) -> None:
+        """Keep an entry (it has its "key") and append it to the folder's file."""
+        self._entries[entry["key"]] = entry
+        if self.directory is None:
+            return
+        line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        fd = os.open(self.directory / REPLIES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
