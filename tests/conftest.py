@@ -36,6 +36,11 @@ SLOW: dict[str, set[str]] = {
     "test_rollout_crash.py": {"test_server_crash_mid_run"},
     "test_rollout_e2e.py": {"test_rollout_end_to_end", "test_malformed_model_output",
                             "test_retries_key_secrecy_and_failed_tasks"},
+    "test_judge_resume.py": {"test_kill_and_resume"},
+    "test_judge_flow.py": {"test_rollout_judge_score"},
+    "test_judge_outcomes.py": {"test_rules_on_recorded_shapes",
+                               "test_illegal_format_of_a_real_rollout_and_the_published_shape",
+                               "test_calls_stage_asks_the_judge_only_what_no_rule_settles"},
 }
 
 
