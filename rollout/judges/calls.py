@@ -14,9 +14,8 @@ from typing import Any
 
 from engine.contract import TrajectoryFile
 from engine.metricspec import CALL_CLASSES, CALL_KEYS
-from rollout.errors import ModelError
 from rollout.judges.outcomes import CLASS_OF_DIGIT, Catalogue, decide, illegal_format
-from rollout.judges.pool import JudgePool, JudgeSpec, Question
+from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
 from rollout.judges.prompts import OUTCOME, outcome_payload, parse_class
 
 UNDECIDED = "undecided"
@@ -45,17 +44,11 @@ async def judge_call(pool: JudgePool, spec: JudgeSpec, call: dict[str, Any], att
                      max_result_chars: int = 0) -> tuple[str | None, str]:
     """(class, what decided it) of one call from the judge; (None, "undecided: ...") when it gives none."""
     question = Question(OUTCOME, outcome_payload(call, max_result_chars))
-    problem = "no attempt"
-    for attempt in range(1, attempts + 1):
-        try:
-            reply = await pool.ask(spec, question, attempt)
-        except ModelError as exc:
-            return None, f"{UNDECIDED}: {exc}"
-        try:
-            return CLASS_OF_DIGIT[parse_class(reply)], f"judge:{spec.name}"
-        except ValueError as exc:
-            problem = str(exc)
-    return None, f"{UNDECIDED}: judge {spec.name} gave no class in {attempts} attempt(s) (last: {problem})"
+    try:
+        digit = await first_answer(pool, spec, question, attempts, parse_class)
+    except JudgeFailure as exc:
+        return None, f"{UNDECIDED}: {exc}"
+    return CLASS_OF_DIGIT[digit], f"judge:{spec.name}"
 
 
 async def judge_undecided(pool: JudgePool, spec: JudgeSpec, labels: list[dict[str, Any]],
@@ -84,7 +77,8 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
     totals = {key: sum(counts[key] for counts in per_id.values()) for key in CALL_KEYS}
     undecided = sum(1 for label in labels if label["label"] is None)
     rates = {CALL_KEYS[0]: _share(totals[CALL_KEYS[0]], len(sample_ids)),
-             **{key: _share(totals[key], len(labels)) for key in CALL_CLASSES}, UNDECIDED: _share(undecided, len(labels))}
+             **{key: _share(totals[key], len(labels)) for key in CALL_CLASSES},
+             UNDECIDED: _share(undecided, len(labels))}
     decided = Counter(str(label["by"]).split(":", 1)[0] for label in labels)
     return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
             "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],

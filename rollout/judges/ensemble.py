@@ -2,7 +2,8 @@
 
 Each judge answers each metric with one number: the one in the first ``\\boxed{}`` of its reply, else
 its first number; a reply without a usable number in range is a failed attempt, and a judge has
-``attempts`` attempts (5 in the published script). Task Completion (0-10) is divided by 10. Per task
+``attempts`` attempts (5 in the published script; cached replies are read first, and a rerun gives a
+judge that failed as many fresh attempts). Task Completion (0-10) is divided by 10. Per task
 and metric the judges' scores are sorted, the lowest and the highest dropped when there are three or
 more, and the rest averaged. A task where some judge still fails is not scored: it is reported, never
 zero-filled, and a rerun tries it again.
@@ -16,14 +17,8 @@ from typing import Any
 
 from engine.contract import Trajectory
 from engine.judge_results import mean
-from rollout.errors import ModelError
-from rollout.judges.pool import JudgePool, JudgeSpec, Question
+from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
 from rollout.judges.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload, parse_score
-
-
-class JudgeFailure(Exception):
-    """A judge gave no usable answer (bad replies in every attempt, or an API error past its retries)."""
-
 
 def trimmed_mean(scores: list[float]) -> float:
     """Sorted scores without the lowest and the highest when there are three or more, averaged."""
@@ -36,18 +31,8 @@ def trimmed_mean(scores: list[float]) -> float:
 async def judge_score(pool: JudgePool, spec: JudgeSpec, question: Question, attempts: int) -> float:
     """One judge's score of a question (divided by the rubric's scale); JudgeFailure when it has none."""
     rubric = question.rubric
-    problem = "no attempt"
-    for attempt in range(1, attempts + 1):
-        try:
-            reply = await pool.ask(spec, question, attempt)
-        except ModelError as exc:
-            raise JudgeFailure(f"judge {spec.name}: {exc}") from None
-        try:
-            return parse_score(reply, rubric.low, rubric.high) / rubric.scale
-        except ValueError as exc:
-            problem = str(exc)
-    raise JudgeFailure(f"judge {spec.name}: no usable {rubric.purpose} score in {attempts} attempt(s) "
-                       f"(last: {problem})")
+    return await first_answer(pool, spec, question, attempts,
+                              lambda reply: parse_score(reply, rubric.low, rubric.high) / rubric.scale)
 
 
 def question_of(reference: Trajectory | None, prediction: Trajectory) -> str:

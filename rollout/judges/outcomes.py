@@ -7,7 +7,7 @@ invalid arguments, resource not found, success. Rules decide first, in this orde
    have it) -> unknown tool. Servers that failed to start when the catalogue was taken are not judged so.
 2. The call's error state: an in-band error object as the result (``{"error": ...}``,
    ``{"isError": true}``) or an error prefix of its text (``Error``, ``[Tool error]``, ``MCP error``,
-   ``HTTP 4xx``), else its ``is_error`` flag when recorded. A result that is no error -> success
+   ``Unknown tool``, ``HTTP 4xx``), else its ``is_error`` flag when recorded. A result that is no error -> success
    (``no-error``); without a flag, a text that merely mentions error words is left undecided.
 3. For an error, its message: unknown-tool texts (``Unknown tool``, ``not available in this task``,
    ``Tool X not found``) -> unknown tool (``unknown-tool-text``); invalid-argument texts (-32602,
@@ -52,9 +52,10 @@ _NOT_FOUND_TEXT = _any(r"\b404\b", r"\bnot found\b", r"\bno such file\b", r"\bdo
                        r"\bfilenotfounderror\b", r"\bno (?:results?|records?|matches|data|entries) (?:were )?found\b",
                        r"\bcould not (?:be )?(?:find|found|locate)\b")
 _ERROR_START = re.compile(r"^\s*(?:error\b|\[tool error\]|mcp error\b|exception\b|traceback\b|failed\b|failure\b|"
-                          r"http [45]\d\d\b|[45]\d\d (?:client|server) error\b)", re.IGNORECASE)
+                          r"unknown tool\b|http [45]\d\d\b|[45]\d\d (?:client|server) error\b)", re.IGNORECASE)
 _ERROR_WORDS = re.compile(r"\berror\b|\bfail(?:ed|ure)?\b|\binvalid\b|\bnot found\b|\b404\b|\bexception\b|"
-                          r"\bdenied\b|\bunauthori[sz]ed\b|\bforbidden\b|\btimed? ?out\b", re.IGNORECASE)
+                          r"\bdenied\b|\bunauthori[sz]ed\b|\bforbidden\b|\btimed? ?out\b|"
+                          r"\bno (?:results?|records?|matches|data|entries) (?:were )?found\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

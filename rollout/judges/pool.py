@@ -12,16 +12,24 @@ part of it. Drivers are built on the first request, so a fully cached run needs 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.contract import InputError, is_number
 from rollout.drivers.base import ModelDriver
 from rollout.drivers.registry import build_driver, providers
+from rollout.errors import ModelError
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.prompts import Rubric
 from rollout.record import digest
+
+T = TypeVar("T")
+
+
+class JudgeFailure(Exception):
+    """A judge gave no usable answer (bad replies in every attempt, or an API error past its retries)."""
+
 
 # Settings that say where and how a judge is reached, not what it answers.
 _TRANSPORT = frozenset({"provider", "name", "api_name", "base_url", "api_key_env", "timeout", "max_retries",
@@ -132,17 +140,18 @@ class JudgePool:
         raise InputError("config", f"no judge {name!r} in the pool ({', '.join(s.name for s in self.specs)})",
                          field="calls.judge")
 
-    async def ask(self, spec: JudgeSpec, question: Question, attempt: int) -> str:
-        """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver.
-
-        A driver failure that outlived its retries raises the driver's ModelError (nothing is cached).
-        """
+    async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
+        """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver
+        (None instead with cached_only). A driver failure that outlived its retries raises the
+        driver's ModelError (nothing is cached)."""
         key = reply_key(spec.identity, question.rubric, {"sha256": question.payload_digest}, attempt)
         usage = self.usage[spec.name]
         hit = self.cache.get(key)
         if hit is not None:
             usage.cached += 1
             return hit["reply"]
+        if cached_only:
+            return None
         async with self._limits[spec.name]:
             driver = self._drivers.get(spec.name)
             if driver is None:
@@ -160,3 +169,29 @@ class JudgePool:
         """Close every driver built."""
         drivers, self._drivers = list(self._drivers.values()), {}
         await asyncio.gather(*(d.aclose() for d in drivers))
+
+
+async def first_answer(pool: JudgePool, spec: JudgeSpec, question: Question, attempts: int,
+                       parse: Callable[[str], T]) -> T:
+    """The first reply of a judge that `parse` accepts (it raises ValueError on the others).
+
+    Replies already cached are read first, in attempt order; then the judge is asked at most
+    `attempts` times more, so a rerun gives a judge that failed before fresh attempts, and a cached
+    rerun gives the same answers. JudgeFailure when no reply is accepted or the API keeps failing.
+    """
+    problem, attempt, asked = "no attempt", 0, 0
+    while asked < attempts:
+        attempt += 1
+        reply = await pool.ask(spec, question, attempt, cached_only=True)
+        if reply is None:
+            try:
+                reply = await pool.ask(spec, question, attempt)
+            except ModelError as exc:
+                raise JudgeFailure(f"judge {spec.name}: {exc}") from None
+            asked += 1
+        try:
+            return parse(reply or "")
+        except ValueError as exc:
+            problem = str(exc)
+    raise JudgeFailure(f"judge {spec.name}: no usable {question.rubric.purpose} answer in {attempts} "
+                       f"attempt(s) (last: {problem})")

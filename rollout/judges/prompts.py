@@ -74,7 +74,7 @@ OUTCOME = Rubric(
 
 _BOXED = re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}")
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
-_CLASS = re.compile(r"(?<![\d.])[1-4](?![\d.])")
+_CLASS = re.compile(r"(?<![\d.])[1-4](?!\d|\.\d)")
 
 
 def parse_score(text: str | None, low: float, high: float) -> float:

@@ -23,9 +23,9 @@ from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
-from rollout.judges.ensemble import JudgeFailure, entry_scores, judge_task
+from rollout.judges.ensemble import entry_scores, judge_task
 from rollout.judges.outcomes import Catalogue
-from rollout.judges.pool import JudgePool, JudgeUsage, judge_specs
+from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
 
 log = logging.getLogger("judge")
