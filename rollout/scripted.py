@@ -128,6 +128,7 @@ class _ChatHTTPServer(ThreadingHTTPServer):
     """The threaded HTTP server behind a ScriptedChatServer (its `owner`)."""
 
     daemon_threads = True
+    request_queue_size = 256  # many clients connect at once (a judge pool, tasks in parallel)
     owner: ScriptedChatServer
 
 
@@ -234,18 +235,23 @@ class PlanPolicy:
         return {"steps": steps}
 
 
+def serve(policy: Policy, delay: float = 0.0) -> None:
+    """Serve a policy on loopback until interrupted; the first line printed is the base URL."""
+    server = ScriptedChatServer(policy, delay=delay)
+    print(server.start(), flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
 def main() -> None:
     """Serve a plan policy until interrupted; the first line printed is the base URL."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--plans", required=True, help="reference trajectories (GT format, with questions)")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each reply")
     args = parser.parse_args()
-    server = ScriptedChatServer(PlanPolicy.from_file(args.plans), delay=args.delay)
-    print(server.start(), flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        server.stop()
+    serve(PlanPolicy.from_file(args.plans), args.delay)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,13 @@ one line on stderr and exit status 2; a run where some task could not be judged 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from engine.apps.kit import hydra_app
+from engine.apps.kit import CONF_ROOT, hydra_app
 from engine.contract import InputError
 from rollout.judges.run import run
 
@@ -22,6 +24,15 @@ from rollout.judges.run import run
 OmegaConf.register_new_resolver(
     "judged_name", lambda model, predictions: model or (Path(predictions).stem if predictions else "unnamed"),
     replace=True)
+
+
+def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config a command line with these overrides would run with, as a plain dict."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_ROOT / "judge"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
 
 
 def run_config(cfg: DictConfig) -> int:

@@ -6,17 +6,21 @@ Information Grounding is the share of the reference's calls whose tool the predi
 a call's class comes from the outcome rules (4 when they see no error, 2 when they cannot tell).
 ``bias`` shifts every score (by bias x 10 for Task Completion, clipped to the range), so judges of a
 scripted pool differ.
+
+Run ``python -m rollout.judges.scripted`` to serve scripted judges from another process (any model
+name is answered); it prints the base URL on its first line.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections import Counter
 from typing import Any
 
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME
-from rollout.scripted import message_texts
+from rollout.scripted import message_texts, serve
 
 _DIGIT_OF_CLASS = {label: digit for digit, label in CLASS_OF_DIGIT.items()}
 
@@ -64,3 +68,16 @@ class JudgePolicy:
             decision = decide(payload, None)
             return str(_DIGIT_OF_CLASS[decision.label] if decision else 2)
         return "I only judge."
+
+
+def main() -> None:
+    """Serve the judging policy until interrupted; the first line printed is the base URL."""
+    parser = argparse.ArgumentParser(description="Scripted judges on loopback (rollout.judges.scripted).")
+    parser.add_argument("--bias", type=float, default=0.0, help="shift of every score")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each reply")
+    args = parser.parse_args()
+    serve(JudgePolicy(args.bias), args.delay)
+
+
+if __name__ == "__main__":
+    main()

@@ -30,14 +30,9 @@ def compose(*overrides: str) -> dict[str, Any]:
 
 def compose_judge(*overrides: str) -> dict[str, Any]:
     """The config scripts/judge.py would run with, as a plain dict."""
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from omegaconf import OmegaConf
+    from rollout.judges.cli import compose_config as compose_judge_config
 
-    import rollout.judges.cli  # noqa: F401 (registers the config's resolvers)
-
-    with initialize_config_dir(config_dir=str(ROOT / "conf" / "judge"), version_base="1.3"):
-        cfg = hydra_compose(config_name="config", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)
+    return compose_judge_config(overrides)
 
 
 def predictions_of(results: Path, model: str = TEST_MODEL) -> Path:
