@@ -6,7 +6,8 @@ unneeded calls, with calls that do not depend on each other merged into one step
 accepted only when it validates against rollout/trajectory.schema.json and every call in it is a
 call the run made and that succeeded, kept in the order the run made them; otherwise the model is
 asked once more, with the reason. Accepted trajectories are written in the reference (GT) format.
-These verdicts are not the LLM-judge scores the scoring side reads (``<predictions stem>_judge.json``).
+These verdicts are not the LLM-judge scores the scoring side reads (``<predictions stem>_taskcompletion.json``,
+written by the judge app, rollout.judges).
 """
 
 from __future__ import annotations

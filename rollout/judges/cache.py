@@ -1,7 +1,8 @@
 """Judge replies on disk, so a rerun, or a re-score with a changed pool, asks only what is new.
 
 A reply's key is the SHA-256 of the canonical JSON of the judge's identity (provider, model,
-sampling settings), the rubric's purpose and version, the canonical payload and the attempt number.
+sampling settings), the rubric's purpose and version, the SHA-256 of the canonical payload, and the
+attempt number.
 Replies are appended to ``replies.jsonl`` in the cache folder, one JSON line each, with one
 ``write`` of an ``O_APPEND`` descriptor, so concurrent runs can share the folder; a line cut short
 by a killed process is ignored on load, and a later line wins over an earlier one with the same key.
@@ -20,10 +21,10 @@ from rollout.record import digest
 REPLIES = "replies.jsonl"
 
 
-def reply_key(identity: dict[str, Any], rubric: Rubric, payload: dict[str, Any], attempt: int) -> str:
-    """The cache key of one attempt of one judge on one payload."""
-    return digest({"judge": identity, "purpose": rubric.purpose, "version": rubric.version, "payload": payload,
-                   "attempt": attempt})
+def reply_key(identity: dict[str, Any], rubric: Rubric, payload_digest: str, attempt: int) -> str:
+    """The cache key of one attempt of one judge on one payload (given by its digest)."""
+    return digest({"judge": identity, "purpose": rubric.purpose, "version": rubric.version,
+                   "payload": payload_digest, "attempt": attempt})
 
 
 class ReplyCache:

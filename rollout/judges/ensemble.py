@@ -52,7 +52,8 @@ def task_questions(reference: Trajectory, prediction: Trajectory, max_result_cha
 
 
 def _scored(specs: list[JudgeSpec], scores: list[float]) -> dict[str, Any]:
-    return {"final": trimmed_mean(scores), "judges": [{"name": s.name, "score": v} for s, v in zip(specs, scores)]}
+    return {"final": trimmed_mean(scores),
+            "judges": [{"name": s.identity["model"], "score": v} for s, v in zip(specs, scores)]}
 
 
 async def judge_task(pool: JudgePool, reference: Trajectory, prediction: Trajectory, attempts: int,

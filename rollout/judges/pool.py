@@ -6,7 +6,8 @@ A judge is a model config of the rollout's shape (``provider``, ``api_name``, ``
 an optional ``price`` (USD per million input and output tokens). Its identity, which keys its cached
 replies, is the provider, the model the API is asked for and every other setting that can change a
 reply (``params``, a scripted judge's policy); where it is served, its key and its timeouts are not
-part of it. Drivers are built on the first request, so a fully cached run needs no key.
+part of it. The judge files name a judge by its model (as the published files do), so the models of
+a pool differ. Drivers are built on the first request, so a fully cached run needs no key.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def judge_specs(pool: Mapping[str, Any]) -> list[JudgeSpec]:
     """The judges of a pool config (name -> model config), checked; InputError naming the setting."""
     if not isinstance(pool, Mapping) or not pool:
         raise InputError("config", "the judge pool is empty: choose judges=<pool> or add judges", field="judges.pool")
-    specs = []
+    specs: list[JudgeSpec] = []
     for name, cfg in pool.items():
         where = f"judges.pool.{name}"
         if not isinstance(cfg, Mapping):
@@ -71,6 +72,9 @@ def judge_specs(pool: Mapping[str, Any]) -> list[JudgeSpec]:
         model = cfg.get("api_name") or name
         if not isinstance(model, str):
             raise InputError("config", "must be a string or null", field=f"{where}.api_name")
+        if any(s.identity["model"] == model for s in specs):
+            raise InputError("config", f"another judge of the pool asks for {model!r} too (a judge is named by "
+                             "its model in the judge files)", field=f"{where}.api_name")
         identity = {"provider": provider, "model": model, **{k: v for k, v in cfg.items() if k not in _TRANSPORT}}
         specs.append(JudgeSpec(str(name), {**cfg, "name": str(name), "api_name": model}, identity,
                                _price(cfg, "input", where), _price(cfg, "output", where)))
@@ -144,7 +148,7 @@ class JudgePool:
         """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver
         (None instead with cached_only). A driver failure that outlived its retries raises the
         driver's ModelError (nothing is cached)."""
-        key = reply_key(spec.identity, question.rubric, {"sha256": question.payload_digest}, attempt)
+        key = reply_key(spec.identity, question.rubric, question.payload_digest, attempt)
         usage = self.usage[spec.name]
         hit = self.cache.get(key)
         if hit is not None:

@@ -59,14 +59,16 @@ def _previous(output: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The entries and the usage of an earlier run's output (empty when there is none)."""
     if not output.is_file():
         return {}, {}
-    meta = read_json(output, "judge file").get("meta") or {}
-    return read_taskcompletion(output), meta.get("usage") if isinstance(meta.get("usage"), dict) else {}
+    root = read_json(output, "judge file")
+    meta = root.get("meta") if isinstance(root, dict) else None
+    usage = meta.get("usage") if isinstance(meta, dict) else None
+    return read_taskcompletion(output), usage if isinstance(usage, dict) else {}
 
 
 async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: TrajectoryFile, output: Path) -> int:
     """Judge the tasks of both files not yet in `output`; 0 when none failed, else 1."""
     specs = judge_specs(cfg["judges"]["pool"])
-    names = [s.name for s in specs]
+    names = [s.identity["model"] for s in specs]
     attempts, max_chars = _int(cfg, "attempts", 1), _int(cfg, "max_result_chars", 0)
     entries, usage_before = _previous(output)
     wanted = {str(i) for i in cfg.get("ids") or []}
@@ -76,7 +78,8 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     if stale:
         log.info("%d task(s) were judged by another pool; they are judged again by %s", len(stale), ", ".join(names))
     todo = [i for i in order if i not in entries or i in stale]
-    log.info("%d of %d task(s) to judge with %d judge(s): %s", len(todo), len(order), len(specs), ", ".join(names))
+    log.info("%d of %d task(s) to judge with %d judge(s): %s", len(todo), len(order), len(specs),
+             ", ".join(s.name for s in specs))
     num_total, failed = _gt_entries(gt.path), {}
     meta: dict[str, Any] = {"predictions": str(preds.path), "gt": str(gt.path), "judges": [
         {"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}} for s in specs],

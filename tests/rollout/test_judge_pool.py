@@ -161,3 +161,23 @@ def test_pool_arithmetic_failures_resume_cache_and_pool_change(tmp_path, chat_se
     agreement = fourth["meta"]["agreement"]
     assert agreement["task_completion"]["judges"] == ["boxed", "flaky", "fresh", "limited"]
     assert len(agreement["information_grounding"]["spearman"]) == 6
+
+
+def test_a_published_file_drops_in(tmp_path, chat_server) -> None:
+    """An existing taskcompletion.json whose judges are the pool's models is resumed, not judged again."""
+    policy = JudgeServerPolicy()
+    server = chat_server(policy)
+    output = tmp_path / "taskcompletion.json"
+    judges = [{"name": m, "score": 0.5} for m in ("boxed", "bare", "fresh", "limited")]
+    published = {"aggregate": {"num_total": 3, "num_scored": 2, "completion_rate": 0.45,
+                               "information_grounding_rate": 0.5},
+                 "pre_id": {"t1": {"final": 0.5, "judges": judges, "info_grounding": {"final": 0.5, "judges": judges}},
+                            "t2": 0.4}}
+    output.write_text(json.dumps(published))
+    assert run(config(tmp_path, server.base_url, ["boxed", "bare", "fresh", "limited"], output)) == 0
+    assert sum(policy.by_model.values()) == 4 * 2 + 1 and {tid for _, _, tid in policy.asked} == {"t3"}
+    result = json.loads(output.read_text())
+    assert result["pre_id"]["t1"] == published["pre_id"]["t1"] and result["pre_id"]["t2"] == {"final": 0.4,
+                                                                                               "judges": []}
+    assert result["aggregate"]["num_scored"] == 3
+    assert result["aggregate"]["completion_rate"] == (0.5 + 0.4 + oracle([0.8, 0.6, 1.0, 0.7])) / 3

@@ -197,3 +197,19 @@ def test_agreement_measures() -> None:
     grounding = result["information_grounding"]
     assert grounding["tasks"] == 0 and grounding["krippendorff_alpha"] is None
     assert all(math.isfinite(p["rho"]) for p in result["task_completion"]["spearman"])
+
+
+def test_pool_config_errors_name_the_setting() -> None:
+    from rollout.judges.pool import judge_specs
+
+    judge = {"provider": "openai", "api_name": "m"}
+    with pytest.raises(InputError, match="field 'judges.pool.b.api_name': another judge of the pool asks for 'm'"):
+        judge_specs({"a": judge, "b": judge})
+    with pytest.raises(InputError, match="field 'judges.pool.a.provider': unknown provider 'nope'"):
+        judge_specs({"a": {"provider": "nope"}})
+    with pytest.raises(InputError, match="field 'judges.pool.a.price.input'"):
+        judge_specs({"a": {**judge, "price": {"input": -1}}})
+    with pytest.raises(InputError, match="field 'judges.pool': the judge pool is empty"):
+        judge_specs({})
+    (spec,) = judge_specs({"a": {**judge, "params": {"temperature": 0}, "base_url": "http://x", "timeout": 5}})
+    assert spec.identity == {"provider": "openai", "model": "m", "params": {"temperature": 0}}
