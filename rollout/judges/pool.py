@@ -13,6 +13,7 @@ a pool differ. Drivers are built on the first request, so a fully cached run nee
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -157,10 +158,7 @@ class JudgePool:
         if cached_only:
             return None
         async with self._limits[spec.name]:
-            driver = self._drivers.get(spec.name)
-            if driver is None:
-                driver = self._drivers[spec.name] = build_driver(spec.config)
-            completion = await driver.complete(question.rubric.messages(question.payload))
+            completion = await self._driver(spec).complete(question.rubric.messages(question.payload))
         usage.requests += 1
         usage.prompt_tokens += completion.usage.get("prompt_tokens", 0)
         usage.completion_tokens += completion.usage.get("completion_tokens", 0)
@@ -168,6 +166,17 @@ class JudgePool:
                         "purpose": question.rubric.purpose, "version": question.rubric.version, "attempt": attempt,
                         "reply": completion.content, "usage": completion.usage})
         return completion.content
+
+    def _driver(self, spec: JudgeSpec) -> ModelDriver:
+        """The judge's driver, built on its first request (its key is looked up only then)."""
+        driver = self._drivers.get(spec.name)
+        if driver is None:
+            env = spec.config.get("api_key_env")
+            if env and not os.environ.get(env):
+                raise InputError("config", f"environment variable {env} is not set (the key of judge {spec.name})",
+                                 field=f"judges.pool.{spec.name}.api_key_env")
+            driver = self._drivers[spec.name] = build_driver(spec.config)
+        return driver
 
     async def aclose(self) -> None:
         """Close every driver built."""

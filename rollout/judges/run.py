@@ -2,8 +2,8 @@
 Grounding of every task (stage ``judge``), the call outcomes (stage ``calls``), or both.
 
 Judging is resumable: the taskcompletion.json is rewritten atomically after every judged task, and a
-rerun judges only the tasks it lacks (and those judged by another pool); every reply is cached, so
-what a killed run had asked is not asked again. `run` returns the exit status: 0 when every task was
+rerun judges only the tasks it lacks (and those judged by other models, whose entries it drops);
+every reply is cached, so what a killed run had asked is not asked again. `run` returns the exit status: 0 when every task was
 judged, 1 when some judge kept failing on some task (run again to retry them); bad input raises the
 contract's InputError.
 """
@@ -76,8 +76,10 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     stale = [i for i in order if i in entries and (judged := sorted(entry_scores(entries[i], TASK_COMPLETION)))
              and judged != sorted(names)]
     if stale:
-        log.info("%d task(s) were judged by another pool; they are judged again by %s", len(stale), ", ".join(names))
-    todo = [i for i in order if i not in entries or i in stale]
+        log.warning("%d task(s) were judged by other models; they are judged again by %s", len(stale),
+                    ", ".join(names))
+    entries = {i: e for i, e in entries.items() if i not in stale}
+    todo = [i for i in order if i not in entries]
     log.info("%d of %d task(s) to judge with %d judge(s): %s", len(todo), len(order), len(specs),
              ", ".join(s.name for s in specs))
     num_total, failed = _gt_entries(gt.path), {}
@@ -119,7 +121,7 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
         write(pool, final=True)
         sent = sum(u.requests for u in pool.usage.values())
         cached = sum(u.cached for u in pool.usage.values())
-    judged = sum(1 for i in order if i in entries and i not in failed)
+    judged = sum(1 for i in order if i in entries)
     print(f"judge: {judged} of {len(order)} task(s) judged ({len(todo) - len(failed)} now, {len(failed)} failed); "
           f"{sent} request(s) sent, {cached} reply(ies) from the cache -> {output}")
     return 1 if failed else 0

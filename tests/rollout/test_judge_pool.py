@@ -157,7 +157,7 @@ def test_pool_arithmetic_failures_resume_cache_and_pool_change(tmp_path, chat_se
     fourth = json.loads(output.read_text())
     assert fourth["pre_id"]["t1"]["final"] == oracle([0.8, 1.0, 0.9, 0.7])
     assert fourth["pre_id"]["t1"]["info_grounding"]["final"] == oracle([0.75, 0.9, 1.0, 0.25])
-    assert "3 task(s) were judged by another pool" in caplog.text
+    assert "3 task(s) were judged by other models" in caplog.text
     agreement = fourth["meta"]["agreement"]
     assert agreement["task_completion"]["judges"] == ["boxed", "flaky", "fresh", "limited"]
     assert len(agreement["information_grounding"]["spearman"]) == 6

@@ -213,3 +213,16 @@ def test_pool_config_errors_name_the_setting() -> None:
         judge_specs({})
     (spec,) = judge_specs({"a": {**judge, "params": {"temperature": 0}, "base_url": "http://x", "timeout": 5}})
     assert spec.identity == {"provider": "openai", "model": "m", "params": {"temperature": 0}}
+
+
+def test_a_missing_key_names_the_judge(tmp_path, monkeypatch) -> None:
+    import asyncio
+
+    from rollout.judges.cache import ReplyCache
+    from rollout.judges.pool import JudgePool, Question, judge_specs
+
+    monkeypatch.delenv("M3_JUDGE_TEST_KEY", raising=False)
+    specs = judge_specs({"j": {"provider": "openai", "api_name": "m", "api_key_env": "M3_JUDGE_TEST_KEY"}})
+    pool = JudgePool(specs, ReplyCache(tmp_path))
+    with pytest.raises(InputError, match="field 'judges.pool.j.api_key_env': environment variable M3_JUDGE_TEST_KEY"):
+        asyncio.run(pool.ask(specs[0], Question(COMPLETION, {"question": "q"}), 1))
