@@ -121,7 +121,7 @@ def calls_chart(table: Table, path: Path) -> Path:
     """Paper Figure 6: per model a horizontal bar of its predicted calls stacked by class, with the
     illegal calling format count written beside it."""
     models = table.column("Model")
-    fig = Figure(figsize=(9.0, 1.2 + 0.45 * len(models)), layout="constrained")
+    fig = Figure(figsize=(10.0, max(2.4, 1.2 + 0.45 * len(models))), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(models))
     left = np.zeros(len(models))
@@ -139,5 +139,5 @@ def calls_chart(table: Table, path: Path) -> Path:
     ax.set_xlim(0, max(left.max(initial=0.0), 1.0) * 1.3)
     ax.set_xlabel("predicted calls")
     ax.set_title(table.title or "Call outcomes")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="outcome")
     return save_figure(fig, path)
