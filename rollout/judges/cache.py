@@ -47,9 +47,6 @@ class ReplyCache:
                     if isinstance(entry, dict) and isinstance(entry.get("key"), str):
                         self._entries[entry["key"]] = entry
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached entry ({key, judge, reply, usage, ...}) of a key."""
         return self._entries.get(key)
