@@ -39,7 +39,8 @@ def servers_config(tmp_path: Path) -> Callable[..., Path]:
     def make(*shipped: str, extra: dict[str, Any] | None = None) -> Path:
         modules = {"images": "rollout.servers.images", "math": "rollout.servers.mathstats",
                    "excel": "rollout.servers.spreadsheet"}
-        servers = {name: {"command": "python", "args": ["-m", modules[name]], "env": {}, "disabled": False}
+        servers = {name: {"command": "python", "python": "host", "args": ["-m", modules[name]], "env": {},
+                          "disabled": False}
                    for name in shipped}
         servers.update(extra or {})
         return write_json(tmp_path / "servers.json", {"servers": servers})

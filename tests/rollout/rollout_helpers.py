@@ -55,7 +55,7 @@ def make_image(path: Path, size: tuple[int, int] = (64, 48)) -> None:
 
 def flaky_entry() -> dict[str, Any]:
     """The servers-config entry of the test server that can crash or hang on request."""
-    return {"command": "python", "args": [str(FLAKY_SERVER)], "env": {}, "disabled": False}
+    return {"command": "python", "python": "host", "args": [str(FLAKY_SERVER)], "env": {}, "disabled": False}
 
 
 def plan_tasks(tmp_path: Path, plans: dict[str, list[list[dict[str, Any]]]], *, image: bool = True,
