@@ -119,7 +119,7 @@ def install_server(spec: ServerSpec, installer: str = "auto", force: bool = Fals
     folder = Path(spec.env_folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with FileLock(str(folder) + ".lock"):
+    with FileLock(str(folder.with_name(f".{folder.name}.lock"))):
         if (folder / STAMP).is_file() and not force:
             return InstallOutcome(spec.name, "up to date", time.monotonic() - start, str(folder))
         try:

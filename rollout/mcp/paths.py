@@ -73,7 +73,8 @@ def from_workspace(text: str, root: Path) -> str:
 
 def named_paths(text: str) -> list[str]:
     """Absolute paths, and relative file paths with a suffix, that a text names (at most MAX_NAMED)."""
-    found = [re.sub(r"(:\d+)+$", "", m).rstrip(".:") for m in _ABSOLUTE.findall(text)] + _RELATIVE.findall(text)
+    found = [re.sub(r"(:\d+)+$", "", m.rstrip(".:")).rstrip(".:") for m in _ABSOLUTE.findall(text)]
+    found += _RELATIVE.findall(text)
     return list(dict.fromkeys(p for p in found if p not in ("/", "")))[:MAX_NAMED]
 
 
