@@ -1,5 +1,4 @@
-"""Health of the servers of a config (``scripts/servers.py check``) and the host's own cost per call
-(``scripts/servers.py bench``).
+"""Health of the servers of a config (``scripts/servers.py check``).
 
 `check_servers` starts every enabled server at once, lists its tools and times one round trip: the
 entry's ``check`` call when it has one, else a ping. A server that hangs is given up after the
@@ -11,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,52 +76,3 @@ def health_table(rows: list[Health]) -> str:
     widths = [max(len(x[i]) for x in [header, *lines]) for i in range(len(header) - 1)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
                      for row in [header, *lines]).rstrip()
-
-
-@dataclass(frozen=True)
-class Overhead:
-    """Medians in milliseconds of one call made three ways, and the host's share."""
-
-    calls: int
-    sdk_ms: float
-    host_ms: float
-    runner_ms: float
-
-    def report(self, server: str, tool: str) -> str:
-        """A few lines for the terminal."""
-        return (f"{server}/{tool}, {self.calls} calls each, medians:\n"
-                f"  MCP SDK session.call_tool     {self.sdk_ms:7.2f} ms  (the server's own time and the transport)\n"
-                f"  MCPHost.call                  {self.host_ms:7.2f} ms  (+{self.host_ms - self.sdk_ms:.2f} ms)\n"
-                f"  ToolRunner.run_step, 1 call   {self.runner_ms:7.2f} ms  (+{self.runner_ms - self.sdk_ms:.2f} ms: "
-                "paths, workspace snapshot, files)")
-
-
-async def measure_overhead(spec: ServerSpec, calls: int = 200) -> Overhead:
-    """Time the entry's check call through the bare SDK session, MCPHost.call and ToolRunner.run_step."""
-    from rollout.record import RolloutCache
-    from rollout.toolrunner import ToolRunner
-    from rollout.workspace import Workspace
-
-    if spec.check is None:
-        raise ValueError(f"server {spec.name} has no check call to time")
-    tool, arguments = spec.check[0], json.loads(spec.check[1])
-    name = f"{spec.name}/{tool}"
-    async with MCPHost([spec], start_timeout=60) as host:
-        server = host.servers[0]
-        if server.session is None:
-            raise RuntimeError(f"server {spec.name} did not start: {server.error}")
-        with tempfile.TemporaryDirectory() as tmp:
-            ws = Workspace.fresh(Path(tmp), "bench")
-            runner = ToolRunner(host, RolloutCache(tmp, "live"), host.catalogue())
-            ways = {"sdk": lambda: server.session.call_tool(tool, arguments),
-                    "host": lambda: host.call(name, arguments, ws.root),
-                    "runner": lambda: runner.run_step([{"name": name, "arguments": arguments}], {name}, ws, 1)}
-            times: dict[str, list[float]] = {k: [] for k in ways}
-            for _ in range(10):
-                await ways["sdk"]()
-            for _ in range(calls):
-                for key, way in ways.items():
-                    began = time.perf_counter()
-                    await way()
-                    times[key].append(1000 * (time.perf_counter() - began))
-    return Overhead(calls, *(statistics.median(times[k]) for k in ("sdk", "host", "runner")))

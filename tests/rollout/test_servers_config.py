@@ -8,12 +8,17 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
 from rollout_helpers import write_json
 
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.environments import STAMP
-from rollout.mcp.paths import argument_paths, from_workspace, named_paths, path_key, to_workspace
+from rollout.mcp.paths import (
+    argument_paths,
+    from_workspace,
+    named_paths,
+    path_key,
+    to_workspace,
+)
 from rollout.mcp.process import redact
 
 
@@ -70,7 +75,7 @@ def test_environment_policy(tmp_path, monkeypatch):
     assert "M3_DECLARED" not in dict(c.env) and "KEY" not in dict(c.env)
     assert set(a.secrets) == {"key-0123456789", "declared-0123456789"} and "key-0123456789" not in repr(a)
     assert b.problem == "environment variable M3_UNSET is not set (field servers.b.env)" and not c.problem
-    assert redact("GET https://x/?api_key=key-0123456789 failed", a.secrets) == "GET https://x/?api_key=[redacted] failed"
+    assert redact("GET /?api_key=key-0123456789 failed", a.secrets) == "GET /?api_key=[redacted] failed"
     own = write_json(tmp_path / "own.json", {"inherit": ["LANG"], "servers": {"a": {"command": "node"}}})
     assert "SSL_CERT_FILE" not in dict(read_servers_config(own)[0].env)
 
