@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 TAIL_LINES = 6
 TAIL_CHARS = 600
+_STACK_FRAME = re.compile(r"\s+at \S")
+"""JavaScript stack frames, left out of stderr tails so the error line stays in them."""
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -64,13 +66,15 @@ class ServerProcess:
         return handle
 
     def stderr_tail(self) -> str:
-        """The last lines the current (or last) process wrote to stderr, on one line, secrets redacted."""
+        """The last lines the current (or last) process wrote to stderr (JavaScript stack frames left out), on one
+        line, secrets redacted."""
         if self.log_path is None or not self.log_path.exists():
             return ""
         with self.log_path.open("rb") as fh:
             fh.seek(self._log_offset)
             text = fh.read().decode("utf-8", "replace")
-        lines = [line.strip() for line in text.splitlines() if line.strip()][-TAIL_LINES:]
+        lines = [line.strip() for line in text.splitlines() if line.strip() and not _STACK_FRAME.match(line)]
+        lines = lines[-TAIL_LINES:]
         tail = redact(" | ".join(lines), self.spec.secrets)
         return tail if len(tail) <= TAIL_CHARS else "..." + tail[-TAIL_CHARS:]
 
