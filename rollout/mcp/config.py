@@ -162,6 +162,8 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
         problem = f"environment variable {', '.join(dict.fromkeys(missing))} is not set (field {where}.env)"
     elif folder is not None and not (folder / STAMP).is_file():
         problem = f"its environment is not installed ({folder}): run python scripts/servers.py install --config {path}"
+    elif entry.get("python") not in (None, "host") and runtime is not None and not Path(runtime.python or "").exists():
+        problem = f"no interpreter at {runtime.python} (field {where}.python)"
     home = PROJECT_ROOT if entry.get("python") == "host" else path.parent
     return ServerSpec(name, command, tuple(args), tuple(sorted(full.items())),
                       str((path.parent / cwd).resolve() if cwd else home), False, paths, problem,

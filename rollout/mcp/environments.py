@@ -176,7 +176,8 @@ def launch(command: str, args: list[str], runtime: Runtime | None, env_folder: P
         if runtime is not None and runtime.python:
             return runtime.python, args, f"python -> {runtime.python} ({runtime.origin})"
         found = shutil.which("python", path=path_variable) or shutil.which("python3", path=path_variable)
-        return found or command, args, f"python -> {found or 'not found'} (from PATH: the entry names no environment)"
+        why = "the entry names no environment" if runtime is None else "its environment has no Python"
+        return found or command, args, f"python -> {found or 'not found'} (from PATH: {why})"
     if runtime is not None:
         script = None
         if command == "uvx":

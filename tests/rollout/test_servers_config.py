@@ -87,7 +87,8 @@ def test_environments_and_how_commands_launch_from_them(tmp_path):
         "tool": {"command": "npx", "args": ["-y", "@scope/tool@1.2.3", "--flag"], "install": install},
         "py": {"command": "python", "args": ["-m", "x"], "install": install},
         "plain": {"command": "helper", "install": install},
-        "venv": {"command": "python", "python": "venvs/own"}}})
+        "venv": {"command": "python", "python": "venvs/own"},
+        "gone": {"command": "python", "python": "venvs/gone"}}})
     first = {s.name: s for s in read_servers_config(path)}
     folder = Path(first["excel"].env_folder)
     assert folder.parent == tmp_path / "envs" and folder.name.startswith("excel-")
@@ -108,7 +109,9 @@ def test_environments_and_how_commands_launch_from_them(tmp_path):
         (env / "node_modules" / ".bin" / "tool-mcp").write_text("")
         (env / STAMP).write_text("{}")
     (tmp_path / "venvs" / "own" / "bin").mkdir(parents=True)
+    (tmp_path / "venvs" / "own" / "bin" / "python").write_text("")
     specs = {s.name: s for s in read_servers_config(path)}
+    assert specs.pop("gone").problem == f"no interpreter at {tmp_path}/venvs/gone (field servers.gone.python)"
     assert not any(s.problem for s in specs.values())
     env = Path(specs["excel"].env_folder)
     assert (specs["excel"].command, specs["excel"].args) == (str(env / "venv" / "bin" / "excel-mcp-server"), ("stdio",))
