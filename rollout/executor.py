@@ -26,7 +26,7 @@ class ExecutorSettings:
     """Limits and switches of the loop."""
 
     max_step: int = 5
-    max_concurrent: int = 3
+    max_concurrent: int = 10
     prepare: bool = True
     max_result_chars: int = 4000
 

@@ -1,7 +1,7 @@
 """A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, curation, outputs.
 
 The config is the composed Hydra config of conf/rollout/config.yaml as a plain dict (see rollout/README.md);
-every path of the run (predictions, workspace, cache_dir, server_log, curate.*) is one of its settings.
+every path of the run (predictions, workspace, cache_dir, server_logs, curate.*) is one of its settings.
 `run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
 them), and bad input raises the contract's `InputError`.
 """
@@ -65,22 +65,24 @@ async def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache) -> Asyn
 
 
 async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
-                      stack: AsyncExitStack) -> tuple[MCPHost | None, list[ToolInfo]]:
-    """The tool catalogue: from the cache when replaying, else from the servers started on `stack`."""
+                      stack: AsyncExitStack) -> tuple[MCPHost | None, list[ToolInfo], dict[str, str]]:
+    """The tool catalogue and the servers that failed to start: from the cache when replaying, else from the
+    servers started on `stack`."""
     if cache.replaying:
         tools, failures = cache.get_catalogue()
         for name, reason in failures.items():
             log.warning("MCP server %s was not running in the recorded run: %s", name, reason)
-        return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools]
-    specs = read_servers_config(cfg["servers"])
+        return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools], failures
+    specs = read_servers_config(cfg["servers"], cfg.get("server_envs"))
     host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
                    start_timeout=float(cfg.get("start_timeout", 30)),
-                   max_restarts=_int(cfg, "max_restarts", 2, 0), log_path=_path(cfg, "server_log"))
+                   max_restarts=_int(cfg, "max_restarts", 2, 0), ping_timeout=float(cfg.get("ping_timeout", 5)),
+                   log_dir=_path(cfg, "server_logs"))
     await stack.enter_async_context(host)
-    catalogue = host.catalogue()
+    catalogue, failures = host.catalogue(), host.failures()
     if cache.recording:
-        cache.put_catalogue([t.to_json() for t in catalogue], host.failures())
-    return host, catalogue
+        cache.put_catalogue([t.to_json() for t in catalogue], failures)
+    return host, catalogue, failures
 
 
 async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
@@ -103,7 +105,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
     cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
-    settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 3),
+    settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 10),
                                 prepare=bool(cfg.get("prepare", True)),
                                 max_result_chars=_int(cfg, "max_result_chars", 4000, 0))
     concurrency = _int(cfg, "concurrency", 4)
@@ -116,7 +118,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
             return 0
         async with AsyncExitStack() as stack:
             model = await stack.enter_async_context(_open_model(cfg["model"], cache))
-            host, catalogue = await _open_tools(cfg, cache, stack)
+            host, catalogue, failures = await _open_tools(cfg, cache, stack)
             exposed = select_tools(exposure, catalogue, todo, references)
             log.info("%d tools in the catalogue, exposure mode %s, %d task(s) to run", len(catalogue),
                      exposure.get("mode", "all"), len(todo))
@@ -124,7 +126,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
             if unreferenced:
                 log.warning("%d task(s) have no reference trajectory and cannot run with oracle exposure: %s",
                             len(unreferenced), ", ".join(unreferenced[:10]))
-            executor = Executor(model, ToolRunner(host, cache, catalogue), settings)
+            executor = Executor(model, ToolRunner(host, cache, catalogue, failures), settings)
             total = len(todo) - len(unreferenced)
 
             async def work(task: Task) -> bool:

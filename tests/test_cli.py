@@ -38,6 +38,7 @@ def small(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
+@pytest.mark.slow
 def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
     out = tmp_path / "out"
     proc = score(f"data.gt={small['gt']}", f"model.predictions={small['a']}", f"output_dir={out}",
@@ -50,6 +51,7 @@ def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
     assert "recall" in proc.stdout and "outputs:" in proc.stdout
 
 
+@pytest.mark.slow
 def test_sweep_with_colliding_stems_and_options(small, tmp_path: Path, embedding_cache: Path) -> None:
     out = tmp_path / "sweep"
     proc = score(f"data.gt={small['gt']}", f"sweep.predictions=[{small['a']},{small['b']}]", f"output_dir={out}",
@@ -63,6 +65,7 @@ def test_sweep_with_colliding_stems_and_options(small, tmp_path: Path, embedding
     assert b["aggregate"]["recall"] == 1.0 and "arg_sim" in b["aggregate"]
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line(small, tmp_path: Path, embedding_cache: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"id": "x1", "steps": [{"calls": [{"name": 3}]}]}]))
@@ -74,6 +77,7 @@ def test_bad_input_is_one_line(small, tmp_path: Path, embedding_cache: Path) -> 
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_leaderboard_sweep_without_files(small, tmp_path: Path) -> None:
     proc = score(f"data.gt={small['gt']}", f"output_dir={tmp_path / 'o'}", "sweep=leaderboard",
                  f"results_dir={tmp_path / 'none'}", cwd=tmp_path)
@@ -81,6 +85,7 @@ def test_leaderboard_sweep_without_files(small, tmp_path: Path) -> None:
     assert "none of the sweep's models has a prediction file" in proc.stderr.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_judge_files_join_the_outputs(small, tmp_path: Path, embedding_cache: Path) -> None:
     """The leaderboard sweep finds a new model's file by its name, with the published judge files beside it;
     model.judge names a judge file of the list shape."""

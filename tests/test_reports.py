@@ -95,6 +95,7 @@ def test_family_tables_and_files(tmp_path: Path) -> None:
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) -> None:
     """A real scoring run with a grid writes the reports and the ablation curves."""
     import subprocess

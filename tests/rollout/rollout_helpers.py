@@ -20,6 +20,7 @@ from rollout.scripted import PlanPolicy, ScriptedChatServer  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FLAKY_SERVER = HERE / "flaky_server.py"
+THIRD_PARTY = HERE / "third_party_servers.json"
 TEST_MODEL = "test-model"
 
 
@@ -62,7 +63,7 @@ def make_image(path: Path, size: tuple[int, int] = (64, 48)) -> None:
 
 def flaky_entry() -> dict[str, Any]:
     """The servers-config entry of the test server that can crash or hang on request."""
-    return {"command": "python", "args": [str(FLAKY_SERVER)], "env": {}, "disabled": False}
+    return {"command": "python", "python": "host", "args": [str(FLAKY_SERVER)], "env": {}, "disabled": False}
 
 
 def plan_tasks(tmp_path: Path, plans: dict[str, list[list[dict[str, Any]]]], *, image: bool = True,
@@ -94,3 +95,20 @@ def local_overrides(server: ScriptedChatServer | str, tasks_file: Path, results:
     return ["model=local", f"model.base_url={base_url}", f"model.name={TEST_MODEL}",
             "model.backoff.initial=0.01", "model.backoff.max=0.05", f"tasks.file={tasks_file}",
             f"results_dir={results}", f"servers={servers}", *extra]
+
+
+def third_party_config(path: Path, env_root: Path, entries: dict[str, dict[str, Any] | None],
+                       shipped: tuple[str, ...] = ()) -> Path:
+    """A servers config at `path` with third-party servers of THIRD_PARTY (their install blocks, hence their
+    environments, unchanged; values of `entries` replace keys of each entry, None removes one, and
+    ``"like": NAME`` makes a new server from the entry NAME) and shipped servers by name."""
+    published = json.loads(THIRD_PARTY.read_text(encoding="utf-8"))["servers"]
+    modules = {"images": "rollout.servers.images", "math": "rollout.servers.mathstats",
+               "excel": "rollout.servers.spreadsheet"}
+    servers: dict[str, Any] = {name: {"command": "python", "python": "host", "args": ["-m", modules[name]]}
+                               for name in shipped}
+    for name, changes in entries.items():
+        changes = dict(changes or {})
+        entry = {**published[changes.pop("like", name)], **changes}
+        servers[name] = {k: v for k, v in entry.items() if v is not None}
+    return write_json(path, {"environments": str(env_root), "servers": servers})

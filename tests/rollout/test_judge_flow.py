@@ -20,6 +20,7 @@ def script(name: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess
     return proc
 
 
+@pytest.mark.slow
 def test_rollout_judge_score(tmp_path: Path, embedding_cache: Path) -> None:
     results, out = tmp_path / "results", tmp_path / "board"
     script("rollout", "model=scripted", "tasks=demo", f"results_dir={results}", cwd=tmp_path)

@@ -85,6 +85,7 @@ def _pair(decision) -> tuple[str, str] | None:
     return decision and (decision.label, decision.rule)
 
 
+@pytest.mark.slow
 def test_rules_on_recorded_shapes(recorded) -> None:
     config, calls, rejected = recorded
     catalogue = asyncio.run(load_catalogue(config))
@@ -125,6 +126,7 @@ class _GarbledOnce:
         return self.base(body)
 
 
+@pytest.mark.slow
 def test_illegal_format_of_a_real_rollout_and_the_published_shape(tmp_path, chat_server, servers_config) -> None:
     step = [[{"name": "math/mean", "arguments": {"numbers": [1, 3]}}]]
     tasks_file, reference = plan_tasks(tmp_path, {"t1": step, "t2": step}, image=False)
@@ -141,6 +143,7 @@ def test_illegal_format_of_a_real_rollout_and_the_published_shape(tmp_path, chat
     assert [(label["id"], label["label"]) for label in labels] == [("t1", "success"), ("t2", "success")]
 
 
+@pytest.mark.slow
 def test_calls_stage_asks_the_judge_only_what_no_rule_settles(recorded, tmp_path, chat_server) -> None:
     config, calls, rejected = recorded
     replies = {"math/mean": "2", "math/evaluate": "I think 2."}

@@ -31,6 +31,7 @@ def asked(requests: list[dict]) -> Counter:
     return out
 
 
+@pytest.mark.slow
 def test_kill_and_resume(tmp_path, chat_server) -> None:
     def policy(body: dict) -> str:
         if "messages" not in body:

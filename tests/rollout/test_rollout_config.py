@@ -13,7 +13,8 @@ import pytest
 from rollout_helpers import ROOT, compose, write_json
 
 CONF = ROOT / "conf" / "rollout"
-GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml")) for group in ("model", "exposure", "tasks")}
+GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+          for group in ("model", "exposure", "tasks", "preset")}
 SCORING_GROUPS = sorted(p.name for p in (ROOT / "conf").iterdir() if p.is_dir() and p.name not in ("rollout", "hydra"))
 
 
@@ -74,8 +75,8 @@ def test_layout_of_a_run(monkeypatch):
     assert cfg["model"]["provider"] == "openai" and cfg["model"]["api_name"] == "gpt-5"
     assert cfg["predictions"] == "results/gpt5_test_mcp_fuzzy.json"
     assert cfg["run_dir"] == "results/rollout/gpt5"
-    assert [cfg[k] for k in ("workspace", "cache_dir", "server_log")] == \
-        ["results/rollout/gpt5/workspace", "results/rollout/gpt5/cache", "results/rollout/gpt5/mcp_servers.log"]
+    assert [cfg[k] for k in ("workspace", "cache_dir", "server_logs")] == \
+        ["results/rollout/gpt5/workspace", "results/rollout/gpt5/cache", "results/rollout/gpt5/server_logs"]
     assert cfg["curate"] == {"verdicts": "results/rollout/gpt5/verdicts.json",
                              "optimal": "results/rollout/gpt5/optimal.json", "max_result_chars": 1500}
     assert Path(cfg["servers"]) == ROOT / "rollout" / "servers.json"
@@ -129,7 +130,7 @@ def test_demo_runs_from_the_command_line(tmp_path):
     assert [p["id"] for p in preds] == ["demo-0001", "demo-0002", "demo-0003", "demo-0004"]
     assert not any(c["is_error"] for p in preds for s in p["steps"] for c in s["calls"])
     run_dir = results / "rollout" / "scripted"
-    assert {p.name for p in run_dir.iterdir()} == {".hydra", "rollout.log", "workspace", "mcp_servers.log",
+    assert {p.name for p in run_dir.iterdir()} == {".hydra", "rollout.log", "workspace", "server_logs",
                                                    "verdicts.json", "optimal.json", ".verdicts.json.lock",
                                                    ".optimal.json.lock"}
     assert (run_dir / ".hydra" / "config.yaml").is_file() and "4 task(s)" in (run_dir / "rollout.log").read_text()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rollout_helpers import compose, flaky_entry, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of
 
 from rollout.runner import run
 
 
+@pytest.mark.slow
 def test_server_crash_mid_run(tmp_path, chat_server, servers_config):
     echo = {"name": "flaky/echo", "arguments": {"text": "hello"}}
     plans = {"c1": [[echo], [{"name": "flaky/crash", "arguments": {}}, {"name": "math/mean",

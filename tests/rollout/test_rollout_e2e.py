@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+import pytest
 
 from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of
 
@@ -28,6 +29,7 @@ def _image_parts(body: dict) -> list[str]:
             for p in m["content"] if p.get("type") == "image_url"]
 
 
+@pytest.mark.slow
 def test_rollout_end_to_end(tmp_path, chat_server, servers_config):
     tasks_file, ref = plan_tasks(tmp_path, PLANS)
     server = chat_server(plan_policy(ref))
@@ -93,6 +95,7 @@ class _Malformed:
         return self.base(body)
 
 
+@pytest.mark.slow
 def test_malformed_model_output(tmp_path, chat_server, servers_config):
     step = [[{"name": "math/mean", "arguments": {"numbers": [1, 3]}}]]
     tasks_file, ref = plan_tasks(tmp_path, {"t1": step, "t2": step, "t3": step}, image=False)
@@ -134,6 +137,7 @@ class _Flaky:
         return self.base(body)
 
 
+@pytest.mark.slow
 def test_retries_key_secrecy_and_failed_tasks(tmp_path, chat_server, servers_config, monkeypatch, capsys, caplog):
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("M3_ROLLOUT_TEST_KEY", secret)

@@ -22,7 +22,8 @@ SHIPPED = Path(__file__).resolve().parents[2] / "rollout" / "servers.json"
 def test_servers_config_resolves_python_and_env(tmp_path, monkeypatch):
     monkeypatch.setenv("M3_TEST_TOKEN", "secret-value")
     path = write_json(tmp_path / "s.json", {"servers": {
-        "a": {"command": "python", "args": ["-m", "x"], "env": {"TOKEN": "${M3_TEST_TOKEN}"}, "disabled": False},
+        "a": {"command": "python", "python": "host", "args": ["-m", "x"], "env": {"TOKEN": "${M3_TEST_TOKEN}"},
+              "disabled": False},
         "b": {"command": "node", "args": [], "disabled": True}}})
     a, b = read_servers_config(path)
     assert a.command == sys.executable and a.args == ("-m", "x")
@@ -34,8 +35,14 @@ def test_servers_config_resolves_python_and_env(tmp_path, monkeypatch):
 @pytest.mark.parametrize("servers, field", [
     ({"a": {"args": []}}, "servers.a.command"),
     ({"a": {"command": "x", "args": "nope"}}, "servers.a.args"),
-    ({"a": {"command": "x", "env": {"K": "${M3_SURELY_UNSET_VAR}"}}}, "servers.a.env.K"),
     ({"a/b": {"command": "x"}}, "servers.a/b"),
+    ({"a": {"command": "x", "paths": "somewhere"}}, "servers.a.paths"),
+    ({"a": {"command": "x", "inherit": "KEY"}}, "servers.a.inherit"),
+    ({"a": {"command": "x", "install": {"requirements": "pkg"}}}, "servers.a.install.requirements"),
+    ({"a": {"command": "x", "install": {"pip": ["pkg"]}}}, "servers.a.install"),
+    ({"a": {"command": "x", "install": {"build": [["npm", "ci"]]}}}, "servers.a.install.dir"),
+    ({"a": {"command": "python", "python": "host", "install": {"npm": ["x@1"]}}}, "servers.a.python"),
+    ({"a": {"command": "x", "check": {"arguments": {}}}}, "servers.a.check"),
 ])
 def test_servers_config_errors_name_the_field(tmp_path, servers, field):
     path = write_json(tmp_path / "s.json", {"servers": servers})

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from rollout_helpers import ROOT, local_overrides, plan_policy, plan_tasks, predictions_of
 
 from rollout.scripted import message_texts
@@ -26,6 +28,7 @@ def _written(path):
         return []
 
 
+@pytest.mark.slow
 def test_kill_and_resume(tmp_path, chat_server, servers_config):
     ids = [f"k{i}" for i in range(8)]
     plans = {i: [[{"name": "math/mean", "arguments": {"numbers": [n, n + 1]}}]] for n, i in enumerate(ids)}

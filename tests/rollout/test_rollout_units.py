@@ -69,6 +69,7 @@ def test_exposure_modes():
         select_tools({"mode": "psychic"}, TOOLS, TASKS)
 
 
+@pytest.mark.slow
 def test_retrieve_exposure_uses_the_engine_encoder():
     chosen = select_tools({"mode": "retrieve", "top_k": 2}, TOOLS, TASKS)
     assert {t.name for t in chosen["q1"]} == {"images/crop", "images/rotate"}
