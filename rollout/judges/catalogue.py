@@ -33,12 +33,12 @@ def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | Non
     return tools
 
 
-async def _from_servers(path: Path, server_log: Path | None, start_timeout: float) -> Catalogue:
+async def _from_servers(path: Path, log_dir: Path | None, start_timeout: float) -> Catalogue:
     from rollout.mcp.config import read_servers_config
     from rollout.mcp.host import MCPHost
 
     specs = read_servers_config(path)
-    async with MCPHost(specs, start_timeout=start_timeout, log_path=server_log) as host:
+    async with MCPHost(specs, start_timeout=start_timeout, log_dir=log_dir) as host:
         tools = {t.name: t.input_schema for t in host.catalogue()}
         failures = host.failures()
     for name, reason in failures.items():
@@ -47,12 +47,13 @@ async def _from_servers(path: Path, server_log: Path | None, start_timeout: floa
     return Catalogue(tools, frozenset(failures) | frozenset(disabled), f"servers config {path}")
 
 
-async def load_catalogue(path: str | Path, server_log: Path | None = None, start_timeout: float = 30.0) -> Catalogue:
-    """The catalogue of a servers config, a recorded catalogue.json or a tools JSON (see the module)."""
+async def load_catalogue(path: str | Path, log_dir: Path | None = None, start_timeout: float = 30.0) -> Catalogue:
+    """The catalogue of a servers config (its servers' stderr logs go to log_dir), a recorded
+    catalogue.json or a tools JSON (see the module)."""
     path = Path(path)
     root = read_json(path, "tool catalogue")
     if isinstance(root, dict) and isinstance(root.get("servers"), dict):
-        return await _from_servers(path, server_log, start_timeout)
+        return await _from_servers(path, log_dir, start_timeout)
     if isinstance(root, dict) and "tools" in root:
         failures = root.get("failures") or {}
         if not isinstance(failures, dict):

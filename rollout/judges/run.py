@@ -136,7 +136,7 @@ async def _catalogue(cfg: Mapping[str, Any], run_dir: Path) -> Catalogue | None:
     if not source:
         log.info("no tool catalogue: unknown tools and schemas are judged from the results alone")
         return None
-    return await load_catalogue(source, server_log=run_dir / "mcp_servers.log")
+    return await load_catalogue(source, log_dir=run_dir / "server_logs")
 
 
 async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Path) -> int:

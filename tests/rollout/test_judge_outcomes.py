@@ -62,13 +62,14 @@ def recorded(tmp_path_factory) -> tuple[Path, list[dict], list[dict]]:
     tmp = tmp_path_factory.mktemp("outcomes")
     modules = {"images": "rollout.servers.images", "math": "rollout.servers.mathstats",
                "excel": "rollout.servers.spreadsheet"}
-    servers = {name: {"command": "python", "args": ["-m", module]} for name, module in modules.items()}
-    servers["strict"] = {"command": "python", "args": [str(HERE / "strict_server.py")]}
+    servers = {name: {"command": "python", "python": "host", "args": ["-m", module]}
+               for name, module in modules.items()}
+    servers["strict"] = {"command": "python", "python": "host", "args": [str(HERE / "strict_server.py")]}
     config = write_json(tmp / "servers.json", {"servers": servers})
 
     async def record() -> tuple[list[dict], list[dict]]:
         ws = Workspace.fresh(tmp / "ws", "task")
-        async with MCPHost(read_servers_config(config), log_path=tmp / "servers.log") as host:
+        async with MCPHost(read_servers_config(config), log_dir=tmp / "server_logs") as host:
             outcomes = await asyncio.gather(*(host.call(name, args, ws.root) for name, args, _ in CASES))
             runner = ToolRunner(host, RolloutCache(tmp / "cache", "live"), host.catalogue())
             exposed = {t.name for t in host.catalogue()} - {"math/median"}
