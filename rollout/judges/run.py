@@ -3,9 +3,9 @@ Grounding of every task (stage ``judge``), the call outcomes (stage ``calls``), 
 
 Judging is resumable: the taskcompletion.json is rewritten atomically after every judged task, and a
 rerun judges only the tasks it lacks (and those judged by other models, whose entries it drops);
-every reply is cached, so what a killed run had asked is not asked again. `run` returns the exit status: 0 when every task was
-judged, 1 when some judge kept failing on some task (run again to retry them); bad input raises the
-contract's InputError.
+every reply is cached, so what a killed run had asked is not asked again. `run` returns the exit
+status: 0 when every task was judged, 1 when some judge kept failing on some task (run again to
+retry them); bad input raises the contract's InputError.
 """
 
 from __future__ import annotations
