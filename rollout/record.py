@@ -16,13 +16,13 @@ and fails on a miss. Lines cut short by a killed process are ignored on load.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, atomic_write_bytes, atomic_write_text, canonical_json, dumps_json, read_json
+from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, canonical_json, dumps_json,
+                             read_json, read_keyed_lines)
 from rollout.drivers.base import Completion, ModelDriver
 from rollout.errors import CacheMiss
 
@@ -59,8 +59,8 @@ class RolloutCache:
                              field="cache_dir")
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "blobs").mkdir(exist_ok=True)
-        self._tools = self._load(self.directory / "tools.jsonl")
-        self._models = self._load(self.directory / "models.jsonl")
+        self._tools = read_keyed_lines(self.directory / "tools.jsonl")
+        self._models = read_keyed_lines(self.directory / "models.jsonl")
 
     @property
     def replaying(self) -> bool:
@@ -72,26 +72,6 @@ class RolloutCache:
         """Whether live results are written to the cache."""
         return self.mode == "record"
 
-    @staticmethod
-    def _load(path: Path) -> dict[str, dict[str, Any]]:
-        entries: dict[str, dict[str, Any]] = {}
-        if not path.exists():
-            return entries
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by a killed process
-                if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-                    entries[entry["key"]] = entry
-        return entries
-
-    def _append(self, name: str, entry: dict[str, Any]) -> None:
-        with (self.directory / name).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
-            fh.flush()
-
     def get_tool(self, key: str) -> dict[str, Any] | None:
         """The recorded outcome of a tool call."""
         entry = self._tools.get(key)
@@ -101,7 +81,7 @@ class RolloutCache:
         """Record a tool call's outcome."""
         entry = {"key": key, "server": server, "tool": tool, "arguments": arguments, "record": record}
         self._tools[key] = entry
-        self._append("tools.jsonl", entry)
+        append_line(self.directory / "tools.jsonl", entry)
 
     def get_model(self, key: str) -> dict[str, Any] | None:
         """The recorded model response of a request key."""
@@ -112,7 +92,7 @@ class RolloutCache:
         """Record a model response."""
         entry = {"key": key, "response": response}
         self._models[key] = entry
-        self._append("models.jsonl", entry)
+        append_line(self.directory / "models.jsonl", entry)
 
     def put_catalogue(self, tools: list[dict[str, Any]], failures: dict[str, str]) -> None:
         """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""

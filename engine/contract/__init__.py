@@ -6,13 +6,13 @@ Nothing here imports the scoring stages, so the rollout side depends on this pac
 from engine.contract.atomic import (atomic_write_bytes, atomic_write_csv, atomic_write_json, atomic_write_text,
                                     csv_text, default_file_mode)
 from engine.contract.errors import ConfigError, InputError, is_number
-from engine.contract.jsonio import canonical_json, dumps_json, read_json
+from engine.contract.jsonio import append_line, canonical_json, dumps_json, read_json, read_keyed_lines
 from engine.contract.trajectory import (Call, Step, Task, Trajectory, TrajectoryFile, dumps_trajectories,
                                         parse_call, parse_trajectories, read_tasks, read_trajectories, set_steps,
                                         trajectory_record, write_trajectories)
 
 __all__ = [
-    "Call", "ConfigError", "InputError", "Step", "Task", "Trajectory", "TrajectoryFile", "atomic_write_bytes",
+    "Call", "ConfigError", "append_line", "read_keyed_lines", "InputError", "Step", "Task", "Trajectory", "TrajectoryFile", "atomic_write_bytes",
     "atomic_write_csv", "atomic_write_json", "atomic_write_text", "canonical_json", "csv_text", "default_file_mode", "dumps_json",
     "dumps_trajectories", "is_number", "parse_call", "parse_trajectories", "read_json", "read_tasks",
     "read_trajectories", "set_steps", "trajectory_record", "write_trajectories",

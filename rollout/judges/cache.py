@@ -10,11 +10,10 @@ by a killed process is ignored on load, and a later line wins over an earlier on
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
+from engine.contract import append_line, read_keyed_lines
 from rollout.judges.prompts import Rubric
 from rollout.record import digest
 
@@ -36,16 +35,7 @@ class ReplyCache:
         if self.directory is None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / REPLIES
-        if path.exists():
-            with path.open(encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        entry = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut short by a killed process
-                    if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-                        self._entries[entry["key"]] = entry
+        self._entries = read_keyed_lines(self.directory / REPLIES)
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached entry ({key, judge, reply, usage, ...}) of a key."""
@@ -56,11 +46,4 @@ class ReplyCache:
         self._entries[entry["key"]] = entry
         if self.directory is None:
             return
-        line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = os.open(self.directory / REPLIES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-        try:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+        append_line(self.directory / REPLIES, entry)
