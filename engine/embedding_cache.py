@@ -17,9 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
-from engine.contract import default_file_mode
+from engine.contract import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -143,17 +141,7 @@ class EmbeddingCache:
         np.savez(buf, keys=keys, vectors=vectors)
         data = buf.getvalue()
         target = self.directory / f"{hashlib.sha256(data).hexdigest()}.npz"
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".part")
-        try:
-            os.fchmod(fd, default_file_mode())
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(target, data)
         return target
 
     def _merge(self) -> None:

@@ -8,11 +8,13 @@ this table; adding a metric is one entry here plus its per-task formula (alignme
 - ``gt_weighted``: sum over tasks of value x n_gt, over sum n_gt;
 - ``strong_mean``: sum of the strong-match similarities over the number of strong matches;
 - ``judged_mean``: plain mean over the tasks that have a judge value;
+- ``sum``: sum over the tasks (call outcome counts; a file that gives only totals gives the aggregate);
 - ``mean_pred_steps``: mean number of predicted steps; ``pred_calls_per_task``: predicted calls per task.
 
 The Average Score of the paper's Table 2 is the plain mean of the metrics with ``in_average``
 that are present: the six alignment columns and Information Grounding (Task Completion is
-shown, not averaged).
+shown, not averaged). The call outcomes (paper Figure 6) are counts: the samples with an
+illegal calling format and the predicted calls of each of the four classes.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["alignment", "judge", "budget"]
+Source = Literal["alignment", "judge", "budget", "calls"]
 PROFILES: tuple[str, ...] = ("reference", "paper")
 AVERAGE = "Average Score"
 
@@ -50,6 +52,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("merge_purity_cov", "Merge Purity", "alignment", _BOTH, "gt_weighted", True, True),
     Metric("task_completion", "Task Completion", "judge", _BOTH, "judged_mean", False, True),
     Metric("information_grounding", "Information Grounding", "judge", _BOTH, "judged_mean", True, True),
+    Metric("illegal_calling", "Illegal Calling Format", "calls", _BOTH, "sum", False, False),
+    Metric("unknown_tool", "Unknown Tool Invocation", "calls", _BOTH, "sum", False, False),
+    Metric("invalid_arguments", "Invalid Invocation Arguments", "calls", _BOTH, "sum", False, False),
+    Metric("resource_not_found", "Resource Not Found", "calls", _BOTH, "sum", False, False),
+    Metric("success", "Successful Call", "calls", _BOTH, "sum", False, False),
     Metric("avg_Rounds", "Steps", "budget", _BOTH, "mean_pred_steps", False, False),
     Metric("avg_tool_calls", "Calls", "budget", _BOTH, "pred_calls_per_task", False, False),
 )
@@ -74,6 +81,11 @@ def alignment_keys(profile: str) -> tuple[str, ...]:
 
 
 JUDGE_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("judge"))
+CALL_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("calls"))
+CALL_CLASSES: tuple[str, ...] = CALL_KEYS[1:]
+"""The four per-call classes, in the published order (1 unknown tool ... 4 success)."""
+JOINED_KEYS: tuple[str, ...] = JUDGE_KEYS + CALL_KEYS
+"""Values joined to the scoring outputs from judge files, in table order."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import torch
 
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
-from engine.judge_results import load_judge
+from engine.judge_results import JoinedFiles, load_joined
 from engine.contract import TrajectoryFile, read_trajectories
 from engine.metrics import TaskScores, task_scores
 from engine.results import SampleView, write_file_results
@@ -160,11 +160,11 @@ def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
 
 
 def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] | None = None,
-                judges: list[Path | None] | None = None) -> list[dict]:
+                judges: list[JoinedFiles | None] | None = None) -> list[dict]:
     """Write each prediction file's outputs into its folder; returns the aggregates.
 
-    names: model names recorded in each file's meta; judges: judge result files (None for
-    none) whose task_completion / information_grounding join the outputs.
+    names: model names recorded in each file's meta; judges: each file's judge files (None for
+    none) whose task_completion / information_grounding and call outcomes join the outputs.
     """
     m = result.matches.to_numpy()
     view = SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
@@ -176,10 +176,10 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
     for f, (pred, directory) in progress_bar(items, "write", s.progress and len(items) > 4):
         meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": th.tau_weak,
                 "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
-        judge = None
-        if judges[f] is not None:
-            meta["judge"] = str(judges[f])
-            judge = load_judge(judges[f])
+        files = judges[f]
+        meta.update({kind: str(path) for kind, path in (("judge", files and files.judge),
+                                                         ("calls", files and files.calls)) if path})
+        judge = load_joined(files)
         aggregates.append(write_file_results(directory, view, result.scores, result.tables.samples_of(f),
                                              th.tau_strong, meta, judge))
     return aggregates

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.contract import atomic_write_csv, atomic_write_json
-from engine.metricspec import JUDGE_KEYS
+from engine.judge_results import Joined, joined_aggregate
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
 
@@ -111,16 +111,7 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
     return per_id, strong, weak, unmatched
 
 
-def judge_means(judge: dict[str, dict[str, float]], ids: list[str]) -> dict[str, float]:
-    """Plain means of the judge metrics over the ids that have a judge record."""
-    records = [judge[i] for i in ids if i in judge]
-    if not records:
-        return {}
-    return {name: float(np.mean([r[name] for r in records])) for name in JUDGE_KEYS}
-
-
-def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray,
-            judge: dict[str, dict[str, float]] | None = None) -> dict:
+def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, judge: Joined | None = None) -> dict:
     """Aggregates per task family (`type` of the GT task, else of the prediction)."""
     families: dict[str, list[int]] = {}
     for s in samples.tolist():
@@ -130,30 +121,31 @@ def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray,
     for name, idx in sorted(families.items()):
         out[name] = aggregate(scores, np.asarray(idx))
         if judge:
-            out[name].update(judge_means(judge, [tables.task_ids[tables.sample_task[s]] for s in idx]))
+            ids = [tables.task_ids[tables.sample_task[s]] for s in idx]
+            out[name].update(joined_aggregate(judge, ids, totals=False))
     return out
 
 
 def write_file_results(directory: Path, view: SampleView, scores: TaskScores, samples: np.ndarray,
-                       tau_strong: float, meta: dict, judge: dict[str, dict[str, float]] | None = None) -> dict:
+                       tau_strong: float, meta: dict, judge: Joined | None = None) -> dict:
     """Write the five output files for one prediction file; returns its aggregate.
 
-    With judge results, each id and every aggregate also get task_completion and
-    information_grounding (plain means over the ids that were judged).
+    With judge results, each id and every aggregate also get the joined values (task_completion and
+    information_grounding as plain means over the ids that were judged, call outcomes as sums).
     """
     per_id, strong, weak, unmatched = per_id_records(view, scores, samples, tau_strong)
     agg = aggregate(scores, samples)
     columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     if judge:
         ids = [entry["id"] for entry in per_id]
-        missing = [i for i in ids if i not in judge]
-        if missing:
+        missing = [i for i in ids if "task_completion" not in judge.per_id.get(i, {})]
+        if meta.get("judge") and missing:
             log.warning("%s: %d scored id(s) have no judge record: %s", meta.get("judge"), len(missing),
                         ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
         for entry in per_id:
-            entry.update(judge.get(entry["id"], {}))
-        agg.update(judge_means(judge, ids))
-        columns += list(JUDGE_KEYS)
+            entry.update(judge.per_id.get(entry["id"], {}))
+        agg.update(joined_aggregate(judge, ids))
+        columns += judge.keys()
     result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
               "meta": meta}
     for name, records in zip(RESULT_FILES[:3], (strong, weak, unmatched)):

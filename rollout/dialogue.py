@@ -1,4 +1,4 @@
-"""A conversation with the model: the messages of one task (or one judgement) and their token usage."""
+"""A conversation with the model: the messages of one task (or one curation) and their token usage."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollout.cache import CachedModel
+from rollout.record import CachedModel
 
 
 class Dialogue:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.contract import Task, trajectory_record
 from rollout import prompts
-from rollout.cache import CachedModel
 from rollout.dialogue import Dialogue
-from rollout.host import ToolInfo
-from rollout.tasks import Task
+from rollout.mcp.protocol import ToolInfo
+from rollout.record import CachedModel
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace, is_image
 
@@ -26,7 +26,7 @@ class ExecutorSettings:
     """Limits and switches of the loop."""
 
     max_step: int = 5
-    max_concurrent: int = 3
+    max_concurrent: int = 10
     prepare: bool = True
     max_result_chars: int = 4000
 
@@ -48,7 +48,7 @@ class Executor:
         dialogue = Dialogue(self.model, task.id, prompts.SYSTEM, ws.root)
         dialogue.messages.append(prompts.task_message(task.question, images))
         exposed_names = {t.name for t in exposed}
-        steps: list[dict[str, Any]] = []
+        steps: list[list[dict[str, Any]]] = []
         pending, pending_images = "", []
         for step in range(1, s.max_step + 1):
             calls, notes = await self._process(dialogue, exposed, step)
@@ -56,7 +56,7 @@ class Executor:
                 break
             records = await self.tools.run_step(calls, exposed_names, ws, step)
             outputs = [r.to_output() for r in records]
-            steps.append({"step": step, "calls": outputs})
+            steps.append(outputs)
             pending_images = [f for r in records for f in r.files if is_image(f) and f not in images]
             images += pending_images
             pending = prompts.results_text(step, outputs, pending_images, notes, s.max_result_chars)
@@ -68,18 +68,8 @@ class Executor:
                 break
         final = await dialogue.ask(f"{pending}\n\n{prompts.FINAL}" if pending else prompts.FINAL, "final",
                                    images=pending_images)
-        return {
-            "id": task.id,
-            "image": task.image,
-            "type": task.type,
-            "question": task.question,
-            "steps": steps,
-            "num_step": len(steps),
-            "max_num_concurrent": max((len(st["calls"]) for st in steps), default=0),
-            "final_reply": final,
-            "dialogue": dialogue.messages,
-            "usage": dialogue.usage,
-        }
+        return trajectory_record(task.id, steps, image=task.image, type=task.type, question=task.question,
+                                 final_reply=final, dialogue=dialogue.messages, usage=dialogue.usage)
 
     async def _process(self, dialogue: Dialogue, exposed: list[ToolInfo],
                        step: int) -> tuple[list[dict[str, Any]], list[str]]:

@@ -13,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from rollout.errors import RolloutInputError
-from rollout.host import ToolInfo
-from rollout.tasks import Task
+from engine.contract import InputError, Task
+from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)
 
-MODES = ("all", "oracle", "retrieve", "fixed")
+EXPOSURE_MODES = ("all", "oracle", "retrieve", "fixed")
 
 
 def encode_texts(texts: list[str], model: str | None = None, device: str = "cpu") -> np.ndarray:
@@ -29,7 +28,7 @@ def encode_texts(texts: list[str], model: str | None = None, device: str = "cpu"
     try:
         encoder = TextEncoder(model, device=device)
     except ValueError as exc:
-        raise RolloutInputError("config", str(exc), field="exposure.encoder") from None
+        raise InputError("config", str(exc), field="exposure.encoder") from None
     return encoder.encode(texts)
 
 
@@ -44,9 +43,9 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
     In oracle mode, tasks without a reference trajectory get no entry: they cannot be run that way.
     """
     mode = cfg.get("mode", "all")
-    if mode not in MODES:
-        raise RolloutInputError("config", f"unknown mode '{mode}' (expected one of {', '.join(MODES)})",
-                                field="exposure.mode")
+    if mode not in EXPOSURE_MODES:
+        raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(EXPOSURE_MODES)})",
+                         field="exposure.mode")
     by_name = {t.name: t for t in catalogue}
     if mode == "all":
         return {task.id: list(catalogue) for task in tasks}
@@ -55,12 +54,12 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
         unknown = [n for n in names if n not in by_name]
         if not names or unknown:
             problem = f"not in the tool catalogue: {', '.join(unknown)}" if unknown else "empty list"
-            raise RolloutInputError("config", problem, field="exposure.tools")
+            raise InputError("config", problem, field="exposure.tools")
         chosen = [by_name[n] for n in dict.fromkeys(names)]
         return {task.id: chosen for task in tasks}
     if mode == "oracle":
         if references is None:
-            raise RolloutInputError("config", "oracle exposure needs a reference file", field="tasks.reference")
+            raise InputError("config", "oracle exposure needs a reference file", field="tasks.reference")
         missing_tools: set[str] = set()
         out = {}
         for task in tasks:
@@ -75,7 +74,7 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
         return out
     top_k = int(cfg.get("top_k", 10))
     if top_k < 1:
-        raise RolloutInputError("config", "must be at least 1", field="exposure.top_k")
+        raise InputError("config", "must be at least 1", field="exposure.top_k")
     if not catalogue or not tasks:
         return {task.id: [] for task in tasks}
     texts = [f"{t.name}: {t.description}" for t in catalogue] + [task.question for task in tasks]

@@ -1,37 +1,35 @@
 """Result files: a JSON list of per-task records, rewritten atomically after every task.
 
 A rerun loads the file, skips the ids it already holds and adds the others; records are kept in
-the order of the tasks file, so a run gives the same bytes however its tasks interleave. A lock
-file next to the output keeps two runs from writing the same file.
+the order of the tasks file, so a run gives the same bytes however its tasks interleave. A hidden
+lock file next to the output (``.<name>.lock``) keeps two runs from writing the same file.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
-from engine.contract import atomic_write_text
-from rollout.errors import RolloutInputError, read_json
+from engine.contract import InputError, atomic_write_text, dumps_json, read_json
 
 
 def dumps_record(record: dict[str, Any]) -> str:
-    """The text of one record inside a result file."""
-    return json.dumps(record, ensure_ascii=False, indent=1)
+    """The text of one record inside a result file (strict JSON)."""
+    return dumps_json(record, indent=1)
 
 
 class ResultFile:
-    """A resumable result file (predictions, judged trajectories or judge reports)."""
+    """A resumable result file: a JSON list of records with string ids (predictions, verdicts, ...)."""
 
     def __init__(self, path: str | Path, order: dict[str, int]) -> None:
         self.path = Path(path)
         self._order = order
         self._texts: dict[str, str] = {}
         self._records: dict[str, dict[str, Any]] = {}
-        self._lock = FileLock(str(self.path) + ".lock")
+        self._lock = FileLock(str(self.path.with_name(f".{self.path.name}.lock")))
         self._write_lock = threading.Lock()
 
     def __enter__(self) -> ResultFile:
@@ -39,8 +37,12 @@ class ResultFile:
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
-            raise RolloutInputError(self.path, "another run is writing this file (its .lock is held)") from None
-        self._load()
+            raise InputError(self.path, "another run is writing this file (its .lock is held)") from None
+        try:
+            self._load()
+        except BaseException:
+            self._lock.release()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -49,13 +51,13 @@ class ResultFile:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        data = read_json(self.path)
+        data = read_json(self.path, "result file")
         if not isinstance(data, list):
-            raise RolloutInputError(self.path, "an existing result file must be a JSON list (move it away "
-                                    "or choose another output path)")
+            raise InputError(self.path, "an existing result file must be a JSON list (move it away "
+                             "or choose another output path)")
         for pos, record in enumerate(data):
             if not isinstance(record, dict) or not isinstance(record.get("id"), str):
-                raise RolloutInputError(self.path, f"entry {pos} has no string id", field="id")
+                raise InputError(self.path, f"entry {pos} has no string id", field="id")
             self._records[record["id"]] = record
             self._texts[record["id"]] = dumps_record(record)
 

@@ -1,17 +1,18 @@
 """The Executor's prompts and the parsing of the model's replies.
 
 Every phase prompt starts with a heading line ``## PHASE`` (PREPARE, PROCESS, DECISION, FINAL for
-the agent; JUDGE and SUMMARY for the judge), so transcripts are easy to read and a scripted model
+the agent; VERDICT and SUMMARY for the curator), so transcripts are easy to read and a scripted model
 can tell the phases apart.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
-PHASES = ("PREPARE", "PROCESS", "DECISION", "FINAL", "JUDGE", "SUMMARY")
+PHASES = ("PREPARE", "PROCESS", "DECISION", "FINAL", "VERDICT", "SUMMARY")
 _HEADING = re.compile(r"^## (" + "|".join(PHASES) + r")\b(?:[^\n]*?\bstep (\d+))?", re.MULTILINE)
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```$", re.DOTALL)
 
@@ -100,6 +101,22 @@ def phase_of(text: str) -> tuple[str | None, int | None]:
     return match.group(1), int(match.group(2)) if match.group(2) else None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"not valid JSON ({name} is not a JSON number)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"not valid JSON ({text} is out of range)")
+    return value
+
+
+def _loads(text: str) -> Any:
+    """Strict JSON: NaN and infinities are refused (they could not be written to the outputs)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
     """The JSON object of a reply (a ```json fence around it is allowed); ValueError otherwise."""
     body = text.strip()
@@ -107,7 +124,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if fenced:
         body = fenced.group(1).strip()
     try:
-        value = json.loads(body)
+        value = _loads(body)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     if not isinstance(value, dict):
@@ -136,8 +153,8 @@ def parse_tool_calls(text: str) -> list[dict[str, Any]]:
             arguments = {}
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
+                arguments = _loads(arguments) if arguments.strip() else {}
+            except ValueError:
                 raise ValueError(f'tool_calls[{i}].arguments is a string that is not JSON') from None
         if not isinstance(arguments, dict):
             raise ValueError(f'tool_calls[{i}].arguments is not an object')

@@ -1,89 +1,92 @@
-"""A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, the judge, outputs.
+"""A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, curation, outputs.
 
-The config is the composed Hydra config of conf/rollout.yaml as a plain dict (see rollout/README.md).
+The config is the composed Hydra config of conf/rollout/config.yaml as a plain dict (see rollout/README.md);
+every path of the run (predictions, workspace, cache_dir, server_logs, curate.*) is one of its settings.
 `run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
-them), and bad input raises `RolloutInputError`.
+them), and bad input raises the contract's `InputError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from contextlib import AsyncExitStack, ExitStack
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from rollout.cache import CachedModel, RolloutCache
-from rollout.drivers import build_driver, settings_from_config
-from rollout.errors import CacheMiss, ModelError, RolloutInputError, read_json
+from engine.contract import InputError, Task, Trajectory, read_tasks, read_trajectories
+from rollout.curate import Curator, CuratorSettings
+from rollout.drivers.base import settings_from_config
+from rollout.drivers.registry import build_driver
+from rollout.errors import CacheMiss, ModelError
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
-from rollout.host import MCPHost, ToolInfo, load_servers_config
-from rollout.judge import Judge, JudgeSettings
+from rollout.mcp.config import read_servers_config
+from rollout.mcp.host import MCPHost
+from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
-from rollout.scripted import PlanPolicy, ScriptedChatServer
-from rollout.tasks import Task, load_reference_tools, load_tasks
+from rollout.record import CachedModel, RolloutCache
+from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
 log = logging.getLogger("rollout")
 
-STAGES = ("rollout", "judge", "both")
+STAGES = ("rollout", "curate", "both")
 
 
-def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1) -> int:
+def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1, where: str | None = None) -> int:
+    """An integer setting, at least `minimum`; InputError naming the setting (`where`, default `key`) otherwise."""
     value = cfg.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise RolloutInputError("config", f"must be an integer >= {minimum}, got {value!r}", field=key)
+        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=where or key)
     return value
 
 
-def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path, Path]:
-    output = Path(cfg["output"])
-    workspace = Path(cfg.get("workspace") or output.parent / "workspace")
-    cache_dir = Path(cfg.get("cache_dir") or output.parent / "cache")
-    return output, workspace, cache_dir
+def _path(cfg: Mapping[str, Any], key: str, where: str | None = None) -> Path:
+    """A path setting; InputError naming the setting (`where`, default `key`) when it is missing."""
+    value = cfg.get(key)
+    if not isinstance(value, str) or not value:
+        raise InputError("config", f"must be a path, got {value!r}", field=where or key)
+    return Path(value)
 
 
-def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache, tasks: list[Task],
-                stack: ExitStack) -> CachedModel:
-    """The model of a config behind the cache; a scripted model gets its loopback server started."""
+@asynccontextmanager
+async def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache) -> AsyncIterator[CachedModel]:
+    """The model of a config behind the cache; a replay builds no driver (and needs no key)."""
     settings = settings_from_config(model_cfg)
-    if cache.replaying:
-        return CachedModel(None, cache, settings.name, settings.params)
-    base_url = None
-    if model_cfg.get("provider") == "scripted":
-        script = model_cfg.get("script")
-        if not script:
-            raise RolloutInputError("config", "the scripted model needs a script file", field="model.script")
-        server = ScriptedChatServer(PlanPolicy.from_file(script, tasks), delay=float(model_cfg.get("delay", 0)))
-        stack.enter_context(server)
-        base_url = server.base_url
-        model_cfg = {**model_cfg, "provider": "openai", "api_key_env": None}
-    driver = build_driver(model_cfg, base_url)
-    return CachedModel(driver, cache, settings.name, settings.params)
+    driver = None if cache.replaying else build_driver(model_cfg)
+    try:
+        yield CachedModel(driver, cache, settings.name, settings.params)
+    finally:
+        if driver is not None:
+            await driver.aclose()
 
 
-async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache, stack: AsyncExitStack,
-                      log_path: Path) -> tuple[MCPHost | None, list[ToolInfo]]:
+async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
+                      stack: AsyncExitStack) -> tuple[MCPHost | None, list[ToolInfo], dict[str, str]]:
+    """The tool catalogue and the servers that failed to start: from the cache when replaying, else from the
+    servers started on `stack`."""
     if cache.replaying:
         tools, failures = cache.get_catalogue()
         for name, reason in failures.items():
             log.warning("MCP server %s was not running in the recorded run: %s", name, reason)
-        return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools]
-    specs = load_servers_config(cfg["servers"])
+        return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools], failures
+    specs = read_servers_config(cfg["servers"], cfg.get("server_envs"))
     host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
                    start_timeout=float(cfg.get("start_timeout", 30)),
-                   max_restarts=_int(cfg, "max_restarts", 2, 0), log_path=log_path)
+                   max_restarts=_int(cfg, "max_restarts", 2, 0), ping_timeout=float(cfg.get("ping_timeout", 5)),
+                   log_dir=_path(cfg, "server_logs"))
     await stack.enter_async_context(host)
-    catalogue = host.catalogue()
+    catalogue, failures = host.catalogue(), host.failures()
     if cache.recording:
-        cache.put_catalogue([t.to_json() for t in catalogue], host.failures())
-    return host, catalogue
+        cache.put_catalogue([t.to_json() for t in catalogue], failures)
+    return host, catalogue, failures
 
 
 async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
+    """`await work(item)` for every item, at most `limit` at once; the outcomes in item order."""
     semaphore = asyncio.Semaphore(limit)
 
     async def one(item: Any) -> bool:
@@ -94,30 +97,28 @@ async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
 
 
 async def run_rollout(cfg: Mapping[str, Any]) -> int:
-    """Roll out the tasks not yet in the output file; 0 when all ended, 1 when some failed."""
+    """Roll out the tasks not yet in the predictions file; 0 when all ended, 1 when some failed."""
     data = cfg["tasks"]
-    tasks = load_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
+    tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
                        data.get("ids"))
     exposure = cfg.get("exposure") or {"mode": "all"}
-    references = load_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
-    output, workspace_base, cache_dir = _paths(cfg)
-    cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
-    settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 3),
+    references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
+    output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
+    cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
+    settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 10),
                                 prepare=bool(cfg.get("prepare", True)),
                                 max_result_chars=_int(cfg, "max_result_chars", 4000, 0))
     concurrency = _int(cfg, "concurrency", 4)
-    with ResultFile(output, {t.id: t.index for t in tasks}) as results, ExitStack() as sync_stack:
+    with ResultFile(output, {t.id: t.index for t in tasks}) as results:
         todo = [t for t in tasks if t.id not in results.done]
         if len(todo) < len(tasks):
             log.info("%d of %d tasks already in %s; they are skipped", len(tasks) - len(todo), len(tasks), output)
         if not todo:
             print(f"rollout: nothing to do, all {len(tasks)} tasks are in {output}")
             return 0
-        model = _open_model(cfg["model"], cache, tasks, sync_stack)
         async with AsyncExitStack() as stack:
-            if model.driver is not None:
-                stack.push_async_callback(model.driver.aclose)
-            host, catalogue = await _open_tools(cfg, cache, stack, output.parent / "mcp_servers.log")
+            model = await stack.enter_async_context(_open_model(cfg["model"], cache))
+            host, catalogue, failures = await _open_tools(cfg, cache, stack)
             exposed = select_tools(exposure, catalogue, todo, references)
             log.info("%d tools in the catalogue, exposure mode %s, %d task(s) to run", len(catalogue),
                      exposure.get("mode", "all"), len(todo))
@@ -125,7 +126,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
             if unreferenced:
                 log.warning("%d task(s) have no reference trajectory and cannot run with oracle exposure: %s",
                             len(unreferenced), ", ".join(unreferenced[:10]))
-            executor = Executor(model, ToolRunner(host, cache, catalogue), settings)
+            executor = Executor(model, ToolRunner(host, cache, catalogue, failures), settings)
             total = len(todo) - len(unreferenced)
 
             async def work(task: Task) -> bool:
@@ -151,52 +152,40 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     return 1 if failed else 0
 
 
-async def run_judge(cfg: Mapping[str, Any]) -> int:
-    """Judge the predictions of the output file and write reports and optimal trajectories."""
-    output, _, cache_dir = _paths(cfg)
-    judge_cfg = cfg.get("judge") or {}
-    predictions = read_json(output)
-    if not isinstance(predictions, list):
-        raise RolloutInputError(output, "a prediction file must be a JSON list")
-    for pos, record in enumerate(predictions):
-        if not isinstance(record, dict) or not isinstance(record.get("id"), str):
-            raise RolloutInputError(output, f"entry {pos} has no string id", field="id")
-        if not isinstance(record.get("steps"), list):
-            raise RolloutInputError(output, "must be a list", task_id=record["id"], field="steps")
-    order = {r["id"]: i for i, r in enumerate(predictions)}
-    report_path = Path(judge_cfg.get("report") or output.parent / "judge.json")
-    optimal_path = Path(judge_cfg.get("output") or output.parent / "optimal.json")
-    cache = RolloutCache(cache_dir, cfg.get("mode", "live"))
-    tasks = [Task(r["id"], r.get("question", ""), None, None, r.get("type"), i) for i, r in enumerate(predictions)]
-    with ResultFile(report_path, order) as reports, ResultFile(optimal_path, order) as optimal, \
-            ExitStack() as sync_stack:
-        todo = [r for r in predictions if r["id"] not in reports.done]
+async def run_curation(cfg: Mapping[str, Any]) -> int:
+    """Give each run of the predictions file a verdict; write the verdicts and the optimal trajectories."""
+    curate_cfg = cfg.get("curate") or {}
+    runs = list(read_trajectories(_path(cfg, "predictions")).tasks.values())
+    order = {r.id: i for i, r in enumerate(runs)}
+    verdicts_path = _path(curate_cfg, "verdicts", "curate.verdicts")
+    optimal_path = _path(curate_cfg, "optimal", "curate.optimal")
+    cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
+    max_chars = _int(curate_cfg, "max_result_chars", 1500, 0, "curate.max_result_chars")
+    settings = CuratorSettings(max_result_chars=max_chars)
+    with ResultFile(verdicts_path, order) as verdicts, ResultFile(optimal_path, order) as optimal:
+        todo = [r for r in runs if r.id not in verdicts.done]
         if not todo:
-            print(f"judge: nothing to do, all {len(predictions)} runs are in {report_path}")
+            print(f"curate: nothing to do, all {len(runs)} runs are in {verdicts_path}")
             return 0
-        model = _open_model(judge_cfg.get("model") or cfg["model"], cache, tasks, sync_stack)
-        judge = Judge(model, JudgeSettings(max_result_chars=_int(judge_cfg, "max_result_chars", 1500, 0)))
+        async with _open_model(curate_cfg.get("model") or cfg["model"], cache) as model:
+            curator = Curator(model, settings)
 
-        async def work(record: dict[str, Any]) -> bool:
-            try:
-                report, trajectory = await judge.judge(record)
-            except (ModelError, CacheMiss) as exc:
-                log.error("judging %s failed: %s", record["id"], exc)
-                return False
-            if trajectory is not None:
-                await asyncio.to_thread(optimal.add, trajectory)
-            await asyncio.to_thread(reports.add, report)
-            log.info("judged %s: success=%s accepted=%s", record["id"], report["success"], report["accepted"])
-            return True
+            async def work(run: Trajectory) -> bool:
+                try:
+                    verdict, trajectory = await curator.curate(run)
+                except (ModelError, CacheMiss) as exc:
+                    log.error("curating %s failed: %s", run.id, exc)
+                    return False
+                if trajectory is not None:
+                    await asyncio.to_thread(optimal.add, trajectory)
+                await asyncio.to_thread(verdicts.add, verdict)
+                log.info("curated %s: success=%s accepted=%s", run.id, verdict["success"], verdict["accepted"])
+                return True
 
-        try:
             outcomes = await _bounded(todo, _int(cfg, "concurrency", 4), work)
-        finally:
-            if model.driver is not None:
-                await model.driver.aclose()
-    accepted = sum(1 for r in reports.records() if r.get("accepted"))
+    accepted = sum(1 for r in verdicts.records() if r.get("accepted"))
     failed = outcomes.count(False)
-    print(f"judge: {outcomes.count(True)} run(s) judged, {failed} failed; {accepted} optimal trajectories "
+    print(f"curate: {outcomes.count(True)} run(s) curated, {failed} failed; {accepted} optimal trajectories "
           f"-> {optimal_path}")
     return 1 if failed else 0
 
@@ -205,13 +194,13 @@ def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured stage(s); the exit status."""
     stage = cfg.get("stage", "rollout")
     if stage not in STAGES:
-        raise RolloutInputError("config", f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})",
-                                field="stage")
+        raise InputError("config", f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})",
+                         field="stage")
     for noisy in ("httpx", "httpx2", "openai", "anthropic", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     status = 0
     if stage in ("rollout", "both"):
         status = asyncio.run(run_rollout(cfg))
-    if stage in ("judge", "both"):
-        status = max(status, asyncio.run(run_judge(cfg)))
+    if stage in ("curate", "both"):
+        status = max(status, asyncio.run(run_curation(cfg)))
     return status

@@ -5,10 +5,10 @@ and Anthropic's messages protocol (``POST /v1/messages``) on 127.0.0.1, with a p
 OS. Each reply comes from a policy: a function of the request's JSON body returning the reply text,
 or a `Reply` for an HTTP error. `PlanPolicy` follows reference trajectories (GT format): it picks
 each step's tools, calls them, stops after the last step and gives the reference's final reply;
-as a judge it accepts the run and proposes the run's own calls as the optimal trajectory.
+as a curator it accepts the run and proposes the run's own calls as the optimal trajectory.
 
-Run ``python -m rollout.scripted --tasks T --plans P`` to serve a plan policy from another process;
-it prints the base URL on its first line.
+Run ``python -m rollout.scripted --plans P`` to serve a plan policy from another process; it prints
+the base URL on its first line.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from engine.contract import InputError, read_trajectories
 from rollout import prompts
-from rollout.errors import RolloutInputError, read_json
-from rollout.tasks import Task, load_tasks
 
 
 @dataclass
@@ -65,10 +64,12 @@ def _tokens(request: dict[str, Any]) -> int:
     return count
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _ChatRequestHandler(BaseHTTPRequestHandler):
+    """Answers POST requests of the chat completions and messages protocols from the owner's policy."""
+
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as separate writes
-    server: _Server
+    server: _ChatHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's signature)
         """Keep the console quiet."""
@@ -123,8 +124,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, body, reply.headers)
 
 
-class _Server(ThreadingHTTPServer):
+class _ChatHTTPServer(ThreadingHTTPServer):
+    """The threaded HTTP server behind a ScriptedChatServer (its `owner`)."""
+
     daemon_threads = True
+    request_queue_size = 256  # many clients connect at once (a judge pool, tasks in parallel)
     owner: ScriptedChatServer
 
 
@@ -136,7 +140,7 @@ class ScriptedChatServer:
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self._httpd: _Server | None = None
+        self._httpd: _ChatHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -147,7 +151,7 @@ class ScriptedChatServer:
 
     def start(self) -> str:
         """Start serving in a background thread; returns the base URL."""
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _ChatHTTPServer(("127.0.0.1", 0), _ChatRequestHandler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model", daemon=True)
         self._thread.start()
@@ -175,23 +179,19 @@ class PlanPolicy:
         self.plans = plans
 
     @classmethod
-    def from_file(cls, path: str | Path, tasks: list[Task]) -> PlanPolicy:
-        """Plans of a reference (GT-format) file, for the tasks given (matched by id, keyed by question)."""
-        data = read_json(Path(path))
-        entries = data.values() if isinstance(data, dict) else data
-        try:
-            by_id = {str(e["id"]): e for e in entries}
-            plans = {}
-            for task in tasks:
-                entry = by_id.get(task.id)
-                if entry is not None:
-                    plans[task.question.strip()] = {
-                        "steps": [[{"name": c["name"], "arguments": c.get("arguments") or {}} for c in st["calls"]]
-                                  for st in entry.get("steps", [])],
-                        "final_reply": entry.get("final_reply", "Done."),
-                    }
-        except (KeyError, TypeError, AttributeError):
-            raise RolloutInputError(path, "not a trajectory file in the reference (GT) format") from None
+    def from_file(cls, path: str | Path) -> PlanPolicy:
+        """Plans of a reference (GT-format) trajectory file, keyed by each task's question."""
+        plans = {}
+        for task_id, trajectory in read_trajectories(path).tasks.items():
+            question = trajectory.raw.get("question")
+            if not isinstance(question, str) or not question.strip():
+                raise InputError(path, "a scripted plan needs the task's question", task_id=task_id,
+                                 field="question")
+            plans[question.strip()] = {
+                "steps": [[{"name": c.name, "arguments": c.arguments or {}} for c in step.calls]
+                          for step in trajectory.steps],
+                "final_reply": trajectory.raw.get("final_reply", "Done."),
+            }
         return cls(plans)
 
     def __call__(self, request: dict[str, Any]) -> str:
@@ -212,7 +212,7 @@ class PlanPolicy:
             return json.dumps({"tool_calls": calls})
         if phase == "DECISION":
             return "yes" if steps_seen >= len(plan["steps"]) else "no"
-        if phase == "JUDGE":
+        if phase == "VERDICT":
             return json.dumps({"success": True, "reason": "The run followed the plan."})
         if phase == "SUMMARY":
             return json.dumps(self._summary(users))
@@ -220,7 +220,7 @@ class PlanPolicy:
 
     @staticmethod
     def _summary(users: list[str]) -> dict[str, Any]:
-        """The judged run's own successful calls, one step per run step."""
+        """The curated run's own successful calls, one step per run step."""
         steps = []
         for line in users[0].splitlines():
             if line.startswith("step ") and " call " in line and "(FAILED)" not in line:
@@ -235,21 +235,23 @@ class PlanPolicy:
         return {"steps": steps}
 
 
-def main() -> None:
-    """Serve a plan policy until interrupted; the first line printed is the base URL."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", required=True, help="tasks file (published shape)")
-    parser.add_argument("--plans", required=True, help="reference trajectories (GT format) to follow")
-    parser.add_argument("--images-dir", default=None)
-    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each reply")
-    args = parser.parse_args()
-    tasks = load_tasks(args.tasks, args.images_dir)
-    server = ScriptedChatServer(PlanPolicy.from_file(args.plans, tasks), delay=args.delay)
+def serve(policy: Policy, delay: float = 0.0) -> None:
+    """Serve a policy on loopback until interrupted; the first line printed is the base URL."""
+    server = ScriptedChatServer(policy, delay=delay)
     print(server.start(), flush=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         server.stop()
+
+
+def main() -> None:
+    """Serve a plan policy until interrupted; the first line printed is the base URL."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--plans", required=True, help="reference trajectories (GT format, with questions)")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each reply")
+    args = parser.parse_args()
+    serve(PlanPolicy.from_file(args.plans), args.delay)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,11 @@
 
 Files a step creates or changes in the workspace are given to the call whose arguments or result
 name them (by workspace path or file name), else to the step's last call; images returned inline
-are saved under media/ and belong to their call. When recording, each call's outcome and files go
-to the cache; a replay restores them without starting any server.
+are saved under media/ and belong to their call. Files a call wrote outside the workspace during the
+step, named by an absolute path in its arguments or result or by a relative one under the server's
+working directory, are copied in (under the same relative path, or media/<name>) and belong to that
+call. When recording, each call's outcome and files go to the cache; a replay restores them without
+starting any server. A call to a server that failed to start is an error naming the reason.
 """
 
 from __future__ import annotations
@@ -11,16 +14,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.contract import canonical_json
-from rollout.cache import RolloutCache, tool_key
 from rollout.errors import CacheMiss
-from rollout.host import MCPHost, ToolInfo, ToolOutcome
-from rollout.workspace import Workspace
+from rollout.mcp.host import MCPHost
+from rollout.mcp.paths import argument_paths, named_paths
+from rollout.mcp.protocol import ToolInfo, ToolOutcome
+from rollout.record import RolloutCache, tool_key
+from rollout.workspace import MEDIA, Workspace
 
 log = logging.getLogger(__name__)
+
+MAX_BROUGHT_IN = 256 * 1024 * 1024
+"""Files larger than this (bytes) written outside the workspace are not copied in."""
+MTIME_SLACK_NS = 50_000_000
+"""File times lag the clock by up to a tick: a file this much older than the step still counts as new."""
 
 
 @dataclass
@@ -32,6 +44,10 @@ class CallRecord:
     result: str
     is_error: bool
     files: list[str] = field(default_factory=list)
+
+    def add_note(self, note: str) -> None:
+        """Append a line of the host's own to the result text."""
+        self.result = f"{self.result}\n{note}" if self.result else note
 
     def to_output(self) -> dict[str, Any]:
         """The call in the published prediction format (plus is_error)."""
@@ -47,18 +63,23 @@ def _stem(name: str, step: int, index: int) -> str:
 class ToolRunner:
     """Runs tool calls for the executor, live (through the host) or from the cache."""
 
-    def __init__(self, host: MCPHost | None, cache: RolloutCache, catalogue: list[ToolInfo]) -> None:
+    def __init__(self, host: MCPHost | None, cache: RolloutCache, catalogue: list[ToolInfo],
+                 failures: dict[str, str] | None = None) -> None:
         if host is None and not cache.replaying:
             raise ValueError("an MCP host is needed unless the run is replayed")
         self.host = host
         self.cache = cache
         self.known = {t.name for t in catalogue}
+        self.failures = dict(failures or {})
 
     def _rejection(self, name: str, exposed: set[str]) -> str | None:
         if name in exposed:
             return None
         if name in self.known:
             return f"Error: tool '{name}' is not available in this task"
+        server = name.partition("/")[0]
+        if server in self.failures:
+            return f"Error: MCP server '{server}' is not running ({self.failures[server]})"
         return f"Error: unknown tool '{name}'"
 
     async def run_step(self, calls: list[dict[str, Any]], exposed: set[str], ws: Workspace,
@@ -79,7 +100,7 @@ class ToolRunner:
                 self._replay(records[i], ws)
             return records
         assert self.host is not None
-        before = ws.snapshot()
+        before, began = ws.snapshot(), time.time_ns() - MTIME_SLACK_NS
         outcomes: list[ToolOutcome] = await asyncio.gather(
             *(self.host.call(records[i].name, records[i].arguments, ws.root) for i in runnable))
         inline: set[str] = set()
@@ -90,9 +111,10 @@ class ToolRunner:
                 rel = ws.save_image(data, mime, _stem(record.name, step, i + 1) + ("" if k == 1 else f"_{k}"))
                 record.files.append(rel)
                 inline.add(rel)
-                note = f"[image saved to {rel}]"
-                record.result = f"{record.result}\n{note}" if record.result else note
+                record.add_note(f"[image saved to {rel}]")
         self._attribute([f for f in ws.changed_since(before) if f not in inline], records, runnable)
+        for i in runnable:
+            self._bring_in(records[i], ws, began)
         if self.cache.recording:
             for i in runnable:
                 self._record(records[i], ws)
@@ -107,6 +129,30 @@ class ToolRunner:
             if owner is None:
                 owner = next((i for i in runnable if base in texts[i]), runnable[-1])
             records[owner].files.append(rel)
+
+    def _bring_in(self, record: CallRecord, ws: Workspace, since_ns: int) -> None:
+        """Copy into the workspace the files outside it that the call named and that changed during the step."""
+        assert self.host is not None
+        cwd = self.host.server_cwd(record.name.partition("/")[0])
+        for named in named_paths(record.result) + argument_paths(record.arguments):
+            if named.startswith("/"):
+                source, rel = Path(named), f"{MEDIA}/{Path(named).name}"
+            elif cwd is not None and cwd != ws.root:
+                source, rel = cwd / named, named.removeprefix("./")
+            else:
+                continue
+            try:
+                stat = source.stat()
+            except OSError:
+                continue
+            if not source.is_file() or stat.st_mtime_ns < since_ns or stat.st_size > MAX_BROUGHT_IN or \
+                    source.resolve().is_relative_to(ws.root):
+                continue
+            kept = ws.bring_in(source, rel)
+            if kept not in record.files:
+                record.files.append(kept)
+                if kept != rel or named.startswith("/"):
+                    record.add_note(f"[{named} copied to {kept}]")
 
     def _record(self, record: CallRecord, ws: Workspace) -> None:
         server, _, tool = record.name.partition("/")

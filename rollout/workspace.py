@@ -74,15 +74,33 @@ class Workspace:
         """Files created or modified since a snapshot, sorted."""
         return sorted(rel for rel, state in self.snapshot().items() if before.get(rel) != state)
 
+    def free_name(self, rel: str) -> str:
+        """`rel`, or `rel` with _2, _3, ... before its suffix, whichever names no file yet."""
+        stem, dot, suffix = rel.rpartition(".") if "." in rel.rsplit("/", 1)[-1] else (rel, "", "")
+        n = 1
+        while (self.root / rel).exists():
+            n += 1
+            rel = f"{stem}_{n}{dot}{suffix}"
+        return rel
+
     def save_image(self, data: bytes, mime: str, stem: str) -> str:
         """Write image bytes returned by a tool to media/ under a new name; returns its relative path."""
         suffix = mimetypes.guess_extension(mime) or ".png"
         if suffix == ".jpe":
             suffix = ".jpg"
-        rel = f"{MEDIA}/{stem}{suffix}"
-        n = 1
-        while (self.root / rel).exists():
-            n += 1
-            rel = f"{MEDIA}/{stem}_{n}{suffix}"
+        rel = self.free_name(f"{MEDIA}/{stem}{suffix}")
         (self.root / rel).write_bytes(data)
+        return rel
+
+    def bring_in(self, source: Path, rel: str) -> str:
+        """Copy a file from outside into the workspace at `rel` (or a free name beside it); its relative path."""
+        dest = self.inside(rel)
+        if dest is None:
+            rel = f"{MEDIA}/{source.name}"
+        elif dest.is_file() and dest.read_bytes() == source.read_bytes():
+            return rel
+        rel = self.free_name(rel)
+        full = self.root / rel
+        full.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, full)
         return rel

@@ -25,8 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from PIL import Image  # noqa: E402
 
-from rollout.cache import CachedModel  # noqa: E402
-from rollout.host import MCPHost  # noqa: E402
+from rollout.cli import compose_config  # noqa: E402
+from rollout.mcp.host import MCPHost  # noqa: E402
+from rollout.record import CachedModel  # noqa: E402
 from rollout.runner import run_rollout  # noqa: E402
 from rollout.toolrunner import ToolRunner  # noqa: E402
 
@@ -54,7 +55,7 @@ def make_tasks(directory: Path, n: int, steps: int, calls: int) -> tuple[Path, P
         question = f"Benchmark task {i}: run the planned calls."
         tasks.append({"id": f"b{i:04d}", "image": f"images/b{i}.png", "type": "bench", "question": question})
         plan = [{"step": s + 1, "calls": STEP_CALLS[s % len(STEP_CALLS)](i)[:calls]} for s in range(steps)]
-        plans.append({"id": f"b{i:04d}", "steps": plan, "final_reply": f"Task {i} done."})
+        plans.append({"id": f"b{i:04d}", "question": question, "steps": plan, "final_reply": f"Task {i} done."})
     tasks_file, plans_file = directory / "tasks.json", directory / "plans.json"
     tasks_file.write_text(json.dumps(tasks))
     plans_file.write_text(json.dumps(plans))
@@ -113,22 +114,16 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_rollout_"))
     tasks_file, plans_file = make_tasks(work / "data", args.tasks, args.steps, args.calls)
-    model = subprocess.Popen([sys.executable, "-m", "rollout.scripted", "--tasks", str(tasks_file),
-                              "--plans", str(plans_file)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    model = subprocess.Popen([sys.executable, "-m", "rollout.scripted", "--plans", str(plans_file)], cwd=ROOT,
+                             stdout=subprocess.PIPE, text=True)
     try:
         base_url = model.stdout.readline().strip()
         timings = Timings()
         timings.install()
-        cfg = {
-            "model": {"provider": "openai", "name": "scripted", "base_url": base_url, "api_key_env": None,
-                      "max_retries": 0, "image_max_side": None},
-            "tasks": {"file": str(tasks_file)},
-            "exposure": {"mode": "all"},
-            "servers": str(ROOT / "rollout" / "servers.json"),
-            "output": str(work / "out" / "pred.json"),
-            "mode": args.mode, "concurrency": args.concurrency, "max_step": args.steps,
-            "max_concurrent": max(args.calls, 1),
-        }
+        cfg = compose_config(["model=local", "model.name=scripted", f"model.base_url={base_url}",
+                              "model.max_retries=0", "model.image_max_side=null", f"tasks.file={tasks_file}",
+                              f"results_dir={work / 'out'}", f"mode={args.mode}", f"concurrency={args.concurrency}",
+                              f"max_step={args.steps}", f"max_concurrent={max(args.calls, 1)}"])
         start, cpu = time.perf_counter(), time.process_time()
         status = asyncio.run(run_rollout(cfg))
         total, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -137,7 +132,7 @@ def main() -> None:
         model.terminate()
         model.wait()
     model_cpu = _children_cpu() - servers_cpu
-    preds = json.loads((work / "out" / "pred.json").read_text())
+    preds = json.loads(Path(cfg["predictions"]).read_text())
     calls = [c for p in preds for s in p["steps"] for c in s["calls"]]
     errors = sum(c["is_error"] for c in calls)
     startup = sum(timings.startup)

@@ -19,33 +19,6 @@ GT_PATH = SHARED / "data" / "m3bench" / "test_mcp_GT.json"
 GOLDEN = SHARED / "golden"
 REQUIRE_SHARED = os.environ.get("M3BENCH_REQUIRE_SHARED", "") not in ("", "0")
 
-# End-to-end tests that take seconds to minutes (the real encoder and the real data, the command
-# line, launchers, rollouts against live servers), by file and test name; a test may also carry
-# @pytest.mark.slow itself. `pytest -m "not slow"` leaves them out; the default run includes them.
-SLOW: dict[str, set[str]] = {
-    "test_golden.py": {"test_every_golden_case_matches", "test_similarities_of_matches_agree"},
-    "test_launchers.py": {"test_four_concurrent_joblib_jobs_share_one_fresh_cache",
-                          "test_submitit_local_executor"},
-    "test_cli.py": {"test_single_file", "test_sweep_with_colliding_stems_and_options",
-                    "test_bad_input_is_one_line", "test_leaderboard_sweep_without_files"},
-    "test_reports.py": {"test_threshold_plot_and_run_from_cli"},
-    "test_calibration.py": {"test_cli_end_to_end"},
-    "test_rollout_resume.py": {"test_kill_and_resume"},
-    "test_rollout_units.py": {"test_retrieve_exposure_uses_the_engine_encoder"},
-    "test_rollout_config.py": {"test_demo_runs_from_the_command_line"},
-    "test_rollout_crash.py": {"test_server_crash_mid_run"},
-    "test_rollout_e2e.py": {"test_rollout_end_to_end", "test_malformed_model_output",
-                            "test_retries_key_secrecy_and_failed_tasks"},
-}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests named in SLOW (before `-m` selects)."""
-    for item in items:
-        if getattr(item, "originalname", item.name) in SLOW.get(item.path.name, ()):
-            item.add_marker(pytest.mark.slow)
-
 
 def _shared_missing(message: str) -> None:
     """Skip the test for missing ../shared data, or fail it when the data is required."""

@@ -13,7 +13,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
-APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate"}
+APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate", "judge": "rollout.judges.cli"}
+# Keys of named entries the help describes once, for an entry called <name>: pattern -> replacement.
+GENERIC_KEYS = ((re.compile(r"^judges\.pool\.[^.]+\."), "judges.pool.<name>."),
+                (re.compile(r"\.params\..*$"), ".params"))
 
 
 def run_script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -49,6 +52,8 @@ def composed_keys(app: str) -> set[str]:
         for overrides in options:
             cfg = compose(config_name="config", overrides=overrides)
             keys |= leaf_keys(OmegaConf.to_container(cfg, resolve=False))
+    for pattern, replacement in GENERIC_KEYS:
+        keys = {pattern.sub(replacement, key) for key in keys}
     return keys
 
 

@@ -82,4 +82,4 @@ def test_concurrent_writers(tmp_path: Path) -> None:
     assert found.all()
     np.testing.assert_array_equal(vectors[:, 0], [zlib.crc32(t.encode()) % 997 for t in texts])
     assert len(list((tmp_path / "concurrent").glob("*.npz"))) <= 40
-    assert not list((tmp_path / "concurrent").glob(".tmp-*"))
+    assert not [p for p in (tmp_path / "concurrent").rglob(".*") if p.suffix == ".tmp"]

@@ -34,6 +34,7 @@ def test_best_point_and_ties() -> None:
     assert (best_point(tied)["tau_weak"], best_point(tied)["tau_strong"]) == (0.6, 0.8)
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     call = {"name": "weather/now", "arguments": {"city": "Paris", "units": "metric"}}
     pairs = [{"gt": call, "pred": call, "label": "strong"},

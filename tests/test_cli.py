@@ -38,6 +38,7 @@ def small(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
+@pytest.mark.slow
 def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
     out = tmp_path / "out"
     proc = score(f"data.gt={small['gt']}", f"model.predictions={small['a']}", f"output_dir={out}",
@@ -50,6 +51,7 @@ def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
     assert "recall" in proc.stdout and "outputs:" in proc.stdout
 
 
+@pytest.mark.slow
 def test_sweep_with_colliding_stems_and_options(small, tmp_path: Path, embedding_cache: Path) -> None:
     out = tmp_path / "sweep"
     proc = score(f"data.gt={small['gt']}", f"sweep.predictions=[{small['a']},{small['b']}]", f"output_dir={out}",
@@ -63,6 +65,7 @@ def test_sweep_with_colliding_stems_and_options(small, tmp_path: Path, embedding
     assert b["aggregate"]["recall"] == 1.0 and "arg_sim" in b["aggregate"]
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line(small, tmp_path: Path, embedding_cache: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"id": "x1", "steps": [{"calls": [{"name": 3}]}]}]))
@@ -74,8 +77,49 @@ def test_bad_input_is_one_line(small, tmp_path: Path, embedding_cache: Path) -> 
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_leaderboard_sweep_without_files(small, tmp_path: Path) -> None:
     proc = score(f"data.gt={small['gt']}", f"output_dir={tmp_path / 'o'}", "sweep=leaderboard",
                  f"results_dir={tmp_path / 'none'}", cwd=tmp_path)
     assert proc.returncode == 2
     assert "none of the sweep's models has a prediction file" in proc.stderr.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_judge_files_join_the_outputs(small, tmp_path: Path, embedding_cache: Path) -> None:
+    """The leaderboard sweep finds a new model's file by its name, with the published judge files beside it;
+    model.judge names a judge file of the list shape."""
+    results = tmp_path / "results"
+    results.mkdir()
+    pred = results / "mine_test_mcp_fuzzy.json"
+    pred.write_text(small["a"].read_text())
+    judges = [{"name": "j1", "score": 0.8}]
+    (results / "mine_test_mcp_fuzzy_taskcompletion.json").write_text(json.dumps({
+        "aggregate": {"num_total": 5, "num_scored": 3, "completion_rate": 0.5, "information_grounding_rate": 0.8},
+        "pre_id": {"0": {"final": 0.8, "judges": judges, "info_grounding": {"final": 0.5, "judges": judges}},
+                   "1": {"final": 0.4, "judges": judges, "info_grounding": {"final": 1.0, "judges": judges}},
+                   "9": {"final": 0.0, "judges": judges, "info_grounding": {"final": 0.0, "judges": judges}}}}))
+    counts = {"illegal_calling": 1, "unknown_tool": 2, "invalid_arguments": 0, "resource_not_found": 1, "success": 9}
+    (results / "mine_test_mcp_fuzzy_callanalysis.json").write_text(json.dumps(counts))
+    out = tmp_path / "board"
+    proc = score(f"data.gt={small['gt']}", "sweep=leaderboard", f"results_dir={results}", f"output_dir={out}",
+                 f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((out / "mine" / "results_eval.json").read_text())
+    aggregate = result["aggregate"]
+    assert aggregate["task_completion"] == pytest.approx(0.6) and aggregate["information_grounding"] == 0.75
+    assert {k: aggregate[k] for k in counts} == counts  # totals only: they join the file's aggregate
+    assert result["per_id"][0]["task_completion"] == 0.8 and "task_completion" not in result["per_id"][2]
+    assert result["by_type"]["fam0"]["task_completion"] == 0.8 and "success" not in result["by_type"]["fam0"]
+    assert "2 scored id(s) have no judge record" in proc.stdout + proc.stderr
+    assert "Information Grounding" in (out / "leaderboard.md").read_text() and (out / "calls.png").is_file()
+
+    listed = tmp_path / "judge.json"
+    listed.write_text(json.dumps([{"id": str(i), "task_completion": 0.25, "information_grounding": 1.0}
+                                  for i in range(4)]))
+    one = tmp_path / "one"
+    proc = score(f"data.gt={small['gt']}", f"model.predictions={pred}", f"model.judge={listed}", f"output_dir={one}",
+                 f"encoder.cache_dir={embedding_cache}", "device=cpu", "reports=false", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    aggregate = json.loads((one / "results_eval.json").read_text())["aggregate"]
+    assert aggregate["task_completion"] == 0.25 and aggregate["success"] == 9

@@ -16,10 +16,12 @@ def scored(gt_path: Path, golden_dir: Path, embedding_cache: Path, tmp_path_fact
     return score_golden(gt_path, golden_dir, tmp_path_factory.mktemp("golden-out"), "cpu", str(embedding_cache))
 
 
+@pytest.mark.slow
 def test_every_golden_case_matches(scored: dict[str, dict], golden_dir: Path) -> None:
     assert_matches_golden(scored, golden_dir)
 
 
+@pytest.mark.slow
 def test_similarities_of_matches_agree(scored: dict[str, dict], golden_dir: Path) -> None:
     """Where both scorers chose the same pair, the similarity agrees to float32 precision."""
     assert agreeing_similarities(scored, golden_dir) > 3000

@@ -36,6 +36,7 @@ def demo(tmp_path_factory) -> dict:
     return {"base": base, "common": common, "lone": lone}
 
 
+@pytest.mark.slow
 def test_four_concurrent_joblib_jobs_share_one_fresh_cache(demo) -> None:
     base = demo["base"]
     score("-m", "hydra/launcher=local_parallel", "hydra.launcher.n_jobs=4", "align.tau_weak=0.5,0.7,0.5,0.7",
@@ -45,6 +46,7 @@ def test_four_concurrent_joblib_jobs_share_one_fresh_cache(demo) -> None:
         assert aggregates(base / "joblib" / str(job)) == demo["lone"][tau], (job, tau)
 
 
+@pytest.mark.slow
 def test_submitit_local_executor(demo) -> None:
     base = demo["base"]
     score("-m", "hydra/launcher=local_submitit", "align.tau_weak=0.5,0.7", f"hydra.sweep.dir={base / 'submitit'}",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from engine.contract import InputError
-from engine.contract import read_trajectories
+from engine.contract import InputError, read_trajectories
 
 
 def write(tmp_path: Path, obj, name: str = "f.json") -> Path:
@@ -69,3 +71,16 @@ def test_errors_name_file_id_and_field(tmp_path: Path, content, expected: str) -
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="file not found"):
         read_trajectories(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize("required", ["", "1"])
+def test_missing_shared_data_skips_or_fails(required: str, tmp_path: Path) -> None:
+    """Without ../shared a parity test is skipped, or fails when M3BENCH_REQUIRE_SHARED is set (CI)."""
+    env = {**os.environ, "M3BENCH_SHARED": str(tmp_path / "absent"), "M3BENCH_REQUIRE_SHARED": required}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           f"{Path(__file__)}::test_real_gt_duplicates"], env=env, capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=300)
+    if required:
+        assert proc.returncode == 1 and "M3BENCH_REQUIRE_SHARED is set, so this is an error" in proc.stdout
+    else:
+        assert proc.returncode == 0 and "1 skipped" in proc.stdout

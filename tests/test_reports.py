@@ -95,6 +95,7 @@ def test_family_tables_and_files(tmp_path: Path) -> None:
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) -> None:
     """A real scoring run with a grid writes the reports and the ablation curves."""
     import subprocess
@@ -120,4 +121,37 @@ def test_bad_results_file(tmp_path: Path) -> None:
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "results_eval.json").write_text(json.dumps({"aggregate": {"recall": "high"}}))
     with pytest.raises(InputError, match="results_eval.json: field 'aggregate.recall'"):
+        collect_run(tmp_path)
+
+
+def test_call_outcomes_table_and_plot(tmp_path: Path) -> None:
+    write_run(tmp_path, judged=True)
+    counts = {"alpha": {"illegal_calling": 2, "unknown_tool": 1, "invalid_arguments": 3, "resource_not_found": 0,
+                        "success": 16},
+              "beta": {"illegal_calling": 0, "unknown_tool": 0, "invalid_arguments": 1, "resource_not_found": 1,
+                       "success": 8}}
+    for name, extra in counts.items():
+        path = tmp_path / name / "results_eval.json"
+        result = json.loads(path.read_text())
+        result["aggregate"].update(extra)
+        path.write_text(json.dumps(result))
+    written = {p.name for p in write_reports(tmp_path)}
+    assert {"calls.md", "calls.csv", "calls.json", "calls.png"} <= written
+    table = json.loads((tmp_path / "calls.json").read_text())
+    rows = {r["Model"]: r for r in table["rows"]}
+    assert list(rows) == ["beta", "alpha"]  # leaderboard order; gamma has no call outcomes
+    assert rows["alpha"]["Calls"] == 20 and rows["alpha"]["Illegal Calling Format"] == 2
+    assert rows["alpha"]["Invalid Invocation Arguments %"] == 3 / 20 and rows["beta"]["Successful Call %"] == 0.8
+    assert (tmp_path / "calls.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_no_call_outcomes_no_calls_table(tmp_path: Path) -> None:
+    write_run(tmp_path, judged=True)
+    assert not {"calls.md", "calls.png"} & {p.name for p in write_reports(tmp_path)}
+
+
+def test_bad_call_count(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "results_eval.json").write_text(json.dumps({"aggregate": block(0.5, success=-1)}))
+    with pytest.raises(InputError, match="field 'aggregate.success': expected a count >= 0"):
         collect_run(tmp_path)

@@ -13,9 +13,13 @@ from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-CONF_ROOT = Path(__file__).resolve().parents[2] / "conf"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONF_ROOT = PROJECT_ROOT / "conf"
+
+# ${project_path:rollout/demo/reference.json}: a path inside the project, wherever it is installed.
+OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / rel), replace=True)
 
 
 class BelowWarning(logging.Filter):

@@ -18,7 +18,7 @@ from engine.apps.kit import hydra_app, output_folder
 from engine.contract import ConfigError, InputError
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
-from engine.judge_results import judge_path_for
+from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, output_dirs, prepare_sweep,
                              score_prepared, write_sweep)
@@ -50,7 +50,7 @@ class Inputs:
     gt: Path
     predictions: list[Path]
     names: list[str]
-    judges: list[Path | None]
+    judges: list[JoinedFiles]
     per_file_dirs: bool
 
 
@@ -66,10 +66,19 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
                          progress=bool(cfg.get("progress", False)))
 
 
-def _judges(predictions: list[Path], explicit: str | None = None) -> list[Path | None]:
-    if explicit:
-        return [Path(explicit)]
-    return [judge if (judge := judge_path_for(p)).is_file() else None for p in predictions]
+def _judges(predictions: list[Path], judge: str | None = None, calls: str | None = None) -> list[JoinedFiles]:
+    return [joined_files(p, judge, calls) for p in predictions]
+
+
+def _published_files(results: Path, models: list[str], discover: bool) -> list[tuple[str, Path]]:
+    """(name, path) of the named models' prediction files, then, with discover, of every other
+    <name>_test_mcp_fuzzy.json under results (in name order)."""
+    found = [(m, results / PUBLISHED_NAME.format(model=m)) for m in models]
+    if discover:
+        suffix = PUBLISHED_NAME.format(model="")
+        names = {p.name[:-len(suffix)]: p for p in results.glob(f"*{suffix}")}
+        found += [(name, names[name]) for name in sorted(set(names) - set(models) - {""})]
+    return found
 
 
 def resolve_inputs(cfg: DictConfig) -> Inputs:
@@ -96,10 +105,11 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         return Inputs(gt, sweep, names, _judges(sweep), True)
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
-        return Inputs(gt, [pred], [cfg.model.get("name") or pred.stem], _judges([pred], cfg.model.get("judge")), False)
+        return Inputs(gt, [pred], [cfg.model.get("name") or pred.stem],
+                      _judges([pred], cfg.model.get("judge"), cfg.model.get("calls")), False)
     if models:
         results = Path(cfg.results_dir)
-        found = [(m, results / PUBLISHED_NAME.format(model=m)) for m in models]
+        found = _published_files(results, models, bool(cfg.sweep.get("discover")))
         missing = [m for m, p in found if not p.is_file()]
         present = [(m, p) for m, p in found if p.is_file()]
         if missing:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -140,3 +141,34 @@ def read_json(path: str | Path, what: str = "file", error: type[InputError] = In
     except ValueError:  # the only other failure: an integer longer than Python converts
         raise error(path, f"not valid input: an integer longer than {sys.get_int_max_str_digits()} "
                           "digits") from None
+
+
+def read_keyed_lines(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The entries of a JSON-lines log by their "key" (a later line wins); a line cut short by a
+    killed writer, or one that is not such an entry, is skipped."""
+    path = Path(path)
+    entries: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return entries
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                entries[entry["key"]] = entry
+    return entries
+
+
+def append_line(path: str | Path, entry: Any) -> None:
+    """Append one compact JSON line with one write of an O_APPEND descriptor, so concurrent
+    writers never interleave inside a line."""
+    data = memoryview((json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                       + "\n").encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)

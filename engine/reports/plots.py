@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from engine.contract import atomic_write_bytes
-from engine.metricspec import AVERAGE, METRICS
+from engine.metricspec import AVERAGE, CALL_CLASSES, CALL_KEYS, METRICS, label_of
 from engine.reports.tables import Table
 
 
@@ -114,4 +114,30 @@ def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
     handles = [Line2D([], [], color=colors[m], marker="o", markersize=3, label=m) for m in models]
     fig.legend(handles=handles, loc="outside right center", fontsize="small", title="model")
     fig.suptitle("Threshold ablation")
+    return save_figure(fig, path)
+
+
+def calls_chart(table: Table, path: Path) -> Path:
+    """Paper Figure 6: per model a horizontal bar of its predicted calls stacked by class, with the
+    illegal calling format count written beside it."""
+    models = table.column("Model")
+    fig = Figure(figsize=(10.0, max(2.4, 1.2 + 0.45 * len(models))), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(len(models))
+    left = np.zeros(len(models))
+    for key, color in zip(CALL_CLASSES, ("#d62728", "#ff7f0e", "#9467bd", "#2ca02c")):
+        counts = np.array([_value(v) for v in table.column(label_of(key))])
+        counts = np.nan_to_num(counts)
+        ax.barh(y, counts, left=left, color=color, label=label_of(key))
+        left += counts
+    illegal = label_of(CALL_KEYS[0])
+    for i, count in enumerate(table.column(illegal)):
+        if count is not None:
+            ax.text(left[i], y[i], f"  {illegal.lower()}: {count:g}", va="center", fontsize="small")
+    ax.set_yticks(y, models)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(left.max(initial=0.0), 1.0) * 1.3)
+    ax.set_xlabel("predicted calls")
+    ax.set_title(table.title or "Call outcomes")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="outcome")
     return save_figure(fig, path)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.metricspec import JUDGE_KEYS, leaderboard_columns
+from engine.metricspec import CALL_KEYS, JUDGE_KEYS, leaderboard_columns
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,11 @@ def _check_block(path: Path, block: Any, where: str) -> None:
             _check_number(path, block, key, where)
             if not 0.0 <= block[key] <= 1.0:
                 raise InputError(path, f"expected a score in [0, 1], got {block[key]!r}", field=f"{where}.{key}")
+    for key in CALL_KEYS:
+        if block.get(key) is not None:
+            _check_number(path, block, key, where)
+            if block[key] < 0:
+                raise InputError(path, f"expected a count >= 0, got {block[key]!r}", field=f"{where}.{key}")
 
 
 def load_result(path: Path, name: str | None = None) -> ModelResult:

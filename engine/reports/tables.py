@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.contract import csv_text
-from engine.metricspec import AVERAGE, Column, label_of, leaderboard_columns, metrics_of
+from engine.metricspec import AVERAGE, CALL_CLASSES, CALL_KEYS, Column, label_of, leaderboard_columns, metrics_of
 from engine.reports.read import ModelResult
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
@@ -114,6 +114,26 @@ def budget_table(results: list[ModelResult]) -> Table:
             row += [None if block is None else float(block[key]) for key in BUDGET_KEYS]
         rows.append(row)
     return Table(columns=columns, rows=rows, title="Budget", digits=2)
+
+
+def calls_table(results: list[ModelResult]) -> Table | None:
+    """Paper Figure 6 as a table: per model (in the given order) with call outcomes, the illegal calling
+    format count, the count of each call class and its share of the classified calls; None when no
+    model has call outcomes."""
+    judged = [r for r in results if any(r.aggregate.get(key) is not None for key in CALL_KEYS)]
+    if not judged:
+        return None
+    columns = ["Model", "Calls", *(label_of(key) for key in CALL_KEYS),
+               *(f"{label_of(key)} %" for key in CALL_CLASSES)]
+    rows = []
+    for r in judged:
+        counts = [r.aggregate.get(key) for key in CALL_KEYS]
+        total = sum(c or 0 for c in counts[1:])
+        shares = [c / total if total and c is not None else None for c in counts[1:]]
+        rows.append([r.name, total, *counts, *shares])
+    note = ("Illegal Calling Format counts samples (a model reply that could not be turned into calls); "
+            "the classes count predicted calls, their shares are of the classified calls.")
+    return Table(columns=columns, rows=rows, title="Call outcomes", note=note)
 
 
 def families_markdown(tables: dict[str, Table]) -> str:

@@ -1,4 +1,4 @@
-"""Writing a run's reports: leaderboard, family and budget tables (md, csv, json) and plots."""
+"""Writing a run's reports: leaderboard, family, budget and call outcome tables (md, csv, json) and plots."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from typing import Any
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
-from engine.reports.plots import family_chart, leaderboard_chart, threshold_chart
+from engine.reports.plots import calls_chart, family_chart, leaderboard_chart, threshold_chart
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
-from engine.reports.tables import budget_table, families_markdown, family_tables, leaderboard_table
+from engine.reports.tables import budget_table, calls_table, families_markdown, family_tables, leaderboard_table
 
 
 def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
-    """Write the run's leaderboard, family and budget tables (md/csv/json) and plots; returns the paths.
+    """Write the run's leaderboard, family and budget tables (md/csv/json) and plots, and the call
+    outcomes table and plot when some model has them; returns the paths.
 
     Files go to out_dir (default: run_dir), each written atomically.
     """
@@ -23,7 +24,9 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     board = leaderboard_table(results, sort_by)
     families = family_tables(results, sort_by)
     rank = {name: i for i, name in enumerate(board.column("Model"))}
-    budget = budget_table(sorted(results, key=lambda r: rank[r.name]))
+    ranked = sorted(results, key=lambda r: rank[r.name])
+    budget = budget_table(ranked)
+    calls = calls_table(ranked)
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -34,7 +37,9 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_json(out / name, content)
         written.append(out / name)
 
-    for stem, table in (("leaderboard", board), ("budget", budget)):
+    for stem, table in (("leaderboard", board), ("budget", budget), ("calls", calls)):
+        if table is None:
+            continue
         text(f"{stem}.md", table.to_markdown())
         text(f"{stem}.csv", table.to_csv())
         obj(f"{stem}.json", table.to_json())
@@ -43,6 +48,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     written.append(leaderboard_chart(board, out / "leaderboard.png"))
     if families:
         written.append(family_chart(families, out / "families.png", models=board.column("Model")))
+    if calls is not None:
+        written.append(calls_chart(calls, out / "calls.png"))
     grid = run_dir / GRID_FILE
     if grid.is_file():
         written.append(threshold_chart(load_threshold_grid(grid), out / "threshold_ablation.png"))

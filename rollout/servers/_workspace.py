@@ -8,7 +8,7 @@ from pathlib import Path
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from rollout.host import WORKSPACE_META_KEY
+from rollout.mcp.protocol import WORKSPACE_META_KEY
 
 
 def workspace(ctx: Context) -> Path:

@@ -1,5 +1,6 @@
 """Helpers of the rollout tests: the composed Hydra config, small task files with images, servers
-configs over the shipped (and a test) MCP server, and run overrides for a scripted model."""
+configs over the shipped (and a test) MCP server, run overrides for a scripted model, and where a
+run's files go."""
 
 from __future__ import annotations
 
@@ -14,23 +15,35 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rollout.config import rollout_config  # noqa: E402
+from rollout.cli import compose_config  # noqa: E402
 from rollout.scripted import PlanPolicy, ScriptedChatServer  # noqa: E402
-from rollout.tasks import load_tasks  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FLAKY_SERVER = HERE / "flaky_server.py"
+THIRD_PARTY = HERE / "third_party_servers.json"
+TEST_MODEL = "test-model"
 
 
 def compose(*overrides: str) -> dict[str, Any]:
     """The config scripts/rollout.py would run with, as a plain dict."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from omegaconf import OmegaConf
+    return compose_config(overrides)
 
-    with rollout_config(), initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = hydra_compose(config_name="rollout", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)
+
+def compose_judge(*overrides: str) -> dict[str, Any]:
+    """The config scripts/judge.py would run with, as a plain dict."""
+    from rollout.judges.cli import compose_config as compose_judge_config
+
+    return compose_judge_config(overrides)
+
+
+def predictions_of(results: Path, model: str = TEST_MODEL) -> Path:
+    """The prediction file of a model's run under a results folder."""
+    return results / f"{model}_test_mcp_fuzzy.json"
+
+
+def run_dir_of(results: Path, model: str = TEST_MODEL) -> Path:
+    """The run folder of a model's run under a results folder."""
+    return results / "rollout" / model
 
 
 def write_json(path: Path, value: Any) -> Path:
@@ -50,7 +63,7 @@ def make_image(path: Path, size: tuple[int, int] = (64, 48)) -> None:
 
 def flaky_entry() -> dict[str, Any]:
     """The servers-config entry of the test server that can crash or hang on request."""
-    return {"command": "python", "args": [str(FLAKY_SERVER)], "env": {}, "disabled": False}
+    return {"command": "python", "python": "host", "args": [str(FLAKY_SERVER)], "env": {}, "disabled": False}
 
 
 def plan_tasks(tmp_path: Path, plans: dict[str, list[list[dict[str, Any]]]], *, image: bool = True,
@@ -69,15 +82,33 @@ def plan_tasks(tmp_path: Path, plans: dict[str, list[list[dict[str, Any]]]], *, 
     return write_json(tmp_path / "data" / "tasks.json", tasks), write_json(tmp_path / "data" / "ref.json", refs)
 
 
-def plan_policy(tasks_file: Path, reference: Path) -> PlanPolicy:
-    """A policy following the reference trajectories of the tasks."""
-    return PlanPolicy.from_file(reference, load_tasks(tasks_file))
+def plan_policy(reference: Path) -> PlanPolicy:
+    """A policy following the reference trajectories (keyed by their questions)."""
+    return PlanPolicy.from_file(reference)
 
 
-def local_overrides(server: ScriptedChatServer | str, tasks_file: Path, out: Path, servers: Path,
+def local_overrides(server: ScriptedChatServer | str, tasks_file: Path, results: Path, servers: Path,
                     *extra: str) -> list[str]:
-    """Overrides for a run of model=local against a scripted server (or a base URL)."""
+    """Overrides for a run of model=local (named TEST_MODEL) against a scripted server (or a base URL),
+    its files under `results` (see predictions_of and run_dir_of)."""
     base_url = server if isinstance(server, str) else server.base_url
-    return ["model=local", f"model.base_url={base_url}", "model.name=test-model",
+    return ["model=local", f"model.base_url={base_url}", f"model.name={TEST_MODEL}",
             "model.backoff.initial=0.01", "model.backoff.max=0.05", f"tasks.file={tasks_file}",
-            f"output={out}", f"servers={servers}", *extra]
+            f"results_dir={results}", f"servers={servers}", *extra]
+
+
+def third_party_config(path: Path, env_root: Path, entries: dict[str, dict[str, Any] | None],
+                       shipped: tuple[str, ...] = ()) -> Path:
+    """A servers config at `path` with third-party servers of THIRD_PARTY (their install blocks, hence their
+    environments, unchanged; values of `entries` replace keys of each entry, None removes one, and
+    ``"like": NAME`` makes a new server from the entry NAME) and shipped servers by name."""
+    published = json.loads(THIRD_PARTY.read_text(encoding="utf-8"))["servers"]
+    modules = {"images": "rollout.servers.images", "math": "rollout.servers.mathstats",
+               "excel": "rollout.servers.spreadsheet"}
+    servers: dict[str, Any] = {name: {"command": "python", "python": "host", "args": ["-m", modules[name]]}
+                               for name in shipped}
+    for name, changes in entries.items():
+        changes = dict(changes or {})
+        entry = {**published[changes.pop("like", name)], **changes}
+        servers[name] = {k: v for k, v in entry.items() if v is not None}
+    return write_json(path, {"environments": str(env_root), "servers": servers})

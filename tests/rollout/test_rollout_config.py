@@ -1,9 +1,10 @@
-"""The Hydra config of scripts/rollout.py and its command line: overrides, bad input, exit codes."""
+"""The rollout's Hydra app: its own config root, --help, the run layout, bad input and exit codes."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,76 +12,128 @@ from pathlib import Path
 import pytest
 from rollout_helpers import ROOT, compose, write_json
 
-MODELS = sorted(p.stem for p in (ROOT / "conf" / "rollout" / "model").glob("*.yaml"))
+CONF = ROOT / "conf" / "rollout"
+GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+          for group in ("model", "exposure", "tasks", "preset")}
+SCORING_GROUPS = sorted(p.name for p in (ROOT / "conf").iterdir() if p.is_dir() and p.name not in ("rollout", "hydra"))
 
 
-def test_model_override_selects_the_rollout_model_group():
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "rollout.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=180, env=env)
+
+
+@pytest.fixture(scope="module")
+def help_text(tmp_path_factory) -> str:
+    cwd = tmp_path_factory.mktemp("help-cwd")
+    result = _cli("--help", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    assert not list(cwd.iterdir())
+    return result.stdout
+
+
+def _section(text: str, title: str, next_title: str) -> list[str]:
+    return text.split(f"== {title} ==", 1)[1].split(f"== {next_title} ==", 1)[0].strip().splitlines()
+
+
+def _documented(help_text: str) -> dict[str, str]:
+    rows = [re.match(r"^(\S+)\s{2,}(\S.*)$", line) for line in _section(help_text, "Settings", "Configuration groups")]
+    return {m.group(1): m.group(2) for m in rows if m}
+
+
+def _leaves(node: object, documented: dict[str, str], prefix: str = "") -> set[str]:
+    """Dotted keys of the leaves; a mapping the help documents as one setting counts as a leaf."""
+    if isinstance(node, dict) and node and prefix not in documented:
+        return {k for key, value in node.items()
+                for k in _leaves(value, documented, f"{prefix}.{key}" if prefix else key)}
+    return {prefix}
+
+
+def test_help_lists_only_the_rollout_groups(help_text):
+    listed = dict(line.split(": ", 1) for line in _section(help_text, "Configuration groups", "Config")[1:] if line)
+    assert {group: options.split(", ") for group, options in listed.items()} == GROUPS
+    assert set(SCORING_GROUPS) - set(GROUPS)  # the scoring app's own groups (align, data, ...) exist
+    assert not (set(SCORING_GROUPS) - set(GROUPS)) & set(listed)
+
+
+def test_every_setting_has_one_description_line_and_no_other(help_text):
+    documented = _documented(help_text)
+    leaves: set[str] = set()
+    for group, options in GROUPS.items():
+        for option in options:
+            extra = [f"model@curate.model={option}"] if group == "model" else []
+            leaves |= _leaves(compose(f"{group}={option}", *extra), documented)
+    assert "model.script" in leaves and "exposure.top_k" in leaves and "curate.model" in leaves
+    assert sorted(leaves - set(documented)) == [], "settings without a description in --help"
+    assert sorted(set(documented) - leaves) == [], "--help describes settings the config does not have"
+
+
+def test_layout_of_a_run(monkeypatch):
+    monkeypatch.delenv("M3BENCH_RESULTS", raising=False)
     cfg = compose("model=gpt5")
-    assert cfg["model"]["provider"] == "openai" and cfg["model"]["name"] == "gpt-5"
-    assert cfg["model"]["api_key_env"] == "OPENAI_API_KEY"
-    assert cfg["output"] == "results/rollout/gpt-5/all/pred.json"
+    assert cfg["model"]["provider"] == "openai" and cfg["model"]["api_name"] == "gpt-5"
+    assert cfg["predictions"] == "results/gpt5_test_mcp_fuzzy.json"
+    assert cfg["run_dir"] == "results/rollout/gpt5"
+    assert [cfg[k] for k in ("workspace", "cache_dir", "server_logs")] == \
+        ["results/rollout/gpt5/workspace", "results/rollout/gpt5/cache", "results/rollout/gpt5/server_logs"]
+    assert cfg["curate"] == {"verdicts": "results/rollout/gpt5/verdicts.json",
+                             "optimal": "results/rollout/gpt5/optimal.json", "max_result_chars": 1500}
     assert Path(cfg["servers"]) == ROOT / "rollout" / "servers.json"
-    assert cfg["judge"].get("model") is None
+    monkeypatch.setenv("M3BENCH_RESULTS", "/data/results")
+    assert compose("model=claude")["predictions"] == "/data/results/claude45_sonnet_test_mcp_fuzzy.json"
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", GROUPS["model"])
 def test_every_rollout_model_resolves_to_its_own_file(name):
-    cfg = compose(f"model={name}", f"model@judge.model={name}", "exposure=retrieve", "tasks=demo")
+    cfg = compose(f"model={name}", f"model@curate.model={name}", "exposure=retrieve", "tasks=demo")
     assert cfg["model"]["provider"] in ("openai", "anthropic", "scripted")
-    assert cfg["judge"]["model"] == cfg["model"]
+    assert cfg["curate"]["model"] == cfg["model"]
     assert cfg["exposure"]["mode"] == "retrieve" and Path(cfg["tasks"]["file"]).is_file()
 
 
-def test_rollout_groups_do_not_leak_into_other_configs():
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    compose("model=gpt5")
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        names = {p.stem for p in (ROOT / "conf" / "model").glob("*.yaml")}
-        if "gpt5" in names:
-            other = hydra_compose(config_name="config", overrides=["model=gpt5"])
-            assert "provider" not in other["model"]
-
-
-def _cli(*args, cwd, env=None):
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "rollout.py"), *args,
-                           f"hydra.run.dir={cwd / 'hydra'}"], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env)
-
-
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     tasks = write_json(tmp_path / "tasks.json", [{"id": "a", "image": None, "question": "ok"},
                                                  {"id": "b", "image": "images/missing.png", "question": "q"}])
-    result = _cli("model=scripted", "tasks=demo", f"tasks.file={tasks}", f"output={tmp_path / 'o.json'}",
-                  cwd=tmp_path)
+    results = f"results_dir={tmp_path / 'results'}"
+    result = _cli("model=scripted", "tasks=demo", f"tasks.file={tasks}", results, cwd=tmp_path / "cwd")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {tasks}: id b: field 'image': image file")
     assert "Traceback" not in result.stderr + result.stdout
 
     bad = write_json(tmp_path / "bad.json", [{"id": "a", "question": ""}])
-    result = _cli("model=scripted", f"tasks.file={bad}", cwd=tmp_path)
+    result = _cli("model=scripted", f"tasks.file={bad}", results, cwd=tmp_path / "cwd")
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: {bad}: id a: field 'question': missing or empty text"
 
 
+@pytest.mark.slow
 def test_missing_api_key_is_one_line_and_exit_2(tmp_path):
     tasks = write_json(tmp_path / "tasks.json", [{"id": "a", "image": None, "question": "What is 2+2?"}])
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    result = _cli("model=gpt5", f"tasks.file={tasks}", f"output={tmp_path / 'o.json'}", cwd=tmp_path, env=env)
+    result = _cli("model=gpt5", f"tasks.file={tasks}", f"results_dir={tmp_path / 'results'}", cwd=tmp_path / "cwd",
+                  env=env)
     assert result.returncode == 2
     assert result.stderr.strip() == "error: config: field 'model.api_key_env': environment variable " \
                                     "OPENAI_API_KEY is not set"
 
 
+@pytest.mark.slow
 def test_demo_runs_from_the_command_line(tmp_path):
-    out = tmp_path / "demo" / "pred.json"
-    result = _cli("model=scripted", "tasks=demo", f"output={out}", "stage=both", cwd=tmp_path)
+    cwd, results = tmp_path / "cwd", tmp_path / "results"
+    result = _cli("model=scripted", "tasks=demo", "stage=both", f"results_dir={results}", cwd=cwd)
     assert result.returncode == 0, result.stdout + result.stderr
-    preds = json.loads(out.read_text())
+    assert not list(cwd.iterdir())  # nothing lands in the working directory
+    preds = json.loads((results / "scripted_test_mcp_fuzzy.json").read_text())
     assert [p["id"] for p in preds] == ["demo-0001", "demo-0002", "demo-0003", "demo-0004"]
     assert not any(c["is_error"] for p in preds for s in p["steps"] for c in s["calls"])
-    optimal = json.loads((out.parent / "optimal.json").read_text())
+    run_dir = results / "rollout" / "scripted"
+    assert {p.name for p in run_dir.iterdir()} == {".hydra", "rollout.log", "workspace", "server_logs",
+                                                   "verdicts.json", "optimal.json", ".verdicts.json.lock",
+                                                   ".optimal.json.lock"}
+    assert (run_dir / ".hydra" / "config.yaml").is_file() and "4 task(s)" in (run_dir / "rollout.log").read_text()
+    optimal = json.loads((run_dir / "optimal.json").read_text())
     assert [o["id"] for o in optimal] == [p["id"] for p in preds]
     assert "4 of 4 task(s) done" in result.stdout and "4 optimal trajectories" in result.stdout

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
-from rollout_helpers import compose, flaky_entry, local_overrides, plan_policy, plan_tasks
+import pytest
+
+from rollout_helpers import compose, flaky_entry, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of
 
 from rollout.runner import run
 
 
+@pytest.mark.slow
 def test_server_crash_mid_run(tmp_path, chat_server, servers_config):
     echo = {"name": "flaky/echo", "arguments": {"text": "hello"}}
     plans = {"c1": [[echo], [{"name": "flaky/crash", "arguments": {}}, {"name": "math/mean",
@@ -16,10 +19,10 @@ def test_server_crash_mid_run(tmp_path, chat_server, servers_config):
              "c2": [[echo, {"name": "flaky/picture", "arguments": {"width": 8, "height": 6}}]],
              "c3": [[{"name": "flaky/hang", "arguments": {"seconds": 3}}], [echo]]}
     tasks_file, ref = plan_tasks(tmp_path, plans, image=False)
-    server = chat_server(plan_policy(tasks_file, ref))
-    out = tmp_path / "pred.json"
+    server = chat_server(plan_policy(ref))
+    out = predictions_of(tmp_path)
     servers = servers_config("math", extra={"flaky": flaky_entry()})
-    assert run(compose(*local_overrides(server, tasks_file, out, servers, "concurrency=1", "prepare=false",
+    assert run(compose(*local_overrides(server, tasks_file, tmp_path, servers, "concurrency=1", "prepare=false",
                                         "call_timeout=1"))) == 0
     c1, c2, c3 = json.loads(out.read_text())
     crash, mean = c1["steps"][1]["calls"]
@@ -29,7 +32,7 @@ def test_server_crash_mid_run(tmp_path, chat_server, servers_config):
     assert c2["steps"][0]["calls"][0] == {**echo, "result": "hello", "is_error": False}  # restarted
     picture = c2["steps"][0]["calls"][1]
     assert picture["result"] == "[image saved to media/picture_s1c2.png]" and not picture["is_error"]
-    assert (out.parent / "workspace" / "c2" / "media" / "picture_s1c2.png").is_file()
+    assert (run_dir_of(tmp_path) / "workspace" / "c2" / "media" / "picture_s1c2.png").is_file()
     results = next(m for m in c2["dialogue"] if m["role"] == "user" and "Results of step 1" in m["content"][0]["text"])
     assert {"type": "image", "path": "media/picture_s1c2.png"} in results["content"]
     hang, again = (s["calls"][0] for s in c3["steps"])

@@ -1,14 +1,18 @@
-"""Model drivers against the scripted HTTP server: images as data URLs, usage, the Anthropic SDK."""
+"""Model drivers against the scripted HTTP server: images as data URLs, usage, the Anthropic SDK, the registry."""
 
 from __future__ import annotations
 
 import asyncio
+import urllib.error
+import urllib.request
 
 import pytest
-from rollout_helpers import make_image
+from rollout_helpers import make_image, write_json
 
-from rollout.drivers import build_driver
-from rollout.errors import ModelError, RolloutInputError
+from engine.contract import InputError
+from rollout.drivers.base import Completion, ModelDriver, usage_of
+from rollout.drivers.registry import build_driver, providers, register_provider
+from rollout.errors import ModelError
 from rollout.scripted import Reply
 
 MESSAGES = [{"role": "system", "content": "Be brief."},
@@ -51,9 +55,9 @@ def test_openai_driver_gives_up_after_retries(tmp_path, chat_server):
 
 
 def test_unknown_provider_and_non_rollout_model_are_config_errors():
-    with pytest.raises(RolloutInputError, match="field 'model.provider'"):
+    with pytest.raises(InputError, match="field 'model.provider'"):
         build_driver({"provider": "carrier-pigeon", "name": "x"})
-    with pytest.raises(RolloutInputError, match="not a rollout model config"):
+    with pytest.raises(InputError, match="not a rollout model config"):
         build_driver({"name": "gpt5", "predictions": "results/gpt5.json"})
 
 
@@ -72,3 +76,38 @@ def test_anthropic_driver(tmp_path, chat_server, monkeypatch):
     body = request["body"]
     assert body["system"] == "Be brief." and body["max_tokens"] == 100
     assert body["messages"][0]["content"][1]["source"]["media_type"] == "image/png"
+
+
+def test_scripted_provider_owns_its_loopback_server(tmp_path):
+    script = write_json(tmp_path / "script.json", [{"id": "a", "question": "How much is 2+2?", "steps": [],
+                                                    "final_reply": "4."}])
+    driver = build_driver({"provider": "scripted", "name": "scripted", "script": str(script)})
+    base_url = driver.settings.base_url
+    assert base_url.startswith("http://127.0.0.1:")
+
+    async def go():
+        try:
+            return await driver.complete([{"role": "user", "content": [{"type": "text", "text": "How much is 2+2?"}]}])
+        finally:
+            await driver.aclose()
+
+    assert asyncio.run(go()).content == "4."
+    with pytest.raises(urllib.error.URLError) as refused:  # the driver stopped its server
+        urllib.request.urlopen(base_url + "/chat/completions", data=b"{}", timeout=5)
+    assert isinstance(refused.value.reason, ConnectionRefusedError)
+    with pytest.raises(InputError, match="field 'model.script'"):
+        build_driver({"provider": "scripted", "name": "scripted"})
+
+
+class _Upper(ModelDriver):
+    async def _request(self, messages, workspace, json_mode):
+        return Completion(messages[-1]["content"].upper(), usage_of(1, 1), self.name)
+
+
+def test_registered_provider_builds_its_driver():
+    register_provider("test-upper", _Upper.from_config)
+    assert "test-upper" in providers()
+    driver = build_driver({"provider": "test-upper", "name": "up", "api_name": "upper-1"})
+    assert isinstance(driver, _Upper) and driver.name == "upper-1"
+    completion = asyncio.run(driver.complete([{"role": "user", "content": "shout"}]))
+    assert completion.content == "SHOUT" and completion.model == "upper-1"

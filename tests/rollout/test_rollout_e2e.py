@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks
+import pytest
+
+from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of
 
 from rollout.runner import run
 from rollout.scripted import Reply, message_texts
@@ -28,11 +29,13 @@ def _image_parts(body: dict) -> list[str]:
             for p in m["content"] if p.get("type") == "image_url"]
 
 
+@pytest.mark.slow
 def test_rollout_end_to_end(tmp_path, chat_server, servers_config):
     tasks_file, ref = plan_tasks(tmp_path, PLANS)
-    server = chat_server(plan_policy(tasks_file, ref))
-    out = tmp_path / "run" / "pred.json"
-    cfg = compose(*local_overrides(server, tasks_file, out, servers_config("images", "math", "excel"),
+    server = chat_server(plan_policy(ref))
+    results = tmp_path / "results"
+    out = predictions_of(results)
+    cfg = compose(*local_overrides(server, tasks_file, results, servers_config("images", "math", "excel"),
                                    "concurrency=3"))
     assert run(cfg) == 0
 
@@ -55,7 +58,7 @@ def test_rollout_end_to_end(tmp_path, chat_server, servers_config):
     assert t1["max_num_concurrent"] == 2
     assert not any(c["is_error"] for s in t1["steps"] + t2["steps"] for c in s["calls"])
     assert json.loads(t1["steps"][0]["calls"][1]["result"])["mean"] == 2.5
-    ws = out.parent / "workspace"
+    ws = run_dir_of(results) / "workspace"
     assert (ws / "t1" / "media" / "t1_crop.png").is_file() and (ws / "t1" / "media" / "t1_crop_texts.png").is_file()
     assert (ws / "t2" / "out.xlsx").is_file()
     unknown, mode = t3["steps"][0]["calls"]
@@ -92,12 +95,13 @@ class _Malformed:
         return self.base(body)
 
 
+@pytest.mark.slow
 def test_malformed_model_output(tmp_path, chat_server, servers_config):
     step = [[{"name": "math/mean", "arguments": {"numbers": [1, 3]}}]]
     tasks_file, ref = plan_tasks(tmp_path, {"t1": step, "t2": step, "t3": step}, image=False)
-    server = chat_server(_Malformed(plan_policy(tasks_file, ref)))
-    out = tmp_path / "pred.json"
-    assert run(compose(*local_overrides(server, tasks_file, out, servers_config("math"), "max_concurrent=2",
+    server = chat_server(_Malformed(plan_policy(ref)))
+    out = predictions_of(tmp_path)
+    assert run(compose(*local_overrides(server, tasks_file, tmp_path, servers_config("math"), "max_concurrent=2",
                                         "prepare=false"))) == 0
     t1, t2, t3 = json.loads(out.read_text())
 
@@ -133,15 +137,17 @@ class _Flaky:
         return self.base(body)
 
 
+@pytest.mark.slow
 def test_retries_key_secrecy_and_failed_tasks(tmp_path, chat_server, servers_config, monkeypatch, capsys, caplog):
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("M3_ROLLOUT_TEST_KEY", secret)
     step = [[{"name": "math/median", "arguments": {"numbers": [1, 2, 3]}}]]
     tasks_file, ref = plan_tasks(tmp_path, {"t1": step, "t2": step}, image=False)
-    policy = plan_policy(tasks_file, ref)
+    policy = plan_policy(ref)
     server = chat_server(_Flaky(policy))
-    out = tmp_path / "out" / "pred.json"
-    overrides = local_overrides(server, tasks_file, out, servers_config("math"), "concurrency=1",
+    results = tmp_path / "out"
+    out = predictions_of(results)
+    overrides = local_overrides(server, tasks_file, results, servers_config("math"), "concurrency=1",
                                 "model.api_key_env=M3_ROLLOUT_TEST_KEY", "mode=record")
     assert run(compose(*overrides)) == 1  # t2 failed for good
     preds = json.loads(out.read_text())
@@ -154,12 +160,12 @@ def test_retries_key_secrecy_and_failed_tasks(tmp_path, chat_server, servers_con
 
     # the rerun does only t2
     good = chat_server(policy)
-    overrides = local_overrides(good, tasks_file, out, servers_config("math"),
+    overrides = local_overrides(good, tasks_file, results, servers_config("math"),
                                 "model.api_key_env=M3_ROLLOUT_TEST_KEY", "mode=record")
     assert run(compose(*overrides)) == 0
     assert [p["id"] for p in json.loads(out.read_text())] == ["t1", "t2"]
     assert all("Task t2:" in message_texts(r["body"])[1][1] for r in good.requests)
 
     texts = [captured.out, captured.err, caplog.text, capsys.readouterr().out]
-    texts += [p.read_text(errors="replace") for p in Path(out.parent).rglob("*") if p.is_file()]
+    texts += [p.read_text(errors="replace") for p in results.rglob("*") if p.is_file()]
     assert not any(secret in t for t in texts)

@@ -12,8 +12,9 @@ from openpyxl import load_workbook
 from PIL import Image
 from rollout_helpers import FLAKY_SERVER, make_image, write_json
 
-from rollout.errors import RolloutInputError
-from rollout.host import MCPHost, ServerSpec, load_servers_config
+from engine.contract import InputError
+from rollout.mcp.config import ServerSpec, read_servers_config
+from rollout.mcp.host import MCPHost
 
 SHIPPED = Path(__file__).resolve().parents[2] / "rollout" / "servers.json"
 
@@ -21,9 +22,10 @@ SHIPPED = Path(__file__).resolve().parents[2] / "rollout" / "servers.json"
 def test_servers_config_resolves_python_and_env(tmp_path, monkeypatch):
     monkeypatch.setenv("M3_TEST_TOKEN", "secret-value")
     path = write_json(tmp_path / "s.json", {"servers": {
-        "a": {"command": "python", "args": ["-m", "x"], "env": {"TOKEN": "${M3_TEST_TOKEN}"}, "disabled": False},
+        "a": {"command": "python", "python": "host", "args": ["-m", "x"], "env": {"TOKEN": "${M3_TEST_TOKEN}"},
+              "disabled": False},
         "b": {"command": "node", "args": [], "disabled": True}}})
-    a, b = load_servers_config(path)
+    a, b = read_servers_config(path)
     assert a.command == sys.executable and a.args == ("-m", "x")
     env = dict(a.env)
     assert env["TOKEN"] == "secret-value" and str(Path(__file__).resolve().parents[2]) in env["PYTHONPATH"]
@@ -33,13 +35,19 @@ def test_servers_config_resolves_python_and_env(tmp_path, monkeypatch):
 @pytest.mark.parametrize("servers, field", [
     ({"a": {"args": []}}, "servers.a.command"),
     ({"a": {"command": "x", "args": "nope"}}, "servers.a.args"),
-    ({"a": {"command": "x", "env": {"K": "${M3_SURELY_UNSET_VAR}"}}}, "servers.a.env.K"),
     ({"a/b": {"command": "x"}}, "servers.a/b"),
+    ({"a": {"command": "x", "paths": "somewhere"}}, "servers.a.paths"),
+    ({"a": {"command": "x", "inherit": "KEY"}}, "servers.a.inherit"),
+    ({"a": {"command": "x", "install": {"requirements": "pkg"}}}, "servers.a.install.requirements"),
+    ({"a": {"command": "x", "install": {"pip": ["pkg"]}}}, "servers.a.install"),
+    ({"a": {"command": "x", "install": {"build": [["npm", "ci"]]}}}, "servers.a.install.dir"),
+    ({"a": {"command": "python", "python": "host", "install": {"npm": ["x@1"]}}}, "servers.a.python"),
+    ({"a": {"command": "x", "check": {"arguments": {}}}}, "servers.a.check"),
 ])
 def test_servers_config_errors_name_the_field(tmp_path, servers, field):
     path = write_json(tmp_path / "s.json", {"servers": servers})
-    with pytest.raises(RolloutInputError) as info:
-        load_servers_config(path)
+    with pytest.raises(InputError) as info:
+        read_servers_config(path)
     message = str(info.value)
     assert str(path) in message and f"field '{field}'" in message and "\n" not in message
 
@@ -49,7 +57,7 @@ def test_shipped_servers_list_and_run_tools(tmp_path):
     make_image(ws / "media" / "in.png", (80, 60))
 
     async def go():
-        async with MCPHost(load_servers_config(SHIPPED)) as host:
+        async with MCPHost(read_servers_config(SHIPPED)) as host:
             names = {t.name: t for t in host.catalogue()}
             for expected in ("images/crop", "images/blur", "images/draw_rectangles", "images/draw_texts",
                              "images/resize", "images/rotate", "math/mean", "math/evaluate",
@@ -83,7 +91,7 @@ def test_shipped_servers_list_and_run_tools(tmp_path):
 
 
 def test_unknown_tools_and_failed_servers_are_errors_not_exceptions(tmp_path):
-    specs = load_servers_config(SHIPPED)[1:2] + [
+    specs = read_servers_config(SHIPPED)[1:2] + [
         ServerSpec("missing", str(tmp_path / "no-such-command")),
         ServerSpec("dies", sys.executable, ("-c", "import sys; sys.exit(1)")),
     ]

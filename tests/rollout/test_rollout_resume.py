@@ -9,15 +9,16 @@ import subprocess
 import sys
 import time
 
-from rollout_helpers import ROOT, local_overrides, plan_policy, plan_tasks
+import pytest
+
+from rollout_helpers import ROOT, local_overrides, plan_policy, plan_tasks, predictions_of
 
 from rollout.scripted import message_texts
 
 
 def _start(overrides, cwd):
-    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *overrides,
-                             f"hydra.run.dir={cwd / 'hydra'}"], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *overrides], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def _written(path):
@@ -27,15 +28,17 @@ def _written(path):
         return []
 
 
+@pytest.mark.slow
 def test_kill_and_resume(tmp_path, chat_server, servers_config):
     ids = [f"k{i}" for i in range(8)]
     plans = {i: [[{"name": "math/mean", "arguments": {"numbers": [n, n + 1]}}]] for n, i in enumerate(ids)}
     tasks_file, ref = plan_tasks(tmp_path, plans, image=False)
-    policy = plan_policy(tasks_file, ref)
-    out = tmp_path / "out" / "pred.json"
+    policy = plan_policy(ref)
+    results = tmp_path / "out"
+    out = predictions_of(results)
     servers = servers_config("math")
     first = chat_server(policy, delay=0.15)
-    proc = _start(local_overrides(first, tasks_file, out, servers, "concurrency=2", "prepare=false"), tmp_path)
+    proc = _start(local_overrides(first, tasks_file, results, servers, "concurrency=2", "prepare=false"), tmp_path)
     deadline = time.monotonic() + 60
     while len(_written(out)) < 3:
         assert proc.poll() is None, proc.stdout.read()
@@ -47,7 +50,7 @@ def test_kill_and_resume(tmp_path, chat_server, servers_config):
     assert 3 <= len(before) < len(ids), "the run must be killed while tasks remain"
 
     second = chat_server(policy)
-    proc = _start(local_overrides(second, tasks_file, out, servers, "concurrency=2", "prepare=false"), tmp_path)
+    proc = _start(local_overrides(second, tasks_file, results, servers, "concurrency=2", "prepare=false"), tmp_path)
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
     after = _written(out)

@@ -1,4 +1,4 @@
-"""Parsing of model replies, tool exposure modes, task loading and result files."""
+"""Parsing of model replies, tool exposure modes, task and reference reading, and result files."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import json
 import pytest
 from rollout_helpers import write_json
 
+from engine.contract import InputError, Task, read_tasks
 from rollout import prompts
-from rollout.errors import RolloutInputError
 from rollout.exposure import select_tools
-from rollout.host import ToolInfo
+from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
-from rollout.tasks import Task, load_reference_tools, load_tasks
+from rollout.tasks import read_reference_tools
 
 
 def test_parse_tool_calls():
@@ -61,14 +61,15 @@ def test_exposure_modes():
     assert select_tools({"mode": "all"}, TOOLS, TASKS)["q1"] == TOOLS
     fixed = select_tools({"mode": "fixed", "tools": ["images/rotate", "math/mean"]}, TOOLS, TASKS)
     assert [t.name for t in fixed["q2"]] == ["images/rotate", "math/mean"]
-    with pytest.raises(RolloutInputError, match="field 'exposure.tools'.*weather/now"):
+    with pytest.raises(InputError, match="field 'exposure.tools'.*weather/now"):
         select_tools({"mode": "fixed", "tools": ["weather/now"]}, TOOLS, TASKS)
     oracle = select_tools({"mode": "oracle"}, TOOLS, TASKS, {"q1": ["images/crop", "ocr/read", "images/rotate"]})
     assert [t.name for t in oracle["q1"]] == ["images/crop", "images/rotate"] and "q2" not in oracle
-    with pytest.raises(RolloutInputError, match="exposure.mode"):
+    with pytest.raises(InputError, match="exposure.mode"):
         select_tools({"mode": "psychic"}, TOOLS, TASKS)
 
 
+@pytest.mark.slow
 def test_retrieve_exposure_uses_the_engine_encoder():
     chosen = select_tools({"mode": "retrieve", "top_k": 2}, TOOLS, TASKS)
     assert {t.name for t in chosen["q1"]} == {"images/crop", "images/rotate"}
@@ -79,24 +80,24 @@ def test_task_and_reference_loading(tmp_path):
     (tmp_path / "img.png").write_bytes(b"png")
     path = write_json(tmp_path / "t.json", {"x1": {"image": "img.png", "question": "Q1", "prompt": "P1"},
                                             "x2": {"image": None, "question": "Q2", "prompt": "P2", "type": "t"}})
-    tasks = load_tasks(path, question_field="prompt")
+    tasks = read_tasks(path, question_field="prompt")
     assert [(t.id, t.question, t.image, t.type) for t in tasks] == [("x1", "P1", "img.png", None),
                                                                     ("x2", "P2", None, "t")]
     assert tasks[0].image_path == (tmp_path / "img.png").resolve()
-    assert [t.id for t in load_tasks(path, ids=["x2"])] == ["x2"]
-    with pytest.raises(RolloutInputError, match="requested id"):
-        load_tasks(path, ids=["nope"])
-    with pytest.raises(RolloutInputError, match=r"t2\.json: not valid JSON \(line 1"):
+    assert [t.id for t in read_tasks(path, ids=["x2"])] == ["x2"]
+    with pytest.raises(InputError, match="requested id"):
+        read_tasks(path, ids=["nope"])
+    with pytest.raises(InputError, match=r"t2\.json: not valid JSON \(line 1"):
         (tmp_path / "t2.json").write_text("[{")
-        load_tasks(tmp_path / "t2.json")
-    with pytest.raises(RolloutInputError, match=r"id 7: field 'type': must be a string"):
-        load_tasks(write_json(tmp_path / "t3.json", [{"id": 7, "question": "q", "type": 3}]))
+        read_tasks(tmp_path / "t2.json")
+    with pytest.raises(InputError, match=r"id 7: field 'type': must be a string"):
+        read_tasks(write_json(tmp_path / "t3.json", [{"id": 7, "question": "q", "type": 3}]))
     refs = write_json(tmp_path / "ref.json", [
         {"id": "a", "steps": [{"step": 1, "calls": [{"name": "s/t "}, {"name": "s/u"}]}, {"calls": [{"name": "s/t"}]}]},
         {"id": "a", "steps": [{"step": 1, "calls": [{"name": "s/v"}]}]}])
-    assert load_reference_tools(refs) == {"a": ["s/v"]}  # the last object of a repeated id
-    with pytest.raises(RolloutInputError, match=r"id b: field 'steps\[0\]\.calls\[0\]\.name'"):
-        load_reference_tools(write_json(tmp_path / "r2.json", [{"id": "b", "steps": [{"calls": [{"name": 1}]}]}]))
+    assert read_reference_tools(refs) == {"a": ["s/v"]}  # the last object of a repeated id
+    with pytest.raises(InputError, match=r"id b: field 'steps\[0\]\.calls\[0\]\.name'"):
+        read_reference_tools(write_json(tmp_path / "r2.json", [{"id": "b", "steps": [{"calls": [{"name": 1}]}]}]))
 
 
 def test_result_file_is_ordered_locked_and_resumable(tmp_path):
@@ -105,7 +106,7 @@ def test_result_file_is_ordered_locked_and_resumable(tmp_path):
         results.add({"id": "c", "v": 3})
         results.add({"id": "a", "v": 1})
         assert [r["id"] for r in json.loads(path.read_text())] == ["a", "c"]
-        with pytest.raises(RolloutInputError, match="another run is writing"):
+        with pytest.raises(InputError, match="another run is writing"):
             ResultFile(path, {}).__enter__()
     assert not list(tmp_path.glob(".out.json.*.tmp"))
     with ResultFile(path, {"a": 0, "b": 1, "c": 2}) as results:
@@ -113,5 +114,5 @@ def test_result_file_is_ordered_locked_and_resumable(tmp_path):
         results.add({"id": "b", "v": 2})
     assert [r["v"] for r in json.loads(path.read_text())] == [1, 2, 3]
     path.write_text('{"not": "a list"}')
-    with pytest.raises(RolloutInputError, match="must be a JSON list"):
+    with pytest.raises(InputError, match="must be a JSON list"):
         ResultFile(path, {}).__enter__()

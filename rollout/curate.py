@@ -1,10 +1,13 @@
-"""The judge: success or failure of a finished run, then its summary into an optimal trajectory.
+"""Curation of finished runs: a success verdict per run, then the summary of a successful run into
+its optimal trajectory (a candidate reference).
 
-For a successful run the judge model rewrites the trajectory without failed, repeated or
+For a successful run the curator model rewrites the trajectory without failed, repeated or
 unneeded calls, with calls that do not depend on each other merged into one step. The proposal is
 accepted only when it validates against rollout/trajectory.schema.json and every call in it is a
-call the run made and that succeeded, kept in the order the run made them; otherwise the judge is
+call the run made and that succeeded, kept in the order the run made them; otherwise the model is
 asked once more, with the reason. Accepted trajectories are written in the reference (GT) format.
+These verdicts are not the LLM-judge scores the scoring side reads (``<predictions stem>_taskcompletion.json``,
+written by the judge app, rollout.judges).
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.contract import canonical_json
+from engine.contract import Call, Trajectory, canonical_json, trajectory_record
 from rollout import prompts
-from rollout.cache import CachedModel
 from rollout.dialogue import Dialogue
+from rollout.record import CachedModel
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
 
@@ -40,17 +43,21 @@ def _where(path: Sequence[Any]) -> str:
     return out or "the object"
 
 
-def validate_trajectory(proposal: Any, run_steps: list[dict[str, Any]]) -> list[str]:
+def run_calls(run: Trajectory) -> list[list[tuple[Call, dict[str, Any]]]]:
+    """Per step of a finished run, each call with the object it was read from (its result, is_error)."""
+    raw_steps = run.raw.get("steps") or []
+    return [list(zip(step.calls, raw_steps[s].get("calls") or [], strict=True))
+            for s, step in enumerate(run.steps)]
+
+
+def validate_trajectory(proposal: Any, run: Trajectory) -> list[str]:
     """Problems of a proposed optimal trajectory against the schema and the run; empty when valid."""
     errors = sorted(_validator().iter_errors(proposal), key=lambda e: list(e.absolute_path))
     if errors:
         return [f"{_where(e.absolute_path)}: {e.message}" for e in errors[:5]]
     problems = []
-    made: list[tuple[str, str]] = []
-    for step in run_steps:
-        for call in step["calls"]:
-            if not call.get("is_error", False):
-                made.append((call["name"].strip(), canonical_json(call.get("arguments"))))
+    made = [(call.name, canonical_json(call.arguments)) for step in run_calls(run) for call, raw in step
+            if not raw.get("is_error", False)]
     used = [False] * len(made)
     last = -1
     for s, step in enumerate(proposal["steps"]):
@@ -74,31 +81,31 @@ def validate_trajectory(proposal: Any, run_steps: list[dict[str, Any]]) -> list[
     return problems
 
 
-def _trajectory_text(record: dict[str, Any], max_chars: int) -> str:
+def _trajectory_text(run: Trajectory, max_chars: int) -> str:
     lines = []
-    for step in record.get("steps", []):
-        for i, call in enumerate(step["calls"], 1):
-            result = str(call.get("result", ""))
+    for s, step in enumerate(run_calls(run), 1):
+        for i, (call, raw) in enumerate(step, 1):
+            result = str(raw.get("result", ""))
             if max_chars and len(result) > max_chars:
                 result = result[:max_chars] + " ..."
-            status = " (FAILED)" if call.get("is_error") else ""
-            args = json.dumps(call.get("arguments"), ensure_ascii=False, sort_keys=True)
-            lines.append(f"step {step['step']} call {i}{status}: {call['name']} {args}\n  -> {result}")
+            status = " (FAILED)" if raw.get("is_error") else ""
+            args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+            lines.append(f"step {s} call {i}{status}: {call.name} {args}\n  -> {result}")
     return "\n".join(lines) or "(no tool calls)"
 
 
-def judge_prompt(record: dict[str, Any], max_chars: int) -> str:
+def verdict_prompt(run: Trajectory, max_chars: int) -> str:
     """Ask whether the run completed its task."""
     return "\n".join([
-        "## JUDGE",
+        "## VERDICT",
         "Decide whether the agent run below completed the user's task, using only what its tool results "
         "and final reply show. Reply with JSON only: {\"success\": true or false, \"reason\": \"...\"}.",
-        "", "Task:", record.get("question", ""), "", "Tool calls:", _trajectory_text(record, max_chars),
-        "", "Final reply:", str(record.get("final_reply", ""))])
+        "", "Task:", str(run.raw.get("question", "")), "", "Tool calls:", _trajectory_text(run, max_chars),
+        "", "Final reply:", str(run.raw.get("final_reply", ""))])
 
 
-JUDGE_SYSTEM = "You are a strict, careful judge of tool-using agent runs."
-JUDGE_RETRY = '## JUDGE (retry)\nReply with JSON only: {"success": true or false, "reason": "..."}.'
+CURATOR_SYSTEM = "You are a strict, careful judge of tool-using agent runs."
+VERDICT_RETRY = '## VERDICT (retry)\nReply with JSON only: {"success": true or false, "reason": "..."}.'
 SUMMARY = (
     "## SUMMARY\nRewrite the run as its optimal trajectory: keep only successful calls that the final answer "
     "needs, each with its name and arguments exactly as made; drop failed, repeated and unneeded calls; put "
@@ -108,39 +115,38 @@ SUMMARY = (
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
-    """Switches of the judge."""
+class CuratorSettings:
+    """Switches of the curator."""
 
     max_result_chars: int = 1500
 
 
-class Judge:
-    """Judges finished runs and summarises the successful ones."""
+class Curator:
+    """Gives finished runs a verdict and summarises the successful ones into optimal trajectories."""
 
-    def __init__(self, model: CachedModel, settings: JudgeSettings) -> None:
+    def __init__(self, model: CachedModel, settings: CuratorSettings) -> None:
         self.model = model
         self.settings = settings
 
-    async def judge(self, record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The judge report of a prediction record, and its optimal trajectory when accepted."""
-        dialogue = Dialogue(self.model, f"judge:{record['id']}", JUDGE_SYSTEM)
-        report: dict[str, Any] = {"id": record["id"], "success": None, "reason": "", "accepted": False,
-                                  "error": None}
-        prompt = judge_prompt(record, self.settings.max_result_chars)
-        verdict = self._verdict(await dialogue.ask(prompt, "judge", json_mode=True))
+    async def curate(self, run: Trajectory) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The verdict record of a finished run, and its optimal trajectory when accepted."""
+        dialogue = Dialogue(self.model, f"curate:{run.id}", CURATOR_SYSTEM)
+        record: dict[str, Any] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
+        prompt = verdict_prompt(run, self.settings.max_result_chars)
+        verdict = self._verdict(await dialogue.ask(prompt, "verdict", json_mode=True))
         if verdict is None:
-            verdict = self._verdict(await dialogue.ask(JUDGE_RETRY, "judge", json_mode=True))
+            verdict = self._verdict(await dialogue.ask(VERDICT_RETRY, "verdict", json_mode=True))
         optimal = None
         if verdict is None:
-            report["error"] = "the judge's verdict was not the JSON asked for"
+            record["error"] = "the verdict was not the JSON asked for"
         else:
-            report["success"], report["reason"] = verdict
+            record["success"], record["reason"] = verdict
             if verdict[0]:
-                optimal, error = await self._summarise(record, dialogue)
-                report["accepted"], report["error"] = optimal is not None, error
-        report["usage"] = dialogue.usage
-        report["dialogue"] = dialogue.messages
-        return report, optimal
+                optimal, error = await self._summarise(run, dialogue)
+                record["accepted"], record["error"] = optimal is not None, error
+        record["usage"] = dialogue.usage
+        record["dialogue"] = dialogue.messages
+        return record, optimal
 
     @staticmethod
     def _verdict(reply: str) -> tuple[bool, str] | None:
@@ -152,8 +158,7 @@ class Judge:
             return None
         return obj["success"], str(obj.get("reason", ""))
 
-    async def _summarise(self, record: dict[str, Any],
-                         dialogue: Dialogue) -> tuple[dict[str, Any] | None, str | None]:
+    async def _summarise(self, run: Trajectory, dialogue: Dialogue) -> tuple[dict[str, Any] | None, str | None]:
         text = SUMMARY
         problems: list[str] = []
         for _ in range(2):
@@ -163,24 +168,18 @@ class Judge:
             except ValueError as exc:
                 problems = [str(exc)]
             else:
-                problems = validate_trajectory(proposal, record.get("steps", []))
+                problems = validate_trajectory(proposal, run)
                 if not problems:
-                    return self._gt_record(record, proposal), None
+                    return self._gt_record(run, proposal), None
             text = ("## SUMMARY (retry)\nThe trajectory was not accepted: " + "; ".join(problems)
                     + ". Reply again with the corrected JSON only.")
         return None, "rejected: " + "; ".join(problems)
 
     @staticmethod
-    def _gt_record(record: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        steps = [{"step": st["step"], "calls": [{"name": c["name"].strip(), "arguments": c["arguments"]}
-                                                for c in st["calls"]]} for st in proposal["steps"]]
-        return {
-            "id": record["id"],
-            "image": record.get("image"),
-            "type": record.get("type"),
-            "question": record.get("question"),
-            "steps": steps,
-            "num_step": len(steps),
-            "max_num_concurrent": max(len(st["calls"]) for st in steps),
-            "final_reply": proposal.get("final_reply", record.get("final_reply", "")),
-        }
+    def _gt_record(run: Trajectory, proposal: dict[str, Any]) -> dict[str, Any]:
+        """The accepted proposal as a reference (GT-format) trajectory of the run's task."""
+        steps = [[{"name": c["name"].strip(), "arguments": c["arguments"]} for c in st["calls"]]
+                 for st in proposal["steps"]]
+        return trajectory_record(run.id, steps, image=run.raw.get("image"), type=run.type,
+                                 question=run.raw.get("question"),
+                                 final_reply=proposal.get("final_reply", run.raw.get("final_reply", "")))

@@ -16,20 +16,19 @@ and fails on a miss. Lines cut short by a killed process are ignored on load.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.contract import atomic_write_bytes, atomic_write_text
-from engine.contract import canonical_json
-from rollout.drivers import Completion, ModelDriver
-from rollout.errors import CacheMiss, RolloutInputError
+from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, canonical_json, dumps_json,
+                             read_json, read_keyed_lines)
+from rollout.drivers.base import Completion, ModelDriver
+from rollout.errors import CacheMiss
 
 log = logging.getLogger(__name__)
 
-MODES = ("live", "record", "replay")
+RECORD_MODES = ("live", "record", "replay")
 
 
 def digest(value: Any) -> str:
@@ -46,9 +45,9 @@ class RolloutCache:
     """The cache directory of a run, in one of the modes live, record or replay."""
 
     def __init__(self, directory: str | Path, mode: str) -> None:
-        if mode not in MODES:
-            raise RolloutInputError("config", f"unknown mode '{mode}' (expected one of {', '.join(MODES)})",
-                                    field="mode")
+        if mode not in RECORD_MODES:
+            raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(RECORD_MODES)})",
+                             field="mode")
         self.mode = mode
         self.directory = Path(directory)
         self._tools: dict[str, dict[str, Any]] = {}
@@ -56,12 +55,12 @@ class RolloutCache:
         if mode == "live":
             return
         if mode == "replay" and not self.directory.is_dir():
-            raise RolloutInputError(self.directory, "cache directory not found (record a run first)",
-                                    field="cache_dir")
+            raise InputError(self.directory, "cache directory not found (record a run first)",
+                             field="cache_dir")
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "blobs").mkdir(exist_ok=True)
-        self._tools = self._load(self.directory / "tools.jsonl")
-        self._models = self._load(self.directory / "models.jsonl")
+        self._tools = read_keyed_lines(self.directory / "tools.jsonl")
+        self._models = read_keyed_lines(self.directory / "models.jsonl")
 
     @property
     def replaying(self) -> bool:
@@ -73,26 +72,6 @@ class RolloutCache:
         """Whether live results are written to the cache."""
         return self.mode == "record"
 
-    @staticmethod
-    def _load(path: Path) -> dict[str, dict[str, Any]]:
-        entries: dict[str, dict[str, Any]] = {}
-        if not path.exists():
-            return entries
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by a killed process
-                if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-                    entries[entry["key"]] = entry
-        return entries
-
-    def _append(self, name: str, entry: dict[str, Any]) -> None:
-        with (self.directory / name).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
-            fh.flush()
-
     def get_tool(self, key: str) -> dict[str, Any] | None:
         """The recorded outcome of a tool call."""
         entry = self._tools.get(key)
@@ -102,7 +81,7 @@ class RolloutCache:
         """Record a tool call's outcome."""
         entry = {"key": key, "server": server, "tool": tool, "arguments": arguments, "record": record}
         self._tools[key] = entry
-        self._append("tools.jsonl", entry)
+        append_line(self.directory / "tools.jsonl", entry)
 
     def get_model(self, key: str) -> dict[str, Any] | None:
         """The recorded model response of a request key."""
@@ -113,19 +92,19 @@ class RolloutCache:
         """Record a model response."""
         entry = {"key": key, "response": response}
         self._models[key] = entry
-        self._append("models.jsonl", entry)
+        append_line(self.directory / "models.jsonl", entry)
 
     def put_catalogue(self, tools: list[dict[str, Any]], failures: dict[str, str]) -> None:
         """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""
-        atomic_write_text(self.directory / "catalogue.json",
-                          json.dumps({"tools": tools, "failures": failures}, ensure_ascii=False, indent=1))
+        text = dumps_json({"tools": tools, "failures": failures}, indent=1)
+        atomic_write_text(self.directory / "catalogue.json", text)
 
     def get_catalogue(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
         """The recorded tool catalogue and server failures."""
         path = self.directory / "catalogue.json"
         if not path.exists():
-            raise RolloutInputError(path, "no recorded tool catalogue (record a run first)", field="cache_dir")
-        data = json.loads(path.read_text(encoding="utf-8"))
+            raise InputError(path, "no recorded tool catalogue (record a run first)", field="cache_dir")
+        data = read_json(path, "recorded tool catalogue")
         return data["tools"], data["failures"]
 
     def store_blob(self, path: Path) -> str:
@@ -150,7 +129,7 @@ class RolloutCache:
 class CachedModel:
     """A model driver behind the cache: record writes responses, replay serves them (driver may be None).
 
-    A request's key holds its scope (the task id, or "judge:<id>"), the model name, parameters,
+    A request's key holds its scope (the task id, or "curate:<id>"), the model name, parameters,
     JSON mode and messages (role and content, images as workspace paths), and how many identical
     requests the scope made before it, so a replay gives back the recorded responses in order.
     """

@@ -1,0 +1,47 @@
+"""The rollout command: ``python scripts/rollout.py [group=option] [key=value]`` (or ``m3bench-rollout``).
+
+Its Hydra config root is conf/rollout/ (config.yaml and the groups model, exposure, tasks); `--help`
+lists every setting. A run writes its predictions to ``<results_dir>/<model.name>_test_mcp_fuzzy.json``
+and everything else, Hydra's log and config included, to its run folder
+``<results_dir>/rollout/<model.name>``. Bad input ends the run with one line on stderr and exit status
+2; a run where some tasks failed exits with 1 (run it again to retry them), else 0.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from engine.contract import InputError
+from rollout.runner import run
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+CONF_DIR = PACKAGE_DIR.parent / "conf" / "rollout"
+
+# ${rollout_path:servers.json}: a path inside the rollout package, wherever the package lives.
+OmegaConf.register_new_resolver("rollout_path", lambda rel: str(PACKAGE_DIR / rel), replace=True)
+
+
+def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config a command line with these overrides would run with, as a plain dict."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Run the configured stage(s) and exit with their status."""
+    try:
+        status = run(OmegaConf.to_container(cfg, resolve=True))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(status)

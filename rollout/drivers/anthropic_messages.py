@@ -1,0 +1,56 @@
+"""Anthropic's messages API through the ``anthropic`` SDK (install the extra ``anthropic``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError
+from rollout.drivers.base import Completion, DriverSettings, SDKDriver, usage_of
+
+
+def _image_block(mime: str, data: str) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
+
+
+class AnthropicDriver(SDKDriver):
+    """Messages API requests; the system message goes in ``system``, images as base64 blocks."""
+
+    def __init__(self, settings: DriverSettings) -> None:
+        super().__init__(settings)
+        try:
+            import anthropic
+        except ImportError:
+            raise InputError("config", "provider 'anthropic' needs the anthropic package "
+                             "(pip install anthropic)", field="model.provider") from None
+        key = settings.api_key("EMPTY" if settings.base_url else None)
+        self._sdk = anthropic
+        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=settings.base_url or None,
+                                                timeout=settings.timeout, max_retries=0)
+
+    def _convert(self, messages: list[dict[str, Any]],
+                 workspace: Path | None) -> tuple[str | None, list[dict[str, Any]]]:
+        system = None
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            content = message["content"]
+            if message["role"] == "system":
+                system = content if isinstance(content, str) else "\n".join(p["text"] for p in content
+                                                                              if p["type"] == "text")
+                continue
+            out.append({"role": message["role"], "content": self._content(content, workspace, _image_block)})
+        return system, out
+
+    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+                       json_mode: bool) -> Completion:
+        kwargs = dict(self.settings.params)
+        kwargs.setdefault("max_tokens", 4096)
+        system, converted = await asyncio.to_thread(self._convert, messages, workspace)
+        if system is not None:
+            kwargs["system"] = system
+        response = await self._client.messages.create(model=self.settings.name, messages=converted, **kwargs)
+        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+        usage = response.usage
+        return Completion(text, usage_of(usage.input_tokens, usage.output_tokens), response.model or self.name,
+                          response.stop_reason)

@@ -1,0 +1,215 @@
+"""What every driver shares: settings from a model config, completions, retries, error classification.
+
+Drivers take messages in the rollout's own form: ``{"role", "content"}`` where content is a string
+or a list of parts ``{"type": "text", "text"}`` / ``{"type": "image", "path"}``, image paths being
+relative to the task workspace. Rate limits, timeouts, connection failures and server errors are
+retried with exponential backoff (a Retry-After header is honoured up to ``backoff.max``); other
+errors fail at once. The API key is read from the environment variable the config names and is
+never logged or written anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError
+from rollout.drivers.images import ImageEncoder
+from rollout.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+_RETRY_STATUS = {408, 409, 429}
+
+
+@dataclass
+class Completion:
+    """One model response: its text, token usage and the model that answered."""
+
+    content: str
+    usage: dict[str, int]
+    model: str
+    finish_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object of this completion."""
+        return {"content": self.content, "usage": self.usage, "model": self.model,
+                "finish_reason": self.finish_reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Completion:
+        """The completion of a JSON object made by to_json."""
+        return cls(data["content"], dict(data["usage"]), data["model"], data.get("finish_reason"))
+
+
+def usage_of(prompt: int | None, completion: int | None) -> dict[str, int]:
+    """A usage record from prompt and completion token counts (missing counts are 0)."""
+    p, c = int(prompt or 0), int(completion or 0)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+@dataclass
+class DriverSettings:
+    """The settings shared by the drivers (the model config's fields); `name` is the model the API serves."""
+
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    json_mode: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 300.0
+    max_retries: int = 6
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    image_max_side: int | None = 2048
+
+    def api_key(self, default: str | None) -> str:
+        """The key from the environment variable named by api_key_env, or default when none is named."""
+        if not self.api_key_env:
+            if default is None:
+                raise InputError("config", "no API key: set model.api_key_env to the name of the environment "
+                                 "variable that holds it", field="model.api_key_env")
+            return default
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise InputError("config", f"environment variable {self.api_key_env} is not set",
+                             field="model.api_key_env")
+        return key
+
+
+def settings_from_config(cfg: Mapping[str, Any]) -> DriverSettings:
+    """Driver settings of a model config (conf/rollout/model/*.yaml)."""
+    if "provider" not in cfg:
+        raise InputError("config", "not a rollout model config (it has no 'provider'; the rollout's "
+                         "models are in conf/rollout/model/)", field="model")
+    name = cfg.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("config", "must be a non-empty string", field="model.name")
+    api_name = cfg.get("api_name") or name
+    if not isinstance(api_name, str):
+        raise InputError("config", "must be a string or null", field="model.api_name")
+    backoff = cfg.get("backoff") or {}
+    return DriverSettings(
+        name=api_name,
+        base_url=cfg.get("base_url") or None,
+        api_key_env=cfg.get("api_key_env") or None,
+        json_mode=bool(cfg.get("json_mode", False)),
+        params=dict(cfg.get("params") or {}),
+        timeout=float(cfg.get("timeout", 300)),
+        max_retries=int(cfg.get("max_retries", 6)),
+        backoff_initial=float(backoff.get("initial", 1.0)),
+        backoff_max=float(backoff.get("max", 60.0)),
+        image_max_side=cfg.get("image_max_side", 2048) or None,
+    )
+
+
+class ModelDriver:
+    """A chat model behind an API; subclasses implement one request and the classification of its errors."""
+
+    def __init__(self, settings: DriverSettings) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self._images = ImageEncoder(settings.image_max_side)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> ModelDriver:
+        """The driver of a model config (what the registry calls)."""
+        return cls(settings_from_config(cfg))
+
+    async def complete(self, messages: list[dict[str, Any]], *, workspace: Path | None = None,
+                       json_mode: bool = False) -> Completion:
+        """The model's reply to messages, retried on transient failures."""
+        s = self.settings
+        attempt = 0
+        while True:
+            try:
+                return await self._request(messages, workspace, json_mode and s.json_mode)
+            except ModelError:
+                raise
+            except Exception as exc:  # boundary: classified below; permanent errors stop at once
+                retry, wait, reason = self._classify(exc)
+                if not retry:
+                    raise ModelError(f"model {s.name}: {reason}") from None
+                if attempt >= s.max_retries:
+                    raise ModelError(f"model {s.name}: {reason} (gave up after {attempt + 1} attempts)") from None
+                delay = min(s.backoff_max, wait if wait is not None else s.backoff_initial * 2 ** attempt)
+                delay *= 1 + random.uniform(0, 0.1)
+                log.warning("model %s: %s; retrying in %.1f s", s.name, reason, delay)
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    async def aclose(self) -> None:
+        """Release what the driver holds (its HTTP client)."""
+
+    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+                       json_mode: bool) -> Completion:
+        raise NotImplementedError
+
+    def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
+        """(retry?, seconds the server asked to wait or None, one-line reason) of a failed request."""
+        raise NotImplementedError
+
+    def _content(self, content: str | list[dict[str, Any]], workspace: Path | None,
+                 image_part: Callable[[str, str], dict[str, Any]]) -> str | list[dict[str, Any]]:
+        """A message's content in an API's form: text parts as they are, images through image_part(mime, data)."""
+        if not isinstance(content, list):
+            return content
+        return [{"type": "text", "text": part["text"]} if part["type"] == "text"
+                else image_part(*self._image(part, workspace)) for part in content]
+
+    def _image(self, part: Mapping[str, Any], workspace: Path | None) -> tuple[str, str]:
+        path = Path(part["path"])
+        if not path.is_absolute():
+            if workspace is None:
+                raise ModelError(f"image {path} given without a workspace")
+            path = workspace / path
+        return self._images.encode(path)
+
+
+def _retry_after(response: Any) -> float | None:
+    """Seconds from a Retry-After header, when the response has a usable one."""
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _status_message(exc: Any) -> str:
+    """A one-line reason of an HTTP error from an SDK."""
+    body = getattr(exc, "body", None)
+    message = None
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        message = err.get("message") if isinstance(err, dict) else None
+    text = (message or getattr(exc, "message", "") or str(exc)).strip().splitlines()
+    return f"HTTP {exc.status_code}: {text[0] if text else ''}".rstrip(": ")
+
+
+class SDKDriver(ModelDriver):
+    """A driver over a provider SDK whose errors follow the openai/anthropic layout (``self._sdk``)."""
+
+    _sdk: Any
+    _client: Any
+
+    def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
+        sdk = self._sdk
+        if isinstance(exc, sdk.APITimeoutError):
+            return True, None, "request timed out"
+        if isinstance(exc, sdk.APIConnectionError):
+            return True, None, "connection failed"
+        if isinstance(exc, sdk.APIStatusError):
+            retry = exc.status_code in _RETRY_STATUS or exc.status_code >= 500
+            return retry, _retry_after(exc.response), _status_message(exc)
+        return False, None, f"{type(exc).__name__}: {exc}"
+
+    async def aclose(self) -> None:
+        """Close the SDK client."""
+        await self._client.close()

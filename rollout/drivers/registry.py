@@ -1,0 +1,43 @@
+"""Providers by name: a model config's ``provider`` picks the factory that builds its driver.
+
+Built in: ``openai`` (every chat-completions API), ``anthropic`` and ``scripted``. Another provider
+is one `register_provider` call away; its factory gets the whole model config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engine.contract import InputError
+from rollout.drivers.anthropic_messages import AnthropicDriver
+from rollout.drivers.base import ModelDriver
+from rollout.drivers.openai_chat import OpenAIChatDriver
+from rollout.drivers.scripted import ScriptedDriver
+
+DriverFactory = Callable[[Mapping[str, Any]], ModelDriver]
+_PROVIDERS: dict[str, DriverFactory] = {}
+
+
+def register_provider(name: str, factory: DriverFactory) -> None:
+    """Make `factory` build the drivers of model configs with ``provider: <name>`` (replacing any other)."""
+    _PROVIDERS[name] = factory
+
+
+def providers() -> list[str]:
+    """The registered provider names, sorted."""
+    return sorted(_PROVIDERS)
+
+
+def build_driver(cfg: Mapping[str, Any]) -> ModelDriver:
+    """The driver of a model config; its caller closes it with ``await driver.aclose()``."""
+    provider = cfg.get("provider", "openai")
+    if provider not in _PROVIDERS:
+        raise InputError("config", f"unknown provider '{provider}' (expected one of {', '.join(providers())})",
+                         field="model.provider")
+    return _PROVIDERS[provider](cfg)
+
+
+register_provider("openai", OpenAIChatDriver.from_config)
+register_provider("anthropic", AnthropicDriver.from_config)
+register_provider("scripted", ScriptedDriver.from_config)

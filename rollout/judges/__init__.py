@@ -1,0 +1,13 @@
+"""LLM judges of finished runs and the outcomes of their calls, one module per concern.
+
+- `rollout.judges.prompts`: the judges' prompts (versioned) and the parsing of their replies;
+- `rollout.judges.cache`: every judge reply on disk, keyed by judge identity, prompt version and payload;
+- `rollout.judges.pool`: the judges of a pool, their drivers behind the cache, usage and cost;
+- `rollout.judges.ensemble`: Task Completion and Information Grounding of a task (trimmed mean);
+- `rollout.judges.agreement`: Krippendorff's alpha, pairwise Spearman, the most disagreed tasks;
+- `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
+- `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;
+- `rollout.judges.calls`: call outcomes of a file (rules, then a judge) and the callanalysis.json;
+- `rollout.judges.scripted`: the scripted judging policy (demo, tests, benchmark);
+- `rollout.judges.run`, `rollout.judges.cli`: the judge app (Hydra, config root conf/judge/).
+"""

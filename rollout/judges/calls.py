@@ -1,0 +1,86 @@
+"""Call outcomes of a prediction file: the rules first, one LLM judge for the calls no rule settles,
+and the published callanalysis.json (the five counts) with rates, per-task counts and per-call labels.
+
+Each label records what decided it: ``rule:<rule>`` (see rollout.judges.outcomes), ``judge:<name>``,
+or ``undecided`` when the judge gave no class in its attempts (such calls are counted apart, never
+put in a class).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from engine.contract import TrajectoryFile
+from engine.metricspec import CALL_CLASSES, CALL_KEYS
+from rollout.judges.outcomes import CLASS_OF_DIGIT, Catalogue, decide, illegal_format
+from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
+from rollout.judges.prompts import OUTCOME, outcome_payload, parse_class
+
+UNDECIDED = "undecided"
+
+
+def rule_labels(predictions: TrajectoryFile, catalogue: Catalogue | None
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """(a label per predicted call, in file order; the calls themselves; id -> why the sample has an
+    illegal calling format). Calls no rule settles have label None."""
+    labels, calls, illegal = [], [], {}
+    for tid, trajectory in predictions.tasks.items():
+        reason = illegal_format(trajectory.raw)
+        if reason:
+            illegal[tid] = reason
+        for si, step in enumerate(trajectory.raw.get("steps") or []):
+            for ci, call in enumerate(step.get("calls") or []):
+                decision = decide(call, catalogue)
+                labels.append({"id": tid, "step": si, "call": ci, "name": call["name"].strip(),
+                               "label": decision and decision.label,
+                               "by": decision and f"rule:{decision.rule}"})
+                calls.append(call)
+    return labels, calls, illegal
+
+
+async def judge_call(pool: JudgePool, spec: JudgeSpec, call: dict[str, Any], attempts: int,
+                     max_result_chars: int = 0) -> tuple[str | None, str]:
+    """(class, what decided it) of one call from the judge; (None, "undecided: ...") when it gives none."""
+    question = Question(OUTCOME, outcome_payload(call, max_result_chars))
+    try:
+        digit = await first_answer(pool, spec, question, attempts, parse_class)
+    except JudgeFailure as exc:
+        return None, f"{UNDECIDED}: {exc}"
+    return CLASS_OF_DIGIT[digit], f"judge:{spec.name}"
+
+
+async def judge_undecided(pool: JudgePool, spec: JudgeSpec, labels: list[dict[str, Any]],
+                          calls: list[dict[str, Any]], attempts: int, max_result_chars: int = 0) -> None:
+    """Give the judge's class to every label no rule settled (in place)."""
+    todo = [i for i, label in enumerate(labels) if label["label"] is None]
+    outcomes = await asyncio.gather(*(judge_call(pool, spec, calls[i], attempts, max_result_chars) for i in todo))
+    for i, (label, by) in zip(todo, outcomes):
+        labels[i]["label"], labels[i]["by"] = label, by
+
+
+def _share(count: int, total: int) -> float | None:
+    return count / total if total else None
+
+
+def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], sample_ids: list[str],
+                     **meta: Any) -> dict[str, Any]:
+    """The callanalysis.json: the published five counts first, then undecided calls, sizes, rates (illegal
+    format per sample, classes per call), what decided the labels, per-task counts and the labels."""
+    per_id = {tid: dict.fromkeys(CALL_KEYS, 0) for tid in sample_ids}
+    for tid in illegal:
+        per_id[tid][CALL_KEYS[0]] = 1
+    for label in labels:
+        if label["label"] is not None:
+            per_id[label["id"]][label["label"]] += 1
+    totals = {key: sum(counts[key] for counts in per_id.values()) for key in CALL_KEYS}
+    undecided = sum(1 for label in labels if label["label"] is None)
+    rates = {CALL_KEYS[0]: _share(totals[CALL_KEYS[0]], len(sample_ids)),
+             **{key: _share(totals[key], len(labels)) for key in CALL_CLASSES},
+             UNDECIDED: _share(undecided, len(labels))}
+    decided = Counter(str(label["by"]).split(":", 1)[0] for label in labels)
+    return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
+            "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],
+                                           UNDECIDED: decided[UNDECIDED]},
+            "illegal": illegal, "per_id": per_id, "calls": labels, "meta": meta}

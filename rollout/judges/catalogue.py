@@ -1,0 +1,65 @@
+"""The tool catalogue the call outcome rules check calls against, from one of three sources:
+
+- a servers config (the published ``mcp_servers.json`` shape, ``{"servers": {...}}``): its servers are
+  started, asked for their tools and stopped; servers that fail to start are named and left out of
+  the catalogue rule;
+- a rollout's recorded catalogue (``catalogue.json`` in a record-mode run's cache: ``{"tools": [...],
+  "failures": {...}}``);
+- a tools JSON: a list of ``{"name": "server/tool", "input_schema" | "inputSchema": {...}}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, read_json
+from rollout.judges.outcomes import Catalogue
+
+log = logging.getLogger(__name__)
+
+
+def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | None]:
+    if not isinstance(items, list):
+        raise InputError(path, "must be a list of tools {name, input_schema}", field=where)
+    tools: dict[str, dict[str, Any] | None] = {}
+    for i, tool in enumerate(items):
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if not isinstance(name, str) or "/" not in name:
+            raise InputError(path, "a tool needs a name \"server/tool\"", field=f"{where}[{i}].name")
+        schema = tool.get("input_schema", tool.get("inputSchema"))
+        tools[name.strip()] = schema if isinstance(schema, dict) else None
+    return tools
+
+
+async def _from_servers(path: Path, log_dir: Path | None, start_timeout: float) -> Catalogue:
+    from rollout.mcp.config import read_servers_config
+    from rollout.mcp.host import MCPHost
+
+    specs = read_servers_config(path)
+    async with MCPHost(specs, start_timeout=start_timeout, log_dir=log_dir) as host:
+        tools = {t.name: t.input_schema for t in host.catalogue()}
+        failures = host.failures()
+    for name, reason in failures.items():
+        log.warning("MCP server %s did not start (%s): its calls are not judged by the catalogue", name, reason)
+    disabled = {s.name for s in specs if s.disabled}
+    return Catalogue(tools, frozenset(failures) | frozenset(disabled), f"servers config {path}")
+
+
+async def load_catalogue(path: str | Path, log_dir: Path | None = None, start_timeout: float = 30.0) -> Catalogue:
+    """The catalogue of a servers config (its servers' stderr logs go to log_dir), a recorded
+    catalogue.json or a tools JSON (see the module)."""
+    path = Path(path)
+    root = read_json(path, "tool catalogue")
+    if isinstance(root, dict) and isinstance(root.get("servers"), dict):
+        return await _from_servers(path, log_dir, start_timeout)
+    if isinstance(root, dict) and "tools" in root:
+        failures = root.get("failures") or {}
+        if not isinstance(failures, dict):
+            raise InputError(path, "must be an object of server -> reason", field="failures")
+        return Catalogue(_tools(path, root["tools"], "tools"), frozenset(failures), f"recorded catalogue {path}")
+    if isinstance(root, list):
+        return Catalogue(_tools(path, root, "tools"), source=f"tools file {path}")
+    raise InputError(path, "not a servers config ({\"servers\": ...}), a recorded catalogue ({\"tools\": ...}) "
+                           "or a list of tools")

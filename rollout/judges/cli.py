@@ -1,0 +1,47 @@
+"""The judge command: ``python scripts/judge.py model=NAME [judges=POOL] [key=value]`` (or ``m3bench-judge``).
+
+Its Hydra config root is conf/judge/ (config.yaml and the groups judges, data); `--help` describes
+every setting. It writes ``<predictions stem>_taskcompletion.json`` and
+``<predictions stem>_callanalysis.json`` beside the predictions, where the scoring app finds them,
+and its log and config to its run folder ``<results_dir>/judge/<model>``. Bad input ends the run with
+one line on stderr and exit status 2; a run where some task could not be judged exits with 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from engine.apps.kit import CONF_ROOT, hydra_app
+from engine.contract import InputError
+from rollout.judges.run import run
+
+# ${judged_name:${model},${predictions}}: the judged model's name, else its file's stem, for folder names.
+OmegaConf.register_new_resolver(
+    "judged_name", lambda model, predictions: model or (Path(predictions).stem if predictions else "unnamed"),
+    replace=True)
+
+
+def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config a command line with these overrides would run with, as a plain dict."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_ROOT / "judge"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def run_config(cfg: DictConfig) -> int:
+    """Run a composed config; bad input is one line on stderr and status 2."""
+    try:
+        return run(OmegaConf.to_container(cfg, resolve=True))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+main = hydra_app("judge", run_config)

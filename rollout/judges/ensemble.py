@@ -1,0 +1,83 @@
+"""Task Completion and Information Grounding of one task from the judge pool (the published arithmetic).
+
+Each judge answers each metric with one number: the one in the first ``\\boxed{}`` of its reply, else
+its first number; a reply without a usable number in range is a failed attempt, and a judge has
+``attempts`` attempts (5 in the published script; cached replies are read first, and a rerun gives a
+judge that failed as many fresh attempts). Task Completion (0-10) is divided by 10. Per task
+and metric the judges' scores are sorted, the lowest and the highest dropped when there are three or
+more, and the rest averaged. A task where some judge still fails is not scored: it is reported, never
+zero-filled, and a rerun tries it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from engine.contract import Trajectory
+from engine.judge_results import mean
+from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
+from rollout.judges.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload, parse_score
+
+def trimmed_mean(scores: list[float]) -> float:
+    """Sorted scores without the lowest and the highest when there are three or more, averaged."""
+    if not scores:
+        raise ValueError("no scores to average")
+    ordered = sorted(scores)
+    return mean(ordered[1:-1] if len(ordered) >= 3 else ordered)
+
+
+async def judge_score(pool: JudgePool, spec: JudgeSpec, question: Question, attempts: int) -> float:
+    """One judge's score of a question (divided by the rubric's scale); JudgeFailure when it has none."""
+    rubric = question.rubric
+    return await first_answer(pool, spec, question, attempts,
+                              lambda reply: parse_score(reply, rubric.low, rubric.high) / rubric.scale)
+
+
+def question_of(reference: Trajectory | None, prediction: Trajectory) -> str:
+    """The task question: the reference's (as the published script takes it), else the prediction's."""
+    for source in (reference, prediction):
+        question = source.raw.get("question") if source is not None else None
+        if isinstance(question, str) and question.strip():
+            return question
+    return ""
+
+
+def task_questions(reference: Trajectory, prediction: Trajectory, max_result_chars: int = 0) -> list[Question]:
+    """The task's two questions: Task Completion (prediction only) and Information Grounding."""
+    question = question_of(reference, prediction)
+    return [Question(COMPLETION, completion_payload(question, prediction.raw, max_result_chars)),
+            Question(GROUNDING, grounding_payload(question, reference.raw, prediction.raw, max_result_chars))]
+
+
+def _scored(specs: list[JudgeSpec], scores: list[float]) -> dict[str, Any]:
+    return {"final": trimmed_mean(scores),
+            "judges": [{"name": s.identity["model"], "score": v} for s, v in zip(specs, scores)]}
+
+
+async def judge_task(pool: JudgePool, reference: Trajectory, prediction: Trajectory, attempts: int,
+                     max_result_chars: int = 0) -> dict[str, Any]:
+    """The task's entry in the published shape ({final, judges, info_grounding: {final, judges}}), every
+    judge asked both questions at once; JudgeFailure naming every judge that failed."""
+    questions = task_questions(reference, prediction, max_result_chars)
+    specs = pool.specs
+    outcomes = await asyncio.gather(*(judge_score(pool, spec, q, attempts) for q in questions for spec in specs),
+                                    return_exceptions=True)
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    for failure in failures:
+        if not isinstance(failure, JudgeFailure):
+            raise failure
+    if failures:
+        raise JudgeFailure("; ".join(map(str, failures)))
+    n = len(specs)
+    completion, grounding = outcomes[:n], outcomes[n:]
+    return {**_scored(specs, completion), "info_grounding": _scored(specs, grounding)}
+
+
+def entry_scores(entry: Mapping[str, Any], purpose: str) -> dict[str, float]:
+    """judge name -> score of a published entry, for Task Completion or Information Grounding."""
+    block = entry.get("info_grounding") if purpose == GROUNDING.purpose else entry
+    judges = block.get("judges") if isinstance(block, Mapping) else None
+    return {j["name"]: float(j["score"]) for j in judges or [] if isinstance(j, Mapping)
+            and isinstance(j.get("name"), str) and isinstance(j.get("score"), (int, float))}

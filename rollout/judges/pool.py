@@ -1,0 +1,210 @@
+"""The judge pool: each judge's identity and driver, the reply cache in front of them, a bound on the
+requests each judge has in flight, and the token usage and cost of each judge.
+
+A judge is a model config of the rollout's shape (``provider``, ``api_name``, ``base_url``,
+``api_key_env``, ``params``, ``timeout``, ``max_retries``, ``backoff``; see conf/judge/judges/) plus
+an optional ``price`` (USD per million input and output tokens). Its identity, which keys its cached
+replies, is the provider, the model the API is asked for and every other setting that can change a
+reply (``params``, a scripted judge's policy); where it is served, its key and its timeouts are not
+part of it. The judge files name a judge by its model (as the published files do), so the models of
+a pool differ. Drivers are built on the first request, so a fully cached run needs no key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from engine.contract import InputError, is_number
+from rollout.drivers.base import ModelDriver
+from rollout.drivers.registry import build_driver, providers
+from rollout.errors import ModelError
+from rollout.judges.cache import ReplyCache, reply_key
+from rollout.judges.prompts import Rubric
+from rollout.record import digest
+
+T = TypeVar("T")
+
+
+class JudgeFailure(Exception):
+    """A judge gave no usable answer (bad replies in every attempt, or an API error past its retries)."""
+
+
+# Settings that say where and how a judge is reached, not what it answers.
+_TRANSPORT = frozenset({"provider", "name", "api_name", "base_url", "api_key_env", "timeout", "max_retries",
+                        "backoff", "price", "delay", "image_max_side", "json_mode"})
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One judge of the pool: its name in the pool, its model config, identity and prices."""
+
+    name: str
+    config: dict[str, Any]
+    identity: dict[str, Any]
+    price_input: float | None = None
+    price_output: float | None = None
+
+
+def _price(cfg: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = (cfg.get("price") or {}).get(key)
+    if value is not None and (not is_number(value) or value < 0):
+        raise InputError("config", f"must be a number >= 0 (USD per million tokens) or null, got {value!r}",
+                         field=f"{where}.price.{key}")
+    return None if value is None else float(value)
+
+
+def judge_specs(pool: Mapping[str, Any]) -> list[JudgeSpec]:
+    """The judges of a pool config (name -> model config), checked; InputError naming the setting."""
+    if not isinstance(pool, Mapping) or not pool:
+        raise InputError("config", "the judge pool is empty: choose judges=<pool> or add judges", field="judges.pool")
+    specs: list[JudgeSpec] = []
+    for name, cfg in pool.items():
+        where = f"judges.pool.{name}"
+        if not isinstance(cfg, Mapping):
+            raise InputError("config", "must be a model config (provider, api_name, ...)", field=where)
+        provider = cfg.get("provider")
+        if provider not in providers():
+            raise InputError("config", f"unknown provider {provider!r} (expected one of {', '.join(providers())})",
+                             field=f"{where}.provider")
+        model = cfg.get("api_name") or name
+        if not isinstance(model, str):
+            raise InputError("config", "must be a string or null", field=f"{where}.api_name")
+        if any(s.identity["model"] == model for s in specs):
+            raise InputError("config", f"another judge of the pool asks for {model!r} too (a judge is named by "
+                             "its model in the judge files)", field=f"{where}.api_name")
+        identity = {"provider": provider, "model": model, **{k: v for k, v in cfg.items() if k not in _TRANSPORT}}
+        specs.append(JudgeSpec(str(name), {**cfg, "name": str(name), "api_name": model}, identity,
+                               _price(cfg, "input", where), _price(cfg, "output", where)))
+    return specs
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a judge is asked: a rubric and its payload (with the payload's digest, computed once)."""
+
+    rubric: Rubric
+    payload: dict[str, Any]
+    payload_digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "payload_digest", digest(self.payload))
+
+
+@dataclass
+class JudgeUsage:
+    """A judge's requests sent and replies served from the cache, and the tokens of the requests sent."""
+
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: Mapping[str, Any]) -> None:
+        """Add the counts of another usage record (e.g. one read from an earlier run's output)."""
+        for key in ("requests", "cached", "prompt_tokens", "completion_tokens"):
+            value = other.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(self, key, getattr(self, key) + value)
+
+    def to_json(self, spec: JudgeSpec) -> dict[str, Any]:
+        """The counts with the model and the cost in USD (null when the judge has no prices)."""
+        cost = None
+        if spec.price_input is not None and spec.price_output is not None:
+            cost = (self.prompt_tokens * spec.price_input + self.completion_tokens * spec.price_output) / 1e6
+        return {"model": spec.identity["model"], "requests": self.requests, "cached": self.cached,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost_usd": cost}
+
+
+class JudgePool:
+    """The judges of a run behind the reply cache; use `async with` to close the drivers at the end."""
+
+    def __init__(self, specs: list[JudgeSpec], cache: ReplyCache, max_requests: int = 4) -> None:
+        if max_requests < 1:
+            raise InputError("config", f"must be an integer >= 1, got {max_requests!r}", field="judges.max_requests")
+        self.specs = specs
+        self.cache = cache
+        self.usage = {s.name: JudgeUsage() for s in specs}
+        self._limits = {s.name: asyncio.Semaphore(max_requests) for s in specs}
+        self._drivers: dict[str, ModelDriver] = {}
+
+    async def __aenter__(self) -> JudgePool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def spec(self, name: str) -> JudgeSpec:
+        """The judge of this name; InputError naming the pool's judges otherwise."""
+        for spec in self.specs:
+            if spec.name == name:
+                return spec
+        raise InputError("config", f"no judge {name!r} in the pool ({', '.join(s.name for s in self.specs)})",
+                         field="calls.judge")
+
+    async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
+        """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver
+        (None instead with cached_only). A driver failure that outlived its retries raises the
+        driver's ModelError (nothing is cached)."""
+        key = reply_key(spec.identity, question.rubric, question.payload_digest, attempt)
+        usage = self.usage[spec.name]
+        hit = self.cache.get(key)
+        if hit is not None:
+            usage.cached += 1
+            return hit["reply"]
+        if cached_only:
+            return None
+        async with self._limits[spec.name]:
+            completion = await self._driver(spec).complete(question.rubric.messages(question.payload))
+        usage.requests += 1
+        usage.prompt_tokens += completion.usage.get("prompt_tokens", 0)
+        usage.completion_tokens += completion.usage.get("completion_tokens", 0)
+        self.cache.put({"key": key, "judge": spec.name, "model": spec.identity["model"],
+                        "purpose": question.rubric.purpose, "version": question.rubric.version, "attempt": attempt,
+                        "reply": completion.content, "usage": completion.usage})
+        return completion.content
+
+    def _driver(self, spec: JudgeSpec) -> ModelDriver:
+        """The judge's driver, built on its first request (its key is looked up only then)."""
+        driver = self._drivers.get(spec.name)
+        if driver is None:
+            env = spec.config.get("api_key_env")
+            if env and not os.environ.get(env):
+                raise InputError("config", f"environment variable {env} is not set (the key of judge {spec.name})",
+                                 field=f"judges.pool.{spec.name}.api_key_env")
+            driver = self._drivers[spec.name] = build_driver(spec.config)
+        return driver
+
+    async def aclose(self) -> None:
+        """Close every driver built."""
+        drivers, self._drivers = list(self._drivers.values()), {}
+        await asyncio.gather(*(d.aclose() for d in drivers))
+
+
+async def first_answer(pool: JudgePool, spec: JudgeSpec, question: Question, attempts: int,
+                       parse: Callable[[str], T]) -> T:
+    """The first reply of a judge that `parse` accepts (it raises ValueError on the others).
+
+    Replies already cached are read first, in attempt order; then the judge is asked at most
+    `attempts` times more, so a rerun gives a judge that failed before fresh attempts, and a cached
+    rerun gives the same answers. JudgeFailure when no reply is accepted or the API keeps failing.
+    """
+    problem, attempt, asked = "no attempt", 0, 0
+    while asked < attempts:
+        attempt += 1
+        reply = await pool.ask(spec, question, attempt, cached_only=True)
+        if reply is None:
+            try:
+                reply = await pool.ask(spec, question, attempt)
+            except ModelError as exc:
+                raise JudgeFailure(f"judge {spec.name}: {exc}") from None
+            asked += 1
+        try:
+            return parse(reply or "")
+        except ValueError as exc:
+            problem = str(exc)
+    raise JudgeFailure(f"judge {spec.name}: no usable {question.rubric.purpose} answer in {attempts} "
+                       f"attempt(s) (last: {problem})")

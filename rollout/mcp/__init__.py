@@ -1,0 +1,14 @@
+"""The MCP side of a rollout, one concern per module.
+
+- `rollout.mcp.config`: the servers config (published shape, plus environments, the environment policy, path
+  modes and check calls) read into `ServerSpec`s;
+- `rollout.mcp.environments`: install blocks, per-server environment folders, how a command launches from one;
+- `rollout.mcp.install`: building those environments (uv or venv + pip, npm, Node builds);
+- `rollout.mcp.paths`: path arguments into the task workspace, workspace paths out of results;
+- `rollout.mcp.process`: one server's process and session (start, stop, restart, ping) and its stderr log;
+- `rollout.mcp.protocol`: the workspace ``_meta`` key, tools as the model sees them, call outcomes, and the
+  rendering of result content;
+- `rollout.mcp.host`: `MCPHost`, the servers of a run: their tool catalogue and calls;
+- `rollout.mcp.check`: the servers' health table;
+- `rollout.mcp.commands`: the ``scripts/servers.py`` command line (install, check, bench).
+"""

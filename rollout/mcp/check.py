@@ -1,0 +1,78 @@
+"""Health of the servers of a config (``scripts/servers.py check``).
+
+`check_servers` starts every enabled server at once, lists its tools and times one round trip: the
+entry's ``check`` call when it has one, else a ping. A server that hangs is given up after the
+start timeout, so the whole check ends within about start_timeout + call_timeout + 15 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rollout.mcp.config import ServerSpec
+from rollout.mcp.host import MCPHost
+from rollout.mcp.process import ServerProcess
+
+PINGS = 5
+
+
+@dataclass(frozen=True)
+class Health:
+    """One server's row of the health table."""
+
+    server: str
+    started: bool
+    tools: int
+    start_s: float | None
+    round_trip_ms: float | None
+    probe: str
+    detail: str = ""
+
+
+async def _probe(host: MCPHost, server: ServerProcess, call_timeout: float) -> Health:
+    spec = server.spec
+    if server.session is None:
+        return Health(spec.name, False, 0, None, None, "-", server.error or "not running")
+    if spec.check is not None:
+        tool, arguments = spec.check[0], json.loads(spec.check[1])
+        began = time.perf_counter()
+        outcome = await host.call(f"{spec.name}/{tool}", arguments)
+        took = 1000 * (time.perf_counter() - began)
+        detail = f"the check call failed: {outcome.text.splitlines()[0][:200]}" if outcome.is_error else ""
+        return Health(spec.name, True, len(server.tools), server.started_in, took, tool, detail)
+    times = []
+    for _ in range(PINGS):
+        began = time.perf_counter()
+        if not await server.answers(server.session, call_timeout):
+            return Health(spec.name, True, len(server.tools), server.started_in, None, "ping",
+                          f"no answer to a ping within {call_timeout:g} s")
+        times.append(1000 * (time.perf_counter() - began))
+    return Health(spec.name, True, len(server.tools), server.started_in, statistics.median(times), "ping")
+
+
+async def check_servers(specs: list[ServerSpec], start_timeout: float = 20.0, call_timeout: float = 10.0,
+                        log_dir: Path | None = None) -> list[Health]:
+    """Start every enabled server, list its tools, time a round trip; one row per server, in config order."""
+    host = MCPHost(specs, start_timeout=start_timeout, call_timeout=call_timeout, max_restarts=0, log_dir=log_dir)
+    await host.start()
+    try:
+        return list(await asyncio.gather(*(_probe(host, s, call_timeout) for s in host.servers)))
+    finally:
+        await host.close()
+
+
+def health_table(rows: list[Health]) -> str:
+    """The health rows as a plain-text table."""
+    header = ("server", "status", "tools", "start", "round trip", "detail")
+    lines = [(r.server, "started" if r.started else "FAILED", str(r.tools) if r.started else "-",
+              f"{r.start_s:.2f} s" if r.start_s is not None else "-",
+              f"{r.round_trip_ms:.1f} ms ({r.probe})" if r.round_trip_ms is not None else "-", r.detail)
+             for r in rows]
+    widths = [max(len(x[i]) for x in [header, *lines]) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
+                     for row in [header, *lines]).rstrip()

@@ -1,0 +1,129 @@
+"""Building the per-server environments a servers config asks for (``python scripts/servers.py install``).
+
+Python requirements go into a virtualenv made with uv when it is found (on PATH, beside the running
+interpreter, or as the ``uv`` package), else with ``venv`` and pip; npm packages are installed under
+the environment folder; a Node build runs its commands in its source folder. A finished environment
+gets a stamp, so installing again is quick; one without a stamp (an interrupted build) is built anew.
+Concurrent installs of one environment wait for each other (a file lock).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from rollout.mcp.config import ServerSpec
+from rollout.mcp.environments import STAMP, InstallSpec, venv_python
+
+INSTALLERS = ("auto", "uv", "pip")
+STEP_TIMEOUT = 1800.0
+
+
+class InstallFailed(RuntimeError):
+    """A step of an environment's build failed; the message holds the command and its output's tail."""
+
+
+@dataclass(frozen=True)
+class InstallOutcome:
+    """One server's install: ``installed``, ``up to date``, ``nothing to install`` or ``failed``."""
+
+    server: str
+    status: str
+    seconds: float
+    detail: str = ""
+
+
+def find_uv() -> str | None:
+    """The uv executable: on PATH, beside the running interpreter, or from the ``uv`` package."""
+    found = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if found:
+        return found
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        return None
+    try:
+        return find_uv_bin()
+    except FileNotFoundError:
+        return None
+
+
+def _run(argv: list[str], cwd: Path | None = None) -> None:
+    try:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT)
+    except FileNotFoundError:
+        raise InstallFailed(f"command not found: {argv[0]}") from None
+    except subprocess.TimeoutExpired:
+        raise InstallFailed(f"{' '.join(argv)}: no result within {STEP_TIMEOUT:g} s") from None
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
+        raise InstallFailed(f"{' '.join(argv)} exited with {done.returncode}: {tail}")
+
+
+def _base_python(wanted: str | None) -> str:
+    """An interpreter for a plain venv: the one named (path or version), else the running one."""
+    if wanted is None:
+        return sys.executable
+    if Path(wanted).exists():
+        return wanted
+    found = shutil.which(f"python{wanted}") or shutil.which(wanted)
+    if not found:
+        raise InstallFailed(f"no interpreter python{wanted} on PATH (install uv to let it find one)")
+    return found
+
+
+def _python_env(spec: InstallSpec, venv: Path, uv: str | None) -> None:
+    if uv is not None:
+        _run([uv, "venv", "--quiet", "--python", spec.python or sys.executable, str(venv)])
+        _run([uv, "pip", "install", "--quiet", "--python", venv_python(venv), *spec.requirements])
+        return
+    _run([_base_python(spec.python), "-m", "venv", str(venv)])
+    _run([venv_python(venv), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *spec.requirements])
+
+
+def build_environment(spec: InstallSpec, folder: Path, installer: str = "auto") -> None:
+    """Build one environment folder from scratch (what was there without a stamp is removed)."""
+    if installer not in INSTALLERS:
+        raise ValueError(f"installer must be one of {', '.join(INSTALLERS)}")
+    uv = find_uv() if installer != "pip" else None
+    if installer == "uv" and uv is None:
+        raise InstallFailed("uv not found (pip install uv, or use --installer pip)")
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    if spec.requirements:
+        _python_env(spec, folder / "venv", uv)
+    if spec.npm:
+        (folder / "package.json").write_text('{"private": true}\n', encoding="utf-8")
+        _run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--omit=dev",
+              "--loglevel=error", *spec.npm])
+    for step in spec.build:
+        _run(list(step), cwd=Path(spec.build_dir or "."))
+    stamp = {"requirements": spec.requirements, "python": spec.python, "npm": spec.npm,
+             "build": spec.build, "dir": spec.build_dir, "installer": "uv" if uv else "pip",
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    (folder / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+
+
+def install_server(spec: ServerSpec, installer: str = "auto", force: bool = False) -> InstallOutcome:
+    """Build a server's environment unless it is there already; never raises for a failed build."""
+    if spec.install is None or spec.env_folder is None:
+        return InstallOutcome(spec.name, "nothing to install", 0.0)
+    folder = Path(spec.env_folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with FileLock(str(folder.with_name(f".{folder.name}.lock"))):
+        if (folder / STAMP).is_file() and not force:
+            return InstallOutcome(spec.name, "up to date", time.monotonic() - start, str(folder))
+        try:
+            build_environment(spec.install, folder, installer)
+        except InstallFailed as exc:
+            return InstallOutcome(spec.name, "failed", time.monotonic() - start, str(exc))
+    return InstallOutcome(spec.name, "installed", time.monotonic() - start, str(folder))

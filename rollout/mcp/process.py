@@ -1,0 +1,183 @@
+"""One MCP server's process and client session over stdio: start, stop, restart, and its stderr log.
+
+Each server runs in a task that owns the SDK's async contexts (the stdio client and the session),
+so the process can be stopped from any other task. A server that fails to start keeps the reason in
+`error`, with the tail of what it wrote to stderr, instead of raising. Each server's stderr goes to
+its own log file (``<log_dir>/<server>.log``), a header line before each start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import IO, Any
+
+from rollout.mcp.config import ServerSpec
+from rollout.mcp.protocol import ToolInfo, describe_error
+
+log = logging.getLogger(__name__)
+
+TAIL_LINES = 6
+TAIL_CHARS = 600
+_STACK_FRAME = re.compile(r"\s+at \S")
+"""JavaScript stack frames, left out of stderr tails so the error line stays in them."""
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """The text with every secret value replaced by ``[redacted]``."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+class ServerProcess:
+    """One server's process and session; `session` is None while it is not running."""
+
+    def __init__(self, spec: ServerSpec, log_dir: Path | None = None) -> None:
+        self.spec = spec
+        self.session: Any = None
+        self.tools: list[ToolInfo] = []
+        self.error: str | None = None
+        self.restarts = 0
+        self.generation = 0
+        self.started_in: float | None = None
+        self.log_path = log_dir / f"{re.sub(r'[^A-Za-z0-9._-]', '_', spec.name)}.log" if log_dir else None
+        self._log_offset = 0
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    def _open_log(self) -> IO[str]:
+        """The file this start's stderr goes to, after a header line (the null device without a log folder)."""
+        if self.log_path is None:
+            return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed when the process ends)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 (closed when the process ends)
+        handle.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} MCP server '{self.spec.name}', start "
+                     f"{self.restarts + 1}: {os.path.basename(self.spec.command)}\n")
+        handle.flush()
+        self._log_offset = handle.tell()
+        return handle
+
+    def stderr_tail(self) -> str:
+        """The last lines the current (or last) process wrote to stderr (JavaScript stack frames left out), on one
+        line, secrets redacted."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        with self.log_path.open("rb") as fh:
+            fh.seek(self._log_offset)
+            text = fh.read().decode("utf-8", "replace")
+        lines = [line.strip() for line in text.splitlines() if line.strip() and not _STACK_FRAME.match(line)]
+        lines = lines[-TAIL_LINES:]
+        tail = redact(" | ".join(lines), self.spec.secrets)
+        return tail if len(tail) <= TAIL_CHARS else "..." + tail[-TAIL_CHARS:]
+
+    def _with_tail(self, reason: str) -> str:
+        tail = self.stderr_tail()
+        return f"{reason}; stderr: {tail}" if tail else reason
+
+    async def start(self, start_timeout: float) -> None:
+        """Start the process and the session and list the tools; on failure, `error` says why."""
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        self.session, self.error, self.started_in = None, None, None
+        if self.spec.problem:
+            self.error = self.spec.problem
+            return
+        ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args),
+                                       env=dict(self.spec.env), cwd=self.spec.cwd)
+        errlog = self._open_log()
+        began = time.monotonic()
+
+        async def run(stop: asyncio.Event) -> None:
+            try:
+                async with AsyncExitStack() as stack:
+                    read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+                    session = await stack.enter_async_context(
+                        ClientSession(read, write, read_timeout_seconds=start_timeout))
+                    await session.initialize()
+                    self.tools = await self._list_tools(session)
+                    self.session, self.started_in = session, time.monotonic() - began
+                    self.generation += 1
+                    ready.set()
+                    await stop.wait()
+            except Exception as exc:  # boundary: any start failure becomes the server's error
+                if not ready.is_set():
+                    self.error = describe_error(exc)
+            finally:
+                self.session = None
+                errlog.close()
+                ready.set()
+
+        self._task = asyncio.create_task(run(self._stop), name=f"mcp-server-{self.spec.name}")
+        try:
+            await asyncio.wait_for(ready.wait(), start_timeout + 5)
+        except asyncio.TimeoutError:
+            self.error = f"no answer within {start_timeout:g} s"
+        if self.session is None:
+            reason = self.error or "exited during start"
+            await self.stop()
+            self.error = self._with_tail(reason)
+
+    async def _list_tools(self, session: Any) -> list[ToolInfo]:
+        tools: list[ToolInfo] = []
+        cursor = None
+        while True:
+            if cursor is None:
+                result = await session.list_tools()
+            else:
+                from mcp.types import PaginatedRequestParams
+
+                result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
+            for tool in result.tools:
+                tools.append(ToolInfo(f"{self.spec.name}/{tool.name}", (tool.description or "").strip(),
+                                      dict(tool.input_schema or {"type": "object"})))
+            cursor = result.next_cursor
+            if not cursor:
+                return tools
+
+    async def stop(self) -> None:
+        """Stop the session and the process (the SDK closes stdin, then terminates the tree)."""
+        if self._stop is not None:
+            self._stop.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), 10)
+            except asyncio.TimeoutError:
+                self._task.cancel()
+                await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self.session = None
+
+    async def answers(self, session: Any, timeout: float) -> bool:
+        """Whether the server behind `session` answers a ping within `timeout` seconds."""
+        try:
+            await asyncio.wait_for(session.send_ping(), timeout)
+        except Exception:  # boundary: no answer of any kind means no
+            return False
+        return True
+
+    def abandon(self, session: Any, reason: str) -> None:
+        """Give up the process behind `session` (it died or froze); a later session is left alone."""
+        if self.session is session:
+            self.session = None
+            self.error = self._with_tail(reason)
+
+    async def ensure(self, start_timeout: float, max_restarts: int) -> None:
+        """Restart a server that crashed or froze after starting, while restarts remain."""
+        async with self._lock:
+            if self.session is not None or self.generation == 0 or self.restarts >= max_restarts:
+                return
+            self.restarts += 1
+            log.warning("restarting MCP server %s (restart %d of %d): %s", self.spec.name, self.restarts,
+                        max_restarts, self.error)
+            await self.stop()
+            await self.start(start_timeout)

@@ -1,0 +1,17 @@
+"""Judge a model's predictions: Task Completion, Information Grounding and call outcomes (also `m3bench-judge`).
+
+    python scripts/judge.py model=gpt5                          # the published judge pool
+    python scripts/judge.py model=scripted judges=scripted data=rollout_demo   # the offline demo
+    python scripts/judge.py model=gpt5 stage=calls              # only the call outcomes
+    python scripts/judge.py --help                              # every setting with its description
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rollout.judges.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+"""Install, check and time the MCP servers of a servers config (see rollout/README.md):
+
+    python scripts/servers.py install --config FILE
+    python scripts/servers.py check --config FILE
+    python scripts/servers.py bench --config FILE --server NAME
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rollout.mcp.commands import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())
