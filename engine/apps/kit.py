@@ -53,9 +53,9 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def hydra_app(app: str, run: Callable[[DictConfig], int]) -> Callable[[], NoReturn]:
+def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: runs `run` (each job of a
-    multirun), then exits with its status (see exit_now)."""
+    multirun) and exits with its status; with `quick_exit`, through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
@@ -63,7 +63,10 @@ def hydra_app(app: str, run: Callable[[DictConfig], int]) -> Callable[[], NoRetu
         if code:
             sys.exit(code)
 
-    def main() -> NoReturn:
+    def main() -> None:
+        if not quick_exit:
+            task()
+            return
         try:
             task()
         except SystemExit as stop:

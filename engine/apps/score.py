@@ -204,4 +204,4 @@ def _run(cfg: DictConfig) -> int:
     return 0
 
 
-main = hydra_app("score", run)
+main = hydra_app("score", run, quick_exit=True)
