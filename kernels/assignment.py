@@ -29,7 +29,8 @@ PENALTY = 1e6
 
 @functools.cache
 def scipy_linear_sum_assignment() -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """SciPy's ``linear_sum_assignment``, from its extension module alone when it can be found.
+    """SciPy's ``linear_sum_assignment``, from its extension module alone when it can be loaded
+    (else, or with scipy.optimize already imported, through the public import).
 
     Importing ``scipy.optimize`` whole costs 0.3-0.5 s of a run's start (linalg, special, fft...)
     and scoring needs only this one solver: the same compiled function either way.
@@ -41,10 +42,13 @@ def scipy_linear_sum_assignment() -> Callable[[np.ndarray], tuple[np.ndarray, np
             if path.is_file():
                 name = "scipy.optimize._lsap"
                 loader = importlib.machinery.ExtensionFileLoader(name, str(path))
-                module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path,
-                                                                                                 loader=loader))
-                loader.exec_module(module)
-                return module.linear_sum_assignment
+                try:
+                    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+                        name, path, loader=loader))
+                    loader.exec_module(module)
+                    return module.linear_sum_assignment
+                except (ImportError, AttributeError, OSError):
+                    break  # another SciPy layout: the public import below
     from scipy.optimize import linear_sum_assignment
 
     return linear_sum_assignment

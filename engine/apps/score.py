@@ -3,11 +3,8 @@ config (conf/score/), score it, write the outputs and reports into the run's out
 
 from __future__ import annotations
 
-import gc
 import logging
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +13,7 @@ from omegaconf import DictConfig
 
 from engine.apps.kit import hydra_app, output_folder
 from engine.contract import ConfigError, InputError
+from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.judge_results import JoinedFiles, joined_files
@@ -156,25 +154,12 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
     return aggregates
 
 
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for a block that allocates many objects and keeps
-    them: each collection would walk them, and every imported module's objects, again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def run(cfg: DictConfig) -> int:
     """Score what the config names and write the outputs; returns the process exit code.
 
     The outputs replace the output folder's previous ones as a unit (engine.contract.staged).
     """
-    with cyclic_gc_paused():
+    with gc_paused():
         return _run(cfg)
 
 

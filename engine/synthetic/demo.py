@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from engine.contract import atomic_write_bytes
+from engine.contract.pause import gc_paused
 from engine.synthetic.draws import _PERTURB_STREAM
 from engine.synthetic.families import make_reference
-from engine.synthetic.perturb import ErrorProfile, PROFILES, _count_calls, _gc_paused, _perturb_copy, perturb
+from engine.synthetic.perturb import ErrorProfile, PROFILES, _count_calls, _perturb_copy, perturb
 
 # --------------------------------------------------------------------------
 # Demo files and benchmark-scale predictions
@@ -82,7 +83,7 @@ def scale_predictions(
         raise ValueError("no predicted calls can be produced from this reference and profile")
     files: list[list[dict]] = []
     total = 0
-    with _gc_paused():
+    with gc_paused():
         blob = marshal.dumps(reference)
         while total < n_calls:
             k = len(files)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import marshal
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from engine.contract import set_steps
+from engine.contract.pause import gc_paused
 from engine.synthetic.catalogue import (
     _DRIFT_WORDS, _ERROR_RESULTS, _OK_RESULTS, _OTHER_SERVER, _SAME_SERVER, _TOOL_NAMES, _call)
 from engine.synthetic.draws import _Draws, _PERTURB_STREAM, _copy_json
@@ -253,18 +252,6 @@ def _perturb_copy(tasks: list[dict], n_calls: int, p: ErrorProfile, rng: np.rand
     return out
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building many small containers (no cycles are created)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _count_calls(tasks: list[dict]) -> int:
     return sum(len(step["calls"]) for task in tasks for step in task["steps"])
 
@@ -276,5 +263,5 @@ def perturb(reference: list[dict], profile: ErrorProfile, seed: int = 0) -> list
     ``"result"`` string. The input is never modified.
     """
     rng = np.random.default_rng([_PERTURB_STREAM, seed])
-    with _gc_paused():
+    with gc_paused():
         return _perturb_copy(marshal.loads(marshal.dumps(reference)), _count_calls(reference), profile, rng)
