@@ -27,6 +27,7 @@ from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
+from rollout.runs import bounded, config_int
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
@@ -34,14 +35,6 @@ from rollout.workspace import Workspace
 log = logging.getLogger("rollout")
 
 STAGES = ("rollout", "curate", "both")
-
-
-def _int(cfg: Mapping[str, Any], key: str, default: int, minimum: int = 1, where: str | None = None) -> int:
-    """An integer setting, at least `minimum`; InputError naming the setting (`where`, default `key`) otherwise."""
-    value = cfg.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=where or key)
-    return value
 
 
 def _path(cfg: Mapping[str, Any], key: str, where: str | None = None) -> Path:
@@ -76,24 +69,13 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
     specs = read_servers_config(cfg["servers"], cfg.get("server_envs"))
     host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
                    start_timeout=float(cfg.get("start_timeout", 30)),
-                   max_restarts=_int(cfg, "max_restarts", 2, 0), ping_timeout=float(cfg.get("ping_timeout", 5)),
+                   max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0), ping_timeout=float(cfg.get("ping_timeout", 5)),
                    log_dir=_path(cfg, "server_logs"))
     await stack.enter_async_context(host)
     catalogue, failures = host.catalogue(), host.failures()
     if cache.recording:
         cache.put_catalogue([t.to_json() for t in catalogue], failures)
     return host, catalogue, failures
-
-
-async def _bounded(items: list[Any], limit: int, work: Any) -> list[bool]:
-    """`await work(item)` for every item, at most `limit` at once; the outcomes in item order."""
-    semaphore = asyncio.Semaphore(limit)
-
-    async def one(item: Any) -> bool:
-        async with semaphore:
-            return await work(item)
-
-    return list(await asyncio.gather(*(one(i) for i in items)))
 
 
 async def run_rollout(cfg: Mapping[str, Any]) -> int:
@@ -105,10 +87,10 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
     cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
-    settings = ExecutorSettings(max_step=_int(cfg, "max_step", 5), max_concurrent=_int(cfg, "max_concurrent", 10),
+    settings = ExecutorSettings(max_step=config_int(cfg, "max_step", default=5), max_concurrent=config_int(cfg, "max_concurrent", default=10),
                                 prepare=bool(cfg.get("prepare", True)),
-                                max_result_chars=_int(cfg, "max_result_chars", 4000, 0))
-    concurrency = _int(cfg, "concurrency", 4)
+                                max_result_chars=config_int(cfg, "max_result_chars", default=4000, minimum=0))
+    concurrency = config_int(cfg, "concurrency", default=4)
     with ResultFile(output, {t.id: t.index for t in tasks}) as results:
         todo = [t for t in tasks if t.id not in results.done]
         if len(todo) < len(tasks):
@@ -145,7 +127,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
                          len(results.done), len(tasks))
                 return True
 
-            outcomes = await _bounded([t for t in todo if t.id in exposed], concurrency, work)
+            outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, work)
     failed = outcomes.count(False)
     print(f"rollout: {outcomes.count(True)} of {total} task(s) done, {failed} failed"
           + (f", {len(unreferenced)} without reference" if unreferenced else "") + f" -> {output}")
@@ -160,7 +142,7 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
     verdicts_path = _path(curate_cfg, "verdicts", "curate.verdicts")
     optimal_path = _path(curate_cfg, "optimal", "curate.optimal")
     cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
-    max_chars = _int(curate_cfg, "max_result_chars", 1500, 0, "curate.max_result_chars")
+    max_chars = config_int(curate_cfg, "max_result_chars", default=1500, minimum=0, where="curate.max_result_chars")
     settings = CuratorSettings(max_result_chars=max_chars)
     with ResultFile(verdicts_path, order) as verdicts, ResultFile(optimal_path, order) as optimal:
         todo = [r for r in runs if r.id not in verdicts.done]
@@ -182,7 +164,7 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
                 log.info("curated %s: success=%s accepted=%s", run.id, verdict["success"], verdict["accepted"])
                 return True
 
-            outcomes = await _bounded(todo, _int(cfg, "concurrency", 4), work)
+            outcomes = await bounded(todo, config_int(cfg, "concurrency", default=4), work)
     accepted = sum(1 for r in verdicts.records() if r.get("accepted"))
     failed = outcomes.count(False)
     print(f"curate: {outcomes.count(True)} run(s) curated, {failed} failed; {accepted} optimal trajectories "

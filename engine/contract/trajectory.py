@@ -102,11 +102,10 @@ def _entries(path: Path, root: Any) -> list[tuple[str, dict]]:
                                f"got {type(root).__name__}")
     out = []
     for position, (key, obj) in enumerate(items):
-        if not isinstance(obj, dict):
-            raise InputError(path, f"a task must be an object, got {type(obj).__name__}",
-                             task_id=key if key is not None else f"#{position}")
-        value = obj.get("id")
         label = key if key is not None else f"#{position}"
+        if not isinstance(obj, dict):
+            raise InputError(path, f"a task must be an object, got {type(obj).__name__}", task_id=label)
+        value = obj.get("id")
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, (str, int)):
                 raise InputError(path, f"id must be a string or an integer, got {type(value).__name__}",

@@ -27,17 +27,11 @@ from rollout.judges.ensemble import entry_scores, judge_task
 from rollout.judges.outcomes import Catalogue
 from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
+from rollout.runs import bounded, config_int
 
 log = logging.getLogger("judge")
 
 STAGES = ("judge", "calls", "both")
-
-
-def _int(cfg: Mapping[str, Any], key: str, minimum: int, where: str | None = None) -> int:
-    value = cfg.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=where or key)
-    return value
 
 
 def predictions_path(cfg: Mapping[str, Any]) -> Path:
@@ -69,7 +63,7 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     """Judge the tasks of both files not yet in `output`; 0 when none failed, else 1."""
     specs = judge_specs(cfg["judges"]["pool"])
     names = [s.identity["model"] for s in specs]
-    attempts, max_chars = _int(cfg, "attempts", 1), _int(cfg, "max_result_chars", 0)
+    attempts, max_chars = config_int(cfg, "attempts"), config_int(cfg, "max_result_chars", minimum=0)
     entries, usage_before = _previous(output)
     wanted = {str(i) for i in cfg.get("ids") or []}
     order = [i for i in gt.tasks if i in preds.tasks and (not wanted or i in wanted)]
@@ -98,26 +92,24 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
             usage[spec.name] = total.to_json(spec)
         extra = {"usage": usage, "failed": failed}
         if final:
-            extra["agreement"] = agreement(ordered, _int(cfg, "agreement_top", 0))
+            extra["agreement"] = agreement(ordered, config_int(cfg, "agreement_top", minimum=0))
         atomic_write_json(output, taskcompletion_document(ordered, num_total, meta={**meta, **extra}))
 
     cache = ReplyCache(cfg.get("cache_dir"))
-    concurrency = _int(cfg, "concurrency", 1)
-    async with JudgePool(specs, cache, _int(cfg["judges"], "max_requests", 1, "judges.max_requests")) as pool:
-        limit = asyncio.Semaphore(concurrency)
+    concurrency = config_int(cfg, "concurrency")
+    async with JudgePool(specs, cache, config_int(cfg["judges"], "max_requests", where="judges.max_requests")) as pool:
 
         async def one(tid: str) -> None:
-            async with limit:
-                try:
-                    entry = await judge_task(pool, gt.tasks[tid], preds.tasks[tid], attempts, max_chars)
-                except JudgeFailure as exc:
-                    failed[tid] = str(exc)
-                    log.warning("task %s not judged: %s", tid, exc)
-                    return
+            try:
+                entry = await judge_task(pool, gt.tasks[tid], preds.tasks[tid], attempts, max_chars)
+            except JudgeFailure as exc:
+                failed[tid] = str(exc)
+                log.warning("task %s not judged: %s", tid, exc)
+                return
             entries[tid] = entry
             write(pool)
 
-        await asyncio.gather(*(one(t) for t in todo))
+        await bounded(todo, concurrency, one)
         write(pool, final=True)
         sent = sum(u.requests for u in pool.usage.values())
         cached = sum(u.cached for u in pool.usage.values())
@@ -146,11 +138,11 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
     labels, calls, illegal = rule_labels(preds, catalogue)
     specs = judge_specs(cfg["judges"]["pool"])
     pool = JudgePool(specs, ReplyCache(cfg.get("cache_dir")),
-                     _int(cfg["judges"], "max_requests", 1, "judges.max_requests"))
+                     config_int(cfg["judges"], "max_requests", where="judges.max_requests"))
     spec = pool.spec(calls_cfg["judge"]) if calls_cfg.get("judge") else specs[0]
     async with pool:
-        await judge_undecided(pool, spec, labels, calls, _int(cfg, "attempts", 1),
-                              _int(calls_cfg, "max_result_chars", 0, "calls.max_result_chars"))
+        await judge_undecided(pool, spec, labels, calls, config_int(cfg, "attempts"),
+                              config_int(calls_cfg, "max_result_chars", minimum=0, where="calls.max_result_chars"))
     document = outcome_document(labels, illegal, list(preds.tasks), predictions=str(preds.path),
                                 catalogue=catalogue.source if catalogue else None, judge=spec.name,
                                 prompt_version=OUTCOME.version, usage={spec.name: pool.usage[spec.name].to_json(spec)})
