@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.contract import InputError, Task
+from engine.contract import InputError, Task, check_choice
 from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)
@@ -42,10 +42,7 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
 
     In oracle mode, tasks without a reference trajectory get no entry: they cannot be run that way.
     """
-    mode = cfg.get("mode", "all")
-    if mode not in EXPOSURE_MODES:
-        raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(EXPOSURE_MODES)})",
-                         field="exposure.mode")
+    mode = check_choice(cfg.get("mode", "all"), EXPOSURE_MODES, "mode", "exposure.mode")
     by_name = {t.name: t for t in catalogue}
     if mode == "all":
         return {task.id: list(catalogue) for task in tasks}

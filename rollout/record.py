@@ -21,8 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, canonical_json, dumps_json,
-                             read_json, read_keyed_lines)
+from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, canonical_json,
+                             check_choice, dumps_json, read_json, read_keyed_lines)
 from rollout.drivers.base import Completion, ModelDriver
 from rollout.errors import CacheMiss
 
@@ -45,10 +45,7 @@ class RolloutCache:
     """The cache directory of a run, in one of the modes live, record or replay."""
 
     def __init__(self, directory: str | Path, mode: str) -> None:
-        if mode not in RECORD_MODES:
-            raise InputError("config", f"unknown mode '{mode}' (expected one of {', '.join(RECORD_MODES)})",
-                             field="mode")
-        self.mode = mode
+        self.mode = check_choice(mode, RECORD_MODES, "mode", "mode")
         self.directory = Path(directory)
         self._tools: dict[str, dict[str, Any]] = {}
         self._models: dict[str, dict[str, Any]] = {}

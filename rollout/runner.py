@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, Task, Trajectory, read_tasks, read_trajectories
+from engine.contract import InputError, Task, Trajectory, check_choice, read_tasks, read_trajectories
 from rollout.curate import Curator, CuratorSettings
 from rollout.drivers.base import settings_from_config
 from rollout.drivers.registry import build_driver
@@ -27,7 +27,7 @@ from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
-from rollout.runs import bounded, config_int
+from rollout.runs import bounded, config_int, quiet_client_loggers
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
@@ -69,7 +69,8 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
     specs = read_servers_config(cfg["servers"], cfg.get("server_envs"))
     host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
                    start_timeout=float(cfg.get("start_timeout", 30)),
-                   max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0), ping_timeout=float(cfg.get("ping_timeout", 5)),
+                   max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0),
+                   ping_timeout=float(cfg.get("ping_timeout", 5)),
                    log_dir=_path(cfg, "server_logs"))
     await stack.enter_async_context(host)
     catalogue, failures = host.catalogue(), host.failures()
@@ -87,7 +88,8 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
     cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
-    settings = ExecutorSettings(max_step=config_int(cfg, "max_step", default=5), max_concurrent=config_int(cfg, "max_concurrent", default=10),
+    settings = ExecutorSettings(max_step=config_int(cfg, "max_step", default=5),
+                                max_concurrent=config_int(cfg, "max_concurrent", default=10),
                                 prepare=bool(cfg.get("prepare", True)),
                                 max_result_chars=config_int(cfg, "max_result_chars", default=4000, minimum=0))
     concurrency = config_int(cfg, "concurrency", default=4)
@@ -174,12 +176,8 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
 
 def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured stage(s); the exit status."""
-    stage = cfg.get("stage", "rollout")
-    if stage not in STAGES:
-        raise InputError("config", f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})",
-                         field="stage")
-    for noisy in ("httpx", "httpx2", "openai", "anthropic", "mcp"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    stage = check_choice(cfg.get("stage", "rollout"), STAGES, "stage", "stage")
+    quiet_client_loggers()
     status = 0
     if stage in ("rollout", "both"):
         status = asyncio.run(run_rollout(cfg))

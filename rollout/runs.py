@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -31,3 +32,9 @@ async def bounded(items: list[T], limit: int, work: Callable[[T], Awaitable[R]])
             return await work(item)
 
     return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+def quiet_client_loggers() -> None:
+    """Only warnings from the HTTP, model SDK and MCP clients' loggers (their INFO is one line a request)."""
+    for name in ("httpx", "httpx2", "openai", "anthropic", "mcp"):
+        logging.getLogger(name).setLevel(logging.WARNING)

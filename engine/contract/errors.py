@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,13 @@ class InputError(ValueError):
         self.task_id = task_id
         self.field = field
         super().__init__(f"{': '.join(where)}: {problem}")
+
+
+def check_choice(value: Any, choices: Sequence[str], what: str, field: str) -> Any:
+    """`value` when it is one of `choices`, else an InputError naming the config setting `field`."""
+    if value not in choices:
+        raise InputError("config", f"unknown {what} {value!r} (expected one of {', '.join(choices)})", field=field)
+    return value
 
 
 class ConfigError(ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine.contract import InputError
+from engine.contract import check_choice
 from rollout.drivers.anthropic_messages import AnthropicDriver
 from rollout.drivers.base import ModelDriver
 from rollout.drivers.openai_chat import OpenAIChatDriver
@@ -31,11 +31,7 @@ def providers() -> list[str]:
 
 def build_driver(cfg: Mapping[str, Any]) -> ModelDriver:
     """The driver of a model config; its caller closes it with ``await driver.aclose()``."""
-    provider = cfg.get("provider", "openai")
-    if provider not in _PROVIDERS:
-        raise InputError("config", f"unknown provider '{provider}' (expected one of {', '.join(providers())})",
-                         field="model.provider")
-    return _PROVIDERS[provider](cfg)
+    return _PROVIDERS[check_choice(cfg.get("provider", "openai"), providers(), "provider", "model.provider")](cfg)
 
 
 register_provider("openai", OpenAIChatDriver.from_config)

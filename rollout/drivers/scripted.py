@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError
+from engine.contract import InputError, check_choice
 from rollout.drivers.base import DriverSettings, settings_from_config
 from rollout.drivers.openai_chat import OpenAIChatDriver
 from rollout.scripted import PlanPolicy, Policy, ScriptedChatServer
@@ -30,9 +30,7 @@ def policy_of(cfg: Mapping[str, Any]) -> Policy:
         from rollout.judges.scripted import JudgePolicy
 
         return JudgePolicy(float(cfg.get("bias") or 0.0))
-    if kind != "plan":
-        raise InputError("config", f"unknown scripted policy {kind!r} (expected one of {', '.join(POLICIES)})",
-                         field="model.policy")
+    check_choice(kind, POLICIES, "scripted policy", "model.policy")
     script = cfg.get("script")
     if not script:
         raise InputError("config", "the scripted model needs a script file", field="model.script")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from engine.contract import InputError, is_number
+from engine.contract import InputError, check_choice, is_number
 from rollout.drivers.base import ModelDriver
 from rollout.drivers.registry import build_driver, providers
 from rollout.errors import ModelError
@@ -66,10 +66,7 @@ def judge_specs(pool: Mapping[str, Any]) -> list[JudgeSpec]:
         where = f"judges.pool.{name}"
         if not isinstance(cfg, Mapping):
             raise InputError("config", "must be a model config (provider, api_name, ...)", field=where)
-        provider = cfg.get("provider")
-        if provider not in providers():
-            raise InputError("config", f"unknown provider {provider!r} (expected one of {', '.join(providers())})",
-                             field=f"{where}.provider")
+        provider = check_choice(cfg.get("provider"), providers(), "provider", f"{where}.provider")
         model = cfg.get("api_name") or name
         if not isinstance(model, str):
             raise InputError("config", "must be a string or null", field=f"{where}.api_name")

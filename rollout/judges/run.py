@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, TrajectoryFile, atomic_write_json, read_json, read_trajectories
+from engine.contract import InputError, TrajectoryFile, atomic_write_json, check_choice, read_json, read_trajectories
 from engine.judge_results import CALLANALYSIS, TASKCOMPLETION, companion_path, read_taskcompletion
 from engine.judge_results import taskcompletion_document
 from rollout.judges.agreement import agreement
@@ -27,7 +27,7 @@ from rollout.judges.ensemble import entry_scores, judge_task
 from rollout.judges.outcomes import Catalogue
 from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
-from rollout.runs import bounded, config_int
+from rollout.runs import bounded, config_int, quiet_client_loggers
 
 log = logging.getLogger("judge")
 
@@ -156,11 +156,8 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
 
 def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured stage(s); the exit status."""
-    stage = cfg.get("stage", "both")
-    if stage not in STAGES:
-        raise InputError("config", f"unknown stage {stage!r} (expected one of {', '.join(STAGES)})", field="stage")
-    for noisy in ("httpx", "httpx2", "openai", "anthropic", "mcp"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    stage = check_choice(cfg.get("stage", "both"), STAGES, "stage", "stage")
+    quiet_client_loggers()
     predictions = predictions_path(cfg)
     preds = read_trajectories(predictions)
     status = 0
