@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, Task, Trajectory, check_choice, read_tasks, read_trajectories
+from engine.contract import InputError, Task, Trajectory, check_choice, config_int, read_tasks, read_trajectories
 from rollout.curate import Curator, CuratorSettings
 from rollout.drivers.base import settings_from_config
 from rollout.drivers.registry import build_driver
@@ -27,7 +27,7 @@ from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
-from rollout.runs import bounded, config_int, quiet_client_loggers
+from rollout.runs import bounded, quiet_client_loggers
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace

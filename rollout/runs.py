@@ -1,26 +1,14 @@
-"""What the rollout and judge runs share: integer settings checked from the config, bounded concurrency."""
+"""What the rollout and judge runs share: bounded concurrency, quiet client loggers."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
-
-from engine.contract import InputError
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def config_int(cfg: Mapping[str, Any], key: str, *, minimum: int = 1, default: int | None = None,
-               where: str | None = None) -> int:
-    """An integer setting, at least `minimum` (`default` when absent); InputError naming the setting
-    (`where`, default `key`) otherwise."""
-    value = cfg.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=where or key)
-    return value
 
 
 async def bounded(items: list[T], limit: int, work: Callable[[T], Awaitable[R]]) -> list[R]:

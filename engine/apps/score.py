@@ -12,7 +12,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
 from engine.apps.kit import hydra_app, output_folder
-from engine.contract import ConfigError, InputError
+from engine.contract import ConfigError, InputError, config_int
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
@@ -59,7 +59,7 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
     except ValueError as exc:
         raise ConfigError(f"metrics.profile: {exc}") from None
     return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model,
-                         encoder_batch_size=int(cfg.encoder.batch_size),
+                         encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,16 @@ def check_choice(value: Any, choices: Sequence[str], what: str, field: str) -> A
     """`value` when it is one of `choices`, else an InputError naming the config setting `field`."""
     if value not in choices:
         raise InputError("config", f"unknown {what} {value!r} (expected one of {', '.join(choices)})", field=field)
+    return value
+
+
+def config_int(cfg: Mapping[str, Any], key: str, *, minimum: int = 1, default: int | None = None,
+               where: str | None = None) -> int:
+    """An integer setting, at least `minimum` (`default` when absent); InputError naming the setting
+    (`where`, default `key`) otherwise."""
+    value = cfg.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=where or key)
     return value
 
 

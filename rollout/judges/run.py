@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, TrajectoryFile, atomic_write_json, check_choice, read_json, read_trajectories
+from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, read_json,
+                             read_trajectories)
 from engine.judge_results import CALLANALYSIS, TASKCOMPLETION, companion_path, read_taskcompletion
 from engine.judge_results import taskcompletion_document
 from rollout.judges.agreement import agreement
@@ -27,7 +28,7 @@ from rollout.judges.ensemble import entry_scores, judge_task
 from rollout.judges.outcomes import Catalogue
 from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
-from rollout.runs import bounded, config_int, quiet_client_loggers
+from rollout.runs import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
 
