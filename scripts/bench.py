@@ -7,8 +7,9 @@
 
 Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
 load, serialize, embed, align, metrics, write) and then a process that only imports the
-encoder, loads it and embeds the same distinct texts, --rounds times alternating, and prints
-the ratios. Warm mode fills a cache, then times whole scoring processes that find every text
+encoder, loads it and embeds the same distinct texts with sentence-transformers' `encode`, then
+with the engine's (batches of one token length), --rounds times alternating, and prints the
+ratios of the scoring process to each bare call. Warm mode fills a cache, then times whole scoring processes that find every text
 in it: the sweep (reports=false) and a threshold grid with its reports and plots.
 """
 
@@ -54,8 +55,16 @@ start = time.perf_counter()
 from sentence_transformers import SentenceTransformer
 model = SentenceTransformer(sys.argv[1], device=sys.argv[3])
 loaded = time.perf_counter()
-model.encode(json.load(open(sys.argv[2])), batch_size=int(sys.argv[4]), convert_to_numpy=True)
-print(f"{loaded - start:.3f} {time.perf_counter() - loaded:.3f}")
+texts = json.load(open(sys.argv[2]))
+model.encode(texts, batch_size=int(sys.argv[4]), convert_to_numpy=True)
+library = time.perf_counter()
+sys.path.insert(0, sys.argv[5])
+from engine.encode import TextEncoder
+engine = TextEncoder(sys.argv[1], device=sys.argv[3], batch_size=int(sys.argv[4]))
+engine.model
+ours = time.perf_counter()
+engine.encode(texts)
+print(f"{loaded - start:.3f} {library - loaded:.3f} {time.perf_counter() - ours:.3f}")
 """
 
 
@@ -96,7 +105,7 @@ def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
     texts = flatten_sweep(gt, [read_trajectories(p) for p in args.predictions], settings.profile).texts
     encoder = TextEncoder(settings.encoder_model)
     device = str(resolve_device(settings.device))
-    scoring, alone, encode = [], [], []
+    scoring, encode, ours = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(texts))
@@ -108,20 +117,22 @@ def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
             print(f"round {round_ + 1}: scoring process {seconds:.3f} s   {stages}")
             if args.skip_encoder:
                 continue
-            seconds, out = timed([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file),
-                                  device, str(settings.encoder_batch_size)])
-            load, call = (float(v) for v in out.split()[-2:])
-            alone.append(seconds)
+            _, out = timed([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file),
+                                  device, str(settings.encoder_batch_size), str(ROOT)])
+            load, call, engine_call = (float(v) for v in out.split()[-3:])
             encode.append(call)
-            print(f"round {round_ + 1}: encoder-alone process on the same {len(texts)} distinct texts {seconds:.3f} s "
-                  f"(import + load {load:.3f} s, encode {call:.3f} s); scoring / encode call {scoring[-1] / call:.3f}")
+            ours.append(engine_call)
+            print(f"round {round_ + 1}: encoder-alone process on the same {len(texts)} distinct texts: import + load "
+                  f"{load:.3f} s, sentence-transformers' encode {call:.3f} s, then the engine's encode (one token "
+                  f"length a batch) {engine_call:.3f} s; scoring process / library encode call {scoring[-1] / call:.3f}")
     print(f"scoring process: {spread(scoring)}")
     if encode:
-        print(f"encoder-alone process: {spread(alone)}; its encode call: {spread(encode)}")
-        print(f"ratio scoring process / encoder-alone process: {min(scoring) / min(alone):.3f} (min), "
-              f"{statistics.median(scoring) / statistics.median(alone):.3f} (median)")
-        print(f"ratio scoring process / encode call alone:     {min(scoring) / min(encode):.3f} (min), "
+        print(f"sentence-transformers' encode call: {spread(encode)}")
+        print(f"the engine's encode call:           {spread(ours)}")
+        print(f"ratio scoring process / library encode call: {min(scoring) / min(encode):.3f} (min), "
               f"{statistics.median(scoring) / statistics.median(encode):.3f} (median)")
+        print(f"ratio scoring process / engine encode call:  {min(scoring) / min(ours):.3f} (min), "
+              f"{statistics.median(scoring) / statistics.median(ours):.3f} (median)")
 
 
 def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
