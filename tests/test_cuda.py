@@ -186,6 +186,18 @@ def test_encoder_on_cuda_matches_cpu(real_sweep: tuple[SweepTables, np.ndarray])
     np.testing.assert_allclose(on_cuda, on_cpu, rtol=0, atol=1e-4)
 
 
+def test_unpadded_batches_on_cuda_match_the_library_encode(real_sweep: tuple[SweepTables, np.ndarray]) -> None:
+    """On the GPU too, batches of one token length give the library's vectors (its kernels vary by shape)."""
+    tables, _ = real_sweep
+    picked = sorted(tables.texts, key=len)[::7]
+    encoder = TextEncoder(device="cuda")
+    ours = encoder.encode(picked)
+    theirs = encoder.model.encode(picked, batch_size=encoder.batch_size, convert_to_numpy=True,
+                                  normalize_embeddings=False)
+    assert len(picked) > 300
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
+
+
 def test_real_sweep_kernels_on_cuda_match_cpu(real_sweep: tuple[SweepTables, np.ndarray]) -> None:
     tables, embeddings = real_sweep
     on_cpu = candidate_pairs(tables, embeddings, CPU)
