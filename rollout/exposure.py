@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.contract import InputError, Task, check_choice
+from engine.contract import InputError, Task, check_choice, config_int
 from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)
@@ -69,9 +69,7 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
             log.warning("oracle exposure: %d reference tool(s) not served by any running server: %s",
                         len(missing_tools), ", ".join(sorted(missing_tools)))
         return out
-    top_k = int(cfg.get("top_k", 10))
-    if top_k < 1:
-        raise InputError("config", "must be at least 1", field="exposure.top_k")
+    top_k = config_int(cfg, "top_k", default=10, where="exposure.top_k")
     if not catalogue or not tasks:
         return {task.id: [] for task in tasks}
     texts = [f"{t.name}: {t.description}" for t in catalogue] + [task.question for task in tasks]

@@ -99,6 +99,18 @@ def test_bad_threshold_is_one_line(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines()[-1] == "error: align.tau_weak=1.5: a threshold must be a number in [-1, 1]"
 
 
+@pytest.mark.parametrize(("setting", "minimum"), [("encoder.batch_size=abc", 1), ("demo.n_tasks=0", 1),
+                                                   ("demo.seed=-1", 0)])
+def test_bad_integer_setting_is_one_line(tmp_path: Path, setting: str, minimum: int) -> None:
+    key, value = setting.split("=")
+    proc = run_script("score", setting, "data=demo", f"demo.dir={tmp_path / 'demo'}", f"output_dir={tmp_path / 'out'}",
+                      cwd=tmp_path)
+    assert proc.returncode == 2
+    shown = repr(int(value)) if value.lstrip("-").isdigit() else repr(value)
+    assert proc.stderr.strip().splitlines()[-1] == (f"error: config: field '{key}': must be an integer >= {minimum}, "
+                                                    f"got {shown}")
+
+
 def test_calibrate_needs_pairs(tmp_path: Path) -> None:
     proc = run_script("calibrate", f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
     assert proc.returncode == 2

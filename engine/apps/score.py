@@ -93,7 +93,8 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
 
         if not named:
             log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
-        gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=int(cfg.demo.n_tasks), seed=int(cfg.demo.seed))
+        gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
+                                      seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
     elif cfg.data.get("gt"):
         gt = Path(cfg.data.gt)
     else:

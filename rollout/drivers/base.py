@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError
+from engine.contract import InputError, config_int
 from rollout.drivers.images import ImageEncoder
 from rollout.errors import ModelError
 
@@ -102,7 +102,7 @@ def settings_from_config(cfg: Mapping[str, Any]) -> DriverSettings:
         json_mode=bool(cfg.get("json_mode", False)),
         params=dict(cfg.get("params") or {}),
         timeout=float(cfg.get("timeout", 300)),
-        max_retries=int(cfg.get("max_retries", 6)),
+        max_retries=config_int(cfg, "max_retries", minimum=0, default=6, where="model.max_retries"),
         backoff_initial=float(backoff.get("initial", 1.0)),
         backoff_max=float(backoff.get("max", 60.0)),
         image_max_side=cfg.get("image_max_side", 2048) or None,

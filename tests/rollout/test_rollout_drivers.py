@@ -59,6 +59,8 @@ def test_unknown_provider_and_non_rollout_model_are_config_errors():
         build_driver({"provider": "carrier-pigeon", "name": "x"})
     with pytest.raises(InputError, match="not a rollout model config"):
         build_driver({"name": "gpt5", "predictions": "results/gpt5.json"})
+    with pytest.raises(InputError, match=r"field 'model.max_retries': must be an integer >= 0, got -1"):
+        build_driver({"provider": "openai", "name": "m", "max_retries": -1})
 
 
 def test_anthropic_driver(tmp_path, chat_server, monkeypatch):

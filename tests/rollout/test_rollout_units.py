@@ -67,6 +67,8 @@ def test_exposure_modes():
     assert [t.name for t in oracle["q1"]] == ["images/crop", "images/rotate"] and "q2" not in oracle
     with pytest.raises(InputError, match="exposure.mode"):
         select_tools({"mode": "psychic"}, TOOLS, TASKS)
+    with pytest.raises(InputError, match=r"field 'exposure.top_k': must be an integer >= 1, got 0"):
+        select_tools({"mode": "retrieve", "top_k": 0}, TOOLS, TASKS)
 
 
 @pytest.mark.slow
