@@ -98,8 +98,9 @@ class TextEncoder:
         The model is sentence-transformers' own (its `preprocess` and forward pass); only the
         batching differs from its `encode`, which pads each batch of length-sorted texts to the
         longest. With no padding, a text's vector does not depend on the texts batched with it,
-        and fewer positions are computed (30% fewer on the benchmark's call texts). The token lengths only steer the batching: were
-        one off, `preprocess` would pad that batch and the vectors would still be right.
+        and fewer positions are computed (30% fewer on the benchmark's call texts). The token
+        lengths only steer the batching: were one off, `preprocess` would pad that batch and the
+        vectors would still be right.
         """
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)

@@ -9,8 +9,9 @@ Cold mode runs a whole scoring process (scripts/score.py, which prints its stage
 load, serialize, embed, align, metrics, write) and then a process that only imports the
 encoder, loads it and embeds the same distinct texts with sentence-transformers' `encode`, then
 with the engine's (batches of one token length), --rounds times alternating, and prints the
-ratios of the scoring process to each bare call. Warm mode fills a cache, then times whole scoring processes that find every text
-in it: the sweep (reports=false) and a threshold grid with its reports and plots.
+ratios of the scoring process to each bare call. Warm mode fills a cache, then times whole
+scoring processes that find every text in it: the sweep (reports=false) and a threshold grid
+with its reports and plots.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ library = time.perf_counter()
 sys.path.insert(0, sys.argv[5])
 from engine.encode import TextEncoder
 engine = TextEncoder(sys.argv[1], device=sys.argv[3], batch_size=int(sys.argv[4]))
-engine.model
+engine.model  # loaded before the clock starts
 ours = time.perf_counter()
 engine.encode(texts)
 print(f"{loaded - start:.3f} {library - loaded:.3f} {time.perf_counter() - ours:.3f}")
@@ -117,14 +118,15 @@ def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
             print(f"round {round_ + 1}: scoring process {seconds:.3f} s   {stages}")
             if args.skip_encoder:
                 continue
-            _, out = timed([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file),
-                                  device, str(settings.encoder_batch_size), str(ROOT)])
+            _, out = timed([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file), device,
+                            str(settings.encoder_batch_size), str(ROOT)])
             load, call, engine_call = (float(v) for v in out.split()[-3:])
             encode.append(call)
             ours.append(engine_call)
             print(f"round {round_ + 1}: encoder-alone process on the same {len(texts)} distinct texts: import + load "
                   f"{load:.3f} s, sentence-transformers' encode {call:.3f} s, then the engine's encode (one token "
-                  f"length a batch) {engine_call:.3f} s; scoring process / library encode call {scoring[-1] / call:.3f}")
+                  f"length a batch) {engine_call:.3f} s; scoring process / library encode call "
+                  f"{scoring[-1] / call:.3f}")
     print(f"scoring process: {spread(scoring)}")
     if encode:
         print(f"sentence-transformers' encode call: {spread(encode)}")

@@ -15,7 +15,8 @@ from engine.contract.trajectory import (Call, Step, Task, Trajectory, Trajectory
 __all__ = [
     "Call", "ConfigError", "InputError", "MAX_DEPTH", "Step", "Task", "Trajectory", "TrajectoryFile",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
-    "canonical_json", "check_choice", "checked_canonical_json", "config_int", "csv_text", "default_file_mode", "dumps_json",
-    "dumps_trajectories", "is_number", "parse_call", "parse_trajectories", "read_json", "read_keyed_lines",
-    "read_tasks", "read_trajectories", "set_steps", "shown", "trajectory_record", "write_trajectories",
+    "canonical_json", "check_choice", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
+    "dumps_json", "dumps_trajectories", "is_number", "parse_call", "parse_trajectories", "read_json",
+    "read_keyed_lines", "read_tasks", "read_trajectories", "set_steps", "shown", "trajectory_record",
+    "write_trajectories",
 ]
