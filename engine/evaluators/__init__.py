@@ -1,0 +1,1 @@
+"""Evaluators: each kind of verdict is one module of this package (see `engine.evaluators.base`)."""

@@ -1,0 +1,101 @@
+"""What an evaluator is: its name, what it reads, the file it writes beside the predictions, its rows
+of the metric table, and the functions that judge one task, read its file back and aggregate it.
+
+An evaluator is one module of this package that defines ``EVALUATOR = Evaluator(...)`` plus one config
+entry naming it. The judge app asks every configured evaluator that has a ``judge`` function about
+every task (with the judge pool in the context) and writes ``<predictions stem>_<suffix>.json``
+beside the predictions; the score app reads that file back with ``read`` (or computes the values
+from the predictions with ``compute``) and joins them to ``results_eval.json`` by the metric table's
+rules, or by the evaluator's own ``aggregate`` where those rules cannot say it. Nothing here imports
+the rollout side: the judge pool reaches an evaluator through its context at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.contract import Trajectory, TrajectoryFile
+from engine.metricspec import Metric
+
+Input = Literal["prediction", "final_answer", "reference", "task", "workspace", "tool_log"]
+"""What an evaluator may read of a task: the predicted trajectory, its final answer, the reference
+trajectory, the task record (question, ground truth, rubrics, level, check module), the task's final
+workspace folder, and the tool log of its rollout."""
+INPUTS: tuple[str, ...] = ("prediction", "final_answer", "reference", "task", "workspace", "tool_log")
+
+
+@dataclass(frozen=True)
+class TaskInputs:
+    """What one task offers an evaluator (None where the run has no such thing)."""
+
+    task_id: str
+    prediction: Trajectory | None = None
+    reference: Trajectory | None = None
+    task: Mapping[str, Any] | None = None
+    workspace: Path | None = None
+    tool_log: Sequence[Mapping[str, Any]] | None = None
+
+    @property
+    def final_answer(self) -> str | None:
+        """The prediction's final reply (``final_reply``, else ``final_answer``), when it has one."""
+        raw = self.prediction.raw if self.prediction is not None else {}
+        for key in ("final_reply", "final_answer"):
+            value = raw.get(key)
+            if isinstance(value, str):
+                return value
+        return None
+
+
+@dataclass
+class Verdicts:
+    """An evaluator's values: per task id (metric key -> value), and file totals of keys no task has."""
+
+    per_id: dict[str, dict[str, Any]] = field(default_factory=dict)
+    totals: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What a judging evaluator gets besides the task: the judge pool (duck-typed, built by the judge
+    app), the attempts per judge, its own config entry, and how much of a tool result a payload keeps."""
+
+    pool: Any
+    attempts: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+    max_result_chars: int = 0
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """One kind of verdict.
+
+    name: registry key and config entry; reads: the inputs it needs (INPUTS); metrics: its rows of
+    the metric table; suffix: its file beside the predictions (None: computed at scoring time);
+    judge: one task's entry of its file (raises the pool's failure when no answer could be had);
+    document: the file from the entries and the run's meta; entries: an earlier file's entries (to
+    resume); read: the file's values, checked; compute: the values from the predictions alone;
+    aggregate: the aggregate over some ids where the metric table's rules cannot say it.
+    """
+
+    name: str
+    reads: frozenset[str]
+    metrics: tuple[Metric, ...]
+    suffix: str | None = None
+    judge: Callable[[JudgeContext, TaskInputs], Awaitable[dict[str, Any]]] | None = None
+    document: Callable[[dict[str, dict[str, Any]], dict[str, Any]], dict[str, Any]] | None = None
+    entries: Callable[[Path], dict[str, dict[str, Any]]] | None = None
+    read: Callable[[Path], Verdicts] | None = None
+    compute: Callable[[TrajectoryFile], Verdicts] | None = None
+    aggregate: Callable[[Verdicts, Sequence[str]], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.reads) - set(INPUTS))
+        if unknown:
+            raise ValueError(f"evaluator {self.name}: unknown input(s) {unknown}; expected some of {INPUTS}")
+        if (self.read is None) == (self.compute is None):
+            raise ValueError(f"evaluator {self.name}: give exactly one of read (a file) and compute")
+        if self.read is not None and not self.suffix:
+            raise ValueError(f"evaluator {self.name}: an evaluator that reads a file names its suffix")
