@@ -22,7 +22,7 @@ from typing import Any
 from engine.contract import canonical_json
 from rollout.errors import CacheMiss
 from rollout.mcp.host import MCPHost
-from rollout.mcp.paths import argument_paths, named_paths
+from rollout.mcp.paths import argument_paths, kept_paths, named_paths
 from rollout.mcp.protocol import ToolInfo, ToolOutcome
 from rollout.record import RolloutCache, tool_key
 from rollout.workspace import MEDIA, Workspace
@@ -133,8 +133,10 @@ class ToolRunner:
     def _bring_in(self, record: CallRecord, ws: Workspace, since_ns: int) -> None:
         """Copy into the workspace the files outside it that the call named and that changed during the step."""
         assert self.host is not None
-        cwd = self.host.server_cwd(record.name.partition("/")[0])
-        for named in named_paths(record.result) + argument_paths(record.arguments):
+        server = record.name.partition("/")[0]
+        cwd = self.host.server_cwd(server)
+        own = kept_paths(record.arguments, self.host.kept_folders(server))
+        for named in named_paths(record.result) + argument_paths(record.arguments) + own:
             if named.startswith("/"):
                 source, rel = Path(named), f"{MEDIA}/{Path(named).name}"
             elif cwd is not None and cwd != ws.root:
@@ -143,10 +145,10 @@ class ToolRunner:
                 continue
             try:
                 stat = source.stat()
-            except OSError:
-                continue
-            if not source.is_file() or stat.st_mtime_ns < since_ns or stat.st_size > MAX_BROUGHT_IN or \
-                    source.resolve().is_relative_to(ws.root):
+                if not source.is_file() or stat.st_mtime_ns < since_ns or stat.st_size > MAX_BROUGHT_IN or \
+                        source.resolve().is_relative_to(ws.root):
+                    continue
+            except (OSError, ValueError):  # not a path the file system takes (too long, a NUL byte)
                 continue
             kept = ws.bring_in(source, rel)
             if kept not in record.files:

@@ -6,7 +6,8 @@ point; the project's folder for ``"python": "host"``), ``python`` (``"host"``: t
 interpreter, with the project on PYTHONPATH, for the project's own servers; or a
 virtualenv folder or interpreter), ``install`` (a per-server environment built by
 ``scripts/servers.py install``), ``inherit`` (more variables to pass on), ``paths`` (``"workspace"``,
-the default, or ``"as-written"``) and ``check`` (the call ``scripts/servers.py check`` times). At the
+the default, or ``"as-written"``; or ``{"mode": ..., "keep": ["./media"]}``, folders of the server's
+own whose paths are sent as written) and ``check`` (the call ``scripts/servers.py check`` times). At the
 top: ``environments`` (where per-server environments go) and ``inherit`` (what every server inherits).
 
 A bare ``python`` in an entry that names no environment keeps its published meaning: the first
@@ -27,6 +28,7 @@ from typing import Any
 
 from engine.contract import InputError, read_json
 from rollout.mcp.environments import STAMP, InstallSpec, Runtime, default_env_root, launch, parse_install
+from rollout.mcp.paths import kept_folder
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the rollout package (put on the PYTHONPATH of servers run with ``"python": "host"``)."""
@@ -59,6 +61,7 @@ class ServerSpec:
     check: tuple[str, str] | None = None
     install: InstallSpec | None = None
     env_folder: str | None = None
+    keep_paths: tuple[str, ...] = ()
 
 
 def inherited(patterns: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -96,6 +99,31 @@ def _check_call(value: Any, path: Path, where: str) -> tuple[str, str] | None:
             not isinstance(value.get("arguments", {}), dict):
         raise InputError(path, 'must be {"tool": NAME, "arguments": {...}}', field=where)
     return value["tool"], json.dumps(value.get("arguments", {}))
+
+
+def _path_policy(value: Any, path: Path, where: str) -> tuple[str, tuple[str, ...]]:
+    """(mode, the server's own folders) of an entry's ``paths``: a mode, or ``{"mode": ..., "keep": [...]}``."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"mode", "keep"})
+        if unknown:
+            raise InputError(path, f"unknown key(s) {', '.join(unknown)} (expected mode, keep)", field=where)
+        mode, keep = value.get("mode", "workspace"), value.get("keep", [])
+        if not isinstance(keep, list) or not all(isinstance(k, str) for k in keep):
+            raise InputError(path, "must be a list of folders relative to the server's working directory",
+                             field=f"{where}.keep")
+        folders = []
+        for i, folder in enumerate(keep):
+            kept = kept_folder(folder)
+            if kept is None:
+                raise InputError(path, "must be a folder relative to the server's working directory, inside it "
+                                 "(like ./media)", field=f"{where}.keep[{i}]")
+            folders.append(kept)
+        where = f"{where}.mode"
+    else:
+        mode, folders = value, []
+    if mode not in PATH_MODES:
+        raise InputError(path, f"must be one of {', '.join(PATH_MODES)}", field=where)
+    return mode, tuple(dict.fromkeys(folders))
 
 
 def _runtime(entry: dict[str, Any], install: InstallSpec | None, folder: Path | None, path: Path,
@@ -136,9 +164,7 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise InputError(path, "must be a string", field=f"{where}.cwd")
-    paths = entry.get("paths", "workspace")
-    if paths not in PATH_MODES:
-        raise InputError(path, f"must be one of {', '.join(PATH_MODES)}", field=f"{where}.paths")
+    paths, keep = _path_policy(entry.get("paths", "workspace"), path, f"{where}.paths")
     extra = _names(entry.get("inherit", []), path, f"{where}.inherit")
     install = parse_install(entry["install"], path, f"{where}.install") if "install" in entry else None
     check = _check_call(entry.get("check"), path, f"{where}.check")
@@ -168,7 +194,7 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     return ServerSpec(name, command, tuple(args), tuple(sorted(full.items())),
                       str((path.parent / cwd).resolve() if cwd else home), False, paths, problem,
                       tuple(sorted(set(secrets), key=len, reverse=True)), note, check, install,
-                      str(folder) if folder is not None else None)
+                      str(folder) if folder is not None else None, keep)
 
 
 def read_servers_config(path: str | Path, env_root: str | Path | None = None) -> list[ServerSpec]:
