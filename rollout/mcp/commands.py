@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             print(asyncio.run(measure_overhead(spec, args.calls)).report(spec.name, spec.check[0]))
             return 0
         selected = _selected(specs, args.only, args.config)
+        if args.command == "check" and not selected:
+            raise InputError(args.config, "no server to check (the config has no enabled server)", field="servers")
         return _install(args, selected) if args.command == "install" else _check(args, selected)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

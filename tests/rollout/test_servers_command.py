@@ -66,6 +66,15 @@ def test_bad_config_is_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1
 
 
+def test_check_without_servers_is_an_error(tmp_path):
+    for servers in ({}, {"off": {"command": "x", "disabled": True}}):
+        config = write_json(tmp_path / "s.json", {"servers": servers})
+        done, _ = _servers("check", "--config", str(config))
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr == (f"error: {config}: field 'servers': no server to check (the config has no enabled "
+                               "server)\n")
+
+
 def test_a_node_build_runs_in_its_folder(tmp_path):
     if shutil.which("npm") is None:
         pytest.skip("npm is not installed, so a Node build cannot run")
