@@ -1,7 +1,7 @@
 """The servers command (``scripts/servers.py``): build the servers' environments, check their health,
 time the host's cost per call.
 
-    python scripts/servers.py install --config FILE     # per-server environments (uv or venv+pip, npm)
+    python scripts/servers.py install --config FILE [-j N]   # per-server environments (uv or venv+pip, npm)
     python scripts/servers.py check --config FILE       # start each server: a health table; exit 0 if all started
     python scripts/servers.py bench --config FILE --server NAME   # the host's cost per call of NAME's check call
 
@@ -15,10 +15,13 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     install.add_argument("--installer", choices=INSTALLERS, default="auto",
                          help="uv, venv+pip, or auto (uv when found; default)")
     install.add_argument("--force", action="store_true", help="rebuild environments that are already there")
+    install.add_argument("-j", "--jobs", type=_jobs, default=1, help="environments built at once (default 1)")
+    install.add_argument("--logs", type=Path, default=None, help="folder of the per-server build logs, "
+                         "<server>.log (default: logs/ in the environments folder)")
     check = commands.choices["check"]
     check.add_argument("--start-timeout", type=float, default=20.0, help="seconds for a server to start (default 20)")
     check.add_argument("--call-timeout", type=float, default=10.0, help="seconds for the round trip (default 10)")
@@ -115,12 +121,42 @@ def _selected(specs: list[ServerSpec], only: list[str] | None, config: Path) -> 
     return [s for s in enabled if s.name in only]
 
 
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value!r}")
+    return jobs
+
+
+def _log_path(spec: ServerSpec, logs: Path | None) -> Path | None:
+    """Where a server's build log goes: `logs`, else logs/ in its environments folder (None: nothing to build)."""
+    if spec.env_folder is None:
+        return None
+    folder = logs if logs is not None else Path(spec.env_folder).parent / "logs"
+    return folder / f"{re.sub(r'[^A-Za-z0-9._-]', '_', spec.name)}.log"
+
+
 def _install(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
-    failed = 0
-    for spec in specs:
-        outcome = install_server(spec, args.installer, args.force)
-        failed += outcome.status == "failed"
-        print(f"{outcome.server:<24} {outcome.status:<18} {outcome.seconds:6.1f} s  {outcome.detail}", flush=True)
+    """Build the environments, `args.jobs` at once; a row per server as it finishes, then a summary."""
+    began = time.monotonic()
+    outcomes = []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(install_server, spec, args.installer, args.force, _log_path(spec, args.logs))
+                   for spec in specs]
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcomes.append(outcome)
+            print(f"{outcome.server:<24} {outcome.status:<18} {outcome.seconds:6.1f} s  {outcome.detail}", flush=True)
+    counts = Counter(o.status for o in outcomes)
+    failed = [o.server for o in outcomes if o.status == "failed"]
+    logs = sorted({str(p.parent) for p in (_log_path(s, args.logs) for s in specs) if p is not None})
+    print(", ".join(f"{counts[k]} {k}" for k in ("installed", "up to date", "nothing to install", "failed")
+                    if counts[k]) + (f" ({', '.join(sorted(failed))})" if failed else "") +
+          f"; {len(specs)} server(s), {args.jobs} at once, {time.monotonic() - began:.1f} s" +
+          (f"; build logs in {', '.join(logs)}" if logs else ""))
     return 1 if failed else 0
 
 
