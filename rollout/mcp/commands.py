@@ -27,7 +27,7 @@ from pathlib import Path
 
 from engine.contract import InputError
 from rollout.mcp.check import check_servers, health_table
-from rollout.mcp.config import ServerSpec, read_servers_config
+from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.install import INSTALLERS, install_server
 from rollout.record import RolloutCache
@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--config", type=Path, required=True, help="the servers config (JSON)")
         sub.add_argument("--envs", type=Path, default=None, help="where per-server environments live (default: the "
                          "config's 'environments', else $M3BENCH_SERVER_ENVS or ~/.cache/m3bench/server-envs)")
+        sub.add_argument("--environment", choices=ENVIRONMENT_MODES, default=None, help="what the servers' "
+                         "environments hold: declared (the default variables and their own) or whole (this "
+                         "process's whole environment, as the published host ran them); default: the config's")
         if name != "bench":
             sub.add_argument("--only", nargs="+", metavar="SERVER", help="only these servers")
     install = commands.choices["install"]
@@ -175,8 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run a servers command; its exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("rollout.mcp.config").setLevel(logging.WARNING)
     try:
-        specs = read_servers_config(args.config, args.envs)
+        specs = read_servers_config(args.config, args.envs, args.environment)
         if args.command == "bench":
             spec = next((s for s in specs if s.name == args.server and not s.disabled), None)
             if spec is None or spec.check is None:
