@@ -4,6 +4,7 @@ time the host's cost per call.
     python scripts/servers.py install --config FILE [-j N]   # per-server environments (uv or venv+pip, npm)
     python scripts/servers.py check --config FILE       # start each server: a health table; exit 0 if all started
     python scripts/servers.py bench --config FILE --server NAME   # the host's cost per call of NAME's check call
+    python scripts/servers.py init DIR                  # a config for the server folders under DIR, for review
 
 Bad input is one line naming the file and the field, with exit status 2. This is the command line on
 top of the rollout (it drives the ToolRunner too); nothing in rollout.mcp imports it.
@@ -25,9 +26,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.contract import InputError
+from engine.contract import InputError, atomic_write_json
 from rollout.mcp.check import check_servers, health_table
 from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_config
+from rollout.mcp.derive import derive_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.install import INSTALLERS, install_server
 from rollout.record import RolloutCache
@@ -84,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="servers.py", description="Install, check and time the MCP servers of "
                                      "a servers config (the published mcp_servers.json shape, see rollout/README.md).")
     commands = parser.add_subparsers(dest="command", required=True)
+    init = commands.add_parser("init", help="write a servers config for the server folders under DIR, for review",
+                               description="write a servers config for the server folders under DIR (install "
+                               "blocks and entry points derived from each folder's own files), for review")
+    init.add_argument("dir", type=Path, help="the folder whose subfolders are MCP servers")
+    init.add_argument("--output", type=Path, default=None, help="the config to write (default DIR/mcp_servers.json)")
+    init.add_argument("--force", action="store_true", help="replace an existing output file")
     for name, text in (("install", "build the per-server environments the config's install blocks ask for"),
                        ("check", "start each enabled server, list its tools, time a round trip; print a table"),
                        ("bench", "time one server's check call through the SDK, MCPHost and ToolRunner")):
@@ -174,12 +182,37 @@ def _check(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
     return 0 if started == len(rows) else 1
 
 
+def _init(args: argparse.Namespace) -> int:
+    """Write the derived config; a row per folder, then what could not be derived. Exit 1 when something was not."""
+    if not args.dir.is_dir():
+        raise InputError(args.dir, "not a folder of server folders")
+    output = args.output or args.dir / "mcp_servers.json"
+    if output.exists() and not args.force:
+        raise InputError(output, "exists already (use --force to replace it)")
+    config, derived = derive_config(args.dir, output)
+    atomic_write_json(output, config)
+    for d in derived:
+        if d.entry is not None:
+            print(f"{d.name:<24} {d.entry['command']} {' '.join(d.entry['args'])}".rstrip() + "   " +
+                  "; ".join(d.sources))
+    missing = [d for d in derived if d.missing]
+    if missing:
+        print("\ncould not derive (fill in by hand):")
+        for d in missing:
+            print(f"  {d.name:<22} " + ("" if d.entry is not None else "LEFT OUT: ") + "; ".join(d.missing))
+    print(f"\nwrote {output}: {len(config['servers'])} of {len(derived)} folder(s); review it, then "
+          f"python scripts/servers.py install --config {output}")
+    return 1 if missing else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a servers command; its exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("rollout.mcp.config").setLevel(logging.WARNING)
     try:
+        if args.command == "init":
+            return _init(args)
         specs = read_servers_config(args.config, args.envs, args.environment)
         if args.command == "bench":
             spec = next((s for s in specs if s.name == args.server and not s.disabled), None)
