@@ -22,8 +22,8 @@ def _tree(root: Path) -> None:
         "weather/helpers.py": "",
         "opts/requirements.txt": "--index-url https://example.org/simple\nmcp\n",
         "opts/server.py": "",
-        "papers/pyproject.toml": '[project]\nname = "papers"\ndependencies = ["mcp<2"]\n'
-                                 '[project.scripts]\npapers-mcp = "papers.server:main"\npapers-cli = "papers.cli:main"\n',
+        "papers/pyproject.toml": '[project]\nname = "papers"\ndependencies = ["mcp<2"]\n[project.scripts]\n'
+                                 'papers-mcp = "papers.server:main"\npapers-cli = "papers.cli:main"\n',
         "papers/src/papers/server.py": 'import os\nTOKEN = os.getenv("PAPERS_TOKEN")\n',
         "maps/package.json": json.dumps({"name": "maps-mcp", "bin": {"maps-mcp": "./dist/index.js"},
                                          "scripts": {"build": "tsc"}, "dependencies": {"zod": "^3"}}),
