@@ -1,6 +1,7 @@
 """A test MCP server (stdio, the low-level server API) that keeps its own output folder, as some published
 servers do: ``save_deck`` writes only under ``./media`` of its working directory and refuses any other
-path (an absolute path into a task workspace included); ``measure`` reports the length of a text and
+path (an absolute path into a task workspace included), and reads its ``picture`` from its working
+directory; ``measure`` reports the length of a text and
 whether it holds a NUL byte, for arguments that are no paths at all."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from mcp.server.stdio import stdio_server
 TOOLS = {
     "save_deck": {"description": "Save a slide deck under ./media.",
                   "schema": {"type": "object", "properties": {"file_path": {"type": "string"},
-                                                              "title": {"type": "string"}},
+                                                              "title": {"type": "string"},
+                                                              "picture": {"type": "string"}},
                              "required": ["file_path", "title"]}},
     "measure": {"description": "Length of a text.",
                 "schema": {"type": "object", "properties": {"text": {"type": "string"},
@@ -43,8 +45,14 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
     target = (Path.cwd() / arguments["file_path"]).resolve()
     if not target.is_relative_to(media):
         return _text(f"Error: saves are confined to ./media, refused {arguments['file_path']}", is_error=True)
+    picture = ""
+    if "picture" in arguments:  # read from the server's own working directory, as the path is written
+        try:
+            picture = f", picture of {(Path.cwd() / arguments['picture']).stat().st_size} bytes"
+        except OSError:
+            return _text(f"Error: no picture at {arguments['picture']}", is_error=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(f"deck: {arguments['title']}", encoding="utf-8")
+    target.write_text(f"deck: {arguments['title']}{picture}", encoding="utf-8")
     return _text("Saved.")
 
 

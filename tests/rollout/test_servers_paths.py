@@ -76,6 +76,25 @@ def test_a_server_keeping_its_own_folder(tmp_path, keep):
     assert records[0].arguments["file_path"] == "./media/deck.pptx"  # the record keeps what the model wrote
 
 
+def test_workspace_files_named_in_a_kept_folder_are_copied_there(tmp_path):
+    ws = Workspace.fresh(tmp_path / "workspaces", "t1")
+    (ws.root / "media" / "t1.png").write_bytes(b"x" * 321)
+    home = tmp_path / "server-home" / "media"
+    home.mkdir(parents=True)
+    (home / "old.png").write_bytes(b"y" * 5)
+    calls = [{"name": "deck/save_deck", "arguments": {"file_path": "media/deck.pptx", "title": "T",
+                                                      "picture": "./media/t1.png"}},
+             {"name": "deck/save_deck", "arguments": {"file_path": "media/b.pptx", "title": "B",
+                                                      "picture": "media/old.png"}}]
+    records = _run(_config(tmp_path, ["./media"]), ws, calls)
+    assert [r.is_error for r in records] == [False, False], [r.result for r in records]
+    assert (ws.root / "media" / "deck.pptx").read_text() == "deck: T, picture of 321 bytes"
+    assert (home / "t1.png").read_bytes() == b"x" * 321  # the task's image, copied for the server to read
+    assert (ws.root / "media" / "b.pptx").read_text() == "deck: B, picture of 5 bytes"  # the server's own file
+    assert records[0].files == ["media/deck.pptx"] and records[1].files == ["media/b.pptx"]
+    assert not (ws.root / "media" / "old.png").exists()
+
+
 def test_kept_folders_and_other_paths(tmp_path):
     root = (tmp_path / "ws").resolve()
     (root / "media").mkdir(parents=True)
