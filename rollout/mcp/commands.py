@@ -163,7 +163,7 @@ def _install(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
             print(f"{outcome.server:<24} {outcome.status:<18} {outcome.seconds:6.1f} s  {outcome.detail}", flush=True)
     counts = Counter(o.status for o in outcomes)
     failed = [o.server for o in outcomes if o.status == "failed"]
-    logs = sorted({str(p.parent) for p in (_log_path(s, args.logs) for s in specs) if p is not None})
+    logs = sorted({str(p.parent) for p in (_log_path(s, args.logs) for s in specs) if p is not None and p.exists()})
     print(", ".join(f"{counts[k]} {k}" for k in ("installed", "up to date", "nothing to install", "failed")
                     if counts[k]) + (f" ({', '.join(sorted(failed))})" if failed else "") +
           f"; {len(specs)} server(s), {args.jobs} at once, {time.monotonic() - began:.1f} s" +
