@@ -7,8 +7,10 @@ interpreter, with the project on PYTHONPATH, for the project's own servers; or a
 virtualenv folder or interpreter), ``install`` (a per-server environment built by
 ``scripts/servers.py install``), ``inherit`` (more variables to pass on), ``paths`` (``"workspace"``,
 the default, or ``"as-written"``; or ``{"mode": ..., "keep": ["./media"]}``, folders of the server's
-own whose paths are sent as written) and ``check`` (the call ``scripts/servers.py check`` times). At the
-top: ``environments`` (where per-server environments go) and ``inherit`` (what every server inherits).
+own whose paths are sent as written), ``check`` (the call ``scripts/servers.py check`` times) and
+``environment`` (``"declared"``, the default: the inherited and declared variables; ``"whole"``: the
+host's whole environment, as the published host ran its servers). At the top: ``environments`` (where
+per-server environments go), ``inherit`` (what every server inherits) and ``environment``.
 
 A bare ``python`` in an entry that names no environment keeps its published meaning: the first
 ``python`` on PATH. Environment values may use ``${VAR}`` and ``${VAR:-default}``; a variable that is
