@@ -113,7 +113,7 @@ def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: S
     with timer.stage("load"):
         gt = read_trajectories(gt_path)
         many = settings.progress and len(pred_paths) > 4
-        preds = [read_trajectories(p) for p in progress_bar(pred_paths, "load", many)]
+        preds = [read_trajectories(p, lenient=True) for p in progress_bar(pred_paths, "load", many)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile)
     with timer.stage("embed"):

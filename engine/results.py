@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.contract import atomic_write_csv, atomic_write_json
+from engine.contract import atomic_write_csv, atomic_write_json, strict_value
 from engine.judge_results import Joined, joined_aggregate
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
@@ -42,7 +42,8 @@ class SampleView:
 
 def _call_record(task_calls: list, call_index: int, step_index: int, step_offsets: list[int]) -> dict:
     call = task_calls[call_index]
-    return {"tool": call.name, "arguments": call.arguments, "step_index": step_index,
+    arguments = call.arguments if call.warning is None else strict_value(call.arguments)
+    return {"tool": call.name, "arguments": arguments, "step_index": step_index,
             "call_index_in_step": call_index - step_offsets[step_index]}
 
 

@@ -66,7 +66,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
         for name, reason in failures.items():
             log.warning("MCP server %s was not running in the recorded run: %s", name, reason)
         return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools], failures
-    specs = read_servers_config(cfg["servers"], cfg.get("server_envs"))
+    specs = read_servers_config(cfg["servers"], cfg.get("server_envs"), cfg.get("server_environment"))
     host = MCPHost(specs, call_timeout=float(cfg.get("call_timeout", 60)),
                    start_timeout=float(cfg.get("start_timeout", 30)),
                    max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0),

@@ -5,7 +5,8 @@ name them (by workspace path or file name), else to the step's last call; images
 are saved under media/ and belong to their call. Files a call wrote outside the workspace during the
 step, named by an absolute path in its arguments or result or by a relative one under the server's
 working directory, are copied in (under the same relative path, or media/<name>) and belong to that
-call. When recording, each call's outcome and files go to the cache; a replay restores them without
+call. Workspace files a call names inside its server's own folders (``paths.keep``) are copied there
+before the call. When recording, each call's outcome and files go to the cache; a replay restores them without
 starting any server. A call to a server that failed to start is an error naming the reason.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import Any
 from engine.contract import canonical_json
 from rollout.errors import CacheMiss
 from rollout.mcp.host import MCPHost
-from rollout.mcp.paths import argument_paths, named_paths
+from rollout.mcp.paths import argument_paths, kept_paths, named_paths
 from rollout.mcp.protocol import ToolInfo, ToolOutcome
 from rollout.record import RolloutCache, tool_key
 from rollout.workspace import MEDIA, Workspace
@@ -100,6 +102,8 @@ class ToolRunner:
                 self._replay(records[i], ws)
             return records
         assert self.host is not None
+        for i in runnable:
+            self._stage_in(records[i], ws)
         before, began = ws.snapshot(), time.time_ns() - MTIME_SLACK_NS
         outcomes: list[ToolOutcome] = await asyncio.gather(
             *(self.host.call(records[i].name, records[i].arguments, ws.root) for i in runnable))
@@ -130,11 +134,33 @@ class ToolRunner:
                 owner = next((i for i in runnable if base in texts[i]), runnable[-1])
             records[owner].files.append(rel)
 
+    def _stage_in(self, record: CallRecord, ws: Workspace) -> None:
+        """Copy the workspace files a call names inside its server's own folders (``paths.keep``) there, when the
+        server's copy is missing or differs, so the server reads the task's file (its time kept: not new)."""
+        assert self.host is not None
+        server = record.name.partition("/")[0]
+        cwd = self.host.server_cwd(server)
+        if cwd is None or cwd == ws.root:
+            return
+        for named in kept_paths(record.arguments, self.host.kept_folders(server)):
+            target = cwd / named
+            try:
+                source = ws.inside(named)
+                if source is None or not source.is_file() or \
+                        (target.is_file() and target.read_bytes() == source.read_bytes()):
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+            except (OSError, ValueError):  # not a path the file system takes, or the folder is not writable
+                continue
+
     def _bring_in(self, record: CallRecord, ws: Workspace, since_ns: int) -> None:
         """Copy into the workspace the files outside it that the call named and that changed during the step."""
         assert self.host is not None
-        cwd = self.host.server_cwd(record.name.partition("/")[0])
-        for named in named_paths(record.result) + argument_paths(record.arguments):
+        server = record.name.partition("/")[0]
+        cwd = self.host.server_cwd(server)
+        own = kept_paths(record.arguments, self.host.kept_folders(server))
+        for named in named_paths(record.result) + argument_paths(record.arguments) + own:
             if named.startswith("/"):
                 source, rel = Path(named), f"{MEDIA}/{Path(named).name}"
             elif cwd is not None and cwd != ws.root:
@@ -143,10 +169,10 @@ class ToolRunner:
                 continue
             try:
                 stat = source.stat()
-            except OSError:
-                continue
-            if not source.is_file() or stat.st_mtime_ns < since_ns or stat.st_size > MAX_BROUGHT_IN or \
-                    source.resolve().is_relative_to(ws.root):
+                if not source.is_file() or stat.st_mtime_ns < since_ns or stat.st_size > MAX_BROUGHT_IN or \
+                        source.resolve().is_relative_to(ws.root):
+                    continue
+            except (OSError, ValueError):  # not a path the file system takes (too long, a NUL byte)
                 continue
             kept = ws.bring_in(source, rel)
             if kept not in record.files:

@@ -103,7 +103,7 @@ def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
     its bare `encode` call.
     """
     gt = read_trajectories(args.gt)
-    texts = flatten_sweep(gt, [read_trajectories(p) for p in args.predictions], settings.profile).texts
+    texts = flatten_sweep(gt, [read_trajectories(p, lenient=True) for p in args.predictions], settings.profile).texts
     encoder = TextEncoder(settings.encoder_model)
     device = str(resolve_device(settings.device))
     scoring, encode, ours = [], [], []
@@ -172,7 +172,7 @@ def sweep_files(args: argparse.Namespace) -> tuple[TrajectoryFile, list[Trajecto
                  for k, tasks in enumerate(scale_predictions(reference, args.synthetic, seed=1))]
         return gt, preds
     gt = read_trajectories(args.gt)
-    preds = [read_trajectories(p) for p in args.predictions]
+    preds = [read_trajectories(p, lenient=True) for p in args.predictions]
     return gt, [dataclasses.replace(p, path=p.path.with_name(f"{p.path.stem}_{k}.json"))
                 for k in range(args.replicate) for p in preds]
 

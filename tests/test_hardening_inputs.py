@@ -1,5 +1,6 @@
 """Hostile inputs: each is refused with one line on stderr (file, id, field) and exit status 2, or
-scored as its policy says (engine.contract.jsonio); warnings reach stderr; outputs are strict JSON."""
+scored as its policy says (engine.contract.jsonio): predictions (model output) as the published scorer
+scores them, with a warning, the reference strictly; warnings reach stderr; outputs are strict JSON."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from engine.apps.score import run
-from engine.contract import MAX_DEPTH
+from engine.contract import MAX_DEPTH, read_trajectories, strict_value
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = [{"id": f"0004000{i}", "type": "trip", "steps": [
@@ -35,8 +36,6 @@ ARGS = "steps[0].calls[0].arguments"
 # name -> (file bytes, substrings the error line must hold after the file name)
 REFUSED: dict[str, tuple[bytes, tuple[str, ...]]] = {
     "deep file": (call_task("[" * 5000 + "]" * 5000).encode(), ("nested too deeply",)),
-    "deep arguments": (call_task(nested(MAX_DEPTH + 1)).encode(),
-                       ("id 00040000", f"field '{ARGS}", f"nested more than {MAX_DEPTH} levels")),
     "lone surrogate value": (call_task('{"query": "caf\\ud800"}').encode(),
                              ("id 00040000", f"field '{ARGS}.query'", "lone surrogate \\ud800")),
     "lone surrogate key": (call_task('{"q\\udc00": 1}').encode(), ("id 00040000", "key: a lone surrogate")),
@@ -44,10 +43,8 @@ REFUSED: dict[str, tuple[bytes, tuple[str, ...]]] = {
                             ("id 00040000", "field 'steps[0].calls[0].name'", "lone surrogate")),
     "lone surrogate id": (call_task("{}", task_id='"x\\ud800"').encode(), ('id "x\\ud800"', "field 'id'")),
     "lone surrogate type": (call_task("{}", family='"\\udfff"').encode(), ("field 'type'", "lone surrogate")),
-    "NaN": (call_task('{"limit": NaN}').encode(), (f"field '{ARGS}.limit'", "NaN is not a JSON number")),
-    "Infinity": (call_task('{"xs": [1, Infinity]}').encode(), (f"field '{ARGS}.xs[1]'", "Infinity")),
-    "-Infinity": (call_task('{"a b": -Infinity}').encode(), (f'field \'{ARGS}["a b"]\'', "Infinity")),
-    "1e999": (call_task('{"n": 1e999}').encode(), (f"field '{ARGS}.n'", "beyond the double range")),
+    "NaN and a lone surrogate": (call_task('{"limit": NaN, "q": "\\ud800"}').encode(),
+                                 (f"field '{ARGS}.q'", "lone surrogate \\ud800")),
     "number ids, no overlap": (json.dumps([{"id": 40000, "steps": []}, {"id": 40001, "steps": []}]).encode(),
                                ("none of its 2 task id(s) is in the GT", "leading zeros", "JSON numbers")),
     "no task": (b"[]", ("nothing to score: the file holds no task",)),
@@ -99,6 +96,71 @@ def test_refused_with_one_line(case: str, gt_file: Path, tmp_path: Path, embeddi
     code, _, err = score_in_process(gt_file, pred, tmp_path / "out", embedding_cache, capsys)
     assert_one_line(code, err, pred, expected)
     assert not (tmp_path / "out").exists()
+
+
+# Arguments strict JSON cannot hold that the published scorer (json.load, json.dumps) scores:
+# name -> (raw JSON arguments, the field and the problem its warning names)
+LENIENT: dict[str, tuple[str, tuple[str, ...]]] = {
+    "NaN": ('{"limit": NaN}', (f"field '{ARGS}.limit'", "NaN is not a JSON number")),
+    "Infinity": ('{"xs": [1, Infinity]}', (f"field '{ARGS}.xs[1]'", "Infinity is not a JSON number")),
+    "-Infinity": ('{"a b": -Infinity}', (f'field \'{ARGS}["a b"]\'', "Infinity is not a JSON number")),
+    "1e999": ('{"n": 1e999}', (f"field '{ARGS}.n'", "beyond the double range")),
+    "deep arguments": (nested(500), (f"field '{ARGS}.a.a", f"nested more than {MAX_DEPTH} levels")),
+}
+
+
+def published_text(arguments_json: str) -> str:
+    """A call's text as the published scorer makes it: Python's json.loads, then json.dumps."""
+    return json.dumps(json.loads(arguments_json), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("case", sorted(LENIENT))
+def test_model_output_is_scored_as_the_published_scorer_scores_it(case: str, gt_file: Path, tmp_path: Path,
+                                                                   embedding_cache: Path, capsys, caplog) -> None:
+    arguments, expected = LENIENT[case]
+    pred = tmp_path / "pred.json"
+    pred.write_text(call_task(arguments))
+    call = read_trajectories(pred, lenient=True).tasks["00040000"].calls[0]
+    assert call.text == published_text(arguments)
+    assert ("NaN" in call.text or "Infinity" in call.text) == (case != "deep arguments")
+    caplog.clear()
+    code, _, err = score_in_process(gt_file, pred, tmp_path / "out", embedding_cache, capsys)
+    assert code == 0, err
+    warnings = [r.getMessage() for r in caplog.records if "scored as the published scorer" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{pred}: id 00040000: field '"), warnings
+    warning = warnings[0]
+    assert all(part in warning for part in expected), warning
+    result = json.loads((tmp_path / "out" / "results_eval.json").read_text())
+    assert result["aggregate"]["num_ids"] == 1
+    echoed = [r["pred"]["arguments"] for r in call_records(tmp_path / "out")]
+    assert echoed == [strict_value(json.loads(arguments))]  # outputs stay strict JSON
+
+
+def test_nan_and_infinity_are_echoed_as_strings(tmp_path: Path) -> None:
+    assert strict_value(json.loads('{"a": [NaN, Infinity, -Infinity, 1e999, 1.5, "NaN"]}')) == \
+        {"a": ["NaN", "Infinity", "-Infinity", "Infinity", 1.5, "NaN"]}
+
+
+def test_the_reference_keeps_the_strict_policy(tmp_path: Path, embedding_cache: Path, capsys) -> None:
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps(GT))
+    for case, (arguments, expected) in LENIENT.items():
+        gt = tmp_path / "gt.json"
+        gt.write_text(call_task(arguments))
+        code, _, err = score_in_process(gt, pred, tmp_path / "out", embedding_cache, capsys)
+        assert_one_line(code, err, gt, ("id 00040000", *expected))
+
+
+def test_warnings_are_counted_past_the_first_ten(gt_file: Path, tmp_path: Path, caplog) -> None:
+    pred = tmp_path / "pred.json"
+    calls = ", ".join(f'{{"name": "maps/search", "arguments": {{"n": NaN, "i": {i}}}}}' for i in range(13))
+    pred.write_text(f'[{{"id": "00040000", "steps": [{{"step": 1, "calls": [{calls}]}}]}}]')
+    read_trajectories(pred, lenient=True)
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(lines) == 11 and lines[9].endswith(f"field '{ARGS[:-len('calls[0].arguments')]}calls[9].arguments.n': "
+                                                  "NaN is not a JSON number (strict JSON has no NaN or Infinity); "
+                                                  "scored as the published scorer reads and serializes it")
+    assert lines[10] == f"{pred}: 3 more call(s) with arguments beyond strict JSON, scored likewise"
 
 
 def test_unreadable_paths_are_one_line(gt_file: Path, tmp_path: Path, embedding_cache: Path, capsys) -> None:
@@ -188,7 +250,8 @@ def cli(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["deep file", "lone surrogate value", "NaN", "number ids, no overlap"])
+@pytest.mark.parametrize("case", ["deep file", "lone surrogate value", "NaN and a lone surrogate",
+                                  "number ids, no overlap"])
 def test_cli_refuses_with_one_line(case: str, gt_file: Path, tmp_path: Path, embedding_cache: Path) -> None:
     content, expected = REFUSED[case]
     pred = tmp_path / "pred.json"
@@ -196,6 +259,16 @@ def test_cli_refuses_with_one_line(case: str, gt_file: Path, tmp_path: Path, emb
     proc = cli(f"data.gt={gt_file}", f"model.predictions={pred}", f"output_dir={tmp_path / 'out'}",
                f"encoder.cache_dir={embedding_cache}", cwd=tmp_path)
     assert_one_line(proc.returncode, proc.stderr, pred, expected)
+
+
+@pytest.mark.slow
+def test_cli_scores_model_output_with_a_warning(gt_file: Path, tmp_path: Path, embedding_cache: Path) -> None:
+    pred = tmp_path / "pred.json"
+    pred.write_text(call_task(LENIENT["NaN"][0]))
+    proc = cli(f"data.gt={gt_file}", f"model.predictions={pred}", f"output_dir={tmp_path / 'out'}",
+               f"encoder.cache_dir={embedding_cache}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"WARNING: {pred}: id 00040000: field '{ARGS}.limit': NaN is not a JSON number" in proc.stderr
 
 
 @pytest.mark.slow

@@ -6,7 +6,11 @@ Input policy (what `read_json` and `checked_canonical_json` accept):
 - a repeated key in an object keeps its last value (as Python's and the published scorer's reader do);
 - a value that the outputs echo (call arguments) must be strict JSON that UTF-8 can hold: NaN,
   Infinity and numbers beyond the double range (1e999 reads as Infinity) are refused, and so are
-  lone surrogate escapes (``"\\ud800"``) and nesting deeper than `MAX_DEPTH` levels.
+  lone surrogate escapes (``"\\ud800"``) and nesting deeper than `MAX_DEPTH` levels;
+- model output (the arguments of predicted calls) is read leniently (`lenient_canonical_json`): NaN,
+  the infinities and any nesting Python's reader takes are scored as the published scorer scores
+  them, serialized as its ``json.dumps`` writes them (``NaN``, ``Infinity``, ``-Infinity``), with a
+  warning; what it cannot score (a lone surrogate, which no encoder takes) is refused as above.
 """
 
 from __future__ import annotations
@@ -66,8 +70,9 @@ def _step(key: Any) -> str:
     return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=True)}]"
 
 
-def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
-    """(path inside value, problem) of the first part strict UTF-8 JSON cannot hold, else None.
+def value_problem(value: Any, max_depth: int = MAX_DEPTH, nonfinite: bool = True) -> tuple[str, str] | None:
+    """(path inside value, problem) of the first part strict UTF-8 JSON cannot hold, else None
+    (NaN and the infinities are no problem when `nonfinite` is false).
 
     Walks the value without recursion, so any depth is safe to inspect.
     """
@@ -84,7 +89,7 @@ def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | N
                     return where + _step(key), f"key: {problem}"
                 children.append((child, where + _step(key), depth + 1))
             stack.extend(reversed(children))
-        elif isinstance(item, float) and not math.isfinite(item):
+        elif nonfinite and isinstance(item, float) and not math.isfinite(item):
             return where, _number_problem(item)
         elif isinstance(item, str) and (problem := lone_surrogate(item)):
             return where, problem
@@ -107,6 +112,34 @@ def checked_canonical_json(value: Any) -> str:
         if text is None:
             raise ValueProblem("", "not a JSON value")
     return text
+
+
+def lenient_canonical_json(value: Any) -> tuple[str, tuple[str, str] | None]:
+    """canonical_json of model output as the published scorer serializes it, and the first part strict
+    JSON cannot hold ((path inside the value, problem), to warn about; None when it is strict).
+
+    NaN and the infinities are written ``NaN``, ``Infinity``, ``-Infinity`` and any depth Python's reader
+    took is kept; a lone surrogate, which no encoder takes, is a ValueProblem as in the strict policy.
+    """
+    try:
+        return checked_canonical_json(value), None
+    except ValueProblem as exc:
+        departure = (exc.where, exc.problem)
+    try:
+        text = canonical_json(value)
+    except RecursionError:
+        raise ValueProblem("", "nested too deeply to serialize") from None
+    except (TypeError, ValueError):
+        raise ValueProblem("", "not a JSON value") from None
+    if _SURROGATE.search(text):
+        raise ValueProblem(*(value_problem(value, sys.maxsize, nonfinite=False) or departure))
+    return text, departure
+
+
+def strict_value(value: Any) -> Any:
+    """A copy of a JSON value with NaN and the infinities as the strings ``"NaN"``, ``"Infinity"`` and
+    ``"-Infinity"``, so strict JSON outputs can echo model output that held them."""
+    return json.loads(json.dumps(value, ensure_ascii=False), parse_constant=str)
 
 
 def dumps_json(value: Any, indent: int | None = 2) -> str:

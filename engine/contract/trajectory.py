@@ -19,22 +19,27 @@ from typing import Any
 
 from engine.contract.atomic import atomic_write_text
 from engine.contract.errors import InputError
-from engine.contract.jsonio import ValueProblem, checked_canonical_json, dumps_json, lone_surrogate, read_json
+from engine.contract.jsonio import (ValueProblem, checked_canonical_json, dumps_json, lenient_canonical_json,
+                                    lone_surrogate, read_json)
 
 log = logging.getLogger(__name__)
 
 # Fields a written trajectory object puts before its steps (the published order).
 _HEAD_FIELDS = ("image", "type", "question")
+MAX_WARNINGS = 10
+"""Calls of one file whose lenient reading is named in a warning; the rest are counted."""
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     """One tool call: `name` is "server/tool" (whitespace-stripped), `arguments` any JSON value, and
-    `text` the canonical JSON of the arguments (checked: strict JSON that UTF-8 can hold)."""
+    `text` the canonical JSON of the arguments (checked: strict JSON that UTF-8 can hold, or, read
+    leniently, what the published scorer serializes, with the departure from strict JSON in `warning`)."""
 
     name: str
     arguments: Any
     text: str = field(compare=False, repr=False)
+    warning: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +147,10 @@ def _last_of_each(path: Path, entries: list[tuple[str, dict]]) -> tuple[dict[str
     return kept, tuple(repeated)
 
 
-def parse_call(path: Path, task_id: str, where: str, obj: Any) -> Call:
+def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = False) -> Call:
     """Validate one call object: a non-empty string name, and arguments (default null) that strict
-    UTF-8 JSON can hold, nested at most MAX_DEPTH levels."""
+    UTF-8 JSON can hold, nested at most MAX_DEPTH levels; `lenient` (model output): arguments the
+    published scorer scores (NaN, infinities, deeper nesting) are kept, the departure in `warning`."""
     if not isinstance(obj, dict):
         raise InputError(path, f"a call must be an object, got {type(obj).__name__}",
                          task_id=task_id, field=where)
@@ -154,15 +160,23 @@ def parse_call(path: Path, task_id: str, where: str, obj: Any) -> Call:
                          field=f"{where}.name")
     check_text(path, task_id, f"{where}.name", name)
     arguments = obj.get("arguments")
+    departure = None
     try:
-        text = checked_canonical_json(arguments)
+        if lenient:
+            text, departure = lenient_canonical_json(arguments)
+        else:
+            text = checked_canonical_json(arguments)
     except ValueProblem as exc:
         raise InputError(path, exc.problem, task_id=task_id, field=f"{where}.arguments{exc.where}") from None
-    return Call(name=name.strip(), arguments=arguments, text=text)
+    warning = None
+    if departure is not None:
+        warning = str(InputError(path, f"{departure[1]}; scored as the published scorer reads and serializes it",
+                                 task_id=task_id, field=f"{where}.arguments{departure[0]}"))
+    return Call(name=name.strip(), arguments=arguments, text=text, warning=warning)
 
 
-def parse_trajectory(path: Path, task_id: str, obj: dict) -> Trajectory:
-    """Validate one trajectory object and build a Trajectory."""
+def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False) -> Trajectory:
+    """Validate one trajectory object and build a Trajectory (`lenient`: see `parse_call`)."""
     family = obj.get("type")
     if family is not None and not isinstance(family, str):
         raise InputError(path, f"type must be a string, got {type(family).__name__}",
@@ -188,25 +202,37 @@ def parse_trajectory(path: Path, task_id: str, obj: dict) -> Trajectory:
         if not isinstance(calls, list):
             raise InputError(path, f"calls must be a list, got {type(calls).__name__}",
                              task_id=task_id, field=f"steps[{si}].calls")
-        steps.append(Step(tuple(parse_call(path, task_id, f"steps[{si}].calls[{ci}]", c)
+        steps.append(Step(tuple(parse_call(path, task_id, f"steps[{si}].calls[{ci}]", c, lenient)
                                 for ci, c in enumerate(calls)), step.get("step")))
     return Trajectory(id=task_id, type=family, steps=tuple(steps), raw=obj)
 
 
-def parse_trajectories(path: Path, root: Any) -> TrajectoryFile:
+def parse_trajectories(path: Path, root: Any, lenient: bool = False) -> TrajectoryFile:
     """Validate a parsed trajectory file's root (a list of tasks or an object of id -> task).
 
-    `path` names the source in errors and warnings; a repeated id keeps its last object.
+    `path` names the source in errors and warnings; a repeated id keeps its last object. `lenient`
+    (for model output) scores call arguments the published scorer scores, with a warning per call
+    (the first `MAX_WARNINGS`, then their count).
     """
     kept, repeated = _last_of_each(path, _entries(path, root))
-    tasks = {task_id: parse_trajectory(path, task_id, obj) for task_id, obj in kept.items()}
+    tasks = {task_id: parse_trajectory(path, task_id, obj, lenient) for task_id, obj in kept.items()}
+    if lenient:
+        warnings = [c.warning for t in tasks.values() for c in t.calls if c.warning is not None]
+        for warning in warnings[:MAX_WARNINGS]:
+            log.warning("%s", warning)
+        if len(warnings) > MAX_WARNINGS:
+            log.warning("%s: %d more call(s) with arguments beyond strict JSON, scored likewise", path,
+                        len(warnings) - MAX_WARNINGS)
     return TrajectoryFile(path=path, tasks=tasks, duplicate_ids=repeated)
 
 
-def read_trajectories(path: str | Path) -> TrajectoryFile:
-    """Read a trajectory file (reference or predicted); a repeated id keeps its last object."""
+def read_trajectories(path: str | Path, lenient: bool = False) -> TrajectoryFile:
+    """Read a trajectory file (reference or predicted); a repeated id keeps its last object.
+
+    `lenient`: the file is model output (predictions), read as `parse_trajectories` says.
+    """
     path = Path(path)
-    return parse_trajectories(path, read_json(path, "trajectory file"))
+    return parse_trajectories(path, read_json(path, "trajectory file"), lenient)
 
 
 def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_field: str = "question",

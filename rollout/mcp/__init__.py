@@ -9,6 +9,7 @@
 - `rollout.mcp.protocol`: the workspace ``_meta`` key, tools as the model sees them, call outcomes, and the
   rendering of result content;
 - `rollout.mcp.host`: `MCPHost`, the servers of a run: their tool catalogue and calls;
+- `rollout.mcp.envhints`: the environment variables a server that failed to start read and did not get;
 - `rollout.mcp.check`: the servers' health table;
 - `rollout.mcp.commands`: the ``scripts/servers.py`` command line (install, check, bench).
 """

@@ -1,9 +1,10 @@
 """The servers command (``scripts/servers.py``): build the servers' environments, check their health,
 time the host's cost per call.
 
-    python scripts/servers.py install --config FILE     # per-server environments (uv or venv+pip, npm)
+    python scripts/servers.py install --config FILE [-j N]   # per-server environments (uv or venv+pip, npm)
     python scripts/servers.py check --config FILE       # start each server: a health table; exit 0 if all started
     python scripts/servers.py bench --config FILE --server NAME   # the host's cost per call of NAME's check call
+    python scripts/servers.py init DIR                  # a config for the server folders under DIR, for review
 
 Bad input is one line naming the file and the field, with exit status 2. This is the command line on
 top of the rollout (it drives the ToolRunner too); nothing in rollout.mcp imports it.
@@ -15,16 +16,20 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.contract import InputError
+from engine.contract import InputError, atomic_write_json
 from rollout.mcp.check import check_servers, health_table
-from rollout.mcp.config import ServerSpec, read_servers_config
+from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_config
+from rollout.mcp.derive import derive_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.install import INSTALLERS, install_server
 from rollout.record import RolloutCache
@@ -81,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="servers.py", description="Install, check and time the MCP servers of "
                                      "a servers config (the published mcp_servers.json shape, see rollout/README.md).")
     commands = parser.add_subparsers(dest="command", required=True)
+    init = commands.add_parser("init", help="write a servers config for the server folders under DIR, for review",
+                               description="write a servers config for the server folders under DIR (install "
+                               "blocks and entry points derived from each folder's own files), for review")
+    init.add_argument("dir", type=Path, help="the folder whose subfolders are MCP servers")
+    init.add_argument("--output", type=Path, default=None, help="the config to write (default DIR/mcp_servers.json)")
+    init.add_argument("--force", action="store_true", help="replace an existing output file")
     for name, text in (("install", "build the per-server environments the config's install blocks ask for"),
                        ("check", "start each enabled server, list its tools, time a round trip; print a table"),
                        ("bench", "time one server's check call through the SDK, MCPHost and ToolRunner")):
@@ -88,12 +99,18 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--config", type=Path, required=True, help="the servers config (JSON)")
         sub.add_argument("--envs", type=Path, default=None, help="where per-server environments live (default: the "
                          "config's 'environments', else $M3BENCH_SERVER_ENVS or ~/.cache/m3bench/server-envs)")
+        sub.add_argument("--environment", choices=ENVIRONMENT_MODES, default=None, help="what the servers' "
+                         "environments hold: declared (the default variables and their own) or whole (this "
+                         "process's whole environment, as the published host ran them); default: the config's")
         if name != "bench":
             sub.add_argument("--only", nargs="+", metavar="SERVER", help="only these servers")
     install = commands.choices["install"]
     install.add_argument("--installer", choices=INSTALLERS, default="auto",
                          help="uv, venv+pip, or auto (uv when found; default)")
     install.add_argument("--force", action="store_true", help="rebuild environments that are already there")
+    install.add_argument("-j", "--jobs", type=_jobs, default=1, help="environments built at once (default 1)")
+    install.add_argument("--logs", type=Path, default=None, help="folder of the per-server build logs, "
+                         "<server>.log (default: logs/ in the environments folder)")
     check = commands.choices["check"]
     check.add_argument("--start-timeout", type=float, default=20.0, help="seconds for a server to start (default 20)")
     check.add_argument("--call-timeout", type=float, default=10.0, help="seconds for the round trip (default 10)")
@@ -115,12 +132,42 @@ def _selected(specs: list[ServerSpec], only: list[str] | None, config: Path) -> 
     return [s for s in enabled if s.name in only]
 
 
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value!r}")
+    return jobs
+
+
+def _log_path(spec: ServerSpec, logs: Path | None) -> Path | None:
+    """Where a server's build log goes: `logs`, else logs/ in its environments folder (None: nothing to build)."""
+    if spec.env_folder is None:
+        return None
+    folder = logs if logs is not None else Path(spec.env_folder).parent / "logs"
+    return folder / f"{re.sub(r'[^A-Za-z0-9._-]', '_', spec.name)}.log"
+
+
 def _install(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
-    failed = 0
-    for spec in specs:
-        outcome = install_server(spec, args.installer, args.force)
-        failed += outcome.status == "failed"
-        print(f"{outcome.server:<24} {outcome.status:<18} {outcome.seconds:6.1f} s  {outcome.detail}", flush=True)
+    """Build the environments, `args.jobs` at once; a row per server as it finishes, then a summary."""
+    began = time.monotonic()
+    outcomes = []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(install_server, spec, args.installer, args.force, _log_path(spec, args.logs))
+                   for spec in specs]
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcomes.append(outcome)
+            print(f"{outcome.server:<24} {outcome.status:<18} {outcome.seconds:6.1f} s  {outcome.detail}", flush=True)
+    counts = Counter(o.status for o in outcomes)
+    failed = [o.server for o in outcomes if o.status == "failed"]
+    logs = sorted({str(p.parent) for p in (_log_path(s, args.logs) for s in specs) if p is not None and p.exists()})
+    print(", ".join(f"{counts[k]} {k}" for k in ("installed", "up to date", "nothing to install", "failed")
+                    if counts[k]) + (f" ({', '.join(sorted(failed))})" if failed else "") +
+          f"; {len(specs)} server(s), {args.jobs} at once, {time.monotonic() - began:.1f} s" +
+          (f"; build logs in {', '.join(logs)}" if logs else ""))
     return 1 if failed else 0
 
 
@@ -135,12 +182,38 @@ def _check(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
     return 0 if started == len(rows) else 1
 
 
+def _init(args: argparse.Namespace) -> int:
+    """Write the derived config; a row per folder, then what could not be derived. Exit 1 when something was not."""
+    if not args.dir.is_dir():
+        raise InputError(args.dir, "not a folder of server folders")
+    output = args.output or args.dir / "mcp_servers.json"
+    if output.exists() and not args.force:
+        raise InputError(output, "exists already (use --force to replace it)")
+    config, derived = derive_config(args.dir, output)
+    atomic_write_json(output, config)
+    for d in derived:
+        if d.entry is not None:
+            print(f"{d.name:<24} {d.entry['command']} {' '.join(d.entry['args'])}".rstrip() + "   " +
+                  "; ".join(d.sources))
+    missing = [d for d in derived if d.missing]
+    if missing:
+        print("\ncould not derive (fill in by hand):")
+        for d in missing:
+            print(f"  {d.name:<22} " + ("" if d.entry is not None else "LEFT OUT: ") + "; ".join(d.missing))
+    print(f"\nwrote {output}: {len(config['servers'])} of {len(derived)} folder(s); review it, then "
+          f"python scripts/servers.py install --config {output}")
+    return 1 if missing else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a servers command; its exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("rollout.mcp.config").setLevel(logging.WARNING)
     try:
-        specs = read_servers_config(args.config, args.envs)
+        if args.command == "init":
+            return _init(args)
+        specs = read_servers_config(args.config, args.envs, args.environment)
         if args.command == "bench":
             spec = next((s for s in specs if s.name == args.server and not s.disabled), None)
             if spec is None or spec.check is None:
@@ -149,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             print(asyncio.run(measure_overhead(spec, args.calls)).report(spec.name, spec.check[0]))
             return 0
         selected = _selected(specs, args.only, args.config)
+        if args.command == "check" and not selected:
+            raise InputError(args.config, "no server to check (the config has no enabled server)", field="servers")
         return _install(args, selected) if args.command == "install" else _check(args, selected)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

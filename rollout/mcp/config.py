@@ -6,8 +6,11 @@ point; the project's folder for ``"python": "host"``), ``python`` (``"host"``: t
 interpreter, with the project on PYTHONPATH, for the project's own servers; or a
 virtualenv folder or interpreter), ``install`` (a per-server environment built by
 ``scripts/servers.py install``), ``inherit`` (more variables to pass on), ``paths`` (``"workspace"``,
-the default, or ``"as-written"``) and ``check`` (the call ``scripts/servers.py check`` times). At the
-top: ``environments`` (where per-server environments go) and ``inherit`` (what every server inherits).
+the default, or ``"as-written"``; or ``{"mode": ..., "keep": ["./media"]}``, folders of the server's
+own whose paths are sent as written), ``check`` (the call ``scripts/servers.py check`` times) and
+``environment`` (``"declared"``, the default: the inherited and declared variables; ``"whole"``: the
+host's whole environment, as the published host ran its servers). At the top: ``environments`` (where
+per-server environments go), ``inherit`` (what every server inherits) and ``environment``.
 
 A bare ``python`` in an entry that names no environment keeps its published meaning: the first
 ``python`` on PATH. Environment values may use ``${VAR}`` and ``${VAR:-default}``; a variable that is
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import os
 import re
 import sys
@@ -27,6 +31,9 @@ from typing import Any
 
 from engine.contract import InputError, read_json
 from rollout.mcp.environments import STAMP, InstallSpec, Runtime, default_env_root, launch, parse_install
+from rollout.mcp.paths import kept_folder
+
+log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the rollout package (put on the PYTHONPATH of servers run with ``"python": "host"``)."""
@@ -38,6 +45,12 @@ DEFAULT_INHERIT = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TZ",
 """Variables (names or shell patterns) every server inherits unless the config's ``inherit`` says otherwise."""
 
 PATH_MODES = ("workspace", "as-written")
+ENVIRONMENT_MODES = ("declared", "whole")
+"""What a server's environment holds: the inherited and declared variables, or the host's whole environment."""
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+WHOLE_ENVIRONMENT_WARNING = ("MCP server(s) {names} get the rollout's whole environment (environment: whole, as the "
+                             "published host ran them): every variable, API keys of other services included, "
+                             "reaches them; values of variables named like secrets are redacted from results")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _MIN_SECRET = 6
 
@@ -59,6 +72,8 @@ class ServerSpec:
     check: tuple[str, str] | None = None
     install: InstallSpec | None = None
     env_folder: str | None = None
+    keep_paths: tuple[str, ...] = ()
+    environment: str = "declared"
 
 
 def inherited(patterns: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -98,6 +113,31 @@ def _check_call(value: Any, path: Path, where: str) -> tuple[str, str] | None:
     return value["tool"], json.dumps(value.get("arguments", {}))
 
 
+def _path_policy(value: Any, path: Path, where: str) -> tuple[str, tuple[str, ...]]:
+    """(mode, the server's own folders) of an entry's ``paths``: a mode, or ``{"mode": ..., "keep": [...]}``."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"mode", "keep"})
+        if unknown:
+            raise InputError(path, f"unknown key(s) {', '.join(unknown)} (expected mode, keep)", field=where)
+        mode, keep = value.get("mode", "workspace"), value.get("keep", [])
+        if not isinstance(keep, list) or not all(isinstance(k, str) for k in keep):
+            raise InputError(path, "must be a list of folders relative to the server's working directory",
+                             field=f"{where}.keep")
+        folders = []
+        for i, folder in enumerate(keep):
+            kept = kept_folder(folder)
+            if kept is None:
+                raise InputError(path, "must be a folder relative to the server's working directory, inside it "
+                                 "(like ./media)", field=f"{where}.keep[{i}]")
+            folders.append(kept)
+        where = f"{where}.mode"
+    else:
+        mode, folders = value, []
+    if mode not in PATH_MODES:
+        raise InputError(path, f"must be one of {', '.join(PATH_MODES)}", field=where)
+    return mode, tuple(dict.fromkeys(folders))
+
+
 def _runtime(entry: dict[str, Any], install: InstallSpec | None, folder: Path | None, path: Path,
              where: str) -> Runtime | None:
     """What the entry names as its environment (None: it names none)."""
@@ -115,7 +155,14 @@ def _runtime(entry: dict[str, Any], install: InstallSpec | None, folder: Path | 
     return None
 
 
-def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list[str]) -> ServerSpec:
+def _environment_mode(value: Any, path: Path, where: str) -> str:
+    if value not in ENVIRONMENT_MODES:
+        raise InputError(path, f"must be one of {', '.join(ENVIRONMENT_MODES)}", field=where)
+    return value
+
+
+def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list[str], mode: str,
+           forced: bool) -> ServerSpec:
     where = f"servers.{name}"
     if "/" in name or not name.strip():
         raise InputError(path, "a server name must be non-empty and contain no '/'", field=where)
@@ -136,10 +183,11 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise InputError(path, "must be a string", field=f"{where}.cwd")
-    paths = entry.get("paths", "workspace")
-    if paths not in PATH_MODES:
-        raise InputError(path, f"must be one of {', '.join(PATH_MODES)}", field=f"{where}.paths")
+    paths, keep = _path_policy(entry.get("paths", "workspace"), path, f"{where}.paths")
     extra = _names(entry.get("inherit", []), path, f"{where}.inherit")
+    if "environment" in entry:
+        own_mode = _environment_mode(entry["environment"], path, f"{where}.environment")
+        mode = mode if forced else own_mode
     install = parse_install(entry["install"], path, f"{where}.install") if "install" in entry else None
     check = _check_call(entry.get("check"), path, f"{where}.check")
     if disabled:
@@ -150,7 +198,11 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     missing: list[str] = []
     secrets = [v for v in inherited(extra).values() if len(v) >= _MIN_SECRET]
     own = {k: _expand(v, missing, secrets) for k, v in env.items()}
-    full = {**inherited(base_inherit), **inherited(extra), **own}
+    if mode == "whole":
+        secrets += [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET]
+        full = {**os.environ, **own}
+    else:
+        full = {**inherited(base_inherit), **inherited(extra), **own}
     if runtime is not None and runtime.bins:
         full["PATH"] = os.pathsep.join([*runtime.bins, *([full["PATH"]] if full.get("PATH") else [])])
     if entry.get("python") == "host":
@@ -168,14 +220,17 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     return ServerSpec(name, command, tuple(args), tuple(sorted(full.items())),
                       str((path.parent / cwd).resolve() if cwd else home), False, paths, problem,
                       tuple(sorted(set(secrets), key=len, reverse=True)), note, check, install,
-                      str(folder) if folder is not None else None)
+                      str(folder) if folder is not None else None, keep, mode)
 
 
-def read_servers_config(path: str | Path, env_root: str | Path | None = None) -> list[ServerSpec]:
+def read_servers_config(path: str | Path, env_root: str | Path | None = None,
+                        environment: str | None = None) -> list[ServerSpec]:
     """Server specs of a servers config file, in file order (disabled ones included, marked).
 
     `env_root` (where per-server environments live) overrides the file's ``environments`` key, whose
-    default is $M3BENCH_SERVER_ENVS or ~/.cache/m3bench/server-envs.
+    default is $M3BENCH_SERVER_ENVS or ~/.cache/m3bench/server-envs. `environment` (``declared`` or
+    ``whole``) overrides the file's ``environment`` key and its entries' (default ``declared``); servers
+    given the whole environment are named in a warning.
     """
     path = Path(path).resolve()
     data = read_json(path, "servers config")
@@ -188,8 +243,15 @@ def read_servers_config(path: str | Path, env_root: str | Path | None = None) ->
             raise InputError(path, "must be a folder", field="environments")
         env_root = (path.parent / given) if given else default_env_root()
     base_inherit = _names(data.get("inherit", list(DEFAULT_INHERIT)), path, "inherit")
+    if environment is not None:
+        mode = _environment_mode(environment, Path("config"), "server_environment")
+    else:
+        mode = _environment_mode(data.get("environment", "declared"), path, "environment")
     specs = []
     for name, entry in servers.items():
-        specs.append(_entry(name, entry, path, Path(env_root).resolve(), base_inherit))
+        specs.append(_entry(name, entry, path, Path(env_root).resolve(), base_inherit, mode, environment is not None))
+    whole = [s.name for s in specs if not s.disabled and s.environment == "whole"]
+    if whole:
+        log.warning(WHOLE_ENVIRONMENT_WARNING.format(names=", ".join(whole)))
     return specs
 

@@ -62,7 +62,10 @@ def _strings(value: Any, path: Path, where: str) -> tuple[str, ...]:
 
 
 def parse_install(block: Any, path: Path, where: str) -> InstallSpec:
-    """The install block of a manifest entry; InputError naming the field when it is malformed."""
+    """The install block of a manifest entry; InputError naming the field when it is malformed.
+
+    Requirements that are local paths (``./server``, ``../x/requirements.txt``) are relative to the manifest's
+    folder."""
     if not isinstance(block, dict):
         raise InputError(path, "must be an object", field=where)
     unknown = sorted(set(block) - {"requirements", "python", "npm", "build", "dir"})
@@ -79,7 +82,9 @@ def parse_install(block: Any, path: Path, where: str) -> InstallSpec:
     build_dir = block.get("dir")
     if steps and not isinstance(build_dir, str):
         raise InputError(path, "a build needs the folder it runs in", field=f"{where}.dir")
-    spec = InstallSpec(_strings(block.get("requirements", []), path, f"{where}.requirements"),
+    requirements = tuple(str((path.parent / r).resolve()) if r.startswith(("./", "../")) else r
+                         for r in _strings(block.get("requirements", []), path, f"{where}.requirements"))
+    spec = InstallSpec(requirements,
                        python, _strings(block.get("npm", []), path, f"{where}.npm"), steps,
                        str((path.parent / build_dir).resolve()) if steps else None)
     if not (spec.requirements or spec.npm or spec.build):

@@ -76,6 +76,11 @@ class MCPHost:
         server = self._servers.get(name)
         return Path(server.spec.cwd or ".").resolve() if server is not None else None
 
+    def kept_folders(self, name: str) -> tuple[str, ...]:
+        """The server's own folders whose path arguments are sent as written (the config's ``paths.keep``)."""
+        server = self._servers.get(name)
+        return server.spec.keep_paths if server is not None else ()
+
     async def call(self, name: str, arguments: dict[str, Any], workspace: Path | None = None) -> ToolOutcome:
         """Call "server/tool" with the task workspace in the request's _meta; never raises for tool trouble."""
         server_name, _, tool = name.partition("/")
@@ -91,7 +96,7 @@ class MCPHost:
         if workspace is not None:
             meta = {WORKSPACE_META_KEY: str(workspace)}
             if server.spec.paths == "workspace":
-                arguments = to_workspace(arguments, workspace)
+                arguments = to_workspace(arguments, workspace, keep=server.spec.keep_paths)
         outcome = await self._send(server, session, tool, arguments, meta)
         text = from_workspace(outcome.text, workspace) if workspace is not None else outcome.text
         return ToolOutcome(redact(text, server.spec.secrets), outcome.is_error, outcome.images)

@@ -4,7 +4,8 @@ Python requirements go into a virtualenv made with uv when it is found (on PATH,
 interpreter, or as the ``uv`` package), else with ``venv`` and pip; npm packages are installed under
 the environment folder; a Node build runs its commands in its source folder. A finished environment
 gets a stamp, so installing again is quick; one without a stamp (an interrupted build) is built anew.
-Concurrent installs of one environment wait for each other (a file lock).
+Concurrent installs of one environment wait for each other (a file lock). Every command of a build
+and its whole output can go to a log file of the server's own.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from filelock import FileLock
 
@@ -55,13 +57,19 @@ def find_uv() -> str | None:
         return None
 
 
-def _run(argv: list[str], cwd: Path | None = None) -> None:
+def _run(argv: list[str], cwd: Path | None = None, log: IO[str] | None = None) -> None:
+    if log is not None:
+        log.write(f"$ {' '.join(argv)}" + (f"   (in {cwd})" if cwd else "") + "\n")
+        log.flush()
     try:
         done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT)
     except FileNotFoundError:
         raise InstallFailed(f"command not found: {argv[0]}") from None
     except subprocess.TimeoutExpired:
         raise InstallFailed(f"{' '.join(argv)}: no result within {STEP_TIMEOUT:g} s") from None
+    if log is not None:
+        log.write(done.stdout + done.stderr + f"[exit status {done.returncode}]\n")
+        log.flush()
     if done.returncode != 0:
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
         raise InstallFailed(f"{' '.join(argv)} exited with {done.returncode}: {tail}")
@@ -79,17 +87,19 @@ def _base_python(wanted: str | None) -> str:
     return found
 
 
-def _python_env(spec: InstallSpec, venv: Path, uv: str | None) -> None:
+def _python_env(spec: InstallSpec, venv: Path, uv: str | None, log: IO[str] | None) -> None:
     if uv is not None:
-        _run([uv, "venv", "--quiet", "--python", spec.python or sys.executable, str(venv)])
-        _run([uv, "pip", "install", "--quiet", "--python", venv_python(venv), *spec.requirements])
+        _run([uv, "venv", "--quiet", "--python", spec.python or sys.executable, str(venv)], log=log)
+        _run([uv, "pip", "install", "--quiet", "--python", venv_python(venv), *spec.requirements], log=log)
         return
-    _run([_base_python(spec.python), "-m", "venv", str(venv)])
-    _run([venv_python(venv), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *spec.requirements])
+    _run([_base_python(spec.python), "-m", "venv", str(venv)], log=log)
+    _run([venv_python(venv), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *spec.requirements],
+         log=log)
 
 
-def build_environment(spec: InstallSpec, folder: Path, installer: str = "auto") -> None:
-    """Build one environment folder from scratch (what was there without a stamp is removed)."""
+def build_environment(spec: InstallSpec, folder: Path, installer: str = "auto", log: IO[str] | None = None) -> None:
+    """Build one environment folder from scratch (what was there without a stamp is removed); each command
+    and its output go to `log` when given."""
     if installer not in INSTALLERS:
         raise ValueError(f"installer must be one of {', '.join(INSTALLERS)}")
     uv = find_uv() if installer != "pip" else None
@@ -99,21 +109,25 @@ def build_environment(spec: InstallSpec, folder: Path, installer: str = "auto") 
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     if spec.requirements:
-        _python_env(spec, folder / "venv", uv)
+        _python_env(spec, folder / "venv", uv, log)
     if spec.npm:
         (folder / "package.json").write_text('{"private": true}\n', encoding="utf-8")
         _run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--omit=dev",
-              "--loglevel=error", *spec.npm])
+              "--loglevel=error", *spec.npm], log=log)
     for step in spec.build:
-        _run(list(step), cwd=Path(spec.build_dir or "."))
+        _run(list(step), cwd=Path(spec.build_dir or "."), log=log)
     stamp = {"requirements": spec.requirements, "python": spec.python, "npm": spec.npm,
              "build": spec.build, "dir": spec.build_dir, "installer": "uv" if uv else "pip",
              "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
     (folder / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
 
 
-def install_server(spec: ServerSpec, installer: str = "auto", force: bool = False) -> InstallOutcome:
-    """Build a server's environment unless it is there already; never raises for a failed build."""
+def install_server(spec: ServerSpec, installer: str = "auto", force: bool = False,
+                   log_path: Path | None = None) -> InstallOutcome:
+    """Build a server's environment unless it is there already; never raises for a failed build.
+
+    The build's commands and their output are appended to `log_path` when given (a header line first).
+    """
     if spec.install is None or spec.env_folder is None:
         return InstallOutcome(spec.name, "nothing to install", 0.0)
     folder = Path(spec.env_folder)
@@ -123,7 +137,19 @@ def install_server(spec: ServerSpec, installer: str = "auto", force: bool = Fals
         if (folder / STAMP).is_file() and not force:
             return InstallOutcome(spec.name, "up to date", time.monotonic() - start, str(folder))
         try:
-            build_environment(spec.install, folder, installer)
+            if log_path is None:
+                build_environment(spec.install, folder, installer)
+            else:
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                with log_path.open("a", encoding="utf-8") as log:
+                    log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} install of MCP server '{spec.name}' "
+                              f"into {folder}\n")
+                    try:
+                        build_environment(spec.install, folder, installer, log)
+                    except InstallFailed as exc:
+                        log.write(f"FAILED: {exc}\n")
+                        raise
+                    log.write("installed\n")
         except InstallFailed as exc:
             return InstallOutcome(spec.name, "failed", time.monotonic() - start, str(exc))
     return InstallOutcome(spec.name, "installed", time.monotonic() - start, str(folder))

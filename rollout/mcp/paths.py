@@ -10,7 +10,8 @@ A string argument is rewritten when it is a relative path that stays inside the 
 either starts with ``./`` or ``../``, or begins with a file or folder the workspace has, or is the
 value of a key whose last word names a path (``output_path``, ``filepath``, ``imageFileUri``,
 ``save_dir``, ``file_name``; lists under such a key too). URLs, absolute paths and text with line
-breaks are left as they are.
+breaks are left as they are. Probing a string as a path never fails a call: a string the file system
+cannot take as a path (too long, a NUL byte) is no path.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ def _relative_inside(value: str, root: Path, keyed: bool) -> Path | None:
         return None
     explicit = text.startswith(("./", "../"))
     first = text.split("/", 1)[0]
-    if not (explicit or keyed or (first not in (".", "..") and (root / first).exists())):
+    try:
+        if not (explicit or keyed or (first not in (".", "..") and (root / first).exists())):
+            return None
+        full = (root / text).resolve()
+    except (OSError, ValueError):  # too long for the file system, a NUL byte, a loop: not a path
         return None
-    full = (root / text).resolve()
     return full if full == root or full.is_relative_to(root) else None
 
 
@@ -50,13 +54,46 @@ def path_key(key: str) -> bool:
     return last in _PATH_WORDS and (last != "name" or len(words) > 1 and words[-2] == "file")
 
 
-def to_workspace(arguments: Any, root: Path, keyed: bool = False) -> Any:
-    """The arguments with workspace-relative paths made absolute (a new structure; the input is unchanged)."""
+def kept_folder(folder: str) -> str | None:
+    """A server's own folder as `under_kept` compares it (``./media/`` -> ``media``), or None when it is not a
+    relative folder that stays where it is (empty, absolute, or leaving through ``..``)."""
+    parts = [p for p in folder.strip().replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or folder.strip().startswith(("/", "~")) or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def under_kept(value: str, keep: tuple[str, ...]) -> bool:
+    """Whether a string argument is a relative path inside one of the server's own folders (`kept_folder` form)."""
+    if not keep:
+        return False
+    parts = [p for p in value.strip().split("/") if p not in ("", ".")]
+    text = "/".join(parts)
+    return ".." not in parts and not value.strip().startswith("/") and \
+        any(text == k or text.startswith(k + "/") for k in keep)
+
+
+def kept_paths(arguments: Any, keep: tuple[str, ...]) -> list[str]:
+    """The string arguments that are relative paths inside the server's own folders (files it may write there)."""
     if isinstance(arguments, dict):
-        return {k: to_workspace(v, root, path_key(k)) for k, v in arguments.items()}
+        return [p for v in arguments.values() for p in kept_paths(v, keep)]
     if isinstance(arguments, list):
-        return [to_workspace(v, root, keyed) for v in arguments]
-    if isinstance(arguments, str):
+        return [p for v in arguments for p in kept_paths(v, keep)]
+    if isinstance(arguments, str) and "\n" not in arguments and under_kept(arguments, keep):
+        return [arguments.strip()]
+    return []
+
+
+def to_workspace(arguments: Any, root: Path, keyed: bool = False, keep: tuple[str, ...] = ()) -> Any:
+    """The arguments with workspace-relative paths made absolute (a new structure; the input is unchanged).
+
+    Paths inside the server's own folders (`keep`, see `kept_folder`) are sent as written.
+    """
+    if isinstance(arguments, dict):
+        return {k: to_workspace(v, root, path_key(k), keep) for k, v in arguments.items()}
+    if isinstance(arguments, list):
+        return [to_workspace(v, root, keyed, keep) for v in arguments]
+    if isinstance(arguments, str) and not under_kept(arguments, keep):
         full = _relative_inside(arguments, root, keyed)
         if full is not None:
             return str(full) + ("/" if arguments.endswith("/") and full != root else "")

@@ -2,7 +2,8 @@
 
 Each server runs in a task that owns the SDK's async contexts (the stdio client and the session),
 so the process can be stopped from any other task. A server that fails to start keeps the reason in
-`error`, with the tail of what it wrote to stderr, instead of raising. Each server's stderr goes to
+`error`, with the tail of what it wrote to stderr and the environment variables it read and did not
+get (`rollout.mcp.envhints`), instead of raising. Each server's stderr goes to
 its own log file (``<log_dir>/<server>.log``), a header line before each start.
 """
 
@@ -18,12 +19,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from rollout.mcp.config import ServerSpec
+from rollout.mcp.envhints import missing_variables_hint
 from rollout.mcp.protocol import ToolInfo, describe_error
 
 log = logging.getLogger(__name__)
 
 TAIL_LINES = 6
 TAIL_CHARS = 600
+STDERR_CHARS = 65536
+"""The end of a failed start's stderr searched for the environment variables it missed."""
 _STACK_FRAME = re.compile(r"\s+at \S")
 """JavaScript stack frames, left out of stderr tails so the error line stays in them."""
 
@@ -65,14 +69,18 @@ class ServerProcess:
         self._log_offset = handle.tell()
         return handle
 
-    def stderr_tail(self) -> str:
-        """The last lines the current (or last) process wrote to stderr (JavaScript stack frames left out), on one
-        line, secrets redacted."""
+    def _stderr(self) -> str:
+        """What the current (or last) process wrote to stderr (its last STDERR_CHARS characters)."""
         if self.log_path is None or not self.log_path.exists():
             return ""
         with self.log_path.open("rb") as fh:
-            fh.seek(self._log_offset)
-            text = fh.read().decode("utf-8", "replace")
+            fh.seek(max(self._log_offset, fh.seek(0, os.SEEK_END) - STDERR_CHARS))
+            return fh.read().decode("utf-8", "replace")
+
+    def stderr_tail(self) -> str:
+        """The last lines the current (or last) process wrote to stderr (JavaScript stack frames left out), on one
+        line, secrets redacted."""
+        text = self._stderr()
         lines = [line.strip() for line in text.splitlines() if line.strip() and not _STACK_FRAME.match(line)]
         lines = lines[-TAIL_LINES:]
         tail = redact(" | ".join(lines), self.spec.secrets)
@@ -126,6 +134,10 @@ class ServerProcess:
             reason = self.error or "exited during start"
             await self.stop()
             self.error = self._with_tail(reason)
+            hint = missing_variables_hint(self._stderr(), dict(self.spec.env), self.spec.command, self.spec.args,
+                                          self.spec.cwd)
+            if hint:
+                self.error += f"; {hint}"
 
     async def _list_tools(self, session: Any) -> list[ToolInfo]:
         tools: list[ToolInfo] = []

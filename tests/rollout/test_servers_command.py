@@ -27,7 +27,9 @@ def _rows(table: str) -> dict[str, list[str]]:
 @pytest.mark.slow
 def test_check_the_test_servers(python_servers, node_servers):
     done, took = _servers("install", "--config", str(THIRD_PARTY), "--envs", str(python_servers))
-    assert done.returncode == 0 and done.stdout.count("up to date") == 4, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and sum("up to date" in line for line in lines[:-1]) == 4, done.stdout + done.stderr
+    assert lines[-1].startswith("4 up to date; 4 server(s), 1 at once"), lines[-1]
     done, took = _servers("check", "--config", str(THIRD_PARTY), "--envs", str(python_servers))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = _rows(done.stdout)
@@ -64,6 +66,44 @@ def test_bad_config_is_one_line(tmp_path):
     assert done.stderr == f"error: {bad}: field 'servers.a.install.npm': must be a list of non-empty strings\n"
     done, _ = _servers("check", "--config", str(bad), "--only", "b")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+def test_check_without_servers_is_an_error(tmp_path):
+    for servers in ({}, {"off": {"command": "x", "disabled": True}}):
+        config = write_json(tmp_path / "s.json", {"servers": servers})
+        done, _ = _servers("check", "--config", str(config))
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr == (f"error: {config}: field 'servers': no server to check (the config has no enabled "
+                               "server)\n")
+
+
+def test_install_builds_in_parallel_with_a_log_per_server(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    step = [sys.executable, "-c", "import sys, time; time.sleep(2); print('built', sys.argv[1]); "
+                                  "open(sys.argv[1], 'w').close()"]
+    servers = {f"s{i}": {"command": "x", "install": {"build": [[*step, f"out{i}"]], "dir": "src"}} for i in range(3)}
+    servers["bad"] = {"command": "x", "install": {"build": [[sys.executable, "-c", "import sys; print('no compiler', "
+                                                                             "file=sys.stderr); sys.exit(4)"]],
+                                                   "dir": "src"}}
+    servers["plain"] = {"command": "x"}
+    config = write_json(tmp_path / "s.json", {"environments": "envs", "servers": servers})
+    done, took = _servers("install", "--config", str(config), "-j", "4")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert took < 2 * 3, took  # three 2 s builds at once, not one after the other
+    lines = done.stdout.splitlines()
+    rows = {line.split()[0]: line for line in lines[:-1]}
+    assert sorted(rows) == ["bad", "plain", "s0", "s1", "s2"] and " failed " in rows["bad"]
+    assert all(" installed " in rows[f"s{i}"] and (source / f"out{i}").is_file() for i in range(3))
+    logs = tmp_path / "envs" / "logs"
+    assert lines[-1].startswith("3 installed, 1 nothing to install, 1 failed (bad); 5 server(s), 4 at once, ")
+    assert lines[-1].endswith(f"; build logs in {logs}")
+    assert "built out1" in (logs / "s1.log").read_text() and "installed" in (logs / "s1.log").read_text()
+    bad = (logs / "bad.log").read_text()
+    assert "no compiler" in bad and "[exit status 4]" in bad and "FAILED: " in bad
+    assert sorted(p.name for p in logs.iterdir()) == ["bad.log", "s0.log", "s1.log", "s2.log"]
+    done, _ = _servers("install", "--config", str(config), "-j", "0")
+    assert done.returncode == 2 and "-j/--jobs: must be an integer >= 1" in done.stderr
 
 
 def test_a_node_build_runs_in_its_folder(tmp_path):

@@ -1,0 +1,204 @@
+"""A servers config derived from server folders (``python scripts/servers.py init DIR``), for review.
+
+Each folder directly under DIR is one server. From its own files:
+
+- install: ``pyproject.toml`` -> a virtualenv with the project itself installed (``./<folder>``); else
+  ``requirements.txt`` -> a virtualenv with its requirements (its lines, or ``-r`` the file when it
+  holds pip options); ``package.json`` with a ``build`` script -> ``npm install`` then ``npm run
+  build`` in the folder, with dependencies and no build -> ``npm install``;
+- entry point: a ``[project.scripts]`` script of ``pyproject.toml`` (the one, or the one named like an
+  MCP server); ``bin`` (the one, or the one named like an MCP server) or ``main`` of ``package.json``
+  (run with ``node``); a lone ``*_mcp.py``, ``*-mcp.py``, ``mcp_*.py`` or ``server.py`` (run with
+  ``python``);
+- ``inherit``: the environment variables its source files read (``os.getenv("X")``, ``process.env.X``).
+
+Each server runs in its own folder (``cwd``). What could not be derived is listed, and a folder
+without an entry point is left out of the config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollout.mcp.envhints import read_in_files
+
+_MCP_LIKE = re.compile(r"mcp|server", re.IGNORECASE)
+_PY_ENTRY = re.compile(r"(?:.+[_-]mcp|mcp[_-].+|server)\.py")
+
+
+@dataclass
+class Derived:
+    """One folder's entry (None: no entry point), where each part came from, and what could not be derived."""
+
+    name: str
+    entry: dict[str, Any] | None
+    sources: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def _read_toml(path: Path) -> dict[str, Any] | str:
+    """The parsed file, or why it could not be read."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            return "no TOML reader (Python 3.10 without tomli)"
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"cannot be read ({exc})"
+
+
+def _read_package(path: Path) -> dict[str, Any] | str:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"cannot be read ({exc})"
+    return data if isinstance(data, dict) else "is not a JSON object"
+
+
+def _one(names: list[str]) -> str | None:
+    """The only name, else the only one named like an MCP server."""
+    if len(names) == 1:
+        return names[0]
+    liked = [n for n in names if _MCP_LIKE.search(n)]
+    return liked[0] if len(liked) == 1 else None
+
+
+def _local(rel: str) -> str:
+    """A folder relative to the config's folder as pip takes a local path (``./x``, ``../x``)."""
+    return rel if rel.startswith("../") else f"./{rel}"
+
+
+def _requirements(path: Path, rel: str) -> list[str]:
+    lines = [line.split(" #", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    if any(line.startswith("-") for line in lines):
+        return ["-r", f"{_local(rel)}/requirements.txt"]
+    return lines
+
+
+def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
+    """(install block, command + args) of a Python server folder."""
+    install = None
+    command = None
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file():
+        data = _read_toml(pyproject)
+        if isinstance(data, str):
+            out.missing.append(f"pyproject.toml {data}")
+        else:
+            install = {"requirements": [_local(rel)]}
+            out.sources.append("install: pyproject.toml (the project itself, into a virtualenv)")
+            scripts = sorted((data.get("project") or {}).get("scripts") or {})
+            script = _one(scripts)
+            if script is not None:
+                command = [script]
+                out.sources.append(f"entry point: pyproject.toml [project.scripts] {script}")
+            elif scripts:
+                out.missing.append(f"entry point: pyproject.toml has several scripts ({', '.join(scripts)})")
+    if install is None and (folder / "requirements.txt").is_file():
+        install = {"requirements": _requirements(folder / "requirements.txt", rel)}
+        out.sources.append("install: requirements.txt (into a virtualenv)")
+    if command is None:
+        candidates = sorted(p.name for p in folder.glob("*.py") if _PY_ENTRY.fullmatch(p.name))
+        if len(candidates) == 1:
+            command = ["python", candidates[0]]
+            out.sources.append(f"entry point: {candidates[0]}")
+        elif candidates:
+            out.missing.append(f"entry point: several server scripts ({', '.join(candidates)})")
+    return install, command
+
+
+def _node(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
+    """(install block, command + args) of a Node server folder."""
+    data = _read_package(folder / "package.json")
+    if isinstance(data, str):
+        out.missing.append(f"package.json {data}")
+        return None, None
+    install = None
+    scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
+    if "build" in scripts:
+        install = {"build": [["npm", "install"], ["npm", "run", "build"]], "dir": rel}
+        out.sources.append("install: package.json (npm install, npm run build)")
+    elif data.get("dependencies"):
+        install = {"build": [["npm", "install"]], "dir": rel}
+        out.sources.append("install: package.json (npm install)")
+    bins = data.get("bin")
+    target = None
+    if isinstance(bins, str):
+        target, where = bins, "bin"
+    elif isinstance(bins, dict) and bins:
+        name = _one(sorted(bins))
+        if name is None:
+            out.missing.append(f"entry point: package.json has several bins ({', '.join(sorted(bins))})")
+            return install, None
+        target, where = bins[name], f"bin {name}"
+    elif isinstance(data.get("main"), str):
+        target, where = data["main"], "main"
+    if target is None:
+        out.missing.append("entry point: package.json has no bin or main")
+        return install, None
+    out.sources.append(f"entry point: package.json {where} ({target})")
+    return install, ["node", target.removeprefix("./")]
+
+
+def derive_server(folder: Path, rel: str) -> Derived:
+    """The entry of one server folder; `rel` is the folder relative to the config's folder."""
+    out = Derived(re.sub(r"[^A-Za-z0-9._-]", "_", folder.name), None)
+    python = (folder / "pyproject.toml").is_file() or (folder / "requirements.txt").is_file() or \
+        any(folder.glob("*.py"))
+    node = (folder / "package.json").is_file()
+    if not python and not node:
+        out.missing.append("no pyproject.toml, requirements.txt, package.json or Python script")
+        return out
+    install, command = _python(folder, rel, out) if python else (None, None)
+    if command is None and node:
+        kept = list(out.missing)
+        install, command = _node(folder, rel, out)
+        if command is not None:
+            out.missing = [m for m in out.missing if m not in kept]
+    if command is None:
+        if not any(m.startswith("entry point") for m in out.missing):
+            out.missing.append("entry point: no [project.scripts], package.json bin or main, or lone "
+                               "*_mcp.py / server.py")
+        return out
+    if install is None and command[0] == "node" and node:
+        out.sources.append("install: nothing (package.json has no dependencies or build)")
+    elif install is None:
+        out.missing.append("install: no pyproject.toml, requirements.txt or package.json to build from "
+                           "(it runs on the python or node on PATH)")
+    entry: dict[str, Any] = {"command": command[0], "args": command[1:], "cwd": rel}
+    variables = read_in_files(folder)
+    if variables:
+        entry["inherit"] = variables
+        out.sources.append(f"inherit: the variables its files read ({', '.join(variables)})")
+    if install is not None:
+        entry["install"] = install
+    entry["_derived"] = "; ".join(out.sources)
+    out.entry = entry
+    return out
+
+
+def derive_config(root: Path, output: Path) -> tuple[dict[str, Any], list[Derived]]:
+    """A servers config for the server folders directly under `root` (paths relative to `output`'s folder),
+    and what was derived for each folder."""
+    base = output.resolve().parent
+    derived = []
+    for folder in sorted(p for p in root.resolve().iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if folder.name in ("node_modules", "__pycache__"):
+            continue
+        derived.append(derive_server(folder, Path(os.path.relpath(folder, base)).as_posix()))
+    servers = {d.name: d.entry for d in derived if d.entry is not None}
+    config = {"_comment": f"derived by scripts/servers.py init from the folders under {root} (Python "
+                          f"{sys.version_info.major}.{sys.version_info.minor}); review each entry before use",
+              "servers": servers}
+    return config, derived
