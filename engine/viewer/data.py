@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 MAX_TEXT = 20_000
 """Longest string kept in the site's data; a longer one is cut with a note of its full length."""
+MAX_REPLY = 600
+"""Longest judge reply kept in the site (the judge file keeps it whole)."""
 _COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details"})
 
 
@@ -207,6 +209,12 @@ def _outcomes(path: Path | None) -> tuple[dict[str, dict[tuple[int, int], str]],
     return labels, {str(k): str(v) for k, v in (illegal or {}).items()} if isinstance(illegal, dict) else {}
 
 
+def _reply(text: Any) -> Any:
+    if not isinstance(text, str) or len(text) <= MAX_REPLY:
+        return text
+    return text[:MAX_REPLY] + f"\u2026 [{len(text):,} characters in all: see the judge file]"
+
+
 def _judges(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(id -> {tc, ig: {final, judges: [{name, score, reply?}]}}, meta with agreement) of a taskcompletion file."""
     if path is None:
@@ -220,7 +228,7 @@ def _judges(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     def block(b: Any) -> dict[str, Any] | None:
         if not isinstance(b, dict):
             return None
-        judges = [{k: cut(v) for k, v in j.items() if k in ("name", "score", "reply", "reason")}
+        judges = [{k: _reply(v) if k == "reply" else cut(v) for k, v in j.items() if k in ("name", "score", "reply")}
                   for j in b.get("judges") or [] if isinstance(j, dict)]
         return {"final": _number(b.get("final")), "judges": judges}
 

@@ -311,6 +311,7 @@ async function viewTask(app, slug, id) {
   const redraw = () => drawLines(pair, t.matches);
   redraw();
   window.onresize = redraw;
+  for (const img of app.querySelectorAll("img")) img.addEventListener("load", redraw);
 }
 
 async function viewTaskAll(app, id) {
