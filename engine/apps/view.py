@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import logging
 import sys
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", action="store_true", help="then serve the site on 127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000; 0 picks one)")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     from engine.viewer.site import build_site
 
     try:
