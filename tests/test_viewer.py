@@ -300,3 +300,26 @@ def test_extra_aggregate_columns(tmp_path: Path) -> None:
     assert [c["label"] for c in board["extra"]] == ["rubric", "tool_use: proactivity", "tool_use: volume",
                                                     "verifier_pass"]
     assert board["rows"][0]["extra"] == [[0.75, 0.1], 1.0, 2.5, 0.5]
+
+
+def test_task_image_kept_as_thumbnail(tmp_path: Path) -> None:
+    from PIL import Image
+
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (1200, 900), (200, 30, 30)).save(tmp_path / "images" / "1.png")
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "image": "images/1.png", "steps": []},
+                              {"id": "2", "image": "images/absent.png", "steps": []}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "steps": []}, {"id": "2", "steps": []}]))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    result = json.loads((run / "m" / "results_eval.json").read_text())
+    result["per_id"].append({**result["per_id"][0], "id": "2"})
+    (run / "m" / "results_eval.json").write_text(json.dumps(result))
+    assert view_main([str(run)]) == 0
+    text = (run / "viewer" / "data" / "gt.js").read_text(encoding="utf-8")
+    reference = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+    assert reference["1"]["image_file"] == "img/0.jpg" and reference["2"]["image_file"] is None
+    with Image.open(run / "viewer" / "img" / "0.jpg") as thumb:
+        assert max(thumb.size) == 480

@@ -274,6 +274,43 @@ function judgeBlock(label, block) {
       h("td", { class: "num" }, fmt(j.score, 3)), h("td", {}, j.reply ? h("details", {}, h("summary", {}, "reply"), h("pre", {}, j.reply)) : null))))) : null);
 }
 
+function taskNav(slug, id, m) {
+  // Previous / next in the model's filtered list, the same task for another model or for all.
+  const list = JSON.parse(sessionStorage.getItem("m3v:" + slug) || "null");
+  const ids = list && list.ids.includes(id) ? list.ids : m.order, at = ids.indexOf(id);
+  const others = SITE.index.models.filter((s) => s !== slug);
+  const go = (e) => { if (e.target.value) location.hash = taskHref(e.target.value, id); };
+  return h("div", { class: "task-nav" },
+    at > 0 ? h("a", { href: taskHref(slug, ids[at - 1]), id: "prev" }, "\u2190 " + ids[at - 1]) : h("span"),
+    h("span", {}, `${at + 1} of ${ids.length}`),
+    at < ids.length - 1 ? h("a", { href: taskHref(slug, ids[at + 1]), id: "next" }, ids[at + 1] + " \u2192") : h("span"),
+    others.length ? h("label", {}, "same task, other model ", h("select", { id: "other-model", onchange: go },
+      h("option", { value: "" }, "\u2026"), others.map((s) => h("option", { value: s }, SITE.models[s])))) : null,
+    h("a", { href: "#/t/" + encodeURIComponent(id) }, "all models on this task"));
+}
+
+function taskHead(m, t, ref) {
+  // The image, the question, the task's metrics and the legend.
+  const values = m.metrics.map((k, i) => [k[1], t.m[i]]);
+  return h("div", { class: "task-head" },
+    ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
+    h("div", {}, h("p", { class: "question" }, ref.question),
+      ref.image && !ref.image_file ? h("p", { class: "note" }, `image ${ref.image} (not found when the site was built)`) : null,
+      h("table", { class: "metrics" }, h("tbody", {}, h("tr", {}, values.map(([k]) => h("th", {}, k))),
+        h("tr", {}, values.map(([, v]) => h("td", { class: "num" }, fmt(v, 3)))))),
+      h("p", { class: "legend" }, h("span", { class: "badge strong" }, `strong \u2265 ${m.tau_strong}`), " ",
+        h("span", { class: "badge weak" }, `weak \u2265 ${m.tau_weak}`), " ", h("span", { class: "badge unmatched" }, "unmatched"),
+        " highlighted arguments differ from the matched call's ",
+        t.illegal ? h("span", { class: "badge o-illegal" }, "illegal calling format: " + t.illegal) : null)));
+}
+
+function otherValues(extra) {
+  // Per-task values of other evaluators (rubric verdicts and the like), as they are.
+  const entries = Object.entries(extra || {});
+  return entries.length ? h("section", { id: "extra" }, h("h2", {}, "Other evaluations"),
+    entries.map(([k, v]) => h("div", {}, h("h3", {}, k), h("pre", {}, JSON.stringify(v, null, 1))))) : null;
+}
+
 async function viewTask(app, slug, id) {
   const [m, gt] = await Promise.all([model(slug), reference()]);
   const t = m.tasks[id], ref = gt[id];
@@ -285,28 +322,11 @@ async function viewTask(app, slug, id) {
     callsColumn("gt", ref.steps, gMatch, (x) => pFlat[x[1]][1], null),
     h("div", { class: "lines" }, document.createElementNS("http://www.w3.org/2000/svg", "svg")),
     callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]][1], t.outcomes));
-  const list = JSON.parse(sessionStorage.getItem("m3v:" + slug) || "null");
-  const ids = list && list.ids.includes(id) ? list.ids : m.order, at = ids.indexOf(id);
-  const others = SITE.index.models.filter((s) => s !== slug);
-  const values = [...m.metrics.map((k, i) => [k[1], t.m[i]])];
-  const extra = Object.entries(t.extra || {});
-  fill(app, 
-    h("div", { class: "task-nav" }, at > 0 ? h("a", { href: taskHref(slug, ids[at - 1]), id: "prev" }, "\u2190 " + ids[at - 1]) : h("span"),
-      h("span", {}, `${at + 1} of ${ids.length}`), at < ids.length - 1 ? h("a", { href: taskHref(slug, ids[at + 1]), id: "next" }, ids[at + 1] + " \u2192") : h("span"),
-      others.length ? h("label", {}, "same task, other model ", h("select", { id: "other-model", onchange: (e) => { if (e.target.value) location.hash = taskHref(e.target.value, id); } },
-        h("option", { value: "" }, "\u2026"), others.map((s) => h("option", { value: s }, SITE.models[s])))) : null,
-      h("a", { href: "#/t/" + encodeURIComponent(id) }, "all models on this task")),
-    h("h1", {}, `${m.name} \u00b7 task ${id}`, h("span", { class: "family" }, ref.family)),
-    h("div", { class: "task-head" }, ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
-      h("div", {}, h("p", { class: "question" }, ref.question),
-        ref.image && !ref.image_file ? h("p", { class: "note" }, `image ${ref.image} (not found when the site was built)`) : null,
-        h("table", { class: "metrics" }, h("tbody", {}, h("tr", {}, values.map(([k]) => h("th", {}, k))), h("tr", {}, values.map(([, v]) => h("td", { class: "num" }, fmt(v, 3)))))),
-        h("p", { class: "legend" }, h("span", { class: "badge strong" }, `strong \u2265 ${m.tau_strong}`), " ",
-          h("span", { class: "badge weak" }, `weak \u2265 ${fmt(m.tau_weak, 2)}`), " ", h("span", { class: "badge unmatched" }, "unmatched"),
-          " highlighted arguments differ from the matched call's", t.illegal ? h("span", { class: "badge o-illegal" }, "illegal calling format: " + t.illegal) : null))),
-    pair,
-    t.judge ? h("section", { class: "judges", id: "judges" }, h("h2", {}, "Judges"), judgeBlock("Task Completion", t.judge.tc), judgeBlock("Information Grounding", t.judge.ig)) : null,
-    extra.length ? h("section", { id: "extra" }, h("h2", {}, "Other evaluations"), extra.map(([k, v]) => h("div", {}, h("h3", {}, k), h("pre", {}, JSON.stringify(v, null, 1))))) : null,
+  fill(app, taskNav(slug, id, m), h("h1", {}, `${m.name} \u00b7 task ${id}`, h("span", { class: "family" }, ref.family)),
+    taskHead(m, t, ref), pair,
+    t.judge ? h("section", { class: "judges", id: "judges" }, h("h2", {}, "Judges"),
+      judgeBlock("Task Completion", t.judge.tc), judgeBlock("Information Grounding", t.judge.ig)) : null,
+    otherValues(t.extra),
     t.final_reply ? h("section", {}, h("h2", {}, "Final reply"), h("pre", { class: "reply" }, t.final_reply)) : null);
   const redraw = () => drawLines(pair, t.matches);
   redraw();
