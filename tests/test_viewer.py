@@ -101,6 +101,11 @@ def test_site_holds_the_run(scored_run: Path) -> None:
     assert [strong["gt"], strong["pred"], 1] in [m[:2] + m[3:] for m in data["tasks"][strong["id"]]["matches"]]
     unmatched = _known(scored_run, "demo_weak", "unmatched_predictions")
     assert unmatched["pred"] in data["tasks"][unmatched["id"]]["upred"]
+    for kind, flag in (("strong_matches", 1), ("weak_matches", 0)):
+        records = json.loads((scored_run / "demo_weak" / f"{kind}.json").read_text(encoding="utf-8"))
+        assert len(records) == sum(m[3] == flag for t in data["tasks"].values() for m in t["matches"])
+    records = json.loads((scored_run / "demo_weak" / "unmatched_predictions.json").read_text(encoding="utf-8"))
+    assert len(records) == sum(len(t["upred"]) for t in data["tasks"].values())
     judged = data["tasks"][strong["id"]]["judge"]
     assert len(judged["tc"]["judges"]) == 4 and judged["ig"]["final"] is not None
     assert set(data["judge_meta"]["agreement"]) == {"task_completion", "information_grounding"}
@@ -220,6 +225,7 @@ def test_leaderboard_to_task_with_matches(page, scored_run: Path) -> None:
     page.click("#leaderboard a:text-is('demo_weak')")
     page.wait_for_selector("#task-list tbody tr")
     assert page.locator(".agreement tbody tr").count() == 2  # the judged model's agreement per metric
+    assert page.locator(".agreement tbody tr a").count() > 0  # its most disagreed tasks, linked
     strong = _known(scored_run, "demo_weak", "strong_matches")
     page.click(f"#task-list a:text-is('{strong['id']}')")
     page.wait_for_selector("#pair path.match", state="attached")

@@ -18,7 +18,7 @@ function h(tag, attrs, ...children) {
     else if (k === "class") el.className = v;
     else el.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : String(c));
   }
@@ -142,6 +142,7 @@ function filtered(m, params) {
 
 async function viewModel(app, slug, params) {
   const m = await model(slug);
+  m.slug = slug;
   crumbs(["Leaderboard", "#/"], [m.name]);
   const families = [...new Set(m.order.map((id) => (TASKS.get(id) || {}).family).filter(Boolean))].sort();
   const classes = new Set();
@@ -178,10 +179,13 @@ function judgeSummary(m) {
   const a = (m.judge_meta || {}).agreement;
   if (!a) return null;
   return h("section", { class: "agreement" }, h("h2", {}, "Judge agreement"),
-    h("table", {}, h("thead", {}, h("tr", {}, ["Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)"].map((x) => h("th", {}, x)))),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)",
+      "Most disagreed (spread)"].map((x) => h("th", {}, x)))),
       h("tbody", {}, Object.entries(a).map(([metric, v]) => h("tr", {}, h("td", {}, metric.replace(/_/g, " ")),
         h("td", {}, (v.judges || []).join(", ")), h("td", { class: "num" }, fmt(v.tasks, 0)), h("td", { class: "num" }, fmt(v.krippendorff_alpha, 3)),
-        h("td", {}, (v.spearman || []).map((p) => p.judges.join("~") + " " + fmt(p.rho, 2)).join("; ")))))));
+        h("td", {}, (v.spearman || []).map((p) => p.judges.join("~") + " " + fmt(p.rho, 2)).join("; ")),
+        h("td", {}, (v.most_disagreed || []).slice(0, 5).map((d) => [h("a", { href: taskHref(m.slug, d.id) }, d.id),
+          ` (${fmt(d.spread, 2)}) `])))))));
 }
 
 // ---- a task --------------------------------------------------------------------------------
