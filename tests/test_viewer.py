@@ -241,6 +241,10 @@ def test_leaderboard_to_task_with_matches(page, scored_run: Path) -> None:
     assert "unmatched" in page.get_attribute(f"#pred-{unmatched['pred']}", "class")
     assert page.locator(f"#pair path.match[data-pred='{unmatched['pred']}']").count() == 0
     assert page.locator("#pred-0 .badge.outcome").count() == 1
+    page.click("a:text-is('all models on this task')")
+    page.wait_for_selector("#task-models tbody tr")
+    scored = [m for m in MODELS if unmatched["id"] in _model_data(scored_run, _slug(scored_run, m))["tasks"]]
+    assert page.locator("#task-models tbody tr a").count() == len(scored)
     assert page.errors == []
 
 

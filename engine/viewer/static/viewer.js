@@ -227,11 +227,12 @@ function callsColumn(side, steps, matchOf, otherCall, outcomes) {
   return h("div", { class: "col " + side }, h("h3", {}, side === "gt" ? "Reference steps" : "Predicted steps"),
     steps.length ? steps.map((calls, si) => h("div", { class: "step" }, h("div", { class: "step-no" }, "step " + (si + 1)),
       calls.map(([tool, args], ci) => {
-        const i = flat++, m = matchOf.get(i), cls = outcomes && outcomes[si] ? outcomes[si][ci] : null;
-        return h("div", { class: "call" + (m ? " matched " + (m[3] ? "strong" : "weak") : " unmatched"), id: side + "-" + i, "data-call": side + i },
+        const i = flat++, m = matchOf && matchOf.get(i), cls = outcomes && outcomes[si] ? outcomes[si][ci] : null;
+        const state = !matchOf ? "" : m ? " matched " + (m[3] ? "strong" : "weak") : " unmatched";
+        return h("div", { class: "call" + state, id: side + "-" + i, "data-call": side + i },
           h("div", { class: "call-head" }, h("span", { class: "idx" }, "#" + i), h("span", { class: "tool" }, tool),
             m ? h("span", { class: "badge " + (m[3] ? "strong" : "weak") }, (m[3] ? "strong " : "weak ") + m[2].toFixed(3))
-              : h("span", { class: "badge unmatched" }, "unmatched"),
+              : matchOf ? h("span", { class: "badge unmatched" }, "unmatched") : null,
             cls ? h("span", { class: "badge outcome o-" + cls }, CLASSES[cls] || cls) : null),
           argsEl(args, m ? otherCall(m) : undefined));
       }))) : h("p", { class: "note" }, "no calls"));
@@ -347,7 +348,8 @@ async function viewTaskAll(app, id) {
   fill(app, h("h1", {}, `Task ${id}`, h("span", { class: "family" }, ref.family)), h("p", { class: "question" }, ref.question),
     h("table", { class: "tasks", id: "task-models" }, h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Alignment mean"))),
       h("tbody", {}, rows.map(([s, name, v]) => h("tr", {}, h("td", {}, v === null ? name : h("a", { href: taskHref(s, id) }, name)), h("td", { class: "num" }, fmt(v, 3)))))),
-    h("h2", {}, "Reference steps"), callsColumn("gt", ref.steps, new Map(), () => undefined, null));
+    ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
+    callsColumn("gt", ref.steps, null, () => undefined, null));
 }
 
 // ---- routing -----------------------------------------------------------------------------------
