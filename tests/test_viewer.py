@@ -333,3 +333,33 @@ def test_task_image_kept_as_thumbnail(tmp_path: Path) -> None:
     assert reference["1"]["image_file"] == "img/0.jpg" and reference["2"]["image_file"] is None
     with Image.open(run / "viewer" / "img" / "0.jpg") as thumb:
         assert max(thumb.size) == 480
+
+
+def test_judge_replies_and_call_outcomes_of_the_judge_files(tmp_path: Path) -> None:
+    from engine.viewer.data import MAX_REPLY
+
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}},
+                                                                  {"name": "a/c", "arguments": {}}]}]}]))
+    judge = tmp_path / "p_taskcompletion.json"
+    reply = "Planning is sound. " * 100 + "\\boxed{7}"
+    judge.write_text(json.dumps({"pre_id": {"1": {
+        "final": 0.7, "judges": [{"name": "j1", "score": 0.7, "reply": reply}, {"name": "j2", "score": 0.5}],
+        "info_grounding": {"final": 0.4, "judges": [{"name": "j1", "score": 0.4}]}}},
+        "meta": {"agreement": {"task_completion": {"judges": ["j1", "j2"], "tasks": 1}}}}))
+    calls = tmp_path / "p_callanalysis.json"
+    calls.write_text(json.dumps({"illegal_calling": 0, "unknown_tool": 1, "invalid_arguments": 0,
+                                 "resource_not_found": 0, "success": 1, "illegal": {},
+                                 "calls": [{"id": "1", "step": 0, "call": 0, "label": "success"},
+                                           {"id": "1", "step": 0, "call": 1, "label": "unknown_tool"}]}))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred),
+                         "judge": str(judge), "calls": str(calls)})
+    assert view_main([str(run)]) == 0
+    task = _model_data(run, _slug(run, "m"))["tasks"]["1"]
+    first, second = task["judge"]["tc"]["judges"]
+    assert first["reply"].startswith(reply[:MAX_REPLY]) and f"{len(reply):,} characters in all" in first["reply"]
+    assert second == {"name": "j2", "score": 0.5} and task["judge"]["ig"]["final"] == 0.4
+    assert task["outcomes"] == [["success", "unknown_tool"]]
