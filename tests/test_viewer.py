@@ -134,6 +134,7 @@ def _results(folder: Path, meta: dict, details: bool = True) -> None:
     ("older", "per-task match details (per_id[].details.matches); the run is from an older version"),
     ("no-gt", "missing: meta.gt (the reference file)"),
     ("gone", "the prediction file"),
+    ("changed", "the run scored 2 call(s) but"),
 ])
 def test_incomplete_or_older_run_is_one_line(tmp_path: Path, capsys, case: str, message: str) -> None:
     gt = tmp_path / "gt.json"
@@ -147,6 +148,12 @@ def test_incomplete_or_older_run_is_one_line(tmp_path: Path, capsys, case: str, 
         _results(run / "m", {k: v for k, v in meta.items() if k != "gt"})
     elif case == "gone":
         _results(run / "m", meta)
+    elif case == "changed":
+        Path(meta["predictions"]).write_text(json.dumps([{"id": "1", "steps": []}]))
+        _results(run / "m", meta)
+        result = json.loads((run / "m" / "results_eval.json").read_text())
+        result["per_id"][0].update(total_gt_calls=0, total_pred_calls=2)
+        (run / "m" / "results_eval.json").write_text(json.dumps(result))
     assert view_main([str(run)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err

@@ -249,12 +249,24 @@ def _meta_path(result: ModelResult, key: str) -> Path | None:
     return path
 
 
+def _check_counts(result: ModelResult, record: dict[str, Any], reference: Trajectory | None,
+                  prediction: Trajectory | None) -> None:
+    """InputError unless the trajectory files still hold the calls the run scored for this task."""
+    for key, trajectory, meta in (("total_gt_calls", reference, "gt"), ("total_pred_calls", prediction, "predictions")):
+        count = trajectory.num_calls if trajectory is not None else None
+        if record.get(key) is not None and record[key] != count:
+            raise InputError(result.path, f"the run scored {record[key]} call(s) but {result.meta[meta]} now holds "
+                             f"{'no such task' if count is None else count}; the file changed after scoring: score "
+                             "it again", task_id=str(record["id"]), field=f"per_id.{key}")
+
+
 def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
     """One model's site data: per task its metrics, predicted steps, matches, call outcomes and judges."""
     tau_strong = float(result.meta["tau_strong"])
     outcomes, illegal = _outcomes(_meta_path(result, "calls"))
     judges, judge_meta = _judges(_meta_path(result, "judge"))
     predictions = run.predictions[result.name]
+    reference = run.gt[Path(result.meta["gt"])]
     metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *JUDGE_KEYS)
                    if any(is_number(r.get(m)) for r in run.per_id[result.name])]
     tasks, order = {}, []
@@ -262,6 +274,7 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
         tid = str(record["id"])
         details = record["details"]
         trajectory = predictions.get(tid)
+        _check_counts(result, record, reference.get(tid), trajectory)
         steps = steps_of(trajectory)
         labels = outcomes.get(tid, {})
         classes = [[labels.get((si, ci)) for ci in range(len(step))] for si, step in enumerate(steps)]
