@@ -1,0 +1,374 @@
+// M3-Bench run viewer: leaderboard, per-model task lists, task views with the alignment drawn.
+// Data: M3V_SITE (inline in index.html); data/gt.js and data/m/<slug>.js, loaded on demand with
+// <script> tags (they call M3V.put). Routes: #/  #/m/<slug>?filters  #/m/<slug>/t/<id>  #/t/<id>
+"use strict";
+
+const SITE = window.M3V_SITE;
+const M3V = window.M3V = { store: { gt: {}, model: {} }, pending: {},
+  put(kind, key, value) { this.store[kind][key] = value; } };
+const CLASSES = { unknown_tool: "unknown tool", invalid_arguments: "invalid arguments",
+  resource_not_found: "resource not found", success: "success", undecided: "undecided" };
+const SHORT = 160;  // characters of an argument value shown before "show all"
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+function fill(el, ...children) {
+  el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
+function need(kind, key, src) {
+  if (M3V.store[kind][key]) return Promise.resolve(M3V.store[kind][key]);
+  const id = kind + ":" + key;
+  if (!M3V.pending[id]) {
+    M3V.pending[id] = new Promise((resolve, reject) => {
+      const s = h("script", { src });
+      s.onload = () => M3V.store[kind][key] ? resolve(M3V.store[kind][key]) : reject(new Error(src + " holds no data"));
+      s.onerror = () => { delete M3V.pending[id]; reject(new Error("cannot load " + src)); };
+      document.head.append(s);
+    });
+  }
+  return M3V.pending[id];
+}
+const model = (slug) => need("model", slug, "data/m/" + encodeURIComponent(slug) + ".js");
+const reference = () => need("gt", "", "data/gt.js");
+
+const fmt = (v, d = 4) => v === null || v === undefined ? "\u2013" : (typeof v === "number" ? v.toFixed(d) : String(v));
+const fmtCell = (v) => Array.isArray(v) ? (v[0] === null ? "\u2013" : fmt(v[0]) + " \u00b1 " + fmt(v[1])) : fmt(v);
+const num = (v) => Array.isArray(v) ? v[0] : v;
+const modelHref = (slug, query) => "#/m/" + encodeURIComponent(slug) + (query ? "?" + query : "");
+const taskHref = (slug, id) => "#/m/" + encodeURIComponent(slug) + "/t/" + encodeURIComponent(id);
+const spread = (t) => { const s = t.scores.filter((x) => x !== null); return s.length > 1 ? Math.max(...s) - Math.min(...s) : 0; };
+const TASKS = new Map(SITE.index.tasks.map((t) => [t.id, t]));
+
+function crumbs(...parts) {
+  const nav = document.getElementById("crumbs");
+  nav.replaceChildren(...parts.map((p) => p[1] ? h("a", { href: p[1] }, p[0]) : h("span", {}, p[0])));
+}
+
+function sortable(table, rows, render, initial) {
+  // Click a header to sort by it (best first; click again for the reverse).
+  let state = initial;
+  const tbody = table.tBodies[0];
+  const draw = () => {
+    const [col, dir] = state;
+    const sorted = rows.slice().sort((a, b) => {
+      const x = a.key(col), y = b.key(col);
+      if (x === y) return 0;
+      if (x === null || x === undefined) return 1;
+      if (y === null || y === undefined) return -1;
+      return (x < y ? -1 : 1) * dir;
+    });
+    tbody.replaceChildren(...sorted.map(render));
+    for (const th of table.tHead.rows[0].cells) th.dataset.sorted = th.dataset.col === String(col) ? (dir < 0 ? "desc" : "asc") : "";
+  };
+  for (const th of table.tHead.rows[0].cells) {
+    th.addEventListener("click", () => {
+      const col = isNaN(+th.dataset.col) ? th.dataset.col : +th.dataset.col;
+      state = [col, state[0] === col ? -state[1] : (th.dataset.text ? 1 : -1)];
+      draw();
+    });
+  }
+  draw();
+}
+
+// ---- leaderboard -----------------------------------------------------------------------------
+function viewBoard(app) {
+  crumbs(["Leaderboard"]);
+  const b = SITE.board;
+  const heads = ["Model", ...b.columns, ...b.extra.map((c) => c.label), "Tasks"];
+  const n = b.columns.length;
+  const table = h("table", { class: "board", id: "leaderboard" },
+    h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", { "data-col": i === 0 ? "name" : i - 1, "data-text": i === 0 ? "1" : null,
+      title: "sort by " + label }, label)))), h("tbody"));
+  const rows = b.rows.map((r) => ({ r, key: (c) => c === "name" ? r.model.toLowerCase() : num([...r.cells, ...r.extra, r.tasks][c]) }));
+  sortable(table, rows, ({ r }) => h("tr", {}, h("td", {}, h("a", { href: modelHref(r.slug), class: "model" }, r.model)),
+    [...r.cells, ...r.extra].map((v, i) => h("td", { class: i === n - 1 ? "num avg" : "num" }, fmtCell(v))),
+    h("td", { class: "num" }, fmt(r.tasks, 0))), [b.columns.indexOf(b.average), -1]);
+  const differ = SITE.index.tasks.slice().sort((x, y) => spread(y) - spread(x) || (x.id < y.id ? -1 : 1)).slice(0, 15);
+  fill(app, 
+    h("h1", {}, "Leaderboard"), table, h("p", { class: "note" }, b.note, " Click a column to sort, a model to see its tasks."),
+    SITE.index.names.length > 1 ? h("section", {}, h("h2", {}, "Tasks where models differ most"),
+      h("p", { class: "note" }, "Spread (best \u2212 worst) of the per-task mean of the alignment metrics in the Average Score."),
+      h("table", { class: "tasks", id: "differ" }, h("thead", {}, h("tr", {}, ["Task", "Family", "Spread", "Question"].map((x) => h("th", {}, x)))),
+        h("tbody", {}, differ.map((t) => h("tr", {}, h("td", {}, h("a", { href: "#/t/" + encodeURIComponent(t.id) }, t.id)),
+          h("td", {}, t.family), h("td", { class: "num" }, fmt(spread(t), 3)), h("td", { class: "q" }, clip(t.question, 140))))))) : null,
+    SITE.plots.length ? h("section", {}, h("h2", {}, "Plots"),
+      h("div", { class: "plots" }, SITE.plots.map((p) => h("a", { href: p, target: "_blank" }, h("img", { src: p, alt: p, loading: "lazy" }))))) : null);
+}
+
+const clip = (s, n) => s && s.length > n ? s.slice(0, n) + "\u2026" : (s || "");
+
+// ---- a model's tasks -------------------------------------------------------------------------
+function classesOf(task) {
+  const out = new Set();
+  for (const step of task.outcomes || []) for (const c of step) if (c) out.add(c);
+  for (const [k, v] of Object.entries(task.counts || {})) if (v > 0 && k !== "illegal_calling") out.add(k);
+  if (task.illegal || (task.counts && task.counts.illegal_calling > 0)) out.add("illegal_calling");
+  return out;
+}
+
+function filtered(m, params) {
+  const fam = params.get("fam") || "", cls = params.get("cls") || "", q = (params.get("q") || "").toLowerCase();
+  const differ = params.get("differ") === "1";
+  let ids = m.order.filter((id) => {
+    const t = m.tasks[id], meta = TASKS.get(id) || { family: "", question: "" };
+    if (fam && meta.family !== fam) return false;
+    if (cls && !classesOf(t).has(cls)) return false;
+    if (q) {
+      const hay = [id, meta.question, ...t.steps.flat().map((c) => c[0])].join("\n").toLowerCase();
+      if (!hay.includes(q)) return false;
+    }
+    return true;
+  });
+  if (differ) {
+    ids = ids.filter((id) => TASKS.has(id)).sort((a, b) => spread(TASKS.get(b)) - spread(TASKS.get(a)));
+    ids = ids.slice(0, Math.max(10, Math.ceil(ids.length / 10)));
+  }
+  return ids;
+}
+
+async function viewModel(app, slug, params) {
+  const m = await model(slug);
+  m.slug = slug;
+  crumbs(["Leaderboard", "#/"], [m.name]);
+  const families = [...new Set(m.order.map((id) => (TASKS.get(id) || {}).family).filter(Boolean))].sort();
+  const classes = new Set();
+  for (const id of m.order) for (const c of classesOf(m.tasks[id])) classes.add(c);
+  const set = (k, v) => { if (v) params.set(k, v); else params.delete(k); location.replace(modelHref(slug, params.toString())); };
+  const select = (key, label, options) => h("label", {}, label + " ", h("select", { id: "f-" + key, onchange: (e) => set(key, e.target.value) },
+    h("option", { value: "" }, "all"), options.map(([v, text]) => h("option", { value: v, selected: params.get(key) === v }, text))));
+  const search = h("input", { id: "f-q", type: "search", placeholder: "id, question or tool", value: params.get("q") || "" });
+  search.addEventListener("change", () => set("q", search.value.trim()));
+  const bar = h("div", { class: "filters" },
+    select("fam", "Family", families.map((f) => [f, f])),
+    classes.size ? select("cls", "Call outcome", [...classes].sort().map((c) => [c, c === "illegal_calling" ? "illegal calling format" : CLASSES[c] || c])) : null,
+    SITE.index.names.length > 1 ? h("label", {}, h("input", { id: "f-differ", type: "checkbox", checked: params.get("differ") === "1",
+      onchange: (e) => set("differ", e.target.checked ? "1" : "") }), " tasks where models differ most") : null,
+    h("label", {}, "Search ", search));
+  const ids = filtered(m, params);
+  sessionStorage.setItem("m3v:" + slug, JSON.stringify({ ids, query: params.toString() }));
+  const heads = ["Task", "Family", ...m.metrics.map((k) => k[1]), "Calls (ref / pred / matched)", "Question"];
+  const table = h("table", { class: "tasks", id: "task-list" }, h("thead", {}, h("tr", {}, heads.map((x, i) =>
+    h("th", { "data-col": i, "data-text": i < 2 || i === heads.length - 1 ? "1" : null }, x)))), h("tbody"));
+  const rows = ids.map((id) => {
+    const t = m.tasks[id], meta = TASKS.get(id) || { family: "", question: "" };
+    const cells = [id, meta.family, ...t.m, t.n[2], meta.question];
+    return { id, t, meta, key: (c) => cells[c] };
+  });
+  sortable(table, rows, ({ id, t, meta }) => h("tr", {}, h("td", {}, h("a", { href: taskHref(slug, id) }, id)), h("td", {}, meta.family),
+    t.m.map((v) => h("td", { class: "num" }, fmt(v, 3))), h("td", { class: "num" }, t.n.join(" / ")), h("td", { class: "q" }, clip(meta.question, 70))),
+    params.get("differ") === "1" ? [null, -1] : [0, 1]);
+  fill(app, h("h1", {}, m.name), judgeSummary(m), bar,
+    h("p", { class: "note", id: "count" }, `${ids.length} of ${m.order.length} tasks`), table);
+}
+
+function judgeSummary(m) {
+  const a = (m.judge_meta || {}).agreement;
+  if (!a) return null;
+  return h("section", { class: "agreement" }, h("h2", {}, "Judge agreement"),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)",
+      "Most disagreed (spread)"].map((x) => h("th", {}, x)))),
+      h("tbody", {}, Object.entries(a).map(([metric, v]) => h("tr", {}, h("td", {}, metric.replace(/_/g, " ")),
+        h("td", {}, (v.judges || []).join(", ")), h("td", { class: "num" }, fmt(v.tasks, 0)), h("td", { class: "num" }, fmt(v.krippendorff_alpha, 3)),
+        h("td", {}, (v.spearman || []).map((p) => p.judges.join("~") + " " + fmt(p.rho, 2)).join("; ")),
+        h("td", {}, (v.most_disagreed || []).slice(0, 5).map((d) => [h("a", { href: taskHref(m.slug, d.id) }, d.id),
+          ` (${fmt(d.spread, 2)}) `])))))));
+}
+
+// ---- a task --------------------------------------------------------------------------------
+function leaves(value, path, out) {
+  if (value && typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => ["[" + i + "]", v]) : Object.entries(value).map(([k, v]) => [(path ? "." : "") + k, v]);
+    if (!entries.length) out.push([path, JSON.stringify(value)]);
+    for (const [k, v] of entries) leaves(v, path + k, out);
+  } else out.push([path, JSON.stringify(value)]);
+  return out;
+}
+
+function valueEl(text) {
+  if (text.length <= SHORT) return h("code", {}, text);
+  const code = h("code", { class: "long" }, text.slice(0, SHORT) + "\u2026");
+  const button = h("button", { class: "expand", type: "button" }, `show all (${text.length.toLocaleString()} characters)`);
+  button.addEventListener("click", () => {
+    const open = button.dataset.open === "1";
+    code.textContent = open ? text.slice(0, SHORT) + "\u2026" : text;
+    button.textContent = open ? `show all (${text.length.toLocaleString()} characters)` : "show less";
+    button.dataset.open = open ? "0" : "1";
+    window.dispatchEvent(new Event("resize"));
+  });
+  return h("span", {}, code, " ", button);
+}
+
+function argsEl(args, other) {
+  const mine = leaves(args, "", []);
+  const theirs = other === undefined ? null : new Map(leaves(other, "", []));
+  return h("table", { class: "args" }, h("tbody", {}, mine.map(([path, text]) => {
+    const diff = theirs && theirs.get(path) !== text;
+    return h("tr", { class: diff ? "diff" : null, title: diff ? (theirs.has(path) ? "differs from the matched call: " + clip(theirs.get(path), 200) : "not in the matched call") : null },
+      h("th", {}, path || "(value)"), h("td", {}, valueEl(text)));
+  })));
+}
+
+function callsColumn(side, steps, matchOf, otherCall, outcomes) {
+  let flat = 0;
+  return h("div", { class: "col " + side }, h("h3", {}, side === "gt" ? "Reference steps" : "Predicted steps"),
+    steps.length ? steps.map((calls, si) => h("div", { class: "step" }, h("div", { class: "step-no" }, "step " + (si + 1)),
+      calls.map(([tool, args], ci) => {
+        const i = flat++, m = matchOf && matchOf.get(i), cls = outcomes && outcomes[si] ? outcomes[si][ci] : null;
+        const state = !matchOf ? "" : m ? " matched " + (m[3] ? "strong" : "weak") : " unmatched";
+        return h("div", { class: "call" + state, id: side + "-" + i, "data-call": side + i },
+          h("div", { class: "call-head" }, h("span", { class: "idx" }, "#" + i), h("span", { class: "tool" }, tool),
+            m ? h("span", { class: "badge " + (m[3] ? "strong" : "weak") }, (m[3] ? "strong " : "weak ") + m[2].toFixed(3))
+              : matchOf ? h("span", { class: "badge unmatched" }, "unmatched") : null,
+            cls ? h("span", { class: "badge outcome o-" + cls }, CLASSES[cls] || cls) : null),
+          argsEl(args, m ? otherCall(m) : undefined));
+      }))) : h("p", { class: "note" }, "no calls"));
+}
+
+function drawLines(pair, matches) {
+  const svg = pair.querySelector("svg");
+  const box = svg.getBoundingClientRect(), top = pair.getBoundingClientRect().top;
+  const height = pair.getBoundingClientRect().height, width = box.width;
+  svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const ns = "http://www.w3.org/2000/svg";
+  svg.setAttribute("width", width);
+  svg.replaceChildren();
+  for (const [g, p, sim, strong] of matches) {
+    const a = pair.querySelector("#gt-" + g), b = pair.querySelector("#pred-" + p);
+    if (!a || !b) continue;
+    const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
+    const y1 = Math.min(ra.top + 18, ra.top + ra.height / 2) - top, y2 = Math.min(rb.top + 18, rb.top + rb.height / 2) - top;
+    const path = document.createElementNS(ns, "path");
+    path.setAttribute("d", `M0 ${y1} C ${width / 2} ${y1}, ${width / 2} ${y2}, ${width} ${y2}`);
+    path.setAttribute("class", "match " + (strong ? "strong" : "weak"));
+    path.setAttribute("data-gt", g);
+    path.setAttribute("data-pred", p);
+    path.setAttribute("data-kind", strong ? "strong" : "weak");
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `reference #${g} \u2194 predicted #${p}: ${strong ? "strong" : "weak"}, similarity ${sim.toFixed(4)}`;
+    path.append(title);
+    const label = document.createElementNS(ns, "text");
+    label.setAttribute("x", width / 2);
+    label.setAttribute("y", (y1 + y2) / 2 - 3);
+    label.setAttribute("class", "sim");
+    label.textContent = sim.toFixed(2);
+    svg.append(path, label);
+  }
+}
+
+function judgeBlock(label, block) {
+  if (!block) return null;
+  const scores = block.judges.map((j) => j.score).filter((x) => typeof x === "number");
+  const spreadText = scores.length > 1 ? fmt(Math.max(...scores) - Math.min(...scores), 3) : "\u2013";
+  return h("div", { class: "judge" }, h("h3", {}, `${label}: ${fmt(block.final, 3)}`, h("span", { class: "note" }, ` spread ${spreadText}`)),
+    block.judges.length ? h("table", {}, h("tbody", {}, block.judges.map((j) => h("tr", {}, h("th", {}, j.name || "?"),
+      h("td", { class: "num" }, fmt(j.score, 3)), h("td", {}, j.reply ? h("details", {}, h("summary", {}, "reply"), h("pre", {}, j.reply)) : null))))) : null);
+}
+
+function taskNav(slug, id, m) {
+  // Previous / next in the model's filtered list, the same task for another model or for all.
+  const list = JSON.parse(sessionStorage.getItem("m3v:" + slug) || "null");
+  const ids = list && list.ids.includes(id) ? list.ids : m.order, at = ids.indexOf(id);
+  const others = SITE.index.models.filter((s) => s !== slug);
+  const go = (e) => { if (e.target.value) location.hash = taskHref(e.target.value, id); };
+  return h("div", { class: "task-nav" },
+    at > 0 ? h("a", { href: taskHref(slug, ids[at - 1]), id: "prev" }, "\u2190 " + ids[at - 1]) : h("span"),
+    h("span", {}, `${at + 1} of ${ids.length}`),
+    at < ids.length - 1 ? h("a", { href: taskHref(slug, ids[at + 1]), id: "next" }, ids[at + 1] + " \u2192") : h("span"),
+    others.length ? h("label", {}, "same task, other model ", h("select", { id: "other-model", onchange: go },
+      h("option", { value: "" }, "\u2026"), others.map((s) => h("option", { value: s }, SITE.models[s])))) : null,
+    h("a", { href: "#/t/" + encodeURIComponent(id) }, "all models on this task"));
+}
+
+function taskHead(m, t, ref) {
+  // The image, the question, the task's metrics and the legend.
+  const values = m.metrics.map((k, i) => [k[1], t.m[i]]);
+  return h("div", { class: "task-head" },
+    ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
+    h("div", {}, h("p", { class: "question" }, ref.question),
+      ref.image && !ref.image_file ? h("p", { class: "note" }, `image ${ref.image} (not found when the site was built)`) : null,
+      h("table", { class: "metrics" }, h("tbody", {}, h("tr", {}, values.map(([k]) => h("th", {}, k))),
+        h("tr", {}, values.map(([, v]) => h("td", { class: "num" }, fmt(v, 3)))))),
+      h("p", { class: "legend" }, h("span", { class: "badge strong" }, `strong \u2265 ${m.tau_strong}`), " ",
+        h("span", { class: "badge weak" }, `weak \u2265 ${m.tau_weak}`), " ", h("span", { class: "badge unmatched" }, "unmatched"),
+        " highlighted arguments differ from the matched call's ",
+        t.illegal ? h("span", { class: "badge o-illegal" }, "illegal calling format: " + t.illegal) : null)));
+}
+
+function otherValues(extra) {
+  // Per-task values of other evaluators (rubric verdicts and the like), as they are.
+  const entries = Object.entries(extra || {});
+  return entries.length ? h("section", { id: "extra" }, h("h2", {}, "Other evaluations"),
+    entries.map(([k, v]) => h("div", {}, h("h3", {}, k), h("pre", {}, JSON.stringify(v, null, 1))))) : null;
+}
+
+async function viewTask(app, slug, id) {
+  const [m, gt] = await Promise.all([model(slug), reference()]);
+  const t = m.tasks[id], ref = gt[id];
+  if (!t || !ref) { fill(app, h("p", { class: "error" }, `task ${id} is not in ${m.name}'s results`)); return; }
+  crumbs(["Leaderboard", "#/"], [m.name, modelHref(slug, (JSON.parse(sessionStorage.getItem("m3v:" + slug) || "{}").query) || "")], [id]);
+  const gMatch = new Map(t.matches.map((x) => [x[0], x])), pMatch = new Map(t.matches.map((x) => [x[1], x]));
+  const gFlat = ref.steps.flat(), pFlat = t.steps.flat();
+  const pair = h("div", { class: "pair", id: "pair" },
+    callsColumn("gt", ref.steps, gMatch, (x) => pFlat[x[1]][1], null),
+    h("div", { class: "lines" }, document.createElementNS("http://www.w3.org/2000/svg", "svg")),
+    callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]][1], t.outcomes));
+  fill(app, taskNav(slug, id, m), h("h1", {}, `${m.name} \u00b7 task ${id}`, h("span", { class: "family" }, ref.family)),
+    taskHead(m, t, ref), pair,
+    t.judge ? h("section", { class: "judges", id: "judges" }, h("h2", {}, "Judges"),
+      judgeBlock("Task Completion", t.judge.tc), judgeBlock("Information Grounding", t.judge.ig)) : null,
+    otherValues(t.extra),
+    t.final_reply ? h("section", {}, h("h2", {}, "Final reply"), h("pre", { class: "reply" }, t.final_reply)) : null);
+  const redraw = () => drawLines(pair, t.matches);
+  redraw();
+  window.onresize = redraw;
+  for (const img of app.querySelectorAll("img")) img.addEventListener("load", redraw);
+}
+
+async function viewTaskAll(app, id) {
+  const gt = await reference();
+  const ref = gt[id], meta = TASKS.get(id);
+  if (!ref || !meta) { fill(app, h("p", { class: "error" }, `task ${id} is not in this run`)); return; }
+  crumbs(["Leaderboard", "#/"], ["task " + id]);
+  const rows = SITE.index.models.map((s, i) => [s, SITE.index.names[i], meta.scores[i]]).sort((a, b) => (b[2] ?? -1) - (a[2] ?? -1));
+  fill(app, h("h1", {}, `Task ${id}`, h("span", { class: "family" }, ref.family)), h("p", { class: "question" }, ref.question),
+    h("table", { class: "tasks", id: "task-models" }, h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Alignment mean"))),
+      h("tbody", {}, rows.map(([s, name, v]) => h("tr", {}, h("td", {}, v === null ? name : h("a", { href: taskHref(s, id) }, name)), h("td", { class: "num" }, fmt(v, 3)))))),
+    ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
+    callsColumn("gt", ref.steps, null, () => undefined, null));
+}
+
+// ---- routing -----------------------------------------------------------------------------------
+async function route() {
+  const app = document.getElementById("app");
+  window.onresize = null;
+  const [path, query] = (location.hash.replace(/^#/, "") || "/").split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  try {
+    if (parts[0] === "m" && parts[2] === "t") await viewTask(app, parts[1], parts[3]);
+    else if (parts[0] === "m") await viewModel(app, parts[1], new URLSearchParams(query || ""));
+    else if (parts[0] === "t") await viewTaskAll(app, parts[1]);
+    else viewBoard(app);
+  } catch (err) {
+    fill(app, h("p", { class: "error" }, String(err.message || err)));
+    throw err;
+  }
+  document.body.dataset.view = parts[0] === "m" ? (parts[2] === "t" ? "task" : "model") : parts[0] === "t" ? "task-all" : "board";
+  if (!query) window.scrollTo(0, 0);
+}
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,15 @@
+"""Write a static site of a finished scoring run into it (also `m3bench-view`); it opens from the file system.
+
+    python scripts/view.py RUN_DIR                    # RUN_DIR/viewer/index.html
+    python scripts/view.py RUN_DIR --serve --port 8000
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.apps.view import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""The run viewer: the site a scored run gets, its data, bad input, and the pages in a real browser.
+
+The browser tests drive Debian's Chromium through Playwright (``M3BENCH_CHROMIUM``, default
+/usr/bin/chromium). Without it they are skipped with the reason, except under CI (``CI`` set),
+where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from engine.apps.view import main as view_main
+from engine.contract import read_trajectories
+from engine.contract.staged import check_output_folder
+from engine.synthetic import write_demo
+from engine.viewer.data import MAX_TEXT
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path(os.environ.get("M3BENCH_CHROMIUM", "/usr/bin/chromium"))
+MODELS = ("demo_strong", "demo_weak", "demo_chaotic")
+HUGE = "x" * (MAX_TEXT + 5000)
+
+
+def _run(cmd: list[str]) -> None:
+    done = subprocess.run([sys.executable, *cmd], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def scored_run(tmp_path_factory, embedding_cache: Path) -> Path:
+    """Three demo models on 12 tasks, demo_weak judged by the scripted judges, scored and viewed."""
+    base = tmp_path_factory.mktemp("viewer")
+    gt, paths = write_demo(base / "data", n_tasks=12, seed=5)
+    chaotic = json.loads(paths["demo_chaotic"].read_text(encoding="utf-8"))
+    first = next(t for t in chaotic if t["steps"] and t["steps"][0]["calls"])
+    first["steps"][0]["calls"][0]["arguments"]["note"] = HUGE
+    paths["demo_chaotic"].write_text(json.dumps(chaotic), encoding="utf-8")
+    _run(["scripts/judge.py", "judges=scripted", f"data.gt={gt}", f"predictions={paths['demo_weak']}",
+          f"results_dir={base}", f"cache_dir={base / 'judge-cache'}"])
+    run = base / "run"
+    _run(["scripts/score.py", f"data.gt={gt}", f"sweep.predictions=[{','.join(str(paths[m]) for m in MODELS)}]",
+          f"output_dir={run}", f"encoder.cache_dir={embedding_cache}"])
+    assert view_main([str(run)]) == 0
+    return run
+
+
+def _site(run: Path) -> dict:
+    html = (run / "viewer" / "index.html").read_text(encoding="utf-8")
+    return json.loads(html.split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0])
+
+
+def _model_data(run: Path, slug: str) -> dict:
+    text = (run / "viewer" / "data" / "m" / f"{slug}.js").read_text(encoding="utf-8")
+    kind, key, data = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")
+    assert (kind, key) == ("model", slug)
+    return data
+
+
+def _flat(path: Path, task_id: str, step: int, call: int) -> int:
+    steps = read_trajectories(path).tasks[task_id].steps
+    return sum(len(s.calls) for s in steps[:step]) + call
+
+
+def _slug(run: Path, name: str) -> str:
+    return next(slug for slug, model in _site(run)["models"].items() if model == name)
+
+
+def _known(run: Path, model: str, kind: str) -> dict:
+    """The first record of a model's strong_matches.json / unmatched_predictions.json, with flat indices."""
+    meta = json.loads((run / model / "results_eval.json").read_text(encoding="utf-8"))["meta"]
+    record = json.loads((run / model / f"{kind}.json").read_text(encoding="utf-8"))[0]
+    out = {"id": record["id"], "pred": _flat(Path(meta["predictions"]), record["id"], record["pred"]["step_index"],
+                                             record["pred"]["call_index_in_step"])}
+    if "gt" in record:
+        out["gt"] = _flat(Path(meta["gt"]), record["id"], record["gt"]["step_index"], record["gt"]["call_index_in_step"])
+    return out
+
+
+@pytest.mark.slow
+def test_site_holds_the_run(scored_run: Path) -> None:
+    site_dir = scored_run / "viewer"
+    site = _site(scored_run)
+    assert sorted(site["models"].values()) == sorted(MODELS)
+    published = json.loads((scored_run / "leaderboard.json").read_text(encoding="utf-8"))["rows"]
+    assert [r["model"] for r in site["board"]["rows"]] == [r["Model"] for r in published]
+    assert [r["cells"][-1] for r in site["board"]["rows"]] == [r["Average Score"] for r in published]
+    assert "Task Completion" in site["board"]["columns"]
+    assert {p.name for p in (site_dir / "plots").iterdir()} == {p.name for p in scored_run.glob("*.png")}
+    for name in MODELS:
+        assert (site_dir / "data" / "m" / f"{_slug(scored_run, name)}.js").is_file()
+    strong = _known(scored_run, "demo_weak", "strong_matches")
+    data = _model_data(scored_run, _slug(scored_run, "demo_weak"))
+    assert [strong["gt"], strong["pred"], 1] in [m[:2] + m[3:] for m in data["tasks"][strong["id"]]["matches"]]
+    unmatched = _known(scored_run, "demo_weak", "unmatched_predictions")
+    assert unmatched["pred"] in data["tasks"][unmatched["id"]]["upred"]
+    for kind, flag in (("strong_matches", 1), ("weak_matches", 0)):
+        records = json.loads((scored_run / "demo_weak" / f"{kind}.json").read_text(encoding="utf-8"))
+        assert len(records) == sum(m[3] == flag for t in data["tasks"].values() for m in t["matches"])
+    records = json.loads((scored_run / "demo_weak" / "unmatched_predictions.json").read_text(encoding="utf-8"))
+    assert len(records) == sum(len(t["upred"]) for t in data["tasks"].values())
+    judged = data["tasks"][strong["id"]]["judge"]
+    assert len(judged["tc"]["judges"]) == 4 and judged["ig"]["final"] is not None
+    assert set(data["judge_meta"]["agreement"]) == {"task_completion", "information_grounding"}
+    assert data["has_outcomes"] and any(t["outcomes"] for t in data["tasks"].values())
+    chaotic = (site_dir / "data" / "m" / f"{_slug(scored_run, 'demo_chaotic')}.js").read_text(encoding="utf-8")
+    assert HUGE not in chaotic and f"{len(HUGE):,} characters in all" in chaotic
+    # the site is listed as the run's output: scoring into the folder again replaces it
+    assert "viewer" in json.loads((scored_run / ".m3bench-outputs.json").read_text(encoding="utf-8"))["outputs"]
+    check_output_folder(scored_run)
+
+
+def _results(folder: Path, meta: dict, details: bool = True) -> None:
+    block = {"recall": 0.5, "precision": 0.5, "avg_sim_all_cov": 0.5, "avg_sim_strong_cov": 0.5,
+             "step_coherence_cov": 0.5, "order_consistency_cov": 0.5, "merge_purity_cov": 0.5,
+             "avg_Rounds": 1.0, "avg_tool_calls": 1.0, "num_ids": 1}
+    record = {"id": "1", **block, "details": {"matches": []} if details else {}}
+    if not details:
+        del record["details"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results_eval.json").write_text(json.dumps({"aggregate": block, "by_type": {}, "per_id": [record],
+                                                          "meta": meta}))
+
+
+@pytest.mark.parametrize("case, message", [
+    ("empty", "no results_eval.json found"),
+    ("older", "per-task match details (per_id[].details.matches); the run is from an older version"),
+    ("no-gt", "missing: meta.gt (the reference file)"),
+    ("gone", "the prediction file"),
+    ("changed", "the run scored 2 call(s) but"),
+])
+def test_incomplete_or_older_run_is_one_line(tmp_path: Path, capsys, case: str, message: str) -> None:
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": []}]))
+    meta = {"model": "m", "tau_strong": 0.8, "tau_weak": 0.6, "gt": str(gt), "predictions": str(tmp_path / "p.json")}
+    run = tmp_path / "run"
+    run.mkdir()
+    if case == "older":
+        _results(run / "m", meta, details=False)
+    elif case == "no-gt":
+        _results(run / "m", {k: v for k, v in meta.items() if k != "gt"})
+    elif case == "gone":
+        _results(run / "m", meta)
+    elif case == "changed":
+        Path(meta["predictions"]).write_text(json.dumps([{"id": "1", "steps": []}]))
+        _results(run / "m", meta)
+        result = json.loads((run / "m" / "results_eval.json").read_text())
+        result["per_id"][0].update(total_gt_calls=0, total_pred_calls=2)
+        (run / "m" / "results_eval.json").write_text(json.dumps(result))
+    assert view_main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not (run / "viewer").exists()
+
+
+def test_serve_on_loopback(tmp_path: Path) -> None:
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {"x": 1}}]}]}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "steps": []}]))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    proc = subprocess.Popen([sys.executable, "scripts/view.py", str(run), "--serve", "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("wrote ")
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line).group(0)
+        with urllib.request.urlopen(url + "index.html", timeout=10) as response:
+            assert response.status == 200 and b"M3V_SITE" in response.read()
+        with urllib.request.urlopen(url + "data/gt.js", timeout=10) as response:
+            assert b"a/b" in response.read()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium through Playwright; skipped without it, failed under CI."""
+    missing = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing = "playwright is not installed (pip install -e '.[test]')"
+    if missing is None and not CHROMIUM.is_file():
+        missing = f"no Chromium at {CHROMIUM} (apt-get install chromium, or set M3BENCH_CHROMIUM)"
+    if missing:
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(f"{missing}; CI is set, so this is an error", pytrace=False)
+        pytest.skip(missing)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM))
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture()
+def page(browser):
+    """A fresh page that records console errors and uncaught exceptions in page.errors."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    tab = context.new_page()
+    tab.errors = []
+    tab.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    yield tab
+    context.close()
+
+
+def _rows(page, table: str) -> list[list[str]]:
+    return page.eval_on_selector_all(f"#{table} tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+
+
+@pytest.mark.slow
+def test_leaderboard_to_task_with_matches(page, scored_run: Path) -> None:
+    page.goto((scored_run / "viewer" / "index.html").as_uri())
+    page.wait_for_selector("#leaderboard tbody tr")
+    board = _rows(page, "leaderboard")
+    assert sorted(r[0] for r in board) == sorted(MODELS)
+    page.click("#leaderboard th:text-is('Recall')")
+    recall = [float(r[1]) for r in _rows(page, "leaderboard")]
+    assert recall == sorted(recall, reverse=True)
+    page.click("#leaderboard th:text-is('Recall')")
+    assert [float(r[1]) for r in _rows(page, "leaderboard")] == sorted(recall)
+    page.click("#leaderboard a:text-is('demo_weak')")
+    page.wait_for_selector("#task-list tbody tr")
+    assert page.locator(".agreement tbody tr").count() == 2  # the judged model's agreement per metric
+    assert page.locator(".agreement tbody tr a").count() > 0  # its most disagreed tasks, linked
+    strong = _known(scored_run, "demo_weak", "strong_matches")
+    page.click(f"#task-list a:text-is('{strong['id']}')")
+    page.wait_for_selector("#pair path.match", state="attached")
+    line = page.locator(f"#pair path.match[data-kind=strong][data-gt='{strong['gt']}'][data-pred='{strong['pred']}']")
+    assert line.count() == 1
+    assert "strong" in page.get_attribute(f"#pred-{strong['pred']}", "class")
+    assert page.locator("#judges .judge").count() == 2
+    assert page.locator("#judges .judge").first.locator("tr").count() == 4
+    unmatched = _known(scored_run, "demo_weak", "unmatched_predictions")
+    page.goto((scored_run / "viewer" / "index.html").as_uri()
+              + f"#/m/{_slug(scored_run, 'demo_weak')}/t/{unmatched['id']}")
+    page.wait_for_selector(f"#pred-{unmatched['pred']}")
+    assert "unmatched" in page.get_attribute(f"#pred-{unmatched['pred']}", "class")
+    assert page.locator(f"#pair path.match[data-pred='{unmatched['pred']}']").count() == 0
+    assert page.locator("#pred-0 .badge.outcome").count() == 1
+    page.click("a:text-is('all models on this task')")
+    page.wait_for_selector("#task-models tbody tr")
+    scored = [m for m in MODELS if unmatched["id"] in _model_data(scored_run, _slug(scored_run, m))["tasks"]]
+    assert page.locator("#task-models tbody tr a").count() == len(scored)
+    assert page.errors == []
+
+
+@pytest.mark.slow
+def test_filters_and_long_values(page, scored_run: Path) -> None:
+    slug = _slug(scored_run, "demo_weak")
+    page.goto((scored_run / "viewer" / "index.html").as_uri() + f"#/m/{slug}")
+    page.wait_for_selector("#task-list tbody tr")
+    everything = _rows(page, "task-list")
+    families = sorted({r[1] for r in everything})
+    page.select_option("#f-fam", families[0])
+    page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length === "
+                           f"{sum(r[1] == families[0] for r in everything)}")
+    assert {r[1] for r in _rows(page, "task-list")} == {families[0]}
+    page.select_option("#f-fam", "")
+    page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length === {len(everything)}")
+    data = _model_data(scored_run, slug)
+    expected = {tid for tid, t in data["tasks"].items()
+                if any(c == "invalid_arguments" for step in t["outcomes"] or [] for c in step)}
+    assert 0 < len(expected) < len(everything)
+    page.select_option("#f-cls", "invalid_arguments")
+    page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length === {len(expected)}")
+    assert {r[0] for r in _rows(page, "task-list")} == expected
+    page.select_option("#f-cls", "")
+    target = everything[-1][0]
+    page.fill("#f-q", target)
+    page.press("#f-q", "Enter")
+    page.wait_for_function("document.querySelectorAll('#task-list tbody tr').length === 1")
+    assert _rows(page, "task-list")[0][0] == target
+    page.fill("#f-q", "")
+    page.press("#f-q", "Enter")
+    page.check("#f-differ")
+    page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length < {len(everything)}")
+    assert page.locator("#count").text_content().startswith("10 of ")
+    # a huge argument value is shown cut, with a button that shows it all
+    chaotic = _slug(scored_run, "demo_chaotic")
+    cdata = _model_data(scored_run, chaotic)
+    tid = next(t for t, v in cdata["tasks"].items() if "characters in all" in json.dumps(v["steps"]))
+    page.goto((scored_run / "viewer" / "index.html").as_uri() + f"#/m/{chaotic}/t/{tid}")
+    button = page.locator("#pair button.expand").first
+    button.wait_for()
+    cell = button.locator("xpath=preceding-sibling::code")
+    assert len(cell.text_content()) < 200
+    button.click()
+    assert len(cell.text_content()) > MAX_TEXT
+    assert page.errors == []
+
+
+def test_extra_aggregate_columns(tmp_path: Path) -> None:
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "type": "maps", "question": "q?", "steps": []}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "steps": []}]))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    path = run / "m" / "results_eval.json"
+    result = json.loads(path.read_text())
+    result["aggregate"].update({"rubric": {"mean": 0.75, "std": 0.1}, "tool_use": {"proactivity": 1.0,
+                                "success_rate": None, "volume": 2.5}, "verifier_pass": 0.5, "note": "text"})
+    path.write_text(json.dumps(result))
+    assert view_main([str(run)]) == 0
+    board = _site(run)["board"]
+    assert [c["label"] for c in board["extra"]] == ["rubric", "tool_use: proactivity", "tool_use: volume",
+                                                    "verifier_pass"]
+    assert board["rows"][0]["extra"] == [[0.75, 0.1], 1.0, 2.5, 0.5]
+
+
+def test_task_image_kept_as_thumbnail(tmp_path: Path) -> None:
+    from PIL import Image
+
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (1200, 900), (200, 30, 30)).save(tmp_path / "images" / "1.png")
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "image": "images/1.png", "steps": []},
+                              {"id": "2", "image": "images/absent.png", "steps": []}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "steps": []}, {"id": "2", "steps": []}]))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    result = json.loads((run / "m" / "results_eval.json").read_text())
+    result["per_id"].append({**result["per_id"][0], "id": "2"})
+    (run / "m" / "results_eval.json").write_text(json.dumps(result))
+    assert view_main([str(run)]) == 0
+    text = (run / "viewer" / "data" / "gt.js").read_text(encoding="utf-8")
+    reference = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+    assert reference["1"]["image_file"] == "img/0.jpg" and reference["2"]["image_file"] is None
+    with Image.open(run / "viewer" / "img" / "0.jpg") as thumb:
+        assert max(thumb.size) == 480
+
+
+def test_judge_replies_and_call_outcomes_of_the_judge_files(tmp_path: Path) -> None:
+    from engine.viewer.data import MAX_REPLY
+
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}},
+                                                                  {"name": "a/c", "arguments": {}}]}]}]))
+    judge = tmp_path / "p_taskcompletion.json"
+    reply = "Planning is sound. " * 100 + "\\boxed{7}"
+    judge.write_text(json.dumps({"pre_id": {"1": {
+        "final": 0.7, "judges": [{"name": "j1", "score": 0.7, "reply": reply}, {"name": "j2", "score": 0.5}],
+        "info_grounding": {"final": 0.4, "judges": [{"name": "j1", "score": 0.4}]}}},
+        "meta": {"agreement": {"task_completion": {"judges": ["j1", "j2"], "tasks": 1}}}}))
+    calls = tmp_path / "p_callanalysis.json"
+    calls.write_text(json.dumps({"illegal_calling": 0, "unknown_tool": 1, "invalid_arguments": 0,
+                                 "resource_not_found": 0, "success": 1, "illegal": {},
+                                 "calls": [{"id": "1", "step": 0, "call": 0, "label": "success"},
+                                           {"id": "1", "step": 0, "call": 1, "label": "unknown_tool"}]}))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred),
+                         "judge": str(judge), "calls": str(calls)})
+    assert view_main([str(run)]) == 0
+    task = _model_data(run, _slug(run, "m"))["tasks"]["1"]
+    first, second = task["judge"]["tc"]["judges"]
+    assert first["reply"].startswith(reply[:MAX_REPLY]) and f"{len(reply):,} characters in all" in first["reply"]
+    assert second == {"name": "j2", "score": 0.5} and task["judge"]["ig"]["final"] == 0.4
+    assert task["outcomes"] == [["success", "unknown_tool"]]
