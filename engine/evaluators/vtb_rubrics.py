@@ -429,8 +429,8 @@ def _mean(values: list[float]) -> float | None:
 def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
     """``{"rubrics": {...}}`` over these ids: ARS and APR (means over the scored tasks), per category
     ARS and APR (each task scored on its rubrics of the category), and the counts: tasks scored, tasks
-    not scored (a rubric without verdict), tasks without critical rubric, judge answers missing, and
-    critical-flag mismatches."""
+    not scored (a rubric without verdict), tasks without critical rubric, (judge, rubric) pairs the
+    judge could not answer, and critical-flag mismatches."""
     present = [values.per_id[i] for i in ids if i in values.per_id]
     scored = [v for v in present if "rubric_score" in v]
     by_category: dict[str, dict[str, list[float]]] = {}
