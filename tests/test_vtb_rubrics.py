@@ -295,6 +295,25 @@ def test_the_judge_stage_writes_resumes_and_reports_failures(tmp_path: Path, cap
     assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
 
 
+def test_a_rerun_judges_again_the_tasks_a_judge_left_unanswered(tmp_path: Path, chat_server, capsys) -> None:
+    silent = chat_server(lambda request: "no verdict")
+    mute = ("+judges.pool.mute={provider: openai, api_name: mute, base_url: '" + silent.base_url + "', "
+            "api_key_env: null, params: {}, timeout: 10, max_retries: 0, backoff: {initial: 0.01, max: 0.01}}")
+    reference = json.loads((ROOT / "rollout" / "demo" / "vtb_reference.json").read_text())
+    _write(tmp_path / "p_test_mcp_fuzzy.json", reference[:2])
+    status, doc = _stage(tmp_path, "scripted", mute, "evaluators.vtb_rubrics.attempts=1")
+    assert status == 1 and doc["meta"]["incomplete"] == [r["id"] for r in reference[:2]]
+    assert doc["aggregate"]["unanswered"] == sum(len(t["rubrics"]) for e in doc["per_id"].values()
+                                                 for t in e["turns"])
+    assert doc["aggregate"]["tasks"] == 2  # the four scripted judges still give every rubric a verdict
+    capsys.readouterr()
+    status, again = _stage(tmp_path, "scripted")  # the pool without the mute judge: judged again, from the cache
+    assert status == 0 and again["meta"]["incomplete"] == [] and again["aggregate"]["unanswered"] == 0
+    assert "(2 now, 0 with rubrics" in capsys.readouterr().out
+    assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
+    assert again["meta"]["usage"]["scripted_a"]["cached"] > 0
+
+
 # -- the drop-in file joins results_eval.json's values --------------------------------------------------
 
 def test_the_dropin_file_joins_per_task_and_in_aggregate(tmp_path: Path) -> None:

@@ -329,11 +329,12 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
 
 
 def complete(entry: Mapping[str, Any], judges: Sequence[str]) -> bool:
-    """Whether an entry needs no rerun: every judge of `judges` answered every rubric."""
+    """Whether an entry needs no rerun: the judges of every rubric are exactly `judges` (an entry of
+    another pool is judged again) and each of them answered."""
     for turn in entry.get("turns") or []:
         for rubric in turn.get("rubrics") or []:
-            answered = sorted(v.get("name") for v in rubric.get("judges") or [] if "verdict" in v)
-            if answered != sorted(judges):
+            verdicts = [v for v in rubric.get("judges") or [] if isinstance(v, Mapping)]
+            if sorted(v.get("name") for v in verdicts) != sorted(judges) or any("verdict" not in v for v in verdicts):
                 return False
     return bool(entry.get("turns"))
 

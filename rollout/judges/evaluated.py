@@ -2,8 +2,8 @@
 
 Every id of the predictions that the tasks file (``data.tasks``) has is judged by the evaluator's
 ``judge``; the file ``<predictions stem>_<suffix>.json`` is rewritten atomically after every judged
-task. Resuming: a rerun keeps the entries every judge of the pool answered in full and judges the
-others again (the reply cache answers what was asked before, and a judge that failed gets fresh
+task. Resuming: a rerun keeps the entries the pool's judges (and no others) answered in full and
+judges the others again (the reply cache answers what was asked before, and a judge that failed gets fresh
 attempts). The exit status is 1 when some task is left with a rubric some judge could not answer.
 """
 
