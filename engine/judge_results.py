@@ -9,7 +9,10 @@ Two files may lie beside a prediction file ``<stem>.json`` (or be named explicit
   information_grounding}`` records, or an object of such records keyed by id;
 - ``<stem>_callanalysis.json``: the call outcomes, in the published shape (the five counts
   ``illegal_calling``, ``unknown_tool``, ``invalid_arguments``, ``resource_not_found``, ``success``),
-  optionally with ``per_id`` counts per task.
+  optionally with ``per_id`` counts per task;
+- ``<stem>_rubrics.json``: VisualToolBench rubric verdicts (`engine.evaluators.vtb_rubrics`: its own
+  file or a drop-in list of ``{id, rubrics: [{weight, critical?, met, category?}]}``), giving each
+  task its ``rubric_score`` and ``pass_rate`` (0 or 1).
 
 Values join each task of ``per_id`` and are aggregated by the metric table's rules; counts a file
 gives only as totals join the file's aggregate as they are.
@@ -22,15 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.metricspec import BY_KEY, CALL_KEYS, JOINED_KEYS, JUDGE_KEYS
+from engine.evaluators import vtb_rubrics
+from engine.evaluators.base import Verdicts
+from engine.metricspec import BY_KEY, CALL_KEYS, JOINED_KEYS, JUDGE_KEYS, RUBRIC_KEYS
 
 TASKCOMPLETION = "taskcompletion"
 CALLANALYSIS = "callanalysis"
+RUBRICS = vtb_rubrics.SUFFIX
 _ENTRY_KEYS = ("pre_id", "per_id")
 
 
 def companion_path(predictions: Path, kind: str) -> Path:
-    """The file of this kind (TASKCOMPLETION or CALLANALYSIS) beside a prediction file: <stem>_<kind>.json."""
+    """The file of this kind (TASKCOMPLETION, CALLANALYSIS or RUBRICS) beside a prediction file: <stem>_<kind>.json."""
     predictions = Path(predictions)
     return predictions.with_name(f"{predictions.stem}_{kind}.json")
 
@@ -41,9 +47,11 @@ class JoinedFiles:
 
     judge: Path | None = None
     calls: Path | None = None
+    rubrics: Path | None = None
 
 
-def joined_files(predictions: Path, judge: str | Path | None = None, calls: str | Path | None = None) -> JoinedFiles:
+def joined_files(predictions: Path, judge: str | Path | None = None, calls: str | Path | None = None,
+                 rubrics: str | Path | None = None) -> JoinedFiles:
     """The files named, else the companion files beside the predictions that exist."""
 
     def pick(explicit: str | Path | None, kind: str) -> Path | None:
@@ -52,15 +60,17 @@ def joined_files(predictions: Path, judge: str | Path | None = None, calls: str 
         path = companion_path(predictions, kind)
         return path if path.is_file() else None
 
-    return JoinedFiles(pick(judge, TASKCOMPLETION), pick(calls, CALLANALYSIS))
+    return JoinedFiles(pick(judge, TASKCOMPLETION), pick(calls, CALLANALYSIS), pick(rubrics, RUBRICS))
 
 
 @dataclass
 class Joined:
-    """Joined values: per task id, and file totals of the keys no task has."""
+    """Joined values: per task id, file totals of the keys no task has, and the rubric verdicts (for
+    their per-category aggregate)."""
 
     per_id: dict[str, dict[str, float]] = field(default_factory=dict)
     totals: dict[str, float] = field(default_factory=dict)
+    rubrics: Verdicts | None = None
 
     def keys(self) -> list[str]:
         """The joined keys present, in table order."""
@@ -165,7 +175,7 @@ def read_callanalysis(path: str | Path) -> Joined:
 
 def load_joined(files: JoinedFiles | None) -> Joined | None:
     """The values of a prediction file's judge files, or None when it has none."""
-    if files is None or (files.judge is None and files.calls is None):
+    if files is None or (files.judge is None and files.calls is None and files.rubrics is None):
         return None
     joined = Joined()
     if files.judge is not None:
@@ -175,12 +185,17 @@ def load_joined(files: JoinedFiles | None) -> Joined | None:
         joined.totals = calls.totals
         for tid, counts in calls.per_id.items():
             joined.per_id.setdefault(tid, {}).update(counts)
+    if files.rubrics is not None:
+        joined.rubrics = vtb_rubrics.read(files.rubrics)
+        for tid, values in joined.rubrics.per_id.items():
+            joined.per_id.setdefault(tid, {}).update({k: values[k] for k in RUBRIC_KEYS if k in values})
     return joined
 
 
 def joined_aggregate(joined: Joined, ids: list[str], totals: bool = True) -> dict[str, float]:
-    """The joined values over these ids by the metric table's rules (judged_mean, sum); file totals
-    stand for keys no task has when `totals` is true."""
+    """The joined values over these ids by the metric table's rules (judged_mean, sum), with the rubric
+    verdicts' ``rubrics`` block (per category, counts); file totals stand for keys no task has when
+    `totals` is true."""
     out: dict[str, float] = {}
     for key in JOINED_KEYS:
         values = [joined.per_id[i][key] for i in ids if key in joined.per_id.get(i, {})]
@@ -188,6 +203,8 @@ def joined_aggregate(joined: Joined, ids: list[str], totals: bool = True) -> dic
             out[key] = sum(values) if BY_KEY[key].aggregation == "sum" else mean(values)
         elif totals and key in joined.totals:
             out[key] = joined.totals[key]
+    if joined.rubrics is not None:
+        out.update(vtb_rubrics.aggregate(joined.rubrics, ids))
     return out
 
 

@@ -9,7 +9,13 @@ this table; adding a metric is one entry here plus its per-task formula (alignme
 - ``strong_mean``: sum of the strong-match similarities over the number of strong matches;
 - ``judged_mean``: plain mean over the tasks that have a judge value;
 - ``sum``: sum over the tasks (call outcome counts; a file that gives only totals gives the aggregate);
-- ``mean_pred_steps``: mean number of predicted steps; ``pred_calls_per_task``: predicted calls per task.
+- ``mean_pred_steps``: mean number of predicted steps; ``pred_calls_per_task``: predicted calls per task;
+- ``tool_use``: the tool-use analytics' own rules (`engine.evaluators.tool_use`: macro over tasks for
+  Proactivity and Volume, micro over calls for Success Rate).
+
+The rubric metrics (``rubrics``, `engine.evaluators.vtb_rubrics`) are ``judged_mean``: the Average
+Rubric Score is the mean of the tasks' weighted rubric scores, the Average Pass Rate the mean of their
+0/1 passes, over the tasks that have rubric verdicts.
 
 The Average Score of the paper's Table 2 is the plain mean of the metrics with ``in_average``
 that are present: the six alignment columns and Information Grounding (Task Completion is
@@ -22,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["alignment", "judge", "budget", "calls"]
+Source = Literal["alignment", "judge", "budget", "calls", "rubrics", "tool_use"]
 PROFILES: tuple[str, ...] = ("reference", "paper")
 AVERAGE = "Average Score"
 
@@ -57,6 +63,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("invalid_arguments", "Invalid Invocation Arguments", "calls", _BOTH, "sum", False, False),
     Metric("resource_not_found", "Resource Not Found", "calls", _BOTH, "sum", False, False),
     Metric("success", "Successful Call", "calls", _BOTH, "sum", False, False),
+    Metric("rubric_score", "Average Rubric Score", "rubrics", _BOTH, "judged_mean", False, True),
+    Metric("pass_rate", "Average Pass Rate", "rubrics", _BOTH, "judged_mean", False, True),
+    Metric("proactivity", "Tool-Call Proactivity", "tool_use", _BOTH, "tool_use", False, True),
+    Metric("success_rate", "Tool-Call Success Rate", "tool_use", _BOTH, "tool_use", False, True),
+    Metric("volume", "Tool-Call Volume", "tool_use", _BOTH, "tool_use", False, True),
     Metric("avg_Rounds", "Steps", "budget", _BOTH, "mean_pred_steps", False, False),
     Metric("avg_tool_calls", "Calls", "budget", _BOTH, "pred_calls_per_task", False, False),
 )
@@ -84,7 +95,9 @@ JUDGE_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("judge"))
 CALL_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("calls"))
 CALL_CLASSES: tuple[str, ...] = CALL_KEYS[1:]
 """The four per-call classes, in the published order (1 unknown tool ... 4 success)."""
-JOINED_KEYS: tuple[str, ...] = JUDGE_KEYS + CALL_KEYS
+RUBRIC_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("rubrics"))
+TOOL_USE_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("tool_use"))
+JOINED_KEYS: tuple[str, ...] = JUDGE_KEYS + CALL_KEYS + RUBRIC_KEYS
 """Values joined to the scoring outputs from judge files, in table order."""
 
 

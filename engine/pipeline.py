@@ -178,7 +178,8 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
                 "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
         files = judges[f]
         meta.update({kind: str(path) for kind, path in (("judge", files and files.judge),
-                                                         ("calls", files and files.calls)) if path})
+                                                         ("calls", files and files.calls),
+                                                         ("rubrics", files and files.rubrics)) if path})
         judge = load_joined(files)
         aggregates.append(write_file_results(directory, view, result.scores, result.tables.samples_of(f),
                                              th.tau_strong, meta, judge))

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from engine.contract import atomic_write_csv, atomic_write_json, strict_value
+from engine.evaluators import tool_use
+from engine.evaluators.base import Verdicts
 from engine.judge_results import Joined, joined_aggregate
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
@@ -112,8 +114,16 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
     return per_id, strong, weak, unmatched
 
 
+def tool_use_counts(tables: SweepTables, samples: np.ndarray) -> Verdicts:
+    """Per scored id, the predicted calls' counts of the tool-use analytics (calls, flagged, valid)."""
+    return Verdicts(per_id={tables.task_ids[tables.sample_task[s]]: {tool_use.KEY: tool_use.call_counts(
+        tables.sample_pred[s])} for s in samples.tolist()})
+
+
 def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, judge: Joined | None = None) -> dict:
-    """Aggregates per task family (`type` of the GT task, else of the prediction)."""
+    """Aggregates per task family (`type` of the GT task, else of the prediction), with the tool-use
+    analytics and the joined values."""
+    counts = tool_use_counts(tables, samples)
     families: dict[str, list[int]] = {}
     for s in samples.tolist():
         family = tables.task_types[tables.sample_task[s]] or tables.sample_pred[s].type or "unknown"
@@ -121,8 +131,9 @@ def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, judge:
     out = {}
     for name, idx in sorted(families.items()):
         out[name] = aggregate(scores, np.asarray(idx))
+        ids = [tables.task_ids[tables.sample_task[s]] for s in idx]
+        out[name].update(tool_use.aggregate(counts, ids))
         if judge:
-            ids = [tables.task_ids[tables.sample_task[s]] for s in idx]
             out[name].update(joined_aggregate(judge, ids, totals=False))
     return out
 
@@ -131,11 +142,17 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
                        tau_strong: float, meta: dict, judge: Joined | None = None) -> dict:
     """Write the five output files for one prediction file; returns its aggregate.
 
-    With judge results, each id and every aggregate also get the joined values (task_completion and
-    information_grounding as plain means over the ids that were judged, call outcomes as sums).
+    Each id and every aggregate get the tool-use analytics (per id its call counts, per aggregate
+    ``tool_use: {proactivity, success_rate, volume}``). With judge results, each id and every aggregate
+    also get the joined values (task_completion, information_grounding, rubric_score and pass_rate as
+    plain means over the ids that were judged, call outcomes as sums, the rubrics' per-category block).
     """
     per_id, strong, weak, unmatched = per_id_records(view, scores, samples, tau_strong)
     agg = aggregate(scores, samples)
+    counts = tool_use_counts(view.tables, samples)
+    for entry in per_id:
+        entry.update(counts.per_id[entry["id"]])
+    agg.update(tool_use.aggregate(counts, [entry["id"] for entry in per_id]))
     columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     if judge:
         ids = [entry["id"] for entry in per_id]

@@ -64,8 +64,9 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
                          progress=bool(cfg.get("progress", False)))
 
 
-def _judges(predictions: list[Path], judge: str | None = None, calls: str | None = None) -> list[JoinedFiles]:
-    return [joined_files(p, judge, calls) for p in predictions]
+def _judges(predictions: list[Path], judge: str | None = None, calls: str | None = None,
+            rubrics: str | None = None) -> list[JoinedFiles]:
+    return [joined_files(p, judge, calls, rubrics) for p in predictions]
 
 
 def _published_files(results: Path, models: list[str], discover: bool) -> list[tuple[str, Path]]:
@@ -105,7 +106,8 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
         return Inputs(gt, [pred], [cfg.model.get("name") or pred.stem],
-                      _judges([pred], cfg.model.get("judge"), cfg.model.get("calls")), False)
+                      _judges([pred], cfg.model.get("judge"), cfg.model.get("calls"),
+                              cfg.model.get("rubrics")), False)
     if models:
         results = Path(cfg.results_dir)
         found = _published_files(results, models, bool(cfg.sweep.get("discover")))

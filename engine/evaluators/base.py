@@ -60,12 +60,14 @@ class Verdicts:
 @dataclass(frozen=True)
 class JudgeContext:
     """What a judging evaluator gets besides the task: the judge pool (duck-typed, built by the judge
-    app), the attempts per judge, its own config entry, and how much of a tool result a payload keeps."""
+    app), the attempts per judge, its own config entry, how much of a tool result a payload keeps, and
+    the pool's errors that mean a judge cannot be reached (its drivers' error past their retries)."""
 
     pool: Any
     attempts: int
     options: Mapping[str, Any] = field(default_factory=dict)
     max_result_chars: int = 0
+    no_answer: tuple[type[BaseException], ...] = ()
 
 
 @dataclass(frozen=True)

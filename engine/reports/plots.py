@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from engine.contract import atomic_write_bytes
-from engine.metricspec import AVERAGE, CALL_CLASSES, CALL_KEYS, METRICS, label_of
+from engine.metricspec import AVERAGE, CALL_CLASSES, CALL_KEYS, METRICS, TOOL_USE_KEYS, label_of
 from engine.reports.tables import Table
 
 
@@ -140,4 +140,28 @@ def calls_chart(table: Table, path: Path) -> Path:
     ax.set_xlabel("predicted calls")
     ax.set_title(table.title or "Call outcomes")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="outcome")
+    return save_figure(fig, path)
+
+
+def tool_use_chart(table: Table, path: Path) -> Path:
+    """Per model its Proactivity and Success Rate (left, 0-1) and its Volume (right, calls per task)."""
+    models = table.column("Model")
+    rates, volume = [label_of(k) for k in TOOL_USE_KEYS[:2]], label_of(TOOL_USE_KEYS[2])
+    fig = Figure(figsize=(max(8.0, 2.0 + 0.9 * len(models)), 4.2), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[2, 1])
+    x = np.arange(len(models))
+    width = 0.8 / len(rates)
+    for i, (label, color) in enumerate(zip(rates, _colors(len(rates)))):
+        left.bar(x - 0.4 + width * (i + 0.5), [_value(v) for v in table.column(label)], width, label=label,
+                 color=color)
+    left.set_ylim(0.0, 1.05)
+    left.set_xticks(x, models, rotation=20, ha="right")
+    left.legend(fontsize="small")
+    left.grid(axis="y", alpha=0.3)
+    right.bar(x, [_value(v) for v in table.column(volume)], 0.6, color=_colors(3)[2])
+    right.set_xticks(x, models, rotation=20, ha="right")
+    right.set_ylabel("calls per task")
+    right.set_title(volume)
+    right.grid(axis="y", alpha=0.3)
+    fig.suptitle(table.title or "Tool use")
     return save_figure(fig, path)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.metricspec import CALL_KEYS, JUDGE_KEYS, leaderboard_columns
+from engine.metricspec import CALL_KEYS, JUDGE_KEYS, RUBRIC_KEYS, TOOL_USE_KEYS, leaderboard_columns
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def _check_block(path: Path, block: Any, where: str) -> None:
             expected = " or ".join(repr(k) for k in column.keys)
             raise InputError(path, f"missing (expected {expected})", field=f"{where}.{column.keys[-1]}")
         _check_number(path, block, key, where)
-    for key in JUDGE_KEYS:
+    for key in (*JUDGE_KEYS, *RUBRIC_KEYS):
         if block.get(key) is not None:
             _check_number(path, block, key, where)
             if not 0.0 <= block[key] <= 1.0:
@@ -52,6 +52,13 @@ def _check_block(path: Path, block: Any, where: str) -> None:
             _check_number(path, block, key, where)
             if block[key] < 0:
                 raise InputError(path, f"expected a count >= 0, got {block[key]!r}", field=f"{where}.{key}")
+    tools = block.get("tool_use")
+    if tools is not None:
+        if not isinstance(tools, dict):
+            raise InputError(path, "expected an object {proactivity, success_rate, volume}", field=f"{where}.tool_use")
+        for key in TOOL_USE_KEYS:
+            if tools.get(key) is not None:
+                _check_number(path, tools, key, f"{where}.tool_use")
 
 
 def load_result(path: Path, name: str | None = None) -> ModelResult:

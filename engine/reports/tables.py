@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.contract import csv_text
-from engine.metricspec import AVERAGE, CALL_CLASSES, CALL_KEYS, Column, label_of, leaderboard_columns, metrics_of
+from engine.metricspec import (AVERAGE, CALL_CLASSES, CALL_KEYS, TOOL_USE_KEYS, Column, label_of, leaderboard_columns,
+                               metrics_of)
 from engine.reports.read import ModelResult
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
@@ -55,12 +56,13 @@ class Table:
 
 
 def _score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: str) -> Table:
-    """Rows of the alignment columns, the judge columns some entry has, and the Average Score.
+    """Rows of the alignment columns, the judge and rubric columns some entry has, and the Average Score.
 
     The Average Score is the plain mean of a row's cells whose metric is in the average (the six
     alignment columns and Information Grounding; Task Completion is shown, not averaged).
     """
-    judges = [c for c in leaderboard_columns("judge") if any(block.get(c.keys[0]) is not None for _, block in entries)]
+    judges = [c for source in ("judge", "rubrics") for c in leaderboard_columns(source)
+              if any(block.get(c.keys[0]) is not None for _, block in entries)]
     columns = [*leaderboard_columns("alignment"), *judges]
     labels = ["Model", *(c.label for c in columns), AVERAGE]
     if sort_by not in labels[1:]:
@@ -134,6 +136,29 @@ def calls_table(results: list[ModelResult]) -> Table | None:
     note = ("Illegal Calling Format counts samples (a model reply that could not be turned into calls); "
             "the classes count predicted calls, their shares are of the classified calls.")
     return Table(columns=columns, rows=rows, title="Call outcomes", note=note)
+
+
+def _tool_use_cells(block: dict[str, Any] | None) -> list[float | None]:
+    values = (block or {}).get("tool_use") or {}
+    return [None if values.get(key) is None else float(values[key]) for key in TOOL_USE_KEYS]
+
+
+def tool_use_table(results: list[ModelResult]) -> Table | None:
+    """Tool-use analytics per model (in the given order): Proactivity, Success Rate and Volume overall
+    and per family (missing where a model has no task of the family, and Success Rate where no call
+    carries is_error); None when no model has them."""
+    used = [r for r in results if isinstance(r.aggregate.get("tool_use"), dict)]
+    if not used:
+        return None
+    families = sorted({family for r in used for family in r.by_type})
+    columns = ["Model", *(label_of(key) for key in TOOL_USE_KEYS)]
+    columns += [f"{family} {label_of(key)}" for family in families for key in TOOL_USE_KEYS]
+    rows = [[r.name, *_tool_use_cells(r.aggregate), *(cell for family in families
+                                                      for cell in _tool_use_cells(r.by_type.get(family)))]
+            for r in used]
+    note = ("Proactivity: share of tasks with at least one call; Success Rate: calls with is_error false over the "
+            "calls that carry is_error, over all tasks' calls (micro); Volume: calls per task, all tasks.")
+    return Table(columns=columns, rows=rows, title="Tool use", note=note)
 
 
 def families_markdown(tables: dict[str, Table]) -> str:

@@ -8,6 +8,7 @@
 - `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
 - `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;
 - `rollout.judges.calls`: call outcomes of a file (rules, then a judge) and the callanalysis.json;
+- `rollout.judges.evaluated`: a judging evaluator of engine.evaluators (the VisualToolBench rubrics) over a file;
 - `rollout.judges.scripted`: the scripted judging policy (demo, tests, benchmark);
 - `rollout.judges.run`, `rollout.judges.cli`: the judge app (Hydra, config root conf/judge/).
 """

@@ -1,5 +1,6 @@
 """A judge run from its config (conf/judge/, as a plain dict): Task Completion and Information
-Grounding of every task (stage ``judge``), the call outcomes (stage ``calls``), or both.
+Grounding of every task (stage ``judge``), the call outcomes (stage ``calls``), or both; or the
+VisualToolBench rubric verdicts (stage ``rubrics``, `rollout.judges.evaluated`).
 
 Judging is resumable: the taskcompletion.json is rewritten atomically after every judged task, and a
 rerun judges only the tasks it lacks (and those judged by other models, whose entries it drops);
@@ -32,7 +33,7 @@ from rollout.runs import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
 
-STAGES = ("judge", "calls", "both")
+STAGES = ("judge", "calls", "both", "rubrics")
 
 
 def predictions_path(cfg: Mapping[str, Any]) -> Path:
@@ -162,6 +163,13 @@ def run(cfg: Mapping[str, Any]) -> int:
     predictions = predictions_path(cfg)
     preds = read_trajectories(predictions)
     status = 0
+    if stage == "rubrics":
+        from engine.evaluators.vtb_rubrics import EVALUATOR
+        from rollout.judges.evaluated import evaluator_output, evaluator_stage
+
+        options = (cfg.get("evaluators") or {}).get(EVALUATOR.name) or {}
+        output = evaluator_output(predictions, EVALUATOR, options.get("output"))
+        return asyncio.run(evaluator_stage(cfg, EVALUATOR, options, preds, output))
     if stage in ("judge", "both"):
         data = cfg.get("data") or {}
         if not data.get("gt"):

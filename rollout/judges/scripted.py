@@ -3,7 +3,9 @@
 The scores follow from the payload, so they are deterministic and plausible: Task Completion gives 3
 for a run with steps, up to 3 for the share of calls that did not fail, and 4 for a final reply;
 Information Grounding is the share of the reference's calls whose tool the prediction also called;
-a call's class comes from the outcome rules (4 when they see no error, 2 when they cannot tell).
+a call's class comes from the outcome rules (4 when they see no error, 2 when they cannot tell); a
+VisualToolBench rubric is Met when the answer has the criterion's quoted phrases
+(`engine.evaluators.vtb_rubrics.scripted_reply`; a judge with bias <= -0.1 matches case exactly).
 ``bias`` shifts every score (by bias x 10 for Task Completion, clipped to the range), so judges of a
 scripted pool differ.
 
@@ -18,6 +20,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from engine.evaluators.vtb_rubrics import RUBRIC, scripted_reply
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME
 from rollout.scripted import message_texts, serve
@@ -54,9 +57,11 @@ class JudgePolicy:
         self.bias = bias
 
     def __call__(self, request: dict[str, Any]) -> str:
-        """The reply to a judge request: \\boxed{score} or a class digit."""
+        """The reply to a judge request: \\boxed{score}, a class digit or a rubric verdict."""
         texts = message_texts(request)
         system = texts[0][1] if texts else ""
+        if system == RUBRIC.system:
+            return scripted_reply(texts[-1][1], strict=self.bias <= -0.1)
         payload = json.loads(texts[-1][1]) if texts else {}
         if system == COMPLETION.system:
             score = min(10.0, max(0.0, completion_score(payload["prediction"]) + 10.0 * self.bias))

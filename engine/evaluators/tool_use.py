@@ -1,0 +1,65 @@
+"""Tool-use analytics of a prediction file: Proactivity, Success Rate and Volume of the predicted calls.
+
+Over the tasks T of a file (N = |T|, C_i the predicted calls of task i):
+
+- Proactivity = |{i : |C_i| > 0}| / N, the share of tasks with at least one call (macro over tasks);
+- Success Rate = sum_i |{c in C_i : is_error(c) is false}| / sum_i |{c in C_i : c carries is_error}|,
+  micro over calls; null when no call carries ``is_error`` (and so when there are no calls);
+- Volume = sum_i |C_i| / N, calls per task over all tasks, zero-call tasks included.
+
+A call's validity is its ``"is_error": bool`` as the rollout records it (MCP's ``isError`` and JSON-RPC
+errors), never a guess from the result text; a call without the flag counts in Volume, not in Success
+Rate. Computed from the predictions alone at scoring time: nothing is written beside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.contract import Trajectory, TrajectoryFile
+from engine.evaluators.base import Evaluator, Verdicts
+from engine.metricspec import metrics_of
+
+KEY = "tool_use"
+COUNTS: tuple[str, ...] = ("calls", "flagged", "valid")
+"""Per task: predicted calls, calls that carry is_error, calls whose is_error is false."""
+
+
+def call_counts(trajectory: Trajectory) -> dict[str, int]:
+    """One task's {calls, flagged, valid}, read from the predicted calls' objects (their is_error)."""
+    calls = flagged = valid = 0
+    for step in trajectory.raw.get("steps") or []:
+        for call in (step.get("calls") or []) if isinstance(step, Mapping) else []:
+            calls += 1
+            flag = call.get("is_error") if isinstance(call, Mapping) else None
+            if isinstance(flag, bool):
+                flagged += 1
+                valid += not flag
+    return {"calls": calls, "flagged": flagged, "valid": valid}
+
+
+def tool_use(counts: Sequence[Mapping[str, int]]) -> dict[str, float | None]:
+    """{proactivity, success_rate, volume} of some tasks' counts (all None when there is no task)."""
+    n = len(counts)
+    calls = sum(c["calls"] for c in counts)
+    flagged = sum(c["flagged"] for c in counts)
+    valid = sum(c["valid"] for c in counts)
+    return {"proactivity": sum(1 for c in counts if c["calls"] > 0) / n if n else None,
+            "success_rate": valid / flagged if flagged else None,
+            "volume": calls / n if n else None}
+
+
+def compute(predictions: TrajectoryFile) -> Verdicts:
+    """Per task id of the file, its call counts under ``tool_use``."""
+    return Verdicts(per_id={tid: {KEY: call_counts(t)} for tid, t in predictions.tasks.items()})
+
+
+def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
+    """``{"tool_use": {proactivity, success_rate, volume}}`` over these ids (an id without counts has no call)."""
+    empty = {k: 0 for k in COUNTS}
+    return {KEY: tool_use([values.per_id.get(i, {}).get(KEY, empty) for i in ids])}
+
+
+EVALUATOR = Evaluator(name="tool_use", reads=frozenset({"prediction"}), metrics=metrics_of("tool_use"),
+                      compute=compute, aggregate=aggregate)
