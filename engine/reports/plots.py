@@ -141,3 +141,12 @@ def calls_chart(table: Table, path: Path) -> Path:
     ax.set_title(table.title or "Call outcomes")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="outcome")
     return save_figure(fig, path)
+
+
+def outcomes_chart(table: Table, path: Path) -> Path:
+    """Grouped bars of the outcome rates (the SR and Accuracy columns, counts left out), one bar per model."""
+    rates = [m.label for m in METRICS if m.source == "outcomes" and m.column and m.label in table.columns]
+    keep = [table.columns.index(label) for label in rates]
+    return leaderboard_chart(Table(columns=["Model", *rates], rows=[[row[0], *(row[i] for i in keep)]
+                                                                    for row in table.rows],
+                                   title=table.title), path)

@@ -10,7 +10,6 @@ the file to judge again). A task a judge never answered is left out and listed u
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from engine.contract import InputError, TrajectoryFile, atomic_write_json, config_int, read_json
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators.judging import JudgeUnanswered
+from engine.judge_results import OUTCOME_EVALUATORS
 from rollout.judges.cache import ReplyCache
 from rollout.judges.pool import JudgeFailure, JudgePool, judge_specs
 from rollout.runs import bounded
@@ -26,15 +26,13 @@ from rollout.workspace import safe_name
 
 log = logging.getLogger("judge")
 
-OUTCOME_EVALUATORS = ("answer_equivalence", "verifiers")
-
-
 def load_evaluator(name: str) -> Evaluator:
-    """The EVALUATOR of engine/evaluators/<name>.py; InputError naming the setting for another name."""
-    if name not in OUTCOME_EVALUATORS:
-        raise InputError("config", f"unknown evaluator {name!r} (expected some of {', '.join(OUTCOME_EVALUATORS)})",
+    """The outcome evaluator of this name; InputError naming the setting for another name."""
+    known = {e.name: e for e in OUTCOME_EVALUATORS}
+    if name not in known:
+        raise InputError("config", f"unknown evaluator {name!r} (expected some of {', '.join(known)})",
                          field="evaluators")
-    return importlib.import_module(f"engine.evaluators.{name}").EVALUATOR
+    return known[name]
 
 
 def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
