@@ -213,3 +213,20 @@ def test_readers_check_the_files(tmp_path: Path) -> None:
     checks.write_text(json.dumps({"per_id": {"x": {"checks": [1, 0], "passed": True, "error": None}}}))
     with pytest.raises(InputError, match="id x: field 'passed'"):
         vf.read(checks)
+
+
+def test_outcomes_table_shows_the_columns_some_model_has() -> None:
+    from engine.reports.read import ModelResult
+    from engine.reports.tables import outcomes_table
+
+    a = ModelResult(name="a", path=Path("a.json"), aggregate={"answer_sr": 0.5, "answer_sr_l1": 1.0,
+                                                              "answer_sr_l2": 0.0, "answer_sr_micro": 0.75},
+                    by_type={}, meta={})
+    b = ModelResult(name="b", path=Path("b.json"), aggregate={"check_accuracy": 0.4, "check_errors": 1},
+                    by_type={}, meta={})
+    none = ModelResult(name="c", path=Path("c.json"), aggregate={}, by_type={}, meta={})
+    table = outcomes_table([a, b, none])
+    assert table is not None
+    assert table.columns == ["Model", "SR", "SR L1", "SR L2", "SR (micro)", "Accuracy", "Evaluator Errors"]
+    assert table.rows == [["a", 0.5, 1.0, 0.0, 0.75, None, None], ["b", None, None, None, None, 0.4, 1]]
+    assert outcomes_table([none]) is None

@@ -22,6 +22,7 @@ mean, not counted as 0); ``answer_sr_micro`` = mean E over all judged tasks, for
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -95,11 +96,14 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     answer = inputs.final_answer
     if answer is None or not answer.strip():
         return {"level": level, "score": 0, "judges": {}, "reason": "no final answer"}
-    question_obj = Ask(PROMPT, {"question": question, "reference_answer": truth, "agent_answer": answer})
-    scores = {}
-    for spec in ctx.pool.specs:
-        scores[spec.identity["model"]] = await first_usable(ctx.pool, spec, question_obj, ctx.attempts,
-                                                            parse_verdict)
+    ask = Ask(PROMPT, {"question": question, "reference_answer": truth, "agent_answer": answer})
+    specs = list(ctx.pool.specs)
+    answers = await asyncio.gather(*(first_usable(ctx.pool, spec, ask, ctx.attempts, parse_verdict)
+                                     for spec in specs), return_exceptions=True)
+    for outcome in answers:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    scores = {spec.identity["model"]: score for spec, score in zip(specs, answers, strict=True)}
     return {"level": level, "score": majority(list(scores.values())), "judges": scores}
 
 
@@ -177,5 +181,3 @@ METRICS: tuple[Metric, ...] = tuple(BY_KEY[key] for key in (
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
                       aggregate=aggregate)
-
-__all__ = ["EVALUATOR", "LEVELS", "PROMPT", "majority", "parse_verdict", "success_rates"]

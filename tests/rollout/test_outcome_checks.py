@@ -80,7 +80,8 @@ def test_a_judge_that_never_answers_leaves_the_task_unjudged(tmp_path, chat_serv
     preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [{"id": "a", "steps": [], "final_reply": "2"},
                                                             {"id": "b", "steps": [], "final_reply": "?"}])
     server = chat_server(never)
-    cfg = compose_judge(f"predictions={preds}", f"data.tasks={tasks}", "stage=outcomes", "evaluators=[answer_equivalence]",
+    cfg = compose_judge(f"predictions={preds}", f"data.tasks={tasks}", "stage=outcomes",
+                        "evaluators=[answer_equivalence]",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "attempts=2",
                         f"workspace_dir={tmp_path / 'ws'}", f"tool_log_dir={tmp_path / 'logs'}")
     cfg["judges"] = {"max_requests": 2, "pool": {"j": {
