@@ -16,6 +16,11 @@ Two files may lie beside a prediction file ``<stem>.json`` (or be named explicit
 
 Values join each task of ``per_id`` and are aggregated by the metric table's rules; counts a file
 gives only as totals join the file's aggregate as they are.
+
+The outcome checks' files (``<stem>_answers.json``, ``<stem>_checks.json``; engine.evaluators) join
+too: their per-task values join ``per_id`` and their evaluator's own aggregate joins each aggregate.
+The file's aggregate is over every task the outcome file holds (the tasks file's, so a task whose
+agent run did not end counts as it is scored there), a family's over the scored tasks of the family.
 """
 
 from __future__ import annotations
@@ -25,14 +30,18 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.evaluators import vtb_rubrics
-from engine.evaluators.base import Verdicts
+from engine.evaluators import answer_equivalence, verifiers, vtb_rubrics
+from engine.evaluators.base import Evaluator, Verdicts
 from engine.metricspec import BY_KEY, CALL_KEYS, JOINED_KEYS, JUDGE_KEYS, RUBRIC_KEYS
 
 TASKCOMPLETION = "taskcompletion"
 CALLANALYSIS = "callanalysis"
 RUBRICS = vtb_rubrics.SUFFIX
 _ENTRY_KEYS = ("pre_id", "per_id")
+OUTCOME_EVALUATORS: tuple[Evaluator, ...] = (answer_equivalence.EVALUATOR, verifiers.EVALUATOR)
+"""The outcome checks whose files join the scoring outputs (found beside the predictions by suffix)."""
+OUTCOME_VALUE_KEYS: tuple[str, ...] = ("answer_level", "answer_success", "check_success", "check_error")
+"""Per-task values of the outcome files, in the order of the per-task CSV."""
 
 
 def companion_path(predictions: Path, kind: str) -> Path:
@@ -48,11 +57,13 @@ class JoinedFiles:
     judge: Path | None = None
     calls: Path | None = None
     rubrics: Path | None = None
+    outcomes: tuple[tuple[str, Path], ...] = ()
 
 
 def joined_files(predictions: Path, judge: str | Path | None = None, calls: str | Path | None = None,
                  rubrics: str | Path | None = None) -> JoinedFiles:
-    """The files named, else the companion files beside the predictions that exist."""
+    """The files named, else the companion files beside the predictions that exist (the outcome files
+    always beside them: (evaluator name, path) of each that exists)."""
 
     def pick(explicit: str | Path | None, kind: str) -> Path | None:
         if explicit:
@@ -60,7 +71,9 @@ def joined_files(predictions: Path, judge: str | Path | None = None, calls: str 
         path = companion_path(predictions, kind)
         return path if path.is_file() else None
 
-    return JoinedFiles(pick(judge, TASKCOMPLETION), pick(calls, CALLANALYSIS), pick(rubrics, RUBRICS))
+    outcomes = tuple((e.name, companion_path(predictions, e.suffix)) for e in OUTCOME_EVALUATORS
+                     if e.suffix and companion_path(predictions, e.suffix).is_file())
+    return JoinedFiles(pick(judge, TASKCOMPLETION), pick(calls, CALLANALYSIS), pick(rubrics, RUBRICS), outcomes)
 
 
 @dataclass
@@ -68,14 +81,15 @@ class Joined:
     """Joined values: per task id, file totals of the keys no task has, and the rubric verdicts (for
     their per-category aggregate)."""
 
-    per_id: dict[str, dict[str, float]] = field(default_factory=dict)
+    per_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     totals: dict[str, float] = field(default_factory=dict)
     rubrics: Verdicts | None = None
+    outcomes: dict[str, Verdicts] = field(default_factory=dict)
 
     def keys(self) -> list[str]:
-        """The joined keys present, in table order."""
+        """The joined keys present, in table order (outcome values last)."""
         present = set(self.totals).union(*self.per_id.values())
-        return [k for k in JOINED_KEYS if k in present]
+        return [k for k in (*JOINED_KEYS, *OUTCOME_VALUE_KEYS) if k in present]
 
 
 def mean(values: list[float]) -> float:
@@ -175,7 +189,7 @@ def read_callanalysis(path: str | Path) -> Joined:
 
 def load_joined(files: JoinedFiles | None) -> Joined | None:
     """The values of a prediction file's judge files, or None when it has none."""
-    if files is None or (files.judge is None and files.calls is None and files.rubrics is None):
+    if files is None or (files.judge is None and files.calls is None and files.rubrics is None and not files.outcomes):
         return None
     joined = Joined()
     if files.judge is not None:
@@ -189,13 +203,21 @@ def load_joined(files: JoinedFiles | None) -> Joined | None:
         joined.rubrics = vtb_rubrics.read(files.rubrics)
         for tid, values in joined.rubrics.per_id.items():
             joined.per_id.setdefault(tid, {}).update({k: values[k] for k in RUBRIC_KEYS if k in values})
+    evaluators = {e.name: e for e in OUTCOME_EVALUATORS}
+    for name, path in files.outcomes:
+        reader = evaluators[name].read
+        assert reader is not None
+        verdicts = joined.outcomes[name] = reader(path)
+        for tid, values in verdicts.per_id.items():
+            joined.per_id.setdefault(tid, {}).update(values)
     return joined
 
 
 def joined_aggregate(joined: Joined, ids: list[str], totals: bool = True) -> dict[str, float]:
     """The joined values over these ids by the metric table's rules (judged_mean, sum), with the rubric
     verdicts' ``rubrics`` block (per category, counts); file totals stand for keys no task has when
-    `totals` is true."""
+    `totals` is true, when the outcome checks' aggregates are over every task of their files (else over
+    these ids)."""
     out: dict[str, float] = {}
     for key in JOINED_KEYS:
         values = [joined.per_id[i][key] for i in ids if key in joined.per_id.get(i, {})]
@@ -205,6 +227,11 @@ def joined_aggregate(joined: Joined, ids: list[str], totals: bool = True) -> dic
             out[key] = joined.totals[key]
     if joined.rubrics is not None:
         out.update(vtb_rubrics.aggregate(joined.rubrics, ids))
+    evaluators = {e.name: e for e in OUTCOME_EVALUATORS}
+    for name, verdicts in joined.outcomes.items():
+        combine = evaluators[name].aggregate
+        assert combine is not None
+        out.update(combine(verdicts, list(verdicts.per_id) if totals else ids))
     return out
 
 

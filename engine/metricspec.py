@@ -16,6 +16,11 @@ this table; adding a metric is one entry here plus its per-task formula (alignme
 The rubric metrics (``rubrics``, `engine.evaluators.vtb_rubrics`) are ``judged_mean``: the Average
 Rubric Score is the mean of the tasks' weighted rubric scores, the Average Pass Rate the mean of their
 0/1 passes, over the tasks that have rubric verdicts.
+- outcome checks (source ``outcomes``, their evaluators' ``aggregate``): ``level_mean``: mean 0/1 over
+  the judged tasks of one complexity level; ``level_macro``: mean of the level means present;
+  ``judged_mean``: mean over the judged tasks; ``task_mean``: mean task success over every checked task,
+  evaluator errors counted as failures; ``evaluated_mean``: the same over the tasks without an evaluator
+  error; ``count``: a number of tasks.
 
 The Average Score of the paper's Table 2 is the plain mean of the metrics with ``in_average``
 that are present: the six alignment columns and Information Grounding (Task Completion is
@@ -28,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["alignment", "judge", "budget", "calls", "rubrics", "tool_use"]
+Source = Literal["alignment", "judge", "budget", "calls", "rubrics", "tool_use", "outcomes"]
 PROFILES: tuple[str, ...] = ("reference", "paper")
 AVERAGE = "Average Score"
 
@@ -68,6 +73,17 @@ METRICS: tuple[Metric, ...] = (
     Metric("proactivity", "Tool-Call Proactivity", "tool_use", _BOTH, "tool_use", False, True),
     Metric("success_rate", "Tool-Call Success Rate", "tool_use", _BOTH, "tool_use", False, True),
     Metric("volume", "Tool-Call Volume", "tool_use", _BOTH, "tool_use", False, True),
+    Metric("answer_sr", "SR", "outcomes", _BOTH, "level_macro", False, True),
+    Metric("answer_sr_l1", "SR L1", "outcomes", _BOTH, "level_mean", False, True),
+    Metric("answer_sr_l2", "SR L2", "outcomes", _BOTH, "level_mean", False, True),
+    Metric("answer_sr_l3", "SR L3", "outcomes", _BOTH, "level_mean", False, True),
+    Metric("answer_sr_micro", "SR (micro)", "outcomes", _BOTH, "judged_mean", False, True),
+    Metric("answer_judged", "Answers Judged", "outcomes", _BOTH, "count", False, False),
+    Metric("answer_skipped", "Answers Skipped", "outcomes", _BOTH, "count", False, False),
+    Metric("check_accuracy", "Accuracy", "outcomes", _BOTH, "task_mean", False, True),
+    Metric("check_accuracy_evaluated", "Accuracy (evaluated)", "outcomes", _BOTH, "evaluated_mean", False, True),
+    Metric("check_tasks", "Tasks Checked", "outcomes", _BOTH, "count", False, False),
+    Metric("check_errors", "Evaluator Errors", "outcomes", _BOTH, "count", False, False),
     Metric("avg_Rounds", "Steps", "budget", _BOTH, "mean_pred_steps", False, False),
     Metric("avg_tool_calls", "Calls", "budget", _BOTH, "pred_calls_per_task", False, False),
 )

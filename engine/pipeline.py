@@ -180,6 +180,7 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
         meta.update({kind: str(path) for kind, path in (("judge", files and files.judge),
                                                          ("calls", files and files.calls),
                                                          ("rubrics", files and files.rubrics)) if path})
+        meta.update({name: str(path) for name, path in (files.outcomes if files else ())})
         judge = load_joined(files)
         aggregates.append(write_file_results(directory, view, result.scores, result.tables.samples_of(f),
                                              th.tau_strong, meta, judge))

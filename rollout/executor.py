@@ -41,8 +41,10 @@ class Executor:
         self.tools = tools
         self.settings = settings
 
-    async def run(self, task: Task, exposed: list[ToolInfo], ws: Workspace) -> dict[str, Any]:
-        """Roll out one task in its (fresh) workspace; the prediction record."""
+    async def run(self, task: Task, exposed: list[ToolInfo], ws: Workspace,
+                  tool_log: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Roll out one task in its (fresh) workspace; the prediction record. Every call made is
+        appended to `tool_log` (when given) as its tool log line, in step and call order."""
         s = self.settings
         images = [ws.add_input(task.image_path)] if task.image_path else []
         dialogue = Dialogue(self.model, task.id, prompts.SYSTEM, ws.root)
@@ -55,6 +57,8 @@ class Executor:
             if not calls:
                 break
             records = await self.tools.run_step(calls, exposed_names, ws, step)
+            if tool_log is not None:
+                tool_log.extend(r.to_log(step, i) for i, r in enumerate(records, 1))
             outputs = [r.to_output() for r in records]
             steps.append(outputs)
             pending_images = [f for r in records for f in r.files if is_image(f) and f not in images]

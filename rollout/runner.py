@@ -1,7 +1,9 @@
 """A rollout run from its config: tasks, model, MCP servers, exposure, the Executor, curation, outputs.
 
 The config is the composed Hydra config of conf/rollout/config.yaml as a plain dict (see rollout/README.md);
-every path of the run (predictions, workspace, cache_dir, server_logs, curate.*) is one of its settings.
+every path of the run (predictions, workspace, tool_logs, cache_dir, server_logs, curate.*) is one of its
+settings. A task's workspace stays at <workspace>/<task id> after it ends, and its tool log is written to
+<tool_logs>/<task id>.json before its prediction is added (a replay rebuilds both from the cache).
 `run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
 them), and bad input raises the contract's `InputError`.
 """
@@ -15,7 +17,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, Task, Trajectory, check_choice, config_int, read_tasks, read_trajectories
+from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, config_int, read_tasks,
+                             read_trajectories)
 from rollout.curate import Curator, CuratorSettings
 from rollout.drivers.base import settings_from_config
 from rollout.drivers.registry import build_driver
@@ -30,7 +33,7 @@ from rollout.record import CachedModel, RolloutCache
 from rollout.runs import bounded, quiet_client_loggers
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
-from rollout.workspace import Workspace
+from rollout.workspace import Workspace, safe_name
 
 log = logging.getLogger("rollout")
 
@@ -87,6 +90,7 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     exposure = cfg.get("exposure") or {"mode": "all"}
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
+    tool_logs = _path(cfg, "tool_logs")
     cache = RolloutCache(_path(cfg, "cache_dir"), cfg.get("mode", "live"))
     settings = ExecutorSettings(max_step=config_int(cfg, "max_step", default=5),
                                 max_concurrent=config_int(cfg, "max_concurrent", default=10),
@@ -115,14 +119,17 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
 
             async def work(task: Task) -> bool:
                 ws = Workspace.fresh(workspace_base, task.id)
+                calls: list[dict[str, Any]] = []
                 try:
-                    record = await executor.run(task, exposed[task.id], ws)
+                    record = await executor.run(task, exposed[task.id], ws, calls)
                 except (ModelError, CacheMiss) as exc:
                     log.error("task %s failed: %s", task.id, exc)
                     return False
                 except Exception:  # boundary: one task's bug must not end the others
                     log.exception("task %s failed", task.id)
                     return False
+                await asyncio.to_thread(atomic_write_json, tool_logs / f"{safe_name(task.id)}.json",
+                                        {"id": task.id, "calls": calls})
                 await asyncio.to_thread(results.add, record)
                 log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", task.id, record["num_step"],
                          sum(len(s["calls"]) for s in record["steps"]), record["usage"]["total_tokens"],

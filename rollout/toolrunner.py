@@ -7,7 +7,8 @@ step, named by an absolute path in its arguments or result or by a relative one 
 working directory, are copied in (under the same relative path, or media/<name>) and belong to that
 call. Workspace files a call names inside its server's own folders (``paths.keep``) are copied there
 before the call. When recording, each call's outcome and files go to the cache; a replay restores them without
-starting any server. A call to a server that failed to start is an error naming the reason.
+starting any server. A call to a server that failed to start is an error naming the reason. Each
+call's duration is measured when it runs live and kept in the cache, so a replay logs the recorded one.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class CallRecord:
     result: str
     is_error: bool
     files: list[str] = field(default_factory=list)
+    duration_s: float | None = None
 
     def add_note(self, note: str) -> None:
         """Append a line of the host's own to the result text."""
@@ -55,6 +57,13 @@ class CallRecord:
         """The call in the published prediction format (plus is_error)."""
         return {"name": self.name, "arguments": self.arguments, "result": self.result,
                 "is_error": self.is_error}
+
+    def to_log(self, step: int, index: int) -> dict[str, Any]:
+        """The call's line of the task's tool log (rollout/README.md, "Final workspace and tool log")."""
+        server, _, tool = self.name.partition("/")
+        return {"step": step, "index": index, "server": server, "tool": tool, "arguments": self.arguments,
+                "result": self.result, "is_error": self.is_error, "files": list(self.files),
+                "duration_s": self.duration_s}
 
 
 def _stem(name: str, step: int, index: int) -> str:
@@ -92,7 +101,7 @@ class ToolRunner:
         for i, record in enumerate(records):
             rejection = self._rejection(record.name, exposed)
             if rejection:
-                record.result, record.is_error = rejection, True
+                record.result, record.is_error, record.duration_s = rejection, True, 0.0
             else:
                 runnable.append(i)
         if not runnable:
@@ -105,8 +114,15 @@ class ToolRunner:
         for i in runnable:
             self._stage_in(records[i], ws)
         before, began = ws.snapshot(), time.time_ns() - MTIME_SLACK_NS
-        outcomes: list[ToolOutcome] = await asyncio.gather(
-            *(self.host.call(records[i].name, records[i].arguments, ws.root) for i in runnable))
+        host = self.host
+
+        async def timed(record: CallRecord) -> ToolOutcome:
+            start = time.perf_counter()
+            outcome = await host.call(record.name, record.arguments, ws.root)
+            record.duration_s = round(time.perf_counter() - start, 6)
+            return outcome
+
+        outcomes: list[ToolOutcome] = await asyncio.gather(*(timed(records[i]) for i in runnable))
         inline: set[str] = set()
         for i, outcome in zip(runnable, outcomes, strict=True):
             record = records[i]
@@ -185,7 +201,8 @@ class ToolRunner:
         files = [{"path": rel, "sha256": self.cache.store_blob(ws.path(rel))}
                  for rel in record.files if ws.path(rel).is_file()]
         self.cache.put_tool(tool_key(server, tool, record.arguments), server, tool, record.arguments,
-                            {"result": record.result, "is_error": record.is_error, "files": files})
+                            {"result": record.result, "is_error": record.is_error, "files": files,
+                             "duration_s": record.duration_s})
 
     def _replay(self, record: CallRecord, ws: Workspace) -> None:
         server, _, tool = record.name.partition("/")
@@ -193,6 +210,7 @@ class ToolRunner:
         if cached is None:
             raise CacheMiss(f"no recorded result for a call to {record.name} with these arguments")
         record.result, record.is_error = cached["result"], cached["is_error"]
+        record.duration_s = cached.get("duration_s")
         for entry in cached["files"]:
             dest = ws.inside(entry["path"])
             if dest is None:

@@ -165,3 +165,10 @@ def tool_use_chart(table: Table, path: Path) -> Path:
     right.grid(axis="y", alpha=0.3)
     fig.suptitle(table.title or "Tool use")
     return save_figure(fig, path)
+def outcomes_chart(table: Table, path: Path) -> Path:
+    """Grouped bars of the outcome rates (the SR and Accuracy columns, counts left out), one bar per model."""
+    rates = [m.label for m in METRICS if m.source == "outcomes" and m.column and m.label in table.columns]
+    keep = [table.columns.index(label) for label in rates]
+    return leaderboard_chart(Table(columns=["Model", *rates], rows=[[row[0], *(row[i] for i in keep)]
+                                                                    for row in table.rows],
+                                   title=table.title), path)

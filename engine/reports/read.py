@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.metricspec import CALL_KEYS, JUDGE_KEYS, RUBRIC_KEYS, TOOL_USE_KEYS, leaderboard_columns
+from engine.metricspec import CALL_KEYS, JUDGE_KEYS, RUBRIC_KEYS, TOOL_USE_KEYS, leaderboard_columns, metrics_of
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,13 @@ def _check_block(path: Path, block: Any, where: str) -> None:
         for key in TOOL_USE_KEYS:
             if tools.get(key) is not None:
                 _check_number(path, tools, key, f"{where}.tool_use")
+    for metric in metrics_of("outcomes"):
+        if block.get(metric.key) is not None:
+            _check_number(path, block, metric.key, where)
+            counted = metric.aggregation == "count"
+            if block[metric.key] < 0 or (not counted and block[metric.key] > 1):
+                expected = "a count >= 0" if counted else "a rate in [0, 1]"
+                raise InputError(path, f"expected {expected}, got {block[metric.key]!r}", field=f"{where}.{metric.key}")
 
 
 def load_result(path: Path, name: str | None = None) -> ModelResult:

@@ -1,4 +1,5 @@
-"""Report tables: the paper's leaderboard (Table 2), per-family (Tables 5-32) and budget (Table 4)."""
+"""Report tables: the paper's leaderboard (Table 2), per-family (Tables 5-32) and budget (Table 4), and
+the outcome checks (answer equivalence's SR, the verifiers' accuracy)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from engine.metricspec import (AVERAGE, CALL_CLASSES, CALL_KEYS, TOOL_USE_KEYS, 
 from engine.reports.read import ModelResult
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
+OUTCOME_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("outcomes"))
 
 
 @dataclass
@@ -164,3 +166,20 @@ def tool_use_table(results: list[ModelResult]) -> Table | None:
 def families_markdown(tables: dict[str, Table]) -> str:
     """All per-family tables as one markdown document, one section per family."""
     return "\n".join(f"## {family}\n\n{table.to_markdown()}" for family, table in tables.items())
+
+
+def outcomes_table(results: list[ModelResult]) -> Table | None:
+    """Per model (in the given order) the outcome checks it has: SR per level, SR (the macro mean over
+    the levels present), SR (micro), the answers judged and skipped, Accuracy over every checked task
+    (evaluator errors counted as failures) and over the evaluated ones, the tasks checked and the
+    evaluator errors; None when no model has any. Columns no model has are left out."""
+    keys = [k for k in OUTCOME_KEYS if any(r.aggregate.get(k) is not None for r in results)]
+    if not keys:
+        return None
+    rows = [[r.name, *(r.aggregate.get(k) for k in keys)] for r in results
+            if any(r.aggregate.get(k) is not None for k in keys)]
+    note = ("SR: mean over the complexity levels present of each level's success rate (macro); SR (micro): "
+            "mean over the judged answers; tasks without ground truth are skipped. Accuracy: tasks whose checks "
+            "all pass over every checked task, an evaluator error counted as a failure; Accuracy (evaluated): "
+            "over the tasks without an evaluator error.")
+    return Table(columns=["Model", *(label_of(k) for k in keys)], rows=rows, title="Outcome checks", note=note)

@@ -8,15 +8,16 @@ from typing import Any
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
-from engine.reports.plots import calls_chart, family_chart, leaderboard_chart, threshold_chart, tool_use_chart
+from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
+                                  tool_use_chart)
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (budget_table, calls_table, families_markdown, family_tables, leaderboard_table,
-                                   tool_use_table)
+                                   outcomes_table, tool_use_table)
 
 
 def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
     """Write the run's leaderboard, family and budget tables (md/csv/json) and plots, and the call
-    outcomes and tool-use tables and plots when some model has them; returns the paths.
+    outcomes, tool-use and outcome checks tables and plots when some model has them; returns the paths.
 
     Files go to out_dir (default: run_dir), each written atomically.
     """
@@ -30,6 +31,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     budget = budget_table(ranked)
     calls = calls_table(ranked)
     tools = tool_use_table(ranked)
+    outcomes = outcomes_table(ranked)
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -40,7 +42,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_json(out / name, content)
         written.append(out / name)
 
-    for stem, table in (("leaderboard", board), ("budget", budget), ("calls", calls), ("tool_use", tools)):
+    for stem, table in (("leaderboard", board), ("budget", budget), ("calls", calls), ("tool_use", tools),
+                        ("outcomes", outcomes)):
         if table is None:
             continue
         text(f"{stem}.md", table.to_markdown())
@@ -55,6 +58,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written.append(calls_chart(calls, out / "calls.png"))
     if tools is not None:
         written.append(tool_use_chart(tools, out / "tool_use.png"))
+    if outcomes is not None:
+        written.append(outcomes_chart(outcomes, out / "outcomes.png"))
     grid = run_dir / GRID_FILE
     if grid.is_file():
         written.append(threshold_chart(load_threshold_grid(grid), out / "threshold_ablation.png"))

@@ -1,6 +1,7 @@
 """A judge run from its config (conf/judge/, as a plain dict): Task Completion and Information
 Grounding of every task (stage ``judge``), the call outcomes (stage ``calls``), or both; or the
-VisualToolBench rubric verdicts (stage ``rubrics``, `rollout.judges.evaluated`).
+VisualToolBench rubric verdicts (stage ``rubrics``, `rollout.judges.evaluated`), or the outcome checks
+of the configured evaluators (stage ``outcomes``, rollout.judges.evaluate).
 
 Judging is resumable: the taskcompletion.json is rewritten atomically after every judged task, and a
 rerun judges only the tasks it lacks (and those judged by other models, whose entries it drops);
@@ -26,6 +27,7 @@ from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.ensemble import entry_scores, judge_task
+from rollout.judges.evaluate import evaluator_stage, load_evaluator
 from rollout.judges.outcomes import Catalogue
 from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
@@ -33,7 +35,8 @@ from rollout.runs import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
 
-STAGES = ("judge", "calls", "both", "rubrics")
+STAGES = ("judge", "calls", "both", "rubrics", "outcomes")
+OUTCOME_NAMES = ("answer_equivalence", "verifiers")
 
 
 def predictions_path(cfg: Mapping[str, Any]) -> Path:
@@ -156,6 +159,22 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
     return 0
 
 
+def run_outcomes(cfg: Mapping[str, Any], predictions: Path, preds: TrajectoryFile) -> int:
+    """Every configured outcome evaluator (rollout.judges.evaluate); the worst exit status."""
+    tasks_file = (cfg.get("data") or {}).get("tasks")
+    if not tasks_file:
+        raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
+    names = [name for name in cfg.get("evaluators") or {} if name in OUTCOME_NAMES]
+    if not names:
+        raise InputError("config", "no evaluator: set evaluators=[answer_equivalence,verifiers]", field="evaluators")
+    status = 0
+    for name in names:
+        evaluator = load_evaluator(name)
+        output = predictions.with_name(f"{predictions.stem}_{evaluator.suffix}.json")
+        status = max(status, asyncio.run(evaluator_stage(cfg, evaluator, preds, Path(tasks_file), output)))
+    return status
+
+
 def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured stage(s); the exit status."""
     stage = check_choice(cfg.get("stage", "both"), STAGES, "stage", "stage")
@@ -176,6 +195,8 @@ def run(cfg: Mapping[str, Any]) -> int:
             raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
         output = Path(cfg["output"]) if cfg.get("output") else companion_path(predictions, TASKCOMPLETION)
         status = asyncio.run(judge_stage(cfg, read_trajectories(data["gt"]), preds, output))
+    if stage == "outcomes":
+        status = max(status, run_outcomes(cfg, predictions, preds))
     if stage in ("calls", "both"):
         calls_output = (cfg.get("calls") or {}).get("output")
         output = Path(calls_output) if calls_output else companion_path(predictions, CALLANALYSIS)

@@ -5,7 +5,8 @@ for a run with steps, up to 3 for the share of calls that did not fail, and 4 fo
 Information Grounding is the share of the reference's calls whose tool the prediction also called;
 a call's class comes from the outcome rules (4 when they see no error, 2 when they cannot tell); a
 VisualToolBench rubric is Met when the answer has the criterion's quoted phrases
-(`engine.evaluators.vtb_rubrics.scripted_reply`; a judge with bias <= -0.1 matches case exactly).
+(`engine.evaluators.vtb_rubrics.scripted_reply`; a judge with bias <= -0.1 matches case exactly); an
+answer agrees with the ground truth when its normalized text contains the normalized ground truth.
 ``bias`` shifts every score (by bias x 10 for Task Completion, clipped to the range), so judges of a
 scripted pool differ.
 
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import Counter
 from typing import Any
 
 from engine.evaluators.vtb_rubrics import RUBRIC, scripted_reply
+from engine.evaluators.answer_equivalence import PROMPT as ANSWER
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME
 from rollout.scripted import message_texts, serve
@@ -50,6 +53,16 @@ def grounding_score(reference: dict[str, Any], prediction: dict[str, Any]) -> fl
     return sum((wanted & made).values()) / total if total else 1.0
 
 
+def normalized(text: str) -> str:
+    """Lower case, punctuation (except decimal points) dropped, whitespace collapsed."""
+    return " ".join(re.sub(r"[^\w.]|\.(?!\d)", " ", text.lower()).split())
+
+
+def answers_agree(reference: str, answer: str) -> bool:
+    """The scripted answer equivalence: the normalized reference occurs in the normalized answer."""
+    return f" {normalized(reference)} " in f" {normalized(answer)} "
+
+
 class JudgePolicy:
     """Replies of a scripted judge to the judge prompts (rollout.judges.prompts), shifted by `bias`."""
 
@@ -69,6 +82,10 @@ class JudgePolicy:
         if system == GROUNDING.system:
             score = min(1.0, max(0.0, grounding_score(payload["reference"], payload["prediction"]) + self.bias))
             return f"\\boxed{{{score:.3f}}}"
+        if system == ANSWER.system:
+            agree = answers_agree(str(payload["reference_answer"]), str(payload["agent_answer"]))
+            return (f"The reference answer is {'' if agree else 'not '}contained in the agent's answer."
+                    f"\n{{\"score\": {int(agree)}}}")
         if system == OUTCOME.system:
             decision = decide(payload, None)
             return str(_DIGIT_OF_CLASS[decision.label] if decision else 2)

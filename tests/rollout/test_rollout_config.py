@@ -130,7 +130,7 @@ def test_demo_runs_from_the_command_line(tmp_path):
     assert [p["id"] for p in preds] == ["demo-0001", "demo-0002", "demo-0003", "demo-0004"]
     assert not any(c["is_error"] for p in preds for s in p["steps"] for c in s["calls"])
     run_dir = results / "rollout" / "scripted"
-    assert {p.name for p in run_dir.iterdir()} == {".hydra", "rollout.log", "workspace", "server_logs",
+    assert {p.name for p in run_dir.iterdir()} == {".hydra", "rollout.log", "workspace", "tool_logs", "server_logs",
                                                    "verdicts.json", "optimal.json", ".verdicts.json.lock",
                                                    ".optimal.json.lock"}
     assert (run_dir / ".hydra" / "config.yaml").is_file() and "4 task(s)" in (run_dir / "rollout.log").read_text()

@@ -1,0 +1,198 @@
+"""Verifiers (TOBench's outcome checks): a task's own check module looks at the run's trajectory, its
+final workspace and its tool log and returns a list of 0/1 checks; the task succeeds when all pass.
+
+A task names its module in ``check``: a Python file, its path relative to the tasks file's folder
+(paths leaving that folder are refused). The module defines::
+
+    def check(trajectory: dict, workspace: pathlib.Path | None, tool_log: list[dict] | None) -> list[int | bool]
+
+- ``trajectory``: the task's prediction record as in the predictions file (steps of calls with name,
+  arguments, result, is_error; final_reply; ...);
+- ``workspace``: the absolute path of the task's final workspace folder (None when there is none);
+- ``tool_log``: the calls of the task's tool log, in order (each with step, index, server, tool,
+  arguments, result, is_error, files, duration_s; None when the run wrote none);
+- it returns e_1 ... e_m, each 0/1 (or False/True), m >= 1. It reads and must not change the workspace.
+
+Each check runs in its own process (the interpreter of the judge app, working folder: the tasks
+folder) with a time limit (``timeout`` seconds, default 60), so a check that hangs or crashes cannot
+stop the run. A check that raises, hangs, dies, or returns anything but a non-empty list of 0/1 is
+an *evaluator error*: the task's entry holds the one-line reason, no success value, and it is counted
+apart from the agent's failures (never a silent 0). A task without a prediction (its agent run did not
+end) fails without running its check; a task without ``check`` is skipped.
+
+Per task S_i = e_i,1 x ... x e_i,m. Aggregate over the checked tasks (``check_tasks`` = N of them,
+``check_errors`` = E of them with an evaluator error): ``check_accuracy`` = sum S_i / N (an evaluator
+error counts as a failure) and ``check_accuracy_evaluated`` = sum S_i / (N - E) (the tasks whose check
+gave an answer; null when there is none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, is_number, read_json
+from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdicts
+from engine.metricspec import BY_KEY, Metric
+
+NAME = "verifiers"
+SUFFIX = "checks"
+RUNNER = Path(__file__).with_name("check_runner.py")
+DEFAULT_TIMEOUT = 60.0
+
+
+def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
+    """The check file a task names, resolved against the tasks file's folder; InputError when it is not a
+    relative path to a .py file inside that folder."""
+    base = Path(tasks_file).resolve().parent
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(tasks_file, f"must be a path to a .py file or null, got {value!r}", task_id=task_id,
+                         field="check")
+    target = (base / value).resolve()
+    if Path(value).is_absolute() or not target.is_relative_to(base):
+        raise InputError(tasks_file, f"{value!r} leaves the tasks folder {base} (check modules lie beside the "
+                         "tasks file)", task_id=task_id, field="check")
+    if target.suffix != ".py" or not target.is_file():
+        raise InputError(tasks_file, f"no Python file {target}", task_id=task_id, field="check")
+    return target
+
+
+def checks_of(result: Any) -> list[int]:
+    """A check's return value as a list of 0/1; ValueError naming what it was otherwise."""
+    if not isinstance(result, list) or not result:
+        raise ValueError(f"returned {json.dumps(result)[:80]}, expected a non-empty list of 0/1")
+    for value in result:
+        if not (isinstance(value, bool) or (is_number(value) and value in (0, 1))):
+            raise ValueError(f"returned {json.dumps(result)[:80]}: {json.dumps(value)[:20]} is not 0/1")
+    return [int(v) for v in result]
+
+
+def _last_line(text: bytes) -> str:
+    lines = [line.strip() for line in text.decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
+                    timeout: float) -> list[int]:
+    """The checks of one module on one run, in a process of its own; ValueError with a one-line reason
+    when it raises, dies, runs past `timeout` seconds or returns anything but a non-empty list of 0/1."""
+    with tempfile.TemporaryDirectory(prefix="m3check-") as tmp:
+        source, target = Path(tmp) / "input.json", Path(tmp) / "output.json"
+        source.write_text(json.dumps({"module": str(module), "trajectory": trajectory, "tool_log": tool_log,
+                                      "workspace": None if workspace is None else str(workspace)}),
+                          encoding="utf-8")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(RUNNER), str(source), str(target), cwd=str(module.parent),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True)
+        try:
+            _, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+        except asyncio.TimeoutError:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            raise ValueError(f"timed out after {timeout:g} s") from None
+        finally:
+            if proc.returncode is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        if not target.is_file():
+            raise ValueError(f"the check process exited with status {proc.returncode}: {_last_line(stderr)}")
+        out = json.loads(target.read_text(encoding="utf-8"))
+    if "error" in out:
+        raise ValueError(out["error"])
+    return checks_of(out["result"])
+
+
+async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
+    """One task's entry: its checks, whether all passed, and the evaluator error (null when none)."""
+    task = inputs.task or {}
+    if task.get("check") is None:
+        return {"checks": None, "passed": None, "error": None, "reason": "no check module (skipped)"}
+    tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
+    module = check_module(tasks_file, inputs.task_id, task["check"])
+    rel = module.relative_to(tasks_file.resolve().parent).as_posix()
+    if inputs.prediction is None:
+        return {"check": rel, "checks": [], "passed": False, "error": None,
+                "reason": "no prediction (the agent run did not end)"}
+    timeout = float(ctx.options.get("timeout") or DEFAULT_TIMEOUT)
+    workspace = inputs.workspace if inputs.workspace is not None and inputs.workspace.is_dir() else None
+    tool_log = list(inputs.tool_log) if inputs.tool_log is not None else None
+    try:
+        checks = await run_check(module, inputs.prediction.raw, workspace, tool_log, timeout)
+    except ValueError as exc:
+        return {"check": rel, "checks": None, "passed": None, "error": str(exc)}
+    return {"check": rel, "checks": checks, "passed": all(checks), "error": None}
+
+
+def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise InputError(path, "must be an object {checks, passed, error}", task_id=task_id)
+    error, passed = entry.get("error"), entry.get("passed")
+    if error is not None and not isinstance(error, str):
+        raise InputError(path, f"must be a string or null, got {error!r}", task_id=task_id, field="error")
+    if error is None and passed is not None and not isinstance(passed, bool):
+        raise InputError(path, f"must be true, false or null, got {passed!r}", task_id=task_id, field="passed")
+    if error is None and isinstance(entry.get("checks"), list) and entry["checks"] and \
+            passed != all(bool(c) for c in entry["checks"]):
+        raise InputError(path, "does not agree with its checks (all must pass)", task_id=task_id, field="passed")
+    return entry
+
+
+def entries(path: Path) -> dict[str, dict[str, Any]]:
+    """The checked entries of an earlier file (to resume), id -> entry."""
+    root = read_json(path, "verifier file")
+    per_id = root.get("per_id") if isinstance(root, dict) else None
+    if not isinstance(per_id, dict):
+        raise InputError(path, "must be an object of id -> entry", field="per_id")
+    return {str(tid): _check_entry(path, str(tid), entry) for tid, entry in per_id.items()}
+
+
+def read(path: Path) -> Verdicts:
+    """Per checked task: ``check_success`` (0/1, null for an evaluator error) and ``check_error``
+    (the reason, or null); skipped tasks have no values."""
+    out = Verdicts()
+    for tid, entry in entries(Path(path)).items():
+        if entry.get("error") is not None:
+            out.per_id[tid] = {"check_success": None, "check_error": entry["error"]}
+        elif entry.get("passed") is not None:
+            out.per_id[tid] = {"check_success": int(entry["passed"]), "check_error": None}
+    return out
+
+
+def accuracy(successes: Sequence[int | None]) -> dict[str, Any]:
+    """Accuracy over tasks given by their S_i (None: evaluator error): over all of them counting errors as
+    failures, and over the evaluated ones; with the counts."""
+    evaluated = [s for s in successes if s is not None]
+    n = len(successes)
+    return {"check_accuracy": sum(evaluated) / n if n else None,
+            "check_accuracy_evaluated": sum(evaluated) / len(evaluated) if evaluated else None,
+            "check_tasks": n, "check_errors": n - len(evaluated)}
+
+
+def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
+    """`accuracy` over the checked tasks among these ids."""
+    return accuracy([verdicts.per_id[i]["check_success"] for i in ids if i in verdicts.per_id])
+
+
+def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    """The file: aggregate (accuracies, counts, the ids with an evaluator error, the skipped count),
+    per_id and meta."""
+    checked = {i: e for i, e in per_id.items() if e.get("error") is not None or e.get("passed") is not None}
+    agg = accuracy([None if e.get("error") is not None else int(e["passed"]) for e in checked.values()])
+    agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
+    agg["skipped"] = len(per_id) - len(checked)
+    return {"aggregate": agg, "per_id": per_id, "meta": meta}
+
+
+METRICS: tuple[Metric, ...] = tuple(BY_KEY[key] for key in (
+    "check_accuracy", "check_accuracy_evaluated", "check_tasks", "check_errors"))
+
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "workspace", "tool_log", "task"}), metrics=METRICS,
+                      suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate)
