@@ -22,6 +22,7 @@ from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScor
                              score_prepared, write_sweep)
 from engine.results import RESULT_FILES
 from engine.thresholds import Thresholds
+from engine.trials import TRIALS_FILE, trial_files, write_trials
 
 log = logging.getLogger("score")
 
@@ -50,6 +51,7 @@ class Inputs:
     names: list[str]
     judges: list[JoinedFiles]
     per_file_dirs: bool
+    trials: list[Path] | None = None  # trial mode: every trial file in trial order, missing ones too
 
 
 def settings_from(cfg: DictConfig) -> ScoreSettings:
@@ -99,6 +101,13 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         gt = Path(cfg.data.gt)
     else:
         raise ConfigError("no reference file: set data.gt=PATH")
+    trials = trial_files(cfg.get("trials") or {}, cfg.model.get("predictions"))
+    if trials:
+        present = [p for p in trials if p.is_file()]
+        if not present:
+            raise ConfigError(f"none of the {len(trials)} trial file(s) exists: {', '.join(map(str, trials))}")
+        names = [d.name for d in output_dirs(present, Path("."))]
+        return Inputs(gt, present, names, _judges(present), True, trials)
     if sweep:
         names = [d.name for d in output_dirs(sweep, Path("."))]
         return Inputs(gt, sweep, names, _judges(sweep), True)
@@ -147,6 +156,10 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
                               progress=bool(cfg.progress))
         with timer.stage("write"):
             write_grid(rows, folder)
+    if inputs.trials:
+        with timer.stage("write"):
+            write_trials(folder / TRIALS_FILE, result, inputs.trials, inputs.predictions, inputs.judges,
+                         aggregates, cfg.trials)
     if cfg.reports:
         from engine.reports.write import write_reports
 
@@ -170,7 +183,8 @@ def _run(cfg: DictConfig) -> int:
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
         inputs = resolve_inputs(cfg)
         out = output_folder(cfg)
-        check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES])
+        check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES,
+                                  TRIALS_FILE])
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)
