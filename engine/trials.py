@@ -375,7 +375,7 @@ def write_trials(path: Path, result: SweepScores, trials: Sequence[Path], scored
             items.append(Trial(Path(trial), None, {}))
             continue
         joined = load_joined(judges[f])
-        values = scored_values(tables.task_ids, tables.sample_task, scores.values, tables.samples_of(f).tolist(),
+        values = scored_values(tables.task_ids, tables.sample_task, scores.values, result.samples_of(f).tolist(),
                                joined.per_id if joined else None)
         items.append(Trial(Path(trial), result.preds[f], values, judges[f].judge or Path(trial)))
     keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v

@@ -20,6 +20,7 @@ from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, output_dirs, prepare_sweep,
                              score_prepared, write_sweep)
+from engine.references import check_select
 from engine.results import RESULT_FILES
 from engine.thresholds import Thresholds
 from engine.trials import TRIALS_FILE, trial_files, write_trials
@@ -37,6 +38,7 @@ class AlignConfig:
     tau_strong: float = Thresholds.tau_strong
     tau_weak_grid: list[float] = field(default_factory=list)
     tau_strong_grid: list[float] = field(default_factory=list)
+    select: list[str] = field(default_factory=list)  # best reference by these metrics (empty: Recall, ArgSim)
 
 
 ConfigStore.instance().store(group="align", name="default", node=AlignConfig)
@@ -46,7 +48,7 @@ ConfigStore.instance().store(group="align", name="default", node=AlignConfig)
 class Inputs:
     """What one run scores: the GT, the prediction files with model names and judge files."""
 
-    gt: Path
+    gt: Path | list[Path]
     predictions: list[Path]
     names: list[str]
     judges: list[JoinedFiles]
@@ -60,7 +62,8 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
         profile = check_profile(str(cfg.metrics.profile))
     except ValueError as exc:
         raise ConfigError(f"metrics.profile: {exc}") from None
-    return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model,
+    select = check_select(list(cfg.align.get("select") or []), profile)
+    return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model, select=select,
                          encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)))
@@ -97,10 +100,12 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
             log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
         gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
                                       seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
+    elif cfg.data.get("references"):
+        gt = [Path(p) for p in cfg.data.references]
     elif cfg.data.get("gt"):
         gt = Path(cfg.data.gt)
     else:
-        raise ConfigError("no reference file: set data.gt=PATH")
+        raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
     trials = trial_files(cfg.get("trials") or {}, cfg.model.get("predictions"))
     if trials:
         present = [p for p in trials if p.is_file()]
