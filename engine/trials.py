@@ -60,17 +60,17 @@ def find_trials(predictions: Path, n: int | None = None) -> list[Path]:
     return [trial_path(predictions, i) for i in range(1, last + 1)]
 
 
-def trial_files(cfg: Mapping[str, Any], model_predictions: str | None = None) -> list[Path]:
-    """The trial files a score config names: trials.predictions, else the trial files found beside
-    model.predictions (trials.n of them, else as many as are found); [] when not in trial mode."""
-    named = [Path(p) for p in (cfg.get("predictions") or [])]
+def trial_count(cfg: Mapping[str, Any]) -> int | None:
+    """The `trials.n` setting: trials expected per model (None: as many as are found)."""
     n = cfg.get("n")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ConfigError(f"trials.n: must be an integer >= 1 or null, got {n!r}")
-    if named:
-        check_distinct(named)
-        return named
-    return find_trials(Path(model_predictions), n) if model_predictions else []
+    return n
+
+
+def model_name(trial: Path) -> str:
+    """A model's name from one of its trial files: the stem without its _trial<i> suffix."""
+    return re.sub(r"_trial\d+$", "", Path(trial).stem)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -360,27 +360,30 @@ def scored_values(task_ids: Sequence[str], sample_task: Sequence[int], values: M
     return out
 
 
-def write_trials(path: Path, result: SweepScores, trials: Sequence[Path], scored: Sequence[Path],
+def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
                  judges: Sequence[JoinedFiles], aggregates: Sequence[Mapping[str, Any]],
                  cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Write trials.json for a scored sweep whose files are trials of one model (`scored`: the trial
-    files that exist, in the sweep's order; `trials`: every trial file in trial order)."""
+    """Write trials.json for a scored sweep: per model of `trials` (model -> every trial file in trial
+    order), its trials document; `scored` are the sweep's files in order, `aggregates` theirs."""
     rule = success_rule(cfg.get("success"))
     position = {Path(p): f for f, p in enumerate(scored)}
     tables, scores = result.tables, result.scores
-    items = []
-    for trial in trials:
-        f = position.get(Path(trial))
-        if f is None:
-            items.append(Trial(Path(trial), None, {}))
-            continue
-        joined = load_joined(judges[f])
-        values = scored_values(tables.task_ids, tables.sample_task, scores.values, result.samples_of(f).tolist(),
-                               joined.per_id if joined else None)
-        items.append(Trial(Path(trial), result.preds[f], values, judges[f].judge or Path(trial)))
-    keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
-                                        if k not in scores.names and _numeric(v[k])})
-    document = trials_document(sorted(result.gt.tasks), items, rule, aggregates, keys,
-                               {"gt": str(result.gt.path)})
+    models = {}
+    for model, paths in trials.items():
+        items, present = [], []
+        for trial in paths:
+            f = position.get(Path(trial))
+            if f is None:
+                items.append(Trial(Path(trial), None, {}))
+                continue
+            joined = load_joined(judges[f])
+            values = scored_values(tables.task_ids, tables.sample_task, scores.values,
+                                   result.samples_of(f).tolist(), joined.per_id if joined else None)
+            items.append(Trial(Path(trial), result.preds[f], values, judges[f].judge or Path(trial)))
+            present.append(aggregates[f])
+        keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
+                                            if k not in scores.names and _numeric(v[k])})
+        models[model] = trials_document(sorted(result.gt.tasks), items, rule, present, keys)
+    document = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
     atomic_write_json(path, document)
     return document

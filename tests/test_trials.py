@@ -190,7 +190,7 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     proc = score(f"data.gt={tmp_path / 'gt.json'}", f"model.predictions={pred}", f"output_dir={out}",
                  f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads((out / "trials.json").read_text())
+    doc = json.loads((out / "trials.json").read_text())["models"]["m_test_mcp_fuzzy"]
     assert doc["meta"]["trials"] == 4 and doc["inventory"]["missing"][0]["id"] == "1"
     assert doc["inventory"]["missing"][0]["trial"] == 3
     assert doc["pass_hat_k"]["losses_as_failures"]["1"]["value"] == pytest.approx((1 + 1 / 4 + 2 / 4) / 3)
@@ -199,6 +199,18 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     assert doc["aggregate"]["task_completion"]["n"] == 4 and doc["aggregate"]["avg_sim_all_cov"]["std"] > 0
     assert doc["per_task"]["1"]["task_completion"]["n"] == 3
     assert {f"m_test_mcp_fuzzy_trial{i}" for i in range(1, 5)} <= {p.name for p in out.iterdir()}
+    board = (out / "leaderboard_trials.md").read_text()
+    assert "m_test_mcp_fuzzy | 4 | 1.000 ± 0.000 |" in board and "pass^k" in board
+    assert "| m_test_mcp_fuzzy | 3 | 2 | 0 | 1 |" in (out / "trial_inventory.md").read_text()
+    assert (out / "pass_k.png").stat().st_size > 0 and (out / "task_spread.png").stat().st_size > 0
+    # a leaderboard sweep finds the trials by name beside a model with one plain file
+    (tmp_path / "plain_test_mcp_fuzzy.json").write_text(json.dumps(gt))
+    sweep = score(f"data.gt={tmp_path / 'gt.json'}", "sweep.models=[m,plain]", f"results_dir={tmp_path}",
+                  f"output_dir={tmp_path / 'sweep'}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    assert sweep.returncode == 0, sweep.stderr
+    models = json.loads((tmp_path / "sweep" / "trials.json").read_text())["models"]
+    assert list(models) == ["m"] and models["m"]["pass_hat_k"] == doc["pass_hat_k"]
+    assert {"m_trial1", "m_trial4", "plain"} <= {p.name for p in (tmp_path / "sweep").iterdir()}
     dup = score(f"data.gt={tmp_path / 'gt.json'}", f"trials.predictions=[{trial_path(pred, 1)},{trial_path(pred, 1)}]",
                 f"output_dir={tmp_path / 'dup'}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     assert dup.returncode == 2 and "duplicate trial" in dup.stderr and "Traceback" not in dup.stderr

@@ -23,7 +23,7 @@ from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScor
 from engine.references import check_select
 from engine.results import RESULT_FILES
 from engine.thresholds import Thresholds
-from engine.trials import TRIALS_FILE, trial_files, write_trials
+from engine.trials import TRIALS_FILE, check_distinct, find_trials, model_name, trial_count, write_trials
 
 log = logging.getLogger("score")
 
@@ -53,7 +53,7 @@ class Inputs:
     names: list[str]
     judges: list[JoinedFiles]
     per_file_dirs: bool
-    trials: list[Path] | None = None  # trial mode: every trial file in trial order, missing ones too
+    trials: dict[str, list[Path]] | None = None  # model -> its trial files in trial order, missing ones too
 
 
 def settings_from(cfg: DictConfig) -> ScoreSettings:
@@ -84,6 +84,25 @@ def _published_files(results: Path, models: list[str], discover: bool) -> list[t
     return found
 
 
+def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]],
+                  trials_of: set[str] | None = None) -> Inputs:
+    """Inputs of models scored as trials (`trials_of`, default all): each model's trial files that
+    exist, output to <model>_trial<i>/; a model not in `trials_of` has its one file, output to <model>/."""
+    files, names, trials = [], [], {}
+    for model, paths in groups:
+        if trials_of is not None and model not in trials_of:
+            files.append(paths[0])
+            names.append(model)
+            continue
+        trials[model] = paths
+        present = [(i, p) for i, p in enumerate(paths, 1) if p.is_file()]
+        if not present:
+            raise ConfigError(f"{model}: none of its {len(paths)} trial file(s) exists: {', '.join(map(str, paths))}")
+        files += [p for _, p in present]
+        names += [f"{model}_trial{i}" for i, _ in present]
+    return Inputs(gt, files, names, _judges(files), True, trials)
+
+
 def resolve_inputs(cfg: DictConfig) -> Inputs:
     """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo.
 
@@ -106,30 +125,35 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         gt = Path(cfg.data.gt)
     else:
         raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
-    trials = trial_files(cfg.get("trials") or {}, cfg.model.get("predictions"))
-    if trials:
-        present = [p for p in trials if p.is_file()]
-        if not present:
-            raise ConfigError(f"none of the {len(trials)} trial file(s) exists: {', '.join(map(str, trials))}")
-        names = [d.name for d in output_dirs(present, Path("."))]
-        return Inputs(gt, present, names, _judges(present), True, trials)
+    trials_cfg = cfg.get("trials") or {}
+    n = trial_count(trials_cfg)
+    if trials_cfg.get("predictions"):
+        named = [Path(p) for p in trials_cfg.predictions]
+        check_distinct(named)
+        return _trial_inputs(gt, [(cfg.model.get("name") or model_name(named[0]), named)])
     if sweep:
         names = [d.name for d in output_dirs(sweep, Path("."))]
         return Inputs(gt, sweep, names, _judges(sweep), True)
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
-        return Inputs(gt, [pred], [cfg.model.get("name") or pred.stem],
-                      _judges([pred], cfg.model.get("judge"), cfg.model.get("calls")), False)
+        name = cfg.model.get("name") or pred.stem
+        if find_trials(pred, n):
+            return _trial_inputs(gt, [(name, find_trials(pred, n))])
+        return Inputs(gt, [pred], [name], _judges([pred], cfg.model.get("judge"), cfg.model.get("calls")), False)
     if models:
         results = Path(cfg.results_dir)
         found = _published_files(results, models, bool(cfg.sweep.get("discover")))
-        missing = [m for m, p in found if not p.is_file()]
-        present = [(m, p) for m, p in found if p.is_file()]
+        groups = [(m, find_trials(p, n)) for m, p in found]
+        missing = [m for (m, p), (_, t) in zip(found, groups) if not p.is_file() and not t]
         if missing:
             log.warning("no prediction file under %s for %d model(s): %s", results, len(missing), ", ".join(missing))
-        if not present:
+        if len(missing) == len(found):
             raise ConfigError(f"none of the sweep's models has a prediction file under {results} "
                               f"(expected {PUBLISHED_NAME.format(model='<model>')})")
+        if any(t for _, t in groups):
+            return _trial_inputs(gt, [(m, t or [p]) for (m, p), (_, t) in zip(found, groups) if m not in missing],
+                                 trials_of={m for m, t in groups if t})
+        present = [(m, p) for m, p in found if p.is_file()]
         preds = [p for _, p in present]
         return Inputs(gt, preds, [m for m, _ in present], _judges(preds), True)
     preds = list(demo_models.values())
