@@ -75,11 +75,15 @@ def _judges(predictions: list[Path], judge: str | None = None, calls: str | None
 
 def _published_files(results: Path, models: list[str], discover: bool) -> list[tuple[str, Path]]:
     """(name, path) of the named models' prediction files, then, with discover, of every other
-    <name>_test_mcp_fuzzy.json under results (in name order)."""
+    <name>_test_mcp_fuzzy.json under results, or <name>_test_mcp_fuzzy_trial<i>.json (in name order)."""
     found = [(m, results / PUBLISHED_NAME.format(model=m)) for m in models]
     if discover:
         suffix = PUBLISHED_NAME.format(model="")
         names = {p.name[:-len(suffix)]: p for p in results.glob(f"*{suffix}")}
+        for trial in results.glob(f"*{Path(suffix).stem}_trial*.json"):  # models with trial files only
+            name = model_name(trial)[:-len(Path(suffix).stem)]
+            if find_trials(results / PUBLISHED_NAME.format(model=name)):
+                names.setdefault(name, results / PUBLISHED_NAME.format(model=name))
         found += [(name, names[name]) for name in sorted(set(names) - set(models) - {""})]
     return found
 
