@@ -48,15 +48,17 @@ def trial_path(predictions: Path, index: int) -> Path:
 
 def find_trials(predictions: Path, n: int | None = None) -> list[Path]:
     """The trial files of a prediction file, trials 1..N (<stem>_trial<i>.json beside it), with N = n,
-    else the highest trial found; [] when there is none. A trial in 1..N with no file is listed too
-    (its slots are lost)."""
+    else the highest trial found; [] when there is no trial file. A trial in 1..N with no file is
+    listed too (its slots are lost)."""
     predictions = Path(predictions)
     found = set()
     for path in predictions.parent.glob(f"{predictions.stem}_trial*.json"):
         m = _TRIAL_RE.search(path.name)
         if m and path.name == TRIAL_NAME.format(stem=predictions.stem, index=int(m.group(1))):
             found.add(int(m.group(1)))
-    last = n if n is not None else max(found, default=0)
+    if not found:
+        return []
+    last = n if n is not None else max(found)
     return [trial_path(predictions, i) for i in range(1, last + 1)]
 
 

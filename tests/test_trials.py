@@ -161,6 +161,7 @@ def test_trial_files_are_found_by_name(tmp_path: Path) -> None:
     (tmp_path / "m_test_mcp_fuzzy_trial3_taskcompletion.json").write_text("{}")
     assert [p.name for p in find_trials(pred)] == [f"m_test_mcp_fuzzy_trial{i}.json" for i in (1, 2, 3, 4)]
     assert len(find_trials(pred, 5)) == 5 and find_trials(tmp_path / "other.json") == []
+    assert find_trials(tmp_path / "other.json", 4) == []  # trials.n does not make a model without trials one
 
 
 def score(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
