@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from engine.contract import InputError, read_json
 from engine.metricspec import AVERAGE, leaderboard_columns
@@ -89,6 +90,7 @@ def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
             ks = [int(k) for k in block if block[k]["value"] is not None]
             ax.plot(ks, [block[str(k)]["value"] for k in ks], style, marker="o", color=color,
                     label=model if style == "-" else None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("k (trials that must all succeed)")
     ax.set_ylabel("pass^k")
     ax.set_ylim(0.0, 1.05)
@@ -112,6 +114,7 @@ def spread_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
         low = means - np.array([b["min"] for b in blocks])
         high = np.array([b["max"] for b in blocks]) - means
         ax.errorbar(x, means, yerr=[low, high], fmt="o", markersize=3, color=color, ecolor="0.6", elinewidth=1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-0.05, 1.05)
         ax.set_ylabel(key)
         ax.set_title(f"{model}: per-task spread over {doc['meta']['trials']} trials (min-max)", fontsize="medium")
