@@ -7,7 +7,7 @@ from pathlib import Path
 from engine.align import match
 from engine.contract import ConfigError, atomic_write_csv, atomic_write_json
 from engine.metrics import aggregate, task_scores
-from engine.pipeline import PreparedSweep, progress_bar
+from engine.pipeline import PreparedSweep, progress_bar, selected_samples
 from engine.thresholds import Thresholds
 
 GRID_FILES = ("threshold_grid.json", "threshold_grid.csv")
@@ -20,7 +20,6 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
     The assignment is solved once per tau_weak; tau_strong only changes the strong-similarity metric.
     """
     tables = prepared.tables
-    samples = [tables.samples_of(f) for f in range(len(prepared.preds))]
     rows = []
     grid = [[Thresholds(float(w), float(s)) for s in tau_strong_grid] for w in tau_weak_grid]  # checked first
     if not tau_strong_grid:
@@ -32,7 +31,8 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
         for point in points:
             with prepared.kernel_stage("metrics"):
                 scores = task_scores(tables, matches, point.tau_strong, prepared.settings.profile)
-                for name, idx in zip(names, samples):
+                for f, name in enumerate(names):
+                    idx = selected_samples(tables, scores, f, prepared.settings)
                     rows.append({"model": name, "tau_weak": tau_weak, "tau_strong": point.tau_strong,
                                  **aggregate(scores, idx)})
     return rows

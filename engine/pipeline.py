@@ -17,6 +17,7 @@ from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
 from engine.judge_results import JoinedFiles, load_joined
 from engine.contract import TrajectoryFile, read_trajectories
 from engine.metrics import TaskScores, task_scores
+from engine.references import check_select, chosen_samples, read_references
 from engine.results import SampleView, write_file_results
 from engine.serialize import SweepTables, flatten_sweep
 from engine.thresholds import Thresholds
@@ -35,6 +36,7 @@ class ScoreSettings:
     encoder_batch_size: int = 128
     progress: bool = False
     cache_dir: str | None = None
+    select: tuple[str, ...] | None = None  # a task's best reference by these metrics (None: Recall, ArgSim)
 
 
 @dataclass
@@ -87,6 +89,17 @@ class SweepScores:
     thresholds: Thresholds
     timer: StageTimer
 
+    def samples_of(self, file_index: int) -> np.ndarray:
+        """The samples of one prediction file that are scored: with several references, each id's
+        sample against its best reference (engine.references.chosen_samples)."""
+        return selected_samples(self.tables, self.scores, file_index, self.settings)
+
+
+def selected_samples(tables: SweepTables, scores: TaskScores, file_index: int, settings: ScoreSettings) -> np.ndarray:
+    """A file's samples, each id against its best reference by the settings' selection metrics."""
+    return chosen_samples(tables.task_ids, tables.sample_task, tables.sample_ref, scores.values,
+                          tables.samples_of(file_index), check_select(settings.select, settings.profile))
+
 
 def progress_bar(items: list, label: str, show: bool, unit: str = "file") -> list | Iterator:
     """items, wrapped in a tqdm progress bar when show is true."""
@@ -105,17 +118,20 @@ def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.dev
     return embed_distinct(tables.texts, encoder, settings.cache_dir)
 
 
-def prepare_sweep(gt_path: str | Path, pred_paths: list[str | Path], settings: ScoreSettings,
+def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path], settings: ScoreSettings,
                   timer: StageTimer | None = None) -> PreparedSweep:
-    """Load, serialize and embed every file, and build all candidate pairs with their similarities."""
+    """Load, serialize and embed every file, and build all candidate pairs with their similarities.
+
+    gt_path: the reference file, or several (engine.references: a task's references in file order).
+    """
     timer = timer or StageTimer()
     device = resolve_device(settings.device)
     with timer.stage("load"):
-        gt = read_trajectories(gt_path)
+        gt, alternatives = read_references(gt_path)
         many = settings.progress and len(pred_paths) > 4
         preds = [read_trajectories(p, lenient=True) for p in progress_bar(pred_paths, "load", many)]
     with timer.stage("serialize"):
-        tables = flatten_sweep(gt, preds, settings.profile)
+        tables = flatten_sweep(gt, preds, settings.profile, alternatives)
     with timer.stage("embed"):
         embeddings, stats = embed_tables(tables, settings, device)
     threads = kernel_threads(len(tables.pred_sample))
@@ -136,7 +152,7 @@ def score_prepared(prepared: PreparedSweep, thresholds: Thresholds) -> SweepScor
                        thresholds=thresholds, timer=prepared.timer)
 
 
-def score_sweep(gt_path: str | Path, pred_paths: list[str | Path], thresholds: Thresholds,
+def score_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path], thresholds: Thresholds,
                 settings: ScoreSettings, timer: StageTimer | None = None) -> SweepScores:
     """Score every prediction file against the GT in one pass (one embedding of all texts)."""
     return score_prepared(prepare_sweep(gt_path, pred_paths, settings, timer), thresholds)
@@ -182,6 +198,6 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
                                                          ("rubrics", files and files.rubrics)) if path})
         meta.update({name: str(path) for name, path in (files.outcomes if files else ())})
         judge = load_joined(files)
-        aggregates.append(write_file_results(directory, view, result.scores, result.tables.samples_of(f),
+        aggregates.append(write_file_results(directory, view, result.scores, result.samples_of(f),
                                              th.tau_strong, meta, judge))
     return aggregates

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -35,7 +35,9 @@ class SweepTables:
     """Every scored call of a sweep as flat arrays, plus the distinct texts to embed.
 
     GT calls are laid out task by task in global call order; predicted calls sample by
-    sample (a sample is one prediction file's trajectory for one scored id).
+    sample (a sample is one prediction file's trajectory for one scored id against one reference).
+    With several references, a task id has one task row per reference (`task_ref`, in reference
+    order) and each prediction one sample per reference of its task (`sample_ref`).
     """
 
     texts: list[str]
@@ -60,6 +62,13 @@ class SweepTables:
     pred_text: np.ndarray
     sample_calls: np.ndarray
     sample_steps: np.ndarray
+    task_ref: np.ndarray | None = None
+    sample_ref: np.ndarray | None = None
+
+    @property
+    def several_references(self) -> bool:
+        """Whether some task has more than one reference."""
+        return self.task_ref is not None and bool((self.task_ref > 0).any())
 
     def samples_of(self, file_index: int) -> np.ndarray:
         """Sample indices that belong to one prediction file."""
@@ -115,22 +124,27 @@ def scored_ids(gt: TrajectoryFile, pred: TrajectoryFile) -> list[str]:
     return common
 
 
-def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
-                  profile: Profile = "reference") -> SweepTables:
+def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Profile = "reference",
+                  alternatives: Mapping[str, Sequence[Trajectory]] | None = None) -> SweepTables:
     """Serialize every call of the GT and of all prediction files into flat tables.
 
     Each distinct text appears once in `texts`, so the GT is embedded once however
-    many prediction files are scored.
+    many prediction files are scored. `alternatives` gives an id its references in order (default:
+    the GT's task alone); every prediction of the id is laid out once per reference.
     """
     text_row: dict[str, int] = {}
     per_file_ids = [scored_ids(gt, p) for p in preds]
-    task_ids = sorted(set().union(*per_file_ids)) if per_file_ids else []
-    task_of = {tid: i for i, tid in enumerate(task_ids)}
+    ids = sorted(set().union(*per_file_ids)) if per_file_ids else []
+    refs_of = {tid: tuple((alternatives or {}).get(tid) or (gt.tasks[tid],)) for tid in ids}
+    rows = [(tid, r, ref) for tid in ids for r, ref in enumerate(refs_of[tid])]
+    task_ids = [tid for tid, _, _ in rows]
+    task_of: dict[str, list[int]] = {}
+    for t, tid in enumerate(task_ids):
+        task_of.setdefault(tid, []).append(t)
 
     g_task, g_rank, g_step, g_index, g_text = [], [], [], [], []
     task_calls, task_steps, task_sq, gt_tasks, ranks_of = [], [], [], [], []
-    for t, tid in enumerate(task_ids):
-        task = gt.tasks[tid]
+    for t, (tid, _, task) in enumerate(rows):
         gt_tasks.append(task)
         ranks: dict[str, int] = {}
         index = 0
@@ -152,10 +166,9 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
 
     s_file, s_task, s_pred, s_calls, s_steps = [], [], [], [], []
     p_sample, p_rank, p_step, p_index, p_text = [], [], [], [], []
-    for f, (pred, ids) in enumerate(zip(preds, per_file_ids)):
-        for tid in ids:
+    for f, (pred, file_ids) in enumerate(zip(preds, per_file_ids)):
+        for tid, t in ((tid, t) for tid in file_ids for t in task_of[tid]):
             sample = len(s_task)
-            t = task_of[tid]
             ranks = ranks_of[t]
             task = pred.tasks[tid]
             s_file.append(f)
@@ -186,4 +199,5 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile],
         sample_file=arr(s_file), sample_task=arr(s_task), sample_pred=s_pred,
         pred_sample=arr(p_sample), pred_rank=arr(p_rank), pred_step=arr(p_step),
         pred_index=arr(p_index), pred_text=arr(p_text),
-        sample_calls=arr(s_calls), sample_steps=arr(s_steps))
+        sample_calls=arr(s_calls), sample_steps=arr(s_steps),
+        task_ref=arr([r for _, r, _ in rows]), sample_ref=arr([rows[t][1] for t in s_task]))

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, config_int, read_tasks,
                              read_trajectories)
+from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
 from rollout.drivers.base import settings_from_config
 from rollout.drivers.registry import build_driver
@@ -83,7 +84,29 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
 
 
 async def run_rollout(cfg: Mapping[str, Any]) -> int:
-    """Roll out the tasks not yet in the predictions file; 0 when all ended, 1 when some failed."""
+    """Roll out the tasks not yet in the predictions file; 0 when all ended, 1 when some failed.
+
+    With `trials` = N, every task runs N independent times: trial i writes <predictions stem>_trial<i>.json
+    (each record with "trial": i), in its own workspace, cache and tool logs (<workspace>/trial<i>,
+    <cache_dir>/trial<i>, <tool_logs>/trial<i>),
+    each resumable and replayable like a single run.
+    """
+    if cfg.get("trials") is None:
+        return await _rollout_trial(cfg, None)
+    n = config_int(cfg, "trials")
+    status = 0
+    for i in range(1, n + 1):
+        trial_cfg = {**cfg, "predictions": str(trial_path(_path(cfg, "predictions"), i)),
+                     "workspace": str(_path(cfg, "workspace") / f"trial{i}"),
+                     "cache_dir": str(_path(cfg, "cache_dir") / f"trial{i}"),
+                     "tool_logs": str(_path(cfg, "tool_logs") / f"trial{i}")}
+        log.info("trial %d of %d -> %s", i, n, trial_cfg["predictions"])
+        status = max(status, await _rollout_trial(trial_cfg, i))
+    return status
+
+
+async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
+    """One rollout of the tasks not yet in cfg's predictions file; records carry `trial` when given."""
     data = cfg["tasks"]
     tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
                        data.get("ids"))
@@ -130,6 +153,8 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
                     return False
                 await asyncio.to_thread(atomic_write_json, tool_logs / f"{safe_name(task.id)}.json",
                                         {"id": task.id, "calls": calls})
+                if trial is not None:
+                    record["trial"] = trial
                 await asyncio.to_thread(results.add, record)
                 log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", task.id, record["num_step"],
                          sum(len(s["calls"]) for s in record["steps"]), record["usage"]["total_tokens"],

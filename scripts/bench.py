@@ -4,6 +4,8 @@
     python scripts/bench.py --gt GT.json P*.json --warm --rounds 5        # warm processes: sweep, grid + plots
     python scripts/bench.py --gt GT.json P*.json --replicate 100    # align+metrics throughput (cached texts)
     python scripts/bench.py --synthetic 1000000 --pseudo-embeddings # align+metrics on a generated 1M-call sweep
+    python scripts/bench.py --trials 4 --models 14 --rounds 3  # 4 trials of 14 models against one trial each
+    python scripts/bench.py --references 3 --models 14 --rounds 3  # 3 references per task against one
 
 Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
 load, serialize, embed, align, metrics, write) and then a process that only imports the
@@ -40,7 +42,8 @@ from engine.contract import TrajectoryFile, read_trajectories, parse_trajectorie
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
-from engine.synthetic import make_reference, scale_predictions  # noqa: E402
+from engine.synthetic import demo_models, make_reference, perturb, scale_predictions  # noqa: E402
+from engine.trials import trial_path  # noqa: E402
 from engine.thresholds import Thresholds  # noqa: E402
 from kernels.device import resolve_device  # noqa: E402
 
@@ -205,6 +208,65 @@ def bench_align(args: argparse.Namespace, settings: ScoreSettings, thresholds: T
           f"peak RSS of the process {peak_rss_gb():.2f} GiB")
 
 
+def write_json(path: Path, value: object) -> Path:
+    """Write a JSON file and return its path."""
+    path.write_text(json.dumps(value))
+    return path
+
+
+def repeat_files(root: Path, tasks: int, models: int, trials: int, references: int) -> tuple[list[Path], list[str]]:
+    """Under root: a generated reference (gt.json) and `references` - 1 mild variants of it (gt_alt<r>.json),
+    and for each of `models` models (the demo's error profiles in turn) `trials` trial files
+    (<model>_test_mcp_fuzzy_trial<i>.json, one seed each) or, with one trial, its plain file."""
+    root.mkdir(parents=True, exist_ok=True)
+    reference = make_reference(tasks, seed=0)
+    gts = [write_json(root / "gt.json", reference)]
+    gts += [write_json(root / f"gt_alt{r}.json", perturb(reference, demo_models()["demo_strong"], seed=9000 + r))
+            for r in range(1, references)]
+    profiles = list(demo_models().values())
+    names = [f"model{m:02d}" for m in range(models)]
+    for m, name in enumerate(names):
+        plain = root / f"{name}_test_mcp_fuzzy.json"
+        for t in range(1, trials + 1):
+            write_json(trial_path(plain, t) if trials > 1 else plain,
+                       perturb(reference, profiles[m % len(profiles)], seed=100 * m + t))
+    return gts, names
+
+
+def repeat_command(root: Path, gts: list[Path], names: list[str], settings: ScoreSettings, out: Path) -> list[str]:
+    """The scoring process of a --trials / --references case: the models found by name under root."""
+    data = f"data.gt={gts[0]}" if len(gts) == 1 else "data.references=[" + ",".join(map(str, gts)) + "]"
+    return [sys.executable, str(ROOT / "scripts" / "score.py"), data, "sweep.models=[" + ",".join(names) + "]",
+            f"results_dir={root}", f"output_dir={out}", f"encoder.cache_dir={settings.cache_dir}",
+            f"device={settings.device}", "reports=false", "progress=false", "trials.success.key=recall",
+            "trials.success.threshold=1.0"]
+
+
+def bench_repeats(args: argparse.Namespace, settings: ScoreSettings) -> None:
+    """N trials (--trials) or R references (--references) of --models models against one trial and
+    one reference: whole scoring processes, cold (a fresh cache) once, then warm (every text cached),
+    best of --rounds."""
+    n, r = max(args.trials, 1), max(args.references, 1)
+    label = f"{n} trials" if n > 1 else f"{r} references"
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {}
+        for case, (trials, references) in (("one", (1, 1)), ("many", (n, r))):
+            root = Path(tmp) / case
+            gts, names = repeat_files(root, args.tasks_per_model, args.models, trials, references)
+            cold = dataclasses.replace(settings, cache_dir=f"{tmp}/cache_{case}")
+            seconds, out = timed(repeat_command(root, gts, names, cold, Path(tmp) / f"cold_{case}"))
+            stages = next(line for line in out.splitlines() if line.startswith("texts:"))
+            embed = float(stages.split("embed ")[1].split("s")[0])
+            warm = [timed(repeat_command(root, gts, names, cold, Path(tmp) / f"warm_{case}{k}"))[0]
+                    for k in range(args.rounds)]
+            results[case] = {"cold": seconds, "embed": embed, "warm": min(warm)}
+            print(f"{'1 trial, 1 reference' if case == 'one' else label}: {args.models} models; cold process "
+                  f"{seconds:.2f} s   {stages}; warm process {spread(warm)}")
+        one, many = results["one"], results["many"]
+        print(f"{label} against one: warm {many['warm'] / one['warm']:.2f}x (against {max(n, r)}x), cold process "
+              f"{many['cold'] / one['cold']:.2f}x, embed stage {many['embed'] / one['embed']:.2f}x")
+
+
 def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -226,15 +288,22 @@ def main() -> None:
     parser.add_argument("--skip-encoder", action="store_true", help="do not time the encoder alone")
     parser.add_argument("--rounds", type=int, default=1, help="whole-process measurements of each kind")
     parser.add_argument("--warm", action="store_true", help="time warm whole processes (sweep, grid + plots)")
+    parser.add_argument("--trials", type=int, default=0, help="benchmark N trials of --models models against one")
+    parser.add_argument("--references", type=int, default=0, help="benchmark R references per task against one")
+    parser.add_argument("--models", type=int, default=14, help="models of the --trials / --references benchmark")
+    parser.add_argument("--tasks-per-model", type=int, default=200,
+                        help="reference tasks of the --trials / --references benchmark")
     parser.add_argument("--grid", default="0.45,0.5,0.55,0.6,0.65,0.7,0.75,0.8,0.85,0.9",
                         help="tau_weak grid of the warm grid run")
     args = parser.parse_args()
-    if not args.synthetic and (not args.gt or not args.predictions):
+    if not (args.synthetic or args.trials or args.references) and (not args.gt or not args.predictions):
         parser.error("give --gt and prediction files, or --synthetic N")
     with tempfile.TemporaryDirectory() as tmp:
         settings = ScoreSettings(profile=args.profile, device=args.device, cache_dir=args.cache_dir or tmp)
         thresholds = Thresholds(args.tau_weak, args.tau_strong)
-        if args.replicate or args.synthetic:
+        if args.trials or args.references:
+            bench_repeats(args, settings)
+        elif args.replicate or args.synthetic:
             bench_align(args, settings, thresholds)
         elif args.warm:
             bench_warm(args, settings, thresholds)

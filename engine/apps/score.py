@@ -20,8 +20,10 @@ from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, output_dirs, prepare_sweep,
                              score_prepared, write_sweep)
+from engine.references import check_select
 from engine.results import RESULT_FILES
 from engine.thresholds import Thresholds
+from engine.trials import TRIALS_FILE, check_distinct, find_trials, model_name, trial_count, write_trials
 
 log = logging.getLogger("score")
 
@@ -36,6 +38,7 @@ class AlignConfig:
     tau_strong: float = Thresholds.tau_strong
     tau_weak_grid: list[float] = field(default_factory=list)
     tau_strong_grid: list[float] = field(default_factory=list)
+    select: list[str] = field(default_factory=list)  # best reference by these metrics (empty: Recall, ArgSim)
 
 
 ConfigStore.instance().store(group="align", name="default", node=AlignConfig)
@@ -45,11 +48,12 @@ ConfigStore.instance().store(group="align", name="default", node=AlignConfig)
 class Inputs:
     """What one run scores: the GT, the prediction files with model names and judge files."""
 
-    gt: Path
+    gt: Path | list[Path]
     predictions: list[Path]
     names: list[str]
     judges: list[JoinedFiles]
     per_file_dirs: bool
+    trials: dict[str, list[Path]] | None = None  # model -> its trial files in trial order, missing ones too
 
 
 def settings_from(cfg: DictConfig) -> ScoreSettings:
@@ -58,7 +62,8 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
         profile = check_profile(str(cfg.metrics.profile))
     except ValueError as exc:
         raise ConfigError(f"metrics.profile: {exc}") from None
-    return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model,
+    select = check_select(list(cfg.align.get("select") or []), profile)
+    return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model, select=select,
                          encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)))
@@ -71,13 +76,36 @@ def _judges(predictions: list[Path], judge: str | None = None, calls: str | None
 
 def _published_files(results: Path, models: list[str], discover: bool) -> list[tuple[str, Path]]:
     """(name, path) of the named models' prediction files, then, with discover, of every other
-    <name>_test_mcp_fuzzy.json under results (in name order)."""
+    <name>_test_mcp_fuzzy.json under results, or <name>_test_mcp_fuzzy_trial<i>.json (in name order)."""
     found = [(m, results / PUBLISHED_NAME.format(model=m)) for m in models]
     if discover:
         suffix = PUBLISHED_NAME.format(model="")
         names = {p.name[:-len(suffix)]: p for p in results.glob(f"*{suffix}")}
+        for trial in results.glob(f"*{Path(suffix).stem}_trial*.json"):  # models with trial files only
+            name = model_name(trial)[:-len(Path(suffix).stem)]
+            if find_trials(results / PUBLISHED_NAME.format(model=name)):
+                names.setdefault(name, results / PUBLISHED_NAME.format(model=name))
         found += [(name, names[name]) for name in sorted(set(names) - set(models) - {""})]
     return found
+
+
+def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]],
+                  trials_of: set[str] | None = None) -> Inputs:
+    """Inputs of models scored as trials (`trials_of`, default all): each model's trial files that
+    exist, output to <model>_trial<i>/; a model not in `trials_of` has its one file, output to <model>/."""
+    files, names, trials = [], [], {}
+    for model, paths in groups:
+        if trials_of is not None and model not in trials_of:
+            files.append(paths[0])
+            names.append(model)
+            continue
+        trials[model] = paths
+        present = [(i, p) for i, p in enumerate(paths, 1) if p.is_file()]
+        if not present:
+            raise ConfigError(f"{model}: none of its {len(paths)} trial file(s) exists: {', '.join(map(str, paths))}")
+        files += [p for _, p in present]
+        names += [f"{model}_trial{i}" for i, _ in present]
+    return Inputs(gt, files, names, _judges(files), True, trials)
 
 
 def resolve_inputs(cfg: DictConfig) -> Inputs:
@@ -96,28 +124,42 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
             log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
         gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
                                       seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
+    elif cfg.data.get("references"):
+        gt = [Path(p) for p in cfg.data.references]
     elif cfg.data.get("gt"):
         gt = Path(cfg.data.gt)
     else:
-        raise ConfigError("no reference file: set data.gt=PATH")
+        raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
+    trials_cfg = cfg.get("trials") or {}
+    n = trial_count(trials_cfg)
+    if trials_cfg.get("predictions"):
+        named = [Path(p) for p in trials_cfg.predictions]
+        check_distinct(named)
+        return _trial_inputs(gt, [(cfg.model.get("name") or model_name(named[0]), named)])
     if sweep:
         names = [d.name for d in output_dirs(sweep, Path("."))]
         return Inputs(gt, sweep, names, _judges(sweep), True)
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
-        return Inputs(gt, [pred], [cfg.model.get("name") or pred.stem],
-                      _judges([pred], cfg.model.get("judge"), cfg.model.get("calls"),
-                              cfg.model.get("rubrics")), False)
+        name = cfg.model.get("name") or pred.stem
+        if find_trials(pred, n):
+            return _trial_inputs(gt, [(name, find_trials(pred, n))])
+        return Inputs(gt, [pred], [name], _judges([pred], cfg.model.get("judge"), cfg.model.get("calls"),
+                                                  cfg.model.get("rubrics")), False)
     if models:
         results = Path(cfg.results_dir)
         found = _published_files(results, models, bool(cfg.sweep.get("discover")))
-        missing = [m for m, p in found if not p.is_file()]
-        present = [(m, p) for m, p in found if p.is_file()]
+        groups = [(m, find_trials(p, n)) for m, p in found]
+        missing = [m for (m, p), (_, t) in zip(found, groups) if not p.is_file() and not t]
         if missing:
             log.warning("no prediction file under %s for %d model(s): %s", results, len(missing), ", ".join(missing))
-        if not present:
+        if len(missing) == len(found):
             raise ConfigError(f"none of the sweep's models has a prediction file under {results} "
                               f"(expected {PUBLISHED_NAME.format(model='<model>')})")
+        if any(t for _, t in groups):
+            return _trial_inputs(gt, [(m, t or [p]) for (m, p), (_, t) in zip(found, groups) if m not in missing],
+                                 trials_of={m for m, t in groups if t})
+        present = [(m, p) for m, p in found if p.is_file()]
         preds = [p for _, p in present]
         return Inputs(gt, preds, [m for m, _ in present], _judges(preds), True)
     preds = list(demo_models.values())
@@ -149,6 +191,10 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
                               progress=bool(cfg.progress))
         with timer.stage("write"):
             write_grid(rows, folder)
+    if inputs.trials:
+        with timer.stage("write"):
+            write_trials(folder / TRIALS_FILE, result, inputs.trials, inputs.predictions, inputs.judges,
+                         aggregates, cfg.trials)
     if cfg.reports:
         from engine.reports.write import write_reports
 
@@ -172,7 +218,8 @@ def _run(cfg: DictConfig) -> int:
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
         inputs = resolve_inputs(cfg)
         out = output_folder(cfg)
-        check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES])
+        check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES,
+                                  TRIALS_FILE])
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)

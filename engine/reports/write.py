@@ -11,8 +11,10 @@ from engine.metricspec import AVERAGE
 from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
                                   tool_use_chart)
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
-from engine.reports.tables import (budget_table, calls_table, families_markdown, family_tables, leaderboard_table,
-                                   outcomes_table, tool_use_table)
+from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
+                                   leaderboard_table, outcomes_table, tool_use_table)
+from engine.reports.trials import inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
+from engine.trials import TRIALS_FILE
 
 
 def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
@@ -63,4 +65,25 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     grid = run_dir / GRID_FILE
     if grid.is_file():
         written.append(threshold_chart(load_threshold_grid(grid), out / "threshold_ablation.png"))
+    if (run_dir / TRIALS_FILE).is_file():
+        written += write_trial_reports(run_dir / TRIALS_FILE, board, out)
+    return written
+
+
+def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:
+    """The reports of a run's trials.json: leaderboard_trials and trial_inventory (md, csv, json),
+    pass_k.png and task_spread.png."""
+    models = read_trials(path)
+    if not models:
+        return []
+    written = []
+    for stem, table in (("leaderboard_trials", trials_leaderboard(models, board)),
+                        ("trial_inventory", inventory_table(models))):
+        for suffix, content in (("md", table.to_markdown()), ("csv", table.to_csv())):
+            atomic_write_text(out / f"{stem}.{suffix}", content)
+            written.append(out / f"{stem}.{suffix}")
+        atomic_write_json(out / f"{stem}.json", table.to_json())
+        written.append(out / f"{stem}.json")
+    written.append(pass_k_chart(models, out / "pass_k.png"))
+    written.append(spread_chart(models, out / "task_spread.png"))
     return written

@@ -22,6 +22,7 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
                              read_trajectories)
 from engine.judge_results import CALLANALYSIS, TASKCOMPLETION, companion_path, read_taskcompletion
 from engine.judge_results import taskcompletion_document
+from engine.trials import find_trials
 from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
@@ -176,7 +177,16 @@ def run_outcomes(cfg: Mapping[str, Any], predictions: Path, preds: TrajectoryFil
 
 
 def run(cfg: Mapping[str, Any]) -> int:
-    """Run the configured stage(s); the exit status."""
+    """Run the configured stage(s); the exit status. A predictions file with trial files beside it
+    (<stem>_trial<i>.json, a rollout with trials=N) has each trial judged, its verdicts beside it."""
+    trials = [t for t in find_trials(predictions_path(cfg)) if t.is_file()]
+    if trials and not cfg.get("output") and not (cfg.get("calls") or {}).get("output"):
+        return max(run_one({**cfg, "predictions": str(t)}) for t in trials)
+    return run_one(cfg)
+
+
+def run_one(cfg: Mapping[str, Any]) -> int:
+    """Run the configured stage(s) on one predictions file; the exit status."""
     stage = check_choice(cfg.get("stage", "both"), STAGES, "stage", "stage")
     quiet_client_loggers()
     predictions = predictions_path(cfg)

@@ -1,0 +1,123 @@
+"""Reports of repeated runs (trials.json): the leaderboard as mean ± std with pass^k, the slot
+inventory, pass^k curves over k and the per-task spread."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from engine.contract import InputError, read_json
+from engine.metricspec import AVERAGE, leaderboard_columns
+from engine.reports.plots import _colors, save_figure
+from engine.reports.tables import Table
+from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, mean_std
+
+TRIAL_ROW = re.compile(r"^(?P<model>.+)_trial(?P<index>\d+)$")
+"""A trial's row of the run's leaderboard: <model>_trial<i> (the score app's folder and model name)."""
+
+
+def read_trials(path: Path) -> dict[str, dict[str, Any]]:
+    """model -> its trials document, from a run's trials.json."""
+    data = read_json(path, "trials file")
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, dict):
+        raise InputError(path, "expected an object of model -> trials document", field="models")
+    return models
+
+
+def _spread(block: dict[str, Any] | None) -> str | None:
+    return None if block is None else f"{block['mean']:.3f} ± {block['std']:.3f}"
+
+
+
+
+def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table:
+    """One row per model: each leaderboard column and the Average Score as mean ± std over its
+    trials, pass^1 and pass^N (losses counted as failures; losses excluded in brackets), lost slots."""
+    columns = [*leaderboard_columns("alignment"), *leaderboard_columns("judge")]
+    present = [c for c in columns if any(next((k for k in c.keys if k in d["aggregate"]), None)
+                                         for d in models.values())]
+    averages: dict[str, list[float]] = {}
+    for name, average in zip(board.column("Model"), board.column(AVERAGE)):
+        m = TRIAL_ROW.match(str(name))
+        if m and m.group("model") in models and average is not None:
+            averages.setdefault(m.group("model"), []).append(float(average))
+    labels = ["Model", "Trials", *(c.label for c in present), AVERAGE, "pass^1", "pass^k", "k", "Lost slots"]
+    rows, rank = [], {}
+    for model, doc in models.items():
+        n = doc["meta"]["trials"]
+        cells = [_spread(next((doc["aggregate"][k] for k in c.keys if k in doc["aggregate"]), None)) for c in present]
+
+        def pass_hat(k: int) -> str | None:
+            failures = doc["pass_hat_k"]["losses_as_failures"][str(k)]["value"]
+            excluded = doc["pass_hat_k"]["losses_excluded"][str(k)]["value"]
+            if failures is None:
+                return None
+            return f"{failures:.3f}" + (f" ({excluded:.3f})" if excluded is not None and excluded != failures else "")
+
+        average = mean_std(averages[model]) if averages.get(model) else None
+        rank[model] = -average["mean"] if average else float("inf")
+        rows.append([model, n, *cells, _spread(average), pass_hat(1), pass_hat(n), n, doc["inventory"][INFRASTRUCTURE]])
+    rows.sort(key=lambda row: (rank[row[0]], row[0]))
+    note = ("Cells: mean ± sample standard deviation over the model's trials. pass^k: all k trials succeed "
+            "(unbiased estimator), with infrastructure losses counted as failures; in brackets, with them "
+            "excluded, where that differs.")
+    return Table(columns=labels, rows=rows, title="Leaderboard over trials", digits=3, note=note)
+
+
+def inventory_table(models: dict[str, dict[str, Any]]) -> Table:
+    """Every model's slots per trial: finished, failed by the agent, lost to infrastructure."""
+    rows = []
+    for model, doc in models.items():
+        for block in doc["inventory"]["per_trial"]:
+            rows.append([model, block["trial"], block[FINISHED], block[AGENT_FAILURE], block[INFRASTRUCTURE]])
+    return Table(columns=["Model", "Trial", "Finished", "Agent failure", "Lost to infrastructure"], rows=rows,
+                 title="Trial inventory", note="Each (task, trial) slot is exactly one of the three.")
+
+
+def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
+    """pass^k over k per model: losses counted as failures (solid) and excluded (dashed)."""
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    for (model, doc), color in zip(models.items(), _colors(len(models))):
+        for convention, style in (("losses_as_failures", "-"), ("losses_excluded", "--")):
+            block = doc["pass_hat_k"][convention]
+            ks = [int(k) for k in block if block[k]["value"] is not None]
+            ax.plot(ks, [block[str(k)]["value"] for k in ks], style, marker="o", color=color,
+                    label=model if style == "-" else None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("k (trials that must all succeed)")
+    ax.set_ylabel("pass^k")
+    ax.set_ylim(0.0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.set_title("pass^k (solid: losses as failures, dashed: losses excluded)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="model")
+    return save_figure(fig, path)
+
+
+def spread_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
+    """Per model, each task's mean over trials (dots, tasks sorted by it) with its min-max range;
+    Task Completion where judged, else Recall."""
+    fig = Figure(figsize=(9.0, 2.2 + 1.8 * len(models)), layout="constrained")
+    axes = fig.subplots(len(models), 1, squeeze=False)[:, 0]
+    for ax, (model, doc), color in zip(axes, models.items(), _colors(len(models))):
+        per_task = doc["per_task"]
+        key = "task_completion" if any("task_completion" in v for v in per_task.values()) else "recall"
+        blocks = sorted((v[key] for v in per_task.values() if key in v), key=lambda b: b["mean"])
+        x = np.arange(len(blocks))
+        means = np.array([b["mean"] for b in blocks])
+        low = means - np.array([b["min"] for b in blocks])
+        high = np.array([b["max"] for b in blocks]) - means
+        ax.errorbar(x, means, yerr=[low, high], fmt="o", markersize=3, color=color, ecolor="0.6", elinewidth=1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel(key)
+        ax.set_title(f"{model}: per-task spread over {doc['meta']['trials']} trials (min-max)", fontsize="medium")
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("task (sorted by its mean)")
+    return save_figure(fig, path)

@@ -1,0 +1,391 @@
+"""Repeated runs: the inventory of (task, trial) slots, success per trial from a declared rule, the
+unbiased pass@k / pass^k / avg@k estimators, and the spread of every metric over trials.
+
+A trial is one prediction file of a model; trial i of ``<stem>.json`` is ``<stem>_trial<i>.json``
+(TRIAL_NAME). Each (task, trial) slot is exactly one of:
+
+- ``finished``: the trial holds a record of the task, with no error; its success comes from the rule;
+- ``agent_failure``: the record carries ``"error": {"kind": "agent", ...}`` (the agent gave up or broke
+  its own run); it counts as an unsuccessful trial in both conventions;
+- ``infrastructure``: lost to the infrastructure: the trial file is missing, it holds no record of the
+  task (the rollout writes none when the model API still failed after its retries), the record carries
+  any other ``"error"``, or one of its calls was answered by the rollout's "MCP server '<name>' is not
+  running" (a server that did not start).
+
+Rates are given twice: with infrastructure losses counted as failures (every task keeps n = N trials)
+and with them excluded (n is the task's finished and agent-failed trials; a task with n < k does not
+enter the rate at k, and the number of tasks that do is written beside it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from engine.contract import ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number
+from engine.judge_results import JoinedFiles, load_joined
+
+if TYPE_CHECKING:
+    from engine.pipeline import SweepScores
+
+FINISHED, AGENT_FAILURE, INFRASTRUCTURE = "finished", "agent_failure", "infrastructure"
+STATES = (FINISHED, AGENT_FAILURE, INFRASTRUCTURE)
+RULES = {"task_completion": "task_completion", "critical_rubrics": "pass", "outcome_checks": "checks_passed"}
+"""Success rules and the per_id key each reads by default."""
+TRIAL_NAME = "{stem}_trial{index}.json"
+TRIALS_FILE = "trials.json"
+_TRIAL_RE = re.compile(r"_trial(\d+)\.json$")
+_SERVER_DOWN = re.compile(r"^Error: MCP server '([^']*)' is not running")
+
+
+def trial_path(predictions: Path, index: int) -> Path:
+    """The file of trial `index` (1-based) of a prediction file: <stem>_trial<index>.json beside it."""
+    return predictions.with_name(TRIAL_NAME.format(stem=predictions.stem, index=index))
+
+
+def find_trials(predictions: Path, n: int | None = None) -> list[Path]:
+    """The trial files of a prediction file, trials 1..N (<stem>_trial<i>.json beside it), with N = n,
+    else the highest trial found; [] when there is no trial file. A trial in 1..N with no file is
+    listed too (its slots are lost)."""
+    predictions = Path(predictions)
+    found = set()
+    for path in predictions.parent.glob(f"{predictions.stem}_trial*.json"):
+        m = _TRIAL_RE.search(path.name)
+        if m and path.name == TRIAL_NAME.format(stem=predictions.stem, index=int(m.group(1))):
+            found.add(int(m.group(1)))
+    if not found:
+        return []
+    last = n if n is not None else max(found)
+    return [trial_path(predictions, i) for i in range(1, last + 1)]
+
+
+def trial_count(cfg: Mapping[str, Any]) -> int | None:
+    """The `trials.n` setting: trials expected per model (None: as many as are found)."""
+    n = cfg.get("n")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ConfigError(f"trials.n: must be an integer >= 1 or null, got {n!r}")
+    return n
+
+
+def model_name(trial: Path) -> str:
+    """A model's name from one of its trial files: the stem without its _trial<i> suffix."""
+    return re.sub(r"_trial\d+$", "", Path(trial).stem)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Estimators (k <= n; n trials of a task, c of them successful)
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Probability that at least one of k trials drawn from n succeeds: 1 - C(n-c, k) / C(n, k)."""
+    _check_k(n, c, k)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Probability that all k trials drawn from n succeed: C(c, k) / C(n, k)."""
+    _check_k(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def avg_at_k(n: int, c: int, k: int) -> float:
+    """Mean success of one trial, c / n (the same for every k <= n)."""
+    _check_k(n, c, k)
+    return c / n
+
+
+def _check_k(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+
+
+ESTIMATORS = {"pass_at_k": pass_at_k, "pass_hat_k": pass_hat_k, "avg_at_k": avg_at_k}
+
+
+def rate(counts: Sequence[tuple[int, int]], k: int, estimator: str) -> tuple[float | None, int]:
+    """(mean of the estimator over the tasks with n >= k, number of those tasks); None when none."""
+    fn = ESTIMATORS[estimator]
+    values = [fn(n, c, k) for n, c in counts if n >= k]
+    return (sum(values) / len(values) if values else None), len(values)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Inventory
+
+@dataclass(frozen=True)
+class Slot:
+    """One (task, trial) slot: its state, why when it is not finished, and its success when known."""
+
+    task_id: str
+    trial: int
+    state: str
+    reason: str | None = None
+    success: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The slot as a trials.json inventory record."""
+        return {"id": self.task_id, "trial": self.trial, "state": self.state, "reason": self.reason,
+                "success": self.success}
+
+
+def slot_state(record: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    """(state, reason) of one trial's record of a task (None: no record)."""
+    if record is None:
+        return INFRASTRUCTURE, "no record (the model API failed after its retries, or the run was cut short)"
+    error = record.get("error")
+    if error is not None:
+        kind = error.get("kind") if isinstance(error, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error
+        return (AGENT_FAILURE if kind == "agent" else INFRASTRUCTURE), f"error: {message}"
+    steps = record.get("steps")
+    for step in steps if isinstance(steps, list) else []:
+        calls = step.get("calls") if isinstance(step, dict) else None
+        for call in calls if isinstance(calls, list) else []:
+            result = call.get("result") if isinstance(call, dict) else None
+            m = _SERVER_DOWN.match(result) if isinstance(result, str) else None
+            if m:
+                return INFRASTRUCTURE, f"MCP server '{m.group(1)}' did not start"
+    return FINISHED, None
+
+
+@dataclass(frozen=True)
+class SuccessRule:
+    """How a finished trial's success is decided: `rule` (RULES), the per_id `key` it reads, and the
+    Task Completion `threshold` (rule task_completion)."""
+
+    rule: str = "task_completion"
+    threshold: float = 0.5
+    key: str | None = None
+
+    @property
+    def field(self) -> str:
+        """The per_id key the rule reads."""
+        return self.key or RULES[self.rule]
+
+    def describe(self) -> str:
+        """The rule in words, for trials.json."""
+        if self.rule == "task_completion":
+            return f"{self.field} >= {self.threshold}"
+        return f"{self.field} is true"
+
+    def success(self, values: Mapping[str, Any], source: Path | str, task_id: str) -> bool:
+        """A finished trial's success from its per-task values; InputError naming the source, the id
+        and the field when the value is missing or not of the rule's kind."""
+        value = values.get(self.field)
+        if value is None:
+            raise InputError(source, f"a finished trial needs a value for the success rule ({self.describe()})",
+                             task_id=task_id, field=self.field)
+        if self.rule == "task_completion":
+            if not is_number(value):
+                raise InputError(source, f"must be a number, got {value!r}", task_id=task_id, field=self.field)
+            return float(value) >= self.threshold
+        if isinstance(value, bool) or value in (0, 1):
+            return bool(value)
+        raise InputError(source, f"must be a pass/fail verdict (true/false), got {value!r}; a fraction is "
+                                 "not a success", task_id=task_id, field=self.field)
+
+
+def success_rule(cfg: Mapping[str, Any] | None) -> SuccessRule:
+    """The `trials.success` config as a SuccessRule; ConfigError naming the setting when it is wrong."""
+    cfg = cfg or {}
+    rule = cfg.get("rule", "task_completion")
+    if rule not in RULES:
+        raise ConfigError(f"trials.success.rule: unknown rule {rule!r} (expected one of {', '.join(RULES)})")
+    threshold = cfg.get("threshold", 0.5)
+    if not is_number(threshold) or not 0.0 <= float(threshold) <= 1.0:
+        raise ConfigError(f"trials.success.threshold: must be a number in [0, 1], got {threshold!r}")
+    key = cfg.get("key")
+    if key is not None and (not isinstance(key, str) or not key):
+        raise ConfigError(f"trials.success.key: must be a per_id key or null, got {key!r}")
+    return SuccessRule(rule, float(threshold), key)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial: its prediction file (None when it is missing) and the per-task values its scoring
+    gave (alignment metrics and judged values, keyed by id); `source` names the values' file."""
+
+    path: Path
+    file: TrajectoryFile | None
+    values: Mapping[str, Mapping[str, Any]]
+    source: Path | None = None
+
+
+def check_distinct(paths: Sequence[Path]) -> None:
+    """A file named twice as a trial is one slot counted twice: an InputError naming it."""
+    seen: dict[Path, int] = {}
+    for i, path in enumerate(paths, 1):
+        key = Path(path).resolve()
+        if key in seen:
+            raise InputError(path, f"named as trial {seen[key]} and trial {i}: a duplicate trial",
+                             field="trials.predictions")
+        seen[key] = i
+
+
+def inventory(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRule) -> list[Slot]:
+    """Every (task, trial) slot of these tasks, trial by trial.
+
+    A record's optional integer ``trial`` field must equal its file's position (1-based); a repeated
+    id in one trial file is a duplicate slot; both are an InputError naming the file and the id.
+    """
+    slots = []
+    for index, trial in enumerate(trials, 1):
+        if trial.file is None:
+            slots += [Slot(tid, index, INFRASTRUCTURE, f"missing file {trial.path}") for tid in task_ids]
+            continue
+        if trial.file.duplicate_ids:
+            raise InputError(trial.path, "the trial holds this task twice: a duplicate slot",
+                             task_id=trial.file.duplicate_ids[0], field="id")
+        for tid in task_ids:
+            task = trial.file.tasks.get(tid)
+            record = task.raw if task is not None else None
+            declared = record.get("trial") if record is not None else None
+            if declared is not None and declared != index:
+                raise InputError(trial.path, f"record says trial {declared!r} but the file is trial {index}: "
+                                             "a duplicate or misplaced slot", task_id=tid, field="trial")
+            state, reason = slot_state(record)
+            success = None
+            if state == FINISHED:
+                success = rule.success(trial.values.get(tid, {}), trial.source or trial.path, tid)
+            elif state == AGENT_FAILURE:
+                success = False
+            slots.append(Slot(tid, index, state, reason, success))
+    return slots
+
+
+def counts_per_task(slots: Sequence[Slot], task_ids: Sequence[str], trials: int,
+                    losses: str) -> list[tuple[int, int]]:
+    """(n, c) per task: n = trials (losses "failures") or the task's slots not lost ("excluded")."""
+    by_task: dict[str, list[Slot]] = {tid: [] for tid in task_ids}
+    for slot in slots:
+        by_task[slot.task_id].append(slot)
+    out = []
+    for tid in task_ids:
+        kept = by_task[tid] if losses == "failures" else [s for s in by_task[tid] if s.state != INFRASTRUCTURE]
+        n = trials if losses == "failures" else len(kept)
+        out.append((n, sum(1 for s in kept if s.success)))
+    return out
+
+
+def rates(slots: Sequence[Slot], task_ids: Sequence[str], trials: int) -> dict[str, Any]:
+    """pass_at_k, pass_hat_k and avg_at_k for k = 1..trials, each with losses counted as failures and
+    with losses excluded; beside each value, the number of tasks it is the mean over."""
+    conventions = {"losses_as_failures": counts_per_task(slots, task_ids, trials, "failures"),
+                   "losses_excluded": counts_per_task(slots, task_ids, trials, "excluded")}
+    out: dict[str, Any] = {}
+    for name in ESTIMATORS:
+        out[name] = {}
+        for convention, counts in conventions.items():
+            block = {}
+            for k in range(1, trials + 1):
+                value, tasks = rate(counts, k, name)
+                block[str(k)] = {"value": value, "tasks": tasks}
+            out[name][convention] = block
+    return out
+
+
+def inventory_summary(slots: Sequence[Slot], trials: int) -> dict[str, Any]:
+    """Counts of each state (overall and per trial), and the lost slots named."""
+    per_trial = []
+    for index in range(1, trials + 1):
+        mine = [s for s in slots if s.trial == index]
+        per_trial.append({"trial": index, **{state: sum(1 for s in mine if s.state == state) for state in STATES}})
+    return {"slots": len(slots), **{state: sum(1 for s in slots if s.state == state) for state in STATES},
+            "per_trial": per_trial,
+            "missing": [{"id": s.task_id, "trial": s.trial, "reason": s.reason}
+                        for s in slots if s.state == INFRASTRUCTURE]}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Spread over trials
+
+def mean_std(values: Sequence[float]) -> dict[str, float | int]:
+    """Mean and sample standard deviation (n - 1; 0 for one value) of the values, with their count."""
+    n = len(values)
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "std": std, "n": n}
+
+
+def _numeric(value: Any) -> bool:
+    return is_number(value) and not isinstance(value, bool)
+
+
+def aggregate_spread(aggregates: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | int]]:
+    """Every numeric aggregate key as mean and standard deviation over the trials that have it."""
+    keys = [k for k in aggregates[0] if _numeric(aggregates[0][k])] if aggregates else []
+    keys += [k for a in aggregates[1:] for k in a if _numeric(a[k]) and k not in keys]
+    return {k: mean_std([float(a[k]) for a in aggregates if _numeric(a.get(k))]) for k in keys}
+
+
+def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per task id: each key's mean, standard deviation, min and max over the trials that scored it."""
+    ids = sorted(set().union(*(t.values for t in trials))) if trials else []
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for tid in ids:
+        entry = {}
+        for key in keys:
+            values = [float(t.values[tid][key]) for t in trials
+                      if tid in t.values and _numeric(t.values[tid].get(key))]
+            if values:
+                entry[key] = {**mean_std(values), "min": min(values), "max": max(values)}
+        out[tid] = entry
+    return out
+
+
+def trials_document(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRule,
+                    aggregates: Sequence[Mapping[str, Any]], keys: Sequence[str],
+                    meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """trials.json: the inventory, the rates in both conventions, the aggregate spread, the per-task spread."""
+    slots = inventory(task_ids, trials, rule)
+    n = len(trials)
+    return {"meta": {"trials": n, "tasks": len(task_ids), "success_rule": rule.describe(),
+                     "files": [str(t.path) for t in trials], **(meta or {})},
+            "inventory": {**inventory_summary(slots, n), "records": [s.to_json() for s in slots]},
+            **rates(slots, task_ids, n),
+            "aggregate": aggregate_spread(aggregates),
+            "per_task": task_spread(trials, keys)}
+
+
+def scored_values(task_ids: Sequence[str], sample_task: Sequence[int], values: Mapping[str, Sequence[float]],
+                  samples: Sequence[int], joined: Mapping[str, Mapping[str, Any]] | None = None
+                  ) -> dict[str, dict[str, Any]]:
+    """id -> the per-task values of one trial: its alignment metrics (values[key][sample]) and the
+    values joined from its judge files (`joined`, keyed by id; every key, so other verdicts plug in)."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in samples:
+        tid = task_ids[sample_task[s]]
+        out[tid] = {key: float(column[s]) for key, column in values.items()}
+        out[tid].update((joined or {}).get(tid, {}))
+    return out
+
+
+def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
+                 judges: Sequence[JoinedFiles], aggregates: Sequence[Mapping[str, Any]],
+                 cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Write trials.json for a scored sweep: per model of `trials` (model -> every trial file in trial
+    order), its trials document; `scored` are the sweep's files in order, `aggregates` theirs."""
+    rule = success_rule(cfg.get("success"))
+    position = {Path(p): f for f, p in enumerate(scored)}
+    tables, scores = result.tables, result.scores
+    models = {}
+    for model, paths in trials.items():
+        items, present = [], []
+        for trial in paths:
+            f = position.get(Path(trial))
+            if f is None:
+                items.append(Trial(Path(trial), None, {}))
+                continue
+            joined = load_joined(judges[f])
+            values = scored_values(tables.task_ids, tables.sample_task, scores.values,
+                                   result.samples_of(f).tolist(), joined.per_id if joined else None)
+            items.append(Trial(Path(trial), result.preds[f], values, judges[f].judge or Path(trial)))
+            present.append(aggregates[f])
+        keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
+                                            if k not in scores.names and _numeric(v[k])})
+        models[model] = trials_document(sorted(result.gt.tasks), items, rule, present, keys)
+    document = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
+    atomic_write_json(path, document)
+    return document
