@@ -18,13 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from engine.contract import InputError, check_choice, is_number
+from engine.contract import InputError, check_choice, digest, is_number
 from rollout.drivers.base import ModelDriver
 from rollout.drivers.registry import build_driver, providers
 from rollout.errors import ModelError
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.prompts import Rubric
-from rollout.record import digest
 
 T = TypeVar("T")
 
