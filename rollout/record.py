@@ -23,8 +23,8 @@ from typing import Any
 
 from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, check_choice,
                              digest, dumps_json, read_json, read_keyed_lines)
-from rollout.drivers.base import Completion, ModelDriver
 from rollout.errors import CacheMiss
+from rollout.models.base import Completion, ModelDriver
 
 log = logging.getLogger(__name__)
 

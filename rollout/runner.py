@@ -16,18 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, Task, Trajectory, check_choice, config_int, read_tasks, read_trajectories
+import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
 from rollout.curate import Curator, CuratorSettings
-from rollout.drivers.base import settings_from_config
-from rollout.drivers.registry import build_driver
-from rollout.errors import CacheMiss, ModelError
+from rollout.errors import CacheMiss
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
+from rollout.models.base import settings_from_config
+from rollout.models.clients import bounded, quiet_client_loggers
+from rollout.models.errors import ModelError
+from rollout.models.registry import build_driver
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
-from rollout.runs import bounded, quiet_client_loggers
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.metricspec import CALL_CLASSES
-from rollout.prompts import parse_tool_calls
+from rollout.models.replies import parse_tool_calls
 
 UNKNOWN_TOOL, INVALID_ARGUMENTS, RESOURCE_NOT_FOUND, SUCCESS = CALL_CLASSES
 CLASS_OF_DIGIT: dict[int, str] = dict(enumerate(CALL_CLASSES, 1))

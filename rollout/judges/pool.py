@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from engine.contract import InputError, check_choice, digest, is_number
-from rollout.drivers.base import ModelDriver
-from rollout.drivers.registry import build_driver, providers
-from rollout.errors import ModelError
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.prompts import Rubric
+from rollout.models.base import ModelDriver
+from rollout.models.errors import ModelError
+from rollout.models.registry import build_driver, providers
 
 T = TypeVar("T")
 

@@ -29,8 +29,10 @@ class Rubric:
     scale: float = 1.0
 
     def messages(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        """The request: the system prompt, then the payload as JSON."""
-        return [{"role": "system", "content": self.system},
+        """The request: the system prompt, then the payload as JSON. The system message carries the
+        rubric's ``purpose`` as a marker: API drivers send role and content only, the scripted driver
+        passes it on, so a scripted judge answers by purpose, not by prompt text."""
+        return [{"role": "system", "content": self.system, "purpose": self.purpose},
                 {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
 
 

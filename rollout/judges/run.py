@@ -20,6 +20,7 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
                              read_trajectories)
 from engine.judge_results import CALLANALYSIS, TASKCOMPLETION, companion_path, read_taskcompletion
 from engine.judge_results import taskcompletion_document
+import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
@@ -28,7 +29,7 @@ from rollout.judges.ensemble import entry_scores, judge_task
 from rollout.judges.outcomes import Catalogue
 from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
-from rollout.runs import bounded, quiet_client_loggers
+from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
 

@@ -7,6 +7,11 @@ a call's class comes from the outcome rules (4 when they see no error, 2 when th
 ``bias`` shifts every score (by bias x 10 for Task Completion, clipped to the range), so judges of a
 scripted pool differ.
 
+A request names its rubric by the ``purpose`` marker of its system message (rollout.judges.prompts.
+Rubric.messages); the answer of each purpose is registered with `register_answer`, so a new rubric
+adds its scripted answer where it is defined. Importing this module registers the scripted policy
+``judge`` (its ``bias`` from the model config) and the answers of the built-in rubrics.
+
 Run ``python -m rollout.judges.scripted`` to serve scripted judges from another process (any model
 name is answered); it prints the base URL on its first line.
 """
@@ -16,13 +21,22 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
-from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME
-from rollout.scripted import message_texts, serve
+from rollout.judges.prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
+from rollout.models.loopback import message_texts, register_policy, serve
 
 _DIGIT_OF_CLASS = {label: digit for digit, label in CLASS_OF_DIGIT.items()}
+Answer = Callable[[dict[str, Any], float], str]
+"""A scripted judge's reply to a payload, given the judge's bias."""
+_ANSWERS: dict[str, Answer] = {}
+
+
+def register_answer(purpose: str, answer: Answer) -> None:
+    """Make scripted judges answer requests of rubric `purpose` with `answer(payload, bias)`."""
+    _ANSWERS[purpose] = answer
 
 
 def _calls(steps: Any) -> list[dict[str, Any]]:
@@ -47,27 +61,50 @@ def grounding_score(reference: dict[str, Any], prediction: dict[str, Any]) -> fl
     return sum((wanted & made).values()) / total if total else 1.0
 
 
+def completion_answer(payload: dict[str, Any], bias: float) -> str:
+    """The scripted Task Completion reply, \\boxed{score} with score in [0, 10]."""
+    score = min(10.0, max(0.0, completion_score(payload["prediction"]) + 10.0 * bias))
+    return f"\\boxed{{{score:.2f}}}"
+
+
+def grounding_answer(payload: dict[str, Any], bias: float) -> str:
+    """The scripted Information Grounding reply, \\boxed{share} with share in [0, 1]."""
+    score = min(1.0, max(0.0, grounding_score(payload["reference"], payload["prediction"]) + bias))
+    return f"\\boxed{{{score:.3f}}}"
+
+
+def outcome_answer(payload: dict[str, Any], bias: float) -> str:
+    """The scripted call class digit: the outcome rules' class, 2 when they cannot tell."""
+    decision = decide(payload, None)
+    return str(_DIGIT_OF_CLASS[decision.label] if decision else 2)
+
+
 class JudgePolicy:
-    """Replies of a scripted judge to the judge prompts (rollout.judges.prompts), shifted by `bias`."""
+    """Replies of a scripted judge to the judge prompts, by the request's rubric purpose, shifted by `bias`."""
 
     def __init__(self, bias: float = 0.0) -> None:
         self.bias = bias
 
     def __call__(self, request: dict[str, Any]) -> str:
-        """The reply to a judge request: \\boxed{score} or a class digit."""
+        """The reply to a judge request: the registered answer of its purpose."""
+        messages = request.get("messages") or []
+        purpose = messages[0].get("purpose") if messages and isinstance(messages[0], dict) else None
+        answer = _ANSWERS.get(purpose) if isinstance(purpose, str) else None
+        if answer is None:
+            return "I only judge."
         texts = message_texts(request)
-        system = texts[0][1] if texts else ""
-        payload = json.loads(texts[-1][1]) if texts else {}
-        if system == COMPLETION.system:
-            score = min(10.0, max(0.0, completion_score(payload["prediction"]) + 10.0 * self.bias))
-            return f"\\boxed{{{score:.2f}}}"
-        if system == GROUNDING.system:
-            score = min(1.0, max(0.0, grounding_score(payload["reference"], payload["prediction"]) + self.bias))
-            return f"\\boxed{{{score:.3f}}}"
-        if system == OUTCOME.system:
-            decision = decide(payload, None)
-            return str(_DIGIT_OF_CLASS[decision.label] if decision else 2)
-        return "I only judge."
+        return answer(json.loads(texts[-1][1]), self.bias)
+
+
+def judge_policy(cfg: Mapping[str, Any]) -> JudgePolicy:
+    """The scripted judge of a model config (its ``bias``)."""
+    return JudgePolicy(float(cfg.get("bias") or 0.0))
+
+
+register_answer(TASK_COMPLETION, completion_answer)
+register_answer(INFORMATION_GROUNDING, grounding_answer)
+register_answer(CALL_OUTCOME, outcome_answer)
+register_policy("judge", judge_policy)
 
 
 def main() -> None:

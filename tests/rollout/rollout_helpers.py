@@ -16,7 +16,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from rollout.cli import compose_config  # noqa: E402
-from rollout.scripted import PlanPolicy, ScriptedChatServer  # noqa: E402
+from rollout.models.loopback import ScriptedChatServer  # noqa: E402
+from rollout.scripted import PlanPolicy  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FLAKY_SERVER = HERE / "flaky_server.py"

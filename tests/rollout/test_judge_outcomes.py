@@ -24,7 +24,7 @@ from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 from rollout.record import RolloutCache
 from rollout.runner import run as run_rollout
-from rollout.scripted import message_texts
+from rollout.models.loopback import message_texts
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
