@@ -130,18 +130,21 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
                        tau_strong: float, meta: dict, judge: Joined | None = None) -> dict:
     """Write the five output files for one prediction file; returns its aggregate.
 
-    With judge results, each id and every aggregate also get the joined values (task_completion and
-    information_grounding as plain means over the ids that were judged, call outcomes as sums).
+    With evaluator results, each id and every aggregate also get the joined values (e.g.
+    task_completion and information_grounding as plain means over the ids that were judged, call
+    outcomes as sums); the scored ids an evaluator file with per-task values lacks are named in a
+    warning.
     """
     per_id, strong, weak, unmatched = per_id_records(view, scores, samples, tau_strong)
     agg = aggregate(scores, samples)
     columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     if judge:
         ids = [entry["id"] for entry in per_id]
-        missing = [i for i in ids if "task_completion" not in judge.per_id.get(i, {})]
-        if meta.get("judge") and missing:
-            log.warning("%s: %d scored id(s) have no judge record: %s", meta.get("judge"), len(missing),
-                        ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+        for path, keys in judge.expected:
+            missing = [i for i in ids if not any(k in judge.per_id.get(i, {}) for k in keys)]
+            if missing:
+                log.warning("%s: %d scored id(s) have no judge record: %s", path, len(missing),
+                            ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
         for entry in per_id:
             entry.update(judge.per_id.get(entry["id"], {}))
         agg.update(joined_aggregate(judge, ids))

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 from engine.contract import InputError
-from engine.metricspec import AVERAGE, leaderboard_columns
+from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
+from engine.reports.write import write_reports
 
 SORT_COLUMNS = {label.lower().replace(" ", "_"): label for label in
-                (AVERAGE, *(c.label for c in (*leaderboard_columns("alignment"), *leaderboard_columns("judge"))))}
+                (AVERAGE, *(c.label for c in (*leaderboard_columns("alignment"), *evaluator_columns())))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,8 +29,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sort-by", choices=sorted(SORT_COLUMNS), default="average_score",
                         help="leaderboard order, best first (default: average_score)")
     args = parser.parse_args(argv)
-    from engine.reports.write import write_reports
-
     try:
         written = write_reports(args.run_dir, args.out, SORT_COLUMNS[args.sort_by])
     except (InputError, OSError, ValueError) as exc:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
@@ -16,11 +18,14 @@ from engine.contract import ConfigError, InputError, config_int
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
+from engine.evaluators import evaluators
 from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, output_dirs, prepare_sweep,
                              score_prepared, write_sweep)
+from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
+from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
 
 log = logging.getLogger("score")
@@ -64,8 +69,8 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
                          progress=bool(cfg.get("progress", False)))
 
 
-def _judges(predictions: list[Path], judge: str | None = None, calls: str | None = None) -> list[JoinedFiles]:
-    return [joined_files(p, judge, calls) for p in predictions]
+def _judges(predictions: list[Path], explicit: Mapping[str, Any] | None = None) -> list[JoinedFiles]:
+    return [joined_files(p, explicit) for p in predictions]
 
 
 def _published_files(results: Path, models: list[str], discover: bool) -> list[tuple[str, Path]]:
@@ -89,8 +94,6 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     named = bool(sweep or cfg.model.get("predictions") or models)
     demo_models: dict[str, Path] = {}
     if cfg.data.name == "demo" or not named:
-        from engine.synthetic import write_demo
-
         if not named:
             log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
         gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
@@ -105,7 +108,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
         return Inputs(gt, [pred], [cfg.model.get("name") or pred.stem],
-                      _judges([pred], cfg.model.get("judge"), cfg.model.get("calls")), False)
+                      _judges([pred], {e.option: cfg.model.get(e.option) for e in evaluators()}), False)
     if models:
         results = Path(cfg.results_dir)
         found = _published_files(results, models, bool(cfg.sweep.get("discover")))
@@ -148,8 +151,6 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
         with timer.stage("write"):
             write_grid(rows, folder)
     if cfg.reports:
-        from engine.reports.write import write_reports
-
         with timer.stage("write"):
             write_reports(folder)
     return aggregates

@@ -13,7 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from engine.contract import atomic_write_bytes
-from engine.metricspec import AVERAGE, CALL_CLASSES, CALL_KEYS, METRICS, label_of
+from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
+from engine.metricspec import AVERAGE, METRICS, label_of
 from engine.reports.tables import Table
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.contract import Trajectory
-from engine.judge_results import mean
+from engine.evaluators.base import mean
 from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
 from rollout.judges.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload, parse_score
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.metricspec import CALL_CLASSES
+from engine.evaluators.call_outcomes import CALL_CLASSES
 from rollout.models.replies import parse_tool_calls
 
 UNKNOWN_TOOL, INVALID_ARGUMENTS, RESOURCE_NOT_FOUND, SUCCESS = CALL_CLASSES

@@ -18,8 +18,9 @@ from typing import Any
 
 from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, read_json,
                              read_trajectories)
-from engine.judge_results import CALLANALYSIS, TASKCOMPLETION, companion_path, read_taskcompletion
-from engine.judge_results import taskcompletion_document
+from engine.evaluators.call_outcomes import CALLANALYSIS
+from engine.evaluators.m3_judges import TASKCOMPLETION, read_taskcompletion, taskcompletion_document
+from engine.judge_results import companion_path
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache

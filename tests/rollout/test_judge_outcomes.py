@@ -14,7 +14,7 @@ from rollout_helpers import HERE, compose, compose_judge, local_overrides, plan_
 from rollout_helpers import write_json
 
 from engine.contract import read_trajectories
-from engine.judge_results import read_callanalysis
+from engine.evaluators.call_outcomes import read_callanalysis
 from rollout.judges.calls import rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.outcomes import decide

@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.contract import InputError
-from engine.judge_results import (Joined, joined_aggregate, judge_values, read_callanalysis, read_taskcompletion,
-                                  taskcompletion_document)
+from engine.evaluators.call_outcomes import read_callanalysis
+from engine.evaluators.m3_judges import judge_values, read_taskcompletion, taskcompletion_document
+from engine.judge_results import Joined, joined_aggregate
 from rollout.judges.agreement import agreement, krippendorff_alpha, pairwise_spearman
 from rollout.judges.ensemble import trimmed_mean
 from rollout.judges.prompts import (COMPLETION, GROUNDING, completion_payload, grounding_payload, parse_class,
