@@ -6,12 +6,11 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
 from engine.apps.kit import hydra_app, output_folder
 from engine.contract import ConfigError, InputError, config_int
@@ -31,19 +30,6 @@ from engine.thresholds import Thresholds
 log = logging.getLogger("score")
 
 PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
-
-
-@dataclass
-class AlignConfig:
-    """The `align` config group: the thresholds (defaults from `Thresholds`) and the optional grid."""
-
-    tau_weak: float = Thresholds.tau_weak
-    tau_strong: float = Thresholds.tau_strong
-    tau_weak_grid: list[float] = field(default_factory=list)
-    tau_strong_grid: list[float] = field(default_factory=list)
-
-
-ConfigStore.instance().store(group="align", name="default", node=AlignConfig)
 
 
 @dataclass
@@ -136,14 +122,23 @@ def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[
     return "\n".join(lines)
 
 
+def _grid(cfg: DictConfig, name: str) -> list[float]:
+    """A threshold grid of the align group (a list; its values are checked as Thresholds)."""
+    values = cfg.align.get(name)
+    if values is None:
+        return []
+    if not isinstance(values, ListConfig):
+        raise ConfigError(f"align.{name}={values!r}: must be a list of thresholds, e.g. [0.5,0.6]")
+    return list(values)
+
+
 def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores, inputs: Inputs,
-                   folder: Path, timer: StageTimer) -> list[dict]:
-    """Every output of the run (per-file results, the threshold grid, reports) written into folder."""
+                   folder: Path, timer: StageTimer, grids: tuple[list[float], list[float]]) -> list[dict]:
+    """Every output of the run (per-file results, the threshold grid of `grids`, reports) written into folder."""
     with timer.stage("write"):
         dirs = [folder / name for name in inputs.names] if inputs.per_file_dirs else [folder]
         aggregates = write_sweep(result, dirs, inputs.names, inputs.judges)
-    weak_grid = list(cfg.align.get("tau_weak_grid") or [])
-    strong_grid = list(cfg.align.get("tau_strong_grid") or [])
+    weak_grid, strong_grid = grids
     if weak_grid or strong_grid:
         rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],
                               strong_grid or [result.thresholds.tau_strong], inputs.names,
@@ -169,6 +164,7 @@ def _run(cfg: DictConfig) -> int:
     try:
         settings = settings_from(cfg)
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
+        grids = _grid(cfg, "tau_weak_grid"), _grid(cfg, "tau_strong_grid")
         inputs = resolve_inputs(cfg)
         out = output_folder(cfg)
         check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES])
@@ -176,7 +172,7 @@ def _run(cfg: DictConfig) -> int:
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)
         with staged_folder(out) as folder:
-            aggregates = _write_outputs(cfg, prepared, result, inputs, folder, timer)
+            aggregates = _write_outputs(cfg, prepared, result, inputs, folder, timer, grids)
     except (InputError, ConfigError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
