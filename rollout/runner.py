@@ -15,8 +15,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, Task, Trajectory, check_choice, config_int, read_tasks, read_trajectories
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
+from engine.contract import InputError, Task, Trajectory, check_choice, config_int, read_tasks, read_trajectories
 from rollout.curate import Curator, CuratorSettings
 from rollout.errors import CacheMiss
 from rollout.executor import Executor, ExecutorSettings

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.apps.kit import command_app
 from engine.contract import InputError
 from rollout.mcp.check import check_servers, health_table
 from rollout.mcp.config import ServerSpec, read_servers_config
@@ -135,7 +136,7 @@ def _check(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
     return 0 if started == len(rows) else 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str] | None = None) -> int:
     """Run a servers command; its exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
@@ -154,3 +155,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+
+main = command_app("servers", run)
