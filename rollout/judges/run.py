@@ -1,5 +1,14 @@
-"""A judge run from its config (conf/judge/, as a plain dict): Task Completion and Information
-Grounding of every task (stage ``judge``), the call outcomes (stage ``calls``), or both.
+"""A judge run from its config (conf/judge/, as a plain dict): every configured evaluator
+(``evaluators``, conf/judge/evaluators/; engine.evaluators): Task Completion and Information
+Grounding of every task (m3_judges, stage ``judge``), the call outcomes (call_outcomes, stage
+``calls``), and every other evaluator with a ``judge`` function; ``stage=both`` runs them all,
+``stage=<name>`` one.
+
+An evaluator with a ``judge`` function is asked about every task of the predictions (and of the
+reference, when it reads it) with what it ``reads``: the predicted trajectory, the reference
+(``data.gt``), the task record (``data.tasks``), the task's workspace folder
+(``<workspace_dir>/<id>``) and its tool log (``<tool_log>/<id>.json``); its file
+``<predictions stem>_<suffix>.json`` is rewritten atomically after every task and resumed by a rerun.
 
 Judging is resumable: the taskcompletion.json is rewritten atomically after every judged task, and a
 rerun judges only the tasks it lacks (and those judged by other models, whose entries it drops);
@@ -16,12 +25,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, read_json,
                              read_trajectories)
+from engine.evaluators import evaluator
+from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators.call_outcomes import CALLANALYSIS
 from engine.evaluators.m3_judges import TASKCOMPLETION, read_taskcompletion, taskcompletion_document
 from engine.judge_results import companion_path
-import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
@@ -34,7 +45,8 @@ from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
 
-STAGES = ("judge", "calls", "both")
+STAGES = {"judge": "m3_judges", "calls": "call_outcomes"}
+"""The stages of the two built-in evaluators, by their former names; ``both`` runs every configured one."""
 
 
 def predictions_path(cfg: Mapping[str, Any]) -> Path:
@@ -157,21 +169,122 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
     return 0
 
 
+def _task_records(path: Path) -> dict[str, Mapping[str, Any]]:
+    """id -> task object of a tasks file (a list of objects with ``id``, or an object keyed by id)."""
+    root = read_json(path, "tasks file")
+    items = root.items() if isinstance(root, dict) else ((o.get("id") if isinstance(o, dict) else None, o)
+                                                         for o in root) if isinstance(root, list) else None
+    if items is None:
+        raise InputError(path, "the root must be a list of task objects or an object of id -> task")
+    out = {}
+    for position, (tid, obj) in enumerate(items):
+        if tid is None or not isinstance(obj, dict):
+            raise InputError(path, "a task must be an object with an id", task_id=f"#{position}", field="id")
+        out[str(tid)] = obj
+    return out
+
+
+def _tool_log(folder: Path, tid: str) -> list[Mapping[str, Any]] | None:
+    """The tool log of a task, <folder>/<id>.json (a list of records); None when there is none."""
+    path = folder / f"{tid}.json"
+    if not path.is_file():
+        return None
+    records = read_json(path, "tool log")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise InputError(path, "a tool log must be a list of objects", task_id=tid)
+    return records
+
+
+async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
+                          gt: TrajectoryFile | None, output: Path) -> int:
+    """Ask an evaluator's `judge` about every task of the predictions not yet in `output` (of the
+    reference too, when it reads it), writing the file after each; 0 when none failed, else 1."""
+    assert judged.judge is not None and judged.document is not None
+    specs = judge_specs(cfg["judges"]["pool"])
+    data = cfg.get("data") or {}
+    tasks = _task_records(Path(data["tasks"])) if "task" in judged.reads and data.get("tasks") else {}
+    workspaces = Path(cfg["workspace_dir"]) if "workspace" in judged.reads and cfg.get("workspace_dir") else None
+    logs = Path(cfg["tool_log"]) if "tool_log" in judged.reads and cfg.get("tool_log") else None
+    entries = judged.entries(output) if judged.entries is not None and output.is_file() else {}
+    wanted = {str(i) for i in cfg.get("ids") or []}
+    order = [i for i in preds.tasks if (gt is None or i in gt.tasks) and (not wanted or i in wanted)]
+    todo = [i for i in order if i not in entries]
+    log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(specs))
+    failed: dict[str, str] = {}
+    meta: dict[str, Any] = {"predictions": str(preds.path), "gt": str(gt.path) if gt else None,
+                            "judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
+                                       for s in specs], "attempts": config_int(cfg, "attempts")}
+
+    def write(pool: JudgePool) -> None:
+        ordered = {i: entries[i] for i in order if i in entries}
+        ordered.update((i, e) for i, e in entries.items() if i not in ordered)
+        usage = {s.name: pool.usage[s.name].to_json(s) for s in specs}
+        atomic_write_json(output, judged.document(ordered, {**meta, "usage": usage, "failed": failed}))
+
+    options = (cfg.get("evaluators") or {}).get(judged.name) or {}
+    async with JudgePool(specs, ReplyCache(cfg.get("cache_dir")),
+                         config_int(cfg["judges"], "max_requests", where="judges.max_requests")) as pool:
+        context = JudgeContext(pool, config_int(cfg, "attempts"), options,
+                               config_int(cfg, "max_result_chars", minimum=0))
+
+        async def one(tid: str) -> None:
+            inputs = TaskInputs(tid, prediction=preds.tasks[tid], reference=gt.tasks[tid] if gt else None,
+                                task=tasks.get(tid), workspace=workspaces / tid if workspaces else None,
+                                tool_log=_tool_log(logs, tid) if logs else None)
+            try:
+                entries[tid] = await judged.judge(context, inputs)  # type: ignore[misc]
+            except JudgeFailure as exc:
+                failed[tid] = str(exc)
+                log.warning("%s: task %s not judged: %s", judged.name, tid, exc)
+                return
+            write(pool)
+
+        await bounded(todo, config_int(cfg, "concurrency"), one)
+        write(pool)
+    print(f"{judged.name}: {sum(1 for i in order if i in entries)} of {len(order)} task(s) judged "
+          f"({len(failed)} failed) -> {output}")
+    return 1 if failed else 0
+
+
+def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
+    """The evaluators the run judges: every one of ``evaluators`` (stage both), or the stage's one."""
+    names = list(cfg.get("evaluators") or {})
+    stage = check_choice(cfg.get("stage", "both"), ["both", *STAGES, *names], "stage", "stage")
+    chosen = names if stage == "both" else [STAGES.get(stage, stage)]
+    out = []
+    for name in chosen:
+        try:
+            found = evaluator(name)
+        except ValueError as exc:
+            raise InputError("config", str(exc), field=f"evaluators.{name}") from None
+        if name not in STAGES.values() and (found.judge is None or found.document is None):
+            raise InputError("config", f"evaluator {name} has nothing to judge (no judge or document function); "
+                             "the score app computes or reads its values", field=f"evaluators.{name}")
+        out.append(found)
+    return out
+
+
 def run(cfg: Mapping[str, Any]) -> int:
-    """Run the configured stage(s); the exit status."""
-    stage = check_choice(cfg.get("stage", "both"), STAGES, "stage", "stage")
+    """Run the configured evaluators; the exit status."""
+    chosen = configured(cfg)
     quiet_client_loggers()
     predictions = predictions_path(cfg)
     preds = read_trajectories(predictions)
+    data = cfg.get("data") or {}
     status = 0
-    if stage in ("judge", "both"):
-        data = cfg.get("data") or {}
-        if not data.get("gt"):
-            raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
-        output = Path(cfg["output"]) if cfg.get("output") else companion_path(predictions, TASKCOMPLETION)
-        status = asyncio.run(judge_stage(cfg, read_trajectories(data["gt"]), preds, output))
-    if stage in ("calls", "both"):
-        calls_output = (cfg.get("calls") or {}).get("output")
-        output = Path(calls_output) if calls_output else companion_path(predictions, CALLANALYSIS)
-        status = max(status, asyncio.run(calls_stage(cfg, preds, output)))
+    for judged in chosen:
+        if judged.name == STAGES["judge"] or "reference" in judged.reads:
+            if not data.get("gt"):
+                raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
+        if judged.name == STAGES["judge"]:
+            output = Path(cfg["output"]) if cfg.get("output") else companion_path(predictions, TASKCOMPLETION)
+            status = max(status, asyncio.run(judge_stage(cfg, read_trajectories(data["gt"]), preds, output)))
+        elif judged.name == STAGES["calls"]:
+            calls_output = (cfg.get("calls") or {}).get("output")
+            output = Path(calls_output) if calls_output else companion_path(predictions, CALLANALYSIS)
+            status = max(status, asyncio.run(calls_stage(cfg, preds, output)))
+        else:
+            gt = read_trajectories(data["gt"]) if "reference" in judged.reads else None
+            output = companion_path(predictions, str(judged.suffix))
+            status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, gt, output)))
     return status
