@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+import engine.judge_results as joining
+from engine.contract import read_trajectories
 from engine.evaluators import evaluator, evaluators, names
 from engine.evaluators.base import Evaluator, Metric, Verdicts
 from engine.judge_results import Joined, joined_files, load_joined
@@ -65,3 +67,29 @@ def test_files_are_found_by_suffix_or_named_by_option(tmp_path):
     assert joined.per_id == {"a": {"task_completion": 0.5}} and joined.totals["success"] == 3
     assert joined.expected == [(str(judged), ("task_completion", "information_grounding"))]
     assert load_joined(joined_files(tmp_path / "other.json")) is None
+
+
+def _calls_per_task(predictions) -> Verdicts:
+    return Verdicts(per_id={tid: {"probe": {"calls": sum(len(s.calls) for s in t.steps)}}
+                            for tid, t in predictions.tasks.items()})
+
+
+def _probe_aggregate(values: Verdicts, ids) -> dict:
+    calls = [values.per_id[i]["probe"]["calls"] for i in ids if i in values.per_id]
+    return {"probe": {"calls": sum(calls), "tasks": len(calls)}}
+
+
+PROBE = Evaluator(name="probe", reads=frozenset({"prediction"}), compute=_calls_per_task, aggregate=_probe_aggregate,
+                  metrics=(Metric("probe.calls", "Probe Calls", "probe", ("reference", "paper"), "evaluator", False,
+                                  False, 0.0),))
+
+
+def test_a_computed_evaluator_joins_with_its_own_nested_aggregate(tmp_path, monkeypatch):
+    monkeypatch.setattr(joining, "evaluators", lambda: (*evaluators(), PROBE))
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"id": "a", "steps": [{"step": 1, "calls": [{"name": "s/t", "arguments": {}}] * 2}]},
+                                 {"id": "b", "steps": []}]))
+    joined = load_joined(joined_files(preds), read_trajectories(preds))
+    assert joined is not None and joined.expected == [] and joined.keys() == []
+    assert joining.joined_aggregate(joined, ["a", "b"]) == {"probe": {"calls": 2, "tasks": 2}}
+    assert joining.joined_aggregate(joined, ["b"], totals=False) == {"probe": {"calls": 0, "tasks": 1}}

@@ -110,7 +110,9 @@ class Evaluator:
     judge: one task's entry of its file (raises the pool's failure when no answer could be had);
     document: the file from the entries and the run's meta; entries: an earlier file's entries (to
     resume); read: the file's values, checked; compute: the values from the predictions alone;
-    aggregate: the aggregate over some ids where the metric table's rules cannot say it.
+    aggregate: the aggregate over some ids where the metric table's rules cannot say it;
+    scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
+    bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted).
     """
 
     name: str
@@ -125,6 +127,7 @@ class Evaluator:
     aggregate: Callable[[Verdicts, Sequence[str]], dict[str, Any]] | None = None
     option: str = ""
     position: int = 100
+    scripted: Mapping[str, Callable[[dict[str, Any], float], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

@@ -9,8 +9,10 @@ scripted pool differ.
 
 A request names its rubric by the ``purpose`` marker of its system message (rollout.judges.prompts.
 Rubric.messages); the answer of each purpose is registered with `register_answer`, so a new rubric
-adds its scripted answer where it is defined. Importing this module registers the scripted policy
-``judge`` (its ``bias`` from the model config) and the answers of the built-in rubrics.
+adds its scripted answer where it is defined: an evaluator declares its answers in its own module
+(``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
+policy ``judge`` (its ``bias`` from the model config), the answers of the built-in rubrics and those of
+every evaluator.
 
 Run ``python -m rollout.judges.scripted`` to serve scripted judges from another process (any model
 name is answered); it prints the base URL on its first line.
@@ -24,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.evaluators import evaluators
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
 from rollout.judges.prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
 from rollout.models.loopback import message_texts, register_policy, serve
@@ -104,6 +107,16 @@ def judge_policy(cfg: Mapping[str, Any]) -> JudgePolicy:
 register_answer(TASK_COMPLETION, completion_answer)
 register_answer(INFORMATION_GROUNDING, grounding_answer)
 register_answer(CALL_OUTCOME, outcome_answer)
+
+
+def register_evaluator_answers() -> None:
+    """Register the scripted answers every evaluator declares (``Evaluator.scripted``)."""
+    for found in evaluators():
+        for purpose, answer in found.scripted.items():
+            register_answer(purpose, answer)
+
+
+register_evaluator_answers()
 register_policy("judge", judge_policy)
 
 
