@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import subprocess
@@ -138,8 +139,6 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait()
-
-        import asyncio
 
         start = time.perf_counter()
         catalogue = asyncio.run(load_catalogue(tools))

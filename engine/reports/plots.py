@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -28,8 +29,6 @@ def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
 
 
 def _colors(n: int) -> list[Any]:
-    from matplotlib import colormaps
-
     cmap = colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
 
