@@ -14,9 +14,10 @@ from typing import Any
 
 from engine.contract import TrajectoryFile
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
+from engine.evaluators.judging import JudgeFailure, Question, first_answer, parse_class
 from rollout.judges.outcomes import CLASS_OF_DIGIT, Catalogue, decide, illegal_format
-from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
-from rollout.judges.prompts import OUTCOME, outcome_payload, parse_class
+from rollout.judges.pool import JudgePool, JudgeSpec
+from rollout.judges.prompts import OUTCOME, outcome_payload
 
 UNDECIDED = "undecided"
 

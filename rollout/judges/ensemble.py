@@ -17,8 +17,9 @@ from typing import Any
 
 from engine.contract import Trajectory
 from engine.evaluators.base import mean
-from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
-from rollout.judges.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload, parse_score
+from engine.evaluators.judging import JudgeFailure, Question, first_answer, parse_score
+from rollout.judges.pool import JudgePool, JudgeSpec
+from rollout.judges.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
 
 def trimmed_mean(scores: list[float]) -> float:
     """Sorted scores without the lowest and the highest when there are three or more, averaged."""

@@ -31,6 +31,7 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators.call_outcomes import CALLANALYSIS
+from engine.evaluators.judging import JudgeFailure
 from engine.evaluators.m3_judges import TASKCOMPLETION, read_taskcompletion, taskcompletion_document
 from engine.judge_results import companion_path
 from rollout.judges.agreement import agreement
@@ -39,7 +40,7 @@ from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.ensemble import entry_scores, judge_task
 from rollout.judges.outcomes import Catalogue
-from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
+from rollout.judges.pool import JudgePool, JudgeUsage, judge_specs
 from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
 from rollout.models.clients import bounded, quiet_client_loggers
 
