@@ -4,8 +4,9 @@
 is accepted for "pre_id"; an entry that is a bare number is a Task Completion alone), or a list of
 ``{id, task_completion, information_grounding}`` records, or an object of such records keyed by id.
 Each is the plain mean over the judged tasks (``judged_mean``); Information Grounding joins the
-Average Score. The judge app writes the file (rollout.judges); its setting in the score app is
-``model.judge=PATH``.
+Average Score. The judge app writes the file (rollout.judges.run), asking every judge of its pool
+both questions of each task (`judge`: engine.evaluators.ensemble, prompts in
+engine.evaluators.prompts); its setting in the score app is ``model.judge=PATH``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts, mean
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, mean
+from engine.evaluators.ensemble import judge_task
 
 NAME = "m3_judges"
 TASKCOMPLETION = "taskcompletion"
@@ -106,5 +108,14 @@ def read(path: Path) -> Verdicts:
     return Verdicts(per_id=judge_values(read_taskcompletion(path)))
 
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference", "task"}), metrics=METRICS,
-                      suffix=TASKCOMPLETION, entries=read_taskcompletion, read=read, option="judge", position=10)
+async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
+    """One task's entry in the published shape ({final, judges, info_grounding: {final, judges}}) from
+    every judge of the pool; the pool's JudgeFailure when some judge has no answer."""
+    if task.prediction is None or task.reference is None:
+        raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
+    return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars)
+
+
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,
+                      suffix=TASKCOMPLETION, judge=judge, entries=read_taskcompletion, read=read, option="judge",
+                      position=10)

@@ -31,17 +31,18 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators.call_outcomes import CALLANALYSIS
+from engine.evaluators.ensemble import entry_scores
 from engine.evaluators.judging import JudgeFailure
+from engine.evaluators.m3_judges import EVALUATOR as M3_JUDGES
 from engine.evaluators.m3_judges import TASKCOMPLETION, read_taskcompletion, taskcompletion_document
+from engine.evaluators.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
 from engine.judge_results import companion_path
 from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
-from rollout.judges.ensemble import entry_scores, judge_task
 from rollout.judges.outcomes import Catalogue
 from rollout.judges.pool import JudgePool, JudgeUsage, judge_specs
-from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
@@ -114,10 +115,12 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     cache = ReplyCache(cfg.get("cache_dir"))
     concurrency = config_int(cfg, "concurrency")
     async with JudgePool(specs, cache, config_int(cfg["judges"], "max_requests", where="judges.max_requests")) as pool:
+        context = JudgeContext(pool, attempts, (cfg.get("evaluators") or {}).get(M3_JUDGES.name) or {}, max_chars)
 
         async def one(tid: str) -> None:
+            inputs = TaskInputs(tid, prediction=preds.tasks[tid], reference=gt.tasks[tid])
             try:
-                entry = await judge_task(pool, gt.tasks[tid], preds.tasks[tid], attempts, max_chars)
+                entry = await M3_JUDGES.judge(context, inputs)  # type: ignore[misc]
             except JudgeFailure as exc:
                 failed[tid] = str(exc)
                 log.warning("task %s not judged: %s", tid, exc)

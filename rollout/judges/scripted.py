@@ -7,7 +7,7 @@ a call's class comes from the outcome rules (4 when they see no error, 2 when th
 ``bias`` shifts every score (by bias x 10 for Task Completion, clipped to the range), so judges of a
 scripted pool differ.
 
-A request names its rubric by the ``purpose`` marker of its system message (rollout.judges.prompts.
+A request names its rubric by the ``purpose`` marker of its system message (engine.evaluators.prompts.
 Rubric.messages); the answer of each purpose is registered with `register_answer`, so a new rubric
 adds its scripted answer where it is defined: an evaluator declares its answers in its own module
 (``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.evaluators import evaluators
+from engine.evaluators.prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
-from rollout.judges.prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
 from rollout.models.loopback import message_texts, register_policy, serve
 
 _DIGIT_OF_CLASS = {label: digit for digit, label in CLASS_OF_DIGIT.items()}
