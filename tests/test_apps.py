@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate", "judge": "rollout.judges.cli"}
 # Keys of named entries the help describes once, for an entry called <name>: pattern -> replacement.
 GENERIC_KEYS = ((re.compile(r"^judges\.pool\.[^.]+\."), "judges.pool.<name>."),
-                (re.compile(r"\.params\..*$"), ".params"))
+                (re.compile(r"\.params\..*$"), ".params"),
+                (re.compile(r"^evaluators\.[^.]+(\..*)?$"), "evaluators.<name>"))
 
 
 def run_script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
