@@ -21,7 +21,7 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
     """
     tables = prepared.tables
     rows = []
-    grid = [[Thresholds(float(w), float(s)) for s in tau_strong_grid] for w in tau_weak_grid]  # checked first
+    grid = [[Thresholds(w, s) for s in tau_strong_grid] for w in tau_weak_grid]  # checked first
     if not tau_strong_grid:
         raise ConfigError("the threshold grid needs at least one tau_strong")
     for points in progress_bar(grid, "threshold grid", progress, unit="tau_weak"):

@@ -1,8 +1,14 @@
 """The metric table: every number the engine reports, with its label, profiles, aggregation and role.
 
 Aggregation, the drop-in output files, the reports, the plots and the judge-file reader all read
-this table; adding a metric is one entry here plus its per-task formula (alignment metrics in
-`engine.metrics.task_scores`). Aggregation rules (over the scored tasks of one prediction file):
+this table. It is the core metrics (the alignment metrics and the budget, sources ``alignment`` and
+``budget``), then the metric rows of every evaluator (engine.evaluators, source: the evaluator's
+name) in the evaluators' order; the budget comes last. Adding a core metric is one entry here plus
+its per-task formula (alignment metrics in `engine.metrics.task_scores`); adding an evaluator's is
+one row in its module. A dotted key ``block.name`` is the value ``name`` of the object ``block`` of
+an aggregate (an evaluator's nested aggregate; such rows are aggregated by the evaluator itself,
+rule ``evaluator``, and are not columns of the per-task CSV). Aggregation rules (over the scored
+tasks of one prediction file):
 
 - ``matched/gt``, ``matched/pred``: sum of matches over sum of GT (predicted) calls;
 - ``gt_weighted``: sum over tasks of value x n_gt, over sum n_gt;
@@ -10,17 +16,7 @@ this table; adding a metric is one entry here plus its per-task formula (alignme
 - ``judged_mean``: plain mean over the tasks that have a judge value;
 - ``sum``: sum over the tasks (call outcome counts; a file that gives only totals gives the aggregate);
 - ``mean_pred_steps``: mean number of predicted steps; ``pred_calls_per_task``: predicted calls per task;
-- ``tool_use``: the tool-use analytics' own rules (`engine.evaluators.tool_use`: macro over tasks for
-  Proactivity and Volume, micro over calls for Success Rate).
-
-The rubric metrics (``rubrics``, `engine.evaluators.vtb_rubrics`) are ``judged_mean``: the Average
-Rubric Score is the mean of the tasks' weighted rubric scores, the Average Pass Rate the mean of their
-0/1 passes, over the tasks that have rubric verdicts.
-- outcome checks (source ``outcomes``, their evaluators' ``aggregate``): ``level_mean``: mean 0/1 over
-  the judged tasks of one complexity level; ``level_macro``: mean of the level means present;
-  ``judged_mean``: mean over the judged tasks; ``task_mean``: mean task success over every checked task,
-  evaluator errors counted as failures; ``evaluated_mean``: the same over the tasks without an evaluator
-  error; ``count``: a number of tasks.
+- ``evaluator``: the evaluator's own ``aggregate`` function.
 
 The Average Score of the paper's Table 2 is the plain mean of the metrics with ``in_average``
 that are present: the six alignment columns and Information Grounding (Task Completion is
@@ -31,28 +27,19 @@ illegal calling format and the predicted calls of each of the four classes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
-Source = Literal["alignment", "judge", "budget", "calls", "rubrics", "tool_use", "outcomes"]
-PROFILES: tuple[str, ...] = ("reference", "paper")
+from engine.evaluators import evaluators
+from engine.evaluators.base import PROFILES, Metric
+
+__all__ = ["AVERAGE", "BY_KEY", "CORE_SOURCES", "EVALUATOR_KEYS", "METRICS", "PROFILES", "Column", "Metric",
+           "alignment_keys", "check_profile", "evaluator_columns", "label_of", "leaderboard_columns", "metric_value",
+           "metrics_of"]
 AVERAGE = "Average Score"
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One reported number."""
-
-    key: str                    # key in results_eval.json (aggregate, per_id, by_type)
-    label: str                  # the paper's column label
-    source: Source              # what produces it
-    profiles: tuple[str, ...]   # metrics profiles that report it
-    aggregation: str            # rule over tasks (module docstring)
-    in_average: bool            # part of the Average Score
-    column: bool                # a column of the leaderboard tables
-
+CORE_SOURCES: tuple[str, ...] = ("alignment", "budget")
 
 _BOTH = PROFILES
-METRICS: tuple[Metric, ...] = (
+_ALIGNMENT: tuple[Metric, ...] = (
     Metric("recall", "Recall", "alignment", _BOTH, "matched/gt", True, True),
     Metric("precision", "Precision", "alignment", _BOTH, "matched/pred", True, True),
     Metric("avg_sim_all_cov", "Argument Similarity", "alignment", ("reference",), "gt_weighted", True, True),
@@ -61,32 +48,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("step_coherence_cov", "Step Coherence", "alignment", _BOTH, "gt_weighted", True, True),
     Metric("order_consistency_cov", "Order Consistency", "alignment", _BOTH, "gt_weighted", True, True),
     Metric("merge_purity_cov", "Merge Purity", "alignment", _BOTH, "gt_weighted", True, True),
-    Metric("task_completion", "Task Completion", "judge", _BOTH, "judged_mean", False, True),
-    Metric("information_grounding", "Information Grounding", "judge", _BOTH, "judged_mean", True, True),
-    Metric("illegal_calling", "Illegal Calling Format", "calls", _BOTH, "sum", False, False),
-    Metric("unknown_tool", "Unknown Tool Invocation", "calls", _BOTH, "sum", False, False),
-    Metric("invalid_arguments", "Invalid Invocation Arguments", "calls", _BOTH, "sum", False, False),
-    Metric("resource_not_found", "Resource Not Found", "calls", _BOTH, "sum", False, False),
-    Metric("success", "Successful Call", "calls", _BOTH, "sum", False, False),
-    Metric("rubric_score", "Average Rubric Score", "rubrics", _BOTH, "judged_mean", False, True),
-    Metric("pass_rate", "Average Pass Rate", "rubrics", _BOTH, "judged_mean", False, True),
-    Metric("proactivity", "Tool-Call Proactivity", "tool_use", _BOTH, "tool_use", False, True),
-    Metric("success_rate", "Tool-Call Success Rate", "tool_use", _BOTH, "tool_use", False, True),
-    Metric("volume", "Tool-Call Volume", "tool_use", _BOTH, "tool_use", False, True),
-    Metric("answer_sr", "SR", "outcomes", _BOTH, "level_macro", False, True),
-    Metric("answer_sr_l1", "SR L1", "outcomes", _BOTH, "level_mean", False, True),
-    Metric("answer_sr_l2", "SR L2", "outcomes", _BOTH, "level_mean", False, True),
-    Metric("answer_sr_l3", "SR L3", "outcomes", _BOTH, "level_mean", False, True),
-    Metric("answer_sr_micro", "SR (micro)", "outcomes", _BOTH, "judged_mean", False, True),
-    Metric("answer_judged", "Answers Judged", "outcomes", _BOTH, "count", False, False),
-    Metric("answer_skipped", "Answers Skipped", "outcomes", _BOTH, "count", False, False),
-    Metric("check_accuracy", "Accuracy", "outcomes", _BOTH, "task_mean", False, True),
-    Metric("check_accuracy_evaluated", "Accuracy (evaluated)", "outcomes", _BOTH, "evaluated_mean", False, True),
-    Metric("check_tasks", "Tasks Checked", "outcomes", _BOTH, "count", False, False),
-    Metric("check_errors", "Evaluator Errors", "outcomes", _BOTH, "count", False, False),
+)
+_BUDGET: tuple[Metric, ...] = (
     Metric("avg_Rounds", "Steps", "budget", _BOTH, "mean_pred_steps", False, False),
     Metric("avg_tool_calls", "Calls", "budget", _BOTH, "pred_calls_per_task", False, False),
 )
+METRICS: tuple[Metric, ...] = (*_ALIGNMENT, *(m for e in evaluators() for m in e.metrics), *_BUDGET)
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 
 
@@ -97,7 +64,7 @@ def check_profile(profile: str) -> str:
     return profile
 
 
-def metrics_of(source: Source, profile: str | None = None) -> tuple[Metric, ...]:
+def metrics_of(source: str, profile: str | None = None) -> tuple[Metric, ...]:
     """The metrics of one source (for one profile, or of any profile), in table order."""
     return tuple(m for m in METRICS if m.source == source and (profile is None or profile in m.profiles))
 
@@ -107,14 +74,19 @@ def alignment_keys(profile: str) -> tuple[str, ...]:
     return tuple(m.key for m in metrics_of("alignment", check_profile(profile)))
 
 
-JUDGE_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("judge"))
-CALL_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("calls"))
-CALL_CLASSES: tuple[str, ...] = CALL_KEYS[1:]
-"""The four per-call classes, in the published order (1 unknown tool ... 4 success)."""
-RUBRIC_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("rubrics"))
-TOOL_USE_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("tool_use"))
-JOINED_KEYS: tuple[str, ...] = JUDGE_KEYS + CALL_KEYS + RUBRIC_KEYS
-"""Values joined to the scoring outputs from judge files, in table order."""
+EVALUATOR_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS if m.source not in CORE_SOURCES)
+"""Values joined to the scoring outputs by the evaluators, in table order."""
+
+
+def metric_value(block: dict[str, Any], key: str) -> Any:
+    """The value of a metric key in an aggregate block (a dotted key looks into nested objects);
+    None when absent."""
+    value: Any = block
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
 
 
 @dataclass(frozen=True)
@@ -123,11 +95,11 @@ class Column:
 
     label: str
     keys: tuple[str, ...]
-    source: Source
+    source: str
     in_average: bool
 
 
-def leaderboard_columns(source: Source) -> tuple[Column, ...]:
+def leaderboard_columns(source: str) -> tuple[Column, ...]:
     """The table columns of one source, merging the profiles' keys that share a label."""
     columns: dict[str, Column] = {}
     for m in METRICS:
@@ -137,6 +109,11 @@ def leaderboard_columns(source: Source) -> tuple[Column, ...]:
         keys = (*seen.keys, m.key) if seen else (m.key,)
         columns[m.label] = Column(m.label, keys, m.source, m.in_average)
     return tuple(columns.values())
+
+
+def evaluator_columns() -> tuple[Column, ...]:
+    """The table columns of every evaluator, in table order."""
+    return tuple(c for e in evaluators() for c in leaderboard_columns(e.name))
 
 
 def label_of(key: str) -> str:

@@ -179,8 +179,9 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
                 judges: list[JoinedFiles | None] | None = None) -> list[dict]:
     """Write each prediction file's outputs into its folder; returns the aggregates.
 
-    names: model names recorded in each file's meta; judges: each file's judge files (None for
-    none) whose task_completion / information_grounding and call outcomes join the outputs.
+    names: model names recorded in each file's meta; judges: each file's evaluator files (None for
+    none) whose values (task_completion / information_grounding, call outcomes, ...) join the
+    outputs, with the values of the evaluators that compute theirs from the predictions.
     """
     m = result.matches.to_numpy()
     view = SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
@@ -193,11 +194,9 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
         meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": th.tau_weak,
                 "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
         files = judges[f]
-        meta.update({kind: str(path) for kind, path in (("judge", files and files.judge),
-                                                         ("calls", files and files.calls),
-                                                         ("rubrics", files and files.rubrics)) if path})
-        meta.update({name: str(path) for name, path in (files.outcomes if files else ())})
-        judge = load_joined(files)
+        if files is not None:
+            meta.update(files.meta())
+        judge = load_joined(files, pred)
         aggregates.append(write_file_results(directory, view, result.scores, result.samples_of(f),
                                              th.tau_strong, meta, judge))
     return aggregates

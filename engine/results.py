@@ -9,8 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from engine.contract import atomic_write_csv, atomic_write_json, strict_value
-from engine.evaluators import tool_use
-from engine.evaluators.base import Verdicts
 from engine.judge_results import Joined, joined_aggregate
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
@@ -117,16 +115,8 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
     return per_id, strong, weak, unmatched
 
 
-def tool_use_counts(tables: SweepTables, samples: np.ndarray) -> Verdicts:
-    """Per scored id, the predicted calls' counts of the tool-use analytics (calls, flagged, valid)."""
-    return Verdicts(per_id={tables.task_ids[tables.sample_task[s]]: {tool_use.KEY: tool_use.call_counts(
-        tables.sample_pred[s])} for s in samples.tolist()})
-
-
 def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, judge: Joined | None = None) -> dict:
-    """Aggregates per task family (`type` of the GT task, else of the prediction), with the tool-use
-    analytics and the joined values."""
-    counts = tool_use_counts(tables, samples)
+    """Aggregates per task family (`type` of the GT task, else of the prediction), with the joined values."""
     families: dict[str, list[int]] = {}
     for s in samples.tolist():
         family = tables.task_types[tables.sample_task[s]] or tables.sample_pred[s].type or "unknown"
@@ -134,9 +124,8 @@ def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, judge:
     out = {}
     for name, idx in sorted(families.items()):
         out[name] = aggregate(scores, np.asarray(idx))
-        ids = [tables.task_ids[tables.sample_task[s]] for s in idx]
-        out[name].update(tool_use.aggregate(counts, ids))
         if judge:
+            ids = [tables.task_ids[tables.sample_task[s]] for s in idx]
             out[name].update(joined_aggregate(judge, ids, totals=False))
     return out
 
@@ -145,24 +134,21 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
                        tau_strong: float, meta: dict, judge: Joined | None = None) -> dict:
     """Write the five output files for one prediction file; returns its aggregate.
 
-    Each id and every aggregate get the tool-use analytics (per id its call counts, per aggregate
-    ``tool_use: {proactivity, success_rate, volume}``). With judge results, each id and every aggregate
-    also get the joined values (task_completion, information_grounding, rubric_score and pass_rate as
-    plain means over the ids that were judged, call outcomes as sums, the rubrics' per-category block).
+    With evaluator results, each id and every aggregate also get the joined values (e.g.
+    task_completion and information_grounding as plain means over the ids that were judged, call
+    outcomes as sums, the tool-use analytics computed from the predictions); the scored ids an
+    evaluator file with per-task values lacks are named in a warning.
     """
     per_id, strong, weak, unmatched = per_id_records(view, scores, samples, tau_strong)
     agg = aggregate(scores, samples)
-    counts = tool_use_counts(view.tables, samples)
-    for entry in per_id:
-        entry.update(counts.per_id[entry["id"]])
-    agg.update(tool_use.aggregate(counts, [entry["id"] for entry in per_id]))
     columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     if judge:
         ids = [entry["id"] for entry in per_id]
-        missing = [i for i in ids if "task_completion" not in judge.per_id.get(i, {})]
-        if meta.get("judge") and missing:
-            log.warning("%s: %d scored id(s) have no judge record: %s", meta.get("judge"), len(missing),
-                        ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+        for path, keys in judge.expected:
+            missing = [i for i in ids if not any(k in judge.per_id.get(i, {}) for k in keys)]
+            if missing:
+                log.warning("%s: %d scored id(s) have no judge record: %s", path, len(missing),
+                            ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
         for entry in per_id:
             entry.update(judge.per_id.get(entry["id"], {}))
         agg.update(joined_aggregate(judge, ids))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from engine.contract import ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number
+from engine.evaluators import evaluator
 from engine.judge_results import JoinedFiles, load_joined
 
 if TYPE_CHECKING:
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
 
 FINISHED, AGENT_FAILURE, INFRASTRUCTURE = "finished", "agent_failure", "infrastructure"
 STATES = (FINISHED, AGENT_FAILURE, INFRASTRUCTURE)
-RULES = {"task_completion": "task_completion", "critical_rubrics": "pass", "outcome_checks": "checks_passed"}
-"""Success rules and the per_id key each reads by default."""
+RULES = {"task_completion": "task_completion", "critical_rubrics": "pass_rate", "outcome_checks": "check_success"}
+"""Success rules and the per_id key each reads by default: m3_judges' Task Completion, vtb_rubrics' 0/1
+critical-gated pass, verifiers' 0/1 check success (engine.evaluators)."""
 TRIAL_NAME = "{stem}_trial{index}.json"
 TRIALS_FILE = "trials.json"
 _TRIAL_RE = re.compile(r"_trial(\d+)\.json$")
@@ -174,6 +176,8 @@ class SuccessRule:
         """A finished trial's success from its per-task values; InputError naming the source, the id
         and the field when the value is missing or not of the rule's kind."""
         value = values.get(self.field)
+        if value is None and self.rule != "task_completion" and self.field in values:
+            return False  # a verdict of null: the evaluator failed on the task (verifiers), a failure
         if value is None:
             raise InputError(source, f"a finished trial needs a value for the success rule ({self.describe()})",
                              task_id=task_id, field=self.field)
@@ -381,7 +385,10 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
             joined = load_joined(judges[f])
             values = scored_values(tables.task_ids, tables.sample_task, scores.values,
                                    result.samples_of(f).tolist(), joined.per_id if joined else None)
-            items.append(Trial(Path(trial), result.preds[f], values, judges[f].judge or Path(trial)))
+            source = next((path for name, path in judges[f].files.items()
+                           if rule.field in (*(m.key for m in evaluator(name).metrics), *evaluator(name).columns)),
+                          Path(trial))
+            items.append(Trial(Path(trial), result.preds[f], values, source))
             present.append(aggregates[f])
         keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
                                             if k not in scores.names and _numeric(v[k])})

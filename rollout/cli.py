@@ -14,14 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from engine.apps import kit
 from engine.contract import InputError
 from rollout.runner import run
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-CONF_DIR = PACKAGE_DIR.parent / "conf" / "rollout"
 
 # ${rollout_path:servers.json}: a path inside the rollout package, wherever the package lives.
 OmegaConf.register_new_resolver("rollout_path", lambda rel: str(PACKAGE_DIR / rel), replace=True)
@@ -29,19 +28,16 @@ OmegaConf.register_new_resolver("rollout_path", lambda rel: str(PACKAGE_DIR / re
 
 def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config a command line with these overrides would run with, as a plain dict."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)
+    return kit.compose_config("rollout", overrides)
 
 
-@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    """Run the configured stage(s) and exit with their status."""
+def run_config(cfg: DictConfig) -> int:
+    """Run the configured stage(s); bad input is one line on stderr and status 2."""
     try:
-        status = run(OmegaConf.to_container(cfg, resolve=True))
+        return run(OmegaConf.to_container(cfg, resolve=True))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(status)
+        return 2
+
+
+main = kit.hydra_app("rollout", run_config)

@@ -22,6 +22,7 @@ from typing import Any
 from engine.contract import Call, Trajectory, canonical_json, trajectory_record
 from rollout import prompts
 from rollout.dialogue import Dialogue
+from rollout.models.replies import parse_json_object
 from rollout.record import CachedModel
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
@@ -151,7 +152,7 @@ class Curator:
     @staticmethod
     def _verdict(reply: str) -> tuple[bool, str] | None:
         try:
-            obj = prompts.parse_json_object(reply)
+            obj = parse_json_object(reply)
         except ValueError:
             return None
         if not isinstance(obj.get("success"), bool):
@@ -164,7 +165,7 @@ class Curator:
         for _ in range(2):
             reply = await dialogue.ask(text, "summary", json_mode=True)
             try:
-                proposal = prompts.parse_json_object(reply)
+                proposal = parse_json_object(reply)
             except ValueError as exc:
                 problems = [str(exc)]
             else:

@@ -1,11 +1,7 @@
 """Errors of a rollout run besides bad input (which is the contract's `InputError`, one line naming
-the file, the task id and the field)."""
+the file, the task id and the field) and failed model calls (the model layer's `ModelError`)."""
 
 from __future__ import annotations
-
-
-class ModelError(RuntimeError):
-    """A model call that failed for good (after the retries it was allowed)."""
 
 
 class CacheMiss(RuntimeError):

@@ -16,6 +16,7 @@ from engine.contract import Task, trajectory_record
 from rollout import prompts
 from rollout.dialogue import Dialogue
 from rollout.mcp.protocol import ToolInfo
+from rollout.models.replies import parse_tool_calls
 from rollout.record import CachedModel
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace, is_image
@@ -90,12 +91,12 @@ class Executor:
         reply = await dialogue.ask(prompt, "process", json_mode=True)
         notes: list[str] = []
         try:
-            calls = prompts.parse_tool_calls(reply)
+            calls = parse_tool_calls(reply)
         except ValueError as first:
             reply = await dialogue.ask(prompts.retry_prompt(str(first), s.max_concurrent), "process",
                                        json_mode=True)
             try:
-                calls = prompts.parse_tool_calls(reply)
+                calls = parse_tool_calls(reply)
             except ValueError:
                 return [], notes
         if len(calls) > s.max_concurrent:

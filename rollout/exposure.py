@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.contract import InputError, Task, check_choice, config_int
+from engine.encode import TextEncoder
 from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)
@@ -23,8 +24,6 @@ EXPOSURE_MODES = ("all", "oracle", "retrieve", "fixed")
 
 def encode_texts(texts: list[str], model: str | None = None, device: str = "cpu") -> np.ndarray:
     """Embeddings of texts with the engine's TextEncoder (the bundled all-MiniLM-L6-v2 by default)."""
-    from engine.encode import TextEncoder
-
     try:
         encoder = TextEncoder(model, device=device)
     except ValueError as exc:

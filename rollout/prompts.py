@@ -1,4 +1,5 @@
-"""The Executor's prompts and the parsing of the model's replies.
+"""The Executor's prompts and the parsing of the model's replies to them (the JSON object and tool
+calls parsers, which the judges share, are the model layer's: rollout.models.replies).
 
 Every phase prompt starts with a heading line ``## PHASE`` (PREPARE, PROCESS, DECISION, FINAL for
 the agent; VERDICT and SUMMARY for the curator), so transcripts are easy to read and a scripted model
@@ -8,13 +9,13 @@ can tell the phases apart.
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
+from rollout.models.replies import parse_json_object
+
 PHASES = ("PREPARE", "PROCESS", "DECISION", "FINAL", "VERDICT", "SUMMARY")
 _HEADING = re.compile(r"^## (" + "|".join(PHASES) + r")\b(?:[^\n]*?\bstep (\d+))?", re.MULTILINE)
-_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```$", re.DOTALL)
 
 SYSTEM = (
     "You are an assistant that solves the user's task with tools served over the Model Context Protocol. "
@@ -99,67 +100,6 @@ def phase_of(text: str) -> tuple[str | None, int | None]:
         return None, None
     match = matches[-1]
     return match.group(1), int(match.group(2)) if match.group(2) else None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"not valid JSON ({name} is not a JSON number)")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"not valid JSON ({text} is out of range)")
-    return value
-
-
-def _loads(text: str) -> Any:
-    """Strict JSON: NaN and infinities are refused (they could not be written to the outputs)."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object of a reply (a ```json fence around it is allowed); ValueError otherwise."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    try:
-        value = _loads(body)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise ValueError("the JSON is not an object")
-    return value
-
-
-def parse_tool_calls(text: str) -> list[dict[str, Any]]:
-    """The tool calls of a PROCESS reply, as {"name", "arguments"}; ValueError when malformed.
-
-    Arguments given as a JSON string (as some APIs do) are decoded; missing arguments are {}.
-    """
-    obj = parse_json_object(text)
-    calls = obj.get("tool_calls")
-    if not isinstance(calls, list):
-        raise ValueError('the object has no "tool_calls" list')
-    out = []
-    for i, call in enumerate(calls):
-        if not isinstance(call, dict):
-            raise ValueError(f"tool_calls[{i}] is not an object")
-        name = call.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f'tool_calls[{i}] has no "name" string')
-        arguments = call.get("arguments", {})
-        if arguments is None:
-            arguments = {}
-        if isinstance(arguments, str):
-            try:
-                arguments = _loads(arguments) if arguments.strip() else {}
-            except ValueError:
-                raise ValueError(f'tool_calls[{i}].arguments is a string that is not JSON') from None
-        if not isinstance(arguments, dict):
-            raise ValueError(f'tool_calls[{i}].arguments is not an object')
-        out.append({"name": name.strip(), "arguments": arguments})
-    return out
 
 
 def parse_tool_choice(text: str) -> list[str] | None:

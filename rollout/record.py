@@ -21,19 +21,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, canonical_json,
-                             check_choice, dumps_json, read_json, read_keyed_lines)
-from rollout.drivers.base import Completion, ModelDriver
+from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, check_choice,
+                             digest, dumps_json, read_json, read_keyed_lines)
 from rollout.errors import CacheMiss
+from rollout.models.base import Completion, ModelDriver
 
 log = logging.getLogger(__name__)
 
 RECORD_MODES = ("live", "record", "replay")
-
-
-def digest(value: Any) -> str:
-    """SHA-256 hex digest of a value's canonical JSON."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def tool_key(server: str, tool: str, arguments: Any) -> str:

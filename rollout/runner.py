@@ -17,24 +17,26 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
 from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, config_int, read_tasks,
-                             read_trajectories)
+                             read_trajectories, safe_name)
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
-from rollout.drivers.base import settings_from_config
-from rollout.drivers.registry import build_driver
-from rollout.errors import CacheMiss, ModelError
+from rollout.errors import CacheMiss
 from rollout.executor import Executor, ExecutorSettings
 from rollout.exposure import select_tools
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
+from rollout.models.base import settings_from_config
+from rollout.models.clients import bounded, quiet_client_loggers
+from rollout.models.errors import ModelError
+from rollout.models.registry import build_driver
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
-from rollout.runs import bounded, quiet_client_loggers
 from rollout.tasks import read_reference_tools
 from rollout.toolrunner import ToolRunner
-from rollout.workspace import Workspace, safe_name
+from rollout.workspace import Workspace
 
 log = logging.getLogger("rollout")
 

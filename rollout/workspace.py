@@ -18,14 +18,6 @@ def is_image(path: str) -> bool:
     return path.lower().endswith(IMAGE_SUFFIXES)
 
 
-def safe_name(task_id: str) -> str:
-    """A directory name for a task id (ids with other characters get a short hash appended)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", task_id).strip(".") or "task"
-    if name != task_id:
-        name += "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
-    return name
-
-
 class Workspace:
     """The directory a task's tools work in; paths shown to the model are relative to it."""
 

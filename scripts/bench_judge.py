@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import subprocess
@@ -95,7 +96,7 @@ def write_sweep(directory: Path, n_tasks: int, models: int) -> tuple[Path, list[
 
 def pool_config(directory: Path, base_url: str, judges: int) -> Path:
     """A config folder with the judges group option `bench`: `judges` scripted judges behind base_url."""
-    pool = {f"j{i}": {"provider": "openai", "api_name": f"scripted-judge-{i}", "base_url": base_url,
+    pool = {f"j{i}": {"provider": "scripted", "api_name": f"scripted-judge-{i}", "base_url": base_url,
                       "api_key_env": None, "params": {}, "timeout": 30, "max_retries": 2,
                       "backoff": {"initial": 0.05, "max": 0.5}} for i in range(1, judges + 1)}
     (directory / "conf" / "judges").mkdir(parents=True)
@@ -138,8 +139,6 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait()
-
-        import asyncio
 
         start = time.perf_counter()
         catalogue = asyncio.run(load_catalogue(tools))

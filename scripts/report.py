@@ -13,4 +13,4 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.apps.report import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

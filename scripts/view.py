@@ -12,4 +12,4 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.apps.view import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate", "judge": "rollout.judges.cli"}
 # Keys of named entries the help describes once, for an entry called <name>: pattern -> replacement.
 GENERIC_KEYS = ((re.compile(r"^judges\.pool\.[^.]+\."), "judges.pool.<name>."),
-                (re.compile(r"\.params\..*$"), ".params"))
+                (re.compile(r"\.params\..*$"), ".params"),
+                (re.compile(r"^evaluators\.[^.]+(\..*)?$"), "evaluators.<name>"))
 
 
 def run_script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -92,11 +93,16 @@ def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> N
     assert list(cwd.iterdir()) == []
 
 
-def test_bad_threshold_is_one_line(tmp_path: Path) -> None:
-    proc = run_script("score", "align.tau_weak=1.5", "data=demo", f"demo.dir={tmp_path / 'demo'}",
+@pytest.mark.parametrize(("setting", "message"), [
+    ("align.tau_weak=1.5", "align.tau_weak=1.5: a threshold must be a number in [-1, 1]"),
+    ("align.tau_strong=high", "align.tau_strong='high': a threshold must be a number in [-1, 1]"),
+    ("align.tau_weak_grid=0.5", "align.tau_weak_grid=0.5: must be a list of thresholds, e.g. [0.5,0.6]"),
+])
+def test_bad_threshold_is_one_line(tmp_path: Path, setting: str, message: str) -> None:
+    proc = run_script("score", setting, "data=demo", f"demo.dir={tmp_path / 'demo'}",
                       f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == "error: align.tau_weak=1.5: a threshold must be a number in [-1, 1]"
+    assert proc.stderr.strip().splitlines()[-1] == f"error: {message}"
 
 
 @pytest.mark.parametrize(("setting", "minimum"), [("encoder.batch_size=abc", 1), ("demo.n_tasks=0", 1),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.apps.view import main as view_main
+from engine.apps.view import run as view_main
 from engine.contract import read_trajectories
 from engine.contract.staged import check_output_folder
 from engine.synthetic import write_demo

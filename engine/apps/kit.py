@@ -1,4 +1,11 @@
-"""What the Hydra apps share: their config roots, the run folder, and the entry-point wrapper."""
+"""What every app shares: the config roots, the run folder, and the entry points.
+
+Every command of the project is made here: `hydra_app` for the apps with a config root under
+conf/ (score, calibrate, rollout, judge), `command_app` for the plain command lines (report,
+servers: a folder or a servers file and a few switches, nothing to compose), and `compose_config`
+gives the config a Hydra app's command line would run with. The console scripts (pyproject) and
+scripts/*.py call the same `main` of each app.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,12 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import hydra
+from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
@@ -79,3 +87,22 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
 
     main.__doc__ = f"Entry point of m3bench-{app} (config root conf/{app}/)."
     return main
+
+
+def command_app(app: str, run: Callable[[list[str] | None], int]) -> Callable[[], None]:
+    """The entry point of a plain command line app: runs `run` on the process's arguments and exits
+    with its status."""
+
+    def main() -> None:
+        sys.exit(run(None))
+
+    main.__doc__ = f"Entry point of m3bench-{app} (a plain command line)."
+    return main
+
+
+def compose_config(app: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config the command line of app (config root conf/<app>/) with these overrides
+    would run with, as a plain dict."""
+    with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

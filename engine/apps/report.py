@@ -10,14 +10,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine.apps.kit import command_app
 from engine.contract import InputError
-from engine.metricspec import AVERAGE, leaderboard_columns
+from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
+from engine.reports.write import write_reports
 
 SORT_COLUMNS = {label.lower().replace(" ", "_"): label for label in
-                (AVERAGE, *(c.label for c in (*leaderboard_columns("alignment"), *leaderboard_columns("judge"))))}
+                (AVERAGE, *(c.label for c in (*leaderboard_columns("alignment"), *evaluator_columns())))}
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str] | None = None) -> int:
     """Parse the command line, write the reports, print the leaderboard; returns the exit code."""
     parser = argparse.ArgumentParser(
         prog="m3bench-report", description="Write the leaderboard, per-family and budget tables and the plots "
@@ -28,8 +30,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sort-by", choices=sorted(SORT_COLUMNS), default="average_score",
                         help="leaderboard order, best first (default: average_score)")
     args = parser.parse_args(argv)
-    from engine.reports.write import write_reports
-
     try:
         written = write_reports(args.run_dir, args.out, SORT_COLUMNS[args.sort_by])
     except (InputError, OSError, ValueError) as exc:
@@ -41,6 +41,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def console() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+main = command_app("report", run)

@@ -5,43 +5,33 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
 from engine.apps.kit import hydra_app, output_folder
 from engine.contract import ConfigError, InputError, config_int
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
+from engine.evaluators import evaluators
 from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, output_dirs, prepare_sweep,
                              score_prepared, write_sweep)
 from engine.references import check_select
+from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
+from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
 from engine.trials import TRIALS_FILE, check_distinct, find_trials, model_name, trial_count, write_trials
 
 log = logging.getLogger("score")
 
 PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
-
-
-@dataclass
-class AlignConfig:
-    """The `align` config group: the thresholds (defaults from `Thresholds`) and the optional grid."""
-
-    tau_weak: float = Thresholds.tau_weak
-    tau_strong: float = Thresholds.tau_strong
-    tau_weak_grid: list[float] = field(default_factory=list)
-    tau_strong_grid: list[float] = field(default_factory=list)
-    select: list[str] = field(default_factory=list)  # best reference by these metrics (empty: Recall, ArgSim)
-
-
-ConfigStore.instance().store(group="align", name="default", node=AlignConfig)
 
 
 @dataclass
@@ -69,9 +59,8 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
                          progress=bool(cfg.get("progress", False)))
 
 
-def _judges(predictions: list[Path], judge: str | None = None, calls: str | None = None,
-            rubrics: str | None = None) -> list[JoinedFiles]:
-    return [joined_files(p, judge, calls, rubrics) for p in predictions]
+def _judges(predictions: list[Path], explicit: Mapping[str, Any] | None = None) -> list[JoinedFiles]:
+    return [joined_files(p, explicit) for p in predictions]
 
 
 def _published_files(results: Path, models: list[str], discover: bool) -> list[tuple[str, Path]]:
@@ -118,8 +107,6 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     named = bool(sweep or cfg.model.get("predictions") or models)
     demo_models: dict[str, Path] = {}
     if cfg.data.name == "demo" or not named:
-        from engine.synthetic import write_demo
-
         if not named:
             log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
         gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
@@ -144,8 +131,8 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         name = cfg.model.get("name") or pred.stem
         if find_trials(pred, n):
             return _trial_inputs(gt, [(name, find_trials(pred, n))])
-        return Inputs(gt, [pred], [name], _judges([pred], cfg.model.get("judge"), cfg.model.get("calls"),
-                                                  cfg.model.get("rubrics")), False)
+        return Inputs(gt, [pred], [name], _judges([pred], {e.option: cfg.model.get(e.option) for e in evaluators()}),
+                      False)
     if models:
         results = Path(cfg.results_dir)
         found = _published_files(results, models, bool(cfg.sweep.get("discover")))
@@ -177,14 +164,23 @@ def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[
     return "\n".join(lines)
 
 
+def _grid(cfg: DictConfig, name: str) -> list[float]:
+    """A threshold grid of the align group (a list; its values are checked as Thresholds)."""
+    values = cfg.align.get(name)
+    if values is None:
+        return []
+    if not isinstance(values, ListConfig):
+        raise ConfigError(f"align.{name}={values!r}: must be a list of thresholds, e.g. [0.5,0.6]")
+    return list(values)
+
+
 def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores, inputs: Inputs,
-                   folder: Path, timer: StageTimer) -> list[dict]:
-    """Every output of the run (per-file results, the threshold grid, reports) written into folder."""
+                   folder: Path, timer: StageTimer, grids: tuple[list[float], list[float]]) -> list[dict]:
+    """Every output of the run (per-file results, the threshold grid of `grids`, reports) written into folder."""
     with timer.stage("write"):
         dirs = [folder / name for name in inputs.names] if inputs.per_file_dirs else [folder]
         aggregates = write_sweep(result, dirs, inputs.names, inputs.judges)
-    weak_grid = list(cfg.align.get("tau_weak_grid") or [])
-    strong_grid = list(cfg.align.get("tau_strong_grid") or [])
+    weak_grid, strong_grid = grids
     if weak_grid or strong_grid:
         rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],
                               strong_grid or [result.thresholds.tau_strong], inputs.names,
@@ -196,8 +192,6 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
             write_trials(folder / TRIALS_FILE, result, inputs.trials, inputs.predictions, inputs.judges,
                          aggregates, cfg.trials)
     if cfg.reports:
-        from engine.reports.write import write_reports
-
         with timer.stage("write"):
             write_reports(folder)
     return aggregates
@@ -216,6 +210,7 @@ def _run(cfg: DictConfig) -> int:
     try:
         settings = settings_from(cfg)
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
+        grids = _grid(cfg, "tau_weak_grid"), _grid(cfg, "tau_strong_grid")
         inputs = resolve_inputs(cfg)
         out = output_folder(cfg)
         check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES,
@@ -224,7 +219,7 @@ def _run(cfg: DictConfig) -> int:
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)
         with staged_folder(out) as folder:
-            aggregates = _write_outputs(cfg, prepared, result, inputs, folder, timer)
+            aggregates = _write_outputs(cfg, prepared, result, inputs, folder, timer, grids)
     except (InputError, ConfigError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

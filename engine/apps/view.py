@@ -12,7 +12,9 @@ import logging
 import sys
 from pathlib import Path
 
+from engine.apps.kit import command_app
 from engine.contract import InputError
+from engine.viewer.site import build_site
 
 
 def serve(site: Path, port: int) -> None:
@@ -26,7 +28,7 @@ def serve(site: Path, port: int) -> None:
             pass
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str] | None = None) -> int:
     """Parse the command line, build the site (and serve it with --serve); returns the exit code."""
     parser = argparse.ArgumentParser(
         prog="m3bench-view", description="Write a static site of a finished scoring run (leaderboard, per-model "
@@ -40,8 +42,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000; 0 picks one)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
-    from engine.viewer.site import build_site
-
     try:
         index = build_site(args.run_dir, args.out, args.images)
     except (InputError, OSError, ValueError) as exc:
@@ -53,6 +53,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def console() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+main = command_app("view", run)

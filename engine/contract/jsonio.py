@@ -15,6 +15,7 @@ Input policy (what `read_json` and `checked_canonical_json` accept):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -46,6 +47,11 @@ class ValueProblem(ValueError):
 def canonical_json(value: Any) -> str:
     """JSON with keys sorted, non-ASCII kept, and ',' / ':' separators without spaces."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def digest(value: Any) -> str:
+    """SHA-256 hex digest of a value's canonical JSON."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def lone_surrogate(text: str) -> str | None:

@@ -11,7 +11,9 @@ run) has the same roots with ``{id, question | prompt, image, type}`` objects. E
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,3 +307,12 @@ def dumps_trajectories(records: Iterable[Mapping[str, Any]], indent: int | None 
 def write_trajectories(path: str | Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Write a trajectory file atomically."""
     atomic_write_text(Path(path), dumps_trajectories(records))
+
+
+def safe_name(task_id: str) -> str:
+    """A file or folder name for a task id (ids with other characters get a short hash appended): the
+    rollout's per-task workspace and tool log, which the judges read back."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", task_id).strip(".") or "task"
+    if name != task_id:
+        name += "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    return name

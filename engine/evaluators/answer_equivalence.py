@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdicts
-from engine.evaluators.judging import Ask, Prompt, first_usable
-from engine.metricspec import BY_KEY, Metric
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.evaluators.judging import Question, Rubric, first_answer
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
 LEVELS: tuple[str, ...] = ("L1", "L2", "L3")
 
-PROMPT = Prompt(
+PROMPT = Rubric(
     NAME, "ae-1",
     "You decide whether an AI agent's final answer to a question agrees with the reference answer.\n"
     "You are given the question, the reference answer and the agent's answer, as JSON.\n"
@@ -96,9 +95,9 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     answer = inputs.final_answer
     if answer is None or not answer.strip():
         return {"level": level, "score": 0, "judges": {}, "reason": "no final answer"}
-    ask = Ask(PROMPT, {"question": question, "reference_answer": truth, "agent_answer": answer})
+    ask = Question(PROMPT, {"question": question, "reference_answer": truth, "agent_answer": answer})
     specs = list(ctx.pool.specs)
-    answers = await asyncio.gather(*(first_usable(ctx.pool, spec, ask, ctx.attempts, parse_verdict)
+    answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, parse_verdict)
                                      for spec in specs), return_exceptions=True)
     for outcome in answers:
         if isinstance(outcome, BaseException):
@@ -174,10 +173,29 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     return {"aggregate": rates, "per_id": per_id, "meta": {**meta, "prompt_version": PROMPT.version}}
 
 
-METRICS: tuple[Metric, ...] = tuple(BY_KEY[key] for key in (
-    "answer_sr", "answer_sr_l1", "answer_sr_l2", "answer_sr_l3", "answer_sr_micro", "answer_judged",
-    "answer_skipped"))
+def normalized(text: str) -> str:
+    """Lower case, punctuation (except decimal points) dropped, whitespace collapsed."""
+    return " ".join(re.sub(r"[^\w.]|\.(?!\d)", " ", text.lower()).split())
+
+
+def scripted_answer(payload: dict[str, Any], bias: float) -> str:
+    """The offline scripted judge's reply: the answers agree when the normalized reference answer occurs
+    in the normalized agent answer."""
+    agree = f" {normalized(str(payload['reference_answer']))} " in f" {normalized(str(payload['agent_answer']))} "
+    return (f"The reference answer is {'' if agree else 'not '}contained in the agent's answer."
+            f"\n{{\"score\": {int(agree)}}}")
+
+
+_RATE, _COUNT = (0.0, 1.0), (0.0, None)
+METRICS: tuple[Metric, ...] = tuple(
+    Metric(key, label, NAME, PROFILES, "evaluator", False, False, *bounds) for key, label, bounds in (
+        ("answer_sr", "SR", _RATE), ("answer_sr_l1", "SR L1", _RATE), ("answer_sr_l2", "SR L2", _RATE),
+        ("answer_sr_l3", "SR L3", _RATE), ("answer_sr_micro", "SR (micro)", _RATE),
+        ("answer_judged", "Answers Judged", _COUNT), ("answer_skipped", "Answers Skipped", _COUNT)))
+"""The Success Rates (per level, their macro mean, the micro mean) and the counts, by `aggregate`; not
+leaderboard columns (the report's outcome checks table has them)."""
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
-                      aggregate=aggregate)
+                      aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
+                      columns=("answer_level", "answer_success"))

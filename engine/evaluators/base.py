@@ -18,13 +18,43 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.contract import Trajectory, TrajectoryFile
-from engine.metricspec import Metric
 
 Input = Literal["prediction", "final_answer", "reference", "task", "workspace", "tool_log"]
 """What an evaluator may read of a task: the predicted trajectory, its final answer, the reference
 trajectory, the task record (question, ground truth, rubrics, level, check module), the task's final
 workspace folder, and the tool log of its rollout."""
 INPUTS: tuple[str, ...] = ("prediction", "final_answer", "reference", "task", "workspace", "tool_log")
+PROFILES: tuple[str, ...] = ("reference", "paper")
+"""The metrics profiles: the published scorer (``reference``) and the paper's formulas (``paper``)."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reported number: a row of the metric table (engine.metricspec).
+
+    key: its key in results_eval.json (aggregate, per_id, by_type); a dotted key ``block.name`` is
+    the value ``name`` of the object ``block`` (an evaluator's nested aggregate, e.g.
+    ``tool_use.proactivity``). label: the paper's column label; source: what produces it
+    (``alignment``, ``budget``, or an evaluator's name); profiles: the metrics profiles that report
+    it; aggregation: its rule over tasks (engine.metricspec), or ``evaluator`` when the evaluator's
+    own ``aggregate`` gives it; in_average: part of the Average Score; column: a column of the
+    leaderboard tables; low, high: the range its values are checked against (None: unbounded).
+    """
+
+    key: str
+    label: str
+    source: str
+    profiles: tuple[str, ...]
+    aggregation: str
+    in_average: bool
+    column: bool
+    low: float | None = None
+    high: float | None = None
+
+
+def mean(values: Sequence[float]) -> float:
+    """The plain mean, summed in order as the published scripts sum (sum / count)."""
+    return float(sum(values)) / len(values)
 
 
 @dataclass(frozen=True)
@@ -51,23 +81,23 @@ class TaskInputs:
 
 @dataclass
 class Verdicts:
-    """An evaluator's values: per task id (metric key -> value), and file totals of keys no task has."""
+    """An evaluator's values: per task id (key -> value, joined to the task's outputs), file totals of
+    keys no task has, and per task id what its own aggregate needs besides (``detail``, not joined)."""
 
     per_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     totals: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class JudgeContext:
     """What a judging evaluator gets besides the task: the judge pool (duck-typed, built by the judge
-    app), the attempts per judge, its own config entry, how much of a tool result a payload keeps, and
-    the pool's errors that mean a judge cannot be reached (its drivers' error past their retries)."""
+    app), the attempts per judge, its own config entry, and how much of a tool result a payload keeps."""
 
     pool: Any
     attempts: int
     options: Mapping[str, Any] = field(default_factory=dict)
     max_result_chars: int = 0
-    no_answer: tuple[type[BaseException], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,11 +105,22 @@ class Evaluator:
     """One kind of verdict.
 
     name: registry key and config entry; reads: the inputs it needs (INPUTS); metrics: its rows of
-    the metric table; suffix: its file beside the predictions (None: computed at scoring time);
+    the metric table (their source is the evaluator's name); suffix: its file beside the predictions
+    (None: computed at scoring time); option: the score app's setting ``model.<option>=PATH`` naming
+    its file, and the key of ``meta`` recording it (default: the name); position: its place among the
+    evaluators (metric table, outputs; then by name);
     judge: one task's entry of its file (raises the pool's failure when no answer could be had);
     document: the file from the entries and the run's meta; entries: an earlier file's entries (to
     resume); read: the file's values, checked; compute: the values from the predictions alone;
-    aggregate: the aggregate over some ids where the metric table's rules cannot say it.
+    aggregate: the aggregate over some ids where the metric table's rules cannot say it (joined to
+    the values of its rows the rules give); all_tasks: it judges every task of the tasks file, predicted
+    or not (a task whose run did not end is judged as such, not left out), and its file's aggregate in
+    the outputs is over every task of its file (a family's over the family's scored tasks); columns: its per-task values that are columns of the
+    per-task CSV besides its metric rows' keys; pool: its judge asks the judge pool (False: the judge
+    app gives it none, e.g. checks it runs itself); complete: whether an entry of its file has the
+    answers of every judge named (None: every entry is), an incomplete one judged again by a rerun;
+    scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
+    bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted).
     """
 
     name: str
@@ -92,6 +133,13 @@ class Evaluator:
     read: Callable[[Path], Verdicts] | None = None
     compute: Callable[[TrajectoryFile], Verdicts] | None = None
     aggregate: Callable[[Verdicts, Sequence[str]], dict[str, Any]] | None = None
+    option: str = ""
+    position: int = 100
+    scripted: Mapping[str, Callable[[dict[str, Any], float], str]] = field(default_factory=dict)
+    all_tasks: bool = False
+    columns: tuple[str, ...] = ()
+    pool: bool = True
+    complete: Callable[[Mapping[str, Any], Sequence[str]], bool] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))
@@ -101,3 +149,8 @@ class Evaluator:
             raise ValueError(f"evaluator {self.name}: give exactly one of read (a file) and compute")
         if self.read is not None and not self.suffix:
             raise ValueError(f"evaluator {self.name}: an evaluator that reads a file names its suffix")
+        foreign = sorted(m.key for m in self.metrics if m.source != self.name)
+        if foreign:
+            raise ValueError(f"evaluator {self.name}: metric(s) {foreign} must have source {self.name!r}")
+        if not self.option:
+            object.__setattr__(self, "option", self.name)

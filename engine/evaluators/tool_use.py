@@ -9,7 +9,9 @@ Over the tasks T of a file (N = |T|, C_i the predicted calls of task i):
 
 A call's validity is its ``"is_error": bool`` as the rollout records it (MCP's ``isError`` and JSON-RPC
 errors), never a guess from the result text; a call without the flag counts in Volume, not in Success
-Rate. Computed from the predictions alone at scoring time: nothing is written beside them.
+Rate. Computed from the predictions alone at scoring time: nothing is written beside them. Each task
+of ``per_id`` gets its counts ``tool_use: {calls, flagged, valid}``, every aggregate (overall and per
+family) ``tool_use: {proactivity, success_rate, volume}`` (metric keys ``tool_use.<name>``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.contract import Trajectory, TrajectoryFile
-from engine.evaluators.base import Evaluator, Verdicts
-from engine.metricspec import metrics_of
+from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts
 
 KEY = "tool_use"
+METRICS: tuple[Metric, ...] = (
+    Metric(f"{KEY}.proactivity", "Tool-Call Proactivity", KEY, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric(f"{KEY}.success_rate", "Tool-Call Success Rate", KEY, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric(f"{KEY}.volume", "Tool-Call Volume", KEY, PROFILES, "evaluator", False, False, 0.0),
+)
 COUNTS: tuple[str, ...] = ("calls", "flagged", "valid")
 """Per task: predicted calls, calls that carry is_error, calls whose is_error is false."""
 
@@ -61,5 +67,5 @@ def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
     return {KEY: tool_use([values.per_id.get(i, {}).get(KEY, empty) for i in ids])}
 
 
-EVALUATOR = Evaluator(name="tool_use", reads=frozenset({"prediction"}), metrics=metrics_of("tool_use"),
-                      compute=compute, aggregate=aggregate)
+EVALUATOR = Evaluator(name=KEY, reads=frozenset({"prediction"}), metrics=METRICS, compute=compute,
+                      aggregate=aggregate, position=40)

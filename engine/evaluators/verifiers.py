@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdicts
-from engine.metricspec import BY_KEY, Metric
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
 
 NAME = "verifiers"
 SUFFIX = "checks"
@@ -191,8 +190,13 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     return {"aggregate": agg, "per_id": per_id, "meta": meta}
 
 
-METRICS: tuple[Metric, ...] = tuple(BY_KEY[key] for key in (
-    "check_accuracy", "check_accuracy_evaluated", "check_tasks", "check_errors"))
+METRICS: tuple[Metric, ...] = (
+    Metric("check_accuracy", "Accuracy", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric("check_accuracy_evaluated", "Accuracy (evaluated)", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric("check_tasks", "Tasks Checked", NAME, PROFILES, "evaluator", False, False, 0.0),
+    Metric("check_errors", "Evaluator Errors", NAME, PROFILES, "evaluator", False, False, 0.0),
+)
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "workspace", "tool_log", "task"}), metrics=METRICS,
-                      suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate)
+                      suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
+                      position=60, all_tasks=True, columns=("check_success", "check_error"), pool=False)

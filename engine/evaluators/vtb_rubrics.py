@@ -41,9 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from engine.evaluators.asking import NoAnswer, Prompt, Question, first_answer, json_object
-from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdicts
-from engine.metricspec import metrics_of
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.evaluators.judging import JudgeFailure, Question, Rubric, first_answer, json_object
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,15 @@ SUFFIX = "rubrics"
 MET, NOT_MET = "Met", "Not Met"
 UNCATEGORIZED = "uncategorized"
 
-RUBRIC = Prompt(
+METRICS: tuple[Metric, ...] = (
+    Metric("rubric_score", "Average Rubric Score", NAME, PROFILES, "judged_mean", False, True, 0.0, 1.0),
+    Metric("pass_rate", "Average Pass Rate", NAME, PROFILES, "judged_mean", False, True, 0.0, 1.0),
+)
+"""ARS and APR: plain means of the tasks' ``rubric_score`` and 0/1 ``pass_rate`` over the scored tasks;
+`aggregate` adds the ``rubrics`` block (per category, counts)."""
+KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
+
+RUBRIC = Rubric(
     "vtb_rubric", "vtb-rubric-1",
     "You check one criterion of a rubric against an AI model's answer to a visual question.\n"
     "You are given the question, the gold answer, a single rubric criterion and the model's answer. Decide "
@@ -62,7 +69,7 @@ RUBRIC = Prompt(
     "- For criteria about writing style or presentation, be lenient.\n"
     "Reply with one JSON object and nothing else: "
     "{\"explanation\": \"<one or two sentences>\", \"judge_result\": \"Met\" or \"Not Met\"}.",
-    "Question:\n{question}\n\nGold answer:\n{gold_answer}\n\nCriterion:\n{rubric}\n\nModel's answer:\n{answer}")
+    user="Question:\n{question}\n\nGold answer:\n{gold_answer}\n\nCriterion:\n{rubric}\n\nModel's answer:\n{answer}")
 
 
 @dataclass(frozen=True)
@@ -269,12 +276,10 @@ def scripted_verdict(payload: Mapping[str, Any], strict: bool = False) -> str:
     return '{"explanation": "%s", "judge_result": "%s"}' % (why.replace('"', "'"), MET if met else NOT_MET)
 
 
-def scripted_reply(user: str, strict: bool = False) -> str:
-    """A scripted judge's reply to a rubric request's user message (the RUBRIC template filled):
-    scripted_verdict of the criterion and the answer it carries."""
-    head, _, answer = user.partition("\n\nModel's answer:\n")
-    rubric = head.partition("\n\nCriterion:\n")[2]
-    return scripted_verdict({"rubric": rubric, "answer": answer}, strict)
+def scripted_answer(payload: dict[str, Any], bias: float) -> str:
+    """The offline scripted judge's reply: `scripted_verdict`, matching case exactly for a judge with
+    bias <= -0.1 (so judges of a scripted pool can disagree)."""
+    return scripted_verdict(payload, strict=bias <= -0.1)
 
 
 def rubric_payload(turn: Turn, rubric: RubricItem, answer: str) -> dict[str, Any]:
@@ -286,8 +291,8 @@ def rubric_payload(turn: Turn, rubric: RubricItem, answer: str) -> dict[str, Any
 async def _one_verdict(ctx: JudgeContext, spec: Any, question: Question) -> dict[str, Any]:
     name = spec.identity["model"]
     try:
-        met, explanation = await first_answer(ctx.pool, spec, question, ctx.attempts, parse_verdict, ctx.no_answer)
-    except NoAnswer as exc:
+        met, explanation = await first_answer(ctx.pool, spec, question, ctx.attempts, parse_verdict)
+    except JudgeFailure as exc:
         return {"name": name, "error": str(exc)}
     return {"name": name, "verdict": MET if met else NOT_MET, "explanation": explanation}
 
@@ -392,8 +397,8 @@ def entries(path: Path) -> dict[str, dict[str, Any]]:
 
 def read(path: Path) -> Verdicts:
     """Per task id its ``rubric_score`` and ``pass_rate`` (0 or 1; absent while some rubric has no
-    verdict), its rubrics with their verdicts, per-turn scores and counts; from this evaluator's file or
-    a drop-in verdicts list. Critical-flag mismatches are logged (one warning per file)."""
+    verdict), and as its detail these with its rubrics and their verdicts, per-turn scores and counts;
+    from this evaluator's file or a drop-in verdicts list. Critical-flag mismatches are logged (one warning per file)."""
     path = Path(path)
     root = read_json(path, "rubric verdicts file")
     own = isinstance(root, dict) and "per_id" in root
@@ -415,7 +420,8 @@ def read(path: Path) -> Verdicts:
     for tid, record in records:
         values = _record_values(path, tid, record, own)
         mismatches += log_mismatches(tid, [item for item, _ in values["rubrics"]], logging.INFO)
-        out.per_id[tid] = values
+        out.per_id[tid] = {k: values[k] for k in KEYS if k in values}
+        out.detail[tid] = values
     if mismatches:
         log.warning("%s: %d rubric(s) flagged critical otherwise than weight >= 4 (the flag is kept; each is "
                     "logged at INFO)", path, mismatches)
@@ -432,7 +438,7 @@ def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
     ARS and APR (each task scored on its rubrics of the category), and the counts: tasks scored, tasks
     not scored (a rubric without verdict), tasks without critical rubric, (judge, rubric) pairs the
     judge could not answer, and critical-flag mismatches."""
-    present = [values.per_id[i] for i in ids if i in values.per_id]
+    present = [values.detail[i] for i in ids if i in values.detail]
     scored = [v for v in present if "rubric_score" in v]
     by_category: dict[str, dict[str, list[float]]] = {}
     for v in scored:
@@ -486,12 +492,13 @@ def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[st
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     """The rubric verdicts file: the aggregate over its entries, the entries, and the meta with the
     judges' agreement (``meta["agreement_top"]`` most disagreed rubrics, default 10)."""
-    values = Verdicts(per_id={tid: _record_values(Path("rubrics"), tid, e, True) for tid, e in per_id.items()})
+    values = Verdicts(detail={tid: _record_values(Path("rubrics"), tid, e, True) for tid, e in per_id.items()})
     top = int(meta.get("agreement_top", 10))
     return {"aggregate": aggregate(values, list(per_id))["rubrics"], "per_id": per_id,
             "meta": {**meta, "agreement": agreement(per_id, top)}}
 
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}),
-                      metrics=metrics_of("rubrics"), suffix=SUFFIX, judge=judge, document=document,
-                      entries=entries, read=read, aggregate=aggregate)
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}), metrics=METRICS,
+                      suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
+                      option="rubrics", position=30, scripted={RUBRIC.purpose: scripted_answer},
+                      complete=complete)

@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from engine.contract import atomic_write_bytes
-from engine.metricspec import AVERAGE, CALL_CLASSES, CALL_KEYS, METRICS, TOOL_USE_KEYS, label_of
-from engine.reports.tables import Table
+from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
+from engine.metricspec import AVERAGE, BY_KEY, METRICS, label_of
+from engine.reports.tables import OUTCOME_KEYS, TOOL_USE_KEYS, Table
 
 
 def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
@@ -27,8 +29,6 @@ def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
 
 
 def _colors(n: int) -> list[Any]:
-    from matplotlib import colormaps
-
     cmap = colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
 
@@ -144,9 +144,11 @@ def calls_chart(table: Table, path: Path) -> Path:
 
 
 def tool_use_chart(table: Table, path: Path) -> Path:
-    """Per model its Proactivity and Success Rate (left, 0-1) and its Volume (right, calls per task)."""
+    """Per model its rates (left, 0-1: Proactivity, Success Rate) and its Volume (right, calls per task),
+    by the tool-use rows of the metric table (a rate is a row bounded by 1)."""
     models = table.column("Model")
-    rates, volume = [label_of(k) for k in TOOL_USE_KEYS[:2]], label_of(TOOL_USE_KEYS[2])
+    rates = [label_of(k) for k in TOOL_USE_KEYS if BY_KEY[k].high == 1.0]
+    volume = next(label_of(k) for k in TOOL_USE_KEYS if BY_KEY[k].high is None)
     fig = Figure(figsize=(max(8.0, 2.0 + 0.9 * len(models)), 4.2), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[2, 1])
     x = np.arange(len(models))
@@ -167,7 +169,7 @@ def tool_use_chart(table: Table, path: Path) -> Path:
     return save_figure(fig, path)
 def outcomes_chart(table: Table, path: Path) -> Path:
     """Grouped bars of the outcome rates (the SR and Accuracy columns, counts left out), one bar per model."""
-    rates = [m.label for m in METRICS if m.source == "outcomes" and m.column and m.label in table.columns]
+    rates = [label_of(k) for k in OUTCOME_KEYS if BY_KEY[k].high == 1.0 and label_of(k) in table.columns]
     keep = [table.columns.index(label) for label in rates]
     return leaderboard_chart(Table(columns=["Model", *rates], rows=[[row[0], *(row[i] for i in keep)]
                                                                     for row in table.rows],

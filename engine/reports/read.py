@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.metricspec import CALL_KEYS, JUDGE_KEYS, RUBRIC_KEYS, TOOL_USE_KEYS, leaderboard_columns, metrics_of
+from engine.metricspec import CORE_SOURCES, METRICS, Metric, leaderboard_columns, metric_value
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,19 @@ def _check_number(path: Path, block: dict[str, Any], key: str, where: str) -> No
         raise InputError(path, f"expected a number, got {block[key]!r}", field=f"{where}.{key}")
 
 
+def _range(metric: Metric) -> str:
+    """What a metric's values must be, in words."""
+    if metric.low == 0.0 and metric.high == 1.0:
+        return "a score in [0, 1]"
+    if metric.low == 0.0 and metric.high is None and metric.aggregation == "sum":
+        return "a count >= 0"
+    if metric.high is None:
+        return f"a number >= {metric.low:g}"
+    if metric.low is None:
+        return f"a number <= {metric.high:g}"
+    return f"a number in [{metric.low:g}, {metric.high:g}]"
+
+
 def _check_block(path: Path, block: Any, where: str) -> None:
     """Raise InputError unless block holds every metric the tables read, as numbers."""
     if not isinstance(block, dict):
@@ -42,30 +55,14 @@ def _check_block(path: Path, block: Any, where: str) -> None:
             expected = " or ".join(repr(k) for k in column.keys)
             raise InputError(path, f"missing (expected {expected})", field=f"{where}.{column.keys[-1]}")
         _check_number(path, block, key, where)
-    for key in (*JUDGE_KEYS, *RUBRIC_KEYS):
-        if block.get(key) is not None:
-            _check_number(path, block, key, where)
-            if not 0.0 <= block[key] <= 1.0:
-                raise InputError(path, f"expected a score in [0, 1], got {block[key]!r}", field=f"{where}.{key}")
-    for key in CALL_KEYS:
-        if block.get(key) is not None:
-            _check_number(path, block, key, where)
-            if block[key] < 0:
-                raise InputError(path, f"expected a count >= 0, got {block[key]!r}", field=f"{where}.{key}")
-    tools = block.get("tool_use")
-    if tools is not None:
-        if not isinstance(tools, dict):
-            raise InputError(path, "expected an object {proactivity, success_rate, volume}", field=f"{where}.tool_use")
-        for key in TOOL_USE_KEYS:
-            if tools.get(key) is not None:
-                _check_number(path, tools, key, f"{where}.tool_use")
-    for metric in metrics_of("outcomes"):
-        if block.get(metric.key) is not None:
-            _check_number(path, block, metric.key, where)
-            counted = metric.aggregation == "count"
-            if block[metric.key] < 0 or (not counted and block[metric.key] > 1):
-                expected = "a count >= 0" if counted else "a rate in [0, 1]"
-                raise InputError(path, f"expected {expected}, got {block[metric.key]!r}", field=f"{where}.{metric.key}")
+    for metric in METRICS:
+        value = metric_value(block, metric.key)
+        if metric.source in CORE_SOURCES or value is None:
+            continue
+        if not is_number(value):
+            raise InputError(path, f"expected a number, got {value!r}", field=f"{where}.{metric.key}")
+        if (metric.low is not None and value < metric.low) or (metric.high is not None and value > metric.high):
+            raise InputError(path, f"expected {_range(metric)}, got {value!r}", field=f"{where}.{metric.key}")
 
 
 def load_result(path: Path, name: str | None = None) -> ModelResult:

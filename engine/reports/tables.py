@@ -7,12 +7,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.contract import csv_text
-from engine.metricspec import (AVERAGE, CALL_CLASSES, CALL_KEYS, TOOL_USE_KEYS, Column, label_of, leaderboard_columns,
-                               metrics_of)
+from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
+from engine.evaluators.tool_use import KEY as TOOL_USE
+from engine.evaluators.tool_use import METRICS as TOOL_USE_METRICS
+from engine.metricspec import (AVERAGE, CORE_SOURCES, Column, evaluator_columns, label_of, leaderboard_columns,
+                               metric_value, metrics_of)
 from engine.reports.read import ModelResult
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
-OUTCOME_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("outcomes"))
+OUTCOME_SOURCES: tuple[str, ...] = ("answer_equivalence", "verifiers")
+"""The outcome checks' evaluators, whose rows make the outcome checks table."""
+OUTCOME_KEYS: tuple[str, ...] = tuple(m.key for source in OUTCOME_SOURCES for m in metrics_of(source))
+TOOL_USE_KEYS: tuple[str, ...] = tuple(m.key for m in TOOL_USE_METRICS)
 
 
 @dataclass
@@ -63,8 +69,8 @@ def _score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by:
     The Average Score is the plain mean of a row's cells whose metric is in the average (the six
     alignment columns and Information Grounding; Task Completion is shown, not averaged).
     """
-    judges = [c for source in ("judge", "rubrics") for c in leaderboard_columns(source)
-              if any(block.get(c.keys[0]) is not None for _, block in entries)]
+    judges = [c for c in evaluator_columns()
+              if any(metric_value(block, c.keys[0]) is not None for _, block in entries)]
     columns = [*leaderboard_columns("alignment"), *judges]
     labels = ["Model", *(c.label for c in columns), AVERAGE]
     if sort_by not in labels[1:]:
@@ -78,14 +84,14 @@ def _score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by:
     rows.sort(key=lambda row: (row[key] is None, -(row[key] or 0.0), row[0]))
     averaged = [c.label for c in columns if c.in_average]
     note = f"{AVERAGE}: mean of {', '.join(averaged)}"
-    if not any(c.source == "judge" for c in columns if c.in_average):
+    if not any(c.source not in CORE_SOURCES for c in columns if c.in_average):
         note += " (no judge results: the alignment metrics only)"
     return Table(columns=labels, rows=rows, title=title, note=note + ".")
 
 
 def _cell(block: dict[str, Any], column: Column) -> float | None:
-    key = next((k for k in column.keys if block.get(k) is not None), None)
-    return None if key is None else float(block[key])
+    key = next((k for k in column.keys if metric_value(block, k) is not None), None)
+    return None if key is None else float(metric_value(block, key))
 
 
 def leaderboard_table(results: list[ModelResult], sort_by: str = AVERAGE) -> Table:
@@ -141,15 +147,15 @@ def calls_table(results: list[ModelResult]) -> Table | None:
 
 
 def _tool_use_cells(block: dict[str, Any] | None) -> list[float | None]:
-    values = (block or {}).get("tool_use") or {}
-    return [None if values.get(key) is None else float(values[key]) for key in TOOL_USE_KEYS]
+    values = [metric_value(block or {}, key) for key in TOOL_USE_KEYS]
+    return [None if value is None else float(value) for value in values]
 
 
 def tool_use_table(results: list[ModelResult]) -> Table | None:
     """Tool-use analytics per model (in the given order): Proactivity, Success Rate and Volume overall
     and per family (missing where a model has no task of the family, and Success Rate where no call
     carries is_error); None when no model has them."""
-    used = [r for r in results if isinstance(r.aggregate.get("tool_use"), dict)]
+    used = [r for r in results if isinstance(r.aggregate.get(TOOL_USE), dict)]
     if not used:
         return None
     families = sorted({family for r in used for family in r.by_type})

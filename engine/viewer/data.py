@@ -17,7 +17,9 @@ from typing import Any
 
 from engine.contract import InputError, is_number, read_json, read_trajectories
 from engine.contract.trajectory import Trajectory
-from engine.metricspec import AVERAGE, BY_KEY, CALL_KEYS, JUDGE_KEYS, label_of, leaderboard_columns
+from engine.evaluators.call_outcomes import CALL_KEYS
+from engine.evaluators.m3_judges import JUDGE_KEYS, read_taskcompletion
+from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
 from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import leaderboard_table
 
@@ -219,8 +221,6 @@ def _judges(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(id -> {tc, ig: {final, judges: [{name, score, reply?}]}}, meta with agreement) of a taskcompletion file."""
     if path is None:
         return {}, {}
-    from engine.judge_results import read_taskcompletion
-
     entries = read_taskcompletion(path)
     root = read_json(path, "judge file")
     meta = root.get("meta") if isinstance(root, dict) and isinstance(root.get("meta"), dict) else {}

@@ -1,9 +1,10 @@
-"""LLM judges of finished runs and the outcomes of their calls, one module per concern.
+"""LLM judges of finished runs and the outcomes of their calls, one module per concern. What an
+evaluator judges with lives in engine.evaluators (the rubrics and the reply parsing in `judging`, the
+M3 prompts in `prompts`, Task Completion and Information Grounding of a task in `ensemble`); this
+package holds the pool that answers, the call outcome rules and the judge app.
 
-- `rollout.judges.prompts`: the judges' prompts (versioned) and the parsing of their replies;
 - `rollout.judges.cache`: every judge reply on disk, keyed by judge identity, prompt version and payload;
 - `rollout.judges.pool`: the judges of a pool, their drivers behind the cache, usage and cost;
-- `rollout.judges.ensemble`: Task Completion and Information Grounding of a task (trimmed mean);
 - `rollout.judges.agreement`: Krippendorff's alpha, pairwise Spearman, the most disagreed tasks;
 - `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
 - `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from rollout.judges.ensemble import entry_scores
-from rollout.judges.prompts import INFORMATION_GROUNDING, TASK_COMPLETION
+from engine.evaluators.ensemble import entry_scores
+from engine.evaluators.prompts import INFORMATION_GROUNDING, TASK_COMPLETION
 
 
 def _number(value: float) -> float | None:

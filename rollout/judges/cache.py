@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.contract import append_line, read_keyed_lines
-from rollout.judges.prompts import Rubric
-from rollout.record import digest
+from engine.contract import append_line, digest, read_keyed_lines
+from engine.evaluators.judging import Rubric
 
 REPLIES = "replies.jsonl"
 

@@ -13,10 +13,11 @@ from collections import Counter
 from typing import Any
 
 from engine.contract import TrajectoryFile
-from engine.metricspec import CALL_CLASSES, CALL_KEYS
+from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
+from engine.evaluators.judging import JudgeFailure, Question, first_answer, parse_class
+from engine.evaluators.prompts import OUTCOME, outcome_payload
 from rollout.judges.outcomes import CLASS_OF_DIGIT, Catalogue, decide, illegal_format
-from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
-from rollout.judges.prompts import OUTCOME, outcome_payload, parse_class
+from rollout.judges.pool import JudgePool, JudgeSpec
 
 UNDECIDED = "undecided"
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from engine.contract import InputError, read_json
 from rollout.judges.outcomes import Catalogue
+from rollout.mcp.config import read_servers_config
+from rollout.mcp.host import MCPHost
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +36,6 @@ def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | Non
 
 
 async def _from_servers(path: Path, log_dir: Path | None, start_timeout: float) -> Catalogue:
-    from rollout.mcp.config import read_servers_config
-    from rollout.mcp.host import MCPHost
-
     specs = read_servers_config(path)
     async with MCPHost(specs, start_timeout=start_timeout, log_dir=log_dir) as host:
         tools = {t.name: t.input_schema for t in host.catalogue()}

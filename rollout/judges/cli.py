@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from engine.apps.kit import CONF_ROOT, hydra_app
+from engine.apps import kit
 from engine.contract import InputError
 from rollout.judges.run import run
 
@@ -28,11 +28,7 @@ OmegaConf.register_new_resolver(
 
 def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config a command line with these overrides would run with, as a plain dict."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF_ROOT / "judge"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)
+    return kit.compose_config("judge", overrides)
 
 
 def run_config(cfg: DictConfig) -> int:
@@ -44,4 +40,4 @@ def run_config(cfg: DictConfig) -> int:
         return 2
 
 
-main = hydra_app("judge", run_config)
+main = kit.hydra_app("judge", run_config)

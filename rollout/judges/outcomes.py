@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.metricspec import CALL_CLASSES
-from rollout.prompts import parse_tool_calls
+from engine.evaluators.call_outcomes import CALL_CLASSES
+from rollout.models.replies import parse_tool_calls
 
 UNKNOWN_TOOL, INVALID_ARGUMENTS, RESOURCE_NOT_FOUND, SUCCESS = CALL_CLASSES
 CLASS_OF_DIGIT: dict[int, str] = dict(enumerate(CALL_CLASSES, 1))

@@ -14,24 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from engine.contract import InputError, check_choice, is_number
-from rollout.drivers.base import ModelDriver
-from rollout.drivers.registry import build_driver, providers
-from rollout.errors import ModelError
+from engine.evaluators.judging import JudgeFailure, Question
 from rollout.judges.cache import ReplyCache, reply_key
-from rollout.judges.prompts import Rubric
-from rollout.record import digest
-
-T = TypeVar("T")
-
-
-class JudgeFailure(Exception):
-    """A judge gave no usable answer (bad replies in every attempt, or an API error past its retries)."""
-
+from rollout.models.base import ModelDriver
+from rollout.models.errors import ModelError
+from rollout.models.registry import build_driver, providers
 
 # Settings that say where and how a judge is reached, not what it answers.
 _TRANSPORT = frozenset({"provider", "name", "api_name", "base_url", "api_key_env", "timeout", "max_retries",
@@ -77,18 +69,6 @@ def judge_specs(pool: Mapping[str, Any]) -> list[JudgeSpec]:
         specs.append(JudgeSpec(str(name), {**cfg, "name": str(name), "api_name": model}, identity,
                                _price(cfg, "input", where), _price(cfg, "output", where)))
     return specs
-
-
-@dataclass(frozen=True)
-class Question:
-    """What a judge is asked: a rubric and its payload (with the payload's digest, computed once)."""
-
-    rubric: Rubric
-    payload: dict[str, Any]
-    payload_digest: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "payload_digest", digest(self.payload))
 
 
 @dataclass
@@ -144,8 +124,8 @@ class JudgePool:
 
     async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
         """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver
-        (None instead with cached_only). A driver failure that outlived its retries raises the
-        driver's ModelError (nothing is cached)."""
+        (None instead with cached_only). A driver failure that outlived its retries raises
+        JudgeFailure naming the judge (nothing is cached)."""
         key = reply_key(spec.identity, question.rubric, question.payload_digest, attempt)
         usage = self.usage[spec.name]
         hit = self.cache.get(key)
@@ -155,7 +135,10 @@ class JudgePool:
         if cached_only:
             return None
         async with self._limits[spec.name]:
-            completion = await self._driver(spec).complete(question.rubric.messages(question.payload))
+            try:
+                completion = await self._driver(spec).complete(question.rubric.messages(question.payload))
+            except ModelError as exc:
+                raise JudgeFailure(f"judge {spec.name}: {exc}") from None
         usage.requests += 1
         usage.prompt_tokens += completion.usage.get("prompt_tokens", 0)
         usage.completion_tokens += completion.usage.get("completion_tokens", 0)
@@ -179,29 +162,3 @@ class JudgePool:
         """Close every driver built."""
         drivers, self._drivers = list(self._drivers.values()), {}
         await asyncio.gather(*(d.aclose() for d in drivers))
-
-
-async def first_answer(pool: JudgePool, spec: JudgeSpec, question: Question, attempts: int,
-                       parse: Callable[[str], T]) -> T:
-    """The first reply of a judge that `parse` accepts (it raises ValueError on the others).
-
-    Replies already cached are read first, in attempt order; then the judge is asked at most
-    `attempts` times more, so a rerun gives a judge that failed before fresh attempts, and a cached
-    rerun gives the same answers. JudgeFailure when no reply is accepted or the API keeps failing.
-    """
-    problem, attempt, asked = "no attempt", 0, 0
-    while asked < attempts:
-        attempt += 1
-        reply = await pool.ask(spec, question, attempt, cached_only=True)
-        if reply is None:
-            try:
-                reply = await pool.ask(spec, question, attempt)
-            except ModelError as exc:
-                raise JudgeFailure(f"judge {spec.name}: {exc}") from None
-            asked += 1
-        try:
-            return parse(reply or "")
-        except ValueError as exc:
-            problem = str(exc)
-    raise JudgeFailure(f"judge {spec.name}: no usable {question.rubric.purpose} answer in {attempts} "
-                       f"attempt(s) (last: {problem})")

@@ -1,7 +1,17 @@
-"""A judge run from its config (conf/judge/, as a plain dict): Task Completion and Information
-Grounding of every task (stage ``judge``), the call outcomes (stage ``calls``), or both; or the
-VisualToolBench rubric verdicts (stage ``rubrics``, `rollout.judges.evaluated`), or the outcome checks
-of the configured evaluators (stage ``outcomes``, rollout.judges.evaluate).
+"""A judge run from its config (conf/judge/, as a plain dict): every configured evaluator
+(``evaluators``, conf/judge/evaluators/; engine.evaluators): Task Completion and Information
+Grounding of every task (m3_judges, stage ``judge``), the call outcomes (call_outcomes, stage
+``calls``), and every other evaluator with a ``judge`` function; ``stage=both`` runs them all,
+``stage=<name>`` one.
+
+An evaluator with a ``judge`` function is asked about every task of the predictions (and of the
+reference, when it reads it, and of the tasks file, when it reads the task; every task of the tasks
+file for an evaluator of all tasks) with what it ``reads``: the predicted trajectory, the reference
+(``data.gt``), the task record (``data.tasks``), the task's final workspace folder
+(``<workspace_dir>/<id>``, default the rollout's) and its tool log (``<tool_log_dir>/<id>.json``,
+default the rollout's); its file ``<predictions stem>_<suffix>.json`` (or its entry's ``output``) is
+rewritten atomically after every task and resumed by a rerun, which judges again the entries the
+evaluator finds incomplete. A predictions file with trial files beside it has every trial judged.
 
 Judging is resumable: the taskcompletion.json is rewritten atomically after every judged task, and a
 rerun judges only the tasks it lacks (and those judged by other models, whose entries it drops);
@@ -18,26 +28,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, read_json,
-                             read_trajectories)
-from engine.judge_results import CALLANALYSIS, TASKCOMPLETION, companion_path, read_taskcompletion
-from engine.judge_results import taskcompletion_document
+                             read_trajectories, safe_name)
+from engine.evaluators import evaluator
+from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
+from engine.evaluators.call_outcomes import CALLANALYSIS
+from engine.evaluators.ensemble import entry_scores
+from engine.evaluators.judging import JudgeFailure
+from engine.evaluators.m3_judges import EVALUATOR as M3_JUDGES
+from engine.evaluators.m3_judges import TASKCOMPLETION, read_taskcompletion, taskcompletion_document
+from engine.evaluators.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
+from engine.judge_results import companion_path
 from engine.trials import find_trials
 from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
-from rollout.judges.ensemble import entry_scores, judge_task
-from rollout.judges.evaluate import evaluator_stage, load_evaluator
 from rollout.judges.outcomes import Catalogue
-from rollout.judges.pool import JudgeFailure, JudgePool, JudgeUsage, judge_specs
-from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
-from rollout.runs import bounded, quiet_client_loggers
+from rollout.judges.pool import JudgePool, JudgeUsage, judge_specs
+from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
 
-STAGES = ("judge", "calls", "both", "rubrics", "outcomes")
-OUTCOME_NAMES = ("answer_equivalence", "verifiers")
+STAGES = {"judge": "m3_judges", "calls": "call_outcomes"}
+"""The stages of the two built-in evaluators, by their former names; ``both`` runs every configured one."""
 
 
 def predictions_path(cfg: Mapping[str, Any]) -> Path:
@@ -104,10 +119,12 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     cache = ReplyCache(cfg.get("cache_dir"))
     concurrency = config_int(cfg, "concurrency")
     async with JudgePool(specs, cache, config_int(cfg["judges"], "max_requests", where="judges.max_requests")) as pool:
+        context = JudgeContext(pool, attempts, (cfg.get("evaluators") or {}).get(M3_JUDGES.name) or {}, max_chars)
 
         async def one(tid: str) -> None:
+            inputs = TaskInputs(tid, prediction=preds.tasks[tid], reference=gt.tasks[tid])
             try:
-                entry = await judge_task(pool, gt.tasks[tid], preds.tasks[tid], attempts, max_chars)
+                entry = await M3_JUDGES.judge(context, inputs)  # type: ignore[misc]
             except JudgeFailure as exc:
                 failed[tid] = str(exc)
                 log.warning("task %s not judged: %s", tid, exc)
@@ -160,24 +177,180 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
     return 0
 
 
-def run_outcomes(cfg: Mapping[str, Any], predictions: Path, preds: TrajectoryFile) -> int:
-    """Every configured outcome evaluator (rollout.judges.evaluate); the worst exit status."""
-    tasks_file = (cfg.get("data") or {}).get("tasks")
-    if not tasks_file:
-        raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
-    names = [name for name in cfg.get("evaluators") or {} if name in OUTCOME_NAMES]
-    if not names:
-        raise InputError("config", "no evaluator: set evaluators=[answer_equivalence,verifiers]", field="evaluators")
-    status = 0
-    for name in names:
-        evaluator = load_evaluator(name)
-        output = predictions.with_name(f"{predictions.stem}_{evaluator.suffix}.json")
-        status = max(status, asyncio.run(evaluator_stage(cfg, evaluator, preds, Path(tasks_file), output)))
-    return status
+def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
+    """id -> task record of a tasks file (a list of objects with ids, or an object id -> task), in order."""
+    root = read_json(path, "tasks file")
+    items = list(root.items()) if isinstance(root, dict) else list(enumerate(root)) if isinstance(root, list) \
+        else None
+    if items is None:
+        raise InputError(path, "the root must be a list of tasks or an object of id -> task")
+    out: dict[str, dict[str, Any]] = {}
+    for key, task in items:
+        label = str(key) if isinstance(root, dict) else f"#{key}"
+        if not isinstance(task, dict):
+            raise InputError(path, "a task must be an object", task_id=label)
+        tid = task.get("id", key if isinstance(root, dict) else None)
+        if tid is None or isinstance(tid, bool) or not isinstance(tid, (str, int)):
+            raise InputError(path, "a task needs a string id", task_id=label, field="id")
+        out[str(tid)] = task
+    return out
+
+
+def _tool_log(path: Path) -> list[dict[str, Any]] | None:
+    """The calls of a task's tool log (the rollout's ``{"calls": [...]}``); None when there is none."""
+    if not path.is_file():
+        return None
+    root = read_json(path, "tool log")
+    calls = root.get("calls") if isinstance(root, dict) else None
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise InputError(path, "must be a list of call objects", field="calls")
+    return calls
+
+
+def _rollout_folder(cfg: Mapping[str, Any], key: str, leaf: str) -> Path:
+    """`key` when set, else <results_dir>/rollout/<model>/<leaf>."""
+    if cfg.get(key):
+        return Path(cfg[key])
+    if not cfg.get("model"):
+        raise InputError("config", f"set {key}=PATH (or model=NAME for the rollout's own folder)", field=key)
+    return Path(cfg["results_dir"]) / "rollout" / str(cfg["model"]) / leaf
+
+
+def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Path) -> Path:
+    """The file of an evaluator: its entry's ``output``, else <predictions stem>_<suffix>.json."""
+    explicit = ((cfg.get("evaluators") or {}).get(judged.name) or {}).get("output")
+    return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
+
+
+def _previous_usage(output: Path) -> dict[str, Any]:
+    if not output.is_file():
+        return {}
+    root = read_json(output, "evaluator file")
+    meta = root.get("meta") if isinstance(root, dict) else None
+    usage = meta.get("usage") if isinstance(meta, dict) else None
+    return usage if isinstance(usage, dict) else {}
+
+
+async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
+                          gt: TrajectoryFile | None, output: Path) -> int:
+    """Ask an evaluator's `judge` about the tasks not yet in `output`, writing the file after each; 0
+    when every task has a complete entry, else 1.
+
+    The tasks: those of the predictions (and of the reference, when it reads it, and of the tasks
+    file, when it reads the task), or every task of the tasks file for an evaluator of all tasks. Its
+    context has its config entry (and ``tasks_file``), its ``attempts`` (else the app's) and the pool
+    (none for an evaluator that asks no judge)."""
+    assert judged.judge is not None and judged.document is not None
+    data = cfg.get("data") or {}
+    options = dict((cfg.get("evaluators") or {}).get(judged.name) or {})
+    tasks: dict[str, dict[str, Any]] = {}
+    if "task" in judged.reads:
+        if not data.get("tasks"):
+            raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
+        tasks = read_task_records(Path(data["tasks"]))
+        options["tasks_file"] = str(data["tasks"])
+    workspaces = _rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.reads else None
+    logs = _rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.reads else None
+    specs = judge_specs(cfg["judges"]["pool"]) if judged.pool else []
+    names = [s.identity["model"] for s in specs]
+    attempts = config_int(options, "attempts", where=f"evaluators.{judged.name}.attempts") \
+        if options.get("attempts") is not None else config_int(cfg, "attempts")
+    wanted = {str(i) for i in cfg.get("ids") or []}
+    if judged.all_tasks:
+        order = [i for i in tasks if not wanted or i in wanted]
+    else:
+        order = [i for i in preds.tasks if (gt is None or i in gt.tasks) and (not tasks or i in tasks)
+                 and (not wanted or i in wanted)]
+        missing = [i for i in preds.tasks if tasks and i not in tasks]
+        if missing:
+            log.warning("%s: %d predicted id(s) have no task in %s: %s", judged.name, len(missing), data["tasks"],
+                        ", ".join(missing[:10]))
+    previous = judged.entries(output) if judged.entries is not None and output.is_file() else {}
+    entries = {i: e for i, e in previous.items() if judged.complete is None or judged.complete(e, names)}
+    todo = [i for i in order if i not in entries]
+    log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(specs))
+    failed: dict[str, str] = {}
+    usage_before = _previous_usage(output)
+    meta: dict[str, Any] = {"evaluator": judged.name, "predictions": str(preds.path),
+                            "gt": str(gt.path) if gt else None, "tasks": options.get("tasks_file"),
+                            **({"workspace_dir": str(workspaces)} if workspaces else {}),
+                            **({"tool_log_dir": str(logs)} if logs else {}),
+                            **({"judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
+                                           for s in specs]} if specs else {}),
+                            **{k: v for k, v in options.items() if k not in ("tasks_file", "output")},
+                            "attempts": attempts}
+
+    def incomplete() -> list[str]:
+        return [i for i in order if i in entries and judged.complete is not None
+                and not judged.complete(entries[i], names)]
+
+    def write(pool: JudgePool | None) -> None:
+        ordered = {i: entries[i] for i in order if i in entries}
+        ordered.update((i, e) for i, e in entries.items() if i not in ordered)
+        extra: dict[str, Any] = {"failed": dict(failed)}
+        if judged.complete is not None:
+            extra["incomplete"] = incomplete()
+        if pool is not None:
+            usage = {}
+            for spec in specs:
+                total = JudgeUsage()
+                total.add(usage_before.get(spec.name) or {})
+                total.add(vars(pool.usage[spec.name]))
+                usage[spec.name] = total.to_json(spec)
+            extra["usage"] = usage
+        atomic_write_json(output, judged.document(ordered, {**meta, **extra}))
+
+    async def judge_all(pool: JudgePool | None) -> None:
+        context = JudgeContext(pool, attempts, options, config_int(cfg, "max_result_chars", minimum=0))
+
+        async def one(tid: str) -> None:
+            inputs = TaskInputs(tid, prediction=preds.tasks.get(tid), reference=gt.tasks.get(tid) if gt else None,
+                                task=tasks.get(tid), workspace=workspaces / safe_name(tid) if workspaces else None,
+                                tool_log=_tool_log(logs / f"{safe_name(tid)}.json") if logs else None)
+            try:
+                entries[tid] = await judged.judge(context, inputs)  # type: ignore[misc]
+            except JudgeFailure as exc:
+                failed[tid] = str(exc)
+                log.warning("%s: task %s not judged: %s", judged.name, tid, exc)
+                return
+            write(pool)
+
+        await bounded(todo, config_int(cfg, "concurrency"), one)
+        write(pool)
+
+    if specs:
+        async with JudgePool(specs, ReplyCache(cfg.get("cache_dir")),
+                             config_int(cfg["judges"], "max_requests", where="judges.max_requests")) as pool:
+            await judge_all(pool)
+    else:
+        await judge_all(None)
+    left = incomplete()
+    done = sum(1 for i in order if i in entries) - len(left)
+    print(f"{judged.name}: {done} of {len(order)} task(s) judged ({len(todo) - len(failed)} now, {len(failed)} "
+          f"failed, {len(left)} incomplete) -> {output}")
+    return 1 if failed or left else 0
+
+
+def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
+    """The evaluators the run judges: every one of ``evaluators`` (stage both), or the stage's one."""
+    names = list(cfg.get("evaluators") or {})
+    stage = check_choice(cfg.get("stage", "both"), ["both", *STAGES, *names], "stage", "stage")
+    chosen = names if stage == "both" else [STAGES.get(stage, stage)]
+    out = []
+    for name in chosen:
+        try:
+            found = evaluator(name)
+        except ValueError as exc:
+            raise InputError("config", str(exc), field=f"evaluators.{name}") from None
+        if name not in STAGES.values() and (found.judge is None or found.document is None):
+            raise InputError("config", f"evaluator {name} has nothing to judge (no judge or document function); "
+                             "the score app computes or reads its values", field=f"evaluators.{name}")
+        out.append(found)
+    return out
 
 
 def run(cfg: Mapping[str, Any]) -> int:
-    """Run the configured stage(s); the exit status. A predictions file with trial files beside it
+    """Run the configured evaluators; the exit status. A predictions file with trial files beside it
     (<stem>_trial<i>.json, a rollout with trials=N) has each trial judged, its verdicts beside it."""
     trials = [t for t in find_trials(predictions_path(cfg)) if t.is_file()]
     if trials and not cfg.get("output") and not (cfg.get("calls") or {}).get("output"):
@@ -186,29 +359,26 @@ def run(cfg: Mapping[str, Any]) -> int:
 
 
 def run_one(cfg: Mapping[str, Any]) -> int:
-    """Run the configured stage(s) on one predictions file; the exit status."""
-    stage = check_choice(cfg.get("stage", "both"), STAGES, "stage", "stage")
+    """Run the configured evaluators on one predictions file; the exit status."""
+    chosen = configured(cfg)
     quiet_client_loggers()
     predictions = predictions_path(cfg)
     preds = read_trajectories(predictions)
+    data = cfg.get("data") or {}
     status = 0
-    if stage == "rubrics":
-        from engine.evaluators.vtb_rubrics import EVALUATOR
-        from rollout.judges.evaluated import evaluator_output, evaluator_stage
-
-        options = (cfg.get("evaluators") or {}).get(EVALUATOR.name) or {}
-        output = evaluator_output(predictions, EVALUATOR, options.get("output"))
-        return asyncio.run(evaluator_stage(cfg, EVALUATOR, options, preds, output))
-    if stage in ("judge", "both"):
-        data = cfg.get("data") or {}
-        if not data.get("gt"):
-            raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
-        output = Path(cfg["output"]) if cfg.get("output") else companion_path(predictions, TASKCOMPLETION)
-        status = asyncio.run(judge_stage(cfg, read_trajectories(data["gt"]), preds, output))
-    if stage == "outcomes":
-        status = max(status, run_outcomes(cfg, predictions, preds))
-    if stage in ("calls", "both"):
-        calls_output = (cfg.get("calls") or {}).get("output")
-        output = Path(calls_output) if calls_output else companion_path(predictions, CALLANALYSIS)
-        status = max(status, asyncio.run(calls_stage(cfg, preds, output)))
+    for judged in chosen:
+        if judged.name == STAGES["judge"] or "reference" in judged.reads:
+            if not data.get("gt"):
+                raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
+        if judged.name == STAGES["judge"]:
+            output = Path(cfg["output"]) if cfg.get("output") else companion_path(predictions, TASKCOMPLETION)
+            status = max(status, asyncio.run(judge_stage(cfg, read_trajectories(data["gt"]), preds, output)))
+        elif judged.name == STAGES["calls"]:
+            calls_output = (cfg.get("calls") or {}).get("output")
+            output = Path(calls_output) if calls_output else companion_path(predictions, CALLANALYSIS)
+            status = max(status, asyncio.run(calls_stage(cfg, preds, output)))
+        else:
+            gt = read_trajectories(data["gt"]) if "reference" in judged.reads else None
+            output = evaluator_output(cfg, judged, predictions)
+            status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, gt, output)))
     return status

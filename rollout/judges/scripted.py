@@ -3,12 +3,17 @@
 The scores follow from the payload, so they are deterministic and plausible: Task Completion gives 3
 for a run with steps, up to 3 for the share of calls that did not fail, and 4 for a final reply;
 Information Grounding is the share of the reference's calls whose tool the prediction also called;
-a call's class comes from the outcome rules (4 when they see no error, 2 when they cannot tell); a
-VisualToolBench rubric is Met when the answer has the criterion's quoted phrases
-(`engine.evaluators.vtb_rubrics.scripted_reply`; a judge with bias <= -0.1 matches case exactly); an
-answer agrees with the ground truth when its normalized text contains the normalized ground truth.
+a call's class comes from the outcome rules (4 when they see no error, 2 when they cannot tell).
 ``bias`` shifts every score (by bias x 10 for Task Completion, clipped to the range), so judges of a
 scripted pool differ.
+
+A request names its rubric by the ``purpose`` marker of its system message and carries its payload
+as the ``payload`` marker of its user message (engine.evaluators.judging.Rubric.messages; a request
+without it has the payload as its user message's JSON); the answer of each purpose is registered with `register_answer`, so a new rubric
+adds its scripted answer where it is defined: an evaluator declares its answers in its own module
+(``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
+policy ``judge`` (its ``bias`` from the model config), the answers of the built-in rubrics and those of
+every evaluator.
 
 Run ``python -m rollout.judges.scripted`` to serve scripted judges from another process (any model
 name is answered); it prints the base URL on its first line.
@@ -18,17 +23,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine.evaluators.vtb_rubrics import RUBRIC, scripted_reply
-from engine.evaluators.answer_equivalence import PROMPT as ANSWER
+from engine.evaluators import evaluators
+from engine.evaluators.prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
-from rollout.judges.prompts import COMPLETION, GROUNDING, OUTCOME
-from rollout.scripted import message_texts, serve
+from rollout.models.loopback import message_texts, register_policy, serve
 
 _DIGIT_OF_CLASS = {label: digit for digit, label in CLASS_OF_DIGIT.items()}
+Answer = Callable[[dict[str, Any], float], str]
+"""A scripted judge's reply to a payload, given the judge's bias."""
+_ANSWERS: dict[str, Answer] = {}
+
+
+def register_answer(purpose: str, answer: Answer) -> None:
+    """Make scripted judges answer requests of rubric `purpose` with `answer(payload, bias)`."""
+    _ANSWERS[purpose] = answer
 
 
 def _calls(steps: Any) -> list[dict[str, Any]]:
@@ -53,43 +65,62 @@ def grounding_score(reference: dict[str, Any], prediction: dict[str, Any]) -> fl
     return sum((wanted & made).values()) / total if total else 1.0
 
 
-def normalized(text: str) -> str:
-    """Lower case, punctuation (except decimal points) dropped, whitespace collapsed."""
-    return " ".join(re.sub(r"[^\w.]|\.(?!\d)", " ", text.lower()).split())
+def completion_answer(payload: dict[str, Any], bias: float) -> str:
+    """The scripted Task Completion reply, \\boxed{score} with score in [0, 10]."""
+    score = min(10.0, max(0.0, completion_score(payload["prediction"]) + 10.0 * bias))
+    return f"\\boxed{{{score:.2f}}}"
 
 
-def answers_agree(reference: str, answer: str) -> bool:
-    """The scripted answer equivalence: the normalized reference occurs in the normalized answer."""
-    return f" {normalized(reference)} " in f" {normalized(answer)} "
+def grounding_answer(payload: dict[str, Any], bias: float) -> str:
+    """The scripted Information Grounding reply, \\boxed{share} with share in [0, 1]."""
+    score = min(1.0, max(0.0, grounding_score(payload["reference"], payload["prediction"]) + bias))
+    return f"\\boxed{{{score:.3f}}}"
+
+
+def outcome_answer(payload: dict[str, Any], bias: float) -> str:
+    """The scripted call class digit: the outcome rules' class, 2 when they cannot tell."""
+    decision = decide(payload, None)
+    return str(_DIGIT_OF_CLASS[decision.label] if decision else 2)
 
 
 class JudgePolicy:
-    """Replies of a scripted judge to the judge prompts (rollout.judges.prompts), shifted by `bias`."""
+    """Replies of a scripted judge to the judge prompts, by the request's rubric purpose, shifted by `bias`."""
 
     def __init__(self, bias: float = 0.0) -> None:
         self.bias = bias
 
     def __call__(self, request: dict[str, Any]) -> str:
-        """The reply to a judge request: \\boxed{score}, a class digit or a rubric verdict."""
-        texts = message_texts(request)
-        system = texts[0][1] if texts else ""
-        if system == RUBRIC.system:
-            return scripted_reply(texts[-1][1], strict=self.bias <= -0.1)
-        payload = json.loads(texts[-1][1]) if texts else {}
-        if system == COMPLETION.system:
-            score = min(10.0, max(0.0, completion_score(payload["prediction"]) + 10.0 * self.bias))
-            return f"\\boxed{{{score:.2f}}}"
-        if system == GROUNDING.system:
-            score = min(1.0, max(0.0, grounding_score(payload["reference"], payload["prediction"]) + self.bias))
-            return f"\\boxed{{{score:.3f}}}"
-        if system == ANSWER.system:
-            agree = answers_agree(str(payload["reference_answer"]), str(payload["agent_answer"]))
-            return (f"The reference answer is {'' if agree else 'not '}contained in the agent's answer."
-                    f"\n{{\"score\": {int(agree)}}}")
-        if system == OUTCOME.system:
-            decision = decide(payload, None)
-            return str(_DIGIT_OF_CLASS[decision.label] if decision else 2)
-        return "I only judge."
+        """The reply to a judge request: the registered answer of its purpose."""
+        messages = request.get("messages") or []
+        purpose = messages[0].get("purpose") if messages and isinstance(messages[0], dict) else None
+        answer = _ANSWERS.get(purpose) if isinstance(purpose, str) else None
+        if answer is None:
+            return "I only judge."
+        payload = messages[-1].get("payload") if isinstance(messages[-1], dict) else None
+        if not isinstance(payload, dict):
+            payload = json.loads(message_texts(request)[-1][1])
+        return answer(payload, self.bias)
+
+
+def judge_policy(cfg: Mapping[str, Any]) -> JudgePolicy:
+    """The scripted judge of a model config (its ``bias``)."""
+    return JudgePolicy(float(cfg.get("bias") or 0.0))
+
+
+register_answer(TASK_COMPLETION, completion_answer)
+register_answer(INFORMATION_GROUNDING, grounding_answer)
+register_answer(CALL_OUTCOME, outcome_answer)
+
+
+def register_evaluator_answers() -> None:
+    """Register the scripted answers every evaluator declares (``Evaluator.scripted``)."""
+    for found in evaluators():
+        for purpose, answer in found.scripted.items():
+            register_answer(purpose, answer)
+
+
+register_evaluator_answers()
+register_policy("judge", judge_policy)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.apps.kit import command_app
 from engine.contract import InputError, atomic_write_json
 from rollout.mcp.check import check_servers, health_table
 from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_config
@@ -205,7 +206,7 @@ def _init(args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str] | None = None) -> int:
     """Run a servers command; its exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
@@ -229,3 +230,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+
+main = command_app("servers", run)

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rollout_helpers import ROOT, THIRD_PARTY, write_json  # noqa: E402
 
 from rollout.mcp.environments import default_env_root  # noqa: E402
-from rollout.scripted import Policy, ScriptedChatServer  # noqa: E402
+from rollout.models.loopback import Policy, ScriptedChatServer  # noqa: E402
 
 
 @pytest.fixture

@@ -16,7 +16,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from rollout.cli import compose_config  # noqa: E402
-from rollout.scripted import PlanPolicy, ScriptedChatServer  # noqa: E402
+from rollout.judges.cli import compose_config as compose_judge_config  # noqa: E402
+from rollout.models.loopback import ScriptedChatServer  # noqa: E402
+from rollout.scripted import PlanPolicy  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FLAKY_SERVER = HERE / "flaky_server.py"
@@ -31,8 +33,6 @@ def compose(*overrides: str) -> dict[str, Any]:
 
 def compose_judge(*overrides: str) -> dict[str, Any]:
     """The config scripts/judge.py would run with, as a plain dict."""
-    from rollout.judges.cli import compose_config as compose_judge_config
-
     return compose_judge_config(overrides)
 
 

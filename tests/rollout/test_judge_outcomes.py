@@ -14,17 +14,17 @@ from rollout_helpers import HERE, compose, compose_judge, local_overrides, plan_
 from rollout_helpers import write_json
 
 from engine.contract import read_trajectories
-from engine.judge_results import read_callanalysis
+from engine.evaluators.call_outcomes import read_callanalysis
+from engine.evaluators.prompts import OUTCOME
 from rollout.judges.calls import rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.outcomes import decide
-from rollout.judges.prompts import OUTCOME
 from rollout.judges.run import run as run_judge
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
+from rollout.models.loopback import message_texts
 from rollout.record import RolloutCache
 from rollout.runner import run as run_rollout
-from rollout.scripted import message_texts
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 

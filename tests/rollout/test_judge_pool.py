@@ -13,9 +13,9 @@ from pathlib import Path
 
 from rollout_helpers import compose_judge, write_json
 
-from rollout.judges.prompts import COMPLETION
+from engine.evaluators.prompts import COMPLETION
 from rollout.judges.run import run
-from rollout.scripted import Reply
+from rollout.models.loopback import Reply
 
 IDS = ("t1", "t2", "t3")
 

@@ -12,12 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.contract import InputError
-from engine.judge_results import (Joined, joined_aggregate, judge_values, read_callanalysis, read_taskcompletion,
-                                  taskcompletion_document)
+from engine.evaluators.call_outcomes import read_callanalysis
+from engine.evaluators.ensemble import trimmed_mean
+from engine.evaluators.judging import Question, parse_class, parse_score
+from engine.evaluators.m3_judges import judge_values, read_taskcompletion, taskcompletion_document
+from engine.evaluators.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
+from engine.judge_results import Joined, joined_aggregate
 from rollout.judges.agreement import agreement, krippendorff_alpha, pairwise_spearman
-from rollout.judges.ensemble import trimmed_mean
-from rollout.judges.prompts import (COMPLETION, GROUNDING, completion_payload, grounding_payload, parse_class,
-                                    parse_score)
 
 
 @pytest.mark.parametrize("reply, low, high, expected", [
@@ -219,7 +220,7 @@ def test_a_missing_key_names_the_judge(tmp_path, monkeypatch) -> None:
     import asyncio
 
     from rollout.judges.cache import ReplyCache
-    from rollout.judges.pool import JudgePool, Question, judge_specs
+    from rollout.judges.pool import JudgePool, judge_specs
 
     monkeypatch.delenv("M3_JUDGE_TEST_KEY", raising=False)
     specs = judge_specs({"j": {"provider": "openai", "api_name": "m", "api_key_env": "M3_JUDGE_TEST_KEY"}})

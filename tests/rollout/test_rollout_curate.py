@@ -13,7 +13,7 @@ from engine.contract import parse_trajectories
 from rollout import prompts
 from rollout.curate import validate_trajectory
 from rollout.runner import run
-from rollout.scripted import message_texts
+from rollout.models.loopback import message_texts
 
 A = {"name": "math/mean", "arguments": {"numbers": [1, 2]}}
 B = {"name": "math/median", "arguments": {"numbers": [3, 4, 5]}}

@@ -10,10 +10,12 @@ import pytest
 from rollout_helpers import make_image, write_json
 
 from engine.contract import InputError
-from rollout.drivers.base import Completion, ModelDriver, usage_of
-from rollout.drivers.registry import build_driver, providers, register_provider
-from rollout.errors import ModelError
-from rollout.scripted import Reply
+from engine.evaluators.prompts import COMPLETION
+from rollout.judges.scripted import JudgePolicy
+from rollout.models.base import Completion, ModelDriver, usage_of
+from rollout.models.errors import ModelError
+from rollout.models.loopback import Reply, policies
+from rollout.models.registry import build_driver, providers, register_provider
 
 MESSAGES = [{"role": "system", "content": "Be brief."},
             {"role": "user", "content": [{"type": "text", "text": "What is in the picture?"},
@@ -99,6 +101,27 @@ def test_scripted_provider_owns_its_loopback_server(tmp_path):
     assert isinstance(refused.value.reason, ConnectionRefusedError)
     with pytest.raises(InputError, match="field 'model.script'"):
         build_driver({"provider": "scripted", "name": "scripted"})
+
+
+def test_the_rubric_purpose_reaches_a_scripted_judge_and_no_api(chat_server):
+    server = chat_server(JudgePolicy())
+    payload = {"question": "q", "prediction": {"id": "a", "steps": [], "final_reply": "done"}}
+    scripted = build_driver({"provider": "scripted", "name": "judge", "base_url": server.base_url})
+    api = build_driver({"provider": "openai", "name": "judge", "base_url": server.base_url, "api_key_env": None})
+
+    async def go():
+        try:
+            return [(await d.complete(COMPLETION.messages(payload))).content for d in (scripted, api)]
+        finally:
+            await scripted.aclose()
+            await api.aclose()
+
+    assert "judge" in policies() and "plan" in policies()
+    assert asyncio.run(go()) == ["\\boxed{4.00}", "I only judge."]  # a final reply alone: 4 of 10
+    sent = [r["body"]["messages"][0] for r in server.requests]
+    assert sent[0]["purpose"] == "task_completion" and "purpose" not in sent[1]
+    with pytest.raises(InputError, match="field 'model.policy'"):
+        build_driver({"provider": "scripted", "name": "scripted", "policy": "oracle"})
 
 
 class _Upper(ModelDriver):

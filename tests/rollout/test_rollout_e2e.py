@@ -9,7 +9,7 @@ import pytest
 from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of
 
 from rollout.runner import run
-from rollout.scripted import Reply, message_texts
+from rollout.models.loopback import Reply, message_texts
 
 PLANS = {
     "t1": [[{"name": "images/crop", "arguments": {"input_path": "media/t1.png", "x1": 0, "y1": 0, "x2": 32, "y2": 24,

@@ -13,7 +13,7 @@ import pytest
 
 from rollout_helpers import ROOT, local_overrides, plan_policy, plan_tasks, predictions_of
 
-from rollout.scripted import message_texts
+from rollout.models.loopback import message_texts
 
 
 def _start(overrides, cwd):

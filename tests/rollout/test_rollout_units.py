@@ -11,24 +11,25 @@ from engine.contract import InputError, Task, read_tasks
 from rollout import prompts
 from rollout.exposure import select_tools
 from rollout.mcp.protocol import ToolInfo
+from rollout.models.replies import parse_tool_calls
 from rollout.output import ResultFile
 from rollout.tasks import read_reference_tools
 
 
 def test_parse_tool_calls():
     calls = [{"name": "math/mean", "arguments": {"numbers": [1]}}]
-    assert prompts.parse_tool_calls(json.dumps({"tool_calls": calls})) == calls
-    assert prompts.parse_tool_calls("```json\n" + json.dumps({"tool_calls": calls}) + "\n```") == calls
-    assert prompts.parse_tool_calls('{"tool_calls": [{"name": " a/b ", "arguments": "{\\"x\\": 1}"}]}') == \
+    assert parse_tool_calls(json.dumps({"tool_calls": calls})) == calls
+    assert parse_tool_calls("```json\n" + json.dumps({"tool_calls": calls}) + "\n```") == calls
+    assert parse_tool_calls('{"tool_calls": [{"name": " a/b ", "arguments": "{\\"x\\": 1}"}]}') == \
         [{"name": "a/b", "arguments": {"x": 1}}]
-    assert prompts.parse_tool_calls('{"tool_calls": [{"name": "a/b"}]}') == [{"name": "a/b", "arguments": {}}]
-    assert prompts.parse_tool_calls('{"tool_calls": []}') == []
+    assert parse_tool_calls('{"tool_calls": [{"name": "a/b"}]}') == [{"name": "a/b", "arguments": {}}]
+    assert parse_tool_calls('{"tool_calls": []}') == []
     for bad, reason in [("call math/mean", "not valid JSON"), ("[1]", "not an object"),
                         ('{"calls": []}', '"tool_calls" list'), ('{"tool_calls": [3]}', "not an object"),
                         ('{"tool_calls": [{"name": "a/b", "arguments": [1]}]}', "arguments is not an object"),
                         ('{"tool_calls": [{"name": "a/b", "arguments": "x"}]}', "not JSON")]:
         with pytest.raises(ValueError, match=reason):
-            prompts.parse_tool_calls(bad)
+            parse_tool_calls(bad)
 
 
 @pytest.mark.parametrize("reply, expected", [

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError
-from rollout.drivers.base import Completion, DriverSettings, SDKDriver, usage_of
+from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
 
 
 def _image_block(mime: str, data: str) -> dict[str, Any]:

@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from rollout.drivers.base import Completion, DriverSettings, SDKDriver, usage_of
-from rollout.errors import ModelError
+from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
+from rollout.models.errors import ModelError
 
 
 def _image_url(mime: str, data: str) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.contract import check_choice
-from rollout.drivers.anthropic_messages import AnthropicDriver
-from rollout.drivers.base import ModelDriver
-from rollout.drivers.openai_chat import OpenAIChatDriver
-from rollout.drivers.scripted import ScriptedDriver
+from rollout.models.anthropic_messages import AnthropicDriver
+from rollout.models.base import ModelDriver
+from rollout.models.openai_chat import OpenAIChatDriver
+from rollout.models.scripted import ScriptedDriver
 
 DriverFactory = Callable[[Mapping[str, Any]], ModelDriver]
 _PROVIDERS: dict[str, DriverFactory] = {}

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, config_int
-from rollout.drivers.images import ImageEncoder
-from rollout.errors import ModelError
+from rollout.models.images import ImageEncoder
+from rollout.models.errors import ModelError
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""The judges' prompts, versioned, and the parsing of their replies.
+"""The judges' prompts, versioned (a rubric, its reply parsing and the judging helpers are
+engine.evaluators.judging's).
 
 A rubric's version is part of every cached reply's key: change a prompt's text, change its version,
 and the replies to the old text are no longer used.
@@ -6,32 +7,13 @@ and the replies to the old text are no longer used.
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from dataclasses import dataclass
 from typing import Any
+
+from engine.evaluators.judging import Rubric
 
 TASK_COMPLETION = "task_completion"
 INFORMATION_GROUNDING = "information_grounding"
 CALL_OUTCOME = "call_outcome"
-
-
-@dataclass(frozen=True)
-class Rubric:
-    """What a judge is asked: the system prompt, its version, and the range of the number it answers."""
-
-    purpose: str
-    version: str
-    system: str
-    low: float
-    high: float
-    scale: float = 1.0
-
-    def messages(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        """The request: the system prompt, then the payload as JSON."""
-        return [{"role": "system", "content": self.system},
-                {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
 
 
 COMPLETION = Rubric(
@@ -71,40 +53,6 @@ OUTCOME = Rubric(
     "4 = Successful call: the result is a normal response, not an error.\n"
     "Answer with the digit alone.",
     1.0, 4.0)
-
-_BOXED = re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}")
-_NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
-_CLASS = re.compile(r"(?<![\d.])[1-4](?!\d|\.\d)")
-
-
-def parse_score(text: str | None, low: float, high: float) -> float:
-    """The number inside the first \\boxed{...}, else the first number of the reply; ValueError when
-    there is none, it is not a number, or it lies outside [low, high]."""
-    body = (text or "").strip()
-    boxed = _BOXED.search(body)
-    if boxed:
-        raw = boxed.group(1)
-    else:
-        bare = _NUMBER.search(body)
-        if bare is None:
-            raise ValueError(f"no \\boxed{{number}} and no number in {body[:80]!r}")
-        raw = bare.group(0)
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"not a number in \\boxed{{}}: {raw[:40]!r}") from None
-    if not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"{value:g} is out of range [{low:g}, {high:g}]")
-    return value
-
-
-def parse_class(text: str | None) -> int:
-    """The call class (1 to 4) of an outcome reply: its first digit 1-4 standing alone; ValueError otherwise."""
-    found = _CLASS.search(text or "")
-    if found is None:
-        raise ValueError(f"no class digit 1-4 in {(text or '')[:80]!r}")
-    return int(found.group(0))
-
 
 def _cut(text: Any, limit: int) -> Any:
     if not limit or not isinstance(text, str) or len(text) <= limit:

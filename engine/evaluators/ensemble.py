@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.contract import Trajectory
-from engine.judge_results import mean
-from rollout.judges.pool import JudgeFailure, JudgePool, JudgeSpec, Question, first_answer
-from rollout.judges.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload, parse_score
+from engine.evaluators.base import mean
+from engine.evaluators.judging import JudgeFailure, Question, first_answer, parse_score
+from engine.evaluators.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
 
 def trimmed_mean(scores: list[float]) -> float:
     """Sorted scores without the lowest and the highest when there are three or more, averaged."""
@@ -28,7 +28,7 @@ def trimmed_mean(scores: list[float]) -> float:
     return mean(ordered[1:-1] if len(ordered) >= 3 else ordered)
 
 
-async def judge_score(pool: JudgePool, spec: JudgeSpec, question: Question, attempts: int) -> float:
+async def judge_score(pool: Any, spec: Any, question: Question, attempts: int) -> float:
     """One judge's score of a question (divided by the rubric's scale); JudgeFailure when it has none."""
     rubric = question.rubric
     return await first_answer(pool, spec, question, attempts,
@@ -51,12 +51,12 @@ def task_questions(reference: Trajectory, prediction: Trajectory, max_result_cha
             Question(GROUNDING, grounding_payload(question, reference.raw, prediction.raw, max_result_chars))]
 
 
-def _scored(specs: list[JudgeSpec], scores: list[float]) -> dict[str, Any]:
+def _scored(specs: list[Any], scores: list[float]) -> dict[str, Any]:
     return {"final": trimmed_mean(scores),
             "judges": [{"name": s.identity["model"], "score": v} for s, v in zip(specs, scores)]}
 
 
-async def judge_task(pool: JudgePool, reference: Trajectory, prediction: Trajectory, attempts: int,
+async def judge_task(pool: Any, reference: Trajectory, prediction: Trajectory, attempts: int,
                      max_result_chars: int = 0) -> dict[str, Any]:
     """The task's entry in the published shape ({final, judges, info_grounding: {final, judges}}), every
     judge asked both questions at once; JudgeFailure naming every judge that failed."""

@@ -1,4 +1,4 @@
-"""What the rollout and judge runs share: bounded concurrency, quiet client loggers."""
+"""What the model clients of the rollout and judge runs share: bounded concurrency, quiet client loggers."""
 
 from __future__ import annotations
 

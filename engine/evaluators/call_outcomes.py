@@ -1,0 +1,58 @@
+"""Call outcomes (the paper's Figure 6): the file ``<predictions stem>_callanalysis.json`` in the
+published shape, the five counts ``illegal_calling`` (samples with an illegal calling format),
+``unknown_tool``, ``invalid_arguments``, ``resource_not_found`` and ``success`` (predicted calls of
+each class), optionally with ``per_id`` counts per task (as the judge app writes it). Counts are
+summed per family and overall; a file that gives only totals gives the aggregate. The judge app
+writes the file (rollout.judges.calls); its setting in the score app is ``model.calls=PATH``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, read_json
+from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts
+
+NAME = "call_outcomes"
+CALLANALYSIS = "callanalysis"
+METRICS: tuple[Metric, ...] = (
+    Metric("illegal_calling", "Illegal Calling Format", NAME, PROFILES, "sum", False, False, 0.0),
+    Metric("unknown_tool", "Unknown Tool Invocation", NAME, PROFILES, "sum", False, False, 0.0),
+    Metric("invalid_arguments", "Invalid Invocation Arguments", NAME, PROFILES, "sum", False, False, 0.0),
+    Metric("resource_not_found", "Resource Not Found", NAME, PROFILES, "sum", False, False, 0.0),
+    Metric("success", "Successful Call", NAME, PROFILES, "sum", False, False, 0.0),
+)
+CALL_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
+CALL_CLASSES: tuple[str, ...] = CALL_KEYS[1:]
+"""The four per-call classes, in the published order (1 unknown tool ... 4 success)."""
+
+
+def _count(path: Path, value: Any, where: str, task_id: str | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(path, f"must be a count (an integer >= 0), got {value!r}", task_id=task_id, field=where)
+    return value
+
+
+def read_callanalysis(path: str | Path) -> Verdicts:
+    """The call outcome counts of a callanalysis.json: file totals, and per task when it has per_id."""
+    path = Path(path)
+    root = read_json(path, "call outcomes file")
+    if not isinstance(root, dict):
+        raise InputError(path, "the root must be an object of call outcome counts")
+    totals = {key: _count(path, root.get(key), key) for key in CALL_KEYS}
+    per_id = root.get("per_id")
+    if per_id is None:
+        return Verdicts(totals=totals)
+    if not isinstance(per_id, dict):
+        raise InputError(path, "must be an object of id -> counts", field="per_id")
+    counts = {}
+    for tid, block in per_id.items():
+        if not isinstance(block, dict):
+            raise InputError(path, "must be an object of counts", task_id=str(tid), field="per_id")
+        counts[str(tid)] = {key: _count(path, block.get(key), key, str(tid)) for key in CALL_KEYS}
+    return Verdicts(per_id=counts)
+
+
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "tool_log"}), metrics=METRICS,
+                      suffix=CALLANALYSIS, read=read_callanalysis, option="calls", position=20)

@@ -1,0 +1,121 @@
+"""Task Completion and Information Grounding (the M3-Bench judges): the file
+``<predictions stem>_taskcompletion.json`` in the published shape ``{"aggregate": {...}, "pre_id":
+{id: {"final": TC, "judges": [...], "info_grounding": {"final": IG, "judges": [...]}}}}`` ("per_id"
+is accepted for "pre_id"; an entry that is a bare number is a Task Completion alone), or a list of
+``{id, task_completion, information_grounding}`` records, or an object of such records keyed by id.
+Each is the plain mean over the judged tasks (``judged_mean``); Information Grounding joins the
+Average Score. The judge app writes the file (rollout.judges.run), asking every judge of its pool
+both questions of each task (`judge`: engine.evaluators.ensemble, prompts in
+engine.evaluators.prompts); its setting in the score app is ``model.judge=PATH``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, is_number, read_json
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, mean
+from engine.evaluators.ensemble import judge_task
+
+NAME = "m3_judges"
+TASKCOMPLETION = "taskcompletion"
+METRICS: tuple[Metric, ...] = (
+    Metric("task_completion", "Task Completion", NAME, PROFILES, "judged_mean", False, True, 0.0, 1.0),
+    Metric("information_grounding", "Information Grounding", NAME, PROFILES, "judged_mean", True, True, 0.0, 1.0),
+)
+JUDGE_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
+_ENTRY_KEYS = ("pre_id", "per_id")
+
+
+def _score(path: Path, value: Any, task_id: str, where: str) -> float:
+    if not is_number(value) or not 0.0 <= value <= 1.0:
+        raise InputError(path, f"must be a number in [0, 1], got {value!r}", task_id=task_id, field=where)
+    return float(value)
+
+
+def _published_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
+    """One entry of a published taskcompletion.json, checked (a bare number is a Task Completion)."""
+    if is_number(entry):
+        return {"final": _score(path, entry, task_id, "final"), "judges": []}
+    if not isinstance(entry, dict):
+        raise InputError(path, "must be an object {final, judges, info_grounding}", task_id=task_id)
+    out = dict(entry)
+    out["final"] = _score(path, entry.get("final"), task_id, "final")
+    grounding = entry.get("info_grounding")
+    if grounding is not None:
+        if not isinstance(grounding, dict):
+            raise InputError(path, "must be an object {final, judges}", task_id=task_id, field="info_grounding")
+        out["info_grounding"] = {**grounding,
+                                 "final": _score(path, grounding.get("final"), task_id, "info_grounding.final")}
+    return out
+
+
+def _record_entry(path: Path, task_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A {task_completion, information_grounding} record as a published entry."""
+    tc, ig = (_score(path, record.get(key), task_id, key) for key in JUDGE_KEYS)
+    return {"final": tc, "judges": [], "info_grounding": {"final": ig, "judges": []}}
+
+
+def read_taskcompletion(path: str | Path) -> dict[str, dict[str, Any]]:
+    """id -> published entry ({final, judges, info_grounding?}) of a judge file in any accepted shape."""
+    path = Path(path)
+    root = read_json(path, "judge file")
+    if isinstance(root, dict) and any(k in root for k in _ENTRY_KEYS):
+        key = next(k for k in _ENTRY_KEYS if k in root)
+        entries = root[key]
+        if not isinstance(entries, dict):
+            raise InputError(path, "must be an object of id -> entry", field=key)
+        return {str(tid): _published_entry(path, str(tid), entry) for tid, entry in entries.items()}
+    if isinstance(root, dict):
+        items = [(str(k), v) for k, v in root.items()]
+    elif isinstance(root, list):
+        items = [(str(v["id"]) if isinstance(v, dict) and v.get("id") is not None else None, v) for v in root]
+    else:
+        raise InputError(path, "the root must be a taskcompletion object, a list or an object of judge records")
+    out = {}
+    for position, (tid, record) in enumerate(items):
+        if tid is None or not isinstance(record, dict):
+            raise InputError(path, "a judge record must be an object with an id", task_id=f"#{position}", field="id")
+        out[tid] = _record_entry(path, tid, record)
+    return out
+
+
+def judge_values(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """id -> {task_completion, information_grounding (when judged)} of published entries."""
+    out = {}
+    for tid, entry in entries.items():
+        values = {"task_completion": entry["final"]}
+        if isinstance(entry.get("info_grounding"), dict):
+            values["information_grounding"] = entry["info_grounding"]["final"]
+        out[tid] = values
+    return out
+
+
+def taskcompletion_document(entries: dict[str, dict[str, Any]], num_total: int, **extra: Any) -> dict[str, Any]:
+    """A taskcompletion.json in the published shape: aggregate (rates are means over the judged tasks,
+    null when none is judged) and pre_id; `extra` adds top-level keys (e.g. meta)."""
+    tc = [e["final"] for e in entries.values()]
+    ig = [e["info_grounding"]["final"] for e in entries.values() if isinstance(e.get("info_grounding"), dict)]
+    aggregate = {"num_total": num_total, "num_scored": len(entries),
+                 "completion_rate": mean(tc) if tc else None,
+                 "information_grounding_rate": mean(ig) if ig else None}
+    return {"aggregate": aggregate, "pre_id": entries, **extra}
+
+
+def read(path: Path) -> Verdicts:
+    """Task Completion and Information Grounding per task id of a judge file in any accepted shape."""
+    return Verdicts(per_id=judge_values(read_taskcompletion(path)))
+
+
+async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
+    """One task's entry in the published shape ({final, judges, info_grounding: {final, judges}}) from
+    every judge of the pool; the pool's JudgeFailure when some judge has no answer."""
+    if task.prediction is None or task.reference is None:
+        raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
+    return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars)
+
+
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,
+                      suffix=TASKCOMPLETION, judge=judge, entries=read_taskcompletion, read=read, option="judge",
+                      position=10)

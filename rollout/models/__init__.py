@@ -1,0 +1,15 @@
+"""The model layer the agent and the judges share: chat models behind APIs, one module per concern.
+
+- `rollout.models.base`: settings of a model config, completions, the retry/backoff loop and the
+  classification of SDK errors (retry or fail);
+- `rollout.models.errors`: `ModelError`, a model call that failed for good;
+- `rollout.models.images`: workspace images encoded for a request (scaled down, memoised);
+- `rollout.models.openai_chat`: chat completions over the openai SDK (any OpenAI-compatible API);
+- `rollout.models.anthropic_messages`: Anthropic's messages API (the optional extra ``anthropic``);
+- `rollout.models.loopback`: the scripted chat server on loopback and its policies by name
+  (`register_policy`);
+- `rollout.models.scripted`: the scripted model, a loopback chat server the driver starts and stops;
+- `rollout.models.registry`: providers by name (`register_provider`) and `build_driver(cfg)`;
+- `rollout.models.replies`: the JSON object and tool calls of a reply;
+- `rollout.models.clients`: bounded concurrency and quiet client loggers for runs of many requests.
+"""

@@ -1,0 +1,60 @@
+"""The scripted model as a provider: a loopback chat server following a script, owned by its driver.
+
+The driver starts a `ScriptedChatServer` (127.0.0.1, a port chosen by the OS) with the policy the
+model config's ``policy`` names among the registered ones (rollout.models.loopback.register_policy):
+``plan`` (the default; rollout.scripted), ``judge`` (rollout.judges.scripted), or any other. It talks
+to the server as an OpenAI-compatible API and stops it in `aclose`; with ``base_url`` it talks to a
+scripted server of another process instead. No key is needed. A message's markers (MARKERS: the
+judges' rubric ``purpose`` and question ``payload``) are kept in the request the server sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rollout.models.base import DriverSettings, settings_from_config
+from rollout.models.loopback import Policy, ScriptedChatServer, policy_of
+from rollout.models.openai_chat import OpenAIChatDriver
+
+MARKERS: tuple[str, ...] = ("purpose", "payload")
+"""Keys of a message kept for the scripted server besides what the chat API sends."""
+
+
+class ScriptedDriver(OpenAIChatDriver):
+    """Chat completions from a scripted server on loopback: its own, which lives as long as the driver,
+    or (with ``base_url``) one serving from another process (``python -m rollout.judges.scripted``)."""
+
+    def __init__(self, settings: DriverSettings, policy: Policy | None, delay: float = 0.0) -> None:
+        self._server = ScriptedChatServer(policy, delay=delay) if policy is not None else None
+        base_url = self._server.start() if self._server is not None else settings.base_url
+        try:
+            super().__init__(dataclasses.replace(settings, base_url=base_url, api_key_env=None))
+        except BaseException:
+            if self._server is not None:
+                self._server.stop()
+            raise
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> ScriptedDriver:
+        """The driver of a scripted model config (``policy``, its settings such as ``script`` or ``bias``,
+        ``delay``; or ``base_url``, a scripted server already running)."""
+        settings = settings_from_config(cfg)
+        if settings.base_url:
+            return cls(settings, None)
+        return cls(settings, policy_of(cfg), float(cfg.get("delay") or 0.0))
+
+    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
+        converted = super()._convert(messages, workspace)
+        return [{**c, **{k: m[k] for k in MARKERS if k in m}} for c, m in zip(converted, messages)]
+
+    async def aclose(self) -> None:
+        """Close the client, then stop the loopback server it owns."""
+        try:
+            await super().aclose()
+        finally:
+            if self._server is not None:
+                await asyncio.to_thread(self._server.stop)

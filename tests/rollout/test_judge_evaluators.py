@@ -1,0 +1,62 @@
+"""The judge app's generic path: an evaluator with a `judge` function, asked about every task with what
+it reads, its file written after every task and resumed by a rerun; the configured evaluators."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from rollout_helpers import ROOT, compose_judge
+
+from engine.contract import InputError, read_trajectories
+from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs
+from engine.evaluators.judging import Question, first_answer, parse_score
+from engine.evaluators.prompts import COMPLETION, completion_payload
+from rollout.judges.run import configured, evaluator_stage
+
+SEEN: list[tuple[str, bool, bool, str | None]] = []
+
+
+async def _judge(ctx: JudgeContext, task: TaskInputs) -> dict:
+    SEEN.append((task.task_id, task.reference is not None, task.task is not None, task.final_answer))
+    question = Question(COMPLETION, completion_payload(task.task["question"], task.prediction.raw))
+    spec = ctx.pool.specs[0]
+    score = await first_answer(ctx.pool, spec, question, ctx.attempts, lambda r: parse_score(r, 0.0, 10.0))
+    return {"score": score / 10.0, "scale": ctx.options.get("scale")}
+
+
+PROBE = Evaluator(name="probe", reads=frozenset({"prediction", "final_answer", "reference", "task"}),
+                  metrics=(Metric("probe_score", "Probe", "probe", ("reference", "paper"), "judged_mean", False,
+                                  False, 0.0, 1.0),),
+                  suffix="probe", judge=_judge, document=lambda entries, meta: {"per_id": entries, "meta": meta},
+                  entries=lambda path: json.loads(path.read_text())["per_id"], read=lambda path: None)
+
+
+def test_an_evaluator_judges_every_task_and_resumes(tmp_path):
+    reference = ROOT / "rollout" / "demo" / "reference.json"
+    cfg = compose_judge("judges=scripted", "data=rollout_demo", f"predictions={reference}",
+                        f"cache_dir={tmp_path / 'cache'}", f"results_dir={tmp_path}", "+evaluators.probe.scale=2")
+    preds = read_trajectories(reference)
+    out = tmp_path / "probe.json"
+    SEEN.clear()
+    assert asyncio.run(evaluator_stage(cfg, PROBE, preds, preds, out)) == 0
+    written = json.loads(out.read_text())
+    assert list(written["per_id"]) == list(preds.tasks)
+    assert all(0.0 <= e["score"] <= 1.0 and e["scale"] == 2 for e in written["per_id"].values())
+    assert sorted(s[0] for s in SEEN) == sorted(preds.tasks) and all(s[1] and s[2] and s[3] for s in SEEN)
+    assert sum(u["requests"] for u in written["meta"]["usage"].values()) == len(preds.tasks)
+    SEEN.clear()
+    assert asyncio.run(evaluator_stage(cfg, PROBE, preds, preds, out)) == 0  # resumed: nothing left to ask
+    assert SEEN == [] and json.loads(out.read_text())["per_id"] == written["per_id"]
+
+
+def test_the_configured_evaluators():
+    cfg = compose_judge("judges=scripted", "data=rollout_demo")
+    assert [e.name for e in configured(cfg)] == ["m3_judges", "call_outcomes"]
+    assert [e.name for e in configured({**cfg, "stage": "calls"})] == ["call_outcomes"]
+    assert [e.name for e in configured(compose_judge("evaluators=[call_outcomes]"))] == ["call_outcomes"]
+    with pytest.raises(InputError, match="field 'stage'"):
+        configured({**cfg, "stage": "nope"})
+    with pytest.raises(InputError, match="field 'evaluators.nope': unknown evaluator 'nope'"):
+        configured({**cfg, "evaluators": {"nope": {}}})

@@ -1,0 +1,95 @@
+"""The evaluator registry, the metric table built from it, and the score side's evaluator files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import engine.judge_results as joining
+from engine.contract import read_trajectories
+from engine.evaluators import evaluator, evaluators, names
+from engine.evaluators.base import Evaluator, Metric, Verdicts
+from engine.judge_results import Joined, joined_files, load_joined
+from engine.metricspec import BY_KEY, EVALUATOR_KEYS, METRICS, evaluator_columns, metric_value
+
+
+def test_the_registry_loads_evaluators_by_module_name():
+    assert {"m3_judges", "call_outcomes"} <= set(names())
+    assert [e.name for e in evaluators()][:2] == ["m3_judges", "call_outcomes"]
+    judges = evaluator("m3_judges")
+    assert judges.suffix == "taskcompletion" and judges.option == "judge"
+    assert evaluator("call_outcomes").suffix == "callanalysis" and evaluator("call_outcomes").option == "calls"
+    with pytest.raises(ValueError, match="unknown evaluator 'nope'; expected one of .*m3_judges"):
+        evaluator("nope")
+
+
+def test_the_metric_table_is_the_core_then_the_evaluators():
+    keys = [m.key for m in METRICS]
+    assert keys[:8] == ["recall", "precision", "avg_sim_all_cov", "avg_sim_strong_cov", "arg_sim",
+                        "step_coherence_cov", "order_consistency_cov", "merge_purity_cov"]
+    assert keys[-2:] == ["avg_Rounds", "avg_tool_calls"]
+    assert EVALUATOR_KEYS[:7] == ("task_completion", "information_grounding", "illegal_calling", "unknown_tool",
+                                  "invalid_arguments", "resource_not_found", "success")
+    assert BY_KEY["task_completion"].source == "m3_judges" and BY_KEY["success"].source == "call_outcomes"
+    assert [c.label for c in evaluator_columns()][:2] == ["Task Completion", "Information Grounding"]
+
+
+def test_a_dotted_key_names_a_nested_value():
+    block = {"tool_use": {"proactivity": 0.5, "volume": 2.0}, "recall": 1.0}
+    assert metric_value(block, "tool_use.proactivity") == 0.5 and metric_value(block, "recall") == 1.0
+    assert metric_value(block, "tool_use.success_rate") is None and metric_value(block, "recall.x") is None
+
+
+def test_an_evaluator_declares_consistently():
+    row = Metric("x", "X", "other", ("reference",), "sum", False, False)
+    with pytest.raises(ValueError, match="must have source 'mine'"):
+        Evaluator(name="mine", reads=frozenset({"prediction"}), metrics=(row,), compute=lambda f: Verdicts())
+    with pytest.raises(ValueError, match="unknown input"):
+        Evaluator(name="mine", reads=frozenset({"mood"}), metrics=(), compute=lambda f: Verdicts())
+    with pytest.raises(ValueError, match="exactly one of read"):
+        Evaluator(name="mine", reads=frozenset(), metrics=())
+
+
+def test_files_are_found_by_suffix_or_named_by_option(tmp_path):
+    preds = tmp_path / "m_test_mcp_fuzzy.json"
+    judged = tmp_path / "m_test_mcp_fuzzy_taskcompletion.json"
+    judged.write_text(json.dumps({"pre_id": {"a": {"final": 0.5, "judges": []}}}))
+    found = joined_files(preds)
+    assert dict(found.files) == {"m3_judges": judged} and found.meta() == {"judge": str(judged)}
+    calls = tmp_path / "elsewhere.json"
+    calls.write_text(json.dumps({"illegal_calling": 1, "unknown_tool": 0, "invalid_arguments": 0,
+                                 "resource_not_found": 0, "success": 3}))
+    named = joined_files(preds, {"calls": str(calls)})
+    assert named.meta() == {"judge": str(judged), "calls": str(calls)}
+    joined = load_joined(named)
+    assert isinstance(joined, Joined)
+    assert joined.per_id == {"a": {"task_completion": 0.5}} and joined.totals["success"] == 3
+    assert joined.expected == [(str(judged), ("task_completion", "information_grounding"))]
+    assert load_joined(joined_files(tmp_path / "other.json")) is None
+
+
+def _calls_per_task(predictions) -> Verdicts:
+    return Verdicts(per_id={tid: {"probe": {"calls": sum(len(s.calls) for s in t.steps)}}
+                            for tid, t in predictions.tasks.items()})
+
+
+def _probe_aggregate(values: Verdicts, ids) -> dict:
+    calls = [values.per_id[i]["probe"]["calls"] for i in ids if i in values.per_id]
+    return {"probe": {"calls": sum(calls), "tasks": len(calls)}}
+
+
+PROBE = Evaluator(name="probe", reads=frozenset({"prediction"}), compute=_calls_per_task, aggregate=_probe_aggregate,
+                  metrics=(Metric("probe.calls", "Probe Calls", "probe", ("reference", "paper"), "evaluator", False,
+                                  False, 0.0),))
+
+
+def test_a_computed_evaluator_joins_with_its_own_nested_aggregate(tmp_path, monkeypatch):
+    monkeypatch.setattr(joining, "evaluators", lambda: (*evaluators(), PROBE))
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"id": "a", "steps": [{"step": 1, "calls": [{"name": "s/t", "arguments": {}}] * 2}]},
+                                 {"id": "b", "steps": []}]))
+    joined = load_joined(joined_files(preds), read_trajectories(preds))
+    assert joined is not None and joined.expected == [] and joined.keys() == []
+    assert joining.joined_aggregate(joined, ["a", "b"]) == {"probe": {"calls": 2, "tasks": 2}}
+    assert joining.joined_aggregate(joined, ["b"], totals=False) == {"probe": {"calls": 0, "tasks": 1}}
