@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import mimetypes
 import os
-import re
 import shutil
 from pathlib import Path
+
+from engine.contract import safe_name
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff")
 MEDIA = "media"

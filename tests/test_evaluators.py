@@ -32,7 +32,16 @@ def test_the_metric_table_is_the_core_then_the_evaluators():
     assert EVALUATOR_KEYS[:7] == ("task_completion", "information_grounding", "illegal_calling", "unknown_tool",
                                   "invalid_arguments", "resource_not_found", "success")
     assert BY_KEY["task_completion"].source == "m3_judges" and BY_KEY["success"].source == "call_outcomes"
-    assert [c.label for c in evaluator_columns()][:2] == ["Task Completion", "Information Grounding"]
+    assert [c.label for c in evaluator_columns()] == ["Task Completion", "Information Grounding",
+                                                      "Average Rubric Score", "Average Pass Rate"]
+
+
+def test_the_registry_holds_every_evaluator_in_table_order():
+    assert [e.name for e in evaluators()] == ["m3_judges", "call_outcomes", "vtb_rubrics", "tool_use",
+                                              "answer_equivalence", "verifiers"]
+    assert evaluator("vtb_rubrics").option == "rubrics" and evaluator("tool_use").suffix is None
+    assert [e.name for e in evaluators() if e.all_tasks] == ["answer_equivalence", "verifiers"]
+    assert [e.name for e in evaluators() if e.judge is not None and not e.pool] == ["verifiers"]
 
 
 def test_a_dotted_key_names_a_nested_value():
@@ -91,5 +100,8 @@ def test_a_computed_evaluator_joins_with_its_own_nested_aggregate(tmp_path, monk
                                  {"id": "b", "steps": []}]))
     joined = load_joined(joined_files(preds), read_trajectories(preds))
     assert joined is not None and joined.expected == [] and joined.keys() == []
-    assert joining.joined_aggregate(joined, ["a", "b"]) == {"probe": {"calls": 2, "tasks": 2}}
-    assert joining.joined_aggregate(joined, ["b"], totals=False) == {"probe": {"calls": 0, "tasks": 1}}
+    assert joining.joined_aggregate(joined, ["a", "b"])["probe"] == {"calls": 2, "tasks": 2}
+    assert joining.joined_aggregate(joined, ["b"], totals=False)["probe"] == {"calls": 0, "tasks": 1}
+    # beside the registry's own computed evaluator (tool_use), whose nested aggregate joins the same way
+    assert joining.joined_aggregate(joined, ["a", "b"])["tool_use"] == {"proactivity": 0.5, "success_rate": None,
+                                                                        "volume": 1.0}

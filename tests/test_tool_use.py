@@ -94,7 +94,8 @@ def test_success_rate_is_null_without_flags_or_calls() -> None:
 def test_evaluator_declaration() -> None:
     ev = tool_use.EVALUATOR
     assert ev.name == "tool_use" and ev.suffix is None and ev.read is None and ev.compute is tool_use.compute
-    assert [m.key for m in ev.metrics] == ["proactivity", "success_rate", "volume"]
+    assert [m.key for m in ev.metrics] == ["tool_use.proactivity", "tool_use.success_rate", "tool_use.volume"]
+    assert all(m.aggregation == "evaluator" and not m.column for m in ev.metrics)
 
 
 def test_report_table_has_the_columns_overall_and_per_family() -> None:

@@ -136,12 +136,15 @@ def test_success_needs_a_declared_verdict() -> None:
     with pytest.raises(InputError, match=r"t1.json: id b: field 'task_completion': a finished trial needs"):
         inventory(["a", "b"], [trial("t1.json", [record("a"), record("b")], {"a": 0.9})], SuccessRule())
     rubric = SuccessRule("critical_rubrics")
-    fraction = Trial(Path("t1.json"), parse_trajectories(Path("t1.json"), [record("a")]), {"a": {"pass": 0.75}})
-    with pytest.raises(InputError, match=r"field 'pass': must be a pass/fail verdict"):
+    fraction = Trial(Path("t1.json"), parse_trajectories(Path("t1.json"), [record("a")]), {"a": {"pass_rate": 0.75}})
+    with pytest.raises(InputError, match=r"field 'pass_rate': must be a pass/fail verdict"):
         inventory(["a"], [fraction], rubric)
     verdict = Trial(Path("t1.json"), parse_trajectories(Path("t1.json"), [record("a")]), {"a": {"ok": True}})
     assert inventory(["a"], [verdict], SuccessRule("outcome_checks", key="ok"))[0].success is True
-    assert success_rule({"rule": "outcome_checks"}).field == "checks_passed"
+    assert success_rule({"rule": "outcome_checks"}).field == "check_success"
+    assert success_rule({"rule": "critical_rubrics"}).field == "pass_rate"
+    errored = Trial(Path("t1.json"), parse_trajectories(Path("t1.json"), [record("a")]), {"a": {"check_success": None}})
+    assert inventory(["a"], [errored], SuccessRule("outcome_checks"))[0].success is False  # an evaluator error
     with pytest.raises(ConfigError, match="trials.success.rule"):
         success_rule({"rule": "sum_of_fractions"})
     with pytest.raises(ConfigError, match="trials.success.threshold"):

@@ -178,11 +178,9 @@ def _scripted(model: str, bias: float = 0.0) -> dict[str, Any]:
 
 
 def _judge(tmp_path: Path, judges: dict[str, dict[str, Any]], preds: TrajectoryFile, attempts: int = 2) -> dict:
-    from rollout.errors import ModelError
-
     async def go() -> dict:
         async with _pool(tmp_path, judges) as pool:
-            ctx = JudgeContext(pool, attempts, no_answer=(ModelError,))
+            ctx = JudgeContext(pool, attempts)
             return await vtb.EVALUATOR.judge(ctx, TaskInputs("mt", prediction=preds.tasks["mt"], task=TASK))
 
     return asyncio.run(go())
@@ -206,7 +204,7 @@ def test_multi_turn_tasks_pool_their_rubrics_and_keep_each_turn(tmp_path: Path) 
     entry = _judge(tmp_path, {"a": _scripted("judge-a")}, _predictions(None, "101 x 81 pixels"))
     assert entry["turns"][0]["pass"] is True and entry["turns"][1]["pass"] is False and entry["pass"] is False
     values = vtb.read(_write(tmp_path / "own.json", vtb.document({"mt": entry}, {})))
-    assert values.per_id["mt"]["turns"] == [{"score": 1.0, "pass": True, "no_critical": False},
+    assert values.detail["mt"]["turns"] == [{"score": 1.0, "pass": True, "no_critical": False},
                                             {"score": 0.0, "pass": False, "no_critical": False}]
     assert values.per_id["mt"]["rubric_score"] == pytest.approx(7 / 11) and values.per_id["mt"]["pass_rate"] == 0.0
 
@@ -239,7 +237,7 @@ def test_a_judge_that_never_answers_is_counted_apart(tmp_path: Path, chat_server
 
 
 def test_an_unreachable_judge_is_counted_apart(tmp_path: Path, chat_server) -> None:
-    from rollout.scripted import Reply
+    from rollout.models.loopback import Reply
 
     down = chat_server(lambda request: Reply(status=500, error="down"))
     broken = {"provider": "openai", "api_name": "down", "base_url": down.base_url, "api_key_env": None,
@@ -251,7 +249,7 @@ def test_an_unreachable_judge_is_counted_apart(tmp_path: Path, chat_server) -> N
 
 @pytest.fixture
 def chat_server():
-    from rollout.scripted import ScriptedChatServer
+    from rollout.models.loopback import ScriptedChatServer
 
     servers = []
 
@@ -272,7 +270,7 @@ def _stage(tmp_path: Path, pool: str = "scripted", *extra: str) -> tuple[int, di
     from rollout.judges.cli import compose_config
     from rollout.judges.run import run
 
-    cfg = compose_config(["stage=rubrics", f"judges={pool}", "data=vtb_demo", f"results_dir={tmp_path}",
+    cfg = compose_config(["evaluators=[vtb_rubrics]", "stage=vtb_rubrics", f"judges={pool}", "data=vtb_demo", f"results_dir={tmp_path}",
                           f"predictions={tmp_path / 'p_test_mcp_fuzzy.json'}", f"cache_dir={tmp_path / 'cache'}",
                           *extra])
     status = run(cfg)
@@ -288,10 +286,10 @@ def test_the_judge_stage_writes_resumes_and_reports_failures(tmp_path: Path, cap
     assert doc["meta"]["agreement"]["judges"] == ["scripted-judge-a", "scripted-judge-b", "scripted-judge-c",
                                                   "scripted-judge-d"]
     assert doc["aggregate"]["tasks"] == 3 and "by_category" in doc["aggregate"]
-    assert "(3 now, 0 with rubrics" in capsys.readouterr().out
+    assert "(3 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     status, again = _stage(tmp_path)
     assert status == 0 and again["per_id"] == doc["per_id"]
-    assert "(0 now, 0 with rubrics" in capsys.readouterr().out
+    assert "(0 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
 
 
@@ -309,7 +307,7 @@ def test_a_rerun_judges_again_the_tasks_a_judge_left_unanswered(tmp_path: Path, 
     capsys.readouterr()
     status, again = _stage(tmp_path, "scripted")  # the pool without the mute judge: judged again, from the cache
     assert status == 0 and again["meta"]["incomplete"] == [] and again["aggregate"]["unanswered"] == 0
-    assert "(2 now, 0 with rubrics" in capsys.readouterr().out
+    assert "(2 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
     assert again["meta"]["usage"]["scripted_a"]["cached"] > 0
 
@@ -320,7 +318,7 @@ def test_the_dropin_file_joins_per_task_and_in_aggregate(tmp_path: Path) -> None
     path = _write(tmp_path / "verdicts.json", [
         {"id": "a", "rubrics": [{"weight": 3, "met": True, "category": "Reasoning"}, {"weight": 4, "met": False}]},
         {"id": "b", "rubrics": [{"weight": 5, "critical": True, "met": True}]}])
-    joined = load_joined(JoinedFiles(rubrics=path))
+    joined = load_joined(JoinedFiles({"vtb_rubrics": path}))
     assert joined.per_id == {"a": {"rubric_score": pytest.approx(3 / 7), "pass_rate": 0.0},
                              "b": {"rubric_score": 1.0, "pass_rate": 1.0}}
     agg = joined_aggregate(joined, ["a", "b", "c"])
@@ -354,9 +352,9 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     results, out = tmp_path / "results", tmp_path / "board"
     script("rollout", "model=scripted", "tasks=vtb_demo", "model.script=${rollout_path:demo/vtb_reference.json}",
            f"results_dir={results}", cwd=tmp_path)
-    judged = script("judge", "model=scripted", "judges=scripted", "data=vtb_demo", "stage=rubrics",
+    judged = script("judge", "model=scripted", "judges=scripted", "data=vtb_demo", "evaluators=[vtb_rubrics]",
                     f"results_dir={results}", cwd=tmp_path)
-    assert "vtb_rubrics: 6 task(s) judged (6 now, 0 with rubrics" in judged.stdout
+    assert "vtb_rubrics: 6 of 6 task(s) judged (6 now, 0 failed, 0 incomplete)" in judged.stdout
     script("score", "sweep=leaderboard", "data=vtb_demo", f"results_dir={results}", f"output_dir={out}",
            f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
 

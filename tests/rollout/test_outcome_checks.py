@@ -80,7 +80,7 @@ def test_a_judge_that_never_answers_leaves_the_task_unjudged(tmp_path, chat_serv
     preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [{"id": "a", "steps": [], "final_reply": "2"},
                                                             {"id": "b", "steps": [], "final_reply": "?"}])
     server = chat_server(never)
-    cfg = compose_judge(f"predictions={preds}", f"data.tasks={tasks}", "stage=outcomes",
+    cfg = compose_judge(f"predictions={preds}", f"data.tasks={tasks}", "stage=answer_equivalence",
                         "evaluators=[answer_equivalence]",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "attempts=2",
                         f"workspace_dir={tmp_path / 'ws'}", f"tool_log_dir={tmp_path / 'logs'}")
@@ -112,7 +112,7 @@ def test_demo_sets_rollout_judge_score_reports(tmp_path) -> None:
     for demo, evaluator in (("mcpverse", "answer_equivalence"), ("tobench", "verifiers")):
         results = tmp_path / demo
         app("rollout", f"model=scripted_{demo}", f"tasks={demo}_demo", f"results_dir={results}", cwd=tmp_path)
-        app("judge", "model=scripted", "judges=scripted", f"data={demo}_demo", "stage=outcomes",
+        app("judge", "model=scripted", "judges=scripted", f"data={demo}_demo", "stage=answer_equivalence",
             f"evaluators=[{evaluator}]", f"results_dir={results}", f"cache_dir={tmp_path / 'judges'}", cwd=tmp_path)
         out = tmp_path / f"score_{demo}"
         app("score", "sweep=leaderboard", f"data={demo}_demo", f"results_dir={results}", f"output_dir={out}",

@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import ROOT
+from rollout_helpers import ROOT, compose_judge
+
+from engine.contract import read_trajectories
+from engine.judge_results import joined_files, load_joined
+from engine.trials import Trial, inventory, success_rule, trial_path
+from rollout.judges.run import run as run_judge
 
 
 def script(name: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -41,3 +46,32 @@ def test_four_trials_rollout_judge_score(tmp_path: Path, embedding_cache: Path) 
     assert doc["aggregate"]["task_completion"] == {"mean": pytest.approx(0.975), "std": 0.0, "n": 4}
     assert "| scripted | 4 |" in (out / "leaderboard_trials.md").read_text()
     assert (out / "scripted_trial4" / "results_eval.json").is_file()
+
+
+def test_trial_success_from_each_evaluator_rule(tmp_path: Path) -> None:
+    """Two trials judged by the judge app (scripted judges, a real check module), their rubric and check
+    files joined as the score app joins them: the default keys of critical_rubrics and outcome_checks."""
+    (tmp_path / "check.py").write_text("def check(trajectory, workspace, tool_log):\n"
+                                       "    return ['42' in (trajectory.get('final_reply') or '')]\n")
+    rubric = {"description": 'States "42".', "weight": 5, "critical": True}
+    tasks = [{"id": tid, "check": "check.py", "turns": [{"prompt": "6 x 7?", "golden_answer": "42",
+                                                          "rubrics": [rubric]}]} for tid in ("a", "b")]
+    (tmp_path / "tasks.json").write_text(json.dumps(tasks))
+    pred = tmp_path / "m_test_mcp_fuzzy.json"
+    replies = [{"a": "It is 42.", "b": "It is 41."}, {"a": "Perhaps 40.", "b": "42, surely."}]
+    for i, answers in enumerate(replies, 1):
+        trial_path(pred, i).write_text(json.dumps([{"id": t, "steps": [], "final_reply": r} for t, r in answers.items()]))
+    cfg = compose_judge(f"predictions={pred}", f"data.tasks={tmp_path / 'tasks.json'}", "judges=scripted",
+                        "evaluators=[vtb_rubrics,verifiers]", f"cache_dir={tmp_path / 'cache'}",
+                        f"workspace_dir={tmp_path / 'ws'}", f"tool_log_dir={tmp_path / 'logs'}")
+    assert run_judge(cfg) == 0
+    trials = []
+    for i in (1, 2):
+        path = trial_path(pred, i)
+        assert path.with_name(f"{path.stem}_rubrics.json").is_file() and path.with_name(f"{path.stem}_checks.json").is_file()
+        joined = load_joined(joined_files(path))
+        trials.append(Trial(path, read_trajectories(path), joined.per_id if joined else {}))
+    expected = [("a", 1, True), ("b", 1, False), ("a", 2, False), ("b", 2, True)]
+    for rule in ("critical_rubrics", "outcome_checks"):
+        slots = inventory(["a", "b"], trials, success_rule({"rule": rule}))
+        assert [(s.task_id, s.trial, s.success) for s in slots] == expected, rule
