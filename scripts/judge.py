@@ -3,6 +3,7 @@
     python scripts/judge.py model=gpt5                          # the published judge pool
     python scripts/judge.py model=scripted judges=scripted data=rollout_demo   # the offline demo
     python scripts/judge.py model=gpt5 stage=calls              # only the call outcomes
+    python scripts/judge.py model=NAME data=vtb_demo 'evaluators=[vtb_rubrics]'   # another evaluator
     python scripts/judge.py --help                              # every setting with its description
 """
 

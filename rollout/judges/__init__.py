@@ -9,7 +9,7 @@ package holds the pool that answers, the call outcome rules and the judge app.
 - `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
 - `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;
 - `rollout.judges.calls`: call outcomes of a file (rules, then a judge) and the callanalysis.json;
-- `rollout.judges.evaluated`: a judging evaluator of engine.evaluators (the VisualToolBench rubrics) over a file;
 - `rollout.judges.scripted`: the scripted judging policy (demo, tests, benchmark);
-- `rollout.judges.run`, `rollout.judges.cli`: the judge app (Hydra, config root conf/judge/).
+- `rollout.judges.run`, `rollout.judges.cli`: the judge app (Hydra, config root conf/judge/), running every
+  configured evaluator of engine.evaluators.
 """
