@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from engine.contract import InputError, read_json
-from engine.metricspec import AVERAGE, leaderboard_columns
+from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
 from engine.reports.plots import _colors, save_figure
 from engine.reports.tables import Table
 from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, mean_std
@@ -39,7 +39,7 @@ def _spread(block: dict[str, Any] | None) -> str | None:
 def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table:
     """One row per model: each leaderboard column and the Average Score as mean ± std over its
     trials, pass^1 and pass^N (losses counted as failures; losses excluded in brackets), lost slots."""
-    columns = [*leaderboard_columns("alignment"), *leaderboard_columns("judge")]
+    columns = [*leaderboard_columns("alignment"), *evaluator_columns()]
     present = [c for c in columns if any(next((k for k in c.keys if k in d["aggregate"]), None)
                                          for d in models.values())]
     averages: dict[str, list[float]] = {}
