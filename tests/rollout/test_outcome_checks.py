@@ -112,7 +112,7 @@ def test_demo_sets_rollout_judge_score_reports(tmp_path) -> None:
     for demo, evaluator in (("mcpverse", "answer_equivalence"), ("tobench", "verifiers")):
         results = tmp_path / demo
         app("rollout", f"model=scripted_{demo}", f"tasks={demo}_demo", f"results_dir={results}", cwd=tmp_path)
-        app("judge", "model=scripted", "judges=scripted", f"data={demo}_demo", "stage=answer_equivalence",
+        app("judge", "model=scripted", "judges=scripted", f"data={demo}_demo",
             f"evaluators=[{evaluator}]", f"results_dir={results}", f"cache_dir={tmp_path / 'judges'}", cwd=tmp_path)
         out = tmp_path / f"score_{demo}"
         app("score", "sweep=leaderboard", f"data={demo}_demo", f"results_dir={results}", f"output_dir={out}",
