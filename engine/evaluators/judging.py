@@ -46,14 +46,18 @@ class Rubric:
 
 @dataclass(frozen=True)
 class Question:
-    """What a judge is asked: a rubric and its payload (with the payload's digest, computed once)."""
+    """What a judge is asked: a rubric, its payload and the images shown with it besides those the
+    payload names (absolute paths, e.g. the task's input image), with the digest of what is asked
+    (computed once; the payload's alone when there are no such images)."""
 
     rubric: Rubric
     payload: dict[str, Any]
+    images: tuple[str, ...] = ()
     payload_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "payload_digest", digest(self.payload))
+        asked = {"payload": self.payload, "images": list(self.images)} if self.images else self.payload
+        object.__setattr__(self, "payload_digest", digest(asked))
 
 
 _PUBLISHED_BOXED = re.compile(r"\\boxed\{\s*([^}]+)\s*\}")
