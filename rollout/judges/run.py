@@ -211,7 +211,8 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
     samples = [i for i in preds.tasks if not wanted or i in wanted]
     document = outcome_document(labels, illegal, samples, predictions=str(preds.path),
                                 catalogue=catalogue.source if catalogue else None, judge=spec.name,
-                                prompt_version=pool.rubric(OUTCOME).version, usage={spec.name: pool.usage[spec.name].to_json(spec)})
+                                prompt_version=pool.rubric(OUTCOME).version,
+                                usage={spec.name: pool.usage[spec.name].to_json(spec)})
     atomic_write_json(output, document)
     counts = ", ".join(f"{k} {document[k]}" for k in ("illegal_calling", "unknown_tool", "invalid_arguments",
                                                       "resource_not_found", "success", "undecided"))

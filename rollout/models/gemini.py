@@ -60,9 +60,9 @@ class GeminiDriver(ModelDriver):
         usage = response.usage_metadata
         candidates = response.candidates or []
         finish = candidates[0].finish_reason if candidates else None
-        return Completion(response.text or "",
-                          usage_of(getattr(usage, "prompt_token_count", 0), getattr(usage, "candidates_token_count", 0)),
-                          response.model_version or self.name, str(finish.value if finish is not None else None))
+        tokens = usage_of(getattr(usage, "prompt_token_count", 0), getattr(usage, "candidates_token_count", 0))
+        return Completion(response.text or "", tokens, response.model_version or self.name,
+                          getattr(finish, "value", finish))
 
     def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
         if isinstance(exc, self._errors.APIError):

@@ -38,10 +38,12 @@ def _call(name: str, result: str) -> dict:
 def predictions(tmp_path: Path) -> Path:
     """Three entries, one id repeated: the last object of a repeated id is what the rules-first stage
     reads; the published count reads both."""
-    first = {"id": "a", "steps": [{"step": 1, "calls": [_call("s/ok", "fine"), _call("s/bad", "Error: Invalid arguments")]}],
+    first = {"id": "a", "steps": [{"step": 1, "calls": [_call("s/ok", "fine"),
+                                                        _call("s/bad", "Error: Invalid arguments")]}],
              "dialogue": [{"role": "assistant", "work": {"tool_calls": []}}]}
     again = {"id": "a", "steps": [{"step": 1, "calls": [_call("s/missing", "Error: 404 not found")]}]}
-    other = {"id": "b", "steps": [{"step": 1, "calls": [_call("s/ok", "fine"), _call("s/ghost", "The request failed upstream.")]}],
+    other = {"id": "b", "steps": [{"step": 1, "calls": [_call("s/ok", "fine"),
+                                                        _call("s/ghost", "The request failed upstream.")]}],
              "dialogue": [{"role": "assistant", "work": {"tool_calls": []}}]}
     return write_json(tmp_path / "m_test_mcp_fuzzy.json", [first, again, other])
 

@@ -103,6 +103,7 @@ def test_responses_api_request_and_reply(image: Path) -> None:
         completion = _complete(_judge("openai_responses", server.url + "/v1", "gpt-5-mini",
                                       max_output_tokens=32768), messages)
     assert completion.content == "\\boxed{7}" and completion.model == "gpt-5-mini"
+    assert completion.finish_reason == "completed"
     assert completion.usage == {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
     (request,) = server.requests
     assert request["path"] == "/v1/responses"
@@ -112,7 +113,8 @@ def test_responses_api_request_and_reply(image: Path) -> None:
     data_url = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
     assert body["input"] == [
         {"role": "system", "content": [{"type": "input_text", "text": "S"}]},
-        {"role": "user", "content": [{"type": "input_text", "text": "U"}, {"type": "input_image", "image_url": data_url}]}]
+        {"role": "user", "content": [{"type": "input_text", "text": "U"},
+                                     {"type": "input_image", "image_url": data_url}]}]
 
 
 def test_gemini_request_and_reply(image: Path) -> None:
@@ -122,6 +124,7 @@ def test_gemini_request_and_reply(image: Path) -> None:
         completion = _complete(_judge("gemini", server.url, "gemini-2.5-flash", temperature=0.7,
                                       max_output_tokens=32768), messages)
     assert completion.content == "\\boxed{8}" and completion.model == "gemini-2.5-flash"
+    assert completion.finish_reason == "STOP"
     assert completion.usage == {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}
     (request,) = server.requests
     assert request["path"].endswith("/models/gemini-2.5-flash:generateContent")
