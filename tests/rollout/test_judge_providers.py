@@ -40,7 +40,7 @@ def _gemini_reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
 
 class Loopback:
     """An HTTP server on 127.0.0.1 that records every POST (path, headers, JSON body) and answers
-    with `answer(path, body)` as JSON."""
+    with `answer(path, body)`: a JSON object (status 200), or (status, JSON object)."""
 
     def __init__(self, answer) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -50,8 +50,10 @@ class Loopback:
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                data = json.dumps(answer(self.path, body)).encode()
-                self.send_response(200)
+                answered = answer(self.path, body)
+                status, reply = answered if isinstance(answered, tuple) else (200, answered)
+                data = json.dumps(reply).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -142,34 +144,16 @@ def test_gemini_request_and_reply(image: Path) -> None:
 
 
 def test_a_gemini_error_status_is_one_line_and_retried_only_when_transient() -> None:
-    def answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        raise AssertionError("not used")
-
     from rollout.models.errors import ModelError
 
-    class Refusing(Loopback):
-        def __init__(self) -> None:
-            super().__init__(answer)
-            outer = self
-
-            class Handler(self.server.RequestHandlerClass):  # type: ignore[misc, name-defined]
-                def do_POST(self) -> None:  # noqa: N802
-                    self.rfile.read(int(self.headers["Content-Length"]))
-                    outer.requests.append({"path": self.path})
-                    data = json.dumps({"error": {"code": 400, "message": "Bad image", "status": "INVALID_ARGUMENT"}})
-                    self.send_response(400)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data.encode())
-
-            self.server.RequestHandlerClass = Handler
-
-    with Refusing() as server:
-        cfg = {**_judge("gemini", server.url, "gemini-2.5-flash"), "max_retries": 3}
-        with pytest.raises(ModelError, match="model gemini-2.5-flash: HTTP 400: Bad image"):
+    replies = iter([(503, {"error": {"code": 503, "message": "Overloaded", "status": "UNAVAILABLE"}}),
+                    (400, {"error": {"code": 400, "message": "Bad image", "status": "INVALID_ARGUMENT"}})])
+    with Loopback(lambda path, body: next(replies)) as server:
+        cfg = {**_judge("gemini", server.url, "gemini-2.5-flash"), "max_retries": 3,
+               "backoff": {"initial": 0.01, "max": 0.02}}
+        with pytest.raises(ModelError, match="^model gemini-2.5-flash: HTTP 400: Bad image$"):
             _complete(cfg, [{"role": "user", "content": "U"}])
-    assert len(server.requests) == 1
+    assert len(server.requests) == 2  # the 503 retried once, the 400 not
 
 
 def test_the_pool_shows_a_judge_the_images_its_question_names(tmp_path: Path, image: Path, caplog) -> None:
