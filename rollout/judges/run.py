@@ -74,7 +74,7 @@ def wanted_ids(cfg: Mapping[str, Any], known: Iterable[str]) -> set[str]:
     wanted = {str(i) for i in ids}
     unknown = sorted(wanted - set(known))
     if unknown:
-        log.warning("%d id(s) of `ids` are not tasks of the predictions: %s", len(unknown),
+        log.warning("%d id(s) of `ids` match no task to judge: %s", len(unknown),
                     ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else ""))
     return wanted
 

@@ -112,7 +112,7 @@ def test_ids_as_one_id_and_unknown_ids_are_named(tmp_path, chat_server, caplog) 
     assert list(json.loads(output.read_text())["pre_id"]) == ["demo-0001"]
     with caplog.at_level(logging.WARNING, logger="judge"):
         assert run({**cfg, "ids": ["demo-0002", "unknown", "nope"]}) == 0
-    assert "2 id(s) of `ids` are not tasks of the predictions: nope, unknown" in caplog.text
+    assert "2 id(s) of `ids` match no task to judge: nope, unknown" in caplog.text
     assert set(json.loads(output.read_text())["pre_id"]) == {"demo-0001", "demo-0002"}
     with pytest.raises(InputError, match="field 'ids'"):
         run({**cfg, "ids": {"a": 1}})
