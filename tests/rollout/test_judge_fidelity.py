@@ -204,3 +204,26 @@ def test_a_pools_own_prompts_file(tmp_path, chat_server) -> None:
     prompts.write_text("task_completion: ''\n")
     with pytest.raises(InputError, match="field 'task_completion'"):
         run({**cfg, "output": str(tmp_path / "other.json")})
+
+
+def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> None:
+    from PIL import Image
+
+    server = chat_server(lambda body: "\\boxed{8}" if message_texts(body)[0][1] == COMPLETION.system else "\\boxed{1}")
+    gt, preds = _judge_files(tmp_path)
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (2, 2), (0, 90, 0)).save(tmp_path / "images" / "one.png")
+    reference = json.loads(gt.read_text())
+    reference[0]["image"], reference[1]["image"] = "images/one.png", "images/two.png"
+    gt.write_text(json.dumps(reference))
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={tmp_path / 'tc.json'}", "stage=judge",
+                        f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "concurrency=1")
+    cfg["judges"] = {"max_requests": 1, "pool": {"loop": loop_judge(server.base_url)}}
+    with caplog.at_level(logging.WARNING, logger="judge"):
+        assert run(cfg) == 0
+    users = [r["body"]["messages"][-1]["content"] for r in server.requests]
+    shown = [[p["image_url"]["url"][:22] for p in content if p["type"] == "image_url"]
+             if isinstance(content, list) else [] for content in users]
+    assert sorted(shown) == [[], [], ["data:image/png;base64,"], ["data:image/png;base64,"]]
+    assert f"image {tmp_path / 'images' / 'two.png'} is not a file" in caplog.text
+    assert caplog.text.count("is not a file") == 1  # named once, though both questions of the task name it
