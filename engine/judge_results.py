@@ -11,6 +11,7 @@ totals join the file's aggregate as they are.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from engine.contract import TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.base import Evaluator, Verdicts, mean
 from engine.metricspec import metrics_of
+
+log = logging.getLogger(__name__)
 
 
 def companion_path(predictions: Path, suffix: str) -> Path:
@@ -81,6 +84,14 @@ class Joined:
         return [k for e in evaluators() for k in (*(m.key for m in e.metrics), *e.columns) if k in present]
 
 
+def _warn_unmatched(path: Path, per_id: Mapping[str, Any], predictions: TrajectoryFile) -> None:
+    """Warn about the ids of an evaluator file that match no prediction (their values count nowhere)."""
+    unmatched = [tid for tid in per_id if tid not in predictions.tasks]
+    if unmatched:
+        log.warning("%s: %d id(s) match no prediction of %s and are left out: %s", path, len(unmatched),
+                    predictions.path, ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else ""))
+
+
 def load_joined(files: JoinedFiles | None, predictions: TrajectoryFile | None = None) -> Joined | None:
     """The values of a prediction file's evaluator files, and of the evaluators that compute theirs
     from the predictions; None when there are none."""
@@ -90,6 +101,8 @@ def load_joined(files: JoinedFiles | None, predictions: TrajectoryFile | None = 
         if e.read is not None and files is not None and e.name in files.files:
             path = files.files[e.name]
             values = e.read(path)
+            if predictions is not None:
+                _warn_unmatched(path, values.per_id, predictions)
             expected = tuple(m.key for m in e.metrics if m.aggregation != "evaluator")
             if expected and (values.per_id or not values.totals):
                 joined.expected.append((str(path), expected))

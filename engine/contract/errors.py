@@ -57,5 +57,10 @@ class ConfigError(ValueError):
 
 
 def is_number(value: Any) -> bool:
-    """A finite int or float (booleans excluded)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float (booleans excluded); an integer too large for a float is not one."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

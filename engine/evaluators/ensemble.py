@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from engine.contract import Trajectory
@@ -44,11 +45,25 @@ def question_of(reference: Trajectory | None, prediction: Trajectory) -> str:
     return ""
 
 
-def task_questions(reference: Trajectory, prediction: Trajectory, max_result_chars: int = 0) -> list[Question]:
-    """The task's two questions: Task Completion (prediction only) and Information Grounding."""
+def task_image(reference: Trajectory | None, prediction: Trajectory, images_dir: str | Path | None) -> str | None:
+    """The absolute path of the task's input image (the reference's ``image``, else the prediction's;
+    a relative one is taken under images_dir), or None when the task names none."""
+    for source in (reference, prediction):
+        image = source.raw.get("image") if source is not None else None
+        if isinstance(image, str) and image.strip():
+            path = Path(image)
+            return str(path if path.is_absolute() else (Path(images_dir or ".") / path).absolute())
+    return None
+
+
+def task_questions(reference: Trajectory, prediction: Trajectory, max_result_chars: int = 0,
+                   images: tuple[str, ...] = ()) -> list[Question]:
+    """The task's two questions: Task Completion (prediction only) and Information Grounding, each
+    shown `images` (the task's input image) besides those its payload names."""
     question = question_of(reference, prediction)
-    return [Question(COMPLETION, completion_payload(question, prediction.raw, max_result_chars)),
-            Question(GROUNDING, grounding_payload(question, reference.raw, prediction.raw, max_result_chars))]
+    return [Question(COMPLETION, completion_payload(question, prediction.raw, max_result_chars), images),
+            Question(GROUNDING, grounding_payload(question, reference.raw, prediction.raw, max_result_chars),
+                     images)]
 
 
 def _scored(specs: list[Any], scores: list[float]) -> dict[str, Any]:
@@ -57,10 +72,10 @@ def _scored(specs: list[Any], scores: list[float]) -> dict[str, Any]:
 
 
 async def judge_task(pool: Any, reference: Trajectory, prediction: Trajectory, attempts: int,
-                     max_result_chars: int = 0) -> dict[str, Any]:
+                     max_result_chars: int = 0, images: tuple[str, ...] = ()) -> dict[str, Any]:
     """The task's entry in the published shape ({final, judges, info_grounding: {final, judges}}), every
-    judge asked both questions at once; JudgeFailure naming every judge that failed."""
-    questions = task_questions(reference, prediction, max_result_chars)
+    judge asked both questions at once (shown `images`); JudgeFailure naming every judge that failed."""
+    questions = task_questions(reference, prediction, max_result_chars, images)
     specs = pool.specs
     outcomes = await asyncio.gather(*(judge_score(pool, spec, q, attempts) for q in questions for spec in specs),
                                     return_exceptions=True)

@@ -51,28 +51,38 @@ class Rubric:
 
 @dataclass(frozen=True)
 class Question:
-    """What a judge is asked: a rubric and its payload (with the payload's digest, computed once)."""
+    """What a judge is asked: a rubric, its payload and the images shown with it besides those the
+    payload names (absolute paths, e.g. the task's input image), with the digest of what is asked
+    (computed once; the payload's alone when there are no such images)."""
 
     rubric: Rubric
     payload: dict[str, Any]
+    images: tuple[str, ...] = ()
     payload_digest: str = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "payload_digest", digest(self.payload))
+        asked = {"payload": self.payload, "images": list(self.images)} if self.images else self.payload
+        object.__setattr__(self, "payload_digest", digest(asked))
 
 
-_BOXED = re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}")
+_PUBLISHED_BOXED = re.compile(r"\\boxed\{\s*([^}]+)\s*\}")
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
+_FRACTION = re.compile(r"\\[dt]?frac\{\s*([^{}]+?)\s*\}\{\s*([^{}]+?)\s*\}")
 _CLASS = re.compile(r"(?<![\d.])[1-4](?!\d|\.\d)")
 
 
-def parse_score(text: str | None, low: float, high: float) -> float:
-    """The number inside the first \\boxed{...}, else the first number of the reply; ValueError when
-    there is none, it is not a number, or it lies outside [low, high]."""
-    body = (text or "").strip()
-    boxed = _BOXED.search(body)
+def _in_range(value: float, low: float, high: float) -> float:
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"{value:g} is out of range [{low:g}, {high:g}]")
+    return value
+
+
+def _published_score(body: str, low: float, high: float) -> float:
+    """The published reading: the text of the first ``\\boxed{`` up to the first ``}`` (no box: the
+    first number of the reply) as a float in [low, high]; ValueError otherwise."""
+    boxed = _PUBLISHED_BOXED.search(body)
     if boxed:
-        raw = boxed.group(1)
+        raw = boxed.group(1).strip()
     else:
         bare = _NUMBER.search(body)
         if bare is None:
@@ -82,16 +92,75 @@ def parse_score(text: str | None, low: float, high: float) -> float:
         value = float(raw)
     except ValueError:
         raise ValueError(f"not a number in \\boxed{{}}: {raw[:40]!r}") from None
-    if not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"{value:g} is out of range [{low:g}, {high:g}]")
-    return value
+    return _in_range(value, low, high)
+
+
+def _boxed_content(body: str) -> str | None:
+    """What the first ``\\boxed{...}`` holds, braces balanced; None without a closed box."""
+    start = body.find("\\boxed{")
+    if start < 0:
+        return None
+    depth, i = 1, start + len("\\boxed{")
+    for j in range(i, len(body)):
+        depth += {"{": 1, "}": -1}.get(body[j], 0)
+        if depth == 0:
+            return body[i:j]
+    return None
+
+
+def parse_score(text: str | None, low: float, high: float) -> float:
+    """A judge's score in [low, high]: first as the published parser reads it (the first
+    ``\\boxed{...}`` up to its first ``}``, else the first number of the reply), so every reply it
+    scores gets the same number here; then, where it finds none, a box whose braces nest
+    (``\\boxed{{8}}`` -> 8, ``\\boxed{\\frac{7}{10}}`` -> 0.7), or the first number of a reply
+    whose box is empty. ValueError when there is no number, or it lies outside [low, high]."""
+    body = (text or "").strip()
+    try:
+        return _published_score(body, low, high)
+    except ValueError as exc:
+        problem = exc
+    content = _boxed_content(body)
+    if content is None:
+        raise problem
+    content = content.strip()
+    while content.startswith("{") and content.endswith("}"):
+        content = content[1:-1].strip()
+    fraction = _FRACTION.fullmatch(content)
+    try:
+        if fraction:
+            value = float(fraction.group(1)) / float(fraction.group(2))
+        elif content:
+            value = float(content)
+        else:
+            bare = _NUMBER.search(body[body.find("\\boxed{"):])
+            if bare is None:
+                raise problem
+            value = float(bare.group(0))
+    except (ValueError, ZeroDivisionError):
+        raise problem from None
+    return _in_range(value, low, high)
+
+
+def _published_class(body: str) -> int | None:
+    """The published reading of a class reply: its first line, as a whole, an integer 1-4."""
+    lines = body.splitlines()
+    try:
+        value = int(lines[0].strip()) if lines else None
+    except ValueError:
+        return None
+    return value if value in (1, 2, 3, 4) else None
 
 
 def parse_class(text: str | None) -> int:
-    """The call class (1 to 4) of an outcome reply: its first digit 1-4 standing alone; ValueError otherwise."""
-    found = _CLASS.search(text or "")
+    """The call class (1 to 4) of an outcome reply: the published reading first (the reply's first
+    line is the integer), else the reply's first digit 1-4 standing alone; ValueError otherwise."""
+    body = (text or "").strip()
+    published = _published_class(body)
+    if published is not None:
+        return published
+    found = _CLASS.search(body)
     if found is None:
-        raise ValueError(f"no class digit 1-4 in {(text or '')[:80]!r}")
+        raise ValueError(f"no class digit 1-4 in {body[:80]!r}")
     return int(found.group(0))
 
 

@@ -11,12 +11,15 @@ engine.evaluators.prompts); its setting in the score app is ``model.judge=PATH``
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
 from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, mean
-from engine.evaluators.ensemble import judge_task
+from engine.evaluators.ensemble import judge_task, task_image
+
+log = logging.getLogger(__name__)
 
 NAME = "m3_judges"
 TASKCOMPLETION = "taskcompletion"
@@ -30,8 +33,17 @@ _ENTRY_KEYS = ("pre_id", "per_id")
 
 def _score(path: Path, value: Any, task_id: str, where: str) -> float:
     if not is_number(value) or not 0.0 <= value <= 1.0:
-        raise InputError(path, f"must be a number in [0, 1], got {value!r}", task_id=task_id, field=where)
+        raise InputError(path, f"must be a number in [0, 1], got {str(value)[:40]!r}", task_id=task_id, field=where)
     return float(value)
+
+
+def _check_judges(path: Path, task_id: str, block: dict[str, Any], where: str) -> None:
+    """Each judge's score of an entry's ``judges`` list is a finite number (when it has one)."""
+    judges = block.get("judges")
+    for i, judge in enumerate(judges if isinstance(judges, list) else []):
+        if isinstance(judge, dict) and "score" in judge and not is_number(judge["score"]):
+            raise InputError(path, f"must be a number, got {str(judge['score'])[:40]!r}", task_id=task_id,
+                             field=f"{where}judges[{i}].score")
 
 
 def _published_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
@@ -42,10 +54,12 @@ def _published_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
         raise InputError(path, "must be an object {final, judges, info_grounding}", task_id=task_id)
     out = dict(entry)
     out["final"] = _score(path, entry.get("final"), task_id, "final")
+    _check_judges(path, task_id, entry, "")
     grounding = entry.get("info_grounding")
     if grounding is not None:
         if not isinstance(grounding, dict):
             raise InputError(path, "must be an object {final, judges}", task_id=task_id, field="info_grounding")
+        _check_judges(path, task_id, grounding, "info_grounding.")
         out["info_grounding"] = {**grounding,
                                  "final": _score(path, grounding.get("final"), task_id, "info_grounding.final")}
     return out
@@ -77,6 +91,9 @@ def read_taskcompletion(path: str | Path) -> dict[str, dict[str, Any]]:
     for position, (tid, record) in enumerate(items):
         if tid is None or not isinstance(record, dict):
             raise InputError(path, "a judge record must be an object with an id", task_id=f"#{position}", field="id")
+        if tid in out:
+            log.warning("%s: id %s has more than one judge record (record #%d); the last one is kept", path, tid,
+                        position)
         out[tid] = _record_entry(path, tid, record)
     return out
 
@@ -110,10 +127,13 @@ def read(path: Path) -> Verdicts:
 
 async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
     """One task's entry in the published shape ({final, judges, info_grounding: {final, judges}}) from
-    every judge of the pool; the pool's JudgeFailure when some judge has no answer."""
+    every judge of the pool, shown the task's input image (a relative ``image`` is taken under the
+    option ``images_dir``); the pool's JudgeFailure when some judge has no answer."""
     if task.prediction is None or task.reference is None:
         raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
-    return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars)
+    image = task_image(task.reference, task.prediction, context.options.get("images_dir"))
+    return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars,
+                            (image,) if image else ())
 
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,

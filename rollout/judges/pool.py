@@ -3,8 +3,9 @@ requests each judge has in flight, and the token usage and cost of each judge.
 
 A judge is a model config of the rollout's shape (``provider``, ``api_name``, ``base_url``,
 ``api_key_env``, ``params``, ``timeout``, ``max_retries``, ``backoff``; see conf/judge/judges/) plus
-an optional ``price`` (USD per million input and output tokens). Its identity, which keys its cached
-replies, is the provider, the model the API is asked for and every other setting that can change a
+an optional ``price`` (USD per million input and output tokens) and ``images`` (false: the judge is
+sent text only; by default it is shown the images its question names, rollout.judges.images). Its
+identity, which keys its cached replies, is the provider, the model the API is asked for and every other setting that can change a
 reply (``params``, a scripted judge's policy); where it is served, its key and its timeouts are not
 part of it. The judge files name a judge by its model (as the published files do), so the models of
 a pool differ. Drivers are built on the first request, so a fully cached run needs no key.
@@ -13,14 +14,17 @@ a pool differ. Drivers are built on the first request, so a fully cached run nee
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_choice, is_number
-from engine.evaluators.judging import JudgeFailure, Question
+from engine.contract import InputError, check_choice, digest, is_number
+from engine.evaluators.judging import JudgeFailure, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
+from rollout.judges.images import ImageAttacher, named_images
 from rollout.models.base import ModelDriver
 from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver, providers
@@ -44,7 +48,7 @@ class JudgeSpec:
 def _price(cfg: Mapping[str, Any], key: str, where: str) -> float | None:
     value = (cfg.get("price") or {}).get(key)
     if value is not None and (not is_number(value) or value < 0):
-        raise InputError("config", f"must be a number >= 0 (USD per million tokens) or null, got {value!r}",
+        raise InputError("config", f"must be a number >= 0 (USD per million tokens) or null, got {str(value)[:40]!r}",
                          field=f"{where}.price.{key}")
     return None if value is None else float(value)
 
@@ -69,6 +73,41 @@ def judge_specs(pool: Mapping[str, Any]) -> list[JudgeSpec]:
         specs.append(JudgeSpec(str(name), {**cfg, "name": str(name), "api_name": model}, identity,
                                _price(cfg, "input", where), _price(cfg, "output", where)))
     return specs
+
+
+def read_prompts(path: str | Path | None) -> dict[str, str]:
+    """purpose -> system prompt of a prompts file (YAML or JSON: ``{purpose: text}`` or
+    ``{purpose: {system: text}}``, e.g. task_completion, information_grounding, call_outcome); empty
+    without a file. InputError naming the file and the purpose otherwise."""
+    if not path:
+        return {}
+    import yaml
+
+    path = Path(path)
+    try:
+        root = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(path, f"cannot read the prompts file: {str(exc).splitlines()[0]}",
+                         field="judges.prompts") from None
+    if not isinstance(root, dict) or not root:
+        raise InputError(path, "must be an object of purpose -> system prompt", field="judges.prompts")
+    out = {}
+    for purpose, value in root.items():
+        text = value.get("system") if isinstance(value, dict) else value
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, "must be a non-empty text (or {system: text})", field=str(purpose))
+        out[str(purpose)] = text
+    return out
+
+
+def check_keys(specs: list[JudgeSpec]) -> None:
+    """Every judge's API key variable is set; one InputError naming all the missing ones otherwise."""
+    missing = [(s.name, s.config["api_key_env"]) for s in specs
+               if s.config.get("api_key_env") and not os.environ.get(s.config["api_key_env"])]
+    if missing:
+        names = ", ".join(f"{env} (judge {name})" for name, env in missing)
+        raise InputError("config", f"environment variable(s) not set: {names}",
+                         field="judges.pool." + ",".join(name for name, _ in missing) + ".api_key_env")
 
 
 @dataclass
@@ -99,7 +138,8 @@ class JudgeUsage:
 class JudgePool:
     """The judges of a run behind the reply cache; use `async with` to close the drivers at the end."""
 
-    def __init__(self, specs: list[JudgeSpec], cache: ReplyCache, max_requests: int = 4) -> None:
+    def __init__(self, specs: list[JudgeSpec], cache: ReplyCache, max_requests: int = 4,
+                 prompts: Mapping[str, str] | None = None) -> None:
         if max_requests < 1:
             raise InputError("config", f"must be an integer >= 1, got {max_requests!r}", field="judges.max_requests")
         self.specs = specs
@@ -107,6 +147,16 @@ class JudgePool:
         self.usage = {s.name: JudgeUsage() for s in specs}
         self._limits = {s.name: asyncio.Semaphore(max_requests) for s in specs}
         self._drivers: dict[str, ModelDriver] = {}
+        self._images = ImageAttacher()
+        self.prompts = dict(prompts or {})
+
+    def rubric(self, rubric: Rubric) -> Rubric:
+        """The rubric the judges are asked with: the pool's own prompt for its purpose (versioned by
+        the text's digest), else the rubric as it is."""
+        text = self.prompts.get(rubric.purpose)
+        if text is None:
+            return rubric
+        return dataclasses.replace(rubric, system=text, version=f"file-{digest(text)[:12]}")
 
     async def __aenter__(self) -> JudgePool:
         return self
@@ -126,7 +176,8 @@ class JudgePool:
         """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver
         (None instead with cached_only). A driver failure that outlived its retries raises
         JudgeFailure naming the judge (nothing is cached)."""
-        key = reply_key(spec.identity, question.rubric, question.payload_digest, attempt)
+        rubric = self.rubric(question.rubric)
+        key = reply_key(spec.identity, rubric, question.payload_digest, attempt)
         usage = self.usage[spec.name]
         hit = self.cache.get(key)
         if hit is not None:
@@ -136,14 +187,17 @@ class JudgePool:
             return None
         async with self._limits[spec.name]:
             try:
-                completion = await self._driver(spec).complete(question.rubric.messages(question.payload))
+                messages = rubric.messages(question.payload)
+                if spec.config.get("images", True):
+                    messages = self._images.attach(messages, named_images(question.payload) + list(question.images))
+                completion = await self._driver(spec).complete(messages)
             except ModelError as exc:
                 raise JudgeFailure(f"judge {spec.name}: {exc}") from None
         usage.requests += 1
         usage.prompt_tokens += completion.usage.get("prompt_tokens", 0)
         usage.completion_tokens += completion.usage.get("completion_tokens", 0)
         self.cache.put({"key": key, "judge": spec.name, "model": spec.identity["model"],
-                        "purpose": question.rubric.purpose, "version": question.rubric.version, "attempt": attempt,
+                        "purpose": rubric.purpose, "version": rubric.version, "attempt": attempt,
                         "reply": completion.content, "usage": completion.usage})
         return completion.content
 

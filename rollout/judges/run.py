@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +45,9 @@ from rollout.judges.agreement import agreement
 from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
+from rollout.judges.classified_calls import published_stage
 from rollout.judges.outcomes import Catalogue
-from rollout.judges.pool import JudgePool, JudgeUsage, judge_specs
+from rollout.judges.pool import JudgePool, JudgeUsage, check_keys, judge_specs, read_prompts
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
@@ -64,10 +65,31 @@ def predictions_path(cfg: Mapping[str, Any]) -> Path:
     return Path(cfg["results_dir"]) / f"{cfg['model']}_test_mcp_fuzzy.json"
 
 
+def wanted_ids(cfg: Mapping[str, Any], known: Iterable[str]) -> set[str]:
+    """The ids of ``ids`` (a list, or one id as a string; empty: every task), warning about those
+    that are not among `known`."""
+    ids = cfg.get("ids")
+    if ids is None:
+        return set()
+    if isinstance(ids, (str, int)) and not isinstance(ids, bool):
+        ids = [ids]
+    if not isinstance(ids, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids):
+        raise InputError("config", f"must be a list of task ids or one id, got {str(ids)[:80]!r}", field="ids")
+    wanted = {str(i) for i in ids}
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        log.warning("%d id(s) of `ids` match no task to judge: %s", len(unknown),
+                    ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else ""))
+    return wanted
+
+
 def _gt_entries(path: Path) -> int:
     """The number of task objects in a reference file, repeated ids included (the published num_total)."""
     root = read_json(path, "trajectory file")
     return len(root) if isinstance(root, (list, dict)) else 0
+
+
+_USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens")
 
 
 def _previous(output: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
@@ -77,7 +99,14 @@ def _previous(output: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     root = read_json(output, "judge file")
     meta = root.get("meta") if isinstance(root, dict) else None
     usage = meta.get("usage") if isinstance(meta, dict) else None
-    return read_taskcompletion(output), usage if isinstance(usage, dict) else {}
+    usage = usage if isinstance(usage, dict) else {}
+    for name, block in usage.items():
+        for key, value in (block.items() if isinstance(block, dict) else ()):
+            if key in _USAGE_COUNTS and not (isinstance(value, int) and not isinstance(value, bool)
+                                             and 0 <= value < 2 ** 53):
+                raise InputError(output, f"must be a count (an integer >= 0 below 2**53), got {str(value)[:40]!r}",
+                                 field=f"meta.usage.{name}.{key}")
+    return read_taskcompletion(output), usage
 
 
 async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: TrajectoryFile, output: Path) -> int:
@@ -86,7 +115,7 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     names = [s.identity["model"] for s in specs]
     attempts, max_chars = config_int(cfg, "attempts"), config_int(cfg, "max_result_chars", minimum=0)
     entries, usage_before = _previous(output)
-    wanted = {str(i) for i in cfg.get("ids") or []}
+    wanted = wanted_ids(cfg, [i for i in gt.tasks if i in preds.tasks])
     order = [i for i in gt.tasks if i in preds.tasks and (not wanted or i in wanted)]
     stale = [i for i in order if i in entries and (judged := sorted(entry_scores(entries[i], TASK_COMPLETION)))
              and judged != sorted(names)]
@@ -97,6 +126,8 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     todo = [i for i in order if i not in entries]
     log.info("%d of %d task(s) to judge with %d judge(s): %s", len(todo), len(order), len(specs),
              ", ".join(s.name for s in specs))
+    if todo:
+        check_keys(specs)
     num_total, failed = _gt_entries(gt.path), {}
     meta: dict[str, Any] = {"predictions": str(preds.path), "gt": str(gt.path), "judges": [
         {"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}} for s in specs],
@@ -118,8 +149,12 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
 
     cache = ReplyCache(cfg.get("cache_dir"))
     concurrency = config_int(cfg, "concurrency")
-    async with JudgePool(specs, cache, config_int(cfg["judges"], "max_requests", where="judges.max_requests")) as pool:
-        context = JudgeContext(pool, attempts, (cfg.get("evaluators") or {}).get(M3_JUDGES.name) or {}, max_chars)
+    async with JudgePool(specs, cache, config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
+                         read_prompts(cfg["judges"].get("prompts"))) as pool:
+        meta["prompt_versions"] = {r.purpose: pool.rubric(r).version for r in (COMPLETION, GROUNDING)}
+        options = dict((cfg.get("evaluators") or {}).get(M3_JUDGES.name) or {})
+        options["images_dir"] = options.get("images_dir") or str(gt.path.parent)  # task images: beside the reference
+        context = JudgeContext(pool, attempts, options, max_chars)
 
         async def one(tid: str) -> None:
             inputs = TaskInputs(tid, prediction=preds.tasks[tid], reference=gt.tasks[tid])
@@ -157,22 +192,35 @@ async def _catalogue(cfg: Mapping[str, Any], run_dir: Path) -> Catalogue | None:
 async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Path) -> int:
     """Classify every predicted call (rules, then the judge) and write the callanalysis.json; 0."""
     calls_cfg = cfg.get("calls") or {}
+    mode = check_choice(calls_cfg.get("mode", "rules"), ["rules", "published"], "calls mode", "calls.mode")
+    wanted = wanted_ids(cfg, preds.tasks)
     catalogue = await _catalogue(cfg, Path(cfg["run_dir"]))
+    if mode == "published":
+        return await published_stage(cfg, preds.path, output, catalogue, wanted)
     labels, calls, illegal = rule_labels(preds, catalogue)
+    if wanted:
+        kept = [i for i, label in enumerate(labels) if label["id"] in wanted]
+        labels, calls = [labels[i] for i in kept], [calls[i] for i in kept]
+        illegal = {tid: reason for tid, reason in illegal.items() if tid in wanted}
     specs = judge_specs(cfg["judges"]["pool"])
     pool = JudgePool(specs, ReplyCache(cfg.get("cache_dir")),
-                     config_int(cfg["judges"], "max_requests", where="judges.max_requests"))
+                     config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
+                     read_prompts(cfg["judges"].get("prompts")))
     spec = pool.spec(calls_cfg["judge"]) if calls_cfg.get("judge") else specs[0]
+    if any(label["label"] is None for label in labels):
+        check_keys([spec])
     async with pool:
         await judge_undecided(pool, spec, labels, calls, config_int(cfg, "attempts"),
                               config_int(calls_cfg, "max_result_chars", minimum=0, where="calls.max_result_chars"))
-    document = outcome_document(labels, illegal, list(preds.tasks), predictions=str(preds.path),
+    samples = [i for i in preds.tasks if not wanted or i in wanted]
+    document = outcome_document(labels, illegal, samples, predictions=str(preds.path),
                                 catalogue=catalogue.source if catalogue else None, judge=spec.name,
-                                prompt_version=OUTCOME.version, usage={spec.name: pool.usage[spec.name].to_json(spec)})
+                                prompt_version=pool.rubric(OUTCOME).version,
+                                usage={spec.name: pool.usage[spec.name].to_json(spec)})
     atomic_write_json(output, document)
     counts = ", ".join(f"{k} {document[k]}" for k in ("illegal_calling", "unknown_tool", "invalid_arguments",
                                                       "resource_not_found", "success", "undecided"))
-    print(f"calls: {len(labels)} call(s) of {len(preds.tasks)} sample(s): {counts}; decided by "
+    print(f"calls: {len(labels)} call(s) of {len(samples)} sample(s): {counts}; decided by "
           + ", ".join(f"{k} {v}" for k, v in document["decided_by"].items()) + f" -> {output}")
     return 0
 
@@ -255,7 +303,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     names = [s.identity["model"] for s in specs]
     attempts = config_int(options, "attempts", where=f"evaluators.{judged.name}.attempts") \
         if options.get("attempts") is not None else config_int(cfg, "attempts")
-    wanted = {str(i) for i in cfg.get("ids") or []}
+    wanted = wanted_ids(cfg, tasks if judged.all_tasks else [i for i in preds.tasks if gt is None or i in gt.tasks])
     if judged.all_tasks:
         order = [i for i in tasks if not wanted or i in wanted]
     else:
@@ -269,6 +317,8 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     entries = {i: e for i, e in previous.items() if judged.complete is None or judged.complete(e, names)}
     todo = [i for i in order if i not in entries]
     log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(specs))
+    if todo:
+        check_keys(specs)
     failed: dict[str, str] = {}
     usage_before = _previous_usage(output)
     meta: dict[str, Any] = {"evaluator": judged.name, "predictions": str(preds.path),
@@ -320,7 +370,8 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
 
     if specs:
         async with JudgePool(specs, ReplyCache(cfg.get("cache_dir")),
-                             config_int(cfg["judges"], "max_requests", where="judges.max_requests")) as pool:
+                             config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
+                             read_prompts(cfg["judges"].get("prompts"))) as pool:
             await judge_all(pool)
     else:
         await judge_all(None)

@@ -5,6 +5,8 @@
 - `rollout.models.errors`: `ModelError`, a model call that failed for good;
 - `rollout.models.images`: workspace images encoded for a request (scaled down, memoised);
 - `rollout.models.openai_chat`: chat completions over the openai SDK (any OpenAI-compatible API);
+- `rollout.models.openai_responses`: OpenAI's Responses API over the openai SDK;
+- `rollout.models.gemini`: Gemini over Google's google-genai SDK (the optional extra ``gemini``);
 - `rollout.models.anthropic_messages`: Anthropic's messages API (the optional extra ``anthropic``);
 - `rollout.models.loopback`: the scripted chat server on loopback and its policies by name
   (`register_policy`);

@@ -25,7 +25,8 @@ from rollout.models.errors import ModelError
 
 log = logging.getLogger(__name__)
 
-_RETRY_STATUS = {408, 409, 429}
+RETRY_STATUS = {408, 409, 429}
+"""HTTP statuses retried besides the 5xx ones."""
 
 
 @dataclass
@@ -206,7 +207,7 @@ class SDKDriver(ModelDriver):
         if isinstance(exc, sdk.APIConnectionError):
             return True, None, "connection failed"
         if isinstance(exc, sdk.APIStatusError):
-            retry = exc.status_code in _RETRY_STATUS or exc.status_code >= 500
+            retry = exc.status_code in RETRY_STATUS or exc.status_code >= 500
             return retry, _retry_after(exc.response), _status_message(exc)
         return False, None, f"{type(exc).__name__}: {exc}"
 

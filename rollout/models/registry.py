@@ -1,6 +1,7 @@
 """Providers by name: a model config's ``provider`` picks the factory that builds its driver.
 
-Built in: ``openai`` (every chat-completions API), ``anthropic`` and ``scripted``. Another provider
+Built in: ``openai`` (every chat-completions API), ``openai_responses`` (OpenAI's Responses API),
+``gemini`` (Google's google-genai SDK), ``anthropic`` and ``scripted``. Another provider
 is one `register_provider` call away; its factory gets the whole model config.
 """
 
@@ -12,7 +13,9 @@ from typing import Any
 from engine.contract import check_choice
 from rollout.models.anthropic_messages import AnthropicDriver
 from rollout.models.base import ModelDriver
+from rollout.models.gemini import GeminiDriver
 from rollout.models.openai_chat import OpenAIChatDriver
+from rollout.models.openai_responses import OpenAIResponsesDriver
 from rollout.models.scripted import ScriptedDriver
 
 DriverFactory = Callable[[Mapping[str, Any]], ModelDriver]
@@ -37,3 +40,5 @@ def build_driver(cfg: Mapping[str, Any]) -> ModelDriver:
 register_provider("openai", OpenAIChatDriver.from_config)
 register_provider("anthropic", AnthropicDriver.from_config)
 register_provider("scripted", ScriptedDriver.from_config)
+register_provider("openai_responses", OpenAIResponsesDriver.from_config)
+register_provider("gemini", GeminiDriver.from_config)

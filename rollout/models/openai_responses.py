@@ -1,0 +1,51 @@
+"""OpenAI's Responses API through the openai SDK (``client.responses.create``): the form OpenAI's
+reasoning models are asked in; ``params`` go to the request as they are (e.g. ``max_output_tokens``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
+
+
+def _input_image(mime: str, data: str) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": f"data:{mime};base64,{data}"}
+
+
+class OpenAIResponsesDriver(SDKDriver):
+    """Responses API requests: every message is an input item (its text ``input_text``, an assistant's
+    ``output_text``), images go as ``input_image`` data URLs. Without api_key_env, a base_url gets "EMPTY"."""
+
+    def __init__(self, settings: DriverSettings) -> None:
+        super().__init__(settings)
+        import openai
+
+        key = settings.api_key("EMPTY" if settings.base_url else None)
+        self._sdk = openai
+        self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url or None,
+                                          timeout=settings.timeout, max_retries=0)
+
+    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
+        out = []
+        for message in messages:
+            text_type = "output_text" if message["role"] == "assistant" else "input_text"
+            content = message["content"]
+            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            out.append({"role": message["role"], "content": [
+                {"type": text_type, "text": part["text"]} if part["type"] == "text"
+                else _input_image(*self._image(part, workspace)) for part in parts]})
+        return out
+
+    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+                       json_mode: bool) -> Completion:
+        converted = await asyncio.to_thread(self._convert, messages, workspace)  # images are read and scaled
+        kwargs: dict[str, Any] = dict(self.settings.params)
+        if json_mode:
+            kwargs["text"] = {"format": {"type": "json_object"}}
+        response = await self._client.responses.create(model=self.settings.name, input=converted, **kwargs)
+        usage = response.usage
+        return Completion(response.output_text or "",
+                          usage_of(getattr(usage, "input_tokens", 0), getattr(usage, "output_tokens", 0)),
+                          response.model or self.name, response.status)
