@@ -70,6 +70,15 @@ def _published_files(results: Path, models: list[str], discover: bool) -> list[t
     return found
 
 
+def missing_reference(gt: Path, data: str) -> str:
+    """The one line for a reference file that is not there: the setting that names it, and where the
+    published files come from."""
+    where = ("set M3BENCH_DATA to the folder holding test_mcp_GT.json, or data.gt=PATH" if data == "m3bench"
+             else "set data.gt=PATH")
+    return (f"{gt}: reference trajectory file not found: {where} (the published M3-Bench files: "
+            "README, \"Where the data come from\"; data=demo scores the built-in demo)")
+
+
 def resolve_inputs(cfg: DictConfig) -> Inputs:
     """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo.
 
@@ -86,6 +95,8 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
                                       seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
     elif cfg.data.get("gt"):
         gt = Path(cfg.data.gt)
+        if not gt.is_file():
+            raise ConfigError(missing_reference(gt, str(cfg.data.name)))
     else:
         raise ConfigError("no reference file: set data.gt=PATH")
     if sweep:
@@ -187,4 +198,9 @@ def _run(cfg: DictConfig) -> int:
     return 0
 
 
-main = hydra_app("score", run, quick_exit=True)
+def open_keys() -> list[str]:
+    """New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
+    return [f"model.{e.option}" for e in evaluators()]
+
+
+main = hydra_app("score", run, quick_exit=True, open_keys=open_keys)
