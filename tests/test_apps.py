@@ -3,6 +3,7 @@ a run's log and config in the run's own folder, never under the working director
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -89,8 +90,26 @@ def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> N
     proc = run_script("score", "data.gt=missing.json", "model.predictions=missing.json",
                       f"output_dir={tmp_path / 'out'}", cwd=cwd)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == "error: missing.json: trajectory file not found"
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: missing.json: reference trajectory file not found: "
+                                                           "set data.gt=PATH")
     assert list(cwd.iterdir()) == []
+    assert not (tmp_path / "out").exists(), "the failed run's folder held only Hydra's files"
+
+
+def test_missing_reference_says_which_setting_and_where_the_data_come_from(tmp_path: Path) -> None:
+    """A fresh clone has no reference file: the line names M3BENCH_DATA, data.gt and the README section."""
+    empty = tmp_path / "data"
+    empty.mkdir()
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "model=gpt5",
+                           f"output_dir={tmp_path / 'out'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "M3BENCH_DATA": str(empty)})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {empty / 'test_mcp_GT.json'}: reference trajectory file not found: set data.gt=PATH, or M3BENCH_DATA "
+        'to the folder holding test_mcp_GT.json (the published M3-Bench files: README, "Where the data come '
+        'from"; data=demo scores the built-in demo)']
+    assert "### Where the data come from" in (ROOT / "README.md").read_text()
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("setting", "message"), [

@@ -70,13 +70,12 @@ def _published_files(results: Path, models: list[str], discover: bool) -> list[t
     return found
 
 
-def missing_reference(gt: Path, data: str) -> str:
-    """The one line for a reference file that is not there: the setting that names it, and where the
+def missing_reference(gt: Path) -> str:
+    """The one line for a reference file that is not there: the settings that name it, and where the
     published files come from."""
-    where = ("set M3BENCH_DATA to the folder holding test_mcp_GT.json, or data.gt=PATH" if data == "m3bench"
-             else "set data.gt=PATH")
-    return (f"{gt}: reference trajectory file not found: {where} (the published M3-Bench files: "
-            "README, \"Where the data come from\"; data=demo scores the built-in demo)")
+    return (f"{gt}: reference trajectory file not found: set data.gt=PATH, or M3BENCH_DATA to the folder "
+            "holding test_mcp_GT.json (the published M3-Bench files: README, \"Where the data come from\"; "
+            "data=demo scores the built-in demo)")
 
 
 def resolve_inputs(cfg: DictConfig) -> Inputs:
@@ -96,7 +95,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     elif cfg.data.get("gt"):
         gt = Path(cfg.data.gt)
         if not gt.is_file():
-            raise ConfigError(missing_reference(gt, str(cfg.data.name)))
+            raise ConfigError(missing_reference(gt))
     else:
         raise ConfigError("no reference file: set data.gt=PATH")
     if sweep:
