@@ -97,13 +97,14 @@ def test_family_tables_and_files(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) -> None:
-    """A real scoring run with a grid writes the reports and the ablation curves."""
+    """A real scoring run with a grid writes the reports and the ablation curves (on the 3-task demo the
+    app tests score too, so the session's cache holds its texts)."""
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, str(root / "scripts" / "score.py"), f"demo.dir={tmp_path / 'demo'}",
-                           "demo.n_tasks=6", f"encoder.cache_dir={embedding_cache}", f"output_dir={tmp_path / 'run'}",
+                           "demo.n_tasks=3", f"encoder.cache_dir={embedding_cache}", f"output_dir={tmp_path / 'run'}",
                            "device=cpu", "align.tau_weak_grid=[0.5,0.7]", "align.tau_strong_grid=[0.8,0.9]"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
