@@ -4,7 +4,6 @@ multirun names each job's folder by its swept settings; a failed run leaves no r
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +29,8 @@ HELP = "; --help lists its settings"
      f"++align.tau_weka=0.5: m3bench-score does not read align.tau_weka (closest: align.tau_weak){HELP}"),
     ("score", ["modle=gpt5"], f"modle=gpt5: m3bench-score has no setting modle (closest: model){HELP}"),
     ("score", ["model=gpt55"], "model=gpt55: group model has no option 'gpt55'; closest: gpt5"),
-    ("score", ["-m", "model=gpt5,grok44"], "model=gpt5,grok44: group model has no option 'grok44'; closest: grok4, grok4_fast"),
+    ("score", ["-m", "model=gpt5,grok44"],
+     "model=gpt5,grok44: group model has no option 'grok44'; closest: grok4, grok4_fast"),
     ("score", ["metrics=papers"], "metrics=papers: group metrics has no option 'papers'; closest: paper"),
     ("score", ["data=xyz"], "data=xyz: group data has no option 'xyz'; options: demo, m3bench, rollout_demo"),
     ("score", ["~align.tau_wek"], f"~align.tau_wek: m3bench-score has no setting align.tau_wek (closest: "
@@ -110,4 +110,4 @@ def test_failed_judge_and_rollout_runs_leave_no_run_folder(tmp_path: Path) -> No
     kept.mkdir(parents=True)
     proc = run("judge", "model=nomodel", "judges=scripted", "data=rollout_demo", f"results_dir={results}", cwd=tmp_path)
     assert proc.returncode == 2 and (kept / ".hydra").is_dir()
-    assert json.loads(json.dumps(sorted(p.name for p in tmp_path.iterdir()))) == ["results"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]

@@ -45,7 +45,8 @@ def demo(tmp_path_factory) -> dict:
 def test_four_concurrent_joblib_jobs_share_one_fresh_cache(demo) -> None:
     base = demo["base"]
     score("-m", "hydra/launcher=local_parallel", "hydra.launcher.n_jobs=4", "align.tau_weak=0.5,0.7",
-          "align.tau_strong=0.8,0.9", f"hydra.sweep.dir={base / 'joblib'}", f"encoder.cache_dir={base / 'shared-cache'}",
+          "align.tau_strong=0.8,0.9", f"hydra.sweep.dir={base / 'joblib'}",
+          f"encoder.cache_dir={base / 'shared-cache'}",
           *demo["common"], cwd=base)
     for name in JOBS:
         assert aggregates(base / "joblib" / name) == demo["lone"][name], name
@@ -58,5 +59,6 @@ def test_submitit_local_executor(demo) -> None:
           f"encoder.cache_dir={base / 'shared-cache'}", *demo["common"], cwd=base)
     assert {p.name for p in (base / "submitit").iterdir() if p.is_dir() and p.name != ".submitit"} == {
         "align.tau_weak=0.5", "align.tau_weak=0.7"}
-    assert aggregates(base / "submitit" / "align.tau_weak=0.5") == demo["lone"]["align.tau_strong=0.8,align.tau_weak=0.5"]
-    assert aggregates(base / "submitit" / "align.tau_weak=0.7") == demo["lone"]["align.tau_strong=0.8,align.tau_weak=0.7"]
+    for weak in ("0.5", "0.7"):
+        assert aggregates(base / "submitit" / f"align.tau_weak={weak}") == \
+            demo["lone"][f"align.tau_strong=0.8,align.tau_weak={weak}"]
