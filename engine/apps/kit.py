@@ -109,7 +109,7 @@ class RunFolder(Callback):
 
 
 def remove_failed_run_folder(cfg: DictConfig) -> None:
-    """After a failed run: remove its run folder when this run created it and it holds nothing but
+    """After a run stopped by bad input: remove its run folder when this run created it and it holds nothing but
     Hydra's own files (`.hydra/`, `<job name>.log`), with the empty folders above it it created."""
     created = RunFolder.created
     if created is None or not HydraConfig.initialized():
@@ -290,14 +290,15 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
               open_keys: Sequence[str] | Callable[[], Sequence[str]] = ()) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
     (check_command_line, with the app's open_keys), then runs `run` (each job of a multirun) and exits
-    with its status; a failed run removes the run folder it created when that holds nothing but
-    Hydra's own files (RunFolder). With `quick_exit`, the process ends through exit_now."""
+    with its status; a run stopped by bad input (status 2) removes the run folder it created when that
+    holds nothing but Hydra's own files (RunFolder). With `quick_exit`, the process ends through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
         code = run(cfg)
-        if code:
+        if code == 2:  # bad input: the run stopped before doing anything
             remove_failed_run_folder(cfg)
+        if code:
             sys.exit(code)
 
     def start() -> None:
