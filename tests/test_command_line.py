@@ -35,6 +35,8 @@ HELP = "; --help lists its settings"
     ("score", ["data=xyz"], "data=xyz: group data has no option 'xyz'; options: demo, m3bench, rollout_demo"),
     ("score", ["~align.tau_wek"], f"~align.tau_wek: m3bench-score has no setting align.tau_wek (closest: "
                                   f"align.tau_weak){HELP}"),
+    ("score", ["-m", "hydra/launcher=local_paralel"], "hydra/launcher=local_paralel: group hydra/launcher has no "
+                                                      "option 'local_paralel'; closest: local_parallel"),
     ("calibrate", ["profle=paper"], f"profle=paper: m3bench-calibrate has no setting profle (closest: profile){HELP}"),
     ("rollout", ["model=gpt55"], "model=gpt55: group model has no option 'gpt55'; closest: gpt5, gpt4o"),
     ("rollout", ["model@curate.model=claud"], "model@curate.model=claud: group model has no option 'claud'; "
@@ -65,6 +67,7 @@ def test_a_bad_command_line_is_one_line_naming_the_closest(app: str, argv: list[
     ("judge", ["~judges.pool.deepseek_chat", "+judges.pool.qwen={provider: openai, api_name: q}",
                "+judges.pool.gpt5_mini.params.reasoning_effort=low", "+evaluators.probe.scale=2"]),
     ("calibrate", ["pairs=p.json", "hydra/launcher=basic", "hydra.nonsense=1"]),
+    ("score", ["hydra/launcher=local_parallel", "hydra.launcher.n_jobs=2", "align.tau_weak=0.5"]),
     ("score", ["--config-name", "other", "nonsense=1"]),  # another config root: Hydra's to check
 ])
 def test_a_good_command_line_runs_as_written(app: str, argv: list[str]) -> None:

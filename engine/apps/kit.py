@@ -28,6 +28,7 @@ import hydra
 from hydra import compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import get_args_parser
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
@@ -213,17 +214,16 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         return list(argv)
     groups = _groups(app)
     ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
+    hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]
+    if hydra_groups:
+        groups.update(_hydra_groups(app, [o.key_or_group for o in hydra_groups]))
+    for o in [*hydra_groups, *ours]:
+        if o.key_or_group in groups:
+            _check_option(o, groups[o.key_or_group])
     group_lines = []
     for o in ours:
         if o.key_or_group not in groups:
             continue
-        options = groups[o.key_or_group]
-        for value in _values(o) or []:
-            if value not in options and value not in ("null", "None"):
-                near = _closest(value, options, 3)
-                raise CommandLineError(
-                    f"{o.input_line}: group {o.key_or_group} has no option {value!r}; "
-                    + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
         values = _values(o)
         group_lines.append(o.input_line if not o.is_sweep_override() or not values
                            else f"{o.get_key_element()}={values[0]}")
@@ -253,6 +253,25 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         if args.multirun:
             return [*argv, _folder_names(cfg, overrides, ours)]
     return list(argv)
+
+
+def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
+    """Hydra's groups among names (hydra/launcher, ...) with their options on the app's search path
+    (the app's conf/<app>/hydra/ and Hydra's plugins); a group without options is Hydra's to report."""
+    with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        found = {name: sorted(loader.get_group_options(name)) for name in names}
+    return {name: options for name, options in found.items() if options}
+
+
+def _check_option(override: Override, options: list[str]) -> None:
+    """An option its group lacks is a CommandLineError naming the closest options (or all of them)."""
+    for value in _values(override) or []:
+        if value not in options and value not in ("null", "None"):
+            near = _closest(value, options, 3)
+            raise CommandLineError(
+                f"{override.input_line}: group {override.key_or_group} has no option {value!r}; "
+                + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
 
 
 def _compose(app: str, overrides: Sequence[str]) -> DictConfig | None:
