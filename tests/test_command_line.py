@@ -37,6 +37,8 @@ HELP = "; --help lists its settings"
                                   f"align.tau_weak){HELP}"),
     ("score", ["-m", "hydra/launcher=local_paralel"], "hydra/launcher=local_paralel: group hydra/launcher has no "
                                                       "option 'local_paralel'; closest: local_parallel"),
+    ("score", ["+align.tau_weak=0.5"], "+align.tau_weak=0.5: align.tau_weak is a setting already: set it with "
+                                       "align.tau_weak=0.5"),
     ("calibrate", ["profle=paper"], f"profle=paper: m3bench-calibrate has no setting profle (closest: profile){HELP}"),
     ("rollout", ["model=gpt55"], "model=gpt55: group model has no option 'gpt55'; closest: gpt5, gpt4o"),
     ("rollout", ["model@curate.model=claud"], "model@curate.model=claud: group model has no option 'claud'; "
@@ -60,7 +62,7 @@ def test_a_bad_command_line_is_one_line_naming_the_closest(app: str, argv: list[
 
 
 @pytest.mark.parametrize(("app", "argv"), [
-    ("score", ["model=gpt5", "align.tau_weak=0.5", "+model.judge=j.json", "hydra.job.chdir=true", "--cfg", "job"]),
+    ("score", ["model=gpt5", "align.tau_weak=0.5", "model.judge=j.json", "hydra.job.chdir=true", "--cfg", "job"]),
     ("score", ["data.gt=g.json", "sweep.predictions=[a.json,b.json]", "~model", "reports=false"]),
     ("rollout", ["model=scripted", "+model.params.reasoning_effort=low", "model@curate.model=gpt5",
                  "+curate.model.params.seed=1"]),

@@ -9,7 +9,6 @@ scripts/*.py call the same `main` of each app.
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
 import difflib
@@ -232,15 +231,18 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         cfg = _compose(app, group_lines)
         if cfg is None:
             return list(argv)
-        known = [*_dotted_keys(cfg), *groups]
+        known = [*(k for k in _dotted_keys(cfg) if not k.startswith("hydra.")), *groups]
         for o in settings:
             new = _first_new(cfg, o.key_or_group)
             if new is None:
+                if o.is_add():
+                    raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
+                                           f"{o.input_line[1:]}")
                 continue
             adds = o.is_add() or o.is_force_add()
             if adds and _is_open(new, open_keys):
                 continue
-            if not adds and _is_open(new, open_keys):
+            if not adds and not o.is_delete() and _is_open(new, open_keys):
                 raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with "
                                        f"+{o.input_line.lstrip('~')}")
             near = _closest(o.key_or_group, known, 1)
