@@ -40,4 +40,7 @@ def run_config(cfg: DictConfig) -> int:
         return 2
 
 
-main = kit.hydra_app("rollout", run_config)
+# New keys a rollout reads: a model's (and the curator's) extra request fields.
+OPEN_KEYS = ("model.params.*", "curate.model.params.*")
+
+main = kit.hydra_app("rollout", run_config, open_keys=OPEN_KEYS)

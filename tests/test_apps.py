@@ -3,6 +3,7 @@ a run's log and config in the run's own folder, never under the working director
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -81,6 +82,7 @@ def test_score_run_writes_log_and_config_only_into_its_output_dir(tmp_path: Path
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "score.log").is_file()
     assert (out / "demo_strong" / "results_eval.json").is_file()
     assert list(cwd.iterdir()) == []
+    assert "WARNING" not in proc.stderr, "the demo runs clean"
 
 
 def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
@@ -89,8 +91,37 @@ def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> N
     proc = run_script("score", "data.gt=missing.json", "model.predictions=missing.json",
                       f"output_dir={tmp_path / 'out'}", cwd=cwd)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == "error: missing.json: trajectory file not found"
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: missing.json: reference trajectory file not found: "
+                                                           "set data.gt=PATH")
     assert list(cwd.iterdir()) == []
+    assert not (tmp_path / "out").exists(), "the failed run's folder held only Hydra's files"
+
+
+def test_missing_reference_says_which_setting_and_where_the_data_come_from(tmp_path: Path) -> None:
+    """A fresh clone has no reference file: the line names M3BENCH_DATA, data.gt and the README section."""
+    empty = tmp_path / "data"
+    empty.mkdir()
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "model=gpt5",
+                           f"output_dir={tmp_path / 'out'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "M3BENCH_DATA": str(empty)})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {empty / 'test_mcp_GT.json'}: reference trajectory file not found: set data.gt=PATH, or M3BENCH_DATA "
+        'to the folder holding test_mcp_GT.json (the published M3-Bench files: README, "Where the data come '
+        'from"; data=demo scores the built-in demo)']
+    assert "### Where the data come from" in (ROOT / "README.md").read_text()
+    assert not (tmp_path / "out").exists()
+
+
+def score_in_process(capsys, *overrides: str) -> tuple[int, str]:
+    """The score app's run on the config its command line would compose (the process around it, exit
+    status and all, is the command line's tests' above): (status, stderr)."""
+    from engine.apps.score import run
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    code = run(cfg)
+    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("setting", "message"), [
@@ -98,23 +129,24 @@ def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> N
     ("align.tau_strong=high", "align.tau_strong='high': a threshold must be a number in [-1, 1]"),
     ("align.tau_weak_grid=0.5", "align.tau_weak_grid=0.5: must be a list of thresholds, e.g. [0.5,0.6]"),
 ])
-def test_bad_threshold_is_one_line(tmp_path: Path, setting: str, message: str) -> None:
-    proc = run_script("score", setting, "data=demo", f"demo.dir={tmp_path / 'demo'}",
-                      f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == f"error: {message}"
+def test_bad_threshold_is_one_line(tmp_path: Path, capsys, setting: str, message: str) -> None:
+    code, err = score_in_process(capsys, setting, "data=demo", f"demo.dir={tmp_path / 'demo'}",
+                                 f"output_dir={tmp_path / 'out'}")
+    assert code == 2
+    assert err.strip().splitlines() == [f"error: {message}"]
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(("setting", "minimum"), [("encoder.batch_size=abc", 1), ("demo.n_tasks=0", 1),
                                                    ("demo.seed=-1", 0)])
-def test_bad_integer_setting_is_one_line(tmp_path: Path, setting: str, minimum: int) -> None:
+def test_bad_integer_setting_is_one_line(tmp_path: Path, capsys, setting: str, minimum: int) -> None:
     key, value = setting.split("=")
-    proc = run_script("score", setting, "data=demo", f"demo.dir={tmp_path / 'demo'}", f"output_dir={tmp_path / 'out'}",
-                      cwd=tmp_path)
-    assert proc.returncode == 2
+    code, err = score_in_process(capsys, setting, "data=demo", f"demo.dir={tmp_path / 'demo'}",
+                                 f"output_dir={tmp_path / 'out'}")
+    assert code == 2
     shown = repr(int(value)) if value.lstrip("-").isdigit() else repr(value)
-    assert proc.stderr.strip().splitlines()[-1] == (f"error: config: field '{key}': must be an integer >= {minimum}, "
-                                                    f"got {shown}")
+    assert err.strip().splitlines() == [f"error: config: field '{key}': must be an integer >= {minimum}, got {shown}"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_calibrate_needs_pairs(tmp_path: Path) -> None:

@@ -97,13 +97,14 @@ def test_family_tables_and_files(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) -> None:
-    """A real scoring run with a grid writes the reports and the ablation curves."""
+    """A real scoring run with a grid writes the reports and the ablation curves (on the 3-task demo the
+    app tests score too, so the session's cache holds its texts)."""
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, str(root / "scripts" / "score.py"), f"demo.dir={tmp_path / 'demo'}",
-                           "demo.n_tasks=6", f"encoder.cache_dir={embedding_cache}", f"output_dir={tmp_path / 'run'}",
+                           "demo.n_tasks=3", f"encoder.cache_dir={embedding_cache}", f"output_dir={tmp_path / 'run'}",
                            "device=cpu", "align.tau_weak_grid=[0.5,0.7]", "align.tau_strong_grid=[0.8,0.9]"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -155,3 +156,41 @@ def test_bad_call_count(tmp_path: Path) -> None:
     (tmp_path / "m" / "results_eval.json").write_text(json.dumps({"aggregate": block(0.5, success=-1)}))
     with pytest.raises(InputError, match="field 'aggregate.success': expected a count >= 0"):
         collect_run(tmp_path)
+
+
+def _legend_colors(fig) -> dict[str, tuple]:
+    """model -> RGBA of its legend entry, over every legend of a figure."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.lines import Line2D
+
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    out = {}
+    for legend in legends:
+        for handle, text in zip(legend.legend_handles, legend.get_texts()):
+            color = handle.get_color() if isinstance(handle, Line2D) else handle.get_facecolor()
+            out[text.get_text()] = to_rgba(color)
+    return out
+
+
+def test_a_model_has_one_colour_in_every_figure_and_families_have_no_lines(tmp_path: Path) -> None:
+    """The leaderboard lists models by rank (beta, alpha, gamma), the families and the threshold grid in
+    other orders: each model keeps its colour; the per-family figure joins no families with a line."""
+    from engine.reports.plots import family_figure, leaderboard_figure, threshold_figure
+
+    write_run(tmp_path, judged=False)
+    run = collect_run(tmp_path)
+    board = leaderboard_table(run)
+    assert board.column("Model") == ["beta", "alpha", "gamma"]
+    families = family_tables(run)
+    rows = [{"model": m, "tau_weak": w, "tau_strong": 0.8, "recall": 0.5} for m in ("gamma", "alpha", "beta")
+            for w in (0.5, 0.7)]
+    figures = {"leaderboard": leaderboard_figure(board), "families": family_figure(families, board.column("Model")),
+               "families_unordered": family_figure(families), "thresholds": threshold_figure(rows)}
+    colors = {name: _legend_colors(fig) for name, fig in figures.items()}
+    assert all(set(c) == {"alpha", "beta", "gamma"} for c in colors.values()), colors
+    assert len(set(colors["leaderboard"].values())) == 3
+    for name, c in colors.items():
+        assert c == colors["leaderboard"], name
+    for fig in (figures["families"], figures["families_unordered"]):
+        lines = fig.axes[0].get_lines()
+        assert len(lines) == 3 and all(line.get_linestyle() == "None" for line in lines)

@@ -142,6 +142,14 @@ def test_demo_models() -> None:
     assert all(name.startswith("demo_") for name in models)
 
 
+def test_demo_models_answer_every_task(tmp_path: Path) -> None:
+    """Scoring the demo warns of no id without a prediction: every model file holds every reference id."""
+    gt_path, model_paths = write_demo(tmp_path, n_tasks=60)
+    ids = [t["id"] for t in json.loads(gt_path.read_text(encoding="utf-8"))]
+    for name, path in model_paths.items():
+        assert [t["id"] for t in json.loads(path.read_text(encoding="utf-8"))] == ids, name
+
+
 def exact_call_rate(reference: list[dict], predictions: list[dict]) -> float:
     by_id = {t["id"]: t for t in predictions}
     hits = total = 0

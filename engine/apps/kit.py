@@ -10,24 +10,50 @@ scripts/*.py call the same `main` of each app.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import difflib
+import io
 import logging
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, NoReturn
 
 import hydra
 from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra._internal.utils import get_args_parser
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
 
 # ${project_path:rollout/demo/reference.json}: a path inside the project, wherever it is installed.
 OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / rel), replace=True)
+
+# A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
+_OWN_FLAGS = ("config_path", "config_name", "config_dir", "experimental_rerun", "shell_completion")
+
+
+def sweep_subdir(num: int, dirname: str) -> str:
+    """A multirun job's folder: its swept settings (`hydra.job.override_dirname`, the kit keeps only
+    the swept keys in it), with path separators replaced; the job's number when nothing is swept."""
+    return dirname.replace("/", "_").replace(os.sep, "_") or str(num)
+
+
+# ${sweep_subdir:${hydra.job.num},${hydra.job.override_dirname}}: hydra.sweep.subdir of every app.
+OmegaConf.register_new_resolver("sweep_subdir", sweep_subdir, replace=True)
 
 
 class BelowWarning(logging.Filter):
@@ -61,22 +87,256 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False) -> Callable[[], None]:
-    """The entry point of an app whose config root is conf/<app>/: runs `run` (each job of a
-    multirun) and exits with its status; with `quick_exit`, through exit_now."""
+class CommandLineError(Exception):
+    """A command line an app refuses before running: one line naming the override at fault."""
+
+
+class RunFolder(Callback):
+    """Hydra callback (hydra.callbacks.run_folder of every app): notes whether the run folder
+    (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created."""
+
+    created: Path | None = None  # the outermost folder this run created, None when it created none
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Called before Hydra creates the run folder."""
+        folder = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
+        outermost = None
+        for path in (folder, *folder.parents):
+            if path.exists():
+                break
+            outermost = path
+        RunFolder.created = outermost
+
+
+def remove_failed_run_folder(cfg: DictConfig) -> None:
+    """After a run stopped by bad input: remove its run folder when this run created it and it holds nothing but
+    Hydra's own files (`.hydra/`, `<job name>.log`), with the empty folders above it it created."""
+    created = RunFolder.created
+    if created is None or not HydraConfig.initialized():
+        return
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.RUN:
+        return
+    folder = Path(hydra_cfg.runtime.output_dir).absolute()
+    own = {".hydra", f"{hydra_cfg.job.name}.log"}
+    if not folder.is_dir() or not (folder == created or created in folder.parents):
+        return
+    if any(entry.name not in own for entry in folder.iterdir()):
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    for parent in folder.parents:
+        if parent != created and created not in parent.parents:
+            break
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+
+
+def _groups(app: str) -> dict[str, list[str]]:
+    """The config groups of conf/<app>/ (not Hydra's) and their options."""
+    root = CONF_ROOT / app
+    return {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in sorted(root.iterdir())
+            if d.is_dir() and d.name != "hydra"}
+
+
+def _values(override: Override) -> list[str] | None:
+    """The values an override gives its key (every value of a choice sweep); None when not listable."""
+    if override.is_delete():
+        return []
+    if override.is_sweep_override():
+        return list(override.sweep_string_iterator()) if override.is_discrete_sweep() else None
+    value = override.value()
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [override.get_value_element_as_str()]
+
+
+def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
+    """Every dotted key of a composed config, inner nodes and leaves."""
+    keys = []
+    if isinstance(node, DictConfig):
+        for key in node.keys():
+            path = f"{prefix}{key}"
+            keys.append(path)
+            keys += _dotted_keys(node._get_node(key), f"{path}.")
+    return keys
+
+
+def _first_new(cfg: DictConfig, key: str) -> str | None:
+    """The shortest prefix of a dotted key that the config lacks; None when the key exists."""
+    node: Any = cfg
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if isinstance(node, ListConfig):
+            return None
+        if not isinstance(node, DictConfig) or node._is_none() or part not in node.keys():
+            return ".".join(parts[:i + 1])
+        node = node._get_node(part)
+    return None
+
+
+def _is_open(path: str, open_keys: Sequence[str]) -> bool:
+    """Whether a new key at `path` is one an app reads: it matches a pattern of open_keys segment by
+    segment (`*` stands for one segment)."""
+    parts = path.split(".")
+    for pattern in open_keys:
+        segments = pattern.split(".")
+        if len(segments) == len(parts) and all(fnmatchcase(p, s) for p, s in zip(parts, segments)):
+            return True
+    return False
+
+
+def _closest(word: str, candidates: Sequence[str], n: int) -> list[str]:
+    return difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.6)
+
+
+def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = ()) -> list[str]:
+    """Check a Hydra app's command line against its config root before Hydra runs it; returns the
+    overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
+    jobs' folder names). Raises CommandLineError for: an option that its group lacks (naming the
+    closest options), a setting the config lacks (naming the closest setting), a new key (`+key`,
+    `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
+    extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), and a multirun
+    that would run the same settings twice. A command line Hydra itself will refuse (unparsable,
+    other config roots) is returned unchecked."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            args = get_args_parser().parse_args(list(argv))
+        except SystemExit:
+            return list(argv)
+    if any(getattr(args, flag, None) for flag in _OWN_FLAGS):
+        return list(argv)
+    try:
+        overrides = OverridesParser.create().parse_overrides(args.overrides)
+    except HydraException:
+        return list(argv)
+    groups = _groups(app)
+    ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
+    hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]
+    if hydra_groups:
+        groups.update(_hydra_groups(app, [o.key_or_group for o in hydra_groups]))
+    for o in [*hydra_groups, *ours]:
+        if o.key_or_group in groups:
+            _check_option(o, groups[o.key_or_group])
+    group_lines = []
+    for o in ours:
+        if o.key_or_group not in groups:
+            continue
+        values = _values(o)
+        group_lines.append(o.input_line if not o.is_sweep_override() or not values
+                           else f"{o.get_key_element()}={values[0]}")
+    settings = [o for o in ours if o.key_or_group not in groups]
+    if settings or args.multirun:
+        cfg = _compose(app, group_lines)
+        if cfg is None:
+            return list(argv)
+        known = [*(k for k in _dotted_keys(cfg) if not k.startswith("hydra.")), *groups]
+        for o in settings:
+            new = _first_new(cfg, o.key_or_group)
+            if new is None:
+                if o.is_add():
+                    raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
+                                           f"{o.input_line[1:]}")
+                continue
+            adds = o.is_add() or o.is_force_add()
+            if adds and _is_open(new, open_keys):
+                continue
+            if not adds and not o.is_delete() and _is_open(new, open_keys):
+                raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with "
+                                       f"+{o.input_line.lstrip('~')}")
+            near = _closest(o.key_or_group, known, 1)
+            hint = f" (closest: {near[0]})" if near else ""
+            if adds:
+                raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}{hint}; "
+                                       "--help lists its settings")
+            raise CommandLineError(f"{o.input_line}: m3bench-{app} has no setting {o.key_or_group}{hint}; "
+                                   "--help lists its settings")
+        if args.multirun:
+            return [*argv, _folder_names(cfg, overrides, ours)]
+    return list(argv)
+
+
+def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
+    """Hydra's groups among names (hydra/launcher, ...) with their options on the app's search path
+    (the app's conf/<app>/hydra/ and Hydra's plugins); a group without options is Hydra's to report."""
+    with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        found = {name: sorted(loader.get_group_options(name)) for name in names}
+    return {name: options for name, options in found.items() if options}
+
+
+def _check_option(override: Override, options: list[str]) -> None:
+    """An option its group lacks is a CommandLineError naming the closest options (or all of them)."""
+    for value in _values(override) or []:
+        if value not in options and value not in ("null", "None"):
+            near = _closest(value, options, 3)
+            raise CommandLineError(
+                f"{override.input_line}: group {override.key_or_group} has no option {value!r}; "
+                + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
+
+
+def _compose(app: str, overrides: Sequence[str]) -> DictConfig | None:
+    """The app's config with these (group) overrides and its hydra node, unresolved; None when Hydra
+    cannot compose it (Hydra then says why)."""
+    try:
+        with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
+            return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    except HydraException:
+        return None
+
+
+def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence[Override]) -> str:
+    """The override that names each multirun job's folder by its swept settings only: every other key
+    of the command line joins the app's excluded keys (its output settings,
+    hydra.job.config.override_dirname.exclude_keys). Two jobs with the same settings are refused."""
+    excluded = list(OmegaConf.select(cfg, "hydra.job.config.override_dirname.exclude_keys") or [])
+    swept = {o.key_or_group for o in ours if o.is_sweep_override()}
+    excluded += sorted({o.key_or_group for o in ours} - swept - set(excluded))
+    if not any(o.key_or_group.startswith("hydra/sweeper") for o in overrides):
+        try:
+            jobs = BasicSweeper.split_arguments(list(ours), None)[0]
+        except HydraException:
+            jobs = []
+        seen: set[tuple[str, ...]] = set()
+        for job in jobs:
+            if tuple(job) in seen:
+                raise CommandLineError(f"the multirun runs {','.join(job) or 'the same job'} twice (each job's "
+                                       "folder is named by its swept settings): drop the repeated value")
+            seen.add(tuple(job))
+    return f"hydra.job.config.override_dirname.exclude_keys=[{','.join(excluded)}]"
+
+
+def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
+              open_keys: Sequence[str] | Callable[[], Sequence[str]] = ()) -> Callable[[], None]:
+    """The entry point of an app whose config root is conf/<app>/: checks the command line
+    (check_command_line, with the app's open_keys), then runs `run` (each job of a multirun) and exits
+    with its status; a run stopped by bad input (status 2) removes the run folder it created when that
+    holds nothing but Hydra's own files (RunFolder). With `quick_exit`, the process ends through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
         code = run(cfg)
+        if code == 2:  # bad input: the run stopped before doing anything
+            remove_failed_run_folder(cfg)
         if code:
             sys.exit(code)
 
+    def start() -> None:
+        try:
+            keys = open_keys() if callable(open_keys) else open_keys
+            sys.argv[1:] = check_command_line(app, sys.argv[1:], keys)
+        except CommandLineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        task()
+
     def main() -> None:
         if not quick_exit:
-            task()
+            start()
             return
         try:
-            task()
+            start()
         except SystemExit as stop:
             code = stop.code
             if code is not None and not isinstance(code, int):

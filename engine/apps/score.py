@@ -97,6 +97,14 @@ def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]],
     return Inputs(gt, files, names, _judges(files), True, trials)
 
 
+def missing_reference(gt: Path) -> str:
+    """The one line for a reference file that is not there: the settings that name it, and where the
+    published files come from."""
+    return (f"{gt}: reference trajectory file not found: set data.gt=PATH, or M3BENCH_DATA to the folder "
+            "holding test_mcp_GT.json (the published M3-Bench files: README, \"Where the data come from\"; "
+            "data=demo scores the built-in demo)")
+
+
 def resolve_inputs(cfg: DictConfig) -> Inputs:
     """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo.
 
@@ -115,6 +123,8 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         gt = [Path(p) for p in cfg.data.references]
     elif cfg.data.get("gt"):
         gt = Path(cfg.data.gt)
+        if not gt.is_file():
+            raise ConfigError(missing_reference(gt))
     else:
         raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
     trials_cfg = cfg.get("trials") or {}
@@ -234,4 +244,9 @@ def _run(cfg: DictConfig) -> int:
     return 0
 
 
-main = hydra_app("score", run, quick_exit=True)
+def open_keys() -> list[str]:
+    """New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
+    return [f"model.{e.option}" for e in evaluators()]
+
+
+main = hydra_app("score", run, quick_exit=True, open_keys=open_keys)

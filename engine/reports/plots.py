@@ -28,25 +28,31 @@ def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
     return Path(path)
 
 
-def _colors(n: int) -> list[Any]:
-    cmap = colormaps["tab10" if n <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(n)]
+def model_colors(models: list[str]) -> dict[str, Any]:
+    """One colour per model, by the model's place among the names in alphabetical order: every figure
+    of a report shows the run's models, so a model has the same colour in each of them, whatever order
+    (rank, name) a figure lists them in."""
+    names = sorted(set(models))
+    cmap = colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
 
 
 def _value(cell: Any) -> float:
     return math.nan if cell is None else float(cell)
 
 
-def leaderboard_chart(table: Table, path: Path) -> Path:
+def leaderboard_figure(table: Table) -> Figure:
     """Grouped bars: one group per metric column (Average Score last), one bar per model."""
     metrics = table.columns[1:]
-    models = table.column("Model")
+    models = [str(m) for m in table.column("Model")]
+    colors = model_colors(models)
     fig = Figure(figsize=(max(8.0, 1.0 + len(metrics) * (0.25 * len(models) + 0.6)), 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(metrics))
     width = 0.8 / max(len(models), 1)
-    for i, (row, color) in enumerate(zip(table.rows, _colors(len(models)))):
-        ax.bar(x - 0.4 + width * (i + 0.5), [_value(v) for v in row[1:]], width, label=str(row[0]), color=color)
+    for i, row in enumerate(table.rows):
+        ax.bar(x - 0.4 + width * (i + 0.5), [_value(v) for v in row[1:]], width, label=str(row[0]),
+               color=colors[str(row[0])])
     ax.set_xticks(x, metrics, rotation=20, ha="right")
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("score")
@@ -54,27 +60,45 @@ def leaderboard_chart(table: Table, path: Path) -> Path:
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="model")
-    return save_figure(fig, path)
+    return fig
 
 
-def family_chart(tables: dict[str, Table], path: Path, models: list[str] | None = None) -> Path:
-    """Figure 7 style: x = task families, one line per model, y = that family's Average Score."""
+def leaderboard_chart(table: Table, path: Path) -> Path:
+    """The leaderboard figure (leaderboard_figure) as a PNG at path."""
+    return save_figure(leaderboard_figure(table), path)
+
+
+def family_figure(tables: dict[str, Table], models: list[str] | None = None) -> Figure:
+    """Figure 7 style: x = task families, y = that family's Average Score, one marker per model (side
+    by side within a family, no line: the families have no order)."""
     families = list(tables)
-    names = models if models is not None else sorted({m for t in tables.values() for m in t.column("Model")})
-    scores = {family: dict(zip(t.column("Model"), t.column(AVERAGE))) for family, t in tables.items()}
+    names = [str(m) for m in models] if models is not None else sorted(
+        {str(m) for t in tables.values() for m in t.column("Model")})
+    colors = model_colors(names)
+    scores = {family: dict(zip(map(str, t.column("Model")), t.column(AVERAGE))) for family, t in tables.items()}
     fig = Figure(figsize=(max(8.0, 0.7 * len(families) + 3.0), 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(families))
-    for name, color in zip(names, _colors(len(names))):
+    step = 0.7 / max(len(names), 1)
+    for i, name in enumerate(names):
         y = [_value(scores[f].get(name)) for f in families]
-        ax.plot(x, y, marker="o", linewidth=1.5, markersize=4, label=str(name), color=color)
+        ax.plot(x - 0.35 + step * (i + 0.5), y, linestyle="none", marker="o", markersize=5, label=name,
+                color=colors[name])
     ax.set_xticks(x, families, rotation=35, ha="right")
+    ax.set_xticks(x[:-1] + 0.5, minor=True)
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel(AVERAGE)
     ax.set_title("Average Score per task family")
-    ax.grid(alpha=0.3)
+    ax.grid(axis="y", alpha=0.3)
+    ax.grid(axis="x", which="minor", alpha=0.3)
+    ax.tick_params(axis="x", which="minor", length=0)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="model")
-    return save_figure(fig, path)
+    return fig
+
+
+def family_chart(tables: dict[str, Table], path: Path, models: list[str] | None = None) -> Path:
+    """The per-family figure (family_figure) as a PNG at path."""
+    return save_figure(family_figure(tables, models), path)
 
 
 def grid_metrics(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -83,7 +107,7 @@ def grid_metrics(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(m.key, m.label) for m in METRICS if m.source != "budget" and m.key in present]
 
 
-def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
+def threshold_figure(rows: list[dict[str, Any]]) -> Figure:
     """Threshold ablation: each metric vs tau_weak, one line per model.
 
     One column of panels per metric and one row per tau_strong value of the grid.
@@ -91,7 +115,7 @@ def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
     metrics = grid_metrics(rows)
     strongs = sorted({float(r["tau_strong"]) for r in rows})
     models = sorted({r["model"] for r in rows})
-    colors = dict(zip(models, _colors(len(models))))
+    colors = model_colors(models)
     n_cols, n_rows = max(len(metrics), 1), max(len(strongs), 1)
     fig = Figure(figsize=(2.9 * n_cols + 1.8, 2.5 * n_rows + 0.6), layout="constrained")
     axes = fig.subplots(n_rows, n_cols, squeeze=False, sharex=True, sharey=True)
@@ -114,7 +138,12 @@ def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
     handles = [Line2D([], [], color=colors[m], marker="o", markersize=3, label=m) for m in models]
     fig.legend(handles=handles, loc="outside right center", fontsize="small", title="model")
     fig.suptitle("Threshold ablation")
-    return save_figure(fig, path)
+    return fig
+
+
+def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
+    """The threshold ablation figure (threshold_figure) as a PNG at path."""
+    return save_figure(threshold_figure(rows), path)
 
 
 def calls_chart(table: Table, path: Path) -> Path:

@@ -40,4 +40,8 @@ def run_config(cfg: DictConfig) -> int:
         return 2
 
 
-main = kit.hydra_app("judge", run_config)
+# New keys the judge app reads: a judge added to the pool, a judge's extra request fields, an
+# evaluator's entry and its options.
+OPEN_KEYS = ("judges.pool.*", "judges.pool.*.params.*", "evaluators.*", "evaluators.*.*")
+
+main = kit.hydra_app("judge", run_config, open_keys=OPEN_KEYS)

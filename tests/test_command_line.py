@@ -1,0 +1,122 @@
+"""Every Hydra app's command line is checked by the app kit before it runs: a misspelt setting, an
+option its group lacks, or a new key no app reads is one line naming the closest, exit status 2; a
+multirun names each job's folder by its swept settings; a failed run leaves no run folder of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.apps.kit import CommandLineError, check_command_line
+from engine.apps.score import open_keys as score_open_keys
+from rollout.cli import OPEN_KEYS as ROLLOUT_OPEN_KEYS
+from rollout.judges.cli import OPEN_KEYS as JUDGE_OPEN_KEYS
+
+ROOT = Path(__file__).resolve().parents[1]
+OPEN = {"score": score_open_keys(), "calibrate": (), "rollout": ROLLOUT_OPEN_KEYS, "judge": JUDGE_OPEN_KEYS}
+HELP = "; --help lists its settings"
+
+
+@pytest.mark.parametrize(("app", "argv", "message"), [
+    ("score", ["align.tau_weka=0.5"],
+     f"align.tau_weka=0.5: m3bench-score has no setting align.tau_weka (closest: align.tau_weak){HELP}"),
+    ("score", ["data=demo", "+align.tau_weka=0.5"],
+     f"+align.tau_weka=0.5: m3bench-score does not read align.tau_weka (closest: align.tau_weak){HELP}"),
+    ("score", ["++align.tau_weka=0.5"],
+     f"++align.tau_weka=0.5: m3bench-score does not read align.tau_weka (closest: align.tau_weak){HELP}"),
+    ("score", ["modle=gpt5"], f"modle=gpt5: m3bench-score has no setting modle (closest: model){HELP}"),
+    ("score", ["model=gpt55"], "model=gpt55: group model has no option 'gpt55'; closest: gpt5"),
+    ("score", ["-m", "model=gpt5,grok44"],
+     "model=gpt5,grok44: group model has no option 'grok44'; closest: grok4, grok4_fast"),
+    ("score", ["metrics=papers"], "metrics=papers: group metrics has no option 'papers'; closest: paper"),
+    ("score", ["data=xyz"], "data=xyz: group data has no option 'xyz'; options: demo, m3bench, rollout_demo"),
+    ("score", ["~align.tau_wek"], f"~align.tau_wek: m3bench-score has no setting align.tau_wek (closest: "
+                                  f"align.tau_weak){HELP}"),
+    ("score", ["-m", "hydra/launcher=local_paralel"], "hydra/launcher=local_paralel: group hydra/launcher has no "
+                                                      "option 'local_paralel'; closest: local_parallel"),
+    ("score", ["+align.tau_weak=0.5"], "+align.tau_weak=0.5: align.tau_weak is a setting already: set it with "
+                                       "align.tau_weak=0.5"),
+    ("calibrate", ["profle=paper"], f"profle=paper: m3bench-calibrate has no setting profle (closest: profile){HELP}"),
+    ("rollout", ["model=gpt55"], "model=gpt55: group model has no option 'gpt55'; closest: gpt5, gpt4o"),
+    ("rollout", ["model@curate.model=claud"], "model@curate.model=claud: group model has no option 'claud'; "
+                                              "closest: claude"),
+    ("rollout", ["model.params.reasoning_effort=low"], "model.params.reasoning_effort=low: "
+     "model.params.reasoning_effort is a new key: add it with +model.params.reasoning_effort=low"),
+    ("rollout", ["+model.api_nme=gpt-5"], "+model.api_nme=gpt-5: m3bench-rollout does not read "
+                                          f"model.api_nme (closest: model.api_name){HELP}"),
+    ("judge", ["judges=publshed"], "judges=publshed: group judges has no option 'publshed'; closest: published"),
+    ("judge", ["+judges.pool.gpt5_mini.tiemout=1"], "+judges.pool.gpt5_mini.tiemout=1: m3bench-judge does not read "
+     f"judges.pool.gpt5_mini.tiemout (closest: judges.pool.gpt5_mini.timeout){HELP}"),
+    ("judge", ["evaluators=[m3_judges,call_outcome]"], "evaluators=[m3_judges,call_outcome]: group evaluators has "
+                                                        "no option 'call_outcome'; closest: call_outcomes"),
+    ("score", ["-m", "align.tau_weak=0.5,0.7,0.5"], "the multirun runs align.tau_weak=0.5 twice (each job's folder "
+                                                    "is named by its swept settings): drop the repeated value"),
+])
+def test_a_bad_command_line_is_one_line_naming_the_closest(app: str, argv: list[str], message: str) -> None:
+    with pytest.raises(CommandLineError) as caught:
+        check_command_line(app, argv, OPEN[app])
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("app", "argv"), [
+    ("score", ["model=gpt5", "align.tau_weak=0.5", "model.judge=j.json", "hydra.job.chdir=true", "--cfg", "job"]),
+    ("score", ["data.gt=g.json", "sweep.predictions=[a.json,b.json]", "~model", "reports=false"]),
+    ("rollout", ["model=scripted", "+model.params.reasoning_effort=low", "model@curate.model=gpt5",
+                 "+curate.model.params.seed=1"]),
+    ("judge", ["~judges.pool.deepseek_chat", "+judges.pool.qwen={provider: openai, api_name: q}",
+               "+judges.pool.gpt5_mini.params.reasoning_effort=low", "+evaluators.probe.scale=2"]),
+    ("calibrate", ["pairs=p.json", "hydra/launcher=basic", "hydra.nonsense=1"]),
+    ("score", ["hydra/launcher=local_parallel", "hydra.launcher.n_jobs=2", "align.tau_weak=0.5"]),
+    ("score", ["--config-name", "other", "nonsense=1"]),  # another config root: Hydra's to check
+])
+def test_a_good_command_line_runs_as_written(app: str, argv: list[str]) -> None:
+    assert check_command_line(app, argv, OPEN[app]) == argv
+
+
+def test_a_multirun_job_folder_names_only_its_swept_settings() -> None:
+    argv = ["-m", "align.tau_weak=0.5,0.7", "metrics=reference,paper", "device=cpu", "output_dir=/o", "demo.n_tasks=4"]
+    assert check_command_line("score", argv, OPEN["score"]) == [
+        *argv, "hydra.job.config.override_dirname.exclude_keys=[output_dir,progress,demo.n_tasks,device]"]
+    argv = ["-m", "model=gpt5,claude", "concurrency=2", "results_dir=/r"]
+    assert check_command_line("rollout", argv, OPEN["rollout"])[-1] == (
+        "hydra.job.config.override_dirname.exclude_keys=[results_dir,predictions,run_dir,workspace,cache_dir,"
+        "server_logs,curate.verdicts,curate.optimal,concurrency]")
+
+
+def run(app: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{app}.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_apps_refuse_before_running(tmp_path: Path) -> None:
+    """Hydra's text for a typo suggested `+key`, which then ran with the default: both are one line now."""
+    for args in (["align.tau_weka=0.5"], ["+align.tau_weka=0.5"]):
+        proc = run("score", *args, f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.splitlines() == [f"error: {args[0]}: m3bench-score "
+                                            + ("has no setting" if args[0][0] != "+" else "does not read")
+                                            + f" align.tau_weka (closest: align.tau_weak){HELP}"]
+    proc = run("judge", "model=x", "judges=publshed", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (2, "error: judges=publshed: group judges has no option 'publshed'; "
+                                                 "closest: published\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_judge_and_rollout_runs_leave_no_run_folder(tmp_path: Path) -> None:
+    """Bad input before anything is done: the run folder the run created goes; one that was there stays."""
+    results = tmp_path / "results"
+    proc = run("judge", "model=nomodel", "judges=scripted", "data=rollout_demo", f"results_dir={results}", cwd=tmp_path)
+    assert proc.returncode == 2 and "nomodel_test_mcp_fuzzy.json: trajectory file not found" in proc.stderr
+    assert not (results / "judge").exists()
+    proc = run("rollout", "model=scripted", "tasks=demo", f"results_dir={results}",
+               f"servers={tmp_path / 'none.json'}", cwd=tmp_path)
+    assert proc.returncode == 2 and "servers config not found" in proc.stderr
+    assert not (results / "rollout").exists()
+    kept = results / "judge" / "nomodel"
+    kept.mkdir(parents=True)
+    proc = run("judge", "model=nomodel", "judges=scripted", "data=rollout_demo", f"results_dir={results}", cwd=tmp_path)
+    assert proc.returncode == 2 and (kept / ".hydra").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
