@@ -10,8 +10,6 @@ import json
 import logging
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from engine.contract import InputError, TrajectoryFile, parse_trajectories
 from engine.evaluators import vtb_rubrics as vtb
 from engine.evaluators.base import JudgeContext, TaskInputs
 from engine.judge_results import JoinedFiles, joined_aggregate, load_joined
+from script_runs import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -270,7 +269,8 @@ def _stage(tmp_path: Path, pool: str = "scripted", *extra: str) -> tuple[int, di
     from rollout.judges.cli import compose_config
     from rollout.judges.run import run
 
-    cfg = compose_config(["evaluators=[vtb_rubrics]", "stage=vtb_rubrics", f"judges={pool}", "data=vtb_demo", f"results_dir={tmp_path}",
+    cfg = compose_config(["evaluators=[vtb_rubrics]", "stage=vtb_rubrics", f"judges={pool}", "data=vtb_demo",
+                          f"results_dir={tmp_path}",
                           f"predictions={tmp_path / 'p_test_mcp_fuzzy.json'}", f"cache_dir={tmp_path / 'cache'}",
                           *extra])
     status = run(cfg)
@@ -339,24 +339,16 @@ def test_the_demo_set_is_what_the_generator_makes(tmp_path: Path) -> None:
 
 # -- the demo flow as the README gives it -------------------------------------------------------------------
 
-def script(name: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return proc
-
-
 @pytest.mark.slow
 def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     results, out = tmp_path / "results", tmp_path / "board"
-    script("rollout", "model=scripted", "tasks=vtb_demo", "model.script=${rollout_path:demo/vtb_reference.json}",
-           f"results_dir={results}", cwd=tmp_path)
-    judged = script("judge", "model=scripted", "judges=scripted", "data=vtb_demo", "evaluators=[vtb_rubrics]",
-                    f"results_dir={results}", cwd=tmp_path)
+    run_script("rollout", "model=scripted", "tasks=vtb_demo", "model.script=${rollout_path:demo/vtb_reference.json}",
+               f"results_dir={results}", cwd=tmp_path)
+    judged = run_script("judge", "model=scripted", "judges=scripted", "data=vtb_demo", "evaluators=[vtb_rubrics]",
+                        f"results_dir={results}", cwd=tmp_path)
     assert "vtb_rubrics: 6 of 6 task(s) judged (6 now, 0 failed, 0 incomplete)" in judged.stdout
-    script("score", "sweep=leaderboard", "data=vtb_demo", f"results_dir={results}", f"output_dir={out}",
-           f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    run_script("score", "sweep=leaderboard", "data=vtb_demo", f"results_dir={results}", f"output_dir={out}",
+               f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
 
     doc = json.loads((results / "scripted_test_mcp_fuzzy_rubrics.json").read_text())
     expected = {tid: vtb.score_items([vtb.rubric_item("t", r, tid, "r") for t in e["turns"] for r in t["rubrics"]],
@@ -385,9 +377,9 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     dropin = _write(tmp_path / "verdicts.json", [{"id": tid, "rubrics": [{"weight": 2, "met": tid.endswith("mt")}]}
                                                  for tid in expected])
     one = tmp_path / "one"
-    script("score", "data=vtb_demo", f"model.predictions={results / 'scripted_test_mcp_fuzzy.json'}",
-           f"model.rubrics={dropin}", f"output_dir={one}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
-           cwd=tmp_path)
+    run_script("score", "data=vtb_demo", f"model.predictions={results / 'scripted_test_mcp_fuzzy.json'}",
+               f"model.rubrics={dropin}", f"output_dir={one}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
+               cwd=tmp_path)
     result = json.loads((one / "results_eval.json").read_text())
     assert result["aggregate"]["rubric_score"] == pytest.approx(2 / 6)
     assert result["aggregate"]["pass_rate"] == pytest.approx(2 / 6)

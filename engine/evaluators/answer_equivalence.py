@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, read_json
-from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.contract import InputError
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries
 from engine.evaluators.judging import Question, Rubric, first_answer
 
 NAME = "answer_equivalence"
@@ -120,11 +120,7 @@ def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
 
 def entries(path: Path) -> dict[str, dict[str, Any]]:
     """The checked entries of an earlier file (to resume), id -> entry."""
-    root = read_json(path, "answer equivalence file")
-    per_id = root.get("per_id") if isinstance(root, dict) else None
-    if not isinstance(per_id, dict):
-        raise InputError(path, "must be an object of id -> entry", field="per_id")
-    return {str(tid): _check_entry(path, str(tid), entry) for tid, entry in per_id.items()}
+    return file_entries(path, "answer equivalence file", _check_entry)
 
 
 def read(path: Path) -> Verdicts:

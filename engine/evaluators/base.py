@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.contract import Trajectory, TrajectoryFile
+from engine.contract import InputError, Trajectory, TrajectoryFile, read_json
 
 Input = Literal["prediction", "final_answer", "reference", "task", "workspace", "tool_log"]
 """What an evaluator may read of a task: the predicted trajectory, its final answer, the reference
@@ -89,6 +89,17 @@ class Verdicts:
     detail: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def file_entries(path: Path, what: str,
+                 check: Callable[[Path, str, Any], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """id -> entry of the ``per_id`` object of an evaluator's file, each checked by `check(path, id,
+    entry)`; `what` names the file in errors."""
+    root = read_json(path, what)
+    per_id = root.get("per_id") if isinstance(root, dict) else None
+    if not isinstance(per_id, dict):
+        raise InputError(path, "must be an object of id -> entry", field="per_id")
+    return {str(tid): check(path, str(tid), entry) for tid, entry in per_id.items()}
+
+
 @dataclass(frozen=True)
 class JudgeContext:
     """What a judging evaluator gets besides the task: the judge pool (duck-typed, built by the judge
@@ -112,12 +123,12 @@ class Evaluator:
     judge: one task's entry of its file (raises the pool's failure when no answer could be had);
     document: the file from the entries and the run's meta; entries: an earlier file's entries (to
     resume); read: the file's values, checked; compute: the values from the predictions alone;
-    aggregate: the aggregate over some ids where the metric table's rules cannot say it (joined to
-    the values of its rows the rules give); all_tasks: it judges every task of the tasks file, predicted
-    or not (a task whose run did not end is judged as such, not left out), and its file's aggregate in
-    the outputs is over every task of its file (a family's over the family's scored tasks); columns: its per-task values that are columns of the
-    per-task CSV besides its metric rows' keys; pool: its judge asks the judge pool (False: the judge
-    app gives it none, e.g. checks it runs itself); complete: whether an entry of its file has the
+    aggregate: the aggregate over some ids where the metric table's rules cannot say it (joined to the values
+    of its rows the rules give); all_tasks: it judges every task of the tasks file, predicted or not (a task
+    whose run did not end is judged as such, not left out), and its file's aggregate in the outputs is over
+    every task of its file (a family's over the family's scored tasks); columns: its per-task values that are
+    columns of the per-task CSV besides its metric rows' keys; pool: its judge asks the judge pool (False: the
+    judge app gives it none, e.g. checks it runs itself); complete: whether an entry of its file has the
     answers of every judge named (None: every entry is), an incomplete one judged again by a rerun;
     scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
     bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted).

@@ -38,8 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, is_number, read_json
-from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.contract import InputError, is_number
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries
 
 NAME = "verifiers"
 SUFFIX = "checks"
@@ -146,11 +146,7 @@ def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
 
 def entries(path: Path) -> dict[str, dict[str, Any]]:
     """The checked entries of an earlier file (to resume), id -> entry."""
-    root = read_json(path, "verifier file")
-    per_id = root.get("per_id") if isinstance(root, dict) else None
-    if not isinstance(per_id, dict):
-        raise InputError(path, "must be an object of id -> entry", field="per_id")
-    return {str(tid): _check_entry(path, str(tid), entry) for tid, entry in per_id.items()}
+    return file_entries(path, "verifier file", _check_entry)
 
 
 def read(path: Path) -> Verdicts:

@@ -398,7 +398,8 @@ def entries(path: Path) -> dict[str, dict[str, Any]]:
 def read(path: Path) -> Verdicts:
     """Per task id its ``rubric_score`` and ``pass_rate`` (0 or 1; absent while some rubric has no
     verdict), and as its detail these with its rubrics and their verdicts, per-turn scores and counts;
-    from this evaluator's file or a drop-in verdicts list. Critical-flag mismatches are logged (one warning per file)."""
+    from this evaluator's file or a drop-in verdicts list. Critical-flag mismatches are logged (one warning
+    per file)."""
     path = Path(path)
     root = read_json(path, "rubric verdicts file")
     own = isinstance(root, dict) and "per_id" in root

@@ -182,14 +182,14 @@ def tool_use_chart(table: Table, path: Path) -> Path:
     left, right = fig.subplots(1, 2, width_ratios=[2, 1])
     x = np.arange(len(models))
     width = 0.8 / len(rates)
-    for i, (label, color) in enumerate(zip(rates, _colors(len(rates)))):
+    for i, (label, color) in enumerate(zip(rates, colormaps["tab10"].colors)):
         left.bar(x - 0.4 + width * (i + 0.5), [_value(v) for v in table.column(label)], width, label=label,
                  color=color)
     left.set_ylim(0.0, 1.05)
     left.set_xticks(x, models, rotation=20, ha="right")
     left.legend(fontsize="small")
     left.grid(axis="y", alpha=0.3)
-    right.bar(x, [_value(v) for v in table.column(volume)], 0.6, color=_colors(3)[2])
+    right.bar(x, [_value(v) for v in table.column(volume)], 0.6, color=colormaps["tab10"](2))
     right.set_xticks(x, models, rotation=20, ha="right")
     right.set_ylabel("calls per task")
     right.set_title(volume)

@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from engine.contract import InputError, read_json
 from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
-from engine.reports.plots import _colors, save_figure
+from engine.reports.plots import model_colors, save_figure
 from engine.reports.tables import Table
 from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, mean_std
 
@@ -84,7 +84,9 @@ def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
     """pass^k over k per model: losses counted as failures (solid) and excluded (dashed)."""
     fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    for (model, doc), color in zip(models.items(), _colors(len(models))):
+    colors = model_colors(list(models))
+    for model, doc in models.items():
+        color = colors[model]
         for convention, style in (("losses_as_failures", "-"), ("losses_excluded", "--")):
             block = doc["pass_hat_k"][convention]
             ks = [int(k) for k in block if block[k]["value"] is not None]
@@ -105,7 +107,9 @@ def spread_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
     Task Completion where judged, else Recall."""
     fig = Figure(figsize=(9.0, 2.2 + 1.8 * len(models)), layout="constrained")
     axes = fig.subplots(len(models), 1, squeeze=False)[:, 0]
-    for ax, (model, doc), color in zip(axes, models.items(), _colors(len(models))):
+    colors = model_colors(list(models))
+    for ax, (model, doc) in zip(axes, models.items()):
+        color = colors[model]
         per_task = doc["per_task"]
         key = "task_completion" if any("task_completion" in v for v in per_task.values()) else "recall"
         blocks = sorted((v[key] for v in per_task.values() if key in v), key=lambda b: b["mean"])

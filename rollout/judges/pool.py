@@ -3,9 +3,9 @@ requests each judge has in flight, and the token usage and cost of each judge.
 
 A judge is a model config of the rollout's shape (``provider``, ``api_name``, ``base_url``,
 ``api_key_env``, ``params``, ``timeout``, ``max_retries``, ``backoff``; see conf/judge/judges/) plus
-an optional ``price`` (USD per million input and output tokens) and ``images`` (false: the judge is
-sent text only; by default it is shown the images its question names, rollout.judges.images). Its
-identity, which keys its cached replies, is the provider, the model the API is asked for and every other setting that can change a
+an optional ``price`` (USD per million input and output tokens) and ``images`` (false: the judge is sent text
+only; by default it is shown the images its question names, rollout.judges.images). Its identity, which keys
+its cached replies, is the provider, the model the API is asked for and every other setting that can change a
 reply (``params``, a scripted judge's policy); where it is served, its key and its timeouts are not
 part of it. The judge files name a judge by its model (as the published files do), so the models of
 a pool differ. Drivers are built on the first request, so a fully cached run needs no key.
@@ -163,6 +163,17 @@ class JudgePool:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    def usage_totals(self, before: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """Each judge's usage of this run added to an earlier run's (`before`: judge name -> counts),
+        with its model and cost."""
+        totals = {}
+        for spec in self.specs:
+            total = JudgeUsage()
+            total.add(before.get(spec.name) or {})
+            total.add(vars(self.usage[spec.name]))
+            totals[spec.name] = total.to_json(spec)
+        return totals
 
     def spec(self, name: str) -> JudgeSpec:
         """The judge of this name; InputError naming the pool's judges otherwise."""

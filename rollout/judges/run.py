@@ -47,7 +47,7 @@ from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.classified_calls import published_stage
 from rollout.judges.outcomes import Catalogue
-from rollout.judges.pool import JudgePool, JudgeUsage, check_keys, judge_specs, read_prompts
+from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
@@ -136,13 +136,7 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     def write(pool: JudgePool, final: bool = False) -> None:
         ordered = {i: entries[i] for i in order if i in entries}
         ordered.update((i, e) for i, e in entries.items() if i not in ordered)
-        usage = {}
-        for spec in specs:
-            total = JudgeUsage()
-            total.add(usage_before.get(spec.name) or {})
-            total.add(vars(pool.usage[spec.name]))
-            usage[spec.name] = total.to_json(spec)
-        extra = {"usage": usage, "failed": failed}
+        extra = {"usage": pool.usage_totals(usage_before), "failed": failed}
         if final:
             extra["agreement"] = agreement(ordered, config_int(cfg, "agreement_top", minimum=0))
         atomic_write_json(output, taskcompletion_document(ordered, num_total, meta={**meta, **extra}))
@@ -341,13 +335,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         if judged.complete is not None:
             extra["incomplete"] = incomplete()
         if pool is not None:
-            usage = {}
-            for spec in specs:
-                total = JudgeUsage()
-                total.add(usage_before.get(spec.name) or {})
-                total.add(vars(pool.usage[spec.name]))
-                usage[spec.name] = total.to_json(spec)
-            extra["usage"] = usage
+            extra["usage"] = pool.usage_totals(usage_before)
         atomic_write_json(output, judged.document(ordered, {**meta, **extra}))
 
     async def judge_all(pool: JudgePool | None) -> None:

@@ -7,10 +7,10 @@ a call's class comes from the outcome rules (4 when they see no error, 2 when th
 ``bias`` shifts every score (by bias x 10 for Task Completion, clipped to the range), so judges of a
 scripted pool differ.
 
-A request names its rubric by the ``purpose`` marker of its system message and carries its payload
-as the ``payload`` marker of its user message (engine.evaluators.judging.Rubric.messages; a request
-without it has the payload as its user message's JSON); the answer of each purpose is registered with `register_answer`, so a new rubric
-adds its scripted answer where it is defined: an evaluator declares its answers in its own module
+A request names its rubric by the ``purpose`` marker of its system message and carries its payload as the
+``payload`` marker of its user message (engine.evaluators.judging.Rubric.messages; a request without it has
+the payload as its user message's JSON); the answer of each purpose is registered with `register_answer`, so a
+new rubric adds its scripted answer where it is defined: an evaluator declares its answers in its own module
 (``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
 policy ``judge`` (its ``bias`` from the model config), the answers of the built-in rubrics and those of
 every evaluator.

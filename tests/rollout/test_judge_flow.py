@@ -4,33 +4,23 @@ the scripted judge pool, then the leaderboard sweep, which finds the new model's
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import ROOT
-
-
-def script(name: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return proc
+from script_runs import run_script
 
 
 @pytest.mark.slow
 def test_rollout_judge_score(tmp_path: Path, embedding_cache: Path) -> None:
     results, out = tmp_path / "results", tmp_path / "board"
-    script("rollout", "model=scripted", "tasks=demo", f"results_dir={results}", cwd=tmp_path)
-    judged = script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
-                    cwd=tmp_path)
+    run_script("rollout", "model=scripted", "tasks=demo", f"results_dir={results}", cwd=tmp_path)
+    judged = run_script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
+                        cwd=tmp_path)
     assert "judge: 4 of 4 task(s) judged" in judged.stdout and "calls: 9 call(s) of 4 sample(s)" in judged.stdout
     for suffix in ("taskcompletion", "callanalysis"):
         assert (results / f"scripted_test_mcp_fuzzy_{suffix}.json").is_file()
-    script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}", f"output_dir={out}",
-           f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    run_script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}", f"output_dir={out}",
+               f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
 
     result = json.loads((out / "scripted" / "results_eval.json").read_text())
     aggregate = result["aggregate"]
@@ -49,5 +39,5 @@ def test_rollout_judge_score(tmp_path: Path, embedding_cache: Path) -> None:
     assert (out / "calls.png").read_bytes()[:4] == b"\x89PNG"
 
     again = tmp_path / "again"
-    script("report", str(out), "--out", str(again), cwd=tmp_path)
+    run_script("report", str(out), "--out", str(again), cwd=tmp_path)
     assert (again / "calls.md").read_text().startswith("| Model | Calls |")

@@ -4,12 +4,11 @@ the trial files by their names, and trials.json accounts for every (task, trial)
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import ROOT, compose_judge
+from rollout_helpers import compose_judge
+from script_runs import run_script
 
 from engine.contract import read_trajectories
 from engine.judge_results import joined_files, load_joined
@@ -17,25 +16,17 @@ from engine.trials import Trial, inventory, success_rule, trial_path
 from rollout.judges.run import run as run_judge
 
 
-def script(name: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return proc
-
-
 @pytest.mark.slow
 def test_four_trials_rollout_judge_score(tmp_path: Path, embedding_cache: Path) -> None:
     results, out = tmp_path / "results", tmp_path / "board"
-    script("rollout", "model=scripted", "tasks=demo", "trials=4", f"results_dir={results}", cwd=tmp_path)
-    judged = script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
-                    cwd=tmp_path)
+    run_script("rollout", "model=scripted", "tasks=demo", "trials=4", f"results_dir={results}", cwd=tmp_path)
+    judged = run_script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
+                        cwd=tmp_path)
     assert judged.stdout.count("judge: 4 of 4 task(s) judged") == 4
     for i in range(1, 5):
         assert (results / f"scripted_test_mcp_fuzzy_trial{i}_taskcompletion.json").is_file()
-    script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}", f"output_dir={out}",
-           f"encoder.cache_dir={embedding_cache}", "device=cpu", "trials.success.threshold=0.95", cwd=tmp_path)
+    run_script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}", f"output_dir={out}",
+               f"encoder.cache_dir={embedding_cache}", "device=cpu", "trials.success.threshold=0.95", cwd=tmp_path)
 
     doc = json.loads((out / "trials.json").read_text())["models"]["scripted"]
     assert doc["meta"]["trials"] == 4 and doc["inventory"]["slots"] == 16 and doc["inventory"]["finished"] == 16
@@ -60,7 +51,8 @@ def test_trial_success_from_each_evaluator_rule(tmp_path: Path) -> None:
     pred = tmp_path / "m_test_mcp_fuzzy.json"
     replies = [{"a": "It is 42.", "b": "It is 41."}, {"a": "Perhaps 40.", "b": "42, surely."}]
     for i, answers in enumerate(replies, 1):
-        trial_path(pred, i).write_text(json.dumps([{"id": t, "steps": [], "final_reply": r} for t, r in answers.items()]))
+        records = [{"id": t, "steps": [], "final_reply": r} for t, r in answers.items()]
+        trial_path(pred, i).write_text(json.dumps(records))
     cfg = compose_judge(f"predictions={pred}", f"data.tasks={tmp_path / 'tasks.json'}", "judges=scripted",
                         "evaluators=[vtb_rubrics,verifiers]", f"cache_dir={tmp_path / 'cache'}",
                         f"workspace_dir={tmp_path / 'ws'}", f"tool_log_dir={tmp_path / 'logs'}")
@@ -68,7 +60,8 @@ def test_trial_success_from_each_evaluator_rule(tmp_path: Path) -> None:
     trials = []
     for i in (1, 2):
         path = trial_path(pred, i)
-        assert path.with_name(f"{path.stem}_rubrics.json").is_file() and path.with_name(f"{path.stem}_checks.json").is_file()
+        for suffix in ("rubrics", "checks"):
+            assert path.with_name(f"{path.stem}_{suffix}.json").is_file()
         joined = load_joined(joined_files(path))
         trials.append(Trial(path, read_trajectories(path), joined.per_id if joined else {}))
     expected = [("a", 1, True), ("b", 1, False), ("a", 2, False), ("b", 2, True)]
