@@ -4,6 +4,7 @@ multirun names each job's folder by its swept settings; a failed run leaves no r
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from engine.apps.kit import CommandLineError, check_command_line
 from engine.apps.score import open_keys as score_open_keys
+from engine.synthetic import write_demo
 from rollout.cli import OPEN_KEYS as ROLLOUT_OPEN_KEYS
 from rollout.judges.cli import OPEN_KEYS as JUDGE_OPEN_KEYS
 
@@ -55,6 +57,11 @@ HELP = "; --help lists its settings"
                                                         "no option 'call_outcome'; closest: call_outcomes"),
     ("score", ["-m", "align.tau_weak=0.5,0.7,0.5"], "the multirun runs align.tau_weak=0.5 twice (each job's folder "
                                                     "is named by its swept settings): drop the repeated value"),
+    ("score", ["hydra.run.dir=/tmp/a", "output_dir=/tmp/b"], "hydra.run.dir and output_dir both name the run "
+                                                             "folder, and only hydra.run.dir would be used: give "
+                                                             "output_dir alone"),
+    ("judge", ["run_dir=/tmp/b", "hydra.run.dir=/tmp/a"], "hydra.run.dir and run_dir both name the run folder, and "
+                                                          "only hydra.run.dir would be used: give run_dir alone"),
 ])
 def test_a_bad_command_line_is_one_line_naming_the_closest(app: str, argv: list[str], message: str) -> None:
     with pytest.raises(CommandLineError) as caught:
@@ -121,3 +128,29 @@ def test_failed_judge_and_rollout_runs_leave_no_run_folder(tmp_path: Path) -> No
     proc = run("judge", "model=nomodel", "judges=scripted", "data=rollout_demo", f"results_dir={results}", cwd=tmp_path)
     assert proc.returncode == 2 and (kept / ".hydra").is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+def test_verdict_files_named_for_several_prediction_files_are_refused(tmp_path: Path) -> None:
+    """model.judge=PATH is the verdicts of model.predictions' one file; with sweep.predictions it would
+    be ignored, so it is refused in one line naming the setting."""
+    demo = tmp_path / "demo"
+    gt, models = write_demo(demo, n_tasks=3, seed=0)
+    proc = run("score", f"data.gt={gt}", f"sweep.predictions=[{models['demo_weak']}]",
+               f"model.judge={tmp_path / 'judge.json'}", f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: model.judge={tmp_path / 'judge.json'} is for the one file of model.predictions, "
+                           "not for sweep.predictions: each of their files' verdicts is read from beside it "
+                           "(<predictions stem>_<suffix>.json); drop model.judge\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_judge_run_sharing_no_id_with_the_reference_is_refused(tmp_path: Path) -> None:
+    """Predictions whose ids are none of the reference's: one line and exit 2, not an empty judge file."""
+    predictions = tmp_path / "p_test_mcp_fuzzy.json"
+    predictions.write_text(json.dumps([{"id": "zzz-1", "steps": [], "final_reply": "x"}]))
+    proc = run("judge", f"predictions={predictions}", "judges=scripted", "data=rollout_demo",
+               f"results_dir={tmp_path / 'results'}", f"cache_dir={tmp_path / 'cache'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert len(proc.stderr.splitlines()) == 1
+    assert "none of its 1 task id(s) is in the GT" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p_test_mcp_fuzzy.json"]

@@ -191,6 +191,19 @@ def _closest(word: str, candidates: Sequence[str], n: int) -> list[str]:
     return difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.6)
 
 
+RUN_FOLDER_SETTING = {"score": "output_dir", "calibrate": "output_dir", "rollout": "run_dir", "judge": "run_dir"}
+"""The setting each app's run folder (hydra.run.dir, hydra.sweep.dir) is made of."""
+
+
+def _check_run_folder(app: str, keys: Sequence[str]) -> None:
+    """Refuse a command line naming the run folder twice: Hydra's folder setting and the app's own."""
+    setting = RUN_FOLDER_SETTING.get(app)
+    hydra_keys = sorted({"hydra.run.dir", "hydra.sweep.dir"}.intersection(keys))
+    if setting in keys and hydra_keys:
+        raise CommandLineError(f"{hydra_keys[0]} and {setting} both name the run folder, and only "
+                               f"{hydra_keys[0]} would be used: give {setting} alone")
+
+
 def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = ()) -> list[str]:
     """Check a Hydra app's command line against its config root before Hydra runs it; returns the
     overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
@@ -211,6 +224,7 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         overrides = OverridesParser.create().parse_overrides(args.overrides)
     except HydraException:
         return list(argv)
+    _check_run_folder(app, [o.key_or_group for o in overrides])
     groups = _groups(app)
     ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
     hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]

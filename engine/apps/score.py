@@ -105,6 +105,16 @@ def missing_reference(gt: Path) -> str:
             "data=demo scores the built-in demo)")
 
 
+def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
+    """Refuse verdict files named with model.<option>=PATH where they cannot apply: they belong to the
+    one file of model.predictions, and with several files each file's verdicts are found beside it."""
+    if explicit:
+        option, path = next(iter(explicit.items()))
+        raise ConfigError(f"model.{option}={path} is for the one file of model.predictions, not for {scored}: "
+                          f"each of their files' verdicts is read from beside it (<predictions stem>_<suffix>.json); "
+                          f"drop model.{option}")
+
+
 def resolve_inputs(cfg: DictConfig) -> Inputs:
     """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo.
 
@@ -129,20 +139,24 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
     trials_cfg = cfg.get("trials") or {}
     n = trial_count(trials_cfg)
+    explicit = {e.option: cfg.model.get(e.option) for e in evaluators() if cfg.model.get(e.option)}
     if trials_cfg.get("predictions"):
         named = [Path(p) for p in trials_cfg.predictions]
         check_distinct(named)
+        _only_one_file(explicit, "trials.predictions")
         return _trial_inputs(gt, [(cfg.model.get("name") or model_name(named[0]), named)])
     if sweep:
+        _only_one_file(explicit, "sweep.predictions")
         names = [d.name for d in output_dirs(sweep, Path("."))]
         return Inputs(gt, sweep, names, _judges(sweep), True)
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
         name = cfg.model.get("name") or pred.stem
         if find_trials(pred, n):
+            _only_one_file(explicit, "trial files")
             return _trial_inputs(gt, [(name, find_trials(pred, n))])
-        return Inputs(gt, [pred], [name], _judges([pred], {e.option: cfg.model.get(e.option) for e in evaluators()}),
-                      False)
+        return Inputs(gt, [pred], [name], _judges([pred], explicit), False)
+    _only_one_file(explicit, "sweep.models")
     if models:
         results = Path(cfg.results_dir)
         found = _published_files(results, models, bool(cfg.sweep.get("discover")))

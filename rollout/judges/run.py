@@ -32,6 +32,7 @@ import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "jud
 from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, read_json,
                              read_trajectories, safe_name)
 from engine.evaluators import evaluator
+from engine.serialize import scored_ids
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators.call_outcomes import CALLANALYSIS
 from engine.evaluators.ensemble import entry_scores
@@ -115,8 +116,9 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
     names = [s.identity["model"] for s in specs]
     attempts, max_chars = config_int(cfg, "attempts"), config_int(cfg, "max_result_chars", minimum=0)
     entries, usage_before = _previous(output)
-    wanted = wanted_ids(cfg, [i for i in gt.tasks if i in preds.tasks])
-    order = [i for i in gt.tasks if i in preds.tasks and (not wanted or i in wanted)]
+    shared = set(scored_ids(gt, preds))
+    wanted = wanted_ids(cfg, [i for i in gt.tasks if i in shared])
+    order = [i for i in gt.tasks if i in shared and (not wanted or i in wanted)]
     stale = [i for i in order if i in entries and (judged := sorted(entry_scores(entries[i], TASK_COMPLETION)))
              and judged != sorted(names)]
     if stale:
