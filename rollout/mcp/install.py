@@ -11,6 +11,7 @@ and its whole output can go to a log file of the server's own.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -57,12 +58,19 @@ def find_uv() -> str | None:
         return None
 
 
+BUILD_ENVIRONMENT = {"npm_config_yes": "true"}
+"""Set for every build command unless the environment sets it: a build script's ``npx`` installs what it
+needs instead of asking (a build has no terminal to answer on, so npx would cancel)."""
+
+
 def _run(argv: list[str], cwd: Path | None = None, log: IO[str] | None = None) -> None:
     if log is not None:
         log.write(f"$ {' '.join(argv)}" + (f"   (in {cwd})" if cwd else "") + "\n")
         log.flush()
+    env = {**BUILD_ENVIRONMENT, **os.environ}
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT)
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT, env=env,
+                              stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise InstallFailed(f"command not found: {argv[0]}") from None
     except subprocess.TimeoutExpired:

@@ -125,3 +125,16 @@ def test_a_node_build_runs_in_its_folder(tmp_path):
     assert " failed " in lines["fails"] and "npm run no-such-script exited with" in lines["fails"]
     done, _ = _servers("install", "--config", str(config), "--only", "built")
     assert done.returncode == 0 and "up to date" in done.stdout
+
+
+def test_a_build_answers_npx_and_reads_no_terminal(tmp_path):
+    """A build script's npx would ask before installing what it needs, and cancel with no terminal to
+    answer on: builds run with npm_config_yes=true (unless the environment sets it) and stdin closed."""
+    (tmp_path / "src").mkdir()
+    probe = [sys.executable, "-c", "import os, sys; open('seen', 'w').write(os.environ.get('npm_config_yes', '-') "
+                                   "+ ' ' + repr(sys.stdin.read()))"]
+    config = write_json(tmp_path / "s.json", {"environments": "envs", "servers": {
+        "probe": {"command": "x", "install": {"build": [probe], "dir": "src"}}}})
+    done, _ = _servers("install", "--config", str(config))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "src" / "seen").read_text() == "true ''"
