@@ -295,7 +295,7 @@ def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
         for item, met in detail["rubrics"]:
             j = counters[item.turn]
             counters[item.turn] += 1
-            judged = (raw.get(tid) or {}).get("turns", [])[item.turn]["rubrics"][j].get("judges") if tid in raw else []
+            judged = raw[tid]["turns"][item.turn]["rubrics"][j].get("judges") if tid in raw else []
             turns[item.turn]["rubrics"].append({
                 "d": cut(item.description), "w": item.weight, "c": list(item.categories), "k": item.critical,
                 "m": met, "j": [[str(v.get("name")), v.get("verdict"), _reply(v.get("explanation", v.get("error")))]
@@ -307,14 +307,17 @@ def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
 
 
 def _answers(path: Path | None) -> dict[str, dict[str, Any]]:
-    """id -> {level, score (0, 1, null when skipped), judges: [[name, score]], reason} of an answer
-    equivalence file."""
+    """id -> {level, score (0, 1, null when skipped), judges: [[name, score, reply or null]], reason} of
+    an answer equivalence file (replies cut at MAX_REPLY)."""
     if path is None:
         return {}
-    return {tid: {"level": e.get("level"), "score": e.get("score"),
-                  "judges": [[str(k), v] for k, v in (e.get("judges") or {}).items()]
-                  if isinstance(e.get("judges"), dict) else [], "reason": cut(e.get("reason"))}
-            for tid, e in answer_equivalence.entries(path).items()}
+    out = {}
+    for tid, e in answer_equivalence.entries(path).items():
+        scores = e.get("judges") if isinstance(e.get("judges"), dict) else {}
+        replies = e.get("replies") if isinstance(e.get("replies"), dict) else {}
+        out[tid] = {"level": e.get("level"), "score": e.get("score"), "reason": cut(e.get("reason")),
+                    "judges": [[str(k), v, _reply(replies.get(k))] for k, v in scores.items()]}
+    return out
 
 
 def _checks(path: Path | None) -> dict[str, dict[str, Any]]:

@@ -355,7 +355,8 @@ function outcomesSection(answer, checks) {
       h("span", { class: "note" }, ` level ${answer.level || "–"}`)),
       h("p", {}, "E = ", answer.score === null ? h("b", {}, "skipped") : h("b", { class: answer.score ? "pass" : "fail" }, String(answer.score)),
         answer.reason ? h("span", { class: "note" }, " · " + answer.reason) : null),
-      answer.judges.length ? h("table", {}, h("tbody", {}, answer.judges.map(([name, v]) => h("tr", {}, h("th", {}, name), h("td", { class: "num" }, fmt(v, 0)))))) : null) : null,
+      answer.judges.length ? h("table", { class: "judges" }, h("tbody", {}, answer.judges.map(([name, v, reply]) => h("tr", {}, h("th", {}, name),
+        h("td", { class: "num" }, fmt(v, 0)), h("td", {}, reply ? h("details", {}, h("summary", {}, "reply"), h("pre", {}, reply)) : null))))) : null) : null,
     checks ? h("div", { id: "checks" }, h("h3", {}, "Verifier", checks.check ? h("span", { class: "note" }, " " + checks.check) : null),
       checks.error !== null && checks.error !== undefined
         ? h("p", { class: "evaluator-error" }, h("b", {}, "evaluator error"), " (not counted as the agent's failure): ", h("code", {}, checks.error))
