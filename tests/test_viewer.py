@@ -462,7 +462,8 @@ def test_rubrics_outcomes_and_call_errors_in_the_browser(page, evaluated_runs: d
     assert row.locator(".badge.v-not").text_content() == "Not Met" and row.locator(".badge.critical").count() == 1
     assert not row.locator("table.judges").is_visible()
     row.locator("summary").click()
-    assert row.locator("table.judges tr").count() == 4 and "the answer lacks 5.69" in row.locator("table.judges").text_content()
+    assert row.locator("table.judges tr").count() == 4
+    assert "the answer lacks 5.69" in row.locator("table.judges").text_content()
     assert page.locator("#rubrics .rubric-total b").text_content() == "fail"
     assert page.locator("#rubrics table.rubrics > tbody > tr").first.locator(".badge.v-met").count() == 1
     # a call the prediction file marks is_error, and the task's tool-use counts
@@ -478,17 +479,19 @@ def test_rubrics_outcomes_and_call_errors_in_the_browser(page, evaluated_runs: d
     page.goto((tobench / "viewer" / "index.html").as_uri() + f"#/m/{_slug(tobench, 'scripted')}/t/tb-02")
     page.wait_for_selector("#checks .checks")
     assert [b.text_content() for b in page.locator("#checks .checks .badge").all()] == ["1", "0", "1"]
-    assert page.locator("#checks b.fail").text_content() == "failed" and page.locator("#checks .evaluator-error").count() == 0
+    assert page.locator("#checks b.fail").text_content() == "failed"
+    assert page.locator("#checks .evaluator-error").count() == 0
     mcpverse = evaluated_runs["mcpverse"]
     page.goto((mcpverse / "viewer" / "index.html").as_uri() + f"#/m/{_slug(mcpverse, 'scripted')}/t/mv-03")
     page.wait_for_selector("#answer")
-    assert page.locator("#answer b.fail").text_content() == "0" and "level L2" in page.locator("#answer h3").text_content()
+    assert page.locator("#answer b.fail").text_content() == "0"
+    assert "level L2" in page.locator("#answer h3").text_content()
     page.locator("#answer summary").first.click()
     assert '{"score": 0}' in page.locator("#answer pre").first.text_content()
     assert page.errors == []
 
 
-def test_the_reference_a_task_was_aligned_against(tmp_path: Path) -> None:
+def test_the_reference_a_task_was_aligned_against(tmp_path: Path, page) -> None:
     gt = tmp_path / "gt.json"
     one = {"steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}
     two = {"steps": [{"calls": [{"name": "a/c", "arguments": {}}, {"name": "a/d", "arguments": {}}]}]}
@@ -505,3 +508,8 @@ def test_the_reference_a_task_was_aligned_against(tmp_path: Path) -> None:
     tasks = _model_data(run, _slug(run, "m"))["tasks"]
     assert tasks["1"]["reference"] == {"index": 1, "of": 2, "steps": [[["a/c", {}], ["a/d", {}]]]}
     assert tasks["2"]["reference"] == {"index": 0, "of": 1, "steps": None}
+    page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'm')}/t/1")
+    page.wait_for_selector("#reference")
+    assert page.locator("#reference").text_content() == "aligned against reference 2 of 2"
+    assert [t.text_content() for t in page.locator(".col.gt .tool").all()] == ["a/c", "a/d"]
+    assert page.errors == []
