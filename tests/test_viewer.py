@@ -370,3 +370,146 @@ def test_judge_replies_and_call_outcomes_of_the_judge_files(tmp_path: Path) -> N
     assert first["reply"].startswith(reply[:MAX_REPLY]) and f"{len(reply):,} characters in all" in first["reply"]
     assert second == {"name": "j2", "score": 0.5} and task["judge"]["ig"]["final"] == 0.4
     assert task["outcomes"] == [["success", "unknown_tool"]]
+
+
+# -- the evaluators' verdicts: the VTB demo and the outcome demos, as the README runs them ---------------------
+
+DEMOS = {"vtb": ("scripted", "vtb_demo", "vtb_rubrics", "rubrics"),
+         "mcpverse": ("scripted_mcpverse", "mcpverse_demo", "answer_equivalence", "answers"),
+         "tobench": ("scripted_tobench", "tobench_demo", "verifiers", "checks")}
+CRITICAL = ("vtb-04", 0, 4)  # its rubric 'Also reports "5.69"' is Not Met: flagged critical below
+
+
+@pytest.fixture(scope="module")
+def evaluated_runs(tmp_path_factory, embedding_cache: Path) -> dict[str, Path]:
+    """The three demo flows with the scripted model and judges, each scored and viewed: name -> run folder.
+    One Not Met rubric of the VTB demo is flagged critical before scoring, so that a task fails one."""
+    from script_runs import run_script
+
+    base = tmp_path_factory.mktemp("evaluated")
+    runs = {}
+    for name, (model, data, evaluator, suffix) in DEMOS.items():
+        results = base / name
+        script = ["model.script=${rollout_path:demo/vtb_reference.json}"] if name == "vtb" else []
+        run_script("rollout", f"model={model}", f"tasks={data}", *script, f"results_dir={results}", cwd=base)
+        run_script("judge", "model=scripted", "judges=scripted", f"data={data}", f"evaluators=[{evaluator}]",
+                   f"results_dir={results}", cwd=base)
+        if name == "vtb":
+            path = results / f"scripted_test_mcp_fuzzy_{suffix}.json"
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            tid, turn, j = CRITICAL
+            rubric = doc["per_id"][tid]["turns"][turn]["rubrics"][j]
+            assert rubric["met"] is False
+            rubric.update(critical=True, critical_flag=True)
+            path.write_text(json.dumps(doc), encoding="utf-8")
+        run_script("score", "sweep=leaderboard", f"data={data}", f"results_dir={results}",
+                   f"output_dir={results / 'score'}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=base)
+        assert view_main([str(results / "score")]) == 0
+        runs[name] = results / "score"
+    return runs
+
+
+@pytest.mark.slow
+def test_site_holds_the_evaluators_verdicts(evaluated_runs: dict[str, Path]) -> None:
+    for name, run in evaluated_runs.items():
+        result = json.loads((run / "scripted" / "results_eval.json").read_text(encoding="utf-8"))
+        predictions = {t["id"]: t for t in json.loads(Path(result["meta"]["predictions"]).read_text())}
+        file = json.loads(Path(result["meta"]["predictions"]).with_name(
+            f"scripted_test_mcp_fuzzy_{DEMOS[name][3]}.json").read_text(encoding="utf-8"))["per_id"]
+        data = _model_data(run, _slug(run, "scripted"))
+        for record in result["per_id"]:
+            task = data["tasks"][record["id"]]
+            assert task["tool_use"] == record["tool_use"]
+            flags = [c.get("is_error") for s in predictions[record["id"]]["steps"] for c in s["calls"]]
+            assert [f for s in task["errors"] or [] for f in s] == (flags if any(f is not None for f in flags) else [])
+            assert not {"tool_use", "rubric_score", "answer_success", "check_error"} & set(task["extra"])
+        if name == "vtb":
+            tid, turn, j = CRITICAL
+            rubric = data["tasks"][tid]["rubrics"]["turns"][turn]["rubrics"][j]
+            entry = file[tid]["turns"][turn]["rubrics"][j]
+            assert (rubric["d"], rubric["w"], rubric["k"], rubric["m"]) == (entry["description"], entry["weight"], True,
+                                                                           False)
+            assert rubric["j"] == [[v["name"], v["verdict"], v["explanation"]] for v in entry["judges"]]
+            assert data["tasks"][tid]["rubrics"]["pass"] is False
+            assert {r["id"]: r["pass_rate"] for r in result["per_id"]}[tid] == 0.0
+        elif name == "mcpverse":
+            judges = data["tasks"]["mv-03"]["answer"]["judges"]
+            assert [j[:2] for j in judges] == list(map(list, file["mv-03"]["judges"].items()))
+            assert all('{"score": 0}' in j[2] for j in judges)
+            assert data["tasks"]["mv-07"]["answer"]["score"] is None
+        else:
+            assert data["tasks"]["tb-04"]["checks"]["error"] == file["tb-04"]["error"] == "KeyError: 'answer'"
+            assert data["tasks"]["tb-02"]["checks"]["checks"] == [1, 0, 1]
+
+
+@pytest.mark.slow
+def test_rubrics_outcomes_and_call_errors_in_the_browser(page, evaluated_runs: dict[str, Path]) -> None:
+    vtb = evaluated_runs["vtb"]
+    slug = _slug(vtb, "scripted")
+    page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{slug}")
+    page.wait_for_selector("#task-list tbody tr")
+    everything = _rows(page, "task-list")
+    page.check("#f-crit")
+    page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length < {len(everything)}")
+    assert [r[0] for r in _rows(page, "task-list")] == [CRITICAL[0]]
+    page.uncheck("#f-crit")
+    page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length === {len(everything)}")
+    page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{slug}/t/{CRITICAL[0]}")
+    row = page.locator("#rubrics table.rubrics > tbody > tr").nth(CRITICAL[2])
+    row.wait_for()
+    assert "critical-failed" in row.get_attribute("class")
+    assert row.locator("> td").first.text_content() == 'Also reports "5.69".'
+    assert row.locator(".badge.v-not").text_content() == "Not Met" and row.locator(".badge.critical").count() == 1
+    assert not row.locator("table.judges").is_visible()
+    row.locator("summary").click()
+    assert row.locator("table.judges tr").count() == 4
+    assert "the answer lacks 5.69" in row.locator("table.judges").text_content()
+    assert page.locator("#rubrics .rubric-total b").text_content() == "fail"
+    assert page.locator("#rubrics table.rubrics > tbody > tr").first.locator(".badge.v-met").count() == 1
+    # a call the prediction file marks is_error, and the task's tool-use counts
+    page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{slug}/t/vtb-01-mt")
+    page.wait_for_selector("#pred-0")
+    assert page.locator("#pred-0 .badge.is-error").count() == 1 and page.locator("#pred-1 .badge.no-error").count() == 1
+    assert [c.text_content() for c in page.locator("td.tool-use").all()] == ["2", "2", "1"]
+    # the verifier's evaluator error shown apart from a failure; the answer judges' replies
+    tobench = evaluated_runs["tobench"]
+    page.goto((tobench / "viewer" / "index.html").as_uri() + f"#/m/{_slug(tobench, 'scripted')}/t/tb-04")
+    page.wait_for_selector("#checks")
+    assert "KeyError: 'answer'" in page.locator("#checks .evaluator-error").text_content()
+    page.goto((tobench / "viewer" / "index.html").as_uri() + f"#/m/{_slug(tobench, 'scripted')}/t/tb-02")
+    page.wait_for_selector("#checks .checks")
+    assert [b.text_content() for b in page.locator("#checks .checks .badge").all()] == ["1", "0", "1"]
+    assert page.locator("#checks b.fail").text_content() == "failed"
+    assert page.locator("#checks .evaluator-error").count() == 0
+    mcpverse = evaluated_runs["mcpverse"]
+    page.goto((mcpverse / "viewer" / "index.html").as_uri() + f"#/m/{_slug(mcpverse, 'scripted')}/t/mv-03")
+    page.wait_for_selector("#answer")
+    assert page.locator("#answer b.fail").text_content() == "0"
+    assert "level L2" in page.locator("#answer h3").text_content()
+    page.locator("#answer summary").first.click()
+    assert '{"score": 0}' in page.locator("#answer pre").first.text_content()
+    assert page.errors == []
+
+
+def test_the_reference_a_task_was_aligned_against(tmp_path: Path, page) -> None:
+    gt = tmp_path / "gt.json"
+    one = {"steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}
+    two = {"steps": [{"calls": [{"name": "a/c", "arguments": {}}, {"name": "a/d", "arguments": {}}]}]}
+    gt.write_text(json.dumps({"1": [one, two], "2": one}))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "steps": []}, {"id": "2", "steps": []}]))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    result = json.loads((run / "m" / "results_eval.json").read_text())
+    result["per_id"] = [{**result["per_id"][0], "id": "1", "reference": 1, "total_gt_calls": 2, "total_pred_calls": 0},
+                        {**result["per_id"][0], "id": "2", "reference": 0, "total_gt_calls": 1, "total_pred_calls": 0}]
+    (run / "m" / "results_eval.json").write_text(json.dumps(result))
+    assert view_main([str(run)]) == 0
+    tasks = _model_data(run, _slug(run, "m"))["tasks"]
+    assert tasks["1"]["reference"] == {"index": 1, "of": 2, "steps": [[["a/c", {}], ["a/d", {}]]]}
+    assert tasks["2"]["reference"] == {"index": 0, "of": 1, "steps": None}
+    page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'm')}/t/1")
+    page.wait_for_selector("#reference")
+    assert page.locator("#reference").text_content() == "aligned against reference 2 of 2"
+    assert [t.text_content() for t in page.locator(".col.gt .tool").all()] == ["a/c", "a/d"]
+    assert page.errors == []

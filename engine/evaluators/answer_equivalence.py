@@ -85,8 +85,8 @@ def _task_fields(ctx: JudgeContext, inputs: TaskInputs) -> tuple[str | None, str
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
-    """One task's entry: level, score (0, 1, or null when skipped), each judge's score, and why no
-    judge was asked when none was."""
+    """One task's entry: level, score (0, 1, or null when skipped), each judge's score and reply, and why
+    no judge was asked when none was."""
     level, truth, question = _task_fields(ctx, inputs)
     if truth is None:
         return {"level": level, "score": None, "judges": {}, "reason": "no ground truth (skipped)"}
@@ -97,13 +97,20 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
         return {"level": level, "score": 0, "judges": {}, "reason": "no final answer"}
     ask = Question(PROMPT, {"question": question, "reference_answer": truth, "agent_answer": answer})
     specs = list(ctx.pool.specs)
-    answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, parse_verdict)
+    answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, _scored_reply)
                                      for spec in specs), return_exceptions=True)
     for outcome in answers:
         if isinstance(outcome, BaseException):
             raise outcome
-    scores = {spec.identity["model"]: score for spec, score in zip(specs, answers, strict=True)}
-    return {"level": level, "score": majority(list(scores.values())), "judges": scores}
+    names = [spec.identity["model"] for spec in specs]
+    scores = {name: score for name, (score, _) in zip(names, answers, strict=True)}
+    return {"level": level, "score": majority(list(scores.values())), "judges": scores,
+            "replies": {name: reply for name, (_, reply) in zip(names, answers, strict=True)}}
+
+
+def _scored_reply(text: str) -> tuple[int, str]:
+    """(the 0/1 of a judge reply, the reply as given); ValueError as `parse_verdict`."""
+    return parse_verdict(text), text
 
 
 def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:

@@ -3,8 +3,11 @@
 A run folder holds one ``results_eval.json`` per scored prediction file (the folder itself for a
 single model, sub-folders for a sweep). Each names in its ``meta`` the reference (``gt``) and the
 predictions it scored, and, when joined, the judge files (``judge``: taskcompletion, ``calls``:
-callanalysis). The viewer needs the per-task match details of ``per_id`` and both trajectory files;
-a run missing any of them is refused with an `InputError` naming what is missing.
+callanalysis; ``rubrics``, ``answer_equivalence``, ``verifiers``: the outcome evaluators' files, also
+looked up beside the predictions by their suffix). The viewer needs the per-task match details of
+``per_id`` and both trajectory files; a run missing any of them is refused with an `InputError`
+naming what is missing. With several references per task, each task is shown against the reference
+it was aligned with (``per_id[].reference``).
 """
 
 from __future__ import annotations
@@ -17,9 +20,13 @@ from typing import Any
 
 from engine.contract import InputError, is_number, read_json, read_trajectories
 from engine.contract.trajectory import Trajectory
+from engine.evaluators import answer_equivalence, evaluator, verifiers, vtb_rubrics
 from engine.evaluators.call_outcomes import CALL_KEYS
 from engine.evaluators.m3_judges import JUDGE_KEYS, read_taskcompletion
+from engine.evaluators.tool_use import COUNTS, KEY as TOOL_USE
+from engine.judge_results import companion_path
 from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
+from engine.references import read_references
 from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import leaderboard_table
 
@@ -30,6 +37,11 @@ MAX_TEXT = 20_000
 MAX_REPLY = 600
 """Longest judge reply kept in the site (the judge file keeps it whole)."""
 _COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details"})
+OUTCOME_LABELS = {"rubric_score": "Rubric Score", "pass_rate": "Rubric Pass", "answer_success": "Answer E",
+                  "check_success": "Checks Passed"}
+"""Per-task values of the outcome evaluators shown as task-list columns, with their labels."""
+_SHOWN = frozenset({*OUTCOME_LABELS, "answer_level", "check_error", TOOL_USE, "reference"})
+"""Per-task keys the task view shows in their own place (not among the other values)."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +51,9 @@ class Run:
     folder: Path
     results: list[ModelResult]
     per_id: dict[str, list[dict[str, Any]]]     # model name -> results' per_id records
-    gt: dict[Path, dict[str, Trajectory]]        # reference file -> its trajectories
+    gt: dict[Path, dict[str, Trajectory]]        # reference file -> its trajectories (each id's first)
     predictions: dict[str, dict[str, Trajectory]]
+    alternatives: dict[Path, dict[str, tuple[Trajectory, ...]]]  # reference file -> id -> its references
 
 
 def slug(index: int, name: str) -> str:
@@ -87,7 +100,7 @@ def read_run(folder: Path) -> Run:
     """Read and check a run folder: its results, their per-task details and the trajectories they name."""
     folder = Path(folder)
     results = collect_run(folder)
-    per_id, gt, predictions = {}, {}, {}
+    per_id, gt, predictions, alternatives = {}, {}, {}, {}
     for result in results:
         if not is_number(result.meta.get("tau_strong")):
             raise InputError(result.path, "missing: meta.tau_strong; the run is from an older version: "
@@ -95,9 +108,10 @@ def read_run(folder: Path) -> Run:
         per_id[result.name] = _check_per_id(result, read_json(result.path, "results file").get("per_id"))
         gt_path = _meta_file(result, "gt", "reference file")
         if gt_path not in gt:
-            gt[gt_path] = read_trajectories(gt_path).tasks
+            first, several = read_references(gt_path)
+            gt[gt_path], alternatives[gt_path] = first.tasks, several or {}
         predictions[result.name] = read_trajectories(_meta_file(result, "predictions", "prediction file")).tasks
-    return Run(folder, results, per_id, gt, predictions)
+    return Run(folder, results, per_id, gt, predictions, alternatives)
 
 
 def _number(value: Any) -> float | None:
@@ -249,6 +263,100 @@ def _meta_path(result: ModelResult, key: str) -> Path | None:
     return path
 
 
+def _evaluator_path(result: ModelResult, name: str) -> Path | None:
+    """An evaluator's file as the score app found it: named in the results' meta under the evaluator's
+    option, else ``<predictions stem>_<suffix>.json`` beside the predictions; None when there is none."""
+    e = evaluator(name)
+    if isinstance(result.meta.get(e.option), str) and result.meta[e.option]:
+        path = Path(result.meta[e.option])
+        if not path.is_file():
+            log.warning("%s: the %s file %s named in meta.%s is missing; its per-task details are left out",
+                        result.path, name, path, e.option)
+            return None
+        return path
+    path = companion_path(Path(result.meta["predictions"]), str(e.suffix))
+    return path if path.is_file() else None
+
+
+def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
+    """id -> {score, pass, no_critical, unanswered, turns: [{score, pass, rubrics: [{d, w, c, k, m, j}]}]}
+    of a rubric verdicts file (or a drop-in verdicts list): per rubric its description, weight,
+    categories, critical, verdict (true, false, null) and the judges' [name, verdict, explanation or
+    error] (the judges only in the evaluator's own file)."""
+    if path is None:
+        return {}
+    values = vtb_rubrics.read(path)
+    root = read_json(path, "rubric verdicts file")
+    raw = vtb_rubrics.entries(path) if isinstance(root, dict) else {}
+    out = {}
+    for tid, detail in values.detail.items():
+        turns = [{"score": t["score"], "pass": t["pass"], "rubrics": []} for t in detail["turns"]]
+        counters = [0] * len(turns)
+        for item, met in detail["rubrics"]:
+            j = counters[item.turn]
+            counters[item.turn] += 1
+            judged = raw[tid]["turns"][item.turn]["rubrics"][j].get("judges") if tid in raw else []
+            turns[item.turn]["rubrics"].append({
+                "d": cut(item.description), "w": item.weight, "c": list(item.categories), "k": item.critical,
+                "m": met, "j": [[str(v.get("name")), v.get("verdict"), _reply(v.get("explanation", v.get("error")))]
+                                for v in judged or [] if isinstance(v, dict)]})
+        score = detail.get("rubric_score")
+        out[tid] = {"score": score, "pass": None if score is None else detail["pass_rate"] == 1.0,
+                    "no_critical": detail["no_critical"], "unanswered": detail["unanswered"], "turns": turns}
+    return out
+
+
+def _answers(path: Path | None) -> dict[str, dict[str, Any]]:
+    """id -> {level, score (0, 1, null when skipped), judges: [[name, score, reply or null]], reason} of
+    an answer equivalence file (replies cut at MAX_REPLY)."""
+    if path is None:
+        return {}
+    out = {}
+    for tid, e in answer_equivalence.entries(path).items():
+        scores = e.get("judges") if isinstance(e.get("judges"), dict) else {}
+        replies = e.get("replies") if isinstance(e.get("replies"), dict) else {}
+        out[tid] = {"level": e.get("level"), "score": e.get("score"), "reason": cut(e.get("reason")),
+                    "judges": [[str(k), v, _reply(replies.get(k))] for k, v in scores.items()]}
+    return out
+
+
+def _checks(path: Path | None) -> dict[str, dict[str, Any]]:
+    """id -> {check, checks (0/1 each, null with an evaluator error), passed, error, reason} of a
+    verifier file."""
+    if path is None:
+        return {}
+    return {tid: {k: cut(e.get(k)) for k in ("check", "checks", "passed", "error", "reason")}
+            for tid, e in verifiers.entries(path).items()}
+
+
+def error_flags(trajectory: Trajectory | None) -> list[list[bool | None]] | None:
+    """Per step, per predicted call its ``is_error`` as the prediction file records it (None where a
+    call has none); None when no call carries one."""
+    if trajectory is None:
+        return None
+    raw_steps = trajectory.raw.get("steps")
+    raw_steps = raw_steps if isinstance(raw_steps, list) else []
+    flags: list[list[bool | None]] = []
+    for si, step in enumerate(trajectory.steps):
+        raw = raw_steps[si].get("calls") if si < len(raw_steps) and isinstance(raw_steps[si], dict) else None
+        raw = raw if isinstance(raw, list) and len(raw) == len(step.calls) else [{}] * len(step.calls)
+        flags.append([c.get("is_error") if isinstance(c, dict) and isinstance(c.get("is_error"), bool) else None
+                      for c in raw])
+    return flags if any(f is not None for step in flags for f in step) else None
+
+
+def _chosen_reference(run: Run, result: ModelResult, record: dict[str, Any]) -> tuple[int | None, Trajectory | None,
+                                                                                       int]:
+    """(the index of the reference the task was aligned with, or None with one reference per task; that
+    reference when the run's reference file holds it; the number of references it holds for the task)."""
+    gt_path, tid = Path(result.meta["gt"]), str(record["id"])
+    index = record.get("reference")
+    alternatives = run.alternatives[gt_path].get(tid) or ((run.gt[gt_path][tid],) if tid in run.gt[gt_path] else ())
+    if not isinstance(index, int) or isinstance(index, bool):
+        return None, run.gt[gt_path].get(tid), len(alternatives)
+    return index, alternatives[index] if 0 <= index < len(alternatives) else None, len(alternatives)
+
+
 def _check_counts(result: ModelResult, record: dict[str, Any], reference: Trajectory | None,
                   prediction: Trajectory | None) -> None:
     """InputError unless the trajectory files still hold the calls the run scored for this task."""
@@ -261,29 +369,38 @@ def _check_counts(result: ModelResult, record: dict[str, Any], reference: Trajec
 
 
 def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
-    """One model's site data: per task its metrics, predicted steps, matches, call outcomes and judges."""
+    """One model's site data: per task its metrics, predicted steps (with their calls' is_error),
+    matches, call outcomes, judges, rubric verdicts, outcome checks, tool-use counts and the reference
+    it was aligned with."""
     tau_strong = float(result.meta["tau_strong"])
     outcomes, illegal = _outcomes(_meta_path(result, "calls"))
     judges, judge_meta = _judges(_meta_path(result, "judge"))
+    rubrics = _rubrics(_evaluator_path(result, vtb_rubrics.NAME))
+    answers = _answers(_evaluator_path(result, answer_equivalence.NAME))
+    checks = _checks(_evaluator_path(result, verifiers.NAME))
     predictions = run.predictions[result.name]
-    reference = run.gt[Path(result.meta["gt"])]
-    metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *JUDGE_KEYS)
-                   if any(is_number(r.get(m)) for r in run.per_id[result.name])]
+    records = run.per_id[result.name]
+    metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *JUDGE_KEYS,
+                               *OUTCOME_LABELS) if any(is_number(r.get(m)) for r in records)]
     tasks, order = {}, []
-    for record in run.per_id[result.name]:
+    for record in records:
         tid = str(record["id"])
         details = record["details"]
         trajectory = predictions.get(tid)
-        _check_counts(result, record, reference.get(tid), trajectory)
+        index, chosen, n_refs = _chosen_reference(run, result, record)
+        if index is None or chosen is not None:
+            _check_counts(result, record, chosen, trajectory)
         steps = steps_of(trajectory)
         labels = outcomes.get(tid, {})
         classes = [[labels.get((si, ci)) for ci in range(len(step))] for si, step in enumerate(steps)]
         extra = {k: cut(v) for k, v in record.items()
-                 if k not in BY_KEY and k not in _COUNT_KEYS and k not in CALL_KEYS}
+                 if k not in BY_KEY and k not in _COUNT_KEYS and k not in CALL_KEYS and k not in _SHOWN}
+        counts = record.get(TOOL_USE)
         tasks[tid] = {
             "m": [_number(record.get(k)) for k in metric_keys],
             "n": [record.get("total_gt_calls"), record.get("total_pred_calls"), record.get("matched")],
             "steps": steps,
+            "errors": error_flags(trajectory),
             "matches": [[m["gt_call_index"], m["pred_call_index"], float(m["similarity"]),
                          1 if float(m["similarity"]) >= tau_strong else 0] for m in details["matches"]],
             "ugt": details.get("unmatched_gt_indices") or [],
@@ -292,11 +409,19 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "counts": {k: record[k] for k in CALL_KEYS if is_number(record.get(k))},
             "illegal": illegal.get(tid),
             "judge": judges.get(tid),
+            "tool_use": {k: counts.get(k) for k in COUNTS} if isinstance(counts, dict) else None,
+            "rubrics": rubrics.get(tid),
+            "answer": answers.get(tid),
+            "checks": checks.get(tid),
+            "reference": None if index is None else {"index": index, "of": n_refs,
+                                                      "steps": steps_of(chosen) if index and chosen else None},
             "extra": extra,
             "final_reply": cut(trajectory.raw.get("final_reply")) if trajectory is not None and isinstance(
                 trajectory.raw.get("final_reply"), str) else None,
         }
         order.append(tid)
     return {"name": result.name, "tau_strong": tau_strong, "tau_weak": _number(result.meta.get("tau_weak")),
-            "profile": result.meta.get("profile"), "metrics": [[k, label_of(k)] for k in metric_keys],
-            "judge_meta": judge_meta, "has_outcomes": bool(outcomes), "order": order, "tasks": tasks}
+            "profile": result.meta.get("profile"),
+            "metrics": [[k, OUTCOME_LABELS.get(k) or label_of(k)] for k in metric_keys],
+            "judge_meta": judge_meta, "has_outcomes": bool(outcomes), "has_rubrics": bool(rubrics),
+            "order": order, "tasks": tasks}

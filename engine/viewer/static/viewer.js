@@ -120,13 +120,16 @@ function classesOf(task) {
   return out;
 }
 
+const criticalFailed = (t) => !!t.rubrics && t.rubrics.turns.some((turn) => turn.rubrics.some((r) => r.k && r.m === false));
+
 function filtered(m, params) {
   const fam = params.get("fam") || "", cls = params.get("cls") || "", q = (params.get("q") || "").toLowerCase();
-  const differ = params.get("differ") === "1";
+  const differ = params.get("differ") === "1", crit = params.get("crit") === "1";
   let ids = m.order.filter((id) => {
     const t = m.tasks[id], meta = TASKS.get(id) || { family: "", question: "" };
     if (fam && meta.family !== fam) return false;
     if (cls && !classesOf(t).has(cls)) return false;
+    if (crit && !criticalFailed(t)) return false;
     if (q) {
       const hay = [id, meta.question, ...t.steps.flat().map((c) => c[0])].join("\n").toLowerCase();
       if (!hay.includes(q)) return false;
@@ -157,6 +160,8 @@ async function viewModel(app, slug, params) {
     classes.size ? select("cls", "Call outcome", [...classes].sort().map((c) => [c, c === "illegal_calling" ? "illegal calling format" : CLASSES[c] || c])) : null,
     SITE.index.names.length > 1 ? h("label", {}, h("input", { id: "f-differ", type: "checkbox", checked: params.get("differ") === "1",
       onchange: (e) => set("differ", e.target.checked ? "1" : "") }), " tasks where models differ most") : null,
+    m.has_rubrics ? h("label", {}, h("input", { id: "f-crit", type: "checkbox", checked: params.get("crit") === "1",
+      onchange: (e) => set("crit", e.target.checked ? "1" : "") }), " failed a critical rubric") : null,
     h("label", {}, "Search ", search));
   const ids = filtered(m, params);
   sessionStorage.setItem("m3v:" + slug, JSON.stringify({ ids, query: params.toString() }));
@@ -222,7 +227,7 @@ function argsEl(args, other) {
   })));
 }
 
-function callsColumn(side, steps, matchOf, otherCall, outcomes) {
+function callsColumn(side, steps, matchOf, otherCall, outcomes, errors) {
   let flat = 0;
   return h("div", { class: "col " + side }, h("h3", {}, side === "gt" ? "Reference steps" : "Predicted steps"),
     steps.length ? steps.map((calls, si) => h("div", { class: "step" }, h("div", { class: "step-no" }, "step " + (si + 1)),
@@ -233,9 +238,17 @@ function callsColumn(side, steps, matchOf, otherCall, outcomes) {
           h("div", { class: "call-head" }, h("span", { class: "idx" }, "#" + i), h("span", { class: "tool" }, tool),
             m ? h("span", { class: "badge " + (m[3] ? "strong" : "weak") }, (m[3] ? "strong " : "weak ") + m[2].toFixed(3))
               : matchOf ? h("span", { class: "badge unmatched" }, "unmatched") : null,
-            cls ? h("span", { class: "badge outcome o-" + cls }, CLASSES[cls] || cls) : null),
+            cls ? h("span", { class: "badge outcome o-" + cls }, CLASSES[cls] || cls) : null,
+            errorBadge(errors && errors[si] ? errors[si][ci] : null)),
           argsEl(args, m ? otherCall(m) : undefined));
       }))) : h("p", { class: "note" }, "no calls"));
+}
+
+function errorBadge(flag) {
+  // The call's is_error as the prediction file records it: what the tool-use Success Rate counts.
+  if (flag === null || flag === undefined) return null;
+  return h("span", { class: "badge " + (flag ? "is-error" : "no-error"), title: "is_error " + flag + " in the prediction file" },
+    flag ? "is_error" : "no error");
 }
 
 function drawLines(pair, matches) {
@@ -301,12 +314,56 @@ function taskHead(m, t, ref) {
     ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
     h("div", {}, h("p", { class: "question" }, ref.question),
       ref.image && !ref.image_file ? h("p", { class: "note" }, `image ${ref.image} (not found when the site was built)`) : null,
-      h("table", { class: "metrics" }, h("tbody", {}, h("tr", {}, values.map(([k]) => h("th", {}, k))),
-        h("tr", {}, values.map(([, v]) => h("td", { class: "num" }, fmt(v, 3)))))),
+      h("table", { class: "metrics" }, h("tbody", {}, h("tr", {}, values.map(([k]) => h("th", {}, k)),
+        t.tool_use ? ["Tool calls", "with is_error", "valid"].map((k) => h("th", {}, k)) : null),
+        h("tr", {}, values.map(([, v]) => h("td", { class: "num" }, fmt(v, 3))),
+          t.tool_use ? ["calls", "flagged", "valid"].map((k) => h("td", { class: "num tool-use" }, fmt(t.tool_use[k], 0))) : null))),
+      t.reference ? h("p", { class: "note", id: "reference" }, `aligned against reference ${t.reference.index + 1} of ${t.reference.of}`,
+        t.reference.index && !t.reference.steps ? " (not in the run's reference file: its steps are not shown)" : "") : null,
       h("p", { class: "legend" }, h("span", { class: "badge strong" }, `strong \u2265 ${m.tau_strong}`), " ",
         h("span", { class: "badge weak" }, `weak \u2265 ${m.tau_weak}`), " ", h("span", { class: "badge unmatched" }, "unmatched"),
         " highlighted arguments differ from the matched call's ",
         t.illegal ? h("span", { class: "badge o-illegal" }, "illegal calling format: " + t.illegal) : null)));
+}
+
+const verdict = (m) => m === true ? h("span", { class: "badge v-met" }, "Met") : m === false
+  ? h("span", { class: "badge v-not" }, "Not Met") : h("span", { class: "badge v-none" }, "no verdict");
+const passText = (p) => p === true ? "pass" : p === false ? "fail" : "not scored";
+
+function rubricsSection(r) {
+  // Per turn each rubric and its verdict, the judges' verdicts and explanations; the task's score and pass.
+  if (!r) return null;
+  return h("section", { id: "rubrics" }, h("h2", {}, "Rubrics"),
+    h("p", { class: "rubric-total" }, `weighted score ${fmt(r.score, 3)} · `, h("b", { class: r.pass ? "pass" : "fail" }, passText(r.pass)),
+      r.no_critical ? " (no critical rubric: passes only when every rubric is met)" : " (every critical rubric met)",
+      r.unanswered ? ` · ${r.unanswered} judge answer(s) missing` : ""),
+    r.turns.map((turn, k) => h("div", { class: "turn" }, r.turns.length > 1 ? h("h3", {}, `Turn ${k + 1}: ${fmt(turn.score, 3)}, ${passText(turn.pass)}`) : null,
+      h("table", { class: "rubrics" }, h("thead", {}, h("tr", {}, ["Rubric", "Weight", "Category", "Critical", "Verdict", "Judges"].map((x) => h("th", {}, x)))),
+        h("tbody", {}, turn.rubrics.map((x) => h("tr", { class: x.k && x.m === false ? "critical-failed" : null },
+          h("td", {}, x.d || "–"), h("td", { class: "num" }, x.w), h("td", {}, x.c.join(", ")),
+          h("td", {}, x.k ? h("span", { class: "badge critical" }, "critical") : ""), h("td", {}, verdict(x.m)),
+          h("td", {}, x.j.length ? h("details", {}, h("summary", {}, x.j.map((j) => j[1] === "Met" ? "✓" : j[1] ? "✗" : "?").join(" ")),
+            h("table", { class: "judges" }, h("tbody", {}, x.j.map(([name, v, text]) => h("tr", {}, h("th", {}, name), h("td", {}, v || "no answer"),
+              h("td", {}, text || "")))))) : null))))))));
+}
+
+function outcomesSection(answer, checks) {
+  // The answer equivalence verdict and the verifier's checks (an evaluator error apart from a failure).
+  if (!answer && !checks) return null;
+  return h("section", { id: "outcomes" }, h("h2", {}, "Outcome checks"),
+    answer ? h("div", { id: "answer" }, h("h3", {}, "Answer equivalence",
+      h("span", { class: "note" }, ` level ${answer.level || "–"}`)),
+      h("p", {}, "E = ", answer.score === null ? h("b", {}, "skipped") : h("b", { class: answer.score ? "pass" : "fail" }, String(answer.score)),
+        answer.reason ? h("span", { class: "note" }, " · " + answer.reason) : null),
+      answer.judges.length ? h("table", { class: "judges" }, h("tbody", {}, answer.judges.map(([name, v, reply]) => h("tr", {}, h("th", {}, name),
+        h("td", { class: "num" }, fmt(v, 0)), h("td", {}, reply ? h("details", {}, h("summary", {}, "reply"), h("pre", {}, reply)) : null))))) : null) : null,
+    checks ? h("div", { id: "checks" }, h("h3", {}, "Verifier", checks.check ? h("span", { class: "note" }, " " + checks.check) : null),
+      checks.error !== null && checks.error !== undefined
+        ? h("p", { class: "evaluator-error" }, h("b", {}, "evaluator error"), " (not counted as the agent's failure): ", h("code", {}, checks.error))
+        : checks.passed === null ? h("p", { class: "note" }, checks.reason || "not checked")
+          : h("p", {}, h("span", { class: "checks" }, (checks.checks || []).map((c, i) => h("span", { class: "badge " + (c ? "v-met" : "v-not"), title: "check " + (i + 1) }, String(c)))),
+            " ", h("b", { class: checks.passed ? "pass" : "fail" }, checks.passed ? "passed" : "failed"),
+            checks.reason ? h("span", { class: "note" }, " · " + checks.reason) : null)) : null);
 }
 
 function otherValues(extra) {
@@ -322,16 +379,17 @@ async function viewTask(app, slug, id) {
   if (!t || !ref) { fill(app, h("p", { class: "error" }, `task ${id} is not in ${m.name}'s results`)); return; }
   crumbs(["Leaderboard", "#/"], [m.name, modelHref(slug, (JSON.parse(sessionStorage.getItem("m3v:" + slug) || "{}").query) || "")], [id]);
   const gMatch = new Map(t.matches.map((x) => [x[0], x])), pMatch = new Map(t.matches.map((x) => [x[1], x]));
-  const gFlat = ref.steps.flat(), pFlat = t.steps.flat();
+  const other = t.reference && t.reference.index > 0;  // aligned against a later reference of the task
+  const gSteps = other ? t.reference.steps || [] : ref.steps, gFlat = gSteps.flat(), pFlat = t.steps.flat();
   const pair = h("div", { class: "pair", id: "pair" },
-    callsColumn("gt", ref.steps, gMatch, (x) => pFlat[x[1]][1], null),
+    callsColumn("gt", gSteps, gMatch, (x) => pFlat[x[1]][1], null),
     h("div", { class: "lines" }, document.createElementNS("http://www.w3.org/2000/svg", "svg")),
-    callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]][1], t.outcomes));
+    callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]] ? gFlat[x[0]][1] : undefined, t.outcomes, t.errors));
   fill(app, taskNav(slug, id, m), h("h1", {}, `${m.name} \u00b7 task ${id}`, h("span", { class: "family" }, ref.family)),
     taskHead(m, t, ref), pair,
     t.judge ? h("section", { class: "judges", id: "judges" }, h("h2", {}, "Judges"),
       judgeBlock("Task Completion", t.judge.tc), judgeBlock("Information Grounding", t.judge.ig)) : null,
-    otherValues(t.extra),
+    rubricsSection(t.rubrics), outcomesSection(t.answer, t.checks), otherValues(t.extra),
     t.final_reply ? h("section", {}, h("h2", {}, "Final reply"), h("pre", { class: "reply" }, t.final_reply)) : null);
   const redraw = () => drawLines(pair, t.matches);
   redraw();
@@ -349,7 +407,7 @@ async function viewTaskAll(app, id) {
     h("table", { class: "tasks", id: "task-models" }, h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Alignment mean"))),
       h("tbody", {}, rows.map(([s, name, v]) => h("tr", {}, h("td", {}, v === null ? name : h("a", { href: taskHref(s, id) }, name)), h("td", { class: "num" }, fmt(v, 3)))))),
     ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
-    callsColumn("gt", ref.steps, null, () => undefined, null));
+    callsColumn("gt", ref.steps, null, () => undefined, null, null));
 }
 
 // ---- routing -----------------------------------------------------------------------------------
