@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import Call, Trajectory, canonical_json, trajectory_record
-from rollout import prompts
 from rollout.dialogue import Dialogue
 from rollout.models.replies import parse_json_object
 from rollout.record import CachedModel
