@@ -7,25 +7,18 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
+from rollout.models.base import Completion, usage_of
+from rollout.models.openai_chat import OpenAIChatDriver
 
 
 def _input_image(mime: str, data: str) -> dict[str, Any]:
     return {"type": "input_image", "image_url": f"data:{mime};base64,{data}"}
 
 
-class OpenAIResponsesDriver(SDKDriver):
+class OpenAIResponsesDriver(OpenAIChatDriver):
     """Responses API requests: every message is an input item (its text ``input_text``, an assistant's
-    ``output_text``), images go as ``input_image`` data URLs. Without api_key_env, a base_url gets "EMPTY"."""
-
-    def __init__(self, settings: DriverSettings) -> None:
-        super().__init__(settings)
-        import openai
-
-        key = settings.api_key("EMPTY" if settings.base_url else None)
-        self._sdk = openai
-        self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url or None,
-                                          timeout=settings.timeout, max_retries=0)
+    ``output_text``), images go as ``input_image`` data URLs. The client is the chat driver's (without
+    api_key_env, a base_url gets "EMPTY")."""
 
     def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
         out = []
