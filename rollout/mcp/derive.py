@@ -57,7 +57,8 @@ def _read_toml(path: Path) -> dict[str, Any] | str:
         return f"cannot be read ({exc})"
 
 
-def _read_package(path: Path) -> dict[str, Any] | str:
+def read_package(path: Path) -> dict[str, Any] | str:
+    """The parsed ``package.json``, or why it could not be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -73,8 +74,8 @@ def _one(names: list[str]) -> str | None:
     return liked[0] if len(liked) == 1 else None
 
 
-def _local(rel: str) -> str:
-    """A folder relative to the config's folder as pip takes a local path (``./x``, ``../x``)."""
+def local_path(rel: str) -> str:
+    """A path relative to the config's folder as pip takes a local path (``./x``, ``../x``)."""
     return rel if rel.startswith("../") else f"./{rel}"
 
 
@@ -82,32 +83,39 @@ def _requirements(path: Path, rel: str) -> list[str]:
     lines = [line.split(" #", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
     lines = [line for line in lines if line and not line.startswith("#")]
     if any(line.startswith("-") for line in lines):
-        return ["-r", f"{_local(rel)}/requirements.txt"]
+        return ["-r", f"{local_path(rel)}/requirements.txt"]
     return lines
 
 
-def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
-    """(install block, command + args) of a Python server folder."""
-    install = None
-    command = None
+def python_install(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(install block, parsed pyproject.toml) of a Python server folder: the project itself when it has a
+    readable ``pyproject.toml``, else its ``requirements.txt``; None where neither is there."""
     pyproject = folder / "pyproject.toml"
     if pyproject.is_file():
         data = _read_toml(pyproject)
         if isinstance(data, str):
             out.missing.append(f"pyproject.toml {data}")
         else:
-            install = {"requirements": [_local(rel)]}
             out.sources.append("install: pyproject.toml (the project itself, into a virtualenv)")
-            scripts = sorted((data.get("project") or {}).get("scripts") or {})
-            script = _one(scripts)
-            if script is not None:
-                command = [script]
-                out.sources.append(f"entry point: pyproject.toml [project.scripts] {script}")
-            elif scripts:
-                out.missing.append(f"entry point: pyproject.toml has several scripts ({', '.join(scripts)})")
-    if install is None and (folder / "requirements.txt").is_file():
-        install = {"requirements": _requirements(folder / "requirements.txt", rel)}
+            return {"requirements": [local_path(rel)]}, data
+    if (folder / "requirements.txt").is_file():
         out.sources.append("install: requirements.txt (into a virtualenv)")
+        return {"requirements": _requirements(folder / "requirements.txt", rel)}, None
+    return None, None
+
+
+def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
+    """(install block, command + args) of a Python server folder."""
+    install, data = python_install(folder, rel, out)
+    command = None
+    if data is not None:
+        scripts = sorted((data.get("project") or {}).get("scripts") or {})
+        script = _one(scripts)
+        if script is not None:
+            command = [script]
+            out.sources.append(f"entry point: pyproject.toml [project.scripts] {script}")
+        elif scripts:
+            out.missing.append(f"entry point: pyproject.toml has several scripts ({', '.join(scripts)})")
     if command is None:
         candidates = sorted(p.name for p in folder.glob("*.py") if _PY_ENTRY.fullmatch(p.name))
         if len(candidates) == 1:
@@ -118,20 +126,25 @@ def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None
     return install, command
 
 
+def node_install(data: dict[str, Any], rel: str, out: Derived) -> dict[str, Any] | None:
+    """The install block of a Node server folder from its parsed ``package.json`` (None: nothing to install)."""
+    scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
+    if "build" in scripts:
+        out.sources.append("install: package.json (npm install, npm run build)")
+        return {"build": [["npm", "install"], ["npm", "run", "build"]], "dir": rel}
+    if data.get("dependencies"):
+        out.sources.append("install: package.json (npm install)")
+        return {"build": [["npm", "install"]], "dir": rel}
+    return None
+
+
 def _node(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
     """(install block, command + args) of a Node server folder."""
-    data = _read_package(folder / "package.json")
+    data = read_package(folder / "package.json")
     if isinstance(data, str):
         out.missing.append(f"package.json {data}")
         return None, None
-    install = None
-    scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
-    if "build" in scripts:
-        install = {"build": [["npm", "install"], ["npm", "run", "build"]], "dir": rel}
-        out.sources.append("install: package.json (npm install, npm run build)")
-    elif data.get("dependencies"):
-        install = {"build": [["npm", "install"]], "dir": rel}
-        out.sources.append("install: package.json (npm install)")
+    install = node_install(data, rel, out)
     bins = data.get("bin")
     target = None
     if isinstance(bins, str):
