@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from rollout.mcp.derive import Derived, local_path, node_install, python_install, read_package
+from rollout.mcp.derive import Derived, local_path, mcp_pin, node_install, python_install, read_package
 from rollout.mcp.environments import PYTHON_NAMES
 from rollout.mcp.envhints import read_in_file, read_in_files
 
@@ -225,8 +225,10 @@ def _file(entry: dict[str, Any], script: Path, base: Path, requirements: Path | 
     if isinstance(runs, str) or runs[0] != "python":
         out.missing.append(f"install: a single file run with {entry['command']}, not python")
         return
+    derived = Derived(out.name, None)
+    pin = mcp_pin([script], derived)
     if requirements is not None:
-        entry["install"] = {"requirements": ["-r", local_path(_rel(requirements, base))]}
+        entry["install"] = {"requirements": ["-r", local_path(_rel(requirements, base)), *pin]}
         out.added.append(f"install: {requirements.name} (the requirements file given, into a virtualenv)")
     else:
         try:
@@ -235,6 +237,8 @@ def _file(entry: dict[str, Any], script: Path, base: Path, requirements: Path | 
             out.missing.append(f"install: {exc}")
             return
         found, left = same_name_distributions(modules)
+        if pin:
+            found = [d for d in found if _normal(d) != "mcp"] + pin
         if found:
             entry["install"] = {"requirements": found}
             out.added.append(f"install: the distributions of its imports ({', '.join(found)})")
@@ -243,6 +247,8 @@ def _file(entry: dict[str, Any], script: Path, base: Path, requirements: Path | 
         if left:
             out.missing.append(f"install: imports with no distribution of the same name known here: "
                                f"{', '.join(left)} (name them in its install block, or give --requirements)")
+    if "install" in entry:
+        out.added += derived.sources
     _inherit(entry, read_in_file(script), out)
 
 

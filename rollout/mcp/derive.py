@@ -5,12 +5,15 @@ Each folder directly under DIR is one server. From its own files:
 - install: ``pyproject.toml`` -> a virtualenv with the project itself installed (``./<folder>``); else
   ``requirements.txt`` -> a virtualenv with its requirements (its lines, or ``-r`` the file when it
   holds pip options); ``package.json`` with a ``build`` script -> ``npm install`` then ``npm run
-  build`` in the folder, with dependencies and no build -> ``npm install``;
+  build`` in the folder (``build:stdio`` when it has one), with dependencies and no build -> ``npm install``;
 - entry point: a ``[project.scripts]`` script of ``pyproject.toml`` (the one, or the one named like an
   MCP server); ``bin`` (the one, or the one named like an MCP server) or ``main`` of ``package.json``
   (run with ``node``); a lone ``*_mcp.py``, ``*-mcp.py``, ``mcp_*.py`` or ``server.py`` (run with
   ``python``);
 - ``inherit``: the environment variables its source files read (``os.getenv("X")``, ``process.env.X``).
+
+A Python server whose files import ``mcp.server.fastmcp`` (written for mcp 1.x; mcp 2 renamed FastMCP)
+gets ``mcp<2`` beside its requirements.
 
 Each server runs in its own folder (``cwd``). What could not be derived is listed, and a folder
 without an entry point is left out of the config.
@@ -29,6 +32,11 @@ from typing import Any
 from rollout.mcp.envhints import read_in_files
 
 _MCP_LIKE = re.compile(r"mcp|server", re.IGNORECASE)
+_MCP1 = re.compile(r"^\s*(?:from\s+mcp\.server\.fastmcp\s+import|import\s+mcp\.server\.fastmcp)", re.MULTILINE)
+MCP1_PIN = "mcp<2"
+_SKIPPED = {"node_modules", ".venv", "venv", ".git", "__pycache__", "site-packages", "build", "dist", "tests", "test"}
+MAX_FILES = 400
+MAX_BYTES = 1_000_000
 _PY_ENTRY = re.compile(r"(?:.+[_-]mcp|mcp[_-].+|server)\.py")
 
 
@@ -87,9 +95,34 @@ def _requirements(path: Path, rel: str) -> list[str]:
     return lines
 
 
+def python_files(folder: Path) -> list[Path]:
+    """The Python files of a server folder (vendored, build and test folders skipped; at most MAX_FILES)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED and not d.startswith("."))
+        found += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+        if len(found) >= MAX_FILES:
+            return found[:MAX_FILES]
+    return found
+
+
+def mcp_pin(files: list[Path], out: Derived) -> list[str]:
+    """``["mcp<2"]`` when a file imports ``mcp.server.fastmcp``: code written for mcp 1.x, which mcp 2 no
+    longer runs (FastMCP was renamed there); else nothing."""
+    for path in files:
+        try:
+            if path.stat().st_size <= MAX_BYTES and _MCP1.search(path.read_text(encoding="utf-8", errors="replace")):
+                out.sources.append(f"{MCP1_PIN}: {path.name} imports mcp.server.fastmcp (mcp 1.x; mcp 2 renamed it)")
+                return [MCP1_PIN]
+        except OSError:
+            continue
+    return []
+
+
 def python_install(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(install block, parsed pyproject.toml) of a Python server folder: the project itself when it has a
-    readable ``pyproject.toml``, else its ``requirements.txt``; None where neither is there."""
+    readable ``pyproject.toml``, else its ``requirements.txt``; None where neither is there. ``mcp<2`` is
+    added when its files are written for mcp 1.x (`mcp_pin`)."""
     pyproject = folder / "pyproject.toml"
     if pyproject.is_file():
         data = _read_toml(pyproject)
@@ -97,10 +130,11 @@ def python_install(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any]
             out.missing.append(f"pyproject.toml {data}")
         else:
             out.sources.append("install: pyproject.toml (the project itself, into a virtualenv)")
-            return {"requirements": [local_path(rel)]}, data
+            return {"requirements": [local_path(rel), *mcp_pin(python_files(folder), out)]}, data
     if (folder / "requirements.txt").is_file():
         out.sources.append("install: requirements.txt (into a virtualenv)")
-        return {"requirements": _requirements(folder / "requirements.txt", rel)}, None
+        return {"requirements": [*_requirements(folder / "requirements.txt", rel),
+                                 *mcp_pin(python_files(folder), out)]}, None
     return None, None
 
 
@@ -127,11 +161,13 @@ def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None
 
 
 def node_install(data: dict[str, Any], rel: str, out: Derived) -> dict[str, Any] | None:
-    """The install block of a Node server folder from its parsed ``package.json`` (None: nothing to install)."""
+    """The install block of a Node server folder from its parsed ``package.json`` (None: nothing to install): its
+    ``build:stdio`` script when it has one (the server as an MCP host runs it, over stdio), else ``build``."""
     scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
-    if "build" in scripts:
-        out.sources.append("install: package.json (npm install, npm run build)")
-        return {"build": [["npm", "install"], ["npm", "run", "build"]], "dir": rel}
+    build = next((name for name in ("build:stdio", "build") if name in scripts), None)
+    if build is not None:
+        out.sources.append(f"install: package.json (npm install, npm run {build})")
+        return {"build": [["npm", "install"], ["npm", "run", build]], "dir": rel}
     if data.get("dependencies"):
         out.sources.append("install: package.json (npm install)")
         return {"build": [["npm", "install"]], "dir": rel}

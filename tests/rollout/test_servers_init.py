@@ -106,14 +106,18 @@ def _published(root: Path) -> dict:
         "servers/clock_mcp.py": "import time\nfrom datetime import datetime\n",
         "servers/broken_mcp.py": "def (:\n",
         "servers/yolo/requirements.txt": "mcp\nultralytics\n",
-        "servers/yolo/server.py": "", "servers/yolo/pyzbar_mcp.py": "",
+        "servers/yolo/server.py": "from mcp.server.fastmcp import FastMCP\n", "servers/yolo/pyzbar_mcp.py": "",
+        "servers/yolo/tests/test_it.py": "import mcp.server.fastmcp\n",
         "servers/papers/pyproject.toml": '[project]\nname = "papers"\ndependencies = ["mcp"]\n',
-        "servers/papers/papers/server.py": 'import os\nos.getenv("PAPERS_TOKEN")\n',
+        "servers/papers/papers/server.py": 'import os\nos.getenv("PAPERS_TOKEN")\nfrom mcp.server import Server\n',
+        "servers/papers/build/lib/server.py": "from mcp.server.fastmcp import FastMCP\n",  # a build folder: skipped
         "servers/vl/pyproject.toml": '[project]\nname = "vl"\n',
         "servers/vl/src/vl/server.py": "",
         "servers/tm/package.json": json.dumps({"name": "tm", "main": "dist/index.js", "scripts": {"build": "tsc"},
                                                "dependencies": {"zod": "^3"}}),
         "servers/tm/src/index.ts": 'const t = process.env.TM_TOKEN; const u = process.env.TM_URL;\n',
+        "servers/dual/package.json": json.dumps({"name": "dual", "scripts": {"build": "smithery build",
+                                                                             "build:stdio": "tsc"}}),
         "servers/plain/package.json": json.dumps({"name": "plain", "main": "index.js"}),
         "servers/plain/index.js": "",
         "servers/nothing/run.py": "",
@@ -134,6 +138,7 @@ def _published(root: Path) -> dict:
                "env": {"PYTHONPATH": "servers/vl/src"}},
         "tm": {"command": "node", "args": ["servers/tm/dist/index.js"], "env": {"TM_URL": "u"}, "autoApprove": []},
         "plain": {"command": "node", "args": ["servers/plain/index.js"]},
+        "dual": {"command": "node", "args": ["servers/dual/build/index.js"]},
         "excel": {"command": "uvx", "args": ["excel-mcp-server", "stdio"], "env": {"EXCEL_FILES_PATH": "media"}},
         "maps": {"command": "npx", "args": ["-y", "@some/maps-mcp"], "disabled": True},
         "own": {"command": "python", "args": ["servers/clock_mcp.py"], "install": {"requirements": ["mcp<2"]}},
@@ -158,12 +163,12 @@ def test_init_completes_a_published_config(tmp_path):
     servers = _without_notes(written)
     assert servers == {
         "weather": {"_comment": "kept", "command": "python", "args": ["servers/weather_mcp.py"], "env": {},
-                    "install": {"requirements": ["mcp", "requests"]},
+                    "install": {"requirements": ["requests", "mcp<2"]},  # FastMCP: written for mcp 1.x
                     "inherit": ["WEATHER_API_KEY"]},
         "clock": published["servers"]["clock"],  # the standard library only: nothing to install
         "broken": published["servers"]["broken"],
         "yolo": {"command": "python", "args": ["servers/yolo/server.py"], "env": {}, "disabled": True,
-                 "install": {"requirements": ["mcp", "ultralytics"]}},
+                 "install": {"requirements": ["mcp", "ultralytics", "mcp<2"]}},
         "papers": {"command": "python", "args": ["-m", "papers.server"], "env": {"PAPERS_TOKEN": "x"},
                    "cwd": "servers/papers", "install": {"requirements": ["./servers/papers"]}},
         "vl": {"command": "python", "args": ["-m", "vl.server"], "env": {"PYTHONPATH": "servers/vl/src"},
@@ -172,6 +177,8 @@ def test_init_completes_a_published_config(tmp_path):
                "install": {"build": [["npm", "install"], ["npm", "run", "build"]], "dir": "servers/tm"},
                "inherit": ["TM_TOKEN"]},
         "plain": published["servers"]["plain"],
+        "dual": {"command": "node", "args": ["servers/dual/build/index.js"],  # the build a host runs over stdio
+                 "install": {"build": [["npm", "install"], ["npm", "run", "build:stdio"]], "dir": "servers/dual"}},
         "excel": published["servers"]["excel"],
         "maps": published["servers"]["maps"],
         "own": published["servers"]["own"],
@@ -181,6 +188,8 @@ def test_init_completes_a_published_config(tmp_path):
     }
     assert "servers/yolo/.venv/bin/python servers/yolo/server.py -> python servers/yolo/server.py" in \
         written["servers"]["yolo"]["_derived"]
+    assert "mcp<2: server.py imports mcp.server.fastmcp (mcp 1.x; mcp 2 renamed it)" in \
+        written["servers"]["yolo"]["_derived"] and "mcp<2" in written["servers"]["weather"]["_derived"]
     out = done.stdout
     rows = {line.split()[0]: line for line in out[:out.index("could not derive")].splitlines() if line.strip()}
     assert "(disabled)" in rows["yolo"] and "uv run --directory servers/papers -m papers.server -> python -m " \
@@ -197,7 +206,7 @@ def test_init_completes_a_published_config(tmp_path):
     assert f"python -m mcp_ocr runs nothing under {tmp_path / 'servers'}" in left["ocr"]
     assert "cannot tell what runs bash" in left["shell"]
     assert "servers/nothing has no pyproject.toml or requirements.txt" in left["bare"]
-    assert f"wrote {tmp_path / 'mcp_servers.derived.json'}: 9 of 14 entries covered (5 from their folders, 1 " \
+    assert f"wrote {tmp_path / 'mcp_servers.derived.json'}: 10 of 15 entries covered (6 from their folders, 1 " \
            "single files, 2 uvx/npx, nothing to install, 1 with their own environment), 5 left (weather, broken, " \
            "ocr, shell, bare)" in out
     specs = {s.name: s for s in read_servers_config(tmp_path / "mcp_servers.derived.json", tmp_path / "envs")}
@@ -218,10 +227,11 @@ def test_init_completes_single_files_from_a_requirements_file(tmp_path):
     done = _init(str(tmp_path / "servers"), "--complete", str(config), "--requirements", str(tmp_path / "reqs.txt"),
                  "--output", str(output))
     assert done.returncode == 0 and "could not derive" not in done.stdout, done.stdout + done.stderr
-    assert "10 of 10 entries covered (5 from their folders, 2 single files, 2 uvx/npx" in done.stdout
+    assert "11 of 11 entries covered (6 from their folders, 2 single files, 2 uvx/npx" in done.stdout
     servers = json.loads(output.read_text())["servers"]
+    assert servers["weather"]["install"] == {"requirements": ["-r", "./reqs.txt", "mcp<2"]}
+    assert servers["clock"]["install"] == {"requirements": ["-r", "./reqs.txt"]}
     for name in ("weather", "clock"):
-        assert servers[name]["install"] == {"requirements": ["-r", "./reqs.txt"]}
         assert "reqs.txt (the requirements file given" in servers[name]["_derived"]
     specs = {s.name: s for s in read_servers_config(output, tmp_path / "envs")}
     assert specs["clock"].install.requirements == ("-r", str(tmp_path / "reqs.txt"))
