@@ -3,7 +3,7 @@
     python scripts/servers.py install --config FILE [-j N]
     python scripts/servers.py check --config FILE
     python scripts/servers.py bench --config FILE --server NAME
-    python scripts/servers.py init DIR
+    python scripts/servers.py init DIR [--complete CONFIG [--requirements FILE]]
 """
 
 import sys

@@ -11,5 +11,8 @@
 - `rollout.mcp.host`: `MCPHost`, the servers of a run: their tool catalogue and calls;
 - `rollout.mcp.envhints`: the environment variables a server that failed to start read and did not get;
 - `rollout.mcp.check`: the servers' health table;
-- `rollout.mcp.commands`: the ``scripts/servers.py`` command line (install, check, bench).
+- `rollout.mcp.derive`: a servers config derived from a folder of server folders, for review;
+- `rollout.mcp.complete`: an existing servers config completed with install blocks derived from the server folders
+  and files it runs;
+- `rollout.mcp.commands`: the ``scripts/servers.py`` command line (install, check, bench, init).
 """

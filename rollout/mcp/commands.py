@@ -5,6 +5,7 @@ time the host's cost per call.
     python scripts/servers.py check --config FILE       # start each server: a health table; exit 0 if all started
     python scripts/servers.py bench --config FILE --server NAME   # the host's cost per call of NAME's check call
     python scripts/servers.py init DIR                  # a config for the server folders under DIR, for review
+    python scripts/servers.py init DIR --complete CONFIG [--requirements FILE]   # CONFIG with install blocks added
 
 Bad input is one line naming the file and the field, with exit status 2. This is the command line on
 top of the rollout (it drives the ToolRunner too); nothing in rollout.mcp imports it.
@@ -29,6 +30,7 @@ from pathlib import Path
 from engine.apps.kit import command_app
 from engine.contract import InputError, atomic_write_json
 from rollout.mcp.check import check_servers, health_table
+from rollout.mcp.complete import complete_config
 from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_config
 from rollout.mcp.derive import derive_config
 from rollout.mcp.host import MCPHost
@@ -91,7 +93,13 @@ def _parser() -> argparse.ArgumentParser:
                                description="write a servers config for the server folders under DIR (install "
                                "blocks and entry points derived from each folder's own files), for review")
     init.add_argument("dir", type=Path, help="the folder whose subfolders are MCP servers")
-    init.add_argument("--output", type=Path, default=None, help="the config to write (default DIR/mcp_servers.json)")
+    init.add_argument("--output", type=Path, default=None, help="the config to write (default DIR/mcp_servers.json; "
+                      "with --complete, CONFIG's folder/<CONFIG's stem>.derived.json)")
+    init.add_argument("--complete", type=Path, default=None, metavar="CONFIG", help="an existing servers config (the "
+                      "published shape) to complete: each entry keeps its command, args, env and disabled and gets "
+                      "the install block of the folder or file under DIR it runs")
+    init.add_argument("--requirements", type=Path, default=None, metavar="FILE", help="with --complete: the "
+                      "requirements file of the single-file servers run with python (default: each file's imports)")
     init.add_argument("--force", action="store_true", help="replace an existing output file")
     for name, text in (("install", "build the per-server environments the config's install blocks ask for"),
                        ("check", "start each enabled server, list its tools, time a round trip; print a table"),
@@ -183,10 +191,47 @@ def _check(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
     return 0 if started == len(rows) else 1
 
 
+def _complete(args: argparse.Namespace) -> int:
+    """Write the completed config; a row per entry, then what could not be derived. Exit 1 when something was not."""
+    config = args.complete
+    if not config.is_file():
+        raise InputError(config, "no such servers config")
+    if args.requirements is not None and not args.requirements.is_file():
+        raise InputError(args.requirements, "no such requirements file")
+    output = args.output or config.with_name(f"{config.stem}.derived.json")
+    if output.resolve().parent != config.resolve().parent:
+        raise InputError(output, f"must be in the folder of {config} (its entries' paths are relative to it)")
+    if output.resolve() == config.resolve():
+        raise InputError(output, "is the config being completed (write the completed one beside it)")
+    if output.exists() and not args.force:
+        raise InputError(output, "exists already (use --force to replace it)")
+    completed, how = complete_config(args.dir, config, args.requirements)
+    atomic_write_json(output, completed)
+    for c in how:
+        print(f"{c.name:<24} {c.kind + (' (disabled)' if c.disabled else ''):<19} " + "; ".join(c.added))
+    left = [c for c in how if c.missing]
+    if left:
+        print("\ncould not derive (fill in by hand):")
+        for c in left:
+            print(f"  {c.name:<22} " + "; ".join(c.missing))
+    kinds = Counter(c.kind for c in how if not c.missing)
+    print(f"\nwrote {output}: {len(how) - len(left)} of {len(how)} entries covered (" +
+          ", ".join(f"{kinds[k]} {label}" for k, label in (
+              ("folder", "from their folders"), ("file", "single files"), ("package", "uvx/npx, nothing to install"),
+              ("kept", "with their own environment"))) +
+          f"), {len(left)} left" + (f" ({', '.join(c.name for c in left)})" if left else "") +
+          f"; review it, then python scripts/servers.py install --config {output}")
+    return 1 if left else 0
+
+
 def _init(args: argparse.Namespace) -> int:
     """Write the derived config; a row per folder, then what could not be derived. Exit 1 when something was not."""
     if not args.dir.is_dir():
         raise InputError(args.dir, "not a folder of server folders")
+    if args.complete is not None:
+        return _complete(args)
+    if args.requirements is not None:
+        raise InputError(args.requirements, "--requirements goes with --complete")
     output = args.output or args.dir / "mcp_servers.json"
     if output.exists() and not args.force:
         raise InputError(output, "exists already (use --force to replace it)")

@@ -5,12 +5,15 @@ Each folder directly under DIR is one server. From its own files:
 - install: ``pyproject.toml`` -> a virtualenv with the project itself installed (``./<folder>``); else
   ``requirements.txt`` -> a virtualenv with its requirements (its lines, or ``-r`` the file when it
   holds pip options); ``package.json`` with a ``build`` script -> ``npm install`` then ``npm run
-  build`` in the folder, with dependencies and no build -> ``npm install``;
+  build`` in the folder (``build:stdio`` when it has one), with dependencies and no build -> ``npm install``;
 - entry point: a ``[project.scripts]`` script of ``pyproject.toml`` (the one, or the one named like an
   MCP server); ``bin`` (the one, or the one named like an MCP server) or ``main`` of ``package.json``
   (run with ``node``); a lone ``*_mcp.py``, ``*-mcp.py``, ``mcp_*.py`` or ``server.py`` (run with
   ``python``);
 - ``inherit``: the environment variables its source files read (``os.getenv("X")``, ``process.env.X``).
+
+A Python server whose files import ``mcp.server.fastmcp`` (written for mcp 1.x; mcp 2 renamed FastMCP)
+gets ``mcp<2`` beside its requirements.
 
 Each server runs in its own folder (``cwd``). What could not be derived is listed, and a folder
 without an entry point is left out of the config.
@@ -29,6 +32,11 @@ from typing import Any
 from rollout.mcp.envhints import read_in_files
 
 _MCP_LIKE = re.compile(r"mcp|server", re.IGNORECASE)
+_MCP1 = re.compile(r"^\s*(?:from\s+mcp\.server\.fastmcp\s+import|import\s+mcp\.server\.fastmcp)", re.MULTILINE)
+MCP1_PIN = "mcp<2"
+_SKIPPED = {"node_modules", ".venv", "venv", ".git", "__pycache__", "site-packages", "build", "dist", "tests", "test"}
+MAX_FILES = 400
+MAX_BYTES = 1_000_000
 _PY_ENTRY = re.compile(r"(?:.+[_-]mcp|mcp[_-].+|server)\.py")
 
 
@@ -57,7 +65,8 @@ def _read_toml(path: Path) -> dict[str, Any] | str:
         return f"cannot be read ({exc})"
 
 
-def _read_package(path: Path) -> dict[str, Any] | str:
+def read_package(path: Path) -> dict[str, Any] | str:
+    """The parsed ``package.json``, or why it could not be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -73,8 +82,8 @@ def _one(names: list[str]) -> str | None:
     return liked[0] if len(liked) == 1 else None
 
 
-def _local(rel: str) -> str:
-    """A folder relative to the config's folder as pip takes a local path (``./x``, ``../x``)."""
+def local_path(rel: str) -> str:
+    """A path relative to the config's folder as pip takes a local path (``./x``, ``../x``)."""
     return rel if rel.startswith("../") else f"./{rel}"
 
 
@@ -82,32 +91,65 @@ def _requirements(path: Path, rel: str) -> list[str]:
     lines = [line.split(" #", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
     lines = [line for line in lines if line and not line.startswith("#")]
     if any(line.startswith("-") for line in lines):
-        return ["-r", f"{_local(rel)}/requirements.txt"]
+        return ["-r", f"{local_path(rel)}/requirements.txt"]
     return lines
 
 
-def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
-    """(install block, command + args) of a Python server folder."""
-    install = None
-    command = None
+def python_files(folder: Path) -> list[Path]:
+    """The Python files of a server folder (vendored, build and test folders skipped; at most MAX_FILES)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED and not d.startswith("."))
+        found += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+        if len(found) >= MAX_FILES:
+            return found[:MAX_FILES]
+    return found
+
+
+def mcp_pin(files: list[Path], out: Derived) -> list[str]:
+    """``["mcp<2"]`` when a file imports ``mcp.server.fastmcp``: code written for mcp 1.x, which mcp 2 no
+    longer runs (FastMCP was renamed there); else nothing."""
+    for path in files:
+        try:
+            if path.stat().st_size <= MAX_BYTES and _MCP1.search(path.read_text(encoding="utf-8", errors="replace")):
+                out.sources.append(f"{MCP1_PIN}: {path.name} imports mcp.server.fastmcp (mcp 1.x; mcp 2 renamed it)")
+                return [MCP1_PIN]
+        except OSError:
+            continue
+    return []
+
+
+def python_install(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(install block, parsed pyproject.toml) of a Python server folder: the project itself when it has a
+    readable ``pyproject.toml``, else its ``requirements.txt``; None where neither is there. ``mcp<2`` is
+    added when its files are written for mcp 1.x (`mcp_pin`)."""
     pyproject = folder / "pyproject.toml"
     if pyproject.is_file():
         data = _read_toml(pyproject)
         if isinstance(data, str):
             out.missing.append(f"pyproject.toml {data}")
         else:
-            install = {"requirements": [_local(rel)]}
             out.sources.append("install: pyproject.toml (the project itself, into a virtualenv)")
-            scripts = sorted((data.get("project") or {}).get("scripts") or {})
-            script = _one(scripts)
-            if script is not None:
-                command = [script]
-                out.sources.append(f"entry point: pyproject.toml [project.scripts] {script}")
-            elif scripts:
-                out.missing.append(f"entry point: pyproject.toml has several scripts ({', '.join(scripts)})")
-    if install is None and (folder / "requirements.txt").is_file():
-        install = {"requirements": _requirements(folder / "requirements.txt", rel)}
+            return {"requirements": [local_path(rel), *mcp_pin(python_files(folder), out)]}, data
+    if (folder / "requirements.txt").is_file():
         out.sources.append("install: requirements.txt (into a virtualenv)")
+        return {"requirements": [*_requirements(folder / "requirements.txt", rel),
+                                 *mcp_pin(python_files(folder), out)]}, None
+    return None, None
+
+
+def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
+    """(install block, command + args) of a Python server folder."""
+    install, data = python_install(folder, rel, out)
+    command = None
+    if data is not None:
+        scripts = sorted((data.get("project") or {}).get("scripts") or {})
+        script = _one(scripts)
+        if script is not None:
+            command = [script]
+            out.sources.append(f"entry point: pyproject.toml [project.scripts] {script}")
+        elif scripts:
+            out.missing.append(f"entry point: pyproject.toml has several scripts ({', '.join(scripts)})")
     if command is None:
         candidates = sorted(p.name for p in folder.glob("*.py") if _PY_ENTRY.fullmatch(p.name))
         if len(candidates) == 1:
@@ -118,20 +160,27 @@ def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None
     return install, command
 
 
+def node_install(data: dict[str, Any], rel: str, out: Derived) -> dict[str, Any] | None:
+    """The install block of a Node server folder from its parsed ``package.json`` (None: nothing to install): its
+    ``build:stdio`` script when it has one (the server as an MCP host runs it, over stdio), else ``build``."""
+    scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
+    build = next((name for name in ("build:stdio", "build") if name in scripts), None)
+    if build is not None:
+        out.sources.append(f"install: package.json (npm install, npm run {build})")
+        return {"build": [["npm", "install"], ["npm", "run", build]], "dir": rel}
+    if data.get("dependencies"):
+        out.sources.append("install: package.json (npm install)")
+        return {"build": [["npm", "install"]], "dir": rel}
+    return None
+
+
 def _node(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
     """(install block, command + args) of a Node server folder."""
-    data = _read_package(folder / "package.json")
+    data = read_package(folder / "package.json")
     if isinstance(data, str):
         out.missing.append(f"package.json {data}")
         return None, None
-    install = None
-    scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
-    if "build" in scripts:
-        install = {"build": [["npm", "install"], ["npm", "run", "build"]], "dir": rel}
-        out.sources.append("install: package.json (npm install, npm run build)")
-    elif data.get("dependencies"):
-        install = {"build": [["npm", "install"]], "dir": rel}
-        out.sources.append("install: package.json (npm install)")
+    install = node_install(data, rel, out)
     bins = data.get("bin")
     target = None
     if isinstance(bins, str):

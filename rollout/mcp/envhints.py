@@ -86,6 +86,14 @@ def read_in_files(folder: Path) -> list[str]:
     return sorted(names)
 
 
+def read_in_file(path: Path) -> list[str]:
+    """Variable names one source file reads, sorted (none when it cannot be read)."""
+    try:
+        return sorted(set(_SOURCE.findall(path.read_text(encoding="utf-8", errors="replace"))))
+    except OSError:
+        return []
+
+
 def missing_variables_hint(stderr: str, env: dict[str, str], command: str, args: tuple[str, ...],
                            cwd: str | None) -> str:
     """One sentence naming the variables the server read and its environment lacks ('' when none is known)."""

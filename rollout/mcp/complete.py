@@ -1,0 +1,298 @@
+"""A servers config in the published shape completed from the server folders it runs
+(``python scripts/servers.py init DIR --complete CONFIG``), for review.
+
+Each entry keeps its ``command``, ``args``, ``env``, ``cwd`` and ``disabled`` as written and gets what it
+lacks:
+
+- an entry whose command, script argument, ``cwd``, ``PYTHONPATH`` or ``uv run --directory`` points into a
+  folder directly under DIR gets that folder's install block, derived from its own files as ``init DIR``
+  derives it (`rollout.mcp.derive`); a command that named an interpreter of its own
+  (``servers/x/.venv/bin/python``, ``uv run --directory servers/x -m pkg.server``) becomes a bare
+  ``python`` (or the bare script name), which an entry with an install block runs from its environment;
+- a single-file server directly under DIR run with ``python`` (``python servers/x_mcp.py``) gets the
+  requirements file the user names (``-r FILE``: the same block for every such entry), else the
+  third-party modules the file imports that this interpreter knows as distributions of the same name
+  (the rest is named as not derived);
+- ``uvx`` and ``npx`` entries fetch their package when they start: nothing is added;
+- an entry with an ``install`` or ``python`` of its own is kept as it is.
+
+``inherit`` gets the variables the server's files read that its ``env`` does not set. Whatever could not
+be derived is named per entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib.metadata import packages_distributions
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, read_json
+from rollout.mcp.derive import Derived, local_path, mcp_pin, node_install, python_install, read_package
+from rollout.mcp.environments import PYTHON_NAMES
+from rollout.mcp.envhints import read_in_file, read_in_files
+
+_PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?(?:\.exe)?")
+_VENV_BIN = re.compile(r"(?:^|/)\.?venv/(?:bin|Scripts)/([^/]+)$")
+_SCRIPT = (".py", ".js", ".mjs", ".cjs")
+PACKAGE_RUNNERS = ("uvx", "npx")
+
+
+@dataclass
+class Completion:
+    """One entry: how it was completed (`kind`: folder, file, package, kept, other), what was added, what is left."""
+
+    name: str
+    kind: str
+    disabled: bool
+    added: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def third_party_imports(path: Path) -> list[str]:
+    """The top-level modules a Python file imports that are neither the standard library's nor files or
+    folders beside it, sorted; ValueError when it does not parse."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path.name} cannot be parsed ({exc})") from None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    beside = {p.stem if p.is_file() else p.name for p in path.parent.iterdir()}
+    return sorted(n for n in names if n not in sys.stdlib_module_names and n not in beside)
+
+
+def same_name_distributions(modules: list[str]) -> tuple[list[str], list[str]]:
+    """(distributions, modules left): a module maps to the distribution of this interpreter that provides it
+    when their names are equal (``requests`` -> requests); others (``cv2``, or one not installed here) are left."""
+    known = packages_distributions()
+    found, left = [], []
+    for module in modules:
+        same = [d for d in known.get(module, []) if _normal(d) == _normal(module)]
+        if same:
+            found.append(same[0])
+        else:
+            left.append(module)
+    return found, left
+
+
+def _inside(path: Path, root: Path) -> Path | None:
+    """The file or folder directly under `root` that `path` is or lies in (None: not under `root`)."""
+    try:
+        parts = Path(os.path.normpath(path)).relative_to(root).parts
+    except ValueError:
+        return None
+    return root / parts[0] if parts else None
+
+
+def _pointed(entry: dict[str, Any], base: Path, root: Path) -> tuple[Path, bool] | None:
+    """(the server folder or single file under `root` the entry runs, whether it is a file), or None."""
+    cwd = base / entry["cwd"] if isinstance(entry.get("cwd"), str) else base
+    refs = [base / entry["command"]] if "/" in entry["command"] else []
+    refs += [cwd / a for a in entry.get("args") or [] if isinstance(a, str) and not a.startswith("-")
+             and ("/" in a or a.endswith(_SCRIPT))]
+    if isinstance(entry.get("cwd"), str):
+        refs.append(cwd)
+    pythonpath = (entry.get("env") or {}).get("PYTHONPATH")
+    if isinstance(pythonpath, str):
+        refs += [cwd / p for p in pythonpath.split(os.pathsep) if p and "$" not in p]
+    for ref in refs:
+        target = _inside(ref, root)
+        if target is None:
+            continue
+        if target.is_dir():
+            return target, False
+        if target.is_file() and Path(os.path.normpath(ref)) == target:
+            return target, True
+    return None
+
+
+def _uv_run(args: list[str]) -> tuple[str | None, list[str]] | None:
+    """(``--directory``, the command after the options) of ``uv run`` arguments; None for anything else."""
+    if args[:1] != ["run"]:
+        return None
+    rest, directory = args[1:], None
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "--module"):
+        if rest[0] == "--directory" and len(rest) >= 2:
+            directory, rest = rest[1], rest[2:]
+        elif rest[0].startswith("--directory="):
+            directory, rest = rest[0].split("=", 1)[1], rest[1:]
+        elif rest[0] == "--":
+            rest = rest[1:]
+            break
+        else:
+            return None
+    if rest[:1] == ["--module"]:
+        rest = ["-m", *rest[1:]]
+    return (directory, rest) if rest else None
+
+
+def _in_environment(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
+    """(python or node, the entry's command, args and cwd as its environment runs them), or why not known."""
+    command, args = entry["command"], list(entry.get("args") or [])
+    name = command.rsplit("/", 1)[-1]
+    if name in ("node", "node.exe"):
+        return "node", {"command": "node"}
+    if command == "uv":
+        run = _uv_run(args)
+        if run is None:
+            return "uv with arguments other than run [--directory D] ..."
+        directory, rest = run
+        moved: dict[str, Any] = {}
+        if directory is not None:
+            cwd = entry.get("cwd")
+            moved["cwd"] = os.path.normpath(os.path.join(cwd, directory)) if isinstance(cwd, str) else directory
+        if rest[0] == "-m" or rest[0].endswith(".py"):
+            return "python", {"command": "python", "args": rest, **moved}
+        return "python", {"command": rest[0], "args": rest[1:], **moved}
+    venv = _VENV_BIN.search(command)
+    if venv is not None:
+        script = venv.group(1)
+        return "python", {"command": "python" if _PYTHON.fullmatch(script) else script}
+    if command in PYTHON_NAMES or _PYTHON.fullmatch(name):
+        return "python", {"command": "python"}
+    return f"cannot tell what runs {command} (not python, a virtualenv's script, uv run or node)"
+
+
+def _rel(path: Path, base: Path) -> str:
+    return Path(os.path.relpath(path, base)).as_posix()
+
+
+def _inherit(entry: dict[str, Any], variables: list[str], out: Completion) -> None:
+    given = set(entry.get("env") or {}) | set(entry.get("inherit") or [])
+    new = [v for v in variables if v not in given]
+    if new:
+        entry["inherit"] = [*(entry.get("inherit") or []), *new]
+        out.added.append(f"inherit: the variables its files read ({', '.join(new)})")
+
+
+def _folder(entry: dict[str, Any], folder: Path, base: Path, out: Completion) -> None:
+    """Give an entry that runs a server folder the folder's install block and a command run from it."""
+    out.kind = "folder"
+    runs = _in_environment(entry)
+    if isinstance(runs, str):
+        out.missing.append(f"command: {runs}")
+        return
+    kind, launch = runs
+    rel = _rel(folder, base)
+    derived = Derived(out.name, None)
+    if kind == "python":
+        install, _ = python_install(folder, rel, derived)
+        if install is None and not derived.missing:
+            derived.missing.append(f"install: {rel} has no pyproject.toml or requirements.txt to build from")
+    elif (folder / "package.json").is_file():
+        data = read_package(folder / "package.json")
+        install = None
+        if isinstance(data, str):
+            derived.missing.append(f"install: package.json {data}")
+        else:
+            install = node_install(data, rel, derived)
+            if install is None:
+                derived.sources.append("install: nothing (package.json has no dependencies or build)")
+    else:
+        install = None
+        derived.missing.append(f"install: {rel} has no package.json to build from")
+    out.added += derived.sources
+    out.missing += derived.missing
+    if install is None:
+        return
+    before = " ".join([entry["command"], *(entry.get("args") or [])])
+    entry.update(launch)
+    after = " ".join([entry["command"], *(entry.get("args") or [])])
+    if after != before:
+        out.added.append(f"command: {before} -> {after}" +
+                         (f" in {launch['cwd']}" if "cwd" in launch else "") + " (from its environment)")
+    entry["install"] = install
+    _inherit(entry, read_in_files(folder), out)
+
+
+def _file(entry: dict[str, Any], script: Path, base: Path, requirements: Path | None, out: Completion) -> None:
+    """Give a single-file Python server an environment: the requirements file, else its imports."""
+    out.kind = "file"
+    runs = _in_environment(entry)
+    if isinstance(runs, str) or runs[0] != "python":
+        out.missing.append(f"install: a single file run with {entry['command']}, not python")
+        return
+    derived = Derived(out.name, None)
+    pin = mcp_pin([script], derived)
+    if requirements is not None:
+        entry["install"] = {"requirements": ["-r", local_path(_rel(requirements, base)), *pin]}
+        out.added.append(f"install: {requirements.name} (the requirements file given, into a virtualenv)")
+    else:
+        try:
+            modules = third_party_imports(script)
+        except ValueError as exc:
+            out.missing.append(f"install: {exc}")
+            return
+        found, left = same_name_distributions(modules)
+        if pin:
+            found = [d for d in found if _normal(d) != "mcp"] + pin
+        if found:
+            entry["install"] = {"requirements": found}
+            out.added.append(f"install: the distributions of its imports ({', '.join(found)})")
+        elif not modules:
+            out.added.append("install: nothing (it imports the standard library only)")
+        if left:
+            out.missing.append(f"install: imports with no distribution of the same name known here: "
+                               f"{', '.join(left)} (name them in its install block, or give --requirements)")
+    if "install" in entry:
+        out.added += derived.sources
+    _inherit(entry, read_in_file(script), out)
+
+
+def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: Path | None) -> tuple[Any, Completion]:
+    """One entry completed (a new object; the given one is unchanged) and how."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str) or not entry["command"]:
+        return entry, Completion(name, "other", False, missing=["not an entry with a command"])
+    out = Completion(name, "other", entry.get("disabled") is True)
+    entry = {k: (list(v) if isinstance(v, list) else v) for k, v in entry.items()}
+    if "install" in entry or "python" in entry:
+        out.kind = "kept"
+        out.added.append(f"kept: it names its own {'install block' if 'install' in entry else 'python'}")
+    elif entry["command"] in PACKAGE_RUNNERS:
+        out.kind = "package"
+        out.added.append(f"nothing to install: {entry['command']} fetches its package when the server starts "
+                         "(an install block with the package pinned would run it offline)")
+    else:
+        pointed = _pointed(entry, base, root)
+        if pointed is None:
+            out.missing.append(f"install: {' '.join([entry['command'], *(entry.get('args') or [])])} runs nothing "
+                               f"under {root} (name what it needs in an install block)")
+        elif pointed[1]:
+            _file(entry, pointed[0], base, requirements, out)
+        else:
+            _folder(entry, pointed[0], base, out)
+    if out.added and out.kind in ("folder", "file"):
+        entry["_derived"] = "; ".join(out.added)
+    return entry, out
+
+
+def complete_config(root: Path, config: Path, requirements: Path | None = None) -> tuple[dict[str, Any],
+                                                                                          list[Completion]]:
+    """The config at `config` with each entry completed from the server folders and files directly under
+    `root` (the written file goes beside it: its relative paths stay as they are), and how each entry was."""
+    data = read_json(config, "servers config")
+    servers = data.get("servers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise InputError(config, "expected an object with a 'servers' object", field="servers")
+    base, root = config.resolve().parent, root.resolve()
+    completed, how = {}, []
+    for name, entry in servers.items():
+        completed[name], one = complete_entry(name, entry, base, root, requirements.resolve() if requirements else None)
+        how.append(one)
+    out = {**data, "_derived": f"completed by scripts/servers.py init from the server folders under {root} "
+                               f"(Python {sys.version_info.major}.{sys.version_info.minor}); review before use",
+           "servers": completed}
+    return out, how
