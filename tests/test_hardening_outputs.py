@@ -165,14 +165,19 @@ def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_pa
     outcomes = {"old": 0, "new": 0}
     deadline = time.monotonic() + 420
     runs = 0
+    # Kill moments are drawn from [0, window); the write stage's length varies with the machine's load,
+    # so after every 5 runs that all ended one way the window widens (all old) or narrows (all new).
+    window = write_seconds * 1.2
     while runs < 30 and time.monotonic() < deadline:
+        if runs and runs % 5 == 0 and not (outcomes["old"] and outcomes["new"]):
+            window = window * 2 if not outcomes["new"] else window / 2
         held = next(tau for tau, files in sets.items() if snapshot(out) == files)
         other = 0.9 if held == 0.5 else 0.5
         proc = subprocess.Popen(score_command(small_sweep, out, embedding_cache, other), cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while proc.poll() is None and not staging_started(out):
             time.sleep(0.002)
-        time.sleep(rng.uniform(0, write_seconds * 1.2))
+        time.sleep(rng.uniform(0, window))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
