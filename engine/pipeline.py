@@ -67,6 +67,7 @@ class PreparedSweep:
     settings: ScoreSettings
     timer: StageTimer
     threads: int | None = None
+    references: tuple[Path, ...] = ()  # the reference files read, in order (several with data.references)
 
     @contextmanager
     def kernel_stage(self, name: str) -> Iterator[None]:
@@ -88,6 +89,7 @@ class SweepScores:
     settings: ScoreSettings
     thresholds: Thresholds
     timer: StageTimer
+    references: tuple[Path, ...] = ()
 
     def samples_of(self, file_index: int) -> np.ndarray:
         """The samples of one prediction file that are scored: with several references, each id's
@@ -137,8 +139,9 @@ def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path]
     threads = kernel_threads(len(tables.pred_sample))
     with timer.stage("align"), cpu_threads(threads):
         candidates = candidate_pairs(tables, embeddings, device)
+    references = (Path(gt_path),) if isinstance(gt_path, (str, Path)) else tuple(Path(p) for p in gt_path)
     return PreparedSweep(gt=gt, preds=preds, tables=tables, candidates=candidates, embedding=stats,
-                         settings=settings, timer=timer, threads=threads)
+                         settings=settings, timer=timer, threads=threads, references=references)
 
 
 def score_prepared(prepared: PreparedSweep, thresholds: Thresholds) -> SweepScores:
@@ -149,7 +152,7 @@ def score_prepared(prepared: PreparedSweep, thresholds: Thresholds) -> SweepScor
         scores = task_scores(prepared.tables, matches, thresholds.tau_strong, prepared.settings.profile)
     return SweepScores(gt=prepared.gt, preds=prepared.preds, tables=prepared.tables, matches=matches,
                        scores=scores, embedding=prepared.embedding, settings=prepared.settings,
-                       thresholds=thresholds, timer=prepared.timer)
+                       thresholds=thresholds, timer=prepared.timer, references=prepared.references)
 
 
 def score_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path], thresholds: Thresholds,
@@ -193,6 +196,8 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
     for f, (pred, directory) in progress_bar(items, "write", s.progress and len(items) > 4):
         meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": th.tau_weak,
                 "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
+        if len(result.references) > 1:
+            meta["references"] = [str(p) for p in result.references]
         files = judges[f]
         if files is not None:
             meta.update(files.meta())

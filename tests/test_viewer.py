@@ -513,3 +513,25 @@ def test_the_reference_a_task_was_aligned_against(tmp_path: Path, page) -> None:
     assert page.locator("#reference").text_content() == "aligned against reference 2 of 2"
     assert [t.text_content() for t in page.locator(".col.gt .tool").all()] == ["a/c", "a/d"]
     assert page.errors == []
+
+
+@pytest.mark.slow
+def test_a_reference_from_a_second_references_file_is_drawn(tmp_path: Path, embedding_cache: Path) -> None:
+    """With data.references=[G1,G2] the run's meta names both files, so a task aligned against its
+    reference from G2 shows that reference's steps."""
+    one = {"id": "1", "question": "q", "steps": [{"calls": [{"name": "a/b", "arguments": {"x": 1}}]}]}
+    two = {"id": "1", "question": "q", "steps": [{"calls": [{"name": "a/c", "arguments": {"y": "left"}},
+                                                           {"name": "a/d", "arguments": {"z": "right"}}]}]}
+    g1, g2, pred = tmp_path / "g1.json", tmp_path / "g2.json", tmp_path / "p.json"
+    g1.write_text(json.dumps([one]))
+    g2.write_text(json.dumps([two]))
+    pred.write_text(json.dumps([{**two, "final_reply": "done"}]))
+    run = tmp_path / "run"
+    _run(["scripts/score.py", f"data.references=[{g1},{g2}]", f"model.predictions={pred}", f"output_dir={run}",
+          f"encoder.cache_dir={embedding_cache}"])
+    meta = json.loads((run / "results_eval.json").read_text())["meta"]
+    assert meta["references"] == [str(g1), str(g2)] and meta["gt"] == str(g1)
+    assert view_main([str(run)]) == 0
+    task = _model_data(run, _slug(run, "p"))["tasks"]["1"]
+    assert task["reference"]["index"] == 1 and task["reference"]["of"] == 2
+    assert [[call[0] for call in step] for step in task["reference"]["steps"]] == [["a/c", "a/d"]]

@@ -51,9 +51,9 @@ class Run:
     folder: Path
     results: list[ModelResult]
     per_id: dict[str, list[dict[str, Any]]]     # model name -> results' per_id records
-    gt: dict[Path, dict[str, Trajectory]]        # reference file -> its trajectories (each id's first)
+    gt: dict[tuple[Path, ...], dict[str, Trajectory]]  # reference files -> their trajectories (each id's first)
     predictions: dict[str, dict[str, Trajectory]]
-    alternatives: dict[Path, dict[str, tuple[Trajectory, ...]]]  # reference file -> id -> its references
+    alternatives: dict[tuple[Path, ...], dict[str, tuple[Trajectory, ...]]]  # reference files -> id -> its references
 
 
 def slug(index: int, name: str) -> str:
@@ -83,6 +83,21 @@ def _meta_file(result: ModelResult, key: str, what: str) -> Path:
     return path
 
 
+def reference_key(result: ModelResult) -> tuple[Path, ...]:
+    """The reference files a model was scored against, in order: meta.references (several files), else
+    meta.gt; each checked to exist."""
+    several = result.meta.get("references")
+    if several is None:
+        return (_meta_file(result, "gt", "reference file"),)
+    if not isinstance(several, list) or not several or not all(isinstance(p, str) and p for p in several):
+        raise InputError(result.path, "must be a list of reference files", field="meta.references")
+    missing = [p for p in several if not Path(p).is_file()]
+    if missing:
+        raise InputError(result.path, f"the reference file {missing[0]} named in meta.references is missing",
+                         field="meta.references")
+    return tuple(Path(p) for p in several)
+
+
 def _check_per_id(result: ModelResult, per_id: Any) -> list[dict[str, Any]]:
     if not isinstance(per_id, list):
         raise InputError(result.path, "missing: per_id (a list of per-task records)", field="per_id")
@@ -106,10 +121,10 @@ def read_run(folder: Path) -> Run:
             raise InputError(result.path, "missing: meta.tau_strong; the run is from an older version: "
                              "score it again", field="meta.tau_strong")
         per_id[result.name] = _check_per_id(result, read_json(result.path, "results file").get("per_id"))
-        gt_path = _meta_file(result, "gt", "reference file")
-        if gt_path not in gt:
-            first, several = read_references(gt_path)
-            gt[gt_path], alternatives[gt_path] = first.tasks, several or {}
+        key = reference_key(result)
+        if key not in gt:
+            first, several = read_references(list(key))
+            gt[key], alternatives[key] = first.tasks, several or {}
         predictions[result.name] = read_trajectories(_meta_file(result, "predictions", "prediction file")).tasks
     return Run(folder, results, per_id, gt, predictions, alternatives)
 
@@ -349,11 +364,11 @@ def _chosen_reference(run: Run, result: ModelResult, record: dict[str, Any]) -> 
                                                                                        int]:
     """(the index of the reference the task was aligned with, or None with one reference per task; that
     reference when the run's reference file holds it; the number of references it holds for the task)."""
-    gt_path, tid = Path(result.meta["gt"]), str(record["id"])
+    key, tid = reference_key(result), str(record["id"])
     index = record.get("reference")
-    alternatives = run.alternatives[gt_path].get(tid) or ((run.gt[gt_path][tid],) if tid in run.gt[gt_path] else ())
+    alternatives = run.alternatives[key].get(tid) or ((run.gt[key][tid],) if tid in run.gt[key] else ())
     if not isinstance(index, int) or isinstance(index, bool):
-        return None, run.gt[gt_path].get(tid), len(alternatives)
+        return None, run.gt[key].get(tid), len(alternatives)
     return index, alternatives[index] if 0 <= index < len(alternatives) else None, len(alternatives)
 
 

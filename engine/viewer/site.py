@@ -43,8 +43,8 @@ def _thumbnails(run: Run, images_dir: Path | None, out: Path) -> dict[str, str]:
     from PIL import Image, UnidentifiedImageError
 
     found: dict[str, str] = {}
-    for gt_path, tasks in run.gt.items():
-        base = images_dir or gt_path.parent
+    for reference_files, tasks in run.gt.items():
+        base = images_dir or reference_files[0].parent
         for tid, t in tasks.items():
             image = t.raw.get("image")
             if tid in found or not isinstance(image, str) or not (base / image).is_file():
