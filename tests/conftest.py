@@ -1,4 +1,5 @@
-"""Shared fixtures: the ../shared data, a session-wide embedding cache, in-memory scoring helpers.
+"""Shared fixtures: the ../shared data, a session-wide embedding cache, in-memory scoring helpers,
+scripted chat servers on loopback.
 
 With ``M3BENCH_REQUIRE_SHARED=1`` (as in CI) a test needing the ../shared data fails when the
 data is absent instead of being skipped.
@@ -8,9 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from rollout.models.loopback import Policy, ScriptedChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -55,3 +59,19 @@ def golden_dir() -> Path:
 def embedding_cache(tmp_path_factory) -> Path:
     """One embedding cache for the whole test session, so each text is encoded once."""
     return tmp_path_factory.mktemp("embedding-cache")
+
+
+@pytest.fixture
+def chat_server() -> Iterator[Callable[..., ScriptedChatServer]]:
+    """Start scripted chat servers on 127.0.0.1 (port chosen by the OS); all stop after the test."""
+    started: list[ScriptedChatServer] = []
+
+    def start(policy: Policy, delay: float = 0.0) -> ScriptedChatServer:
+        server = ScriptedChatServer(policy, delay=delay)
+        server.start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

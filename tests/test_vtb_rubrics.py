@@ -246,23 +246,6 @@ def test_an_unreachable_judge_is_counted_apart(tmp_path: Path, chat_server) -> N
     assert entry["turns"][0]["rubrics"][0]["judges"][1]["error"].startswith("judge down:")
 
 
-@pytest.fixture
-def chat_server():
-    from rollout.models.loopback import ScriptedChatServer
-
-    servers = []
-
-    def start(policy):
-        server = ScriptedChatServer(policy)
-        server.start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 # -- the judge stage: file, resume, exit status ------------------------------------------------------------
 
 def _stage(tmp_path: Path, pool: str = "scripted", *extra: str) -> tuple[int, dict]:

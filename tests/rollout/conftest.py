@@ -1,12 +1,12 @@
-"""Fixtures of the rollout tests: scripted chat-completions servers on loopback, servers configs, and
-third-party MCP servers installed from the package registries by scripts/servers.py."""
+"""Fixtures of the rollout tests: servers configs, and third-party MCP servers installed from the
+package registries by scripts/servers.py (the scripted chat servers are the root conftest's)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rollout_helpers import ROOT, THIRD_PARTY, write_json  # noqa: E402
 
 from rollout.mcp.environments import default_env_root  # noqa: E402
-from rollout.models.loopback import Policy, ScriptedChatServer  # noqa: E402
-
-
-@pytest.fixture
-def chat_server() -> Iterator[Callable[..., ScriptedChatServer]]:
-    """Start scripted chat servers on 127.0.0.1 (port chosen by the OS); all stop after the test."""
-    started: list[ScriptedChatServer] = []
-
-    def start(policy: Policy, delay: float = 0.0) -> ScriptedChatServer:
-        server = ScriptedChatServer(policy, delay=delay)
-        server.start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 @pytest.fixture
