@@ -28,7 +28,7 @@ from rollout.mcp.host import MCPHost
 from rollout.mcp.paths import argument_paths, kept_paths, named_paths
 from rollout.mcp.protocol import ToolInfo, ToolOutcome
 from rollout.record import RolloutCache, tool_key
-from rollout.workspace import MEDIA, Workspace
+from rollout.workspace import MEDIA, Workspace, same_file_bytes
 
 log = logging.getLogger(__name__)
 
@@ -155,15 +155,15 @@ class ToolRunner:
         server's copy is missing or differs, so the server reads the task's file (its time kept: not new)."""
         assert self.host is not None
         server = record.name.partition("/")[0]
-        cwd = self.host.server_cwd(server)
+        keep = self.host.kept_folders(server)
+        cwd = self.host.server_cwd(server) if keep else None
         if cwd is None or cwd == ws.root:
             return
-        for named in kept_paths(record.arguments, self.host.kept_folders(server)):
+        for named in kept_paths(record.arguments, keep):
             target = cwd / named
             try:
                 source = ws.inside(named)
-                if source is None or not source.is_file() or \
-                        (target.is_file() and target.read_bytes() == source.read_bytes()):
+                if source is None or not source.is_file() or same_file_bytes(target, source):
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)

@@ -18,6 +18,12 @@ def is_image(path: str) -> bool:
     return path.lower().endswith(IMAGE_SUFFIXES)
 
 
+def same_file_bytes(copy: Path, source: Path) -> bool:
+    """Whether `copy` is a file holding exactly the bytes of `source` (sizes first, then the bytes)."""
+    return (copy.is_file() and copy.stat().st_size == source.stat().st_size
+            and copy.read_bytes() == source.read_bytes())
+
+
 class Workspace:
     """The directory a task's tools work in; paths shown to the model are relative to it."""
 
@@ -89,7 +95,7 @@ class Workspace:
         dest = self.inside(rel)
         if dest is None:
             rel = f"{MEDIA}/{source.name}"
-        elif dest.is_file() and dest.read_bytes() == source.read_bytes():
+        elif same_file_bytes(dest, source):
             return rel
         rel = self.free_name(rel)
         full = self.root / rel

@@ -17,6 +17,7 @@ cannot take as a path (too long, a NUL byte) is no path.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,15 +74,23 @@ def under_kept(value: str, keep: tuple[str, ...]) -> bool:
         any(text == k or text.startswith(k + "/") for k in keep)
 
 
+def _one_line_strings(arguments: Any) -> Iterator[str]:
+    """The one-line string arguments of a call, depth first in argument order."""
+    if isinstance(arguments, dict):
+        for value in arguments.values():
+            yield from _one_line_strings(value)
+    elif isinstance(arguments, list):
+        for value in arguments:
+            yield from _one_line_strings(value)
+    elif isinstance(arguments, str) and "\n" not in arguments:
+        yield arguments
+
+
 def kept_paths(arguments: Any, keep: tuple[str, ...]) -> list[str]:
     """The string arguments that are relative paths inside the server's own folders (files it may write there)."""
-    if isinstance(arguments, dict):
-        return [p for v in arguments.values() for p in kept_paths(v, keep)]
-    if isinstance(arguments, list):
-        return [p for v in arguments for p in kept_paths(v, keep)]
-    if isinstance(arguments, str) and "\n" not in arguments and under_kept(arguments, keep):
-        return [arguments.strip()]
-    return []
+    if not keep:
+        return []
+    return [s.strip() for s in _one_line_strings(arguments) if under_kept(s, keep)]
 
 
 def to_workspace(arguments: Any, root: Path, keyed: bool = False, keep: tuple[str, ...] = ()) -> Any:
@@ -117,10 +126,4 @@ def named_paths(text: str) -> list[str]:
 
 def argument_paths(arguments: Any) -> list[str]:
     """The absolute paths among a call's string arguments (files a call may write outside the workspace)."""
-    if isinstance(arguments, dict):
-        return [p for v in arguments.values() for p in argument_paths(v)]
-    if isinstance(arguments, list):
-        return [p for v in arguments for p in argument_paths(v)]
-    if isinstance(arguments, str) and arguments.startswith("/") and "\n" not in arguments:
-        return [arguments]
-    return []
+    return [s for s in _one_line_strings(arguments) if s.startswith("/")]
