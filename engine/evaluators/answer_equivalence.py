@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError
-from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries
+from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries,
+                                    mean_or_none)
 from engine.evaluators.judging import Question, Rubric, first_answer
 
 NAME = "answer_equivalence"
@@ -141,10 +142,6 @@ def read(path: Path) -> Verdicts:
     return out
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return float(sum(values)) / len(values) if values else None
-
-
 def success_rates(levels: Mapping[str, str], scores: Mapping[str, int | None]) -> dict[str, Any]:
     """SR per level, their macro mean over the levels present, the micro mean, and the counts, of tasks
     given by id -> level and id -> score (None: skipped)."""
@@ -153,11 +150,11 @@ def success_rates(levels: Mapping[str, str], scores: Mapping[str, int | None]) -
     per_level = {}
     for level in LEVELS:
         values = [scores[i] for i in judged if levels[i] == level]
-        per_level[level] = _mean(values)
+        per_level[level] = mean_or_none(values)
         out[f"answer_sr_{level.lower()}"] = per_level[level]
     present = [v for v in per_level.values() if v is not None]
-    out["answer_sr"] = _mean(present)
-    out["answer_sr_micro"] = _mean([scores[i] for i in judged])
+    out["answer_sr"] = mean_or_none(present)
+    out["answer_sr_micro"] = mean_or_none([scores[i] for i in judged])
     out["answer_judged"] = len(judged)
     out["answer_skipped"] = len(scores) - len(judged)
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from engine.contract import InputError, Trajectory, TrajectoryFile, read_json
 
@@ -23,7 +23,7 @@ Input = Literal["prediction", "final_answer", "reference", "task", "workspace", 
 """What an evaluator may read of a task: the predicted trajectory, its final answer, the reference
 trajectory, the task record (question, ground truth, rubrics, level, check module), the task's final
 workspace folder, and the tool log of its rollout."""
-INPUTS: tuple[str, ...] = ("prediction", "final_answer", "reference", "task", "workspace", "tool_log")
+INPUTS: tuple[str, ...] = get_args(Input)
 PROFILES: tuple[str, ...] = ("reference", "paper")
 """The metrics profiles: the published scorer (``reference``) and the paper's formulas (``paper``)."""
 
@@ -55,6 +55,11 @@ class Metric:
 def mean(values: Sequence[float]) -> float:
     """The plain mean, summed in order as the published scripts sum (sum / count)."""
     return float(sum(values)) / len(values)
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """The plain mean, or None for no values."""
+    return mean(values) if values else None
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,13 @@ def file_entries(path: Path, what: str,
                  check: Callable[[Path, str, Any], dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """id -> entry of the ``per_id`` object of an evaluator's file, each checked by `check(path, id,
     entry)`; `what` names the file in errors."""
-    root = read_json(path, what)
+    return root_entries(path, read_json(path, what), check)
+
+
+def root_entries(path: Path, root: Any,
+                 check: Callable[[Path, str, Any], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """id -> entry of the ``per_id`` object of an evaluator file's root already read, each checked by
+    `check(path, id, entry)`."""
     per_id = root.get("per_id") if isinstance(root, dict) else None
     if not isinstance(per_id, dict):
         raise InputError(path, "must be an object of id -> entry", field="per_id")

@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries,
+                                    mean_or_none, root_entries)
 from engine.evaluators.judging import JudgeFailure, Question, Rubric, first_answer, json_object
 
 log = logging.getLogger(__name__)
@@ -383,16 +384,16 @@ def _record_values(path: Path, task_id: str, record: Mapping[str, Any], own: boo
     return values
 
 
+def _object_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise InputError(path, "must be an object of id -> entry", field="per_id")
+    return entry
+
+
 def entries(path: Path) -> dict[str, dict[str, Any]]:
     """id -> entry of an earlier file of this evaluator (to resume); empty when there is none."""
     path = Path(path)
-    if not path.is_file():
-        return {}
-    root = read_json(path, "rubric verdicts file")
-    per_id = root.get("per_id") if isinstance(root, dict) else None
-    if not isinstance(per_id, dict) or not all(isinstance(e, dict) for e in per_id.values()):
-        raise InputError(path, "must be an object of id -> entry", field="per_id")
-    return {str(k): v for k, v in per_id.items()}
+    return file_entries(path, "rubric verdicts file", _object_entry) if path.is_file() else {}
 
 
 def read(path: Path) -> Verdicts:
@@ -404,7 +405,7 @@ def read(path: Path) -> Verdicts:
     root = read_json(path, "rubric verdicts file")
     own = isinstance(root, dict) and "per_id" in root
     if own:
-        records = list(entries(path).items())
+        records = list(root_entries(path, root, _object_entry).items())
     elif isinstance(root, list):
         records = []
         for position, record in enumerate(root):
@@ -430,10 +431,6 @@ def read(path: Path) -> Verdicts:
     return out
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
     """``{"rubrics": {...}}`` over these ids: ARS and APR (means over the scored tasks), per category
     ARS and APR (each task scored on its rubrics of the category), and the counts: tasks scored, tasks
@@ -451,13 +448,13 @@ def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
             block["scores"].append(score.score)
             block["passes"].append(1.0 if score.passed else 0.0)
     return {"rubrics": {
-        "ARS": _mean([v["rubric_score"] for v in scored]), "APR": _mean([v["pass_rate"] for v in scored]),
+        "ARS": mean_or_none([v["rubric_score"] for v in scored]), "APR": mean_or_none([v["pass_rate"] for v in scored]),
         "tasks": len(scored), "unscored": len(present) - len(scored),
         "no_critical": sum(1 for v in scored if v["no_critical"]),
         "unanswered": sum(v["unanswered"] for v in present),
         "critical_mismatches": sum(v["critical_mismatches"] for v in present),
-        "by_category": {c: {"ARS": _mean(b["scores"]), "APR": _mean(b["passes"]), "tasks": len(b["scores"])}
-                        for c, b in sorted(by_category.items())}}}
+        "by_category": {c: {"ARS": mean_or_none(b["scores"]), "APR": mean_or_none(b["passes"]),
+                            "tasks": len(b["scores"])} for c, b in sorted(by_category.items())}}}
 
 
 def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[str, Any]:
@@ -480,7 +477,7 @@ def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[st
     pairs = []
     for a, b in itertools.combinations(names, 2):
         both = [votes for *_, votes in rows if a in votes and b in votes]
-        pairs.append({"judges": [a, b], "agreement": _mean([float(v[a] == v[b]) for v in both]),
+        pairs.append({"judges": [a, b], "agreement": mean_or_none([float(v[a] == v[b]) for v in both]),
                       "rubrics": len(both)})
     split = [(min(sum(v.values()), len(v) - sum(v.values())), tid, k, j, v) for tid, k, j, v in rows if len(v) >= 2]
     split.sort(key=lambda item: (-item[0], item[1], item[2], item[3]))
