@@ -19,10 +19,9 @@ from typing import Any
 from engine.contract import InputError, atomic_write_json, config_int, read_json
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
 from engine.evaluators.prompts import OUTCOME
-from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import UNDECIDED, judge_call
 from rollout.judges.outcomes import Catalogue, decide, illegal_format
-from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs, read_prompts
+from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs
 
 _CONTAINERS = ("data", "items", "results", "predictions")
 
@@ -129,9 +128,7 @@ async def published_stage(cfg: Mapping[str, Any], predictions: Path, output: Pat
     (spec,) = judge_specs({name: model})
     check_keys([spec])
     entries = [e for e in file_entries(predictions) if not wanted or str(e.get("id")) in wanted]
-    pool = JudgePool([spec], ReplyCache(cfg.get("cache_dir")),
-                     config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
-                     read_prompts(cfg["judges"].get("prompts")))
+    pool = JudgePool.from_config(cfg, [spec])
     async with pool:
         document = await classify_entries(pool, spec, entries, catalogue, config_int(cfg, "attempts"),
                                           config_int(calls_cfg, "max_result_chars", minimum=0,

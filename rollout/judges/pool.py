@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_choice, digest, is_number
+from engine.contract import InputError, check_choice, config_int, digest, is_number
 from engine.evaluators.judging import JudgeFailure, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, named_images
@@ -149,6 +149,14 @@ class JudgePool:
         self._drivers: dict[str, ModelDriver] = {}
         self._images = ImageAttacher()
         self.prompts = dict(prompts or {})
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], specs: list[JudgeSpec]) -> JudgePool:
+        """A pool of these judges as the judge app's config sets it up: its reply cache (``cache_dir``),
+        ``judges.max_requests`` and the prompts file ``judges.prompts``."""
+        return cls(specs, ReplyCache(cfg.get("cache_dir")),
+                   config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
+                   read_prompts(cfg["judges"].get("prompts")))
 
     def rubric(self, rubric: Rubric) -> Rubric:
         """The rubric the judges are asked with: the pool's own prompt for its purpose (versioned by

@@ -43,12 +43,11 @@ from engine.evaluators.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPL
 from engine.judge_results import companion_path
 from engine.trials import find_trials
 from rollout.judges.agreement import agreement
-from rollout.judges.cache import ReplyCache
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.classified_calls import published_stage
 from rollout.judges.outcomes import Catalogue
-from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
+from rollout.judges.pool import JudgePool, check_keys, judge_specs
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
@@ -143,10 +142,8 @@ async def judge_stage(cfg: Mapping[str, Any], gt: TrajectoryFile, preds: Traject
             extra["agreement"] = agreement(ordered, config_int(cfg, "agreement_top", minimum=0))
         atomic_write_json(output, taskcompletion_document(ordered, num_total, meta={**meta, **extra}))
 
-    cache = ReplyCache(cfg.get("cache_dir"))
     concurrency = config_int(cfg, "concurrency")
-    async with JudgePool(specs, cache, config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
-                         read_prompts(cfg["judges"].get("prompts"))) as pool:
+    async with JudgePool.from_config(cfg, specs) as pool:
         meta["prompt_versions"] = {r.purpose: pool.rubric(r).version for r in (COMPLETION, GROUNDING)}
         options = dict((cfg.get("evaluators") or {}).get(M3_JUDGES.name) or {})
         options["images_dir"] = options.get("images_dir") or str(gt.path.parent)  # task images: beside the reference
@@ -199,9 +196,7 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
         labels, calls = [labels[i] for i in kept], [calls[i] for i in kept]
         illegal = {tid: reason for tid, reason in illegal.items() if tid in wanted}
     specs = judge_specs(cfg["judges"]["pool"])
-    pool = JudgePool(specs, ReplyCache(cfg.get("cache_dir")),
-                     config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
-                     read_prompts(cfg["judges"].get("prompts")))
+    pool = JudgePool.from_config(cfg, specs)
     spec = pool.spec(calls_cfg["judge"]) if calls_cfg.get("judge") else specs[0]
     if any(label["label"] is None for label in labels):
         check_keys([spec])
@@ -359,9 +354,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         write(pool)
 
     if specs:
-        async with JudgePool(specs, ReplyCache(cfg.get("cache_dir")),
-                             config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
-                             read_prompts(cfg["judges"].get("prompts"))) as pool:
+        async with JudgePool.from_config(cfg, specs) as pool:
             await judge_all(pool)
     else:
         await judge_all(None)
@@ -407,19 +400,22 @@ def run_one(cfg: Mapping[str, Any]) -> int:
     preds = read_trajectories(predictions)
     data = cfg.get("data") or {}
     status = 0
+    gt: TrajectoryFile | None = None  # the reference file, read once for the evaluators that read it
     for judged in chosen:
-        if judged.name == STAGES["judge"] or "reference" in judged.reads:
+        if "reference" in judged.reads:
             if not data.get("gt"):
                 raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
+            gt = gt or read_trajectories(data["gt"])
         if judged.name == STAGES["judge"]:
+            assert gt is not None
             output = Path(cfg["output"]) if cfg.get("output") else companion_path(predictions, TASKCOMPLETION)
-            status = max(status, asyncio.run(judge_stage(cfg, read_trajectories(data["gt"]), preds, output)))
+            status = max(status, asyncio.run(judge_stage(cfg, gt, preds, output)))
         elif judged.name == STAGES["calls"]:
             calls_output = (cfg.get("calls") or {}).get("output")
             output = Path(calls_output) if calls_output else companion_path(predictions, CALLANALYSIS)
             status = max(status, asyncio.run(calls_stage(cfg, preds, output)))
         else:
-            gt = read_trajectories(data["gt"]) if "reference" in judged.reads else None
             output = evaluator_output(cfg, judged, predictions)
-            status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, gt, output)))
+            status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds,
+                                                             gt if "reference" in judged.reads else None, output)))
     return status
