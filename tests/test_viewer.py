@@ -535,3 +535,16 @@ def test_a_reference_from_a_second_references_file_is_drawn(tmp_path: Path, embe
     task = _model_data(run, _slug(run, "p"))["tasks"]["1"]
     assert task["reference"]["index"] == 1 and task["reference"]["of"] == 2
     assert [[call[0] for call in step] for step in task["reference"]["steps"]] == [["a/c", "a/d"]]
+
+
+def test_a_prediction_the_scorer_reads_leniently_is_shown(tmp_path: Path) -> None:
+    """Scoring reads predictions leniently (NaN and the infinities scored with a warning), so the viewer
+    does too, and shows such arguments as the results echo them."""
+    gt, pred = tmp_path / "gt.json", tmp_path / "p.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": []}]))
+    pred.write_text('[{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {"x": NaN, "y": -Infinity}}]}]}]')
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    assert view_main([str(run)]) == 0
+    task = _model_data(run, _slug(run, "m"))["tasks"]["1"]
+    assert task["steps"] == [[["a/b", {"x": "NaN", "y": "-Infinity"}]]]

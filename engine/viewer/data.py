@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, is_number, read_json, read_trajectories
+from engine.contract import InputError, is_number, read_json, read_trajectories, strict_value
 from engine.contract.trajectory import Trajectory
 from engine.evaluators import answer_equivalence, evaluator, verifiers, vtb_rubrics
 from engine.evaluators.call_outcomes import CALL_KEYS
@@ -125,7 +125,8 @@ def read_run(folder: Path) -> Run:
         if key not in gt:
             first, several = read_references(list(key))
             gt[key], alternatives[key] = first.tasks, several or {}
-        predictions[result.name] = read_trajectories(_meta_file(result, "predictions", "prediction file")).tasks
+        predictions[result.name] = read_trajectories(_meta_file(result, "predictions", "prediction file"),
+                                                     lenient=True).tasks
     return Run(folder, results, per_id, gt, predictions, alternatives)
 
 
@@ -188,10 +189,12 @@ def _task_average(record: dict[str, Any]) -> float | None:
 
 
 def steps_of(trajectory: Trajectory | None) -> list[list[list[Any]]]:
-    """[[tool, arguments], ...] per step (arguments cut to MAX_TEXT per string)."""
+    """[[tool, arguments], ...] per step (arguments cut to MAX_TEXT per string; NaN and the infinities of a
+    prediction read leniently shown as strings, as the results echo them)."""
     if trajectory is None:
         return []
-    return [[[c.name, cut(c.arguments)] for c in step.calls] for step in trajectory.steps]
+    return [[[c.name, cut(c.arguments if c.warning is None else strict_value(c.arguments))] for c in step.calls]
+            for step in trajectory.steps]
 
 
 def task_index(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
