@@ -72,7 +72,7 @@ def _published_files(results: Path, models: list[str], discover: bool) -> list[t
         names = {p.name[:-len(suffix)]: p for p in results.glob(f"*{suffix}")}
         for trial in results.glob(f"*{Path(suffix).stem}_trial*.json"):  # models with trial files only
             name = model_name(trial)[:-len(Path(suffix).stem)]
-            if find_trials(results / PUBLISHED_NAME.format(model=name)):
+            if name not in names and find_trials(results / PUBLISHED_NAME.format(model=name)):
                 names.setdefault(name, results / PUBLISHED_NAME.format(model=name))
         found += [(name, names[name]) for name in sorted(set(names) - set(models) - {""})]
     return found
@@ -152,9 +152,9 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     if cfg.model.get("predictions"):
         pred = Path(cfg.model.predictions)
         name = cfg.model.get("name") or pred.stem
-        if find_trials(pred, n):
+        if trials := find_trials(pred, n):
             _only_one_file(explicit, "trial files")
-            return _trial_inputs(gt, [(name, find_trials(pred, n))])
+            return _trial_inputs(gt, [(name, trials)])
         return Inputs(gt, [pred], [name], _judges([pred], explicit), False)
     _only_one_file(explicit, "sweep.models")
     if models:
