@@ -14,7 +14,7 @@ import torch
 
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
-from engine.judge_results import JoinedFiles, load_joined
+from engine.judge_results import Joined, JoinedFiles, load_joined
 from engine.contract import TrajectoryFile, read_trajectories
 from engine.metrics import TaskScores, task_scores
 from engine.references import check_select, chosen_samples, read_references
@@ -178,19 +178,28 @@ def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
     return dirs
 
 
+def load_sweep_joined(result: SweepScores, judges: list[JoinedFiles | None] | None = None) -> list[Joined | None]:
+    """Each prediction file's joined values: its evaluator files (`judges`, None for none) and the
+    evaluators that compute theirs from the predictions."""
+    return [load_joined(files, pred) for files, pred in zip(judges or [None] * len(result.preds), result.preds)]
+
+
 def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] | None = None,
-                judges: list[JoinedFiles | None] | None = None) -> list[dict]:
+                judges: list[JoinedFiles | None] | None = None,
+                joined: list[Joined | None] | None = None) -> list[dict]:
     """Write each prediction file's outputs into its folder; returns the aggregates.
 
     names: model names recorded in each file's meta; judges: each file's evaluator files (None for
     none) whose values (task_completion / information_grounding, call outcomes, ...) join the
-    outputs, with the values of the evaluators that compute theirs from the predictions.
+    outputs, with the values of the evaluators that compute theirs from the predictions; joined: those
+    values already loaded (load_sweep_joined), else they are loaded here.
     """
     m = result.matches.to_numpy()
     view = SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
     s, th = result.settings, result.thresholds
     names = names or [None] * len(result.preds)
     judges = judges or [None] * len(result.preds)
+    joined = joined if joined is not None else load_sweep_joined(result, judges)
     aggregates = []
     items = list(enumerate(zip(result.preds, dirs)))
     for f, (pred, directory) in progress_bar(items, "write", s.progress and len(items) > 4):
@@ -201,7 +210,6 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] |
         files = judges[f]
         if files is not None:
             meta.update(files.meta())
-        judge = load_joined(files, pred)
         aggregates.append(write_file_results(directory, view, result.scores, result.samples_of(f),
-                                             th.tau_strong, meta, judge))
+                                             th.tau_strong, meta, joined[f]))
     return aggregates

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from engine.contract import ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number
 from engine.evaluators import evaluator
-from engine.judge_results import JoinedFiles, load_joined
+from engine.judge_results import Joined, JoinedFiles
 
 if TYPE_CHECKING:
     from engine.pipeline import SweepScores
@@ -367,10 +367,11 @@ def scored_values(task_ids: Sequence[str], sample_task: Sequence[int], values: M
 
 
 def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
-                 judges: Sequence[JoinedFiles], aggregates: Sequence[Mapping[str, Any]],
-                 cfg: Mapping[str, Any]) -> dict[str, Any]:
+                 judges: Sequence[JoinedFiles], joined: Sequence[Joined | None],
+                 aggregates: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Write trials.json for a scored sweep: per model of `trials` (model -> every trial file in trial
-    order), its trials document; `scored` are the sweep's files in order, `aggregates` theirs."""
+    order), its trials document; `scored` are the sweep's files in order, `judges`, `joined` (their
+    values, as write_sweep joined them) and `aggregates` theirs."""
     rule = success_rule(cfg.get("success"))
     position = {Path(p): f for f, p in enumerate(scored)}
     tables, scores = result.tables, result.scores
@@ -382,9 +383,8 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
             if f is None:
                 items.append(Trial(Path(trial), None, {}))
                 continue
-            joined = load_joined(judges[f])
             values = scored_values(tables.task_ids, tables.sample_task, scores.values,
-                                   result.samples_of(f).tolist(), joined.per_id if joined else None)
+                                   result.samples_of(f).tolist(), joined[f].per_id if joined[f] else None)
             source = next((path for name, path in judges[f].files.items()
                            if rule.field in (*(m.key for m in evaluator(name).metrics), *evaluator(name).columns)),
                           Path(trial))

@@ -20,8 +20,8 @@ from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.evaluators import evaluators
 from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
-from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, output_dirs, prepare_sweep,
-                             score_prepared, write_sweep)
+from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, load_sweep_joined, output_dirs,
+                             prepare_sweep, score_prepared, write_sweep)
 from engine.references import check_select
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
@@ -203,7 +203,8 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
     """Every output of the run (per-file results, the threshold grid of `grids`, reports) written into folder."""
     with timer.stage("write"):
         dirs = [folder / name for name in inputs.names] if inputs.per_file_dirs else [folder]
-        aggregates = write_sweep(result, dirs, inputs.names, inputs.judges)
+        joined = load_sweep_joined(result, inputs.judges)
+        aggregates = write_sweep(result, dirs, inputs.names, inputs.judges, joined)
     weak_grid, strong_grid = grids
     if weak_grid or strong_grid:
         rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],
@@ -213,7 +214,7 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
             write_grid(rows, folder)
     if inputs.trials:
         with timer.stage("write"):
-            write_trials(folder / TRIALS_FILE, result, inputs.trials, inputs.predictions, inputs.judges,
+            write_trials(folder / TRIALS_FILE, result, inputs.trials, inputs.predictions, inputs.judges, joined,
                          aggregates, cfg.trials)
     if cfg.reports:
         with timer.stage("write"):
