@@ -305,7 +305,7 @@ def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
         return {}
     values = vtb_rubrics.read(path)
     root = read_json(path, "rubric verdicts file")
-    raw = vtb_rubrics.entries(path) if isinstance(root, dict) else {}
+    raw = {str(k): v for k, v in root["per_id"].items()} if isinstance(root, dict) else {}  # checked by read
     out = {}
     for tid, detail in values.detail.items():
         turns = [{"score": t["score"], "pass": t["pass"], "rubrics": []} for t in detail["turns"]]
