@@ -131,7 +131,7 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(a), None, str(b))
 
 
-def _swap_in(stage: Path, target: Path) -> None:
+def swap_in(stage: Path, target: Path) -> None:
     """Put stage at target; the previous target ends up at stage's path (or nowhere if none)."""
     if not target.exists():
         os.rename(stage, target)
@@ -169,7 +169,7 @@ def staged_folder(target: Path) -> Iterator[Path]:
                     _carry(Path(entry.path), stage / entry.name)
         atomic_write_json(stage / MANIFEST, {"outputs": outputs})
         _fsync_tree(stage)
-        _swap_in(stage, target)
+        swap_in(stage, target)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         try:

@@ -20,7 +20,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from engine.contract import atomic_write_json, atomic_write_text
-from engine.contract.staged import MANIFEST
+from engine.contract.staged import MANIFEST, swap_in
 from engine.viewer.data import Run, board, model_data, read_run, reference_data, slug, task_index
 
 SITE_DIR = "viewer"
@@ -104,13 +104,7 @@ def build_site(run_dir: Path, out: Path | None = None, images_dir: Path | None =
         env.filters["js"] = js_literal
         html = env.get_template("index.html.j2").render(site=site)
         atomic_write_text(stage / "index.html", html)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            stage.rename(out)
-            shutil.rmtree(old)
-        else:
-            stage.rename(out)
+        swap_in(stage, out)  # the previous site, if any, ends up at stage's path, removed below
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     _note_in_manifest(run_dir, out)
