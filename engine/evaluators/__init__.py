@@ -15,8 +15,9 @@ from functools import cache
 from engine.evaluators.base import Evaluator
 
 
+@cache
 def names() -> tuple[str, ...]:
-    """The modules of this package that may hold an evaluator, sorted."""
+    """The modules of this package that may hold an evaluator, sorted (the package is scanned once)."""
     return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
                         if m.name != "base" and not m.name.startswith("_")))
 

@@ -27,6 +27,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from importlib.metadata import packages_distributions
 from pathlib import Path
 from typing import Any
@@ -74,10 +75,16 @@ def third_party_imports(path: Path) -> list[str]:
     return sorted(n for n in names if n not in sys.stdlib_module_names and n not in beside)
 
 
+@cache
+def _installed_distributions() -> dict[str, list[str]]:
+    """module -> the distributions of this interpreter providing it (read once: it scans every installed one)."""
+    return packages_distributions()
+
+
 def same_name_distributions(modules: list[str]) -> tuple[list[str], list[str]]:
     """(distributions, modules left): a module maps to the distribution of this interpreter that provides it
     when their names are equal (``requests`` -> requests); others (``cv2``, or one not installed here) are left."""
-    known = packages_distributions()
+    known = _installed_distributions()
     found, left = [], []
     for module in modules:
         same = [d for d in known.get(module, []) if _normal(d) == _normal(module)]
