@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from engine.apps.kit import CommandLineError, check_command_line
-from engine.apps.score import open_keys as score_open_keys
+from engine.apps.score import OPEN_KEYS as SCORE_OPEN_KEYS
 from engine.synthetic import write_demo
 from rollout.cli import OPEN_KEYS as ROLLOUT_OPEN_KEYS
 from rollout.judges.cli import OPEN_KEYS as JUDGE_OPEN_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
-OPEN = {"score": score_open_keys(), "calibrate": (), "rollout": ROLLOUT_OPEN_KEYS, "judge": JUDGE_OPEN_KEYS}
+OPEN = {"score": SCORE_OPEN_KEYS, "calibrate": (), "rollout": ROLLOUT_OPEN_KEYS, "judge": JUDGE_OPEN_KEYS}
 HELP = "; --help lists its settings"
 
 

@@ -322,7 +322,7 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
 
 
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
-              open_keys: Sequence[str] | Callable[[], Sequence[str]] = ()) -> Callable[[], None]:
+              open_keys: Sequence[str] = ()) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
     (check_command_line, with the app's open_keys), then runs `run` (each job of a multirun) and exits
     with its status; a run stopped by bad input (status 2) removes the run folder it created when that
@@ -338,8 +338,7 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
 
     def start() -> None:
         try:
-            keys = open_keys() if callable(open_keys) else open_keys
-            sys.argv[1:] = check_command_line(app, sys.argv[1:], keys)
+            sys.argv[1:] = check_command_line(app, sys.argv[1:], open_keys)
         except CommandLineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)

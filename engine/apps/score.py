@@ -259,9 +259,7 @@ def _run(cfg: DictConfig) -> int:
     return 0
 
 
-def open_keys() -> list[str]:
-    """New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
-    return [f"model.{e.option}" for e in evaluators()]
+OPEN_KEYS = tuple(f"model.{e.option}" for e in evaluators())
+"""New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
 
-
-main = hydra_app("score", run, quick_exit=True, open_keys=open_keys)
+main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS)
