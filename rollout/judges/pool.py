@@ -110,6 +110,10 @@ def check_keys(specs: list[JudgeSpec]) -> None:
                          field="judges.pool." + ",".join(name for name, _ in missing) + ".api_key_env")
 
 
+USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens")
+"""The counts of a judge's usage record."""
+
+
 @dataclass
 class JudgeUsage:
     """A judge's requests sent and replies served from the cache, and the tokens of the requests sent."""
@@ -121,7 +125,7 @@ class JudgeUsage:
 
     def add(self, other: Mapping[str, Any]) -> None:
         """Add the counts of another usage record (e.g. one read from an earlier run's output)."""
-        for key in ("requests", "cached", "prompt_tokens", "completion_tokens"):
+        for key in USAGE_COUNTS:
             value = other.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 setattr(self, key, getattr(self, key) + value)

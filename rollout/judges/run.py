@@ -47,7 +47,7 @@ from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.classified_calls import published_stage
 from rollout.judges.outcomes import Catalogue
-from rollout.judges.pool import JudgePool, check_keys, judge_specs
+from rollout.judges.pool import USAGE_COUNTS, JudgePool, check_keys, judge_specs
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
@@ -89,20 +89,14 @@ def _gt_entries(path: Path) -> int:
     return len(root) if isinstance(root, (list, dict)) else 0
 
 
-_USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens")
-
-
 def _previous(output: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The entries and the usage of an earlier run's output (empty when there is none)."""
     if not output.is_file():
         return {}, {}
-    root = read_json(output, "judge file")
-    meta = root.get("meta") if isinstance(root, dict) else None
-    usage = meta.get("usage") if isinstance(meta, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
+    usage = _previous_usage(output, "judge file")
     for name, block in usage.items():
         for key, value in (block.items() if isinstance(block, dict) else ()):
-            if key in _USAGE_COUNTS and not (isinstance(value, int) and not isinstance(value, bool)
+            if key in USAGE_COUNTS and not (isinstance(value, int) and not isinstance(value, bool)
                                              and 0 <= value < 2 ** 53):
                 raise InputError(output, f"must be a count (an integer >= 0 below 2**53), got {str(value)[:40]!r}",
                                  field=f"meta.usage.{name}.{key}")
@@ -261,10 +255,12 @@ def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Pat
     return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
 
 
-def _previous_usage(output: Path) -> dict[str, Any]:
+def _previous_usage(output: Path, what: str = "evaluator file") -> dict[str, Any]:
+    """The judges' usage recorded in an earlier run's output (`what` names the file in errors); empty
+    when there is none."""
     if not output.is_file():
         return {}
-    root = read_json(output, "evaluator file")
+    root = read_json(output, what)
     meta = root.get("meta") if isinstance(root, dict) else None
     usage = meta.get("usage") if isinstance(meta, dict) else None
     return usage if isinstance(usage, dict) else {}
