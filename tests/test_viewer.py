@@ -21,7 +21,7 @@ from engine.apps.view import run as view_main
 from engine.contract import read_trajectories
 from engine.contract.staged import check_output_folder
 from engine.synthetic import write_demo
-from engine.viewer.data import MAX_TEXT
+from engine.viewer.text import MAX_TEXT
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("M3BENCH_CHROMIUM", "/usr/bin/chromium"))
@@ -343,7 +343,7 @@ def test_task_image_kept_as_thumbnail(tmp_path: Path) -> None:
 
 
 def test_judge_replies_and_call_outcomes_of_the_judge_files(tmp_path: Path) -> None:
-    from engine.viewer.data import MAX_REPLY
+    from engine.viewer.text import MAX_REPLY
 
     gt = tmp_path / "gt.json"
     gt.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))

@@ -9,8 +9,11 @@ killed run leaves behind is removed by the next run on the same target.
 
 The target may hold only what scoring runs put there: the outputs a run listed in its manifest
 (`MANIFEST`), the outputs this run writes, and the run's bookkeeping (Hydra's ``.hydra/`` and
-``*.log`` files, carried into the new set by hard links so an open log keeps its file). Anything
-else is refused with a `ConfigError`, so no other file is ever moved or removed.
+``*.log`` files, carried into the new set by hard links so an open log keeps its file), and a
+staging container holding only folders of dead processes (a killed build of an output inside the
+folder, such as the viewer's site; it goes with the previous set). Anything else is refused with a
+`ConfigError`, so no other file is ever moved or removed. `staging` alone gives the staging folder,
+for an output (the viewer's site) that checks its target by its own rules.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def check_output_folder(target: Path, planned: Iterable[str] = ()) -> None:
             raise ConfigError(f"output_dir {target} is not a folder")
         return
     ours = _manifest_entries(target) | set(planned) | {MANIFEST}
+    if _only_abandoned(target / STAGING):
+        ours.add(STAGING)  # left by a killed run of an output inside the folder (the viewer's site)
     foreign = sorted(e.name for e in os.scandir(target) if e.name not in ours and not _is_bookkeeping(e.name))
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
@@ -70,11 +75,13 @@ def check_output_folder(target: Path, planned: Iterable[str] = ()) -> None:
                           "empty folder or a previous run's")
 
 
-def _abandoned(stage: Path, target: Path) -> bool:
-    """Whether a staging folder (named target@host@pid@token) of `target` was left by a dead process
-    of this host (another host's, or a live process's, is left alone)."""
+def _abandoned(stage: Path, target_name: str | None = None) -> bool:
+    """Whether a staging folder (named target@host@pid@token) was left by a dead process of this host
+    (another host's, or a live process's, is left alone); with `target_name`, only one of that target."""
     parts = stage.name.rsplit("@", 3)
-    if len(parts) != 4 or parts[0] != target.name or parts[1] != socket.gethostname() or not parts[2].isdigit():
+    if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return False
+    if target_name is not None and parts[0] != target_name:
         return False
     try:
         os.kill(int(parts[2]), 0)
@@ -83,6 +90,15 @@ def _abandoned(stage: Path, target: Path) -> bool:
     except PermissionError:
         return False
     return False
+
+
+def _only_abandoned(container: Path) -> bool:
+    """Whether a staging container holds nothing but folders of dead processes (it goes with the folder
+    that holds it when that folder is replaced)."""
+    try:
+        return all(_abandoned(Path(e.path)) for e in os.scandir(container))
+    except OSError:
+        return False
 
 
 def _carry(source: Path, destination: Path) -> None:
@@ -144,14 +160,14 @@ def swap_in(stage: Path, target: Path) -> None:
 
 
 @contextmanager
-def staged_folder(target: Path) -> Iterator[Path]:
-    """A staging folder to write all of `target`'s new outputs into; on leaving the block without an
-    error it replaces `target` as a unit (see the module doc), else it is removed."""
+def staging(target: Path) -> Iterator[Path]:
+    """A fresh staging folder beside `target` (under ``<parent>/.m3bench-staging/``), after removing the
+    ones killed runs on the same target left; removed on leaving the block (the container too when empty)."""
     target = Path(target).resolve()
     container = target.parent / STAGING
     if container.is_dir():
         for leftover in container.iterdir():
-            if not _abandoned(leftover, target):
+            if not _abandoned(leftover, target.name):
                 continue
             if leftover.name.endswith(".old") and not target.exists():
                 os.rename(leftover, target)  # killed between the two renames: the previous set goes back
@@ -160,6 +176,21 @@ def staged_folder(target: Path) -> Iterator[Path]:
     stage = container / f"{target.name}@{socket.gethostname()}@{os.getpid()}@{uuid.uuid4().hex[:8]}"
     stage.mkdir(parents=True)
     try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        try:
+            container.rmdir()
+        except OSError:
+            pass
+
+
+@contextmanager
+def staged_folder(target: Path) -> Iterator[Path]:
+    """A staging folder to write all of `target`'s new outputs into; on leaving the block without an
+    error it replaces `target` as a unit (see the module doc), else it is removed."""
+    target = Path(target).resolve()
+    with staging(target) as stage:
         yield stage
         outputs = sorted(e.name for e in os.scandir(stage))
         check_output_folder(target, outputs)
@@ -170,9 +201,3 @@ def staged_folder(target: Path) -> Iterator[Path]:
         atomic_write_json(stage / MANIFEST, {"outputs": outputs})
         _fsync_tree(stage)
         swap_in(stage, target)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-        try:
-            container.rmdir()
-        except OSError:
-            pass

@@ -12,7 +12,6 @@ it was aligned with (``per_id[].reference``).
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,22 +19,16 @@ from typing import Any
 
 from engine.contract import InputError, is_number, read_json, read_trajectories, strict_value
 from engine.contract.trajectory import Trajectory
-from engine.evaluators import answer_equivalence, evaluator, verifiers, vtb_rubrics
 from engine.evaluators.call_outcomes import CALL_KEYS
-from engine.evaluators.m3_judges import JUDGE_KEYS, read_taskcompletion
+from engine.evaluators.m3_judges import JUDGE_KEYS
 from engine.evaluators.tool_use import COUNTS, KEY as TOOL_USE
-from engine.judge_results import companion_path
 from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
 from engine.references import read_references
 from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import leaderboard_table
+from engine.viewer.text import cut
+from engine.viewer.verdicts import verdicts_of
 
-log = logging.getLogger(__name__)
-
-MAX_TEXT = 20_000
-"""Longest string kept in the site's data; a longer one is cut with a note of its full length."""
-MAX_REPLY = 600
-"""Longest judge reply kept in the site (the judge file keeps it whole)."""
 _COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details"})
 OUTCOME_LABELS = {"rubric_score": "Rubric Score", "pass_rate": "Rubric Pass", "answer_success": "Answer E",
                   "check_success": "Checks Passed"}
@@ -59,17 +52,6 @@ class Run:
 def slug(index: int, name: str) -> str:
     """A file-name-safe, unique key of the index-th model."""
     return f"{index:02d}-" + (re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "model")[:60]
-
-
-def cut(value: Any) -> Any:
-    """The value with every string longer than MAX_TEXT cut, noting its length (JSON-ready)."""
-    if isinstance(value, str):
-        return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + f"\u2026 [{len(value):,} characters in all]"
-    if isinstance(value, list):
-        return [cut(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): cut(v) for k, v in value.items()}
-    return value
 
 
 def _meta_file(result: ModelResult, key: str, what: str) -> Path:
@@ -214,137 +196,24 @@ def task_index(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
     return {"models": [slugs[n] for n in order], "names": order, "tasks": list(tasks.values())}
 
 
-def reference_data(run: Run, images: dict[str, str]) -> dict[str, Any]:
-    """id -> {family, question, steps, image} of every reference task some model was scored on."""
-    scored = {str(r["id"]) for records in run.per_id.values() for r in records}
+def scored_ids(run: Run) -> set[str]:
+    """The ids of the tasks some model of the run was scored on."""
+    return {str(r["id"]) for records in run.per_id.values() for r in records}
+
+
+def reference_data(run: Run, images: dict[str, str | None]) -> dict[str, Any]:
+    """id -> {family, question, steps, image, image_file} of every reference task some model was scored
+    on; `images` gives per task with an image it may show that image's path in the site (None when
+    the file was not found), so a task without an entry there shows no image name."""
+    scored = scored_ids(run)
     out = {}
     for gt in run.gt.values():
         for tid, t in gt.items():
             if tid in scored and tid not in out:
-                image = t.raw.get("image")
                 out[tid] = {"family": t.type or "", "question": cut(t.raw.get("question") or ""),
-                            "steps": steps_of(t), "image": image if isinstance(image, str) else None,
+                            "steps": steps_of(t), "image": t.raw["image"] if tid in images else None,
                             "image_file": images.get(tid)}
     return out
-
-
-def _outcomes(path: Path | None) -> tuple[dict[str, dict[tuple[int, int], str]], dict[str, str]]:
-    """(id -> (step, call) -> outcome class, id -> illegal format reason) of a callanalysis file's per-call labels."""
-    if path is None:
-        return {}, {}
-    root = read_json(path, "call outcomes file")
-    labels: dict[str, dict[tuple[int, int], str]] = {}
-    calls = root.get("calls") if isinstance(root, dict) else None
-    for i, label in enumerate(calls if isinstance(calls, list) else []):
-        if not (isinstance(label, dict) and isinstance(label.get("step"), int) and isinstance(label.get("call"), int)):
-            raise InputError(path, "a call label needs integer 'step' and 'call'", field=f"calls[{i}]")
-        labels.setdefault(str(label.get("id")), {})[(label["step"], label["call"])] = label.get("label") or "undecided"
-    illegal = root.get("illegal") if isinstance(root, dict) else None
-    return labels, {str(k): str(v) for k, v in (illegal or {}).items()} if isinstance(illegal, dict) else {}
-
-
-def _reply(text: Any) -> Any:
-    if not isinstance(text, str) or len(text) <= MAX_REPLY:
-        return text
-    return text[:MAX_REPLY] + f"\u2026 [{len(text):,} characters in all: see the judge file]"
-
-
-def _judges(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(id -> {tc, ig: {final, judges: [{name, score, reply?}]}}, meta with agreement) of a taskcompletion file."""
-    if path is None:
-        return {}, {}
-    entries = read_taskcompletion(path)
-    root = read_json(path, "judge file")
-    meta = root.get("meta") if isinstance(root, dict) and isinstance(root.get("meta"), dict) else {}
-
-    def block(b: Any) -> dict[str, Any] | None:
-        if not isinstance(b, dict):
-            return None
-        judges = [{k: _reply(v) if k == "reply" else cut(v) for k, v in j.items() if k in ("name", "score", "reply")}
-                  for j in b.get("judges") or [] if isinstance(j, dict)]
-        return {"final": _number(b.get("final")), "judges": judges}
-
-    per_id = {tid: {"tc": block(e), "ig": block(e.get("info_grounding"))} for tid, e in entries.items()}
-    keep = {k: cut(meta[k]) for k in ("judges", "prompt_versions", "agreement", "failed") if k in meta}
-    return per_id, keep
-
-
-def _meta_path(result: ModelResult, key: str) -> Path | None:
-    value = result.meta.get(key)
-    if not isinstance(value, str) or not value:
-        return None
-    path = Path(value)
-    if not path.is_file():
-        log.warning("%s: the %s file %s named in meta.%s is missing; its per-task details are left out",
-                    result.path, "judge" if key == "judge" else "call outcomes", path, key)
-        return None
-    return path
-
-
-def _evaluator_path(result: ModelResult, name: str) -> Path | None:
-    """An evaluator's file as the score app found it: named in the results' meta under the evaluator's
-    option, else ``<predictions stem>_<suffix>.json`` beside the predictions; None when there is none."""
-    e = evaluator(name)
-    if isinstance(result.meta.get(e.option), str) and result.meta[e.option]:
-        path = Path(result.meta[e.option])
-        if not path.is_file():
-            log.warning("%s: the %s file %s named in meta.%s is missing; its per-task details are left out",
-                        result.path, name, path, e.option)
-            return None
-        return path
-    path = companion_path(Path(result.meta["predictions"]), str(e.suffix))
-    return path if path.is_file() else None
-
-
-def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
-    """id -> {score, pass, no_critical, unanswered, turns: [{score, pass, rubrics: [{d, w, c, k, m, j}]}]}
-    of a rubric verdicts file (or a drop-in verdicts list): per rubric its description, weight,
-    categories, critical, verdict (true, false, null) and the judges' [name, verdict, explanation or
-    error] (the judges only in the evaluator's own file)."""
-    if path is None:
-        return {}
-    values = vtb_rubrics.read(path)
-    root = read_json(path, "rubric verdicts file")
-    raw = {str(k): v for k, v in root["per_id"].items()} if isinstance(root, dict) else {}  # checked by read
-    out = {}
-    for tid, detail in values.detail.items():
-        turns = [{"score": t["score"], "pass": t["pass"], "rubrics": []} for t in detail["turns"]]
-        counters = [0] * len(turns)
-        for item, met in detail["rubrics"]:
-            j = counters[item.turn]
-            counters[item.turn] += 1
-            judged = raw[tid]["turns"][item.turn]["rubrics"][j].get("judges") if tid in raw else []
-            turns[item.turn]["rubrics"].append({
-                "d": cut(item.description), "w": item.weight, "c": list(item.categories), "k": item.critical,
-                "m": met, "j": [[str(v.get("name")), v.get("verdict"), _reply(v.get("explanation", v.get("error")))]
-                                for v in judged or [] if isinstance(v, dict)]})
-        score = detail.get("rubric_score")
-        out[tid] = {"score": score, "pass": None if score is None else detail["pass_rate"] == 1.0,
-                    "no_critical": detail["no_critical"], "unanswered": detail["unanswered"], "turns": turns}
-    return out
-
-
-def _answers(path: Path | None) -> dict[str, dict[str, Any]]:
-    """id -> {level, score (0, 1, null when skipped), judges: [[name, score, reply or null]], reason} of
-    an answer equivalence file (replies cut at MAX_REPLY)."""
-    if path is None:
-        return {}
-    out = {}
-    for tid, e in answer_equivalence.entries(path).items():
-        scores = e.get("judges") if isinstance(e.get("judges"), dict) else {}
-        replies = e.get("replies") if isinstance(e.get("replies"), dict) else {}
-        out[tid] = {"level": e.get("level"), "score": e.get("score"), "reason": cut(e.get("reason")),
-                    "judges": [[str(k), v, _reply(replies.get(k))] for k, v in scores.items()]}
-    return out
-
-
-def _checks(path: Path | None) -> dict[str, dict[str, Any]]:
-    """id -> {check, checks (0/1 each, null with an evaluator error), passed, error, reason} of a
-    verifier file."""
-    if path is None:
-        return {}
-    return {tid: {k: cut(e.get(k)) for k in ("check", "checks", "passed", "error", "reason")}
-            for tid, e in verifiers.entries(path).items()}
 
 
 def error_flags(trajectory: Trajectory | None) -> list[list[bool | None]] | None:
@@ -386,16 +255,26 @@ def _check_counts(result: ModelResult, record: dict[str, Any], reference: Trajec
                              "it again", task_id=str(record["id"]), field=f"per_id.{key}")
 
 
+def _matches(result: ModelResult, record: dict[str, Any], tau_strong: float) -> list[list[Any]]:
+    """[[reference call, predicted call, similarity, strong 0/1]] of a task's match details (flat call
+    indices); InputError for a match without integer indices and a numeric similarity."""
+    out = []
+    for i, match in enumerate(record["details"]["matches"]):
+        g, p, sim = (match.get(k) if isinstance(match, dict) else None
+                     for k in ("gt_call_index", "pred_call_index", "similarity"))
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (g, p)) or not is_number(sim):
+            raise InputError(result.path, "a match needs call indices (integers >= 0) and a numeric similarity",
+                             task_id=str(record["id"]), field=f"per_id.details.matches[{i}]")
+        out.append([g, p, float(sim), 1 if float(sim) >= tau_strong else 0])
+    return out
+
+
 def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
     """One model's site data: per task its metrics, predicted steps (with their calls' is_error),
     matches, call outcomes, judges, rubric verdicts, outcome checks, tool-use counts and the reference
     it was aligned with."""
     tau_strong = float(result.meta["tau_strong"])
-    outcomes, illegal = _outcomes(_meta_path(result, "calls"))
-    judges, judge_meta = _judges(_meta_path(result, "judge"))
-    rubrics = _rubrics(_evaluator_path(result, vtb_rubrics.NAME))
-    answers = _answers(_evaluator_path(result, answer_equivalence.NAME))
-    checks = _checks(_evaluator_path(result, verifiers.NAME))
+    judged = verdicts_of(result)
     predictions = run.predictions[result.name]
     records = run.per_id[result.name]
     metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *JUDGE_KEYS,
@@ -409,7 +288,7 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
         if index is None or chosen is not None:
             _check_counts(result, record, chosen, trajectory)
         steps = steps_of(trajectory)
-        labels = outcomes.get(tid, {})
+        labels = judged.outcomes.get(tid, {})
         classes = [[labels.get((si, ci)) for ci in range(len(step))] for si, step in enumerate(steps)]
         extra = {k: cut(v) for k, v in record.items()
                  if k not in BY_KEY and k not in _COUNT_KEYS and k not in CALL_KEYS and k not in _SHOWN}
@@ -419,18 +298,17 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "n": [record.get("total_gt_calls"), record.get("total_pred_calls"), record.get("matched")],
             "steps": steps,
             "errors": error_flags(trajectory),
-            "matches": [[m["gt_call_index"], m["pred_call_index"], float(m["similarity"]),
-                         1 if float(m["similarity"]) >= tau_strong else 0] for m in details["matches"]],
+            "matches": _matches(result, record, tau_strong),
             "ugt": details.get("unmatched_gt_indices") or [],
             "upred": details.get("unmatched_pred_indices") or [],
             "outcomes": classes if labels else None,
             "counts": {k: record[k] for k in CALL_KEYS if is_number(record.get(k))},
-            "illegal": illegal.get(tid),
-            "judge": judges.get(tid),
+            "illegal": judged.illegal.get(tid),
+            "judge": judged.judges.get(tid),
             "tool_use": {k: counts.get(k) for k in COUNTS} if isinstance(counts, dict) else None,
-            "rubrics": rubrics.get(tid),
-            "answer": answers.get(tid),
-            "checks": checks.get(tid),
+            "rubrics": judged.rubrics.get(tid),
+            "answer": judged.answers.get(tid),
+            "checks": judged.checks.get(tid),
             "reference": None if index is None else {"index": index, "of": n_refs,
                                                       "steps": steps_of(chosen) if index and chosen else None},
             "extra": extra,
@@ -441,5 +319,6 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
     return {"name": result.name, "tau_strong": tau_strong, "tau_weak": _number(result.meta.get("tau_weak")),
             "profile": result.meta.get("profile"),
             "metrics": [[k, OUTCOME_LABELS.get(k) or label_of(k)] for k in metric_keys],
-            "judge_meta": judge_meta, "has_outcomes": bool(outcomes), "has_rubrics": bool(rubrics),
+            "judge_meta": judged.judge_meta, "has_outcomes": bool(judged.outcomes),
+            "has_rubrics": bool(judged.rubrics),
             "order": order, "tasks": tasks}

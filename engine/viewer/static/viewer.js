@@ -1,6 +1,8 @@
 // M3-Bench run viewer: leaderboard, per-model task lists, task views with the alignment drawn.
 // Data: M3V_SITE (inline in index.html); data/gt.js and data/m/<slug>.js, loaded on demand with
-// <script> tags (they call M3V.put). Routes: #/  #/m/<slug>?filters  #/m/<slug>/t/<id>  #/t/<id>
+// <script> tags (they call M3V.put). Routes: #/  #/m/<slug>?filters  #/m/<slug>/t/<id>  #/t/<id>;
+// any other address, or one naming what the run does not hold, shows "not found".
+// Every text of the run goes into the page as a text node or an attribute value (h), never as markup.
 "use strict";
 
 const SITE = window.M3V_SITE;
@@ -9,6 +11,10 @@ const M3V = window.M3V = { store: { gt: {}, model: {} }, pending: {},
 const CLASSES = { unknown_tool: "unknown tool", invalid_arguments: "invalid arguments",
   resource_not_found: "resource not found", success: "success", undecided: "undecided" };
 const SHORT = 160;  // characters of an argument value shown before "show all"
+
+class NotFound extends Error {}
+// obj[key] when obj has it as its own key ("__proto__", "constructor" ... are no task ids of a run)
+const own = (obj, key) => obj && typeof key === "string" && Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
 
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -42,7 +48,8 @@ function need(kind, key, src) {
   }
   return M3V.pending[id];
 }
-const model = (slug) => need("model", slug, "data/m/" + encodeURIComponent(slug) + ".js");
+const model = (slug) => own(SITE.models, slug) === undefined ? Promise.reject(new NotFound(`no model ${slug} in this run`))
+  : need("model", slug, "data/m/" + encodeURIComponent(slug) + ".js");
 const reference = () => need("gt", "", "data/gt.js");
 
 const fmt = (v, d = 4) => v === null || v === undefined ? "\u2013" : (typeof v === "number" ? v.toFixed(d) : String(v));
@@ -106,7 +113,10 @@ function viewBoard(app) {
         h("tbody", {}, differ.map((t) => h("tr", {}, h("td", {}, h("a", { href: "#/t/" + encodeURIComponent(t.id) }, t.id)),
           h("td", {}, t.family), h("td", { class: "num" }, fmt(spread(t), 3)), h("td", { class: "q" }, clip(t.question, 140))))))) : null,
     SITE.plots.length ? h("section", {}, h("h2", {}, "Plots"),
-      h("div", { class: "plots" }, SITE.plots.map((p) => h("a", { href: p, target: "_blank" }, h("img", { src: p, alt: p, loading: "lazy" }))))) : null);
+      h("div", { class: "plots" }, SITE.plots.map((name) => {
+        const src = "plots/" + encodeURIComponent(name);
+        return h("a", { href: src, target: "_blank" }, h("img", { src, alt: name, loading: "lazy" }));
+      }))) : null);
 }
 
 const clip = (s, n) => s && s.length > n ? s.slice(0, n) + "\u2026" : (s || "");
@@ -375,14 +385,14 @@ function otherValues(extra) {
 
 async function viewTask(app, slug, id) {
   const [m, gt] = await Promise.all([model(slug), reference()]);
-  const t = m.tasks[id], ref = gt[id];
-  if (!t || !ref) { fill(app, h("p", { class: "error" }, `task ${id} is not in ${m.name}'s results`)); return; }
+  const t = own(m.tasks, id), ref = own(gt, id);
+  if (!t || !ref) throw new NotFound(`task ${id} is not in ${m.name}'s results`);
   crumbs(["Leaderboard", "#/"], [m.name, modelHref(slug, (JSON.parse(sessionStorage.getItem("m3v:" + slug) || "{}").query) || "")], [id]);
   const gMatch = new Map(t.matches.map((x) => [x[0], x])), pMatch = new Map(t.matches.map((x) => [x[1], x]));
   const other = t.reference && t.reference.index > 0;  // aligned against a later reference of the task
   const gSteps = other ? t.reference.steps || [] : ref.steps, gFlat = gSteps.flat(), pFlat = t.steps.flat();
   const pair = h("div", { class: "pair", id: "pair" },
-    callsColumn("gt", gSteps, gMatch, (x) => pFlat[x[1]][1], null),
+    callsColumn("gt", gSteps, gMatch, (x) => pFlat[x[1]] ? pFlat[x[1]][1] : undefined, null),
     h("div", { class: "lines" }, document.createElementNS("http://www.w3.org/2000/svg", "svg")),
     callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]] ? gFlat[x[0]][1] : undefined, t.outcomes, t.errors));
   fill(app, taskNav(slug, id, m), h("h1", {}, `${m.name} \u00b7 task ${id}`, h("span", { class: "family" }, ref.family)),
@@ -399,8 +409,8 @@ async function viewTask(app, slug, id) {
 
 async function viewTaskAll(app, id) {
   const gt = await reference();
-  const ref = gt[id], meta = TASKS.get(id);
-  if (!ref || !meta) { fill(app, h("p", { class: "error" }, `task ${id} is not in this run`)); return; }
+  const ref = own(gt, id), meta = TASKS.get(id);
+  if (!ref || !meta) throw new NotFound(`task ${id} is not in this run`);
   crumbs(["Leaderboard", "#/"], ["task " + id]);
   const rows = SITE.index.models.map((s, i) => [s, SITE.index.names[i], meta.scores[i]]).sort((a, b) => (b[2] ?? -1) - (a[2] ?? -1));
   fill(app, h("h1", {}, `Task ${id}`, h("span", { class: "family" }, ref.family)), h("p", { class: "question" }, ref.question),
@@ -411,21 +421,43 @@ async function viewTaskAll(app, id) {
 }
 
 // ---- routing -----------------------------------------------------------------------------------
+function parse(hash) {
+  // [view, ...its arguments, query] of an address; NotFound for one this viewer has no view for.
+  const [path, query] = (hash.replace(/^#/, "") || "/").split("?");
+  let parts;
+  try {
+    parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  } catch (err) {
+    throw new NotFound("the address is not understood");
+  }
+  if (!parts.length) return ["board", query];
+  if (parts[0] === "m" && parts.length === 2) return ["model", parts[1], query];
+  if (parts[0] === "m" && parts.length === 4 && parts[2] === "t") return ["task", parts[1], parts[3], query];
+  if (parts[0] === "t" && parts.length === 2) return ["task-all", parts[1], query];
+  throw new NotFound("no such page");
+}
+
 async function route() {
   const app = document.getElementById("app");
   window.onresize = null;
-  const [path, query] = (location.hash.replace(/^#/, "") || "/").split("?");
-  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  let view = "error", query = "";
   try {
-    if (parts[0] === "m" && parts[2] === "t") await viewTask(app, parts[1], parts[3]);
-    else if (parts[0] === "m") await viewModel(app, parts[1], new URLSearchParams(query || ""));
-    else if (parts[0] === "t") await viewTaskAll(app, parts[1]);
+    const [name, ...args] = parse(location.hash);
+    query = args.pop() || "";
+    if (name === "task") await viewTask(app, args[0], args[1]);
+    else if (name === "model") await viewModel(app, args[0], new URLSearchParams(query));
+    else if (name === "task-all") await viewTaskAll(app, args[0]);
     else viewBoard(app);
+    view = name;
   } catch (err) {
-    fill(app, h("p", { class: "error" }, String(err.message || err)));
-    throw err;
+    const missing = err instanceof NotFound;
+    crumbs(["Leaderboard", "#/"], [missing ? "not found" : "error"]);
+    fill(app, h("h1", {}, missing ? "Not found" : "Error"), h("p", { class: "error" }, String(err.message || err)),
+      h("p", {}, h("a", { href: "#/" }, "back to the leaderboard")));
+    if (!missing) throw err;  // a fault of the site itself: reported as well
+    view = "not-found";
   }
-  document.body.dataset.view = parts[0] === "m" ? (parts[2] === "t" ? "task" : "model") : parts[0] === "t" ? "task-all" : "board";
+  document.body.dataset.view = view;
   if (!query) window.scrollTo(0, 0);
 }
 window.addEventListener("hashchange", route);
