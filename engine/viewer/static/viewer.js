@@ -11,6 +11,7 @@ const M3V = window.M3V = { store: { gt: {}, model: {} }, pending: {},
 const CLASSES = { unknown_tool: "unknown tool", invalid_arguments: "invalid arguments",
   resource_not_found: "resource not found", success: "success", undecided: "undecided" };
 const SHORT = 160;  // characters of an argument value shown before "show all"
+const KEY = 60;  // characters of an argument's path shown (the whole path as its title)
 
 class NotFound extends Error {}
 // obj[key] when obj has it as its own key ("__proto__", "constructor" ... are no task ids of a run)
@@ -233,7 +234,7 @@ function argsEl(args, other) {
   return h("table", { class: "args" }, h("tbody", {}, mine.map(([path, text]) => {
     const diff = theirs && theirs.get(path) !== text;
     return h("tr", { class: diff ? "diff" : null, title: diff ? (theirs.has(path) ? "differs from the matched call: " + clip(theirs.get(path), 200) : "not in the matched call") : null },
-      h("th", {}, path || "(value)"), h("td", {}, valueEl(text)));
+      h("th", { title: path.length > KEY ? path : null }, clip(path, KEY) || "(value)"), h("td", {}, valueEl(text)));
   })));
 }
 
@@ -248,7 +249,7 @@ function callsColumn(side, steps, matchOf, otherCall, outcomes, errors) {
           h("div", { class: "call-head" }, h("span", { class: "idx" }, "#" + i), h("span", { class: "tool" }, tool),
             m ? h("span", { class: "badge " + (m[3] ? "strong" : "weak") }, (m[3] ? "strong " : "weak ") + m[2].toFixed(3))
               : matchOf ? h("span", { class: "badge unmatched" }, "unmatched") : null,
-            cls ? h("span", { class: "badge outcome o-" + cls }, CLASSES[cls] || cls) : null,
+            cls ? h("span", { class: "badge outcome o-" + cls }, CLASSES[cls] || clip(cls, 40)) : null,
             errorBadge(errors && errors[si] ? errors[si][ci] : null)),
           argsEl(args, m ? otherCall(m) : undefined));
       }))) : h("p", { class: "note" }, "no calls"));
