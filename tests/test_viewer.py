@@ -1,14 +1,12 @@
 """The run viewer: the site a scored run gets, its data, bad input, and the pages in a real browser.
 
-The browser tests drive Debian's Chromium through Playwright (``M3BENCH_CHROMIUM``, default
-/usr/bin/chromium). Without it they are skipped with the reason, except under CI (``CI`` set),
-where a missing browser is a failure.
+The browser tests drive Debian's Chromium through Playwright (tests/chromium.py: skipped without it,
+failed under CI). The hostile inputs and the output folder rules are in test_viewer_hostile.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -23,8 +21,9 @@ from engine.contract.staged import check_output_folder
 from engine.synthetic import write_demo
 from engine.viewer.text import MAX_TEXT
 
+from chromium import browser, page  # noqa: F401  (fixtures)
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path(os.environ.get("M3BENCH_CHROMIUM", "/usr/bin/chromium"))
 MODELS = ("demo_strong", "demo_weak", "demo_chaotic")
 HUGE = "x" * (MAX_TEXT + 5000)
 
@@ -180,38 +179,6 @@ def test_serve_on_loopback(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium through Playwright; skipped without it, failed under CI."""
-    missing = None
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing = "playwright is not installed (pip install -e '.[test]')"
-    if missing is None and not CHROMIUM.is_file():
-        missing = f"no Chromium at {CHROMIUM} (apt-get install chromium, or set M3BENCH_CHROMIUM)"
-    if missing:
-        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-            pytest.fail(f"{missing}; CI is set, so this is an error", pytrace=False)
-        pytest.skip(missing)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM))
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture()
-def page(browser):
-    """A fresh page that records console errors and uncaught exceptions in page.errors."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    tab = context.new_page()
-    tab.errors = []
-    tab.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
-    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
-    yield tab
-    context.close()
 
 
 def _rows(page, table: str) -> list[list[str]]:

@@ -1,0 +1,297 @@
+"""The viewer against hostile and careless input: a run whose every text is a script payload, addresses
+the site has no page for, and output folders that are not the site's to replace.
+
+The browser test fails on any script the payloads would run (they set ``window.__pwned`` or open a
+dialog), any console error or uncaught exception, and any request outside the site's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from engine.apps.view import run as view_main
+from engine.contract.staged import STAGING, check_output_folder
+from engine.viewer.folder import MARKER
+
+from chromium import browser, page  # noqa: F401  (fixtures)
+
+ROOT = Path(__file__).resolve().parents[1]
+PWN = "window.__pwned=1"
+HOSTILE = (f"<!--<script></script><script>{PWN}</script>\"><svg onload={PWN}>\u2028\u2029"
+           "<img src=x onerror=alert(1)>'&amp;")
+"""A text that runs a script wherever it is taken as markup, and breaks inline data that escapes only </."""
+RUN_NAME = f'<img src=x onerror="{PWN}">'
+MODEL_NAMES = (f'"><svg onload={PWN}>', "<!--<script>")
+IDS = (HOSTILE + " 1", HOSTILE + " 2")
+
+
+def _script(name: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _call(i: int) -> dict:
+    return {"name": f"srv{i}/{HOSTILE}", "arguments": {"q": HOSTILE, HOSTILE: [HOSTILE, {"k": HOSTILE}]}}
+
+
+def _write_hostile_inputs(base: Path) -> Path:
+    """A reference, two models' predictions and every evaluator file beside each, all their texts hostile;
+    the task images named by an absolute path and by one leading outside. Returns the reference."""
+    gt = base / "gt.json"
+    gt.write_text(json.dumps([{"id": tid, "type": HOSTILE, "question": HOSTILE, "image": image,
+                               "steps": [{"calls": [_call(0), _call(1)]}, {"calls": [_call(2)]}]}
+                              for tid, image in zip(IDS, ("../../etc/passwd", "/etc/hostname"))]))
+    judges = [{"name": HOSTILE, "score": 0.5, "reply": HOSTILE}, {"name": HOSTILE + "b", "score": 0.25, "reply": HOSTILE}]
+    rubric = {"description": HOSTILE, "weight": 4, "category": [HOSTILE], "critical_flag": True, "met": False,
+              "judges": [{"name": HOSTILE, "verdict": "Not Met", "explanation": HOSTILE}, {"name": HOSTILE, "error": HOSTILE}]}
+    files = {
+        "": [{"id": tid, "final_reply": HOSTILE, "steps": [{"calls": [{**_call(0), "is_error": True}, _call(3)]}]}
+             for tid in IDS],
+        "_taskcompletion": {"per_id": {tid: {"final": 0.5, "judges": judges,
+                                             "info_grounding": {"final": 0.4, "judges": judges}} for tid in IDS},
+                            "meta": {"judges": [HOSTILE], "agreement": {HOSTILE: {
+                                "judges": [HOSTILE, HOSTILE + "b"], "tasks": 2, "krippendorff_alpha": 0.1,
+                                "spearman": [{"judges": [HOSTILE, HOSTILE + "b"], "rho": 0.5}],
+                                "most_disagreed": [{"id": IDS[0], "spread": 0.25}]}}}},
+        "_callanalysis": {"illegal_calling": 1, "unknown_tool": 1, "invalid_arguments": 0, "resource_not_found": 0,
+                          "success": 1, "illegal": {IDS[0]: HOSTILE},
+                          "calls": [{"id": IDS[0], "step": 0, "call": 0, "label": "success"},
+                                    {"id": IDS[0], "step": 0, "call": 1, "label": HOSTILE}]},
+        "_rubrics": {"per_id": {tid: {"turns": [{"rubrics": [rubric]}]} for tid in IDS}},
+        "_answers": {"per_id": {tid: {"level": "L1", "score": 0, "judges": {HOSTILE: 0}, "replies": {HOSTILE: HOSTILE},
+                                      "reason": HOSTILE} for tid in IDS}},
+        "_checks": {"per_id": {IDS[0]: {"check": HOSTILE, "checks": [1, 0], "passed": False, "error": None,
+                                        "reason": HOSTILE},
+                               IDS[1]: {"check": HOSTILE, "checks": None, "passed": None, "error": HOSTILE}}},
+    }
+    for model in MODEL_NAMES:
+        for suffix, content in files.items():
+            (base / f"{model}{suffix}.json").write_text(json.dumps(content), encoding="utf-8")
+    return gt
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory, embedding_cache: Path) -> tuple[Path, str]:
+    """The hostile run scored by the score app (two models, every evaluator file joined) and viewed by
+    view.py; one match of the second model points past its task's calls. Returns (run folder, view.py's
+    stderr)."""
+    base = tmp_path_factory.mktemp("hostile")
+    gt = _write_hostile_inputs(base)
+    run = base / RUN_NAME
+    quoted = ",".join(f"'{base / m}.json'" for m in MODEL_NAMES)
+    done = _script("score", f"data.gt={gt}", f"sweep.predictions=[{quoted}]", f"output_dir='{run}'",
+                   f"encoder.cache_dir={embedding_cache}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = next(p for p in run.glob("*/results_eval.json") if p.parent.name == MODEL_NAMES[1])
+    doc = json.loads(results.read_text(encoding="utf-8"))
+    record = next(r for r in doc["per_id"] if r["id"] == IDS[1])
+    record["details"]["matches"].append({"gt_call_index": 99, "pred_call_index": 98, "similarity": 0.9})
+    results.write_text(json.dumps(doc), encoding="utf-8")
+    done = _script("view", str(run))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run, done.stderr
+
+
+@pytest.mark.slow
+def test_hostile_texts_stay_data(hostile_run: tuple[Path, str]) -> None:
+    """Each text reaches the site as data: the page holds no markup of it, the inline data no character
+    that could end its script element, and no task image from outside the reference's folder."""
+    run, stderr = hostile_run
+    site = run / "viewer"
+    html = (site / "index.html").read_text(encoding="utf-8")
+    assert html.count("<script") == 2 and html.count("</script>") == 2 and "<!--" not in html
+    assert "<img" not in html and "<svg" not in html and "\u2028" not in html
+    assert f"<title>M3-Bench run &lt;img src=x onerror=&#34;{PWN}&#34;&gt;</title>" in html
+    inline = html.split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0]
+    assert not set(inline) & {"<", ">", "&", "\u2028", "\u2029"}
+    assert json.loads(inline)["index"]["tasks"][0]["question"] == HOSTILE
+    for data in [site / "data" / "gt.js", *(site / "data" / "m").iterdir()]:
+        text = data.read_text(encoding="utf-8")
+        assert not set(text) & {"<", ">", "&", "\u2028", "\u2029"}, data.name
+    assert "passwd" not in (site / "data" / "gt.js").read_text(encoding="utf-8")
+    assert "hostname" not in (site / "data" / "gt.js").read_text(encoding="utf-8")
+    assert not (site / "img").exists()
+    warnings = [line for line in stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "field 'image' ../../etc/passwd" in warnings[0] and "2 task image(s)" in warnings[0]
+
+
+def _watch(page, site: Path) -> dict[str, list]:
+    """Record on the page's context dialogs, requests outside the site (refused) and the page's errors."""
+    seen: dict[str, list] = {"dialogs": [], "outside": [], "errors": page.errors}
+    inside = site.as_uri() + "/"
+
+    def request(route) -> None:
+        url = route.request.url
+        if url.startswith(inside) or url.startswith("data:"):
+            route.continue_()
+        else:
+            seen["outside"].append(url)
+            route.abort()
+
+    page.context.route("**/*", request)
+    page.on("request", lambda r: None if r.url.startswith((inside, "data:")) else seen["outside"].append(r.url))
+    page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+    return seen
+
+
+def _open(page, url: str, view: str) -> None:
+    page.evaluate("document.body.dataset.view = ''")
+    page.goto(url)
+    page.wait_for_selector(f"body[data-view='{view}']")
+
+
+@pytest.mark.slow
+def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> None:  # noqa: F811
+    run, _ = hostile_run
+    site = run / "viewer"
+    seen = _watch(page, site)
+    index = (site / "index.html").as_uri()
+    page.goto(index)
+    page.wait_for_selector("#leaderboard tbody tr")
+    assert page.locator("header .run b").text_content() == RUN_NAME
+    assert sorted(page.locator("#leaderboard a.model").all_text_contents()) == sorted(MODEL_NAMES)
+    assert page.locator("#differ td.q").first.text_content().startswith(HOSTILE[:100])
+    page.click(f"#leaderboard a.model:text-is('{MODEL_NAMES[1]}')")
+    page.wait_for_selector("#task-list tbody tr")
+    assert page.locator("h1").first.text_content() == MODEL_NAMES[1]
+    assert page.locator(".agreement td").first.text_content() == HOSTILE.replace("_", " ")
+    page.locator("#task-list tbody a").nth(1).click()
+    page.wait_for_selector("#pair path.match", state="attached")
+    assert page.locator(".question").text_content() == HOSTILE
+    assert page.locator("#pred-0 .tool").text_content() == f"srv0/{HOSTILE}"
+    for summary in page.locator("#app summary").all():
+        summary.click()
+    assert HOSTILE in page.locator("#rubrics table.judges").first.text_content()
+    assert HOSTILE in page.locator("#checks .evaluator-error").text_content()
+    assert page.locator("#pair path.match").count() == 1  # the match past the task's calls is not drawn
+    page.click("a:text-is('all models on this task')")
+    page.wait_for_selector("#task-models tbody tr")
+    slug = page.evaluate("SITE.index.models[1]")
+    for address, message in (("#/m/%", "the address is not understood"), ("#/m/%E0%A4%A/t/x", "not understood"),
+                             ("#/zzz/1/2", "no such page"), ("#/m/nope", "no model nope"),
+                             ("#/m/" + slug + "/t/__proto__", "task __proto__ is not in"),
+                             ("#/t/constructor", "task constructor is not in this run"),
+                             ("#/m/" + slug + "/t/" + urllib.parse.quote(HOSTILE, safe=""), "is not in"),
+                             ("#/m/__proto__/t/1", "no model __proto__")):
+        _open(page, index + address, "not-found")
+        assert message in page.locator("p.error").text_content(), address
+    _open(page, index + "#/m/" + slug + "/t/" + urllib.parse.quote(IDS[0], safe=""), "task")
+    assert page.evaluate("window.__pwned") is None
+    assert seen == {"dialogs": [], "outside": [], "errors": []}
+
+
+def _small_run(base: Path, embedding_cache: Path) -> Path:
+    """A one-task run scored by the score app."""
+    gt, pred = base / "gt.json", base / "p.json"
+    task = {"id": "1", "question": "q", "steps": [{"calls": [{"name": "a/b", "arguments": {"x": 1}}]}]}
+    gt.write_text(json.dumps([task]))
+    pred.write_text(json.dumps([task]))
+    run = base / "run"
+    done = _script("score", f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={run}",
+                   f"encoder.cache_dir={embedding_cache}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run
+
+
+def _tree(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, embedding_cache: Path) -> Path:
+    return _small_run(tmp_path_factory.mktemp("small"), embedding_cache)
+
+
+@pytest.mark.slow
+def test_out_refuses_folders_not_its_own(small_run: Path, tmp_path: Path, capsys) -> None:
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep")
+    other_run = tmp_path / "other"
+    (other_run / "m").mkdir(parents=True)
+    (other_run / "m" / "results_eval.json").write_text("{}")
+    (other_run / MARKER).write_text(json.dumps({"site": "m3bench-viewer"}))  # a marker does not make a run a site
+    a_file = tmp_path / "file.html"
+    a_file.write_text("x")
+    link = tmp_path / "link"
+    link.symlink_to(foreign)
+    before = _tree(small_run.parent)
+    for out, message in ((small_run, "holds the run folder"), (small_run.parent, "holds the run folder"),
+                         (small_run.parent.parent, "holds the run folder"), (foreign, "the viewer did not write"),
+                         (other_run, "holds a scoring run's outputs"), (a_file, "is not a folder"),
+                         (link, "is a link")):
+        assert view_main([str(small_run), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}: ") and message in err and err.count("\n") == 1, err
+    assert _tree(small_run.parent) == before and (small_run / "results_eval.json").is_file()
+    assert (foreign / "notes.txt").read_text() == "keep" and (other_run / "m" / "results_eval.json").is_file()
+    assert a_file.read_text() == "x"
+
+
+@pytest.mark.slow
+def test_out_replaces_its_own_earlier_site(small_run: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert view_main([str(small_run), "--out", str(empty)]) == 0
+    assert (empty / "index.html").is_file() and (empty / MARKER).is_file()
+    (empty / "stale.txt").write_text("from the earlier site")
+    (empty / "index.html").write_text("earlier")
+    assert view_main([str(small_run), "--out", str(empty)]) == 0
+    assert not (empty / "stale.txt").exists() and "M3V_SITE" in (empty / "index.html").read_text()
+    assert sorted(os.listdir(tmp_path)) == ["empty"]  # no staging folder left beside it
+    assert view_main([str(small_run)]) == 0 and view_main([str(small_run)]) == 0  # the default RUN/viewer
+    assert not (small_run / STAGING).exists()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def _killed_build(run: Path) -> Path:
+    """Start view.py on the run and kill it (SIGKILL) while its staging folder exists; that folder."""
+    container = run / STAGING
+    for _ in range(20):
+        proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "view.py"), str(run)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while proc.poll() is None:
+            stages = list(container.glob("viewer@*")) if container.is_dir() else []
+            if stages:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return stages[0]
+            time.sleep(0.001)
+    pytest.fail("view.py finished each time before its staging folder could be seen")
+
+
+@pytest.mark.slow
+def test_a_killed_build_leaves_nothing_in_the_way(tmp_path: Path, embedding_cache: Path) -> None:
+    run = _small_run(tmp_path, embedding_cache)
+    stage = _killed_build(run)
+    assert stage.is_dir() and stage.name.split("@")[:2] == ["viewer", socket.gethostname()]
+    check_output_folder(run)  # scoring into the run is not refused for it
+    live = run / STAGING / f"viewer@{socket.gethostname()}@{os.getpid()}@00000000"
+    live.mkdir()
+    dead = run / STAGING / f"viewer@{socket.gethostname()}@{_dead_pid()}@00000000"
+    dead.mkdir()
+    with pytest.raises(ValueError, match=STAGING):
+        check_output_folder(run)  # a build under way is
+    assert view_main([str(run)]) == 0
+    assert not stage.exists() and not dead.exists() and live.is_dir()  # the dead ones removed, not the live one
+    live.rmdir()
+    stage = _killed_build(run)
+    done = _script("score", f"data.gt={tmp_path / 'gt.json'}", f"model.predictions={tmp_path / 'p.json'}",
+                   f"output_dir={run}", f"encoder.cache_dir={embedding_cache}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (run / STAGING).exists() and (run / "results_eval.json").is_file()
