@@ -251,6 +251,8 @@ def test_out_replaces_its_own_earlier_site(small_run: Path, tmp_path: Path) -> N
     assert sorted(os.listdir(tmp_path)) == ["empty"]  # no staging folder left beside it
     assert view_main([str(small_run)]) == 0 and view_main([str(small_run)]) == 0  # the default RUN/viewer
     assert not (small_run / STAGING).exists()
+    (small_run / "viewer" / MARKER).unlink()  # a site from before the marker: the run's manifest lists it
+    assert view_main([str(small_run)]) == 0 and (small_run / "viewer" / MARKER).is_file()
 
 
 def _dead_pid() -> int:

@@ -42,7 +42,7 @@ def _is_bookkeeping(name: str) -> bool:
     return name == ".hydra" or name.endswith(".log")
 
 
-def _manifest_entries(target: Path) -> set[str]:
+def listed_outputs(target: Path) -> set[str]:
     """Entries the previous run listed as its outputs (none when it has no readable manifest)."""
     try:
         listed = json.loads((target / MANIFEST).read_text(encoding="utf-8")).get("outputs", [])
@@ -64,7 +64,7 @@ def check_output_folder(target: Path, planned: Iterable[str] = ()) -> None:
         if target.exists():
             raise ConfigError(f"output_dir {target} is not a folder")
         return
-    ours = _manifest_entries(target) | set(planned) | {MANIFEST}
+    ours = listed_outputs(target) | set(planned) | {MANIFEST}
     if _only_abandoned(target / STAGING):
         ours.add(STAGING)  # left by a killed run of an output inside the folder (the viewer's site)
     foreign = sorted(e.name for e in os.scandir(target) if e.name not in ours and not _is_bookkeeping(e.name))

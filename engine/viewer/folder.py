@@ -3,7 +3,8 @@
 The site replaces its folder as a unit, so the folder must hold nothing else: the viewer writes a
 marker file (`MARKER`) into every site and replaces only a folder holding it; any other folder with
 entries is refused, as is the run folder itself, any folder holding it, a link, and a folder that
-holds a run's results (even with a marker), so no file of the user's is ever removed.
+holds a run's results (even with a marker), so no file of the user's is ever removed. A site built
+before the marker existed is known by the run's manifest, which lists the site among its outputs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from pathlib import Path
 
 from engine.contract import ConfigError, shown
-from engine.contract.staged import MANIFEST
+from engine.contract.staged import MANIFEST, listed_outputs
 
 MARKER = ".m3bench-viewer.json"
 """The file every site holds: {"site": "m3bench-viewer", "run": the run folder it shows}."""
@@ -38,6 +39,12 @@ def _is_own_site(folder: Path) -> bool:
         return False
 
 
+def _earlier_site(run: Path, target: Path) -> bool:
+    """Whether `target` is a site of this run from before the marker file: a folder of the run that
+    the run's manifest lists among its outputs (a model's folder of results is refused before this)."""
+    return target.parent == run and target.name in listed_outputs(run)
+
+
 def check_site_folder(run_dir: Path, out: Path) -> None:
     """ConfigError (one line naming the folder) unless the site of run_dir may replace `out`."""
     run, where = Path(run_dir).resolve(), f"--out {shown(str(out))}"
@@ -55,7 +62,7 @@ def check_site_folder(run_dir: Path, out: Path) -> None:
         raise ConfigError(f"{where}: holds a scoring run's outputs; the site replaces its folder as a unit, so "
                           "give a folder of its own")
     entries = sorted(os.listdir(target))
-    if entries and not _is_own_site(target):
+    if entries and not _is_own_site(target) and not _earlier_site(run, target):
         listed = ", ".join(shown(e) for e in entries[:3]) + (", ..." if len(entries) > 3 else "")
         raise ConfigError(f"{where}: holds {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} the viewer did "
                           f"not write ({listed}) and no {MARKER}; the site replaces its folder as a unit, so give "
