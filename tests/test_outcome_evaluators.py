@@ -194,7 +194,7 @@ def test_readers_check_the_files(tmp_path: Path) -> None:
     assert verdicts.per_id["a"] == {"answer_level": "L1", "answer_success": 1}
     assert "answer_success" not in verdicts.per_id["c"]
     assert ae.aggregate(verdicts, ["a", "b", "c"])["answer_sr"] == 0.5
-    answers.write_text(json.dumps({"per_id": {"a": {"level": "L4", "score": 1}}}))
+    answers.write_text(json.dumps({"per_id": {"a": {"level": 4, "score": 1}}}))
     with pytest.raises(InputError, match="id a: field 'level'"):
         ae.read(answers)
     answers.write_text(json.dumps({"per_id": {"a": {"level": "L1", "score": True}}}))

@@ -47,20 +47,26 @@ RUNNER = Path(__file__).with_name("check_runner.py")
 DEFAULT_TIMEOUT = 60.0
 
 
-def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
-    """The check file a task names, resolved against the tasks file's folder; InputError when it is not a
-    relative path to a .py file inside that folder."""
-    base = Path(tasks_file).resolve().parent
+def task_script(tasks_file: Path, task_id: str, value: Any, field: str = "check") -> Path:
+    """A Python file a task names in `field`, resolved against the tasks file's folder (the folder
+    itself when `tasks_file` is one); InputError when it is not a relative path to a .py file inside it."""
+    tasks_file = Path(tasks_file)
+    base = tasks_file.resolve() if tasks_file.is_dir() else tasks_file.resolve().parent
     if not isinstance(value, str) or not value.strip():
         raise InputError(tasks_file, f"must be a path to a .py file or null, got {value!r}", task_id=task_id,
-                         field="check")
+                         field=field)
     target = (base / value).resolve()
     if Path(value).is_absolute() or not target.is_relative_to(base):
-        raise InputError(tasks_file, f"{value!r} leaves the tasks folder {base} (check modules lie beside the "
-                         "tasks file)", task_id=task_id, field="check")
+        raise InputError(tasks_file, f"{value!r} leaves the tasks folder {base} (scripts lie beside the "
+                         "tasks file)", task_id=task_id, field=field)
     if target.suffix != ".py" or not target.is_file():
-        raise InputError(tasks_file, f"no Python file {target}", task_id=task_id, field="check")
+        raise InputError(tasks_file, f"no Python file {target}", task_id=task_id, field=field)
     return target
+
+
+def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
+    """The check file a task names in ``check`` (`task_script`)."""
+    return task_script(tasks_file, task_id, value, "check")
 
 
 def checks_of(result: Any) -> list[int]:
@@ -79,16 +85,23 @@ def _last_line(text: bytes) -> str:
 
 
 async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
-                    timeout: float) -> list[int]:
+                    timeout: float, call: tuple[str, list[Any]] | None = None, package: bool = False) -> Any:
     """The checks of one module on one run, in a process of its own; ValueError with a one-line reason
-    when it raises, dies, runs past `timeout` seconds or returns anything but a non-empty list of 0/1."""
+    when it raises, dies, runs past `timeout` seconds or returns anything but a non-empty list of 0/1.
+
+    `call` (function name, arguments) calls another function of the module with those arguments and
+    returns what it returned, unchecked (MCPVerse's ``run_test(pred, path)`` and ``get_reference()``);
+    `package`: the module is imported as ``<its folder>.<its name>`` (its relative imports work)."""
     with tempfile.TemporaryDirectory(prefix="m3check-") as tmp:
         source, target = Path(tmp) / "input.json", Path(tmp) / "output.json"
-        source.write_text(json.dumps({"module": str(module), "trajectory": trajectory, "tool_log": tool_log,
-                                      "workspace": None if workspace is None else str(workspace)}),
-                          encoding="utf-8")
+        job = {"module": str(module), "trajectory": trajectory, "tool_log": tool_log,
+               "workspace": None if workspace is None else str(workspace)}
+        if call is not None:
+            job.update(function=call[0], args=call[1], package=package)
+        source.write_text(json.dumps(job), encoding="utf-8")
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(RUNNER), str(source), str(target), cwd=str(module.parent),
+            sys.executable, str(RUNNER), str(source), str(target),
+            cwd=str(module.parent.parent if package else module.parent),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
             start_new_session=True)
         try:
@@ -106,7 +119,7 @@ async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_
         out = json.loads(target.read_text(encoding="utf-8"))
     if "error" in out:
         raise ValueError(out["error"])
-    return checks_of(out["result"])
+    return out["result"] if call is not None else checks_of(out["result"])
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def test_a_judge_that_never_answers_leaves_the_task_unjudged(tmp_path, chat_serv
     assert "no usable answer_equivalence answer in 2 attempt(s)" in out["meta"]["failed"]["a"]
     assert out["per_id"]["c"]["score"] == 0 and out["per_id"]["b"]["score"] is None
     assert len(server.requests) == 2
-    server.policy = lambda request: 'Same value.\n{"score": 1}'
+    server.policy = lambda request: 'Same value.\n```json\n{"score": 1}\n```'
     assert run_judge(cfg) == 0  # the rerun judges only what it lacks; the failed attempts are cached
     out = json.loads((tmp_path / "m_test_mcp_fuzzy_answers.json").read_text())
     assert out["per_id"]["a"]["score"] == 1 and out["meta"]["failed"] == {}
