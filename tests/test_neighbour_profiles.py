@@ -143,3 +143,24 @@ def test_mcpmark_reports_k_equal_n_with_the_population_std_and_refuses_missing_t
     assert conventions_of({}) == ("tau2", "mcpmark") and conventions_of({"convention": "project"}) == ()
     with pytest.raises(ConfigError, match="trials.convention"):
         conventions_of({"convention": "olmo"})
+
+
+def test_tobench_accuracy_defaults_to_the_evaluated_tasks_and_groups_by_family_and_difficulty(tmp_path: Path) -> None:
+    from engine.evaluators import verifiers as vf
+    (tmp_path / "ok.py").write_text("def check(trajectory, workspace, tool_log):\n    return [1, 1]\n")
+    (tmp_path / "bad.py").write_text("def check(trajectory, workspace, tool_log):\n    raise KeyError('x')\n")
+    tasks = tmp_path / "tasks.json"
+    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(tasks), "timeout": 10})
+    pred = parse_trajectories(Path("p.json"), [{"id": "t", "steps": []}]).tasks["t"]
+    entries = {}
+    for tid, check, family, difficulty in (("a", "ok.py", "Customer Service", "easy"),
+                                           ("b", "bad.py", "Customer Service", "easy"),
+                                           ("c", "ok.py", "Intelligent Creation", "hard")):
+        task = {"check": check, "type": family, "task_difficulty": difficulty}
+        entries[tid] = asyncio.run(vf.judge(ctx, TaskInputs(tid, prediction=pred, task=task)))
+    assert entries["a"]["group"] == {"type": "Customer Service", "task_difficulty": "easy"}
+    agg = vf.document(entries, {})["aggregate"]
+    assert (agg["check_accuracy_evaluated"], agg["check_accuracy"]) == (1.0, 2 / 3)
+    assert agg["by_group"]["Customer Service / easy"] == {"check_accuracy": 0.5, "check_accuracy_evaluated": 1.0,
+                                                          "check_tasks": 2, "check_errors": 1}
+    assert vf.METRICS[0].key == "check_accuracy_evaluated" and vf.METRICS[0].label == "Accuracy"

@@ -227,6 +227,7 @@ def test_outcomes_table_shows_the_columns_some_model_has() -> None:
     none = ModelResult(name="c", path=Path("c.json"), aggregate={}, by_type={}, meta={})
     table = outcomes_table([a, b, none])
     assert table is not None
-    assert table.columns == ["Model", "SR", "SR L1", "SR L2", "SR (micro)", "Accuracy", "Evaluator Errors"]
+    assert table.columns == ["Model", "SR", "SR L1", "SR L2", "SR (micro)", "Accuracy (errors as failures)",
+                             "Evaluator Errors"]
     assert table.rows == [["a", 0.5, 1.0, 0.0, 0.75, None, None], ["b", None, None, None, None, 0.4, 1]]
     assert outcomes_table([none]) is None

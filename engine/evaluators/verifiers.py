@@ -23,7 +23,10 @@ end) fails without running its check; a task without ``check`` is skipped.
 Per task S_i = e_i,1 x ... x e_i,m. Aggregate over the checked tasks (``check_tasks`` = N of them,
 ``check_errors`` = E of them with an evaluator error): ``check_accuracy`` = sum S_i / N (an evaluator
 error counts as a failure) and ``check_accuracy_evaluated`` = sum S_i / (N - E) (the tasks whose check
-gave an answer; null when there is none).
+gave an answer; null when there is none): the latter is the TOBench paper's Avg (eq. 11 over the
+evaluated tasks, Table 2: GPT-5's 26.80 = 26 / 97) and the default ``Accuracy`` column; the former is
+``Accuracy (errors as failures)``. ``by_group`` gives both per group of the task fields ``by`` names
+(default: ``type`` and ``task_difficulty``, Table 2's task family and difficulty).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ NAME = "verifiers"
 SUFFIX = "checks"
 RUNNER = Path(__file__).with_name("check_runner.py")
 DEFAULT_TIMEOUT = 60.0
+GROUP_BY: tuple[str, ...] = ("type", "task_difficulty")
+"""The task fields TOBench's Table 2 groups its results by: task family and difficulty."""
 
 
 def task_script(tasks_file: Path, task_id: str, value: Any, field: str = "check") -> Path:
@@ -123,8 +128,15 @@ async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
-    """One task's entry: its checks, whether all passed, and the evaluator error (null when none)."""
+    """One task's entry: its checks, whether all passed, the evaluator error (null when none), and its
+    group (the task fields the ``by`` setting names, default family and difficulty, when it has them)."""
     task = inputs.task or {}
+    group = {f: task[f] for f in ctx.options.get("by") or GROUP_BY if task.get(f) is not None}
+    entry = await _judged(ctx, inputs, task)
+    return {**entry, "group": group} if group and "check" in entry else entry
+
+
+async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: dict[str, Any]) -> dict[str, Any]:
     if task.get("check") is None:
         return {"checks": None, "passed": None, "error": None, "reason": "no check module (skipped)"}
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
@@ -190,18 +202,28 @@ def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
 
 
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The file: aggregate (accuracies, counts, the ids with an evaluator error, the skipped count),
-    per_id and meta."""
+    """The file: aggregate (accuracies, counts, the ids with an evaluator error, the skipped count, and
+    the accuracies per group of the task fields ``by`` names: ``by_group``), per_id and meta."""
     checked = {i: e for i, e in per_id.items() if e.get("error") is not None or e.get("passed") is not None}
-    agg = accuracy([None if e.get("error") is not None else int(e["passed"]) for e in checked.values()])
+
+    def success(e: dict[str, Any]) -> int | None:
+        return None if e.get("error") is not None else int(e["passed"])
+
+    agg = accuracy([success(e) for e in checked.values()])
     agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
     agg["skipped"] = len(per_id) - len(checked)
+    groups: dict[str, list[int | None]] = {}
+    for e in checked.values():
+        if e.get("group"):
+            groups.setdefault(" / ".join(str(v) for v in e["group"].values()), []).append(success(e))
+    if groups:
+        agg["by_group"] = {name: accuracy(values) for name, values in sorted(groups.items())}
     return {"aggregate": agg, "per_id": per_id, "meta": meta}
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("check_accuracy", "Accuracy", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
-    Metric("check_accuracy_evaluated", "Accuracy (evaluated)", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric("check_accuracy_evaluated", "Accuracy", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric("check_accuracy", "Accuracy (errors as failures)", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
     Metric("check_tasks", "Tasks Checked", NAME, PROFILES, "evaluator", False, False, 0.0),
     Metric("check_errors", "Evaluator Errors", NAME, PROFILES, "evaluator", False, False, 0.0),
 )
