@@ -161,6 +161,25 @@ def test_tobench_accuracy_defaults_to_the_evaluated_tasks_and_groups_by_family_a
     assert entries["a"]["group"] == {"type": "Customer Service", "task_difficulty": "easy"}
     agg = vf.document(entries, {})["aggregate"]
     assert (agg["check_accuracy_evaluated"], agg["check_accuracy"]) == (1.0, 2 / 3)
-    assert agg["by_group"]["Customer Service / easy"] == {"check_accuracy": 0.5, "check_accuracy_evaluated": 1.0,
+    assert agg["check_by_group"]["Customer Service / easy"] == {"check_accuracy": 0.5, "check_accuracy_evaluated": 1.0,
                                                           "check_tasks": 2, "check_errors": 1}
     assert vf.METRICS[0].key == "check_accuracy_evaluated" and vf.METRICS[0].label == "Accuracy"
+
+
+def test_tobench_usage_per_task_where_the_rollout_recorded_it(tmp_path: Path) -> None:
+    from engine.evaluators import verifiers as vf
+    (tmp_path / "ok.py").write_text("def check(trajectory, workspace, tool_log):\n    return [1]\n")
+    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(tmp_path / "tasks.json"), "timeout": 10,
+                                                       "price": {"input": 1.25, "output": 10.0}})
+    calls = [{"name": "math/add", "arguments": {"a": 1}}]
+    records = [{"id": "a", "steps": [{"calls": calls * 2}, {"calls": calls}],
+                "usage": {"prompt_tokens": 3000, "completion_tokens": 1000, "total_tokens": 4000}},
+               {"id": "b", "steps": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 0, "total_tokens": 1000}},
+               {"id": "c", "steps": []}]
+    preds = parse_trajectories(Path("p.json"), records).tasks
+    entries = {tid: asyncio.run(vf.judge(ctx, TaskInputs(tid, prediction=preds[tid], task={"check": "ok.py"})))
+               for tid in preds}
+    assert entries["a"]["usage"] == {"tool_calls": 3, "tokens": 4000, "cost_usd": (3000 * 1.25 + 1000 * 10.0) / 1e6}
+    assert "usage" not in entries["c"]
+    usage = vf.document(entries, {})["aggregate"]["check_usage"]
+    assert usage == {"tool_calls": 1.5, "tokens_k": 2.5, "cost_usd": pytest.approx((0.01375 + 0.00125) / 2)}

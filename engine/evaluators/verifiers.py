@@ -25,7 +25,7 @@ Per task S_i = e_i,1 x ... x e_i,m. Aggregate over the checked tasks (``check_ta
 error counts as a failure) and ``check_accuracy_evaluated`` = sum S_i / (N - E) (the tasks whose check
 gave an answer; null when there is none): the latter is the TOBench paper's Avg (eq. 11 over the
 evaluated tasks, Table 2: GPT-5's 26.80 = 26 / 97) and the default ``Accuracy`` column; the former is
-``Accuracy (errors as failures)``. ``by_group`` gives both per group of the task fields ``by`` names
+``Accuracy (errors as failures)``. ``check_by_group`` gives both per group of the task fields ``by`` names
 (default: ``type`` and ``task_difficulty``, Table 2's task family and difficulty).
 """
 
@@ -37,7 +37,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +128,31 @@ async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
-    """One task's entry: its checks, whether all passed, the evaluator error (null when none), and its
-    group (the task fields the ``by`` setting names, default family and difficulty, when it has them)."""
+    """One task's entry: its checks, whether all passed, the evaluator error (null when none), its group
+    (the task fields the ``by`` setting names, default family and difficulty, when it has them) and
+    the run's usage where the rollout recorded it (tool calls, tokens, their cost at ``price``)."""
     task = inputs.task or {}
-    group = {f: task[f] for f in ctx.options.get("by") or GROUP_BY if task.get(f) is not None}
     entry = await _judged(ctx, inputs, task)
-    return {**entry, "group": group} if group and "check" in entry else entry
+    if "check" not in entry:
+        return entry
+    group = {f: task[f] for f in ctx.options.get("by") or GROUP_BY if task.get(f) is not None}
+    recorded = inputs.prediction is not None and isinstance(inputs.prediction.raw.get("usage"), dict)
+    return {**entry, **({"group": group} if group else {}), **({"usage": _usage(ctx, inputs)} if recorded else {})}
+
+
+def _usage(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
+    """The run's tool calls, tokens (as the rollout recorded them in the record's ``usage``) and cost in
+    USD (null without the ``price`` setting, USD per million input / output tokens)."""
+    assert inputs.prediction is not None
+    usage = inputs.prediction.raw["usage"]
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    total = usage.get("total_tokens")
+    price = ctx.options.get("price") or {}
+    cost = None
+    if is_number(prompt) and is_number(completion) and is_number(price.get("input")) and is_number(price.get("output")):
+        cost = (prompt * price["input"] + completion * price["output"]) / 1e6
+    return {"tool_calls": len(inputs.prediction.calls), "tokens": total if is_number(total) else None,
+            "cost_usd": cost}
 
 
 async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: dict[str, Any]) -> dict[str, Any]:
@@ -176,13 +195,15 @@ def entries(path: Path) -> dict[str, dict[str, Any]]:
 
 def read(path: Path) -> Verdicts:
     """Per checked task: ``check_success`` (0/1, null for an evaluator error) and ``check_error``
-    (the reason, or null); skipped tasks have no values."""
+    (the reason, or null); skipped tasks have no values. Its group and usage go to ``detail``."""
     out = Verdicts()
     for tid, entry in entries(Path(path)).items():
         if entry.get("error") is not None:
             out.per_id[tid] = {"check_success": None, "check_error": entry["error"]}
         elif entry.get("passed") is not None:
             out.per_id[tid] = {"check_success": int(entry["passed"]), "check_error": None}
+        if tid in out.per_id:
+            out.detail[tid] = {k: entry[k] for k in ("group", "usage") if isinstance(entry.get(k), dict)}
     return out
 
 
@@ -196,28 +217,41 @@ def accuracy(successes: Sequence[int | None]) -> dict[str, Any]:
             "check_tasks": n, "check_errors": n - len(evaluated)}
 
 
+def breakdown(tasks: Sequence[tuple[int | None, Mapping[str, Any]]]) -> dict[str, Any]:
+    """`accuracy` of checked tasks given as (S_i, detail), with ``check_by_group`` (the accuracies per
+    group, named "<value> / <value>" in the ``by`` order, when some task has a group) and
+    ``check_usage`` (mean tool calls, thousands of tokens and cost in USD per task over the tasks that
+    have them; TOBench Table 2's Tool Calls, Tokens(k), Cost($))."""
+    out = accuracy([s for s, _ in tasks])
+    groups: dict[str, list[int | None]] = {}
+    for s, detail in tasks:
+        if detail.get("group"):
+            groups.setdefault(" / ".join(str(v) for v in detail["group"].values()), []).append(s)
+    if groups:
+        out["check_by_group"] = {name: accuracy(values) for name, values in sorted(groups.items())}
+    usages = [d["usage"] for _, d in tasks if d.get("usage")]
+    if usages:
+        def per_task(key: str, scale: float = 1.0) -> float | None:
+            values = [u[key] / scale for u in usages if is_number(u.get(key))]
+            return sum(values) / len(values) if values else None
+        out["check_usage"] = {"tool_calls": per_task("tool_calls"), "tokens_k": per_task("tokens", 1000.0),
+                              "cost_usd": per_task("cost_usd")}
+    return out
+
+
 def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """`accuracy` over the checked tasks among these ids."""
-    return accuracy([verdicts.per_id[i]["check_success"] for i in ids if i in verdicts.per_id])
+    """`breakdown` over the checked tasks among these ids."""
+    return breakdown([(verdicts.per_id[i]["check_success"], verdicts.detail.get(i, {})) for i in ids
+                      if i in verdicts.per_id])
 
 
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The file: aggregate (accuracies, counts, the ids with an evaluator error, the skipped count, and
-    the accuracies per group of the task fields ``by`` names: ``by_group``), per_id and meta."""
+    """The file: aggregate (`breakdown`, the ids with an evaluator error, the skipped count), per_id and
+    meta."""
     checked = {i: e for i, e in per_id.items() if e.get("error") is not None or e.get("passed") is not None}
-
-    def success(e: dict[str, Any]) -> int | None:
-        return None if e.get("error") is not None else int(e["passed"])
-
-    agg = accuracy([success(e) for e in checked.values()])
+    agg = breakdown([(None if e.get("error") is not None else int(e["passed"]), e) for e in checked.values()])
     agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
     agg["skipped"] = len(per_id) - len(checked)
-    groups: dict[str, list[int | None]] = {}
-    for e in checked.values():
-        if e.get("group"):
-            groups.setdefault(" / ".join(str(v) for v in e["group"].values()), []).append(success(e))
-    if groups:
-        agg["by_group"] = {name: accuracy(values) for name, values in sorted(groups.items())}
     return {"aggregate": agg, "per_id": per_id, "meta": meta}
 
 
