@@ -11,7 +11,7 @@ import pytest
 from rollout_helpers import compose_judge
 
 from engine.contract import InputError
-from engine.neighbour_tasks import mcpverse_tasks, read_mcpverse
+from engine.neighbour_tasks import read_mcpverse, read_task_dir, task_dir_tasks
 from rollout.judges.run import run as run_judge
 
 HEADER = "question_id,question,MCP,tool,complexity,answer,eval_method,time-sensitive,get_answer_id\n"
@@ -48,7 +48,7 @@ def test_the_checkout_reads_as_tasks(tmp_path: Path) -> None:
     assert records["Q3"]["eval_script"] == "mcpverse/eval_scripts/Q3.py" and "./a.txt" in records["Q3"]["question"]
     assert records["Q4"]["level"] is None and records["Q5"]["answer_template"] == "mcpverse/templates/tq1.py"
     assert records["Q5"]["required_mcps"] == ["12306-mcp", "time"] and records["Q5"]["time_sensitive"]
-    assert [t.id for t in mcpverse_tasks(tmp_path / "mcpverse", ["Q2"])] == ["Q2"]
+    assert [t.id for t in task_dir_tasks(tmp_path / "mcpverse", ["Q2"])] == ["Q2"]
     bad = tmp_path / "bad"
     (bad / "data").mkdir(parents=True)
     (bad / "data" / "x.csv").write_text(HEADER + "Q9,Q?,m,t,L1,a,regex,No,\n")
