@@ -14,7 +14,7 @@ from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    leaderboard_table, outcomes_table, tool_use_table)
 from engine.reports.tobench import tobench_table
-from engine.reports.trials import inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
+from engine.reports.trials import conventions_table, inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
 from engine.trials import TRIALS_FILE
 
 
@@ -74,14 +74,16 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
 
 
 def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:
-    """The reports of a run's trials.json: leaderboard_trials and trial_inventory (md, csv, json),
-    pass_k.png and task_spread.png."""
+    """The reports of a run's trials.json: leaderboard_trials, trial_inventory and trial_conventions
+    (md, csv, json), pass_k.png and task_spread.png."""
     models = read_trials(path)
     if not models:
         return []
     written = []
     for stem, table in (("leaderboard_trials", trials_leaderboard(models, board)),
-                        ("trial_inventory", inventory_table(models))):
+                        ("trial_inventory", inventory_table(models)), ("trial_conventions", conventions_table(models))):
+        if table is None:
+            continue
         for suffix, content in (("md", table.to_markdown()), ("csv", table.to_csv())):
             atomic_write_text(out / f"{stem}.{suffix}", content)
             written.append(out / f"{stem}.{suffix}")
