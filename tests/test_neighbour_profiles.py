@@ -5,16 +5,14 @@ and the tau2-bench and MCPMark conventions of repeated runs (against plain versi
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from pathlib import Path
 
 import pytest
 
-from engine.contract import ConfigError, InputError
+from engine.contract import ConfigError, InputError, parse_trajectories
 from engine.evaluators import answer_equivalence as ae
 from engine.evaluators.base import JudgeContext, TaskInputs
-from engine.contract import parse_trajectories
 from engine.trial_conventions import conventions_of, mcpmark, tau2
 
 

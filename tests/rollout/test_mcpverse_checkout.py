@@ -11,7 +11,7 @@ import pytest
 from rollout_helpers import compose_judge
 
 from engine.contract import InputError
-from engine.neighbour_tasks import read_mcpverse, read_task_dir, task_dir_tasks
+from engine.neighbour_tasks import read_mcpverse, task_dir_tasks
 from rollout.judges.run import run as run_judge
 
 HEADER = "question_id,question,MCP,tool,complexity,answer,eval_method,time-sensitive,get_answer_id\n"
