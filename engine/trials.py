@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from engine.contract import ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number
 from engine.evaluators import evaluator
 from engine.judge_results import Joined, JoinedFiles
+from engine.trial_conventions import conventions_of, peer_blocks
 
 if TYPE_CHECKING:
     from engine.pipeline import SweepScores
@@ -77,7 +78,6 @@ def model_name(trial: Path) -> str:
     return re.sub(r"_trial\d+$", "", Path(trial).stem)
 
 
-# ---------------------------------------------------------------------------------------------------
 # Estimators (k <= n; n trials of a task, c of them successful)
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -113,7 +113,6 @@ def rate(counts: Sequence[tuple[int, int]], k: int, estimator: str) -> tuple[flo
     return (sum(values) / len(values) if values else None), len(values)
 
 
-# ---------------------------------------------------------------------------------------------------
 # Inventory
 
 @dataclass(frozen=True)
@@ -302,7 +301,6 @@ def inventory_summary(slots: Sequence[Slot], trials: int) -> dict[str, Any]:
                         for s in slots if s.state == INFRASTRUCTURE]}
 
 
-# ---------------------------------------------------------------------------------------------------
 # Spread over trials
 
 def mean_std(values: Sequence[float]) -> dict[str, float | int]:
@@ -341,14 +339,16 @@ def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> dict[str, dict[
 
 def trials_document(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRule,
                     aggregates: Sequence[Mapping[str, Any]], keys: Sequence[str],
-                    meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """trials.json: the inventory, the rates in both conventions, the aggregate spread, the per-task spread."""
+                    meta: Mapping[str, Any] | None = None, conventions: Sequence[str] = ()) -> dict[str, Any]:
+    """trials.json: the inventory, the rates in both loss conventions, the peers' `conventions`
+    (engine.trial_conventions), the aggregate spread, the per-task spread."""
     slots = inventory(task_ids, trials, rule)
     n = len(trials)
     return {"meta": {"trials": n, "tasks": len(task_ids), "success_rule": rule.describe(),
                      "files": [str(t.path) for t in trials], **(meta or {})},
             "inventory": {**inventory_summary(slots, n), "records": [s.to_json() for s in slots]},
             **rates(slots, task_ids, n),
+            **({"conventions": peer_blocks(slots, task_ids, trials, rule.field, conventions)} if conventions else {}),
             "aggregate": aggregate_spread(aggregates),
             "per_task": task_spread(trials, keys)}
 
@@ -392,7 +392,8 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
             present.append(aggregates[f])
         keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
                                             if k not in scores.names and _numeric(v[k])})
-        models[model] = trials_document(sorted(result.gt.tasks), items, rule, present, keys)
+        models[model] = trials_document(sorted(result.gt.tasks), items, rule, present, keys,
+                                        conventions=conventions_of(cfg))
     document = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
     atomic_write_json(path, document)
     return document

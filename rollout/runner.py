@@ -20,6 +20,7 @@ from typing import Any
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
 from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, config_int, read_tasks,
                              read_trajectories, safe_name)
+from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
 from rollout.errors import CacheMiss
@@ -110,8 +111,8 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
 async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
     """One rollout of the tasks not yet in cfg's predictions file; records carry `trial` when given."""
     data = cfg["tasks"]
-    tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
-                       data.get("ids"))
+    tasks = task_dir_tasks(data["root"], data.get("ids")) if data.get("root") else \
+        read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question", data.get("ids"))
     exposure = cfg.get("exposure") or {"mode": "all"}
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")

@@ -194,7 +194,7 @@ def test_readers_check_the_files(tmp_path: Path) -> None:
     assert verdicts.per_id["a"] == {"answer_level": "L1", "answer_success": 1}
     assert "answer_success" not in verdicts.per_id["c"]
     assert ae.aggregate(verdicts, ["a", "b", "c"])["answer_sr"] == 0.5
-    answers.write_text(json.dumps({"per_id": {"a": {"level": "L4", "score": 1}}}))
+    answers.write_text(json.dumps({"per_id": {"a": {"level": 4, "score": 1}}}))
     with pytest.raises(InputError, match="id a: field 'level'"):
         ae.read(answers)
     answers.write_text(json.dumps({"per_id": {"a": {"level": "L1", "score": True}}}))
@@ -227,6 +227,7 @@ def test_outcomes_table_shows_the_columns_some_model_has() -> None:
     none = ModelResult(name="c", path=Path("c.json"), aggregate={}, by_type={}, meta={})
     table = outcomes_table([a, b, none])
     assert table is not None
-    assert table.columns == ["Model", "SR", "SR L1", "SR L2", "SR (micro)", "Accuracy", "Evaluator Errors"]
+    assert table.columns == ["Model", "SR", "SR L1", "SR L2", "SR (micro)", "Accuracy (errors as failures)",
+                             "Evaluator Errors"]
     assert table.rows == [["a", 0.5, 1.0, 0.0, 0.75, None, None], ["b", None, None, None, None, 0.4, 1]]
     assert outcomes_table([none]) is None

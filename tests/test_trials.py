@@ -206,6 +206,13 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     board = (out / "leaderboard_trials.md").read_text()
     assert "m_test_mcp_fuzzy | 4 | 1.000 ± 0.000 |" in board and "pass^k" in board
     assert "| m_test_mcp_fuzzy | 3 | 2 | 0 | 1 |" in (out / "trial_inventory.md").read_text()
+    # tau2-bench: the lost slot dropped, success only at Task Completion 1, pass^k up to 3 (task 1 has 3 slots)
+    tau2 = doc["conventions"]["tau2"]
+    assert (tau2["max_k"], tau2["simulations"]) == (3, 11) and tau2["avg_reward"] == pytest.approx(6.3 / 11)
+    assert tau2["pass_hat_k"]["1"] == pytest.approx((1 / 4) / 3) and set(tau2["pass_hat_k"]) == {"1", "2", "3"}
+    assert doc["conventions"]["mcpmark"] == {"refused": "1 slot(s) missing: 1#3"}  # MCPMark refuses the model
+    conventions = (out / "trial_conventions.md").read_text()
+    assert "refused: 1 slot(s) missing: 1#3" in conventions and "(max_k 3)" in conventions
     assert (out / "pass_k.png").stat().st_size > 0 and (out / "task_spread.png").stat().st_size > 0
     # a leaderboard sweep finds the trials by name beside a model with one plain file
     (tmp_path / "plain_test_mcp_fuzzy.json").write_text(json.dumps(gt))

@@ -1,41 +1,68 @@
-"""Answer equivalence (MCPVerse's outcome check for textual ground truth): LLM judges say whether the
-agent's final answer agrees with the task's ground truth, 0 or 1; the Success Rate per complexity level
-and their macro mean.
+"""Answer equivalence (MCPVerse's outcome check for textual ground truth): an LLM judge says whether the
+agent's final answer agrees with the task's ground truth; the Success Rate per complexity level and their
+macro mean.
+
+Two readings of the judge's reply and of the levels, ``evaluators.answer_equivalence.parser``:
+
+- ``published`` (the default; MCPVerse's ``mcpverse/judger.py``, ``runner.py`` and ``stats.py``): the
+  judge is asked with a prompt laid out as the published one (reason first, then the score in a fenced
+  ```json block); the score is the ``score`` of the FIRST fenced ```json {...}``` block, as JSON, and may
+  be fractional (0.5), boolean (true is 1) or a numeric string ("1"); a reply without such a block, or
+  whose score is no number in [0, 1], is unusable; one judge (the pool's first); a task's level may be
+  any label or none, each one group of the macro mean (a task with no level is its own group);
+- ``strict`` (the project's reading): the score is the LAST ``"score": 0|1`` of a JSON-like object
+  anywhere in the reply (fenced or not); only 0 and 1; every judge of the pool, majority, a tie is 0;
+  the level must be L1, L2 or L3.
 
 Per task (an entry of ``<predictions stem>_answers.json``):
 
-- no ground truth (``ground_truth`` null or absent): skipped, no judge is asked; counted apart, never 0
-  (``level``, one of L1/L2/L3, is required of the tasks with ground truth only);
+- no ground truth (``ground_truth`` null or absent): skipped, no judge is asked; counted apart, never 0;
+  a ground truth that is not a non-empty string or finite number (NaN) is refused;
+- a time-dependent answer (``answer_template``: MCPVerse's ``templates/<id>.py``, whose
+  ``get_reference()`` fetches it): the template runs at scoring time in its own process (as check
+  scripts run, ``timeout``), its answer is the ground truth, recorded with ``reference_fetched_at``;
+  a template that fails leaves the task unjudged with its ``error`` (counted apart);
+- a state check (``eval_script``: MCPVerse's ``eval_scripts/Q*.py``, ``run_test(pred, path)``): the
+  script runs in its own process with a time limit (engine.evaluators.verifiers), ``path`` being the
+  task's ground truth resolved in the task's final workspace; E = 1 when it returns a true value; a
+  script that raises, hangs or dies is an ``error``: E = 0 under ``published`` (as its runner counts
+  it), no E under ``strict``, named in the entry either way;
 - no prediction (the agent run crashed or never ended) or no final answer: E = 0, no judge is asked;
-- otherwise every judge of the pool reasons, then answers ``{"score": 0}`` or ``{"score": 1}``; a reply
-  without a usable score is a failed attempt (retried up to the attempts setting); a judge that never
-  answers leaves the task unjudged (listed in ``meta.failed``, judged again by the next run), never 0;
-- the task's E is the majority of the judges' scores; a tie (as many 0s as 1s) is E = 0: the answer
-  is equivalent only when more judges say so than not.
+- otherwise the judge reasons, then answers; a reply without a usable score is a failed attempt
+  (retried up to the attempts setting); a judge that never answers leaves the task unjudged (listed in
+  ``meta.failed``, judged again by the next run), never 0.
 
-Aggregate over the judged tasks (skipped ones excluded): ``answer_sr_l1``/``_l2``/``_l3`` = mean E of
-the tasks of that level (null when the level has none); ``answer_sr`` = the macro mean over the levels
-present (MCPVerse's SR is (SR_L1 + SR_L2 + SR_L3) / 3; a level with no judged task is left out of the
-mean, not counted as 0); ``answer_sr_micro`` = mean E over all judged tasks, for reference;
-``answer_judged`` and ``answer_skipped`` count the tasks.
+Aggregate over the judged tasks (skipped and erred ones excluded): ``answer_sr_l1``/``_l2``/``_l3`` =
+mean E of the tasks of that level (null when the level has none); ``answer_sr`` = the macro mean over
+the level groups present (MCPVerse's SR is (SR_L1 + SR_L2 + SR_L3) / 3; a level with no judged task is
+left out of the mean, not counted as 0; under ``published`` a task without a level, or with another
+label, forms its own group as ``stats.py``'s groupby does); ``answer_sr_micro`` = mean E over all judged
+tasks, for reference; ``answer_judged`` and ``answer_skipped`` count the tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError
+from engine.contract import ConfigError, InputError
 from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries,
                                     mean_or_none)
 from engine.evaluators.judging import Question, Rubric, first_answer
+from engine.evaluators.verifiers import DEFAULT_TIMEOUT, run_check, task_script
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
 LEVELS: tuple[str, ...] = ("L1", "L2", "L3")
+PARSERS: tuple[str, ...] = ("published", "strict")
+NO_LEVEL = "(no level)"
+"""The group of the tasks without a level in the published reading's macro mean."""
 
 PROMPT = Rubric(
     NAME, "ae-1",
@@ -47,17 +74,58 @@ PROMPT = Rubric(
     "values, or says the task could not be done, does not agree.\n"
     "First explain your reasoning in a few sentences. Then end your reply with one line of JSON: "
     "{\"score\": 1} when the answers agree, {\"score\": 0} when they do not.")
+"""The strict reading's prompt."""
+
+PUBLISHED_PROMPT = Rubric(
+    NAME, "ae-published-1",
+    "You grade whether a model's output and a reference answer are consistent in meaning. They need not "
+    "be worded alike: the same or equivalent meaning is consistent, even in different languages.\n"
+    "Give your reason first. Then give the score as JSON in a fenced block: ```json {\"score\": 1} ``` "
+    "when they are consistent, ```json {\"score\": 0} ``` when they are not.",
+    user="The question, the reference answer and the model output follow.\n\n<question>\n{question}\n\n\n"
+         "<reference>\n{reference_answer}\n\n\n<model output>\n{agent_answer}\n\nNow give your judgement.")
+"""The published reading's prompt: MCPVerse's layout (system: reason, then a fenced JSON score; user:
+the question, the reference and the model output, tagged)."""
 
 _SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?\s*([01](?:\.0+)?)\s*["']?\s*[,}]""")
+_FENCED = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
+_OUTPUTS = re.compile(r"^\./outputs/\{OUTPUT_SUB_FOLDER\}/task_outputs(?=/|$)/?")
+"""The published runner's output folder in a check script's path: the task's workspace here."""
 
 
 def parse_verdict(text: str) -> int:
-    """The 0/1 of a judge reply: the last ``"score": 0|1`` of a JSON-like object in it (the reasoning
-    comes first); ValueError when there is none."""
+    """The strict reading of a judge reply: the last ``"score": 0|1`` of a JSON-like object in it (the
+    reasoning comes first); ValueError when there is none."""
     found = _SCORE.findall(text or "")
     if not found:
         raise ValueError(f"no {{\"score\": 0|1}} in {(text or '')[-80:]!r}")
     return int(float(found[-1]))
+
+
+def parse_published(text: str) -> float:
+    """The published reading of a judge reply: the ``score`` of the first fenced ```json {...}``` block
+    (JSON; a boolean is 0/1, a numeric string its number, a fraction kept); ValueError when there is no
+    such block or its score is no number in [0, 1]."""
+    block = _FENCED.search(text or "")
+    if block is None:
+        raise ValueError(f"no fenced ```json {{...}}``` block in {(text or '')[-80:]!r}")
+    try:
+        value = json.loads(block.group(1))["score"]
+        score = float(value.strip() if isinstance(value, str) else value)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"no number under \"score\" in the first fenced block {block.group(1)[:60]!r}") from exc
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"score {score!r} outside [0, 1] in the first fenced block")
+    return int(score) if score in (0.0, 1.0) else score
+
+
+def parser_of(options: Mapping[str, Any]) -> str:
+    """The ``parser`` setting (default ``published``); ConfigError naming it when unknown."""
+    parser = options.get("parser") or "published"
+    if parser not in PARSERS:
+        raise ConfigError(f"evaluators.{NAME}.parser: unknown reading {parser!r} (expected one of "
+                          f"{', '.join(PARSERS)})")
+    return parser
 
 
 def majority(scores: Sequence[int]) -> int:
@@ -65,18 +133,24 @@ def majority(scores: Sequence[int]) -> int:
     return int(2 * sum(scores) > len(scores))
 
 
-def _task_fields(ctx: JudgeContext, inputs: TaskInputs) -> tuple[str | None, str | None, str]:
+def _task_fields(ctx: JudgeContext, inputs: TaskInputs,
+                 parser: str) -> tuple[str | None, str | None, str]:
     """The task's level, ground truth and question, checked (InputError naming the tasks file); a task
-    without ground truth needs no level."""
+    without ground truth needs no level, nor does any task under the published reading."""
     where = ctx.options.get("tasks_file", "tasks file")
     task = inputs.task or {}
     truth = task.get("ground_truth")
     if truth is not None and (not isinstance(truth, (str, int, float)) or isinstance(truth, bool)
+                              or (isinstance(truth, float) and not math.isfinite(truth))
                               or not str(truth).strip()):
-        raise InputError(where, f"must be a non-empty string or null, got {truth!r}", task_id=inputs.task_id,
-                         field="ground_truth")
+        raise InputError(where, f"must be a non-empty string, a finite number or null, got {truth!r}",
+                         task_id=inputs.task_id, field="ground_truth")
     level = task.get("level")
-    if level not in LEVELS and (truth is not None or level is not None):
+    if parser == "published":
+        if level is not None and (not isinstance(level, str) or not level.strip()):
+            raise InputError(where, f"must be a level label or null, got {level!r}", task_id=inputs.task_id,
+                             field="level")
+    elif level not in LEVELS and (truth is not None or level is not None):
         raise InputError(where, f"must be one of {', '.join(LEVELS)}, got {level!r}", task_id=inputs.task_id,
                          field="level")
     question = task.get("question")
@@ -85,44 +159,86 @@ def _task_fields(ctx: JudgeContext, inputs: TaskInputs) -> tuple[str | None, str
     return level, None if truth is None else str(truth), question
 
 
+async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, timeout: float) -> dict[str, Any]:
+    """The ground truth a task's answer template gives now: {"ground_truth", "reference_fetched_at"}, or
+    {"error"} when the template fails."""
+    tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
+    module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["answer_template"], "answer_template")
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        value = await run_check(module, None, None, None, timeout, call=("get_reference", []), package=True)
+    except ValueError as exc:
+        return {"error": f"answer template: {exc}"}
+    if value is None or not str(value).strip():
+        return {"error": f"answer template: returned {value!r}, no answer"}
+    return {"ground_truth": str(value), "reference_fetched_at": when}
+
+
+async def _state_check(ctx: JudgeContext, inputs: TaskInputs, truth: str | None, parser: str,
+                       timeout: float) -> dict[str, Any]:
+    """A task's check script run on its answer and its workspace: {"score"} or {"score", "error"}."""
+    tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
+    module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["eval_script"], "eval_script")
+    workspace = inputs.workspace if inputs.workspace is not None else Path(tasks_file).parent
+    target = str(workspace / _OUTPUTS.sub("", truth)) if truth and _OUTPUTS.match(truth) else truth
+    try:
+        passed = await run_check(module, None, None, None, timeout, call=("run_test", [inputs.final_answer, target]),
+                                  package=True)
+    except ValueError as exc:
+        return {"score": 0 if parser == "published" else None, "error": f"check script: {exc}"}
+    return {"score": int(bool(passed))}
+
+
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
-    """One task's entry: level, score (0, 1, or null when skipped), each judge's score and reply, and why
-    no judge was asked when none was."""
-    level, truth, question = _task_fields(ctx, inputs)
+    """One task's entry: level, score (0, 1, a fraction under the published reading, or null when skipped
+    or erred), each judge's score and reply, and why no judge was asked when none was."""
+    parser = parser_of(ctx.options)
+    level, truth, question = _task_fields(ctx, inputs, parser)
+    task = inputs.task or {}
+    timeout = float(ctx.options.get("timeout") or DEFAULT_TIMEOUT)
+    fetched: dict[str, Any] = {}
+    if task.get("answer_template") is not None:
+        fetched = await _fetched_truth(ctx, inputs, timeout)
+        if "error" in fetched:
+            return {"level": level, "score": None, "judges": {}, "error": fetched["error"]}
+        truth = fetched["ground_truth"]
+    if task.get("eval_script") is not None:
+        if inputs.prediction is None:
+            return {"level": level, "score": 0, "judges": {}, "reason": "no prediction (the agent run did not end)"}
+        return {"level": level, "judges": {}, **await _state_check(ctx, inputs, truth, parser, timeout)}
     if truth is None:
         return {"level": level, "score": None, "judges": {}, "reason": "no ground truth (skipped)"}
     if inputs.prediction is None:
-        return {"level": level, "score": 0, "judges": {}, "reason": "no prediction (the agent run did not end)"}
+        return {"level": level, "score": 0, "judges": {}, "reason": "no prediction (the agent run did not end)",
+                **fetched}
     answer = inputs.final_answer
     if answer is None or not answer.strip():
-        return {"level": level, "score": 0, "judges": {}, "reason": "no final answer"}
-    ask = Question(PROMPT, {"question": question, "reference_answer": truth, "agent_answer": answer})
-    specs = list(ctx.pool.specs)
-    answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, _scored_reply)
+        return {"level": level, "score": 0, "judges": {}, "reason": "no final answer", **fetched}
+    prompt, parse = (PUBLISHED_PROMPT, parse_published) if parser == "published" else (PROMPT, parse_verdict)
+    ask = Question(prompt, {"question": question, "reference_answer": truth, "agent_answer": answer})
+    specs = list(ctx.pool.specs)[:1] if parser == "published" else list(ctx.pool.specs)
+    answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, lambda t: (parse(t), t))
                                      for spec in specs), return_exceptions=True)
     for outcome in answers:
         if isinstance(outcome, BaseException):
             raise outcome
     names = [spec.identity["model"] for spec in specs]
     scores = {name: score for name, (score, _) in zip(names, answers, strict=True)}
-    return {"level": level, "score": majority(list(scores.values())), "judges": scores,
+    score = scores[names[0]] if parser == "published" else majority(list(scores.values()))
+    return {"level": level, "score": score, "judges": scores, **fetched,
             "replies": {name: reply for name, (_, reply) in zip(names, answers, strict=True)}}
-
-
-def _scored_reply(text: str) -> tuple[int, str]:
-    """(the 0/1 of a judge reply, the reply as given); ValueError as `parse_verdict`."""
-    return parse_verdict(text), text
 
 
 def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
     if not isinstance(entry, dict):
         raise InputError(path, "must be an object {level, score, judges}", task_id=task_id)
-    if entry.get("level") not in LEVELS and not (entry.get("level") is None and entry.get("score") is None):
-        raise InputError(path, f"must be one of {', '.join(LEVELS)}, got {entry.get('level')!r}", task_id=task_id,
-                         field="level")
+    level = entry.get("level")
+    if level is not None and (not isinstance(level, str) or not level.strip()):
+        raise InputError(path, f"must be a level label or null, got {level!r}", task_id=task_id, field="level")
     score = entry.get("score")
-    if score is not None and (isinstance(score, bool) or score not in (0, 1)):
-        raise InputError(path, f"must be 0, 1 or null, got {score!r}", task_id=task_id, field="score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                              or not 0.0 <= score <= 1.0):
+        raise InputError(path, f"must be a number in [0, 1] or null, got {score!r}", task_id=task_id, field="score")
     return entry
 
 
@@ -132,28 +248,27 @@ def entries(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def read(path: Path) -> Verdicts:
-    """Per task: ``answer_level``, and ``answer_success`` (0/1) unless it was skipped."""
+    """Per task: ``answer_level``, and ``answer_success`` (0/1, or a fraction a published judge gave)
+    unless it was skipped or erred."""
     out = Verdicts()
     for tid, entry in entries(Path(path)).items():
         values: dict[str, Any] = {"answer_level": entry["level"]}
         if entry["score"] is not None:
-            values["answer_success"] = int(entry["score"])
+            values["answer_success"] = entry["score"]
         out.per_id[tid] = values
     return out
 
 
-def success_rates(levels: Mapping[str, str], scores: Mapping[str, int | None]) -> dict[str, Any]:
-    """SR per level, their macro mean over the levels present, the micro mean, and the counts, of tasks
-    given by id -> level and id -> score (None: skipped)."""
+def success_rates(levels: Mapping[str, str | None], scores: Mapping[str, float | None]) -> dict[str, Any]:
+    """SR per level, their macro mean over the level groups present (L1, L2, L3, and any other label or
+    no level, each its own group), the micro mean, and the counts, of tasks given by id -> level and
+    id -> score (None: skipped)."""
     judged = [i for i in scores if scores[i] is not None]
-    out: dict[str, Any] = {}
-    per_level = {}
-    for level in LEVELS:
-        values = [scores[i] for i in judged if levels[i] == level]
-        per_level[level] = mean_or_none(values)
-        out[f"answer_sr_{level.lower()}"] = per_level[level]
-    present = [v for v in per_level.values() if v is not None]
-    out["answer_sr"] = mean_or_none(present)
+    groups: dict[str, list[float]] = {}
+    for i in judged:
+        groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(scores[i])
+    out: dict[str, Any] = {f"answer_sr_{level.lower()}": mean_or_none(groups.get(level, [])) for level in LEVELS}
+    out["answer_sr"] = mean_or_none([mean_or_none(v) for v in groups.values()])
     out["answer_sr_micro"] = mean_or_none([scores[i] for i in judged])
     out["answer_judged"] = len(judged)
     out["answer_skipped"] = len(scores) - len(judged)
@@ -168,9 +283,19 @@ def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
 
 
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The file: aggregate (over every entry), per_id and meta."""
-    rates = success_rates({i: e["level"] for i, e in per_id.items()}, {i: e["score"] for i, e in per_id.items()})
-    return {"aggregate": rates, "per_id": per_id, "meta": {**meta, "prompt_version": PROMPT.version}}
+    """The file: aggregate (over every entry; with the SR of every level group and the ids whose check
+    script or answer template failed), per_id and meta."""
+    levels = {i: e["level"] for i, e in per_id.items()}
+    rates = success_rates(levels, {i: e["score"] for i, e in per_id.items()})
+    groups: dict[str, list[float]] = {}
+    for i, e in per_id.items():
+        if e["score"] is not None:
+            groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(e["score"])
+    rates["levels"] = {level: mean_or_none(values) for level, values in groups.items()}
+    rates["error_ids"] = [i for i, e in per_id.items() if e.get("error")]
+    parser = parser_of(meta)
+    prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
+    return {"aggregate": rates, "per_id": per_id, "meta": {**meta, "parser": parser, "prompt_version": prompt.version}}
 
 
 def normalized(text: str) -> str:
@@ -183,7 +308,7 @@ def scripted_answer(payload: dict[str, Any], bias: float) -> str:
     in the normalized agent answer."""
     agree = f" {normalized(str(payload['reference_answer']))} " in f" {normalized(str(payload['agent_answer']))} "
     return (f"The reference answer is {'' if agree else 'not '}contained in the agent's answer."
-            f"\n{{\"score\": {int(agree)}}}")
+            f"\n```json\n{{\"score\": {int(agree)}}}\n```")
 
 
 _RATE, _COUNT = (0.0, 1.0), (0.0, None)
@@ -195,7 +320,7 @@ METRICS: tuple[Metric, ...] = tuple(
 """The Success Rates (per level, their macro mean, the micro mean) and the counts, by `aggregate`; not
 leaderboard columns (the report's outcome checks table has them)."""
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task"}), metrics=METRICS,
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
                       aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
                       columns=("answer_level", "answer_success"))

@@ -23,7 +23,10 @@ end) fails without running its check; a task without ``check`` is skipped.
 Per task S_i = e_i,1 x ... x e_i,m. Aggregate over the checked tasks (``check_tasks`` = N of them,
 ``check_errors`` = E of them with an evaluator error): ``check_accuracy`` = sum S_i / N (an evaluator
 error counts as a failure) and ``check_accuracy_evaluated`` = sum S_i / (N - E) (the tasks whose check
-gave an answer; null when there is none).
+gave an answer; null when there is none): the latter is the TOBench paper's Avg (eq. 11 over the
+evaluated tasks, Table 2: GPT-5's 26.80 = 26 / 97) and the default ``Accuracy`` column; the former is
+``Accuracy (errors as failures)``. ``check_by_group`` gives both per group of the task fields ``by`` names
+(default: ``type`` and ``task_difficulty``, Table 2's task family and difficulty).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,22 +48,30 @@ NAME = "verifiers"
 SUFFIX = "checks"
 RUNNER = Path(__file__).with_name("check_runner.py")
 DEFAULT_TIMEOUT = 60.0
+GROUP_BY: tuple[str, ...] = ("type", "task_difficulty")
+"""The task fields TOBench's Table 2 groups its results by: task family and difficulty."""
+
+
+def task_script(tasks_file: Path, task_id: str, value: Any, field: str = "check") -> Path:
+    """A Python file a task names in `field`, resolved against the tasks file's folder (the folder
+    itself when `tasks_file` is one); InputError when it is not a relative path to a .py file inside it."""
+    tasks_file = Path(tasks_file)
+    base = tasks_file.resolve() if tasks_file.is_dir() else tasks_file.resolve().parent
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(tasks_file, f"must be a path to a .py file or null, got {value!r}", task_id=task_id,
+                         field=field)
+    target = (base / value).resolve()
+    if Path(value).is_absolute() or not target.is_relative_to(base):
+        raise InputError(tasks_file, f"{value!r} leaves the tasks folder {base} (scripts lie beside the "
+                         "tasks file)", task_id=task_id, field=field)
+    if target.suffix != ".py" or not target.is_file():
+        raise InputError(tasks_file, f"no Python file {target}", task_id=task_id, field=field)
+    return target
 
 
 def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
-    """The check file a task names, resolved against the tasks file's folder; InputError when it is not a
-    relative path to a .py file inside that folder."""
-    base = Path(tasks_file).resolve().parent
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(tasks_file, f"must be a path to a .py file or null, got {value!r}", task_id=task_id,
-                         field="check")
-    target = (base / value).resolve()
-    if Path(value).is_absolute() or not target.is_relative_to(base):
-        raise InputError(tasks_file, f"{value!r} leaves the tasks folder {base} (check modules lie beside the "
-                         "tasks file)", task_id=task_id, field="check")
-    if target.suffix != ".py" or not target.is_file():
-        raise InputError(tasks_file, f"no Python file {target}", task_id=task_id, field="check")
-    return target
+    """The check file a task names in ``check`` (`task_script`)."""
+    return task_script(tasks_file, task_id, value, "check")
 
 
 def checks_of(result: Any) -> list[int]:
@@ -79,16 +90,23 @@ def _last_line(text: bytes) -> str:
 
 
 async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
-                    timeout: float) -> list[int]:
+                    timeout: float, call: tuple[str, list[Any]] | None = None, package: bool = False) -> Any:
     """The checks of one module on one run, in a process of its own; ValueError with a one-line reason
-    when it raises, dies, runs past `timeout` seconds or returns anything but a non-empty list of 0/1."""
+    when it raises, dies, runs past `timeout` seconds or returns anything but a non-empty list of 0/1.
+
+    `call` (function name, arguments) calls another function of the module with those arguments and
+    returns what it returned, unchecked (MCPVerse's ``run_test(pred, path)`` and ``get_reference()``);
+    `package`: the module is imported as ``<its folder>.<its name>`` (its relative imports work)."""
     with tempfile.TemporaryDirectory(prefix="m3check-") as tmp:
         source, target = Path(tmp) / "input.json", Path(tmp) / "output.json"
-        source.write_text(json.dumps({"module": str(module), "trajectory": trajectory, "tool_log": tool_log,
-                                      "workspace": None if workspace is None else str(workspace)}),
-                          encoding="utf-8")
+        job = {"module": str(module), "trajectory": trajectory, "tool_log": tool_log,
+               "workspace": None if workspace is None else str(workspace)}
+        if call is not None:
+            job.update(function=call[0], args=call[1], package=package)
+        source.write_text(json.dumps(job), encoding="utf-8")
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(RUNNER), str(source), str(target), cwd=str(module.parent),
+            sys.executable, str(RUNNER), str(source), str(target),
+            cwd=str(module.parent.parent if package else module.parent),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
             start_new_session=True)
         try:
@@ -106,12 +124,38 @@ async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_
         out = json.loads(target.read_text(encoding="utf-8"))
     if "error" in out:
         raise ValueError(out["error"])
-    return checks_of(out["result"])
+    return out["result"] if call is not None else checks_of(out["result"])
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
-    """One task's entry: its checks, whether all passed, and the evaluator error (null when none)."""
+    """One task's entry: its checks, whether all passed, the evaluator error (null when none), its group
+    (the task fields the ``by`` setting names, default family and difficulty, when it has them) and
+    the run's usage where the rollout recorded it (tool calls, tokens, their cost at ``price``)."""
     task = inputs.task or {}
+    entry = await _judged(ctx, inputs, task)
+    if "check" not in entry:
+        return entry
+    group = {f: task[f] for f in ctx.options.get("by") or GROUP_BY if task.get(f) is not None}
+    recorded = inputs.prediction is not None and isinstance(inputs.prediction.raw.get("usage"), dict)
+    return {**entry, **({"group": group} if group else {}), **({"usage": _usage(ctx, inputs)} if recorded else {})}
+
+
+def _usage(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
+    """The run's tool calls, tokens (as the rollout recorded them in the record's ``usage``) and cost in
+    USD (null without the ``price`` setting, USD per million input / output tokens)."""
+    assert inputs.prediction is not None
+    usage = inputs.prediction.raw["usage"]
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    total = usage.get("total_tokens")
+    price = ctx.options.get("price") or {}
+    cost = None
+    if is_number(prompt) and is_number(completion) and is_number(price.get("input")) and is_number(price.get("output")):
+        cost = (prompt * price["input"] + completion * price["output"]) / 1e6
+    return {"tool_calls": len(inputs.prediction.calls), "tokens": total if is_number(total) else None,
+            "cost_usd": cost}
+
+
+async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: dict[str, Any]) -> dict[str, Any]:
     if task.get("check") is None:
         return {"checks": None, "passed": None, "error": None, "reason": "no check module (skipped)"}
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
@@ -151,13 +195,15 @@ def entries(path: Path) -> dict[str, dict[str, Any]]:
 
 def read(path: Path) -> Verdicts:
     """Per checked task: ``check_success`` (0/1, null for an evaluator error) and ``check_error``
-    (the reason, or null); skipped tasks have no values."""
+    (the reason, or null); skipped tasks have no values. Its group and usage go to ``detail``."""
     out = Verdicts()
     for tid, entry in entries(Path(path)).items():
         if entry.get("error") is not None:
             out.per_id[tid] = {"check_success": None, "check_error": entry["error"]}
         elif entry.get("passed") is not None:
             out.per_id[tid] = {"check_success": int(entry["passed"]), "check_error": None}
+        if tid in out.per_id:
+            out.detail[tid] = {k: entry[k] for k in ("group", "usage") if isinstance(entry.get(k), dict)}
     return out
 
 
@@ -171,24 +217,47 @@ def accuracy(successes: Sequence[int | None]) -> dict[str, Any]:
             "check_tasks": n, "check_errors": n - len(evaluated)}
 
 
+def breakdown(tasks: Sequence[tuple[int | None, Mapping[str, Any]]]) -> dict[str, Any]:
+    """`accuracy` of checked tasks given as (S_i, detail), with ``check_by_group`` (the accuracies per
+    group, named "<value> / <value>" in the ``by`` order, when some task has a group) and
+    ``check_usage`` (mean tool calls, thousands of tokens and cost in USD per task over the tasks that
+    have them; TOBench Table 2's Tool Calls, Tokens(k), Cost($))."""
+    out = accuracy([s for s, _ in tasks])
+    groups: dict[str, list[int | None]] = {}
+    for s, detail in tasks:
+        if detail.get("group"):
+            groups.setdefault(" / ".join(str(v) for v in detail["group"].values()), []).append(s)
+    if groups:
+        out["check_by_group"] = {name: accuracy(values) for name, values in sorted(groups.items())}
+    usages = [d["usage"] for _, d in tasks if d.get("usage")]
+    if usages:
+        def per_task(key: str, scale: float = 1.0) -> float | None:
+            values = [u[key] / scale for u in usages if is_number(u.get(key))]
+            return sum(values) / len(values) if values else None
+        out["check_usage"] = {"tool_calls": per_task("tool_calls"), "tokens_k": per_task("tokens", 1000.0),
+                              "cost_usd": per_task("cost_usd")}
+    return out
+
+
 def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """`accuracy` over the checked tasks among these ids."""
-    return accuracy([verdicts.per_id[i]["check_success"] for i in ids if i in verdicts.per_id])
+    """`breakdown` over the checked tasks among these ids."""
+    return breakdown([(verdicts.per_id[i]["check_success"], verdicts.detail.get(i, {})) for i in ids
+                      if i in verdicts.per_id])
 
 
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The file: aggregate (accuracies, counts, the ids with an evaluator error, the skipped count),
-    per_id and meta."""
+    """The file: aggregate (`breakdown`, the ids with an evaluator error, the skipped count), per_id and
+    meta."""
     checked = {i: e for i, e in per_id.items() if e.get("error") is not None or e.get("passed") is not None}
-    agg = accuracy([None if e.get("error") is not None else int(e["passed"]) for e in checked.values()])
+    agg = breakdown([(None if e.get("error") is not None else int(e["passed"]), e) for e in checked.values()])
     agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
     agg["skipped"] = len(per_id) - len(checked)
     return {"aggregate": agg, "per_id": per_id, "meta": meta}
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("check_accuracy", "Accuracy", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
-    Metric("check_accuracy_evaluated", "Accuracy (evaluated)", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric("check_accuracy_evaluated", "Accuracy", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric("check_accuracy", "Accuracy (errors as failures)", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
     Metric("check_tasks", "Tasks Checked", NAME, PROFILES, "evaluator", False, False, 0.0),
     Metric("check_errors", "Evaluator Errors", NAME, PROFILES, "evaluator", False, False, 0.0),
 )

@@ -176,8 +176,8 @@ def families_markdown(tables: dict[str, Table]) -> str:
 
 def outcomes_table(results: list[ModelResult]) -> Table | None:
     """Per model (in the given order) the outcome checks it has: SR per level, SR (the macro mean over
-    the levels present), SR (micro), the answers judged and skipped, Accuracy over every checked task
-    (evaluator errors counted as failures) and over the evaluated ones, the tasks checked and the
+    the levels present), SR (micro), the answers judged and skipped, Accuracy over the evaluated tasks
+    and over every checked task (evaluator errors counted as failures), the tasks checked and the
     evaluator errors; None when no model has any. Columns no model has are left out."""
     keys = [k for k in OUTCOME_KEYS if any(r.aggregate.get(k) is not None for r in results)]
     if not keys:
@@ -186,6 +186,6 @@ def outcomes_table(results: list[ModelResult]) -> Table | None:
             if any(r.aggregate.get(k) is not None for k in keys)]
     note = ("SR: mean over the complexity levels present of each level's success rate (macro); SR (micro): "
             "mean over the judged answers; tasks without ground truth are skipped. Accuracy: tasks whose checks "
-            "all pass over every checked task, an evaluator error counted as a failure; Accuracy (evaluated): "
-            "over the tasks without an evaluator error.")
+            "all pass over the tasks without an evaluator error (TOBench's Avg); Accuracy (errors as failures): "
+            "over every checked task, an evaluator error counted as a failure.")
     return Table(columns=["Model", *(label_of(k) for k in keys)], rows=rows, title="Outcome checks", note=note)

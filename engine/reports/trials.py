@@ -70,6 +70,43 @@ def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table
     return Table(columns=labels, rows=rows, title="Leaderboard over trials", digits=3, note=note)
 
 
+def conventions_table(models: dict[str, dict[str, Any]]) -> Table | None:
+    """Per model, the figures each convention reports (trials.json's main block and its ``conventions``):
+    the project's pass^1 and pass^N (losses counted as failures), tau2-bench's average reward and pass^k
+    up to its max_k, MCPMark's pass@1 (avg ± population std), pass@N and pass^N or its refusal; None when
+    no model has a peer convention."""
+    if not any(doc.get("conventions") for doc in models.values()):
+        return None
+    rows = []
+    for model, doc in models.items():
+        n = doc["meta"]["trials"]
+        block = doc["pass_hat_k"]["losses_as_failures"]
+        rows.append([model, "project", f"pass^1 {_value(block['1']['value'])}, pass^{n} {_value(block[str(n)]['value'])}"])
+        peers = doc.get("conventions") or {}
+        if "tau2" in peers:
+            t = peers["tau2"]
+            hats = ", ".join(f"pass^{k} {_value(v)}" for k, v in t["pass_hat_k"].items())
+            rows.append([model, "tau2", f"avg_reward {_value(t['avg_reward'])}, {hats or 'no pass^k'} (max_k {t['max_k']})"])
+        if "mcpmark" in peers:
+            m = peers["mcpmark"]
+            if "refused" in m:
+                rows.append([model, "mcpmark", f"refused: {m['refused']}"])
+            else:
+                k = m["k"]
+                first = m["pass@1"]
+                head = f"pass@1 {first['avg']} ± {first['std']}, " if isinstance(first, dict) else ""
+                rows.append([model, "mcpmark", f"{head}pass@{k} {m[f'pass@{k}']}, pass^{k} {m[f'pass^{k}']}"])
+    note = ("project: the unbiased estimators with infrastructure losses counted as failures; tau2: tau2-bench's "
+            "agent_metrics (losses dropped, success = value == 1, average over trials, pass^k up to the smallest "
+            "per-task count); mcpmark: MCPMark's aggregate_results (k = N only, population std, a model with a "
+            "missing slot refused).")
+    return Table(columns=["Model", "Convention", "Figures"], rows=rows, title="Repeated runs by convention", note=note)
+
+
+def _value(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
 def inventory_table(models: dict[str, dict[str, Any]]) -> Table:
     """Every model's slots per trial: finished, failed by the agent, lost to infrastructure."""
     rows = []

@@ -13,13 +13,15 @@ from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, 
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    leaderboard_table, outcomes_table, tool_use_table)
-from engine.reports.trials import inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
+from engine.reports.tobench import tobench_table
+from engine.reports.trials import conventions_table, inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
 from engine.trials import TRIALS_FILE
 
 
 def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
     """Write the run's leaderboard, family and budget tables (md/csv/json) and plots, and the call
-    outcomes, tool-use and outcome checks tables and plots when some model has them; returns the paths.
+    outcomes, tool-use and outcome checks tables and plots, and TOBench's Table 2 (tobench.md), when
+    some model has them; returns the paths.
 
     Files go to out_dir (default: run_dir), each written atomically.
     """
@@ -34,6 +36,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     calls = calls_table(ranked)
     tools = tool_use_table(ranked)
     outcomes = outcomes_table(ranked)
+    tobench = tobench_table(ranked)
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -45,7 +48,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written.append(out / name)
 
     for stem, table in (("leaderboard", board), ("budget", budget), ("calls", calls), ("tool_use", tools),
-                        ("outcomes", outcomes)):
+                        ("outcomes", outcomes), ("tobench", tobench)):
         if table is None:
             continue
         text(f"{stem}.md", table.to_markdown())
@@ -71,14 +74,16 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
 
 
 def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:
-    """The reports of a run's trials.json: leaderboard_trials and trial_inventory (md, csv, json),
-    pass_k.png and task_spread.png."""
+    """The reports of a run's trials.json: leaderboard_trials, trial_inventory and trial_conventions
+    (md, csv, json), pass_k.png and task_spread.png."""
     models = read_trials(path)
     if not models:
         return []
     written = []
     for stem, table in (("leaderboard_trials", trials_leaderboard(models, board)),
-                        ("trial_inventory", inventory_table(models))):
+                        ("trial_inventory", inventory_table(models)), ("trial_conventions", conventions_table(models))):
+        if table is None:
+            continue
         for suffix, content in (("md", table.to_markdown()), ("csv", table.to_csv())):
             atomic_write_text(out / f"{stem}.{suffix}", content)
             written.append(out / f"{stem}.{suffix}")

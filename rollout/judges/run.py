@@ -41,6 +41,7 @@ from engine.evaluators.m3_judges import EVALUATOR as M3_JUDGES
 from engine.evaluators.m3_judges import TASKCOMPLETION, read_taskcompletion, taskcompletion_document
 from engine.evaluators.prompts import COMPLETION, GROUNDING, OUTCOME, TASK_COMPLETION
 from engine.judge_results import companion_path
+from engine.neighbour_tasks import read_task_dir
 from engine.trials import find_trials
 from rollout.judges.agreement import agreement
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
@@ -211,7 +212,10 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
 
 
 def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
-    """id -> task record of a tasks file (a list of objects with ids, or an object id -> task), in order."""
+    """id -> task record of a tasks file (a list of objects with ids, or an object id -> task), in order;
+    a folder is a checkout of the MCPVerse repository (engine.neighbour_tasks)."""
+    if Path(path).is_dir():
+        return read_task_dir(path)
     root = read_json(path, "tasks file")
     items = list(root.items()) if isinstance(root, dict) else list(enumerate(root)) if isinstance(root, list) \
         else None

@@ -93,7 +93,7 @@ def test_a_judge_that_never_answers_leaves_the_task_unjudged(tmp_path, chat_serv
     assert "no usable answer_equivalence answer in 2 attempt(s)" in out["meta"]["failed"]["a"]
     assert out["per_id"]["c"]["score"] == 0 and out["per_id"]["b"]["score"] is None
     assert len(server.requests) == 2
-    server.policy = lambda request: 'Same value.\n{"score": 1}'
+    server.policy = lambda request: 'Same value.\n```json\n{"score": 1}\n```'
     assert run_judge(cfg) == 0  # the rerun judges only what it lacks; the failed attempts are cached
     out = json.loads((tmp_path / "m_test_mcp_fuzzy_answers.json").read_text())
     assert out["per_id"]["a"]["score"] == 1 and out["meta"]["failed"] == {}
@@ -128,7 +128,11 @@ def test_demo_sets_rollout_judge_score_reports(tmp_path) -> None:
         else:
             assert (agg["check_accuracy"], agg["check_accuracy_evaluated"]) == (0.4, 0.5)
             assert (agg["check_tasks"], agg["check_errors"]) == (5, 1)
+            assert set(agg["check_by_group"]) == {"Customer Service / easy", "Intelligent Creation / easy"}
+            assert agg["check_usage"]["tool_calls"] > 0
+            assert "| Model | Avg | Customer Service / easy | Intelligent Creation / easy |" in \
+                (out / "tobench.md").read_text()
             checks = json.loads((results / "scripted_test_mcp_fuzzy_checks.json").read_text())
             assert checks["aggregate"]["error_ids"] == ["tb-04"]
             assert checks["per_id"]["tb-04"]["error"] == "KeyError: 'answer'"
-            assert "| scripted | 0.4000 | 0.5000 | 5 | 1 |" in table
+            assert "| scripted | 0.5000 | 0.4000 | 5 | 1 |" in table

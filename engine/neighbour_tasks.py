@@ -1,0 +1,183 @@
+"""Task records of a neighbour benchmark's own files: MCPVerse's repository as published, and a folder of
+TOBench task files; ``read_task_dir`` tells them apart.
+
+``read_mcpverse(root)`` reads ``<root>/mcpverse/data/*.csv`` (or ``<root>/data/*.csv`` when `root` is
+the ``mcpverse`` folder itself), one task per row, in the shape the judge app's evaluators read:
+
+- ``id`` = ``question_id``; ``question`` (the published runner's output folder
+  ``./outputs/{OUTPUT_SUB_FOLDER}/task_outputs`` becomes ``.``, the task's workspace);
+- ``level`` = ``complexity`` (null when empty: its own group in the published macro mean);
+- ``ground_truth`` = ``answer`` (null when empty);
+- ``eval_method`` ``llm_as_a_judge`` (judged against the answer) or ``eval_script``: ``eval_script`` =
+  ``eval_scripts/<question_id>.py`` (``run_test(pred, path)``, the answer being the path it checks);
+- ``get_answer_id`` (a column of the time-sensitive sets): ``answer_template`` =
+  ``templates/<get_answer_id>.py`` (``get_reference()``, run at scoring time);
+- ``required_mcps`` (``MCP`` split on ``+`` or ``;``), ``required_tools`` (``tool``), ``time_sensitive``
+  (``time-sensitive`` other than ``No``).
+
+``read_tobench(root)`` reads every ``*.json`` under `root` holding a TOBench task (an object, or a list
+of them, with the fields of the paper's section 3.2: ``task_name``, ``task_difficulty``, ``turn_mode``,
+``required_mcp``, ``agent_config``, ``user_request``, ``input_files``): ``id`` = ``task_name``;
+``question`` = ``user_request``; ``type`` = its ``task_family`` (or ``category``) field, else the first
+folder under `root` it lies in (the family folders); ``image`` = the first input file with an image
+suffix; ``check`` = its ``check`` field, else ``<task file stem>.py`` beside a one-task file when there
+is one (TOBench publishes no verifier code: a check module follows engine.evaluators.verifiers).
+
+Script paths are relative to `root`, as the evaluators resolve them against the tasks "file" (here
+the folder). Bad input (no task, a missing column or field, a repeated id, an unknown eval_method, a
+missing check script) is an InputError naming the file, the id and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, Task, read_json
+
+REQUIRED = ("question_id", "question", "complexity", "answer", "eval_method")
+METHODS = ("llm_as_a_judge", "eval_script")
+OUTPUT_FOLDER = "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs"
+
+
+def mcpverse_folder(root: Path) -> Path:
+    """The ``mcpverse`` folder of a checkout (or `root` itself); InputError when it has no data/*.csv."""
+    root = Path(root)
+    for folder in (root / "mcpverse", root):
+        if sorted((folder / "data").glob("*.csv")):
+            return folder
+    raise InputError(root, "no mcpverse/data/*.csv (expected a checkout of the MCPVerse repository)",
+                     field="tasks.root")
+
+
+def _split(value: str) -> list[str]:
+    for separator in ("+", ";"):
+        if separator in value:
+            return [m.strip() for m in value.split(separator) if m.strip()]
+    return [value.strip()] if value.strip() else []
+
+
+def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[str, Any]:
+    tid = (row.get("question_id") or "").strip()
+    if not tid:
+        raise InputError(path, "missing or empty id", field="question_id")
+    method = (row.get("eval_method") or "").strip() or "llm_as_a_judge"
+    if method not in METHODS:
+        raise InputError(path, f"must be one of {', '.join(METHODS)}, got {method!r}", task_id=tid,
+                         field="eval_method")
+    answer = (row.get("answer") or "").strip()
+    record: dict[str, Any] = {
+        "id": tid, "question": (row.get("question") or "").replace(OUTPUT_FOLDER, "."),
+        "level": (row.get("complexity") or "").strip() or None, "ground_truth": answer or None,
+        "eval_method": method, "required_mcps": _split(row.get("MCP") or ""),
+        "required_tools": (row.get("tool") or "").strip() or None,
+        "time_sensitive": (row.get("time-sensitive") or "No").strip() != "No"}
+    if method == "eval_script":
+        if not (folder / "eval_scripts" / f"{tid}.py").is_file():
+            raise InputError(path, f"no check script {folder / 'eval_scripts' / f'{tid}.py'}", task_id=tid,
+                             field="eval_method")
+        record["eval_script"] = f"{prefix}eval_scripts/{tid}.py"
+    template = (row.get("get_answer_id") or "").strip()
+    if template:
+        if not (folder / "templates" / f"{template}.py").is_file():
+            raise InputError(path, f"no answer template {folder / 'templates' / f'{template}.py'}", task_id=tid,
+                             field="get_answer_id")
+        record["answer_template"] = f"{prefix}templates/{template}.py"
+    return record
+
+
+def read_mcpverse(root: str | Path) -> dict[str, dict[str, Any]]:
+    """id -> task record of every row of an MCPVerse checkout's data/*.csv (files in name order)."""
+    root = Path(root)
+    folder = mcpverse_folder(root)
+    prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((folder / "data").glob("*.csv")):
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+            if missing:
+                raise InputError(path, "missing column(s) " + ", ".join(missing), field=missing[0])
+            for row in reader:
+                record = _record(path, row, folder, prefix)
+                if record["id"] in out:
+                    raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=record["id"],
+                                     field="question_id")
+                out[record["id"]] = record
+    return out
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
+
+
+def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) -> dict[str, Any]:
+    tid = obj.get("task_name")
+    if not isinstance(tid, str) or not tid.strip():
+        raise InputError(path, "missing or empty task name", field="task_name")
+    request = obj.get("user_request")
+    if not isinstance(request, str) or not request.strip():
+        raise InputError(path, "missing or empty text", task_id=tid, field="user_request")
+    files = obj.get("input_files") or []
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise InputError(path, "must be a list of paths", task_id=tid, field="input_files")
+    relative = path.parent.relative_to(root)
+    family = obj.get("task_family") or obj.get("category") or (relative.parts[0] if relative.parts else None)
+    image = next((f for f in files if Path(f).suffix.lower() in IMAGE_SUFFIXES), None)
+    check = obj.get("check")
+    if check is None and alone and path.with_suffix(".py").is_file():
+        check = path.with_suffix(".py").relative_to(root).as_posix()
+    elif isinstance(check, str):
+        check = (relative / check).as_posix()
+    return {**obj, "id": tid, "question": request, "type": family, "check": check,
+            "image": None if image is None else (relative / image).as_posix()}
+
+
+def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
+    """id -> task record of every TOBench task file under `root` (paths in sorted order)."""
+    root = Path(root)
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(root.rglob("*.json")):
+        data = read_json(path, "task file")
+        items = data if isinstance(data, list) else [data]
+        if not all(isinstance(o, dict) and "task_name" in o for o in items):
+            continue  # not a task file (a fixture or an input file of a task)
+        for obj in items:
+            record = _tobench_record(root, path, obj, len(items) == 1)
+            if record["id"] in out:
+                raise InputError(path, "repeated task name (in this or an earlier task file)", task_id=record["id"],
+                                 field="task_name")
+            out[record["id"]] = record
+    if not out:
+        raise InputError(root, "no TOBench task file (*.json objects with task_name and user_request) and no "
+                         "mcpverse/data/*.csv", field="tasks.root")
+    return out
+
+
+def read_task_dir(root: str | Path) -> dict[str, dict[str, Any]]:
+    """The task records of a neighbour's folder: an MCPVerse checkout (data/*.csv), else TOBench task files."""
+    root = Path(root)
+    if any(sorted((folder / "data").glob("*.csv")) for folder in (root / "mcpverse", root)):
+        return read_mcpverse(root)
+    return read_tobench(root)
+
+
+def task_dir_tasks(root: str | Path, ids: list[str] | None = None) -> list[Task]:
+    """The rollout's tasks of a neighbour's folder (every task, or those `ids`), in file order; an image
+    resolved against `root` must exist."""
+    records = read_task_dir(root)
+    if ids:
+        unknown = sorted({str(i) for i in ids} - set(records))
+        if unknown:
+            raise InputError(root, f"requested id(s) not in the checkout: {', '.join(unknown)}", field="tasks.ids")
+    wanted = {str(i) for i in ids} if ids else None
+    tasks = []
+    for index, (tid, r) in enumerate(records.items()):
+        if wanted is not None and tid not in wanted:
+            continue
+        image = r.get("image")
+        image_path = (Path(root) / image).resolve() if image else None
+        if image_path is not None and not image_path.is_file():
+            raise InputError(root, f"input file {image_path} not found", task_id=tid, field="input_files")
+        tasks.append(Task(tid, r["question"], image, image_path, r.get("type") or r.get("level"), index))
+    return tasks

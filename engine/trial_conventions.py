@@ -1,0 +1,102 @@
+"""Repeated runs as two peers report them, from the same slot inventory as the project's rates
+(engine.trials): ``trials.convention`` = project | tau2 | mcpmark | all.
+
+- ``tau2`` (tau2-bench, ``src/tau2/metrics/agent_metrics.py``): slots lost to the infrastructure are
+  dropped; every other slot is a simulation whose reward is the success rule's value (a failure of the
+  agent: 0); success is reward == 1 (within 1e-6), not the rule's threshold; ``avg_reward`` is the mean
+  reward over simulations (trials, not tasks); pass^k = mean over the tasks left of C(c, k) / C(n, k)
+  with n the task's own count, for k = 1 .. the smallest n over those tasks (max_k), never beyond;
+- ``mcpmark`` (MCPMark, ``src/aggregators/aggregate_results.py``): k = N (the trials) only; a model
+  with any slot lost (a missing task or trial) is refused, with the slots named; success is the
+  rule's success; ``pass@1`` = mean over runs of (successes in the run / tasks), each run's rate
+  rounded to 6 digits, with the population standard deviation (divided by N); ``pass@N`` = share of
+  tasks with at least one success, ``pass^N`` = share with all N; rounded to 4 digits as it reports.
+
+The project's own convention (the unbiased estimators, losses counted as failures and excluded,
+sample standard deviation) is the document's main block.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.contract import ConfigError
+
+CONVENTIONS: tuple[str, ...] = ("project", "tau2", "mcpmark", "all")
+_TOLERANCE = 1e-6
+
+
+def conventions_of(cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    """The peer conventions `trials.convention` asks for beside the project's (default: all)."""
+    value = cfg.get("convention") or "all"
+    if value not in CONVENTIONS:
+        raise ConfigError(f"trials.convention: unknown convention {value!r} (expected one of "
+                          f"{', '.join(CONVENTIONS)})")
+    return ("tau2", "mcpmark") if value == "all" else () if value == "project" else (value,)
+
+
+def tau2(rewards: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    """tau2-bench's figures from task id -> the rewards of its simulations not lost (a task with none
+    is absent, as its dataframe has no row of it)."""
+    tasks = {tid: list(values) for tid, values in rewards.items() if values}
+    simulations = [r for values in tasks.values() for r in values]
+    if not simulations:
+        return {"avg_reward": 0.0, "avg_success": None, "pass_hat_k": {}, "max_k": 0, "simulations": 0,
+                "tasks": 0}
+    max_k = min(len(values) for values in tasks.values())
+    success = {tid: [abs(r - 1.0) <= _TOLERANCE for r in values] for tid, values in tasks.items()}
+    pass_hat = {}
+    for k in range(1, max_k + 1):
+        per_task = [math.comb(sum(s), k) / math.comb(len(s), k) for s in success.values()]
+        pass_hat[str(k)] = sum(per_task) / len(per_task)
+    flat = [s for values in success.values() for s in values]
+    return {"avg_reward": sum(simulations) / len(simulations), "avg_success": sum(flat) / len(flat),
+            "pass_hat_k": pass_hat, "max_k": max_k, "simulations": len(simulations), "tasks": len(tasks)}
+
+
+def mcpmark(success: Mapping[str, Sequence[bool | None]], lost: Sequence[str]) -> dict[str, Any]:
+    """MCPMark's figures from task id -> success per run (all tasks, N runs each), or its refusal
+    when `lost` names slots lost (missing tasks or runs)."""
+    if lost:
+        return {"refused": f"{len(lost)} slot(s) missing: {', '.join(lost[:10])}"
+                           + (" ..." if len(lost) > 10 else "")}
+    tasks = list(success)
+    runs = max((len(v) for v in success.values()), default=0)
+    if not tasks or not runs:
+        return {"refused": "no task or no run"}
+    rates = [round(sum(bool(success[t][r]) for t in tasks) / len(tasks), 6) for r in range(runs)]
+    mean = sum(rates) / len(rates)
+    std = (sum((r - mean) ** 2 for r in rates) / len(rates)) ** 0.5
+    return {"k": runs, "pass@1": {"avg": round(mean, 4), "std": round(std, 4)},
+            f"pass@{runs}": round(sum(any(success[t]) for t in tasks) / len(tasks), 4),
+            f"pass^{runs}": round(sum(all(success[t]) for t in tasks) / len(tasks), 4),
+            "total_tasks": len(tasks)}
+
+
+def _reward(value: Any) -> float:
+    """A finished slot's reward: the rule's value as a number (true 1, false and null 0)."""
+    return 0.0 if value is None else float(value)
+
+
+def peer_blocks(slots: Sequence[Any], task_ids: Sequence[str], trials: Sequence[Any], field: str,
+                wanted: Sequence[str]) -> dict[str, Any]:
+    """The `wanted` peer conventions over an inventory: `slots` (engine.trials.Slot) of `trials`
+    (engine.trials.Trial, in order), whose per-task values hold the success rule's `field`."""
+    out: dict[str, Any] = {}
+    if "tau2" in wanted:
+        kept: dict[str, list[float]] = {tid: [] for tid in task_ids}
+        for slot in slots:
+            if slot.state == "finished":
+                kept[slot.task_id].append(_reward(trials[slot.trial - 1].values.get(slot.task_id, {}).get(field)))
+            elif slot.state == "agent_failure":
+                kept[slot.task_id].append(0.0)
+        out["tau2"] = tau2(kept)
+    if "mcpmark" in wanted:
+        runs: dict[str, list[bool | None]] = {tid: [] for tid in task_ids}
+        for slot in slots:
+            runs[slot.task_id].append(slot.success)
+        lost = [f"{s.task_id}#{s.trial}" for s in slots if s.state == "infrastructure"]
+        out["mcpmark"] = mcpmark(runs, lost)
+    return out

@@ -1,0 +1,95 @@
+"""A checkout of the MCPVerse repository drops in: its CSV tasks with levels (one without), a check script
+run in its own process on the task's workspace, an answer template evaluated at scoring time, judged by
+the judge app's answer_equivalence with the published reading, over a real judge provider on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rollout_helpers import compose_judge
+
+from engine.contract import InputError
+from engine.neighbour_tasks import read_mcpverse, task_dir_tasks
+from rollout.judges.run import run as run_judge
+
+HEADER = "question_id,question,MCP,tool,complexity,answer,eval_method,time-sensitive,get_answer_id\n"
+
+
+def checkout(root: Path) -> Path:
+    """A small checkout in MCPVerse's published shapes."""
+    folder = root / "mcpverse"
+    (folder / "data").mkdir(parents=True)
+    (folder / "eval_scripts").mkdir()
+    (folder / "templates").mkdir()
+    (folder / "data" / "set_v1.csv").write_text(
+        HEADER
+        + "Q1,Which city is at (104.07 30.66)?,amap-maps,maps_regeocode,L1,Chengdu,llm_as_a_judge,No,\n"
+        + "Q2,What is 2+2?,calculator,add,L2,4,llm_as_a_judge,No,\n"
+        + "Q3,Write hi to `./outputs/{OUTPUT_SUB_FOLDER}/task_outputs/a.txt`,filesystem,write_file,L1,"
+          "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs/a.txt,eval_script,No,\n"
+        + "Q4,Capital of France?,wikipedia,search,,Paris,llm_as_a_judge,No,\n"
+        + "Q5,Which train is fastest tomorrow?,12306-mcp+time,get-tickets;get-current-date,L3,stale,"
+          "llm_as_a_judge,Yes,tq1\n", encoding="utf-8")
+    (folder / "eval_scripts" / "__init__.py").write_text("")
+    (folder / "eval_scripts" / "Q3.py").write_text(
+        "import os\n\ndef run_test(pred, file_path) -> bool:\n"
+        "    return os.path.isfile(file_path) and open(file_path).read().strip() == 'hi'\n")
+    (folder / "templates" / "utils.py").write_text("def answer():\n    return 'G1234'\n")
+    (folder / "templates" / "tq1.py").write_text("from .utils import answer\n\ndef get_reference():\n"
+                                                 "    return answer()\n")
+    return root
+
+
+def test_the_checkout_reads_as_tasks(tmp_path: Path) -> None:
+    records = read_mcpverse(checkout(tmp_path))
+    assert list(records) == ["Q1", "Q2", "Q3", "Q4", "Q5"]
+    assert records["Q3"]["eval_script"] == "mcpverse/eval_scripts/Q3.py" and "./a.txt" in records["Q3"]["question"]
+    assert records["Q4"]["level"] is None and records["Q5"]["answer_template"] == "mcpverse/templates/tq1.py"
+    assert records["Q5"]["required_mcps"] == ["12306-mcp", "time"] and records["Q5"]["time_sensitive"]
+    assert [t.id for t in task_dir_tasks(tmp_path / "mcpverse", ["Q2"])] == ["Q2"]
+    bad = tmp_path / "bad"
+    (bad / "data").mkdir(parents=True)
+    (bad / "data" / "x.csv").write_text(HEADER + "Q9,Q?,m,t,L1,a,regex,No,\n")
+    with pytest.raises(InputError, match="id Q9: field 'eval_method'"):
+        read_mcpverse(bad)
+    (bad / "data" / "x.csv").write_text("question_id,question\nQ9,Q?\n")
+    with pytest.raises(InputError, match="field 'complexity'"):
+        read_mcpverse(bad)
+
+
+def test_the_judge_app_scores_the_checkout_as_published(tmp_path: Path, chat_server) -> None:
+    root = checkout(tmp_path / "repo")
+    preds = tmp_path / "m_test_mcp_fuzzy.json"
+    preds.write_text(json.dumps([{"id": i, "steps": [], "final_reply": r} for i, r in
+                                 (("Q1", "Chengdu."), ("Q2", "five"), ("Q3", "written"), ("Q4", "Paris"),
+                                  ("Q5", "G1234, 3h"))]))
+    (tmp_path / "ws" / "Q3").mkdir(parents=True)
+    (tmp_path / "ws" / "Q3" / "a.txt").write_text("hi\n")
+
+    def policy(request: dict) -> str:
+        text = json.dumps(request)
+        # the first fenced block counts; Q2's judge hedges with a half score
+        if "five" in text:
+            return 'Close.\n```json\n{"score": 0.5}\n```\nor rather ```json\n{"score": 0}\n```'
+        agree = "stale" not in text
+        return f"Same meaning.\n```json\n{{\"score\": {'true' if agree else 'false'}}}\n```"
+
+    server = chat_server(policy)
+    cfg = compose_judge(f"predictions={preds}", "data=mcpverse", f"data.tasks={root}", "stage=answer_equivalence",
+                        "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}",
+                        f"run_dir={tmp_path / 'run'}", f"workspace_dir={tmp_path / 'ws'}",
+                        f"tool_log_dir={tmp_path / 'logs'}")
+    cfg["judges"] = {"max_requests": 2, "pool": {"j": {
+        "provider": "openai", "api_name": "j", "base_url": server.base_url, "api_key_env": None, "params": {},
+        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
+    assert run_judge(cfg) == 0
+    out = json.loads((tmp_path / "m_test_mcp_fuzzy_answers.json").read_text())
+    scores = {i: e["score"] for i, e in out["per_id"].items()}
+    assert scores == {"Q1": 1, "Q2": 0.5, "Q3": 1, "Q4": 1, "Q5": 1}
+    assert out["per_id"]["Q5"]["ground_truth"] == "G1234" and out["per_id"]["Q3"]["judges"] == {}
+    # groups L1 (1, 1), L2 (0.5), L3 (1), no level (1): macro (1 + 0.5 + 1 + 1) / 4
+    assert out["aggregate"]["answer_sr"] == pytest.approx(3.5 / 4)
+    assert out["aggregate"]["levels"]["(no level)"] == 1 and out["meta"]["parser"] == "published"
+    assert len(server.requests) == 4  # Q3's check script asks no judge
