@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 SUPERVISOR = Path(__file__).with_name("_check_supervisor.py")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|PRIVATE|SESSION", re.IGNORECASE)
 """Names of environment variables whose values are never let out."""
+BASE_ENV = ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE")
+"""The variables every contained command gets (HOME and TMPDIR: folders of its scratch folder)."""
 MIN_SECRET = 6  # shorter values are not scrubbed from the output (they would match ordinary text)
 DRAIN_S = 1.0  # how long the pipes are read after the command's processes are gone
 BACKSTOP_S = 30.0  # beyond the time limit, when the supervisor itself does not end, it is killed
@@ -124,8 +126,8 @@ def scrub(data: bytes, secrets: Sequence[str]) -> bytes:
 
 def check_environment(names: Sequence[str], home: Path, tmp: Path) -> dict[str, str]:
     """The environment of a contained command: the minimal base and the named variables that are set."""
-    env = {"PATH": os.environ.get("PATH") or os.defpath, "LANG": os.environ.get("LANG") or "C.UTF-8",
-           "HOME": str(home), "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = dict(zip(BASE_ENV, (os.environ.get("PATH") or os.defpath, os.environ.get("LANG") or "C.UTF-8", str(home),
+                              str(tmp), "1")))
     env.update((name, os.environ[name]) for name in names if name in os.environ)
     return env
 
