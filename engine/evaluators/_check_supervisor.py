@@ -2,26 +2,24 @@
 bubblewrap sandbox when there is one): it runs the check's command under its resource limits, stops it
 at the time limit, kills every process the command left behind, and reports on a file descriptor.
 
-    python -I -S _check_supervisor.py SPEC_JSON COMMAND...
+    python -I -S _check_supervisor.py TIMEOUT MEMORY FILE_SIZE REPORT_FD COMMAND...
 
-SPEC: ``{"timeout": seconds, "memory": bytes|null, "file_size": bytes|null, "report_fd": n}``. The
-command gets its own process group, no core files, RLIMIT_AS = memory and RLIMIT_FSIZE = file_size;
-its stdin is /dev/null, its stdout and stderr are this process's. This process is the command's child
-subreaper (prctl PR_SET_CHILD_SUBREAPER): a descendant that leaves the session (setsid) or loses its
-parent is re-parented here, not to init, so it is found and killed once the command has exited.
-The report (one JSON line): ``{"status": exit status or null, "timed_out": bool, "leftovers": n,
-"subreaper": bool}`` (status: negative for a signal, null when timed out), or ``{"error": "..."}``
-when the command could not start. Only the standard library is imported.
+TIMEOUT in seconds; MEMORY and FILE_SIZE in bytes, ``-`` for no limit. The command gets its own
+process group, no core files, RLIMIT_AS = MEMORY and RLIMIT_FSIZE = FILE_SIZE; its stdin is /dev/null,
+its stdout and stderr are this process's. This process is the command's child subreaper (prctl
+PR_SET_CHILD_SUBREAPER): a descendant that leaves the session (setsid) or loses its parent is
+re-parented here, not to init, so it is found and killed once the command has exited.
+The report, one line on REPORT_FD: ``STATUS TIMED_OUT LEFTOVERS SUBREAPER`` (STATUS: the exit status,
+negative for a signal, ``-`` when timed out; the others integers), or ``error REASON`` when the command
+could not start. Only a few modules of the standard library are imported, so that it starts fast.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import resource
 import signal
-import subprocess
 import sys
 import time
 
@@ -103,33 +101,77 @@ def _kill_descendants() -> set[int]:
     return killed
 
 
+class _Expired(Exception):
+    pass
+
+
+def _start(command: list[str], memory: int | None, file_size: int | None) -> int:
+    """Fork and exec the command under its limits; its pid. OSError with the reason when it cannot start."""
+    failed_r, failed_w = os.pipe()  # closed on exec: nothing read means it started
+    null = os.open(os.devnull, os.O_RDONLY)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+            os.dup2(null, 0)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_FSIZE, file_size)):
+                if value is not None:
+                    resource.setrlimit(limit, (value, value))
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            os.execvp(command[0], command)
+        except BaseException as exc:  # noqa: BLE001 - whatever stops the exec is reported, then the child ends
+            os.write(failed_w, str(exc).encode("utf-8", "replace")[:300])
+        os._exit(127)
+    os.close(failed_w)
+    os.close(null)
+    reason = os.read(failed_r, 400)
+    os.close(failed_r)
+    if reason:
+        os.waitpid(pid, 0)
+        raise OSError(reason.decode("utf-8", "replace"))
+    return pid
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """The command's exit status, or None after killing it at the time limit."""
+    waiting = [True]
+
+    def expire(signum: int, frame: object) -> None:
+        if waiting[0]:
+            raise _Expired
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        status: int | None = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    except _Expired:  # (or just as it ended: it is then already reaped)
+        status = None
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    waiting[0] = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    return status
+
+
 def main() -> None:
     """Run the command, end it and its leftovers, and write the report."""
-    spec, command = json.loads(sys.argv[1]), sys.argv[2:]
+    timeout, memory, file_size, report_fd = sys.argv[1:5]
+    command = sys.argv[5:]
+    os.set_inheritable(int(report_fd), False)
     subreaper = _become_subreaper()
-
-    def limits() -> None:
-        os.setpgid(0, 0)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        for limit, value in ((resource.RLIMIT_AS, spec["memory"]), (resource.RLIMIT_FSIZE, spec["file_size"])):
-            if value is not None:
-                resource.setrlimit(limit, (value, value))
-
     try:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=limits)
-    except (OSError, subprocess.SubprocessError) as exc:
-        report = {"error": f"cannot start {command[0]}: {exc}"}
+        pid = _start(command, *(None if v == "-" else int(v) for v in (memory, file_size)))
+    except OSError as exc:
+        report = f"error cannot start {command[0]}: {exc}"
     else:
-        try:
-            status: int | None = proc.wait(spec["timeout"])
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            status = None
-        leftovers = _kill_descendants() - {proc.pid}
-        report = {"status": status, "timed_out": status is None, "leftovers": len(leftovers),
-                  "subreaper": subreaper}
-    os.write(spec["report_fd"], json.dumps(report).encode() + b"\n")
+        status = _wait(pid, float(timeout))
+        leftovers = _kill_descendants() - {pid}
+        report = f"{'-' if status is None else status} {int(status is None)} {len(leftovers)} {int(subreaper)}"
+    os.write(int(report_fd), " ".join(report.split()).encode("utf-8", "replace") + b"\n")
 
 
 if __name__ == "__main__":

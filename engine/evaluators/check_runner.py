@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from engine.evaluators._check_supervisor import alive, process_table
 
@@ -276,11 +277,11 @@ async def _run(argv: list[str], scratch: Path, timeout: float, outputs: Sequence
     loop = asyncio.get_running_loop()
     report_r, report_w = os.pipe()
     pipes = [os.pipe(), os.pipe()]
-    spec = {"timeout": timeout, "memory": limits.memory, "file_size": limits.file_size, "report_fd": report_w}
+    limit = [str(v) if v is not None else "-" for v in (timeout, limits.memory, limits.file_size, report_w)]
     prefix = _sandbox(bwrap, scratch, reads) if bwrap else []
     try:
         proc = await asyncio.create_subprocess_exec(
-            *prefix, sys.executable, "-I", "-S", str(SUPERVISOR), json.dumps(spec), *argv,
+            *prefix, sys.executable, "-I", "-S", str(SUPERVISOR), *limit, *argv,
             stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1], pass_fds=(report_w,),
             cwd=scratch / "job", env=check_environment(env, scratch / "home", scratch / "tmp"),
             start_new_session=True)
@@ -322,14 +323,21 @@ async def _run(argv: list[str], scratch: Path, timeout: float, outputs: Sequence
         except BlockingIOError:
             raw = b""
         os.close(report_r)
-    try:
-        report = json.loads(raw)
-    except ValueError:
-        report = {"status": None if stopped else proc.returncode, "timed_out": stopped, "leftovers": 0,
-                  "error": f"the check's supervisor ended with status {proc.returncode} without a report"}
+    report = _report(raw.decode("utf-8", "replace"), None if stopped else proc.returncode)
     out, err = captures
-    return CheckRun(status=report.get("status"), timed_out=bool(report.get("timed_out")),
+    return CheckRun(status=report["status"], timed_out=stopped or report["timed_out"],
                     stdout=out.text(secrets), stderr=err.text(secrets), stdout_dropped=out.dropped(),
-                    stderr_dropped=err.dropped(), leftovers=report.get("leftovers", 0) + swept,
+                    stderr_dropped=err.dropped(), leftovers=report["leftovers"] + swept,
                     outputs=_read_outputs(scratch / "job", outputs, limits.result, secrets),
-                    error=report.get("error"), contained=bwrap is not None)
+                    error=report["error"], contained=bwrap is not None)
+
+
+def _report(line: str, returncode: int | None) -> dict[str, Any]:
+    """The supervisor's report (see `_check_supervisor`); when it gave none, the status it ended with."""
+    if line.startswith("error "):
+        return {"status": None, "timed_out": False, "leftovers": 0, "error": line[6:].strip()}
+    fields = line.split()
+    if len(fields) == 4:
+        return {"status": None if fields[0] == "-" else int(fields[0]), "timed_out": fields[1] == "1",
+                "leftovers": int(fields[2]), "error": None}
+    return {"status": returncode, "timed_out": returncode is None, "leftovers": 0, "error": None}
