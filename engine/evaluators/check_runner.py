@@ -2,24 +2,19 @@
 
 `run_contained(command, ...)` runs the command in a scratch folder of its own and returns a `CheckRun`
 (exit status, timed out or not, the head and tail of stdout and stderr with the bytes dropped counted,
-the processes it left behind and that were killed, the output files it wrote). What it promises:
+the processes it left behind and that were killed, the output files it wrote); `check_settings` reads
+a check's config entry. What it promises (README, "What the check sandbox does"):
 
-- environment: PATH, LANG, HOME and TMPDIR (folders of the scratch folder), PYTHONDONTWRITEBYTECODE,
-  and the variables the caller names (its config's allow-list), nothing else; the value of every
-  variable of this process whose name looks like a key, token, secret, password or credential is
-  replaced by ``***`` wherever it appears in what comes back (output, error text, output files);
-- output: stdout and stderr read as they come; ``Limits.output`` bytes of each kept (half from the
-  start, half from the end), the rest counted, never held;
-- processes: the command runs under `_check_supervisor` (its subreaper, in a session of its own),
-  which ends it at the time limit and kills every process it left behind (those that called setsid
-  included) as soon as it exits; the result is decided when the command exits, a leftover holding a
-  pipe does not delay it. RLIMIT_AS (``Limits.memory``) and RLIMIT_FSIZE (``Limits.file_size``) apply;
-- files: the command gets a copy of the workspace (the original is never handed to it) and works in
-  the scratch folder, which is removed afterwards;
-- with bubblewrap (`bubblewrap()`): no network, a PID namespace that dies whole, everything read-only
-  but the scratch folder, an empty /tmp, the user's home hidden (but for the folders the command
-  reads). Without it, a warning (once per process) says the command runs without filesystem and
-  network isolation.
+- environment: `BASE_ENV` and the variables the config names, nothing else; the value of every variable
+  of this process whose name looks secret (`SECRET_NAME`) becomes ``***`` in all that comes back;
+- output: stdout and stderr read as they come, ``Limits.output`` bytes of each kept, the rest counted;
+- processes: the command runs under `_check_supervisor`, which ends it at the time limit and kills every
+  process it left (setsid ones included) once it exits; a leftover holding a pipe delays nothing;
+  RLIMIT_AS and RLIMIT_FSIZE apply;
+- files: a copy of the workspace, a scratch working folder, both removed afterwards;
+- with bubblewrap (`bubblewrap()`): no network, a PID namespace that dies whole, everything read-only but
+  the scratch folder, an empty /tmp, the user's home hidden but for the folders it reads. Without it, a
+  warning (once per process) says checks run without filesystem and network isolation.
 """
 
 from __future__ import annotations
@@ -42,6 +37,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from engine.contract import InputError, config_int, is_number
 from engine.evaluators._check_supervisor import alive, process_table
 
 log = logging.getLogger(__name__)
@@ -54,6 +50,7 @@ BASE_ENV = ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE")
 MIN_SECRET = 6  # shorter values are not scrubbed from the output (they would match ordinary text)
 DRAIN_S = 1.0  # how long the pipes are read after the command's processes are gone
 BACKSTOP_S = 30.0  # beyond the time limit, when the supervisor itself does not end, it is killed
+DEFAULT_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +82,43 @@ class CheckRun:
     outputs: dict[str, bytes | None] = field(default_factory=dict)
     error: str | None = None
     contained: bool = False
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """How checks run: the time limit (s), the variables they get besides the base, their limits and
+    whether bubblewrap isolates them (None: when it can)."""
+
+    timeout: float = DEFAULT_TIMEOUT_S
+    env: tuple[str, ...] = ()
+    limits: Limits = Limits()
+    isolate: bool | None = None
+
+
+def _megabytes(options: Mapping[str, Any], key: str, default: int | None, where: str) -> int | None:
+    if options.get(key, default) is None:
+        return None
+    return config_int(options, key, default=default, where=f"{where}.{key}") * 1024 * 1024
+
+
+def check_settings(options: Mapping[str, Any], where: str) -> CheckSettings:
+    """The settings of a check's config entry (`where` names it): ``timeout``, ``env``, ``output_kb``,
+    ``memory_mb``, ``file_mb``, ``bubblewrap``; InputError naming a bad one."""
+    timeout = options.get("timeout") or DEFAULT_TIMEOUT_S
+    if not is_number(timeout) or timeout <= 0:
+        raise InputError("config", f"must be a number of seconds > 0, got {timeout!r}", field=f"{where}.timeout")
+    env = options.get("env") or []
+    if not isinstance(env, (list, tuple)) or not all(isinstance(n, str) and n and "=" not in n for n in env):
+        raise InputError("config", f"must be a list of environment variable names, got {env!r}", field=f"{where}.env")
+    isolate = options.get("bubblewrap")
+    if isolate not in (None, True, False):
+        raise InputError("config", f"must be true, false or null, got {isolate!r}", field=f"{where}.bubblewrap")
+    if isolate and bubblewrap()[0] is None:
+        raise InputError("config", f"is true but {bubblewrap()[1]}", field=f"{where}.bubblewrap")
+    output = config_int(options, "output_kb", default=Limits.output // 1024, where=f"{where}.output_kb")
+    limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory // 1024**2, where),
+                    file_size=_megabytes(options, "file_mb", Limits.file_size // 1024**2, where))
+    return CheckSettings(float(timeout), tuple(env), limits, isolate)
 
 
 @cache
@@ -198,7 +232,10 @@ def _sweep_session(session: int) -> int:
 def _read_outputs(job: Path, names: Sequence[str], cap: int, secrets: Sequence[str]) -> dict[str, bytes | None]:
     """The named regular files of the job folder (symbolic links are not followed), scrubbed."""
     out: dict[str, bytes | None] = {}
-    folder = os.open(job, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        folder = os.open(job, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:  # the command removed or replaced its job folder
+        return out
     try:
         for name in names:
             try:
@@ -227,7 +264,10 @@ def _remove(folder: Path) -> None:
     try:
         shutil.rmtree(folder)
     except OSError:
-        _unlock(str(folder))
+        try:
+            _unlock(str(folder))
+        except OSError:
+            pass
         shutil.rmtree(folder, ignore_errors=True)
 
 

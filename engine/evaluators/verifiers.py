@@ -34,19 +34,17 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, config_int, is_number
+from engine.contract import InputError, is_number
 from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries
-from engine.evaluators.check_runner import Limits, bubblewrap, run_contained
+from engine.evaluators.check_runner import CheckSettings, check_settings, run_contained
 
 NAME = "verifiers"
 SUFFIX = "checks"
 CALL = Path(__file__).with_name("_check_call.py")
-DEFAULT_TIMEOUT = 60.0
 
 
 def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
@@ -78,44 +76,6 @@ def checks_of(result: Any) -> list[int]:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:200] if lines else "no output"
-
-
-@dataclass(frozen=True)
-class CheckSettings:
-    """How checks run: the time limit (s), the variables they get besides the base, their limits and
-    whether bubblewrap isolates them (None: when it can)."""
-
-    timeout: float = DEFAULT_TIMEOUT
-    env: tuple[str, ...] = ()
-    limits: Limits = Limits()
-    isolate: bool | None = None
-
-
-def _megabytes(options: Mapping[str, Any], key: str, default: int | None) -> int | None:
-    value = options.get(key, default)
-    if value is None:
-        return None
-    return config_int(options, key, default=default, where=f"evaluators.{NAME}.{key}") * 1024 * 1024
-
-
-def check_settings(options: Mapping[str, Any]) -> CheckSettings:
-    """The settings of the config entry ``evaluators.verifiers``; InputError naming a bad one."""
-    where = f"evaluators.{NAME}"
-    timeout = options.get("timeout") or DEFAULT_TIMEOUT
-    if not is_number(timeout) or timeout <= 0:
-        raise InputError("config", f"must be a number of seconds > 0, got {timeout!r}", field=f"{where}.timeout")
-    env = options.get("env") or []
-    if not isinstance(env, (list, tuple)) or not all(isinstance(n, str) and n and "=" not in n for n in env):
-        raise InputError("config", f"must be a list of environment variable names, got {env!r}", field=f"{where}.env")
-    isolate = options.get("bubblewrap")
-    if isolate not in (None, True, False):
-        raise InputError("config", f"must be true, false or null, got {isolate!r}", field=f"{where}.bubblewrap")
-    if isolate and bubblewrap()[0] is None:
-        raise InputError("config", f"is true but {bubblewrap()[1]}", field=f"{where}.bubblewrap")
-    output = config_int(options, "output_kb", default=Limits.output // 1024, where=f"{where}.output_kb")
-    limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory // 1024**2),
-                    file_size=_megabytes(options, "file_mb", Limits.file_size // 1024**2))
-    return CheckSettings(float(timeout), tuple(env), limits, isolate)
 
 
 async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
@@ -159,7 +119,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     if inputs.prediction is None:
         return {"check": rel, "checks": [], "passed": False, "error": None,
                 "reason": "no prediction (the agent run did not end)"}
-    settings = check_settings(ctx.options)
+    settings = check_settings(ctx.options, f"evaluators.{NAME}")
     workspace = inputs.workspace if inputs.workspace is not None and inputs.workspace.is_dir() else None
     tool_log = list(inputs.tool_log) if inputs.tool_log is not None else None
     try:
