@@ -367,17 +367,19 @@ async def _run(argv: list[str], scratch: Path, timeout: float, outputs: Sequence
     out, err = captures
     return CheckRun(status=report["status"], timed_out=stopped or report["timed_out"],
                     stdout=out.text(secrets), stderr=err.text(secrets), stdout_dropped=out.dropped(),
-                    stderr_dropped=err.dropped(), leftovers=report["leftovers"] + swept,
+                    stderr_dropped=err.dropped(), leftovers=swept if report["leftovers"] is None else report["leftovers"],
                     outputs=_read_outputs(scratch / "job", outputs, limits.result, secrets),
                     error=report["error"], contained=bwrap is not None)
 
 
 def _report(line: str, returncode: int | None) -> dict[str, Any]:
-    """The supervisor's report (see `_check_supervisor`); when it gave none, the status it ended with."""
+    """The supervisor's report (see `_check_supervisor`); when it gave none, the status it ended with (and
+    the leftovers are those of its session swept afterwards: bubblewrap's own exiting processes are
+    swept too, not counted, when there is a report)."""
     if line.startswith("error "):
         return {"status": None, "timed_out": False, "leftovers": 0, "error": line[6:].strip()}
     fields = line.split()
     if len(fields) == 4:
         return {"status": None if fields[0] == "-" else int(fields[0]), "timed_out": fields[1] == "1",
                 "leftovers": int(fields[2]), "error": None}
-    return {"status": returncode, "timed_out": returncode is None, "leftovers": 0, "error": None}
+    return {"status": returncode, "timed_out": returncode is None, "leftovers": None, "error": None}
