@@ -229,6 +229,12 @@ def test_limits_apply() -> None:
     assert run.stdout.splitlines() == ["write: True", "memory: refused"]
 
 
+def test_a_command_that_cannot_start_is_an_error() -> None:
+    run = asyncio.run(run_contained(["/no/such/program"], timeout=5, isolate=None))
+    assert run.error is not None and run.error.startswith("cannot start /no/such/program: ")
+    assert run.status is None and not run.timed_out
+
+
 def test_settings_are_checked(tmp_path: Path) -> None:
     (tmp_path / "tasks.json").write_text("[]", encoding="utf-8")
     write_check(tmp_path, "ok.py", "def check(trajectory, workspace, tool_log):\n    return [1]\n")

@@ -9,9 +9,10 @@ process group, no core files, RLIMIT_AS = MEMORY and RLIMIT_FSIZE = FILE_SIZE; i
 its stdout and stderr are this process's. This process is the command's child subreaper (prctl
 PR_SET_CHILD_SUBREAPER): a descendant that leaves the session (setsid) or loses its parent is
 re-parented here, not to init, so it is found and killed once the command has exited.
-The report, one line on REPORT_FD: ``STATUS TIMED_OUT LEFTOVERS SUBREAPER`` (STATUS: the exit status,
-negative for a signal, ``-`` when timed out; the others integers), or ``error REASON`` when the command
-could not start. Only a few modules of the standard library are imported, so that it starts fast.
+The report, one line on REPORT_FD: ``STATUS TIMED_OUT LEFTOVERS`` (STATUS: the exit status, negative
+for a signal, ``-`` when timed out; TIMED_OUT 0 or 1; LEFTOVERS the processes killed after it), or
+``error REASON`` when the command could not start. Where the subreaper cannot be set (no prctl), the
+leftovers that left its process tree are not found here. Only a few modules of the standard library are imported, so that it starts fast.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ PR_SET_CHILD_SUBREAPER = 36
 KILL_ROUNDS = 500  # rounds of kill-and-reap, 10 ms apart, before giving up on a process that forks on
 
 
-def _become_subreaper() -> bool:
+def _become_subreaper() -> None:
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
-        return False
+        pass
 
 
 def process_table() -> dict[int, tuple[bytes, int, int]]:
@@ -162,7 +163,7 @@ def main() -> None:
     timeout, memory, file_size, report_fd = sys.argv[1:5]
     command = sys.argv[5:]
     os.set_inheritable(int(report_fd), False)
-    subreaper = _become_subreaper()
+    _become_subreaper()
     try:
         pid = _start(command, *(None if v == "-" else int(v) for v in (memory, file_size)))
     except OSError as exc:
@@ -170,7 +171,7 @@ def main() -> None:
     else:
         status = _wait(pid, float(timeout))
         leftovers = _kill_descendants() - {pid}
-        report = f"{'-' if status is None else status} {int(status is None)} {len(leftovers)} {int(subreaper)}"
+        report = f"{'-' if status is None else status} {int(status is None)} {len(leftovers)}"
     os.write(int(report_fd), " ".join(report.split()).encode("utf-8", "replace") + b"\n")
 
 

@@ -379,7 +379,7 @@ def _report(line: str, returncode: int | None) -> dict[str, Any]:
     if line.startswith("error "):
         return {"status": None, "timed_out": False, "leftovers": 0, "error": line[6:].strip()}
     fields = line.split()
-    if len(fields) == 4:
+    if len(fields) == 3:
         return {"status": None if fields[0] == "-" else int(fields[0]), "timed_out": fields[1] == "1",
                 "leftovers": int(fields[2]), "error": None}
     return {"status": returncode, "timed_out": returncode is None, "leftovers": None, "error": None}
