@@ -229,6 +229,17 @@ def test_limits_apply() -> None:
     assert run.stdout.splitlines() == ["write: True", "memory: refused"]
 
 
+def test_output_files_are_read_without_following_links(tmp_path: Path) -> None:
+    private = tmp_path / "private.json"
+    private.write_text('{"result": [1]}')
+    run = contained(f"""
+        import os
+        os.symlink({str(private)!r}, "out.json")
+        open("big.json", "w").write("[" + "1," * 600 + "1]")
+        """, isolate=None, outputs=("out.json", "big.json", "absent.json"), limits=Limits(result=1000))
+    assert run.outputs == {"big.json": None}  # a link is not read; a file over the limit is None
+
+
 def test_a_command_that_cannot_start_is_an_error() -> None:
     run = asyncio.run(run_contained(["/no/such/program"], timeout=5, isolate=None))
     assert run.error is not None and run.error.startswith("cannot start /no/such/program: ")
