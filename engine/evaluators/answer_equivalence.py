@@ -55,7 +55,8 @@ from engine.contract import ConfigError, InputError
 from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries,
                                     mean_or_none)
 from engine.evaluators.judging import Question, Rubric, first_answer
-from engine.evaluators.verifiers import DEFAULT_TIMEOUT, run_check, task_script
+from engine.evaluators.check_runner import CheckSettings, check_settings
+from engine.evaluators.verifiers import run_check, task_script
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
@@ -159,14 +160,15 @@ def _task_fields(ctx: JudgeContext, inputs: TaskInputs,
     return level, None if truth is None else str(truth), question
 
 
-async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, timeout: float) -> dict[str, Any]:
+async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: CheckSettings) -> dict[str, Any]:
     """The ground truth a task's answer template gives now: {"ground_truth", "reference_fetched_at"}, or
     {"error"} when the template fails."""
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["answer_template"], "answer_template")
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
-        value = await run_check(module, None, None, None, timeout, call=("get_reference", []), package=True)
+        value = await run_check(module, module.parent.parent, None, None, None, settings, call=("get_reference", []),
+                                package=True)
     except ValueError as exc:
         return {"error": f"answer template: {exc}"}
     if value is None or not str(value).strip():
@@ -175,15 +177,16 @@ async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, timeout: float) 
 
 
 async def _state_check(ctx: JudgeContext, inputs: TaskInputs, truth: str | None, parser: str,
-                       timeout: float) -> dict[str, Any]:
+                       settings: CheckSettings) -> dict[str, Any]:
     """A task's check script run on its answer and its workspace: {"score"} or {"score", "error"}."""
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["eval_script"], "eval_script")
-    workspace = inputs.workspace if inputs.workspace is not None else Path(tasks_file).parent
-    target = str(workspace / _OUTPUTS.sub("", truth)) if truth and _OUTPUTS.match(truth) else truth
+    workspace = inputs.workspace if inputs.workspace is not None and inputs.workspace.is_dir() else None
+    # the check gets a copy of the workspace: "{workspace}" in an argument is that copy's path
+    target = ("{workspace}/" + _OUTPUTS.sub("", truth)) if truth and _OUTPUTS.match(truth) and workspace else truth
     try:
-        passed = await run_check(module, None, None, None, timeout, call=("run_test", [inputs.final_answer, target]),
-                                  package=True)
+        passed = await run_check(module, module.parent.parent, None, workspace, None, settings,
+                                 call=("run_test", [inputs.final_answer, target]), package=True)
     except ValueError as exc:
         return {"score": 0 if parser == "published" else None, "error": f"check script: {exc}"}
     return {"score": int(bool(passed))}
@@ -195,17 +198,17 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     parser = parser_of(ctx.options)
     level, truth, question = _task_fields(ctx, inputs, parser)
     task = inputs.task or {}
-    timeout = float(ctx.options.get("timeout") or DEFAULT_TIMEOUT)
+    settings = check_settings(ctx.options, f"evaluators.{NAME}")
     fetched: dict[str, Any] = {}
     if task.get("answer_template") is not None:
-        fetched = await _fetched_truth(ctx, inputs, timeout)
+        fetched = await _fetched_truth(ctx, inputs, settings)
         if "error" in fetched:
             return {"level": level, "score": None, "judges": {}, "error": fetched["error"]}
         truth = fetched["ground_truth"]
     if task.get("eval_script") is not None:
         if inputs.prediction is None:
             return {"level": level, "score": 0, "judges": {}, "reason": "no prediction (the agent run did not end)"}
-        return {"level": level, "judges": {}, **await _state_check(ctx, inputs, truth, parser, timeout)}
+        return {"level": level, "judges": {}, **await _state_check(ctx, inputs, truth, parser, settings)}
     if truth is None:
         return {"level": level, "score": None, "judges": {}, "reason": "no ground truth (skipped)"}
     if inputs.prediction is None:

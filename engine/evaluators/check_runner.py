@@ -1,58 +1,385 @@
-"""Runs one task's check module in its own process (started by `engine.evaluators.verifiers`).
+"""The one place where code a task supplies (a check module, a check script) runs: contained.
 
-    python check_runner.py INPUT.json OUTPUT.json
+`run_contained(command, ...)` runs the command in a scratch folder of its own and returns a `CheckRun`
+(exit status, timed out or not, the head and tail of stdout and stderr with the bytes dropped counted,
+the processes it left behind and that were killed, the output files it wrote); `check_settings` reads
+a check's config entry. What it promises (README, "What the check sandbox does"):
 
-INPUT holds ``module`` (the check file), ``trajectory``, ``workspace`` (a folder path or null) and
-``tool_log``. The module's ``check(trajectory, workspace, tool_log)`` is called (or, when INPUT names
-``function`` and ``args``, that function with those arguments; with ``package`` true the module is
-imported as ``<its folder>.<its name>``, so its relative imports work) and OUTPUT gets
-``{"result": <what it returned>}`` when that is JSON, else ``{"error": "..."}`` with a one-line reason.
-Only the standard library is imported here, so a check sees a plain interpreter.
+- environment: `BASE_ENV` and the variables the config names, nothing else; the value of every variable
+  of this process whose name looks secret (`SECRET_NAME`) becomes ``***`` in all that comes back;
+- output: stdout and stderr read as they come, ``Limits.output`` bytes of each kept, the rest counted;
+- processes: the command runs under `_check_supervisor`, which ends it at the time limit and kills every
+  process it left (setsid ones included) once it exits; a leftover holding a pipe delays nothing;
+  RLIMIT_AS and RLIMIT_FSIZE apply;
+- files: a copy of the workspace, a scratch working folder, both removed afterwards;
+- with bubblewrap (`bubblewrap()`): no network, a PID namespace that dies whole, everything read-only but
+  the scratch folder, an empty /tmp, the user's home hidden but for the folders it reads. Without it, a
+  warning (once per process) says checks run without filesystem and network isolation.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import asyncio
 import json
+import logging
+import os
+import pwd
+import re
+import shutil
+import signal
+import stat
+import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, config_int, is_number
+from engine.evaluators._check_supervisor import alive, process_table
+
+log = logging.getLogger(__name__)
+
+SUPERVISOR = Path(__file__).with_name("_check_supervisor.py")
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|PRIVATE|SESSION", re.IGNORECASE)
+"""Names of environment variables whose values are never let out."""
+BASE_ENV = ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE")
+"""The variables every contained command gets (HOME and TMPDIR: folders of its scratch folder)."""
+MIN_SECRET = 6  # shorter values are not scrubbed from the output (they would match ordinary text)
+DRAIN_S = 1.0  # how long the pipes are read after the command's processes are gone
+BACKSTOP_S = 30.0  # beyond the time limit, when the supervisor itself does not end, it is killed
+DEFAULT_TIMEOUT_S = 60.0
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+@dataclass(frozen=True)
+class Limits:
+    """What a contained command may use: bytes of stdout and of stderr kept (each), the largest output
+    file read back, its address space and the largest file it may write (None: no limit)."""
+
+    output: int = 64 * 1024
+    result: int = 1024 * 1024
+    memory: int | None = 4 * 1024**3
+    file_size: int | None = 1024**3
 
 
-def main() -> None:
-    """Call the check of INPUT's module and write what it returned (or why it failed) to OUTPUT."""
-    source, target = Path(sys.argv[1]), Path(sys.argv[2])
-    job = json.loads(source.read_text(encoding="utf-8"))
-    sys.path.insert(0, str(Path(job["module"]).parent))  # a check may import its helpers beside it
+@dataclass(frozen=True)
+class CheckRun:
+    """What a contained command did. ``status``: its exit status (negative: the signal that ended it;
+    None when it timed out or could not start); ``stdout``/``stderr``: what was kept of them, scrubbed
+    (a line marks the bytes dropped); ``leftovers``: processes it left running, killed; ``outputs``:
+    the named output files it wrote (None: over ``Limits.result`` bytes); ``error``: why it could not
+    run, else None; ``contained``: whether bubblewrap isolated it."""
+
+    status: int | None
+    timed_out: bool
+    stdout: str
+    stderr: str
+    stdout_dropped: int
+    stderr_dropped: int
+    leftovers: int
+    outputs: dict[str, bytes | None] = field(default_factory=dict)
+    error: str | None = None
+    contained: bool = False
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """How checks run: the time limit (s), the variables they get besides the base, their limits and
+    whether bubblewrap isolates them (None: when it can)."""
+
+    timeout: float = DEFAULT_TIMEOUT_S
+    env: tuple[str, ...] = ()
+    limits: Limits = Limits()
+    isolate: bool | None = None
+
+
+def _megabytes(options: Mapping[str, Any], key: str, default: int | None, where: str) -> int | None:
+    if options.get(key, default) is None:
+        return None
+    return config_int(options, key, default=default, where=f"{where}.{key}") * 1024 * 1024
+
+
+def check_settings(options: Mapping[str, Any], where: str) -> CheckSettings:
+    """The settings of a check's config entry (`where` names it): ``timeout``, ``env``, ``output_kb``,
+    ``memory_mb``, ``file_mb``, ``bubblewrap``; InputError naming a bad one."""
+    timeout = options.get("timeout") or DEFAULT_TIMEOUT_S
+    if not is_number(timeout) or timeout <= 0:
+        raise InputError("config", f"must be a number of seconds > 0, got {timeout!r}", field=f"{where}.timeout")
+    env = options.get("env") or []
+    if not isinstance(env, (list, tuple)) or not all(isinstance(n, str) and n and "=" not in n for n in env):
+        raise InputError("config", f"must be a list of environment variable names, got {env!r}", field=f"{where}.env")
+    isolate = options.get("bubblewrap")
+    if isolate not in (None, True, False):
+        raise InputError("config", f"must be true, false or null, got {isolate!r}", field=f"{where}.bubblewrap")
+    if isolate and bubblewrap()[0] is None:
+        raise InputError("config", f"is true but {bubblewrap()[1]}", field=f"{where}.bubblewrap")
+    output = config_int(options, "output_kb", default=Limits.output // 1024, where=f"{where}.output_kb")
+    limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory // 1024**2, where),
+                    file_size=_megabytes(options, "file_mb", Limits.file_size // 1024**2, where))
+    return CheckSettings(float(timeout), tuple(env), limits, isolate)
+
+
+@cache
+def bubblewrap() -> tuple[str | None, str]:
+    """The bwrap program when it can start a sandbox here (tried once), and else why not."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None, "bwrap is not installed (Debian package bubblewrap)"
     try:
-        if job.get("package"):
-            sys.path.insert(0, str(Path(job["module"]).parent.parent))
-            module = importlib.import_module(f"{Path(job['module']).parent.name}.{Path(job['module']).stem}")
-        else:
-            spec = importlib.util.spec_from_file_location("task_check", job["module"])
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {job['module']}")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        name = job.get("function", "check")
-        check = getattr(module, name, None)
-        if not callable(check):
-            raise AttributeError("the module defines no function check(trajectory, workspace, tool_log)"
-                                 if name == "check" else f"the module defines no function {name}()")
-        workspace = Path(job["workspace"]) if job["workspace"] is not None else None
-        result = check(*job["args"]) if "args" in job else check(job["trajectory"], workspace, job["tool_log"])
+        done = subprocess.run([path, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc",
+                               "--dev", "/dev", "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"bwrap does not start: {exc}"
+    if done.returncode != 0:
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"status {done.returncode}"]
+        return None, f"bwrap does not start here: {lines[-1][:200]}"
+    return path, ""
+
+
+@cache
+def _warn_uncontained(reason: str) -> None:
+    log.warning("checks run without filesystem or network isolation (%s): a check can read and write what this "
+                "user can and reach the network; its environment, output and processes are still contained",
+                reason)
+
+
+def secret_values(environ: Mapping[str, str]) -> list[str]:
+    """The values of the variables whose names look secret, longest first (at least MIN_SECRET characters)."""
+    found = {v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET}
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub(data: bytes, secrets: Sequence[str]) -> bytes:
+    """`data` with every secret replaced by ``***`` (as it is and as it reads inside a JSON string)."""
+    for secret in secrets:
+        for form in {secret, json.dumps(secret)[1:-1]}:
+            data = data.replace(form.encode("utf-8", "surrogateescape"), b"***")
+    return data
+
+
+def check_environment(names: Sequence[str], home: Path, tmp: Path) -> dict[str, str]:
+    """The environment of a contained command: the minimal base and the named variables that are set."""
+    env = dict(zip(BASE_ENV, (os.environ.get("PATH") or os.defpath, os.environ.get("LANG") or "C.UTF-8", str(home),
+                              str(tmp), "1")))
+    env.update((name, os.environ[name]) for name in names if name in os.environ)
+    return env
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
+
+
+def _sandbox(bwrap: str, scratch: Path, reads: Sequence[Path]) -> list[str]:
+    """The bwrap command line: no network, its own PID namespace, everything read-only, an empty /tmp and
+    home (the folders it reads bound back, read-only), the scratch folder writable."""
+    keep = {p for r in (*reads, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent,
+                        SUPERVISOR.parent) for p in (Path(r).absolute(), Path(r).resolve())}
+    homes = {Path(h).resolve() for h in (os.environ.get("HOME"), pwd.getpwuid(os.getuid()).pw_dir) if h}
+    hidden = [Path("/tmp")] + sorted(h for h in homes if h != Path("/") and not any(_under(h, k) for k in keep))
+    args = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for folder in hidden:
+        args += ["--tmpfs", str(folder)]
+    for path in sorted(keep):
+        if any(_under(path, h) for h in hidden) and path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    return args + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch / "job")]
+
+
+class _Capture(asyncio.Protocol):
+    """A pipe read as it comes: the first and the last bytes kept (``cap`` in all), the rest counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap, self.tail_cap = cap // 2, cap - cap // 2
+        self.head, self.tail = bytearray(), bytearray()
+        self.total = 0
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.total += len(data)
+        room = max(0, self.head_cap - len(self.head))
+        self.head += data[:room]
+        self.tail += data[room:]
+        if len(self.tail) > self.tail_cap:
+            del self.tail[:len(self.tail) - self.tail_cap]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def dropped(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def text(self, secrets: Sequence[str]) -> str:
+        middle = f"\n[... {self.dropped()} bytes dropped ...]\n".encode() if self.dropped() else b""
+        return scrub(bytes(self.head) + middle + bytes(self.tail), secrets).decode("utf-8", "replace")
+
+
+def _sweep_session(session: int) -> int:
+    """Kill what is left of a session (the supervisor's, should it have been killed itself); how many."""
+    killed = 0
+    for pid, (state, _, sid) in process_table().items():
+        if sid == session and alive(state):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def _read_outputs(job: Path, names: Sequence[str], cap: int, secrets: Sequence[str]) -> dict[str, bytes | None]:
+    """The named regular files of the job folder (symbolic links are not followed), scrubbed."""
+    out: dict[str, bytes | None] = {}
+    try:
+        folder = os.open(job, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:  # the command removed or replaced its job folder
+        return out
+    try:
+        for name in names:
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                data = handle.read(cap + 1)
+            out[name] = scrub(data, secrets) if len(data) <= cap else None
+    finally:
+        os.close(folder)
+    return out
+
+
+def _unlock(folder: str) -> None:
+    os.chmod(folder, 0o700)
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            _unlock(entry.path)
+
+
+def _remove(folder: Path) -> None:
+    """Remove the scratch folder, whatever modes the command left in it."""
+    try:
+        shutil.rmtree(folder)
+    except OSError:
         try:
-            out = {"result": json.loads(json.dumps(result))}
-        except (TypeError, ValueError):
-            out = {"error": f"returned {type(result).__name__} {repr(result)[:80]}, not a list of 0/1"}
-    except BaseException as exc:  # the check's own failure, reported as the evaluator's error
-        out = {"error": _one_line(exc)[:300]}
-    target.write_text(json.dumps(out), encoding="utf-8")
+            _unlock(str(folder))
+        except OSError:
+            pass
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-if __name__ == "__main__":
-    main()
+def _prepare(scratch: Path, workspace: Path | None, inputs: Mapping[str, bytes]) -> None:
+    for name in ("job", "home", "tmp"):
+        (scratch / name).mkdir()
+    if workspace is not None:
+        shutil.copytree(workspace, scratch / "workspace", symlinks=True)
+    for name, data in inputs.items():
+        (scratch / "job" / name).write_bytes(data)
+
+
+async def run_contained(command: Sequence[str], *, timeout: float, inputs: Mapping[str, bytes] | None = None,
+                        outputs: Sequence[str] = (), workspace: Path | None = None, reads: Sequence[Path] = (),
+                        env: Sequence[str] = (), limits: Limits = Limits(), isolate: bool | None = None) -> CheckRun:
+    """Run `command` contained (see the module's docstring) for at most `timeout` seconds.
+
+    Its working folder is a fresh job folder holding `inputs` (name -> bytes); ``{job}`` and
+    ``{workspace}`` in its arguments become the job folder and the copy of `workspace`; `outputs` names
+    the files of the job folder read back. `reads`: folders it reads (kept visible under bubblewrap);
+    `env`: names of variables it gets besides the base; `isolate`: bubblewrap always (RuntimeError when
+    it cannot start), never, or when it can (None)."""
+    if any("/" in n or n in ("", ".", "..") for n in (*(inputs or {}), *outputs)):
+        raise ValueError("inputs and outputs are plain file names")
+    bwrap, reason = bubblewrap() if isolate is not False else (None, "bubblewrap turned off")
+    if isolate and bwrap is None:
+        raise RuntimeError(reason)
+    if bwrap is None:
+        _warn_uncontained(reason)
+    secrets = secret_values(os.environ)
+    scratch = Path(tempfile.mkdtemp(prefix="m3check-")).resolve()
+    try:
+        try:
+            await asyncio.to_thread(_prepare, scratch, workspace, inputs or {})
+        except OSError as exc:
+            return CheckRun(None, False, "", "", 0, 0, 0, error=f"cannot copy the workspace: {exc}")
+        ws_copy = str(scratch / "workspace")
+        argv = [a.replace("{job}", str(scratch / "job")).replace("{workspace}", ws_copy) for a in command]
+        return await _run(argv, scratch, timeout, outputs, reads, env, limits, bwrap, secrets)
+    finally:
+        await asyncio.to_thread(_remove, scratch)
+
+
+async def _run(argv: list[str], scratch: Path, timeout: float, outputs: Sequence[str], reads: Sequence[Path],
+               env: Sequence[str], limits: Limits, bwrap: str | None, secrets: Sequence[str]) -> CheckRun:
+    """Start the supervisor (in bubblewrap when given) with the command, read its pipes, end it all."""
+    loop = asyncio.get_running_loop()
+    report_r, report_w = os.pipe()
+    pipes = [os.pipe(), os.pipe()]
+    limit = [str(v) if v is not None else "-" for v in (timeout, limits.memory, limits.file_size, report_w)]
+    prefix = _sandbox(bwrap, scratch, reads) if bwrap else []
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *prefix, sys.executable, "-I", "-S", str(SUPERVISOR), *limit, *argv,
+            stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1], pass_fds=(report_w,),
+            cwd=scratch / "job", env=check_environment(env, scratch / "home", scratch / "tmp"),
+            start_new_session=True)
+    except OSError as exc:
+        for fd in (report_r, *pipes[0], *pipes[1]):
+            os.close(fd)
+        return CheckRun(None, False, "", "", 0, 0, 0, error=f"cannot start the check: {exc}")
+    finally:
+        os.close(report_w)
+    for _, w in pipes:
+        os.close(w)
+    captures: list[_Capture] = []
+    transports: list[asyncio.BaseTransport] = []
+    for r, _ in pipes:
+        capture = _Capture(limits.output)
+        transport, _ = await loop.connect_read_pipe(lambda c=capture: c, os.fdopen(r, "rb", buffering=0))
+        captures.append(capture)
+        transports.append(transport)
+    stopped = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout + BACKSTOP_S)
+        except asyncio.TimeoutError:
+            stopped = True
+    finally:
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await proc.wait()
+        swept = _sweep_session(proc.pid)
+        await asyncio.wait([c.closed for c in captures], timeout=DRAIN_S)
+        for transport in transports:
+            transport.close()
+        os.set_blocking(report_r, False)
+        try:
+            raw = os.read(report_r, 65536)
+        except BlockingIOError:
+            raw = b""
+        os.close(report_r)
+    report = _report(raw.decode("utf-8", "replace"), None if stopped else proc.returncode)
+    out, err = captures
+    return CheckRun(status=report["status"], timed_out=stopped or report["timed_out"],
+                    stdout=out.text(secrets), stderr=err.text(secrets), stdout_dropped=out.dropped(),
+                    stderr_dropped=err.dropped(), leftovers=swept if report["leftovers"] is None else report["leftovers"],
+                    outputs=_read_outputs(scratch / "job", outputs, limits.result, secrets),
+                    error=report["error"], contained=bwrap is not None)
+
+
+def _report(line: str, returncode: int | None) -> dict[str, Any]:
+    """The supervisor's report (see `_check_supervisor`); when it gave none, the status it ended with (and
+    the leftovers are those of its session swept afterwards: bubblewrap's own exiting processes are
+    swept too, not counted, when there is a report)."""
+    if line.startswith("error "):
+        return {"status": None, "timed_out": False, "leftovers": 0, "error": line[6:].strip()}
+    fields = line.split()
+    if len(fields) == 3:
+        return {"status": None if fields[0] == "-" else int(fields[0]), "timed_out": fields[1] == "1",
+                "leftovers": int(fields[2]), "error": None}
+    return {"status": returncode, "timed_out": returncode is None, "leftovers": None, "error": None}

@@ -8,14 +8,18 @@ A task names its module in ``check``: a Python file, its path relative to the ta
 
 - ``trajectory``: the task's prediction record as in the predictions file (steps of calls with name,
   arguments, result, is_error; final_reply; ...);
-- ``workspace``: the absolute path of the task's final workspace folder (None when there is none);
+- ``workspace``: the absolute path of a copy of the task's final workspace folder (None when there is
+  none);
 - ``tool_log``: the calls of the task's tool log, in order (each with step, index, server, tool,
   arguments, result, is_error, files, duration_s; None when the run wrote none);
-- it returns e_1 ... e_m, each 0/1 (or False/True), m >= 1. It reads and must not change the workspace.
+- it returns e_1 ... e_m, each 0/1 (or False/True), m >= 1. What it changes in the copy is discarded.
 
-Each check runs in its own process (the interpreter of the judge app, working folder: the tasks
-folder) with a time limit (``timeout`` seconds, default 60), so a check that hangs or crashes cannot
-stop the run. A check that raises, hangs, dies, or returns anything but a non-empty list of 0/1 is
+Each check runs contained (engine.evaluators.check_runner): in a process of its own, under a time limit
+(``timeout`` seconds, default 60), with a minimal environment (plus the variables the config's ``env``
+names), on a copy of the workspace (the original is never changed), its output capped, and every process
+it leaves behind killed; with bubblewrap, without network and with everything but its scratch folder
+read-only. Its working folder is that scratch folder; the check module's folder is on its import path.
+A check that raises, hangs, dies, or returns anything but a non-empty list of 0/1 is
 an *evaluator error*: the task's entry holds the one-line reason, no success value, and it is counted
 apart from the agent's failures (never a silent 0). A task without a prediction (its agent run did not
 end) fails without running its check; a task without ``check`` is skipped.
@@ -31,23 +35,19 @@ evaluated tasks, Table 2: GPT-5's 26.80 = 26 / 97) and the default ``Accuracy`` 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import signal
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number
 from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries
+from engine.evaluators.check_runner import CheckSettings, check_settings, run_contained
 
 NAME = "verifiers"
 SUFFIX = "checks"
-RUNNER = Path(__file__).with_name("check_runner.py")
-DEFAULT_TIMEOUT = 60.0
+CALL = Path(__file__).with_name("_check_call.py")
 GROUP_BY: tuple[str, ...] = ("type", "task_difficulty")
 """The task fields TOBench's Table 2 groups its results by: task family and difficulty."""
 
@@ -84,46 +84,45 @@ def checks_of(result: Any) -> list[int]:
     return [int(v) for v in result]
 
 
-def _last_line(text: bytes) -> str:
-    lines = [line.strip() for line in text.decode("utf-8", "replace").splitlines() if line.strip()]
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:200] if lines else "no output"
 
 
-async def run_check(module: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
-                    timeout: float, call: tuple[str, list[Any]] | None = None, package: bool = False) -> Any:
-    """The checks of one module on one run, in a process of its own; ValueError with a one-line reason
-    when it raises, dies, runs past `timeout` seconds or returns anything but a non-empty list of 0/1.
+async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
+                    settings: CheckSettings, call: tuple[str, list[Any]] | None = None,
+                    package: bool = False) -> Any:
+    """The checks of one module on one run, contained (engine.evaluators.check_runner: a copy of the
+    workspace, working folder a scratch folder, the tasks folder readable); ValueError with a one-line
+    reason when it raises, dies, runs past the time limit or returns anything but a non-empty list of 0/1.
 
     `call` (function name, arguments) calls another function of the module with those arguments and
     returns what it returned, unchecked (MCPVerse's ``run_test(pred, path)`` and ``get_reference()``);
     `package`: the module is imported as ``<its folder>.<its name>`` (its relative imports work)."""
-    with tempfile.TemporaryDirectory(prefix="m3check-") as tmp:
-        source, target = Path(tmp) / "input.json", Path(tmp) / "output.json"
-        job = {"module": str(module), "trajectory": trajectory, "tool_log": tool_log,
-               "workspace": None if workspace is None else str(workspace)}
-        if call is not None:
-            job.update(function=call[0], args=call[1], package=package)
-        source.write_text(json.dumps(job), encoding="utf-8")
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(RUNNER), str(source), str(target),
-            cwd=str(module.parent.parent if package else module.parent),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True)
-        try:
-            _, stderr = await asyncio.wait_for(proc.communicate(), timeout)
-        except asyncio.TimeoutError:
-            os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-            raise ValueError(f"timed out after {timeout:g} s") from None
-        finally:
-            if proc.returncode is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
-        if not target.is_file():
-            raise ValueError(f"the check process exited with status {proc.returncode}: {_last_line(stderr)}")
-        out = json.loads(target.read_text(encoding="utf-8"))
+    job: dict[str, Any] = {"module": str(module), "trajectory": trajectory, "tool_log": tool_log}
+    if call is not None:
+        job.update(function=call[0], args=call[1], package=package)
+    command = [sys.executable, str(CALL), "input.json", "output.json", *(["{workspace}"] if workspace else [])]
+    run = await run_contained(command, timeout=settings.timeout, inputs={"input.json": json.dumps(job).encode("utf-8")},
+                              outputs=("output.json",), workspace=workspace, reads=(tasks_folder, CALL.parent),
+                              env=settings.env, limits=settings.limits, isolate=settings.isolate)
+    if run.error is not None:
+        raise ValueError(run.error)
+    if run.timed_out:
+        raise ValueError(f"timed out after {settings.timeout:g} s")
+    if "output.json" not in run.outputs:
+        raise ValueError(f"the check process exited with status {run.status}: {_last_line(run.stderr)}")
+    raw = run.outputs["output.json"]
+    if raw is None:
+        raise ValueError(f"its result is over {settings.limits.result} bytes")
+    try:
+        out = json.loads(raw)
+    except ValueError:
+        raise ValueError("its result file is not JSON (the check wrote over it)") from None
+    if not isinstance(out, dict) or not ("error" in out or "result" in out):
+        raise ValueError("its result file holds no result (the check wrote over it)")
     if "error" in out:
-        raise ValueError(out["error"])
+        raise ValueError(str(out["error"]))
     return out["result"] if call is not None else checks_of(out["result"])
 
 
@@ -164,11 +163,12 @@ async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: dict[str, Any]) -
     if inputs.prediction is None:
         return {"check": rel, "checks": [], "passed": False, "error": None,
                 "reason": "no prediction (the agent run did not end)"}
-    timeout = float(ctx.options.get("timeout") or DEFAULT_TIMEOUT)
+    settings = check_settings(ctx.options, f"evaluators.{NAME}")
     workspace = inputs.workspace if inputs.workspace is not None and inputs.workspace.is_dir() else None
     tool_log = list(inputs.tool_log) if inputs.tool_log is not None else None
     try:
-        checks = await run_check(module, inputs.prediction.raw, workspace, tool_log, timeout)
+        checks = await run_check(module, tasks_file.resolve().parent, inputs.prediction.raw, workspace, tool_log,
+                                 settings)
     except ValueError as exc:
         return {"check": rel, "checks": None, "passed": None, "error": str(exc)}
     return {"check": rel, "checks": checks, "passed": all(checks), "error": None}

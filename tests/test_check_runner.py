@@ -1,0 +1,326 @@
+"""Checks run contained (engine.evaluators.check_runner), with real processes and, where it works here,
+real bubblewrap: the environment holds the base and the named variables only and secret values never
+come back; 300 MB of output keep the runner's memory low; a setsid child and a child holding stderr do
+not outlive the run nor turn a pass into a timeout; the workspace is a copy; with bubblewrap, writes
+outside the scratch folder, the network and the user's home are out of reach. Then the judge app's
+verifiers flow, score app and viewer with a key in the judge's environment: the key is in no file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.contract import InputError, read_trajectories
+from engine.evaluators import verifiers as vf
+from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.evaluators.check_runner import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "sk-test-4f1c9a7e2b-do-not-leak"
+BWRAP = pytest.param(True, id="bubblewrap", marks=pytest.mark.skipif(
+    bubblewrap()[0] is None, reason=f"no bubblewrap sandbox here: {bubblewrap()[1]} (.ci/run installs it)"))
+MODES = [pytest.param(False, id="uncontained"), BWRAP]
+
+
+def contained(code: str, *, isolate: bool, timeout: float = 20.0, **kwargs) -> CheckRun:
+    """Run a Python snippet through the runner."""
+    return asyncio.run(run_contained([sys.executable, "-c", textwrap.dedent(code)], timeout=timeout,
+                                     isolate=isolate, **kwargs))
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmdline and state not in (b"Z", b"X") and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_environment_is_the_base_and_the_named(isolate: bool, monkeypatch, tmp_path: Path) -> None:
+    for name in ("OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "PLAIN_SETTING"):
+        monkeypatch.setenv(name, f"{SECRET}-{name}")
+    monkeypatch.setenv("NAMED_TOKEN", SECRET)
+    run = contained("""
+        import json, os, sys
+        print(json.dumps(sorted(os.environ)))
+        print("named:", os.environ.get("NAMED_TOKEN"), "home:", os.environ["HOME"])
+        print(os.environ.get("NAMED_TOKEN"), file=sys.stderr)
+        open("out.json", "w").write(json.dumps({"error": os.environ.get("NAMED_TOKEN")}))
+        """, isolate=isolate, env=("NAMED_TOKEN", "NOT_SET"), outputs=("out.json",))
+    names, line = run.stdout.splitlines()
+    assert set(json.loads(names)) - {"PWD"} == {*BASE_ENV, "NAMED_TOKEN"}  # bwrap sets PWD
+    assert line.startswith("named: *** home: /") and str(Path.home()) not in line
+    assert run.stderr == "***\n" and run.outputs == {"out.json": b'{"error": "***"}'}
+    assert SECRET not in run.stdout + run.stderr and run.status == 0 and run.contained is isolate
+
+
+def test_300_mb_of_output_keep_the_runner_small(tmp_path: Path) -> None:
+    script = tmp_path / "measure.py"
+    script.write_text(textwrap.dedent("""
+        import asyncio, json, resource, sys
+        from engine.evaluators.check_runner import Limits, run_contained
+        flood = ("import sys\\nchunk = b'x' * (1 << 20)\\nfor _ in range(300):\\n"
+                 "    sys.stdout.buffer.write(chunk); sys.stderr.buffer.write(chunk)\\nprint('end', file=sys.stderr)")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        run = asyncio.run(run_contained([sys.executable, "-c", flood], timeout=120, limits=Limits(output=65536)))
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps({"before_kb": before, "after_kb": after, "status": run.status,
+                          "kept": [len(run.stdout), len(run.stderr)],
+                          "dropped": [run.stdout_dropped, run.stderr_dropped], "tail": run.stderr[-6:]}))
+        """), encoding="utf-8")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["status"] == 0 and out["tail"] == "xxend\n"  # the end of the output is kept
+    assert all(k <= 65536 + 100 for k in out["kept"])  # and the line marking what was dropped
+    assert out["dropped"] == [300 * 2**20 - 65536, 300 * 2**20 + 4 - 65536]
+    assert out["after_kb"] - out["before_kb"] < 40 * 1024, out  # was 644 MB reading stderr whole
+    assert time.monotonic() - started < 120
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_a_setsid_child_does_not_outlive_the_run(isolate: bool, tmp_path: Path) -> None:
+    marker = f"m3-setsid-{os.getpid()}-{int(isolate)}"
+    late = tmp_path / "late.txt"
+    # a double fork: the grandchild leaves the session and is orphaned at once
+    run = contained(f"""
+        import os, sys
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c",
+                         "import sys, time; time.sleep(3); open(sys.argv[1], 'w').write('late')",
+                         {str(late)!r}, {marker!r}])
+            os._exit(0)
+        print("parent done")
+        """, isolate=isolate)
+    assert run.status == 0 and not run.timed_out and run.stdout == "parent done\n"
+    assert run.leftovers >= 1 and processes_with(marker) == []
+    time.sleep(3.5)
+    assert not late.exists()
+
+
+def test_a_child_left_at_the_timeout_is_killed() -> None:
+    marker = f"m3-hang-{os.getpid()}"
+    started = time.monotonic()
+    run = contained(f"""
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", {marker!r}], start_new_session=True)
+        time.sleep(60)
+        """, isolate=None, timeout=1.5)
+    assert run.timed_out and run.status is None and run.leftovers >= 1
+    assert processes_with(marker) == [] and time.monotonic() - started < 10
+
+
+def write_check(folder: Path, name: str, body: str) -> None:
+    (folder / name).write_text(textwrap.dedent(body), encoding="utf-8")
+
+
+def judge_one(folder: Path, check: str, workspace: Path | None, **options) -> dict:
+    preds = folder / "preds.json"
+    preds.write_text(json.dumps([{"id": "t1", "steps": [], "final_reply": "done"}]), encoding="utf-8")
+    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(folder / "tasks.json"), "timeout": 20,
+                                                       **options})
+    inputs = TaskInputs("t1", prediction=read_trajectories(preds).tasks["t1"],
+                        task={"id": "t1", "question": "q", "check": check}, workspace=workspace, tool_log=[])
+    return asyncio.run(vf.judge(ctx, inputs))
+
+
+def test_a_child_holding_stderr_does_not_turn_a_pass_into_a_timeout(tmp_path: Path) -> None:
+    (tmp_path / "tasks.json").write_text("[]", encoding="utf-8")
+    marker = f"m3-holder-{os.getpid()}"
+    write_check(tmp_path, "holder.py", f"""
+        import subprocess, sys
+        def check(trajectory, workspace, tool_log):
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", {marker!r}], stderr=sys.stderr)
+            return [1, 1]
+        """)
+    started = time.monotonic()
+    entry = judge_one(tmp_path, "holder.py", None)
+    assert entry == {"check": "holder.py", "checks": [1, 1], "passed": True, "error": None}
+    assert time.monotonic() - started < 10 and processes_with(marker) == []
+
+
+WRITER = """
+    import json, sys
+    from pathlib import Path
+    def attempt(path):
+        try:
+            Path(path).write_text("changed")
+            return "written"
+        except OSError as exc:
+            return type(exc).__name__
+    workspace, original, secret, *outside = sys.argv[1:]
+    print(json.dumps({"copy": attempt(Path(workspace) / "data.txt"), "new": attempt(Path(workspace) / "new.txt"),
+                      "original": attempt(original), "outside": [attempt(p) for p in outside],
+                      "secret": Path(secret).read_text() if Path(secret).exists() else None}))
+    """
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_writes_reach_only_the_copy(isolate: bool, tmp_path: Path, monkeypatch) -> None:
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    home.mkdir()
+    (workspace / "data.txt").write_text("original")
+    (home / ".netrc").write_text(f"password {SECRET}")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    outside = [tmp_path / "outside.txt"] + ([ROOT / f".m3-write-test-{os.getpid()}"] if isolate else [])
+    original = workspace / "data.txt" if isolate else tmp_path / "elsewhere.txt"  # uncontained, it would write it
+    run = asyncio.run(run_contained(
+        [sys.executable, "-c", textwrap.dedent(WRITER), "{workspace}", str(original),
+         str(home / ".netrc"), *map(str, outside)], timeout=20, workspace=workspace, isolate=isolate))
+    tried = json.loads(run.stdout)
+    assert tried["copy"] == "written" and tried["new"] == "written"
+    assert {p.name: p.read_text() for p in workspace.iterdir()} == {"data.txt": "original"}
+    if isolate:  # /tmp is its own, empty; everything else but the scratch folder read-only; the home hidden
+        assert tried["original"] == "FileNotFoundError" and tried["outside"] == ["written", "OSError"]
+        assert not any(p.exists() for p in outside) and tried["secret"] is None
+    else:  # it writes where the user can; files it can read are scrubbed of the environment's secrets only
+        assert tried["original"] == "written" and tried["outside"] == ["written"] and tried["secret"] == "password ***"
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_network_only_without_bubblewrap(isolate: bool) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        run = contained(f"""
+            import socket
+            try:
+                socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
+                print("connected")
+            except OSError as exc:
+                print(type(exc).__name__)
+            """, isolate=isolate)
+    assert run.stdout.strip() == ("ConnectionRefusedError" if isolate else "connected")
+
+
+def test_limits_apply() -> None:
+    run = contained("""
+        import sys
+        try:
+            open("big", "wb").write(b"x" * (3 << 20))
+        except OSError as exc:
+            print("write:", exc.errno == 27)
+        try:
+            block = bytearray(600 << 20)
+        except MemoryError:
+            print("memory: refused")
+        """, isolate=None, limits=Limits(memory=400 << 20, file_size=1 << 20))
+    assert run.stdout.splitlines() == ["write: True", "memory: refused"]
+
+
+def test_output_files_are_read_without_following_links(tmp_path: Path) -> None:
+    private = tmp_path / "private.json"
+    private.write_text('{"result": [1]}')
+    run = contained(f"""
+        import os
+        os.symlink({str(private)!r}, "out.json")
+        open("big.json", "w").write("[" + "1," * 600 + "1]")
+        """, isolate=None, outputs=("out.json", "big.json", "absent.json"), limits=Limits(result=1000))
+    assert run.outputs == {"big.json": None}  # a link is not read; a file over the limit is None
+
+
+def test_a_command_that_cannot_start_is_an_error() -> None:
+    run = asyncio.run(run_contained(["/no/such/program"], timeout=5, isolate=None))
+    assert run.error is not None and run.error.startswith("cannot start /no/such/program: ")
+    assert run.status is None and not run.timed_out
+
+
+def test_settings_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "tasks.json").write_text("[]", encoding="utf-8")
+    write_check(tmp_path, "ok.py", "def check(trajectory, workspace, tool_log):\n    return [1]\n")
+    for options, field in (({"env": "OPENAI_API_KEY"}, "env"), ({"env": ["A=B"]}, "env"),
+                           ({"timeout": -1}, "timeout"), ({"output_kb": 0}, "output_kb"),
+                           ({"memory_mb": "4G"}, "memory_mb"), ({"bubblewrap": "yes"}, "bubblewrap")):
+        with pytest.raises(InputError, match=rf"config: field 'evaluators.verifiers.{field}': "):
+            judge_one(tmp_path, "ok.py", None, **options)
+    assert judge_one(tmp_path, "ok.py", None, memory_mb=None, file_mb=None, bubblewrap=False)["passed"] is True
+
+
+HOSTILE = {  # task id -> (check file, body); stolen.txt beside them holds the key (a file the user has)
+    "tb-01": ("env_key.py", "import os\ndef check(trajectory, workspace, tool_log):\n"
+                            "    return [int(bool(os.environ['OPENAI_API_KEY']))]\n"),
+    "tb-02": ("proc_scan.py", "import glob\ndef check(trajectory, workspace, tool_log):\n"
+                              "    for path in glob.glob('/proc/*/environ'):\n"
+                              "        try:\n            env = open(path, 'rb').read().split(b'\\0')\n"
+                              "        except OSError:\n            continue\n"
+                              "        for item in env:\n"
+                              "            if item.startswith(b'OPENAI_API_KEY='):\n"
+                              "                raise RuntimeError(item.decode())\n"
+                              "    return [1]\n"),
+    "tb-03": ("dies.py", "import os, sys\nfrom pathlib import Path\ndef check(trajectory, workspace, tool_log):\n"
+                         "    key = Path(__file__).with_name('stolen.txt').read_text()\n"
+                         "    print(key)\n    print('fatal:', key, file=sys.stderr)\n    os._exit(3)\n"),
+    "tb-04": ("raises.py", "from pathlib import Path\ndef check(trajectory, workspace, tool_log):\n"
+                           "    raise ValueError('key=' + Path(__file__).with_name('stolen.txt').read_text())\n"),
+    "tb-05": ("passes.py", "from pathlib import Path\ndef check(trajectory, workspace, tool_log):\n"
+                           "    print(Path(__file__).with_name('stolen.txt').read_text())\n"
+                           "    return [int((workspace / 'out.txt').read_text() == 'ok')]\n"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isolate", MODES)
+def test_a_key_in_the_judges_environment_reaches_no_file(isolate: bool, tmp_path: Path, embedding_cache: Path) -> None:
+    from script_runs import run_script
+
+    demo = ROOT / "rollout" / "demo" / "tobench"
+    data, results = tmp_path / "data", tmp_path / "results"
+    (data / "checks").mkdir(parents=True)
+    (data / "checks" / "stolen.txt").write_text(SECRET, encoding="utf-8")
+    tasks = json.loads((demo / "tasks.json").read_text(encoding="utf-8"))
+    for task in tasks:
+        name, body = HOSTILE[task["id"]]
+        (data / "checks" / name).write_text(body, encoding="utf-8")
+        task["check"] = f"checks/{name}"
+    (data / "tasks.json").write_text(json.dumps(tasks), encoding="utf-8")
+    results.mkdir()
+    reference = json.loads((demo / "reference.json").read_text(encoding="utf-8"))
+    (results / "scripted_test_mcp_fuzzy.json").write_text(json.dumps(reference), encoding="utf-8")
+    for tid in HOSTILE:
+        (results / "ws" / tid).mkdir(parents=True)
+        (results / "ws" / tid / "out.txt").write_text("ok", encoding="utf-8")
+    judge = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "judge.py"), "model=scripted", "judges=scripted", "data=tobench_demo",
+         f"data.tasks={data / 'tasks.json'}", "evaluators=[verifiers]", f"results_dir={results}",
+         f"workspace_dir={results / 'ws'}", f"tool_log_dir={results / 'logs'}", f"run_dir={tmp_path / 'run'}",
+         f"cache_dir={tmp_path / 'cache'}", f"evaluators.verifiers.bubblewrap={str(isolate).lower()}"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "OPENAI_API_KEY": SECRET})
+    assert judge.returncode == 0, judge.stderr[-2000:]
+    entries = json.loads((results / "scripted_test_mcp_fuzzy_checks.json").read_text())["per_id"]
+    assert entries["tb-01"]["error"] == "KeyError: 'OPENAI_API_KEY'"
+    # with bubblewrap the judge's processes are out of sight; without, the key read from them is scrubbed
+    assert entries["tb-02"]["passed"] is True if isolate else entries["tb-02"]["error"] == \
+        "RuntimeError: OPENAI_API_KEY=***"
+    assert entries["tb-03"]["error"] == "the check process exited with status 3: fatal: ***"
+    assert entries["tb-04"]["error"] == "ValueError: key=***" and entries["tb-05"]["passed"] is True
+    score = tmp_path / "score"
+    run_script("score", "sweep=leaderboard", "data=tobench_demo", f"results_dir={results}", f"output_dir={score}",
+               f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    run_script("view", str(score), cwd=tmp_path)
+    per_id = {e["id"]: e for e in json.loads((score / "scripted" / "results_eval.json").read_text())["per_id"]}
+    assert per_id["tb-04"]["check_error"] == "ValueError: key=***"
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and data not in p.parents]
+    assert {"results_eval.json", "results_eval.csv", "index.html"} <= {p.name for p in written}
+    assert judge.stdout.count(SECRET) == judge.stderr.count(SECRET) == 0
+    assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
