@@ -135,6 +135,8 @@ def rubric_entries(path: Path | str, raw: Any, task_id: str, where: str) -> list
     if isinstance(raw, str):
         try:
             raw = json.loads(raw, object_pairs_hook=_unique_object(path, task_id, where))
+        except InputError:
+            raise
         except ValueError:
             raise InputError(path, "must be JSON text of rubrics", task_id=task_id, field=where) from None
     if isinstance(raw, Mapping) and raw:

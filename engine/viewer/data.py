@@ -24,6 +24,8 @@ from engine.evaluators import answer_equivalence, evaluator, verifiers, vtb_rubr
 from engine.evaluators.call_outcomes import CALL_KEYS
 from engine.evaluators.m3_judges import JUDGE_KEYS, read_taskcompletion
 from engine.evaluators.tool_use import COUNTS, KEY as TOOL_USE
+from engine.evaluators.vtb_records import GROUPS as VTB_GROUPS
+from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as DEFAULT_VTB_PROFILE
 from engine.judge_results import companion_path
 from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
 from engine.references import read_references
@@ -296,14 +298,14 @@ def _evaluator_path(result: ModelResult, name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
+def _rubrics(path: Path | None, profile: str = DEFAULT_VTB_PROFILE) -> dict[str, dict[str, Any]]:
     """id -> {score, pass, no_critical, unanswered, turns: [{score, pass, rubrics: [{d, w, c, k, m, j}]}]}
     of a rubric verdicts file (or a drop-in verdicts list): per rubric its description, weight,
     categories, critical, verdict (true, false, null) and the judges' [name, verdict, explanation or
-    error] (the judges only in the evaluator's own file)."""
+    error] (the judges only in the evaluator's own file); scored under the run's profile."""
     if path is None:
         return {}
-    values = vtb_rubrics.read(path)
+    values = vtb_rubrics.read(path, profile)
     root = read_json(path, "rubric verdicts file")
     raw = {str(k): v for k, v in root["per_id"].items()} if isinstance(root, dict) else {}  # checked by read
     out = {}
@@ -322,6 +324,17 @@ def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
         out[tid] = {"score": score, "pass": None if score is None else detail["pass_rate"] == 1.0,
                     "no_critical": detail["no_critical"], "unanswered": detail["unanswered"], "turns": turns}
     return out
+
+
+def vtb_breakdowns(result: ModelResult) -> dict[str, Any] | None:
+    """A model's VisualToolBench results as its report tables give them (engine.reports.vtb): APR and ARS
+    overall and per single/multi-turn, domain (STEM merged) and evaluation focus, with the profile; None
+    for a model without rubric verdicts."""
+    block = result.aggregate.get("rubrics")
+    if not isinstance(block, dict):
+        return None
+    return {"profile": block.get("profile"), "overall": {k: block.get(k) for k in ("APR", "ARS", "tasks")},
+            **{f"by_{group}": block.get(f"by_{group}") or {} for group in VTB_GROUPS}}
 
 
 def _answers(path: Path | None) -> dict[str, dict[str, Any]]:
@@ -393,7 +406,8 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
     tau_strong = float(result.meta["tau_strong"])
     outcomes, illegal = _outcomes(_meta_path(result, "calls"))
     judges, judge_meta = _judges(_meta_path(result, "judge"))
-    rubrics = _rubrics(_evaluator_path(result, vtb_rubrics.NAME))
+    rubrics = _rubrics(_evaluator_path(result, vtb_rubrics.NAME),
+                       str(result.meta.get(f"{vtb_rubrics.EVALUATOR.option}_profile") or DEFAULT_VTB_PROFILE))
     answers = _answers(_evaluator_path(result, answer_equivalence.NAME))
     checks = _checks(_evaluator_path(result, verifiers.NAME))
     predictions = run.predictions[result.name]
@@ -442,4 +456,5 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "profile": result.meta.get("profile"),
             "metrics": [[k, OUTCOME_LABELS.get(k) or label_of(k)] for k in metric_keys],
             "judge_meta": judge_meta, "has_outcomes": bool(outcomes), "has_rubrics": bool(rubrics),
+            "vtb": vtb_breakdowns(result),
             "order": order, "tasks": tasks}
