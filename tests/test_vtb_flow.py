@@ -82,7 +82,8 @@ def test_the_dropin_file_joins_per_task_and_in_aggregate_under_each_profile(tmp_
                                                               {"weight": 5, "met": True}]},
         {"id": "b", "prompt_category": "sports", "rubrics": [{"weight": 5, "critical": True, "met": True}]}])
     joined = load_joined(JoinedFiles({"vtb_rubrics": path}))
-    assert joined.per_id == {"a": {"rubric_score": 8 / 12, "pass_rate": 0.0}, "b": {"rubric_score": 1.0, "pass_rate": 1.0}}
+    assert joined.per_id == {"a": {"rubric_score": 8 / 12, "pass_rate": 0.0},
+                             "b": {"rubric_score": 1.0, "pass_rate": 1.0}}
     agg = joined_aggregate(joined, ["a", "b", "c"])
     assert agg["rubric_score"] == (8 / 12 + 1) / 2 and agg["pass_rate"] == 0.5
     assert agg["rubrics"]["by_category"]["Reasoning"] == {"ARS": 1.0, "APR": 1.0, "tasks": 1}

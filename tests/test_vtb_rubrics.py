@@ -67,12 +67,14 @@ def _random_records(seed: int) -> list[dict[str, Any]]:
     for i in range(20):
         rubrics = []
         for _ in range(rng.randint(1, 6)):
-            r: dict[str, Any] = {"weight": rng.randint(1, 5), "judge_result": rng.choice(LABELS + ["Met", "Not Met"] * 2),
+            r: dict[str, Any] = {"weight": rng.randint(1, 5),
+                                 "judge_result": rng.choice(LABELS + ["Met", "Not Met"] * 2),
                                  "category": rng.choice(["Reasoning", "Truthfulness"])}
             if rng.random() < 0.4:
                 r["critical"] = rng.random() < 0.5
             rubrics.append(r)
-        records.append({"id": f"t{i}", "rubrics": rubrics, "prompt_category": rng.choice(["maths", "physics", "finance"]),
+        records.append({"id": f"t{i}", "rubrics": rubrics,
+                        "prompt_category": rng.choice(["maths", "physics", "finance"]),
                         "eval_focus": rng.choice(["temporal", "hybrid_tool"])})
     return records
 
@@ -147,11 +149,13 @@ def test_published_rules_and_the_strict_reading(tmp_path: Path, caplog) -> None:
 
 
 def test_repeated_ids_and_bad_verdicts_are_refused_naming_file_task_and_field(tmp_path: Path) -> None:
-    cases = [([{"id": "a", "rubrics": [{"weight": 2, "met": True}]}, {"id": "a", "rubrics": [{"weight": 1, "met": True}]}],
+    cases = [([{"id": "a", "rubrics": [{"weight": 2, "met": True}]},
+               {"id": "a", "rubrics": [{"weight": 1, "met": True}]}],
               "id a: field 'id': the id is given twice"),
              ([{"id": "a", "rubrics": [{"weight": 6, "met": True}]}], "id a: field 'rubrics[0].weight'"),
              ([{"id": "a", "rubrics": [{"weight": 2, "met": "yes"}]}], "id a: field 'rubrics[0].met'"),
-             ([{"id": "a", "rubrics": [{"weight": 2, "met": True, "critical": "maybe"}]}], "id a: field 'rubrics[0].critical'"),
+             ([{"id": "a", "rubrics": [{"weight": 2, "met": True, "critical": "maybe"}]}],
+              "id a: field 'rubrics[0].critical'"),
              ([{"id": "a", "rubrics": []}], "id a: field 'rubrics'"),
              ([{"rubrics": []}], "id #0: field 'id'")]
     for root, message in cases:
@@ -188,7 +192,8 @@ RELEASED = {"id": "rel-1", "turncase": "single-turn", "num_turns": 1, "prompt_ca
 def test_a_released_task_reads_as_it_is() -> None:
     (turn,) = task_turns("t.json", RELEASED, "rel-1")
     assert turn.prompt == "How large is the crop?" and turn.golden_answer == "101 x 81 pixels."
-    assert [(r.rid, r.weight, r.critical, r.flag) for r in turn.rubrics] == [("u1", 5, True, True), ("u2", 4, True, False),
+    assert [(r.rid, r.weight, r.critical, r.flag) for r in turn.rubrics] == [("u1", 5, True, True),
+                                                                              ("u2", 4, True, False),
                                                                               ("u3", 2, False, True)]
     strict = task_turns("t.json", RELEASED, "rel-1", "strict")[0].rubrics
     assert [r.critical for r in strict] == [True, False, True]
@@ -206,7 +211,8 @@ def test_visualtoolbench_judge_results_give_their_scores(tmp_path: Path, caplog)
     path = _write(tmp_path / "eval_results.json", root)
     with caplog.at_level(logging.WARNING):
         values = vtb.read(path)
-    assert values.per_id == {"s1": {"rubric_score": 0.625, "pass_rate": 1.0}, "m1": {"rubric_score": 0.25, "pass_rate": 0.0}}
+    assert values.per_id == {"s1": {"rubric_score": 0.625, "pass_rate": 1.0},
+                             "m1": {"rubric_score": 0.25, "pass_rate": 0.0}}
     block = vtb.aggregate(values, ["s1", "m1"])["rubrics"]
     assert (block["ARS"], block["APR"], block["other_labels"]) == ((0.625 + 0.25) / 2, 0.5, 1)
     assert block["by_domain"] == {"STEM": {"ARS": 0.625, "APR": 1.0, "tasks": 1}, "medical": {"ARS": 0.25, "APR": 0.0,
@@ -262,7 +268,8 @@ def _judge(tmp_path: Path, judges: dict[str, dict[str, Any]], preds: TrajectoryF
 
 
 def _reread(tmp_path: Path, entry: dict, profile: str) -> dict:
-    return vtb.read(_write(tmp_path / "own.json", vtb.document({"mt": entry}, {"profile": profile})), profile).per_id["mt"]
+    path = _write(tmp_path / "own.json", vtb.document({"mt": entry}, {"profile": profile}))
+    return vtb.read(path, profile).per_id["mt"]
 
 
 def test_each_turn_is_judged_on_its_reply_and_unanswered_turns_are_dropped(tmp_path: Path) -> None:
@@ -270,7 +277,8 @@ def test_each_turn_is_judged_on_its_reply_and_unanswered_turns_are_dropped(tmp_p
     entry = _judge(tmp_path, {"a": _scripted("judge-a"), "c": _scripted("judge-c", -0.1)}, preds)
     first, second = entry["turns"]
     # published: the first judge's label counts ("Pixels": judge-a ignores case, judge-c does not)
-    assert [r["met"] for r in first["rubrics"]] == [True, True] and [r["met"] for r in second["rubrics"]] == [True, False]
+    assert [r["met"] for r in first["rubrics"]] == [True, True]
+    assert [r["met"] for r in second["rubrics"]] == [True, False]
     assert [v["verdict"] for v in first["rubrics"][1]["judges"]] == ["Met", "Not Met"]
     assert entry["score"] == pytest.approx(10 / 14) and entry["pass"] is False  # weight 4 Not Met fails
     assert (entry["domain"], entry["turncase"], entry["profile"]) == ("chemistry", "multi-turn", "published")

@@ -71,7 +71,8 @@ def compute(predictions: TrajectoryFile) -> Verdicts:
 
 
 def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """``{"tool_use": {proactivity, success_rate, success_rate_flagged, volume}}`` over these ids (an id without counts has no call)."""
+    """``{"tool_use": {proactivity, success_rate, success_rate_flagged, volume}}`` over these ids (an id
+    without counts has no call)."""
     empty = {k: 0 for k in COUNTS}
     return {KEY: tool_use([values.per_id.get(i, {}).get(KEY, empty) for i in ids])}
 

@@ -101,7 +101,8 @@ def _label(path: Path, tid: str, raw: Any, where: str) -> Any:
     return reply["judge_result"]
 
 
-def published_values(path: Path, tid: str, record: Mapping[str, Any], position: int) -> tuple[dict[str, Any], list[str]]:
+def published_values(path: Path, tid: str, record: Mapping[str, Any],
+                     position: int) -> tuple[dict[str, Any], list[str]]:
     """The values of a record of VisualToolBench's judge results: its score and accuracy as they are."""
     score, accuracy = record.get("score"), record.get("accuracy")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +118,9 @@ def rubric_item(path: Path | str, raw: Any, task_id: str, where: str, turn: int 
                       _categories(path, raw.get("category"), task_id, f"{where}.category"), turn, rid)
 
 
-def _unique_object(path: Path | str, task_id: str, where: str):
+def _unique_object(path: Path | str, task_id: str, where: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A JSON object hook refusing a key given twice (a rubric id) with an InputError naming the field."""
+
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for key, value in pairs:
@@ -203,7 +205,8 @@ def task_groups(record: Mapping[str, Any], n_turns: int | None = None) -> dict[s
     turncase = _group_value(record, "turncase")
     if turncase == UNSPECIFIED and n_turns is not None:
         turncase = SINGLE_TURN if n_turns == 1 else MULTI_TURN
-    return {"domain": _group_value(record, "prompt_category", "domain"), "eval_focus": _group_value(record, "eval_focus"),
+    return {"domain": _group_value(record, "prompt_category", "domain"),
+            "eval_focus": _group_value(record, "eval_focus"),
             "turncase": turncase}
 
 

@@ -80,12 +80,13 @@ def rubric_outcome(votes: Sequence[Any], profile: str) -> bool | str | None:
 
 
 def other_label(votes: Sequence[Any], profile: str) -> Any:
-    """The label that counts as neither Met nor Not Met (published: the first judge's; strict: the first
-    such label of any judge), else None."""
-    pool = votes[:1] if profile == "published" else votes
-    for label in pool:
-        if label is not FAILED and (_fold(label) if profile == "strict" else label) not in (
-                (MET.casefold(), NOT_MET.casefold()) if profile == "strict" else (MET, NOT_MET)):
+    """The label that counts as neither Met nor Not Met (published: the first judge's, compared exactly;
+    strict: the first such label of any judge, compared without regard to case), else None."""
+    if profile == "published":
+        first = votes[0] if votes else FAILED
+        return None if first is FAILED or first in (MET, NOT_MET) else first
+    for label in votes:
+        if label is not FAILED and _fold(label) not in (MET.casefold(), NOT_MET.casefold()):
             return label
     return None
 
