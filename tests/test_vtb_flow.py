@@ -75,6 +75,19 @@ def test_a_rerun_judges_again_the_tasks_a_judge_left_unanswered(tmp_path: Path, 
     assert again["meta"]["usage"]["scripted_a"]["cached"] > 0
 
 
+def test_a_tasks_file_with_a_repeated_id_is_refused_by_the_judge_app(tmp_path: Path) -> None:
+    task = {"id": "vtb-01", "turns": [{"prompt": "q", "rubrics": [{"description": "d", "weight": 2}]}]}
+    tasks = _write(tmp_path / "tasks.json", [task, {**task, "turns": []}])
+    _write(tmp_path / "p_test_mcp_fuzzy.json", [{"id": "vtb-01", "steps": [], "final_reply": "x"}])
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "judge.py"), "judges=scripted", "data=vtb_demo",
+                           f"data.tasks={tasks}", "evaluators=[vtb_rubrics]", f"results_dir={tmp_path}",
+                           f"predictions={tmp_path / 'p_test_mcp_fuzzy.json'}", f"cache_dir={tmp_path / 'cache'}"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith("id vtb-01: field 'id': the id is given twice (again at #1)")
+    assert not (tmp_path / "p_test_mcp_fuzzy_rubrics.json").exists()
+
+
 def test_the_dropin_file_joins_per_task_and_in_aggregate_under_each_profile(tmp_path: Path) -> None:
     path = _write(tmp_path / "verdicts.json", [
         {"id": "a", "prompt_category": "biology", "rubrics": [{"weight": 3, "met": True, "category": "Reasoning"},
