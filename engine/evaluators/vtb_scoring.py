@@ -26,15 +26,12 @@ means over their tasks, a category's with each task scored on its rubrics of tha
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from engine.evaluators.base import mean_or_none
 from engine.evaluators.vtb_records import GROUPS, RubricItem, domain_group
-
-log = logging.getLogger(__name__)
 
 PROFILES: tuple[str, ...] = ("published", "strict")
 DEFAULT_PROFILE = "published"
