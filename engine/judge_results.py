@@ -36,11 +36,18 @@ class JoinedFiles:
     """The evaluator files of one prediction file: evaluator name -> path (only those there are)."""
 
     files: Mapping[str, Path] = field(default_factory=dict)
+    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Evaluator name -> the keyword settings its ``read`` takes (e.g. vtb_rubrics: {"profile": ...})."""
 
-    def meta(self) -> dict[str, str]:
-        """The files as the outputs' meta records them: the evaluator's option (judge, calls, ...) -> path."""
+    def meta(self) -> dict[str, Any]:
+        """The files as the outputs' meta records them: the evaluator's option (judge, calls, ...) -> path,
+        and ``<option>_<setting>`` -> value for the settings of the evaluators with a file."""
         by_name = {e.name: e for e in evaluators()}
-        return {by_name[name].option: str(path) for name, path in self.files.items()}
+        out: dict[str, Any] = {by_name[name].option: str(path) for name, path in self.files.items()}
+        for name, settings in self.settings.items():
+            if name in self.files:
+                out.update((f"{by_name[name].option}_{k}", v) for k, v in settings.items())
+        return out
 
 
 def joined_files(predictions: Path, explicit: Mapping[str, Any] | None = None) -> JoinedFiles:
@@ -100,7 +107,7 @@ def load_joined(files: JoinedFiles | None, predictions: TrajectoryFile | None = 
     for e in evaluators():
         if e.read is not None and files is not None and e.name in files.files:
             path = files.files[e.name]
-            values = e.read(path)
+            values = e.read(path, **files.settings.get(e.name, {}))
             if predictions is not None:
                 _warn_unmatched(path, values.per_id, predictions)
             expected = tuple(m.key for m in e.metrics if m.aggregation != "evaluator")

@@ -103,5 +103,5 @@ def test_a_computed_evaluator_joins_with_its_own_nested_aggregate(tmp_path, monk
     assert joining.joined_aggregate(joined, ["a", "b"])["probe"] == {"calls": 2, "tasks": 2}
     assert joining.joined_aggregate(joined, ["b"], totals=False)["probe"] == {"calls": 0, "tasks": 1}
     # beside the registry's own computed evaluator (tool_use), whose nested aggregate joins the same way
-    assert joining.joined_aggregate(joined, ["a", "b"])["tool_use"] == {"proactivity": 0.5, "success_rate": None,
-                                                                        "volume": 1.0}
+    assert joining.joined_aggregate(joined, ["a", "b"])["tool_use"] == {"proactivity": 0.5, "success_rate": 1.0,
+                                                                        "success_rate_flagged": None, "volume": 1.0}

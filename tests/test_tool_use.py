@@ -1,5 +1,6 @@
-"""Tool-use analytics (engine.evaluators.tool_use): Proactivity, Success Rate (micro over calls) and Volume,
-against a plain per-task Python version, the undefined cases, and the report table."""
+"""Tool-use analytics (engine.evaluators.tool_use): Proactivity, Success Rate (micro over all calls, as
+VisualToolBench's eq. 4; and over the calls that carry is_error) and Volume, against a plain per-task Python
+version, the undefined cases, and the report table."""
 
 from __future__ import annotations
 
@@ -29,20 +30,24 @@ def _file(tasks: dict[str, list[list[dict]]]) -> object:
 
 
 def plain(tasks: dict[str, list[list[dict]]]) -> dict[str, float | None]:
-    """The spec's equations 3-5, written out task by task."""
+    """The spec's equations 3-5, written out task by task (eq. 4: a call is valid unless it reports an
+    error), and the flagged-calls variant."""
     n = len(tasks)
-    with_calls, calls, flagged, valid = 0, 0, 0, 0
+    with_calls, calls, flagged, valid, not_error = 0, 0, 0, 0, 0
     for steps in tasks.values():
         task_calls = [c for step in steps for c in step]
         if len(task_calls) > 0:
             with_calls += 1
         for c in task_calls:
             calls += 1
+            if c.get("is_error") is not True:
+                not_error += 1
             if "is_error" in c:
                 flagged += 1
                 if c["is_error"] is False:
                     valid += 1
-    return {"proactivity": with_calls / n, "success_rate": valid / flagged if flagged else None, "volume": calls / n}
+    return {"proactivity": with_calls / n, "success_rate": not_error / calls if calls else None,
+            "success_rate_flagged": valid / flagged if flagged else None, "volume": calls / n}
 
 
 def _random_tasks(rng: random.Random, n: int) -> dict[str, list[list[dict]]]:
@@ -70,6 +75,12 @@ def test_success_rate_is_micro_over_calls_and_volume_counts_every_task() -> None
     tasks = {"a": [[_call(False), _call(True)], [_call(False)]], "b": [[_call(True)]], "c": []}
     out = tool_use.aggregate(tool_use.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
     assert out["success_rate"] == pytest.approx(2 / 4)  # micro: 2 valid of 4 calls (macro would be (2/3 + 0) / 2)
+    # a call without is_error counts as valid over all calls (eq. 4), and not at all over the flagged ones
+    tasks["c"] = [[_call(None)]]
+    out = tool_use.aggregate(tool_use.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
+    assert out["success_rate"] == pytest.approx(3 / 5) and out["success_rate_flagged"] == pytest.approx(2 / 4)
+    tasks["c"] = []
+    out = tool_use.aggregate(tool_use.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
     assert out["proactivity"] == pytest.approx(2 / 3)
     assert out["volume"] == pytest.approx(4 / 3)  # the zero-call task counts
 
@@ -80,21 +91,22 @@ def test_validity_comes_from_is_error_never_from_the_text() -> None:
     assert counts == {"calls": 2, "flagged": 2, "valid": 1}
 
 
-def test_success_rate_is_null_without_flags_or_calls() -> None:
+def test_success_rate_is_null_without_calls_and_the_flagged_one_without_flags() -> None:
     unflagged = {"a": [[_call(None), _call(None)]], "b": []}
     out = tool_use.aggregate(tool_use.compute(_file(unflagged)), ["a", "b"])["tool_use"]
-    assert out == {"proactivity": 0.5, "success_rate": None, "volume": 1.0}
+    assert out == {"proactivity": 0.5, "success_rate": 1.0, "success_rate_flagged": None, "volume": 1.0}
     none = {"a": [], "b": [[]]}
     assert tool_use.aggregate(tool_use.compute(_file(none)), ["a", "b"])["tool_use"] == {
-        "proactivity": 0.0, "success_rate": None, "volume": 0.0}
+        "proactivity": 0.0, "success_rate": None, "success_rate_flagged": None, "volume": 0.0}
     assert tool_use.aggregate(Verdicts(), [])["tool_use"] == {"proactivity": None, "success_rate": None,
-                                                              "volume": None}
+                                                              "success_rate_flagged": None, "volume": None}
 
 
 def test_evaluator_declaration() -> None:
     ev = tool_use.EVALUATOR
     assert ev.name == "tool_use" and ev.suffix is None and ev.read is None and ev.compute is tool_use.compute
-    assert [m.key for m in ev.metrics] == ["tool_use.proactivity", "tool_use.success_rate", "tool_use.volume"]
+    assert [m.key for m in ev.metrics] == ["tool_use.proactivity", "tool_use.success_rate",
+                                           "tool_use.success_rate_flagged", "tool_use.volume"]
     assert all(m.aggregation == "evaluator" and not m.column for m in ev.metrics)
 
 

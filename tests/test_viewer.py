@@ -350,7 +350,8 @@ CRITICAL = ("vtb-04", 0, 4)  # its rubric 'Also reports "5.69"' is Not Met: flag
 @pytest.fixture(scope="module")
 def evaluated_runs(tmp_path_factory, embedding_cache: Path) -> dict[str, Path]:
     """The three demo flows with the scripted model and judges, each scored and viewed: name -> run folder.
-    One Not Met rubric of the VTB demo is flagged critical before scoring, so that a task fails one."""
+    The VTB demo is scored with the strict profile (the task's critical flag first), and one Not Met rubric
+    flagged critical before scoring, so that one task fails a critical rubric."""
     from script_runs import run_script
 
     base = tmp_path_factory.mktemp("evaluated")
@@ -370,6 +371,7 @@ def evaluated_runs(tmp_path_factory, embedding_cache: Path) -> dict[str, Path]:
             rubric.update(critical=True, critical_flag=True)
             path.write_text(json.dumps(doc), encoding="utf-8")
         run_script("score", "sweep=leaderboard", f"data={data}", f"results_dir={results}",
+                   *(["vtb.profile=strict"] if name == "vtb" else []),
                    f"output_dir={results / 'score'}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=base)
         assert view_main([str(results / "score")]) == 0
         runs[name] = results / "score"
@@ -399,6 +401,9 @@ def test_site_holds_the_evaluators_verdicts(evaluated_runs: dict[str, Path]) -> 
             assert rubric["j"] == [[v["name"], v["verdict"], v["explanation"]] for v in entry["judges"]]
             assert data["tasks"][tid]["rubrics"]["pass"] is False
             assert {r["id"]: r["pass_rate"] for r in result["per_id"]}[tid] == 0.0
+            rubrics = result["aggregate"]["rubrics"]
+            assert data["vtb"] == {"profile": "strict", "overall": {k: rubrics[k] for k in ("APR", "ARS", "tasks")},
+                                   **{f"by_{g}": rubrics[f"by_{g}"] for g in ("domain", "eval_focus", "turncase")}}
         elif name == "mcpverse":
             judges = data["tasks"]["mv-03"]["answer"]["judges"]
             assert [j[:2] for j in judges] == list(map(list, file["mv-03"]["judges"].items()))

@@ -1,7 +1,9 @@
-"""VisualToolBench rubrics (engine.evaluators.vtb_rubrics): the weighted score and the critical-gated pass
-against the spec's worked example and a plain per-task version, the critical flag, tasks without a
-critical rubric, multi-turn pooling, the judge pool (real scripted judges on loopback) with a tie and a
-judge that never answers, resuming, the drop-in verdicts file, and the demo flow end to end."""
+"""VisualToolBench rubrics (engine.evaluators.vtb_rubrics, vtb_scoring, vtb_records, vtb_files): the two
+profiles against a plain task-by-task version of each (the published one as VisualToolBench's judge scripts
+compute it), their edge cases (no critical rubric, a failed judge, labels other than Met / Not Met, a
+critical flag that disagrees with the weight, unanswered turns), the released task shape, VisualToolBench's
+judge results, repeated ids, the breakdowns, and judging with the real pool (scripted judges and judges on
+loopback)."""
 
 from __future__ import annotations
 
@@ -18,33 +20,40 @@ import pytest
 from engine.contract import InputError, TrajectoryFile, parse_trajectories
 from engine.evaluators import vtb_rubrics as vtb
 from engine.evaluators.base import JudgeContext, TaskInputs
-from engine.judge_results import JoinedFiles, joined_aggregate, load_joined
-from script_runs import run_script
+from engine.evaluators.vtb_records import read_task_records, task_groups, task_turns
+from engine.evaluators.vtb_scoring import task_score
 
-ROOT = Path(__file__).resolve().parents[1]
+LABELS = ["Met", "Not Met", "Partially Met", "met", " Not  met"]
 
 
-# -- a plain version of the spec's equations, task by task --------------------------------------------
+# -- plain versions of the two profiles, task by task ----------------------------------------------------
 
-def plain_task(rubrics: list[dict[str, Any]]) -> tuple[float, bool]:
-    """s_i (eq. 1) and pass_i, critical from the flag else weight >= 4; no critical rubric: all met."""
-    total = 0
-    got = 0
-    critical_ok = True
-    any_critical = False
+def plain_published(rubrics: list[dict[str, Any]]) -> tuple[float, bool]:
+    """As the published judge script: the weight of every rubric in the total, "Met" adds its weight,
+    "Not Met" with weight >= 4 fails the task (the critical flag is not read)."""
+    total = met = 0
+    accuracy = 1
     for r in rubrics:
         total += r["weight"]
-        if r["met"]:
-            got += r["weight"]
-        critical = r["critical"] if "critical" in r else r["weight"] >= 4
-        if critical:
-            any_critical = True
-            if not r["met"]:
-                critical_ok = False
-    score = got / total
-    if not any_critical:
-        return score, score == 1.0
-    return score, critical_ok
+        if r["judge_result"] == "Met":
+            met += r["weight"]
+        if r["judge_result"] == "Not Met" and r["weight"] >= 4:
+            accuracy = 0
+    return (met / total if total > 0 else 0), accuracy == 1
+
+
+def plain_strict(rubrics: list[dict[str, Any]]) -> tuple[float, bool] | None:
+    """Labels read without regard to case or spacing; another label: no verdict (None); critical from the
+    flag else weight >= 4; no critical rubric: passes only when every rubric is met."""
+    folded = [" ".join(r["judge_result"].split()).casefold() for r in rubrics]
+    if any(f not in ("met", "not met") for f in folded):
+        return None
+    met = [f == "met" for f in folded]
+    critical = [r.get("critical", r["weight"] >= 4) for r in rubrics]
+    score = sum(r["weight"] for r, m in zip(rubrics, met) if m) / sum(r["weight"] for r in rubrics)
+    if not any(critical):
+        return score, all(met)
+    return score, all(m for c, m in zip(critical, met) if c)
 
 
 def _write(path: Path, value: Any) -> Path:
@@ -52,123 +61,186 @@ def _write(path: Path, value: Any) -> Path:
     return path
 
 
-def test_the_worked_example(tmp_path: Path) -> None:
-    weights, verdicts = [3, 4, 3, 5, 2], [True, False, True, False, True]
-    result = vtb.task_score(weights, [w >= 4 for w in weights], verdicts)
-    assert result.score == pytest.approx(8 / 17) and round(result.score, 2) == 0.47
-    assert result.passed is False
-    dropin = _write(tmp_path / "v.json", [{"id": "fig2", "rubrics": [{"weight": w, "met": m}
-                                                                    for w, m in zip(weights, verdicts)]}])
-    values = vtb.read(dropin).per_id["fig2"]
-    assert values["rubric_score"] == pytest.approx(8 / 17) and values["pass_rate"] == 0.0
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_scores_and_aggregates_match_the_plain_version(tmp_path: Path, seed: int) -> None:
+def _random_records(seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    categories = ["Visual Understanding", "Truthfulness", "Reasoning"]
     records = []
-    for i in range(15):
+    for i in range(20):
         rubrics = []
         for _ in range(rng.randint(1, 6)):
-            r: dict[str, Any] = {"weight": rng.randint(1, 5), "met": rng.random() < 0.6,
-                                 "category": rng.choice(categories)}
+            r: dict[str, Any] = {"weight": rng.randint(1, 5),
+                                 "judge_result": rng.choice(LABELS + ["Met", "Not Met"] * 2),
+                                 "category": rng.choice(["Reasoning", "Truthfulness"])}
             if rng.random() < 0.4:
                 r["critical"] = rng.random() < 0.5
             rubrics.append(r)
-        records.append({"id": f"t{i}", "rubrics": rubrics})
-    values = vtb.read(_write(tmp_path / "v.json", records))
-    expected = {rec["id"]: plain_task(rec["rubrics"]) for rec in records}
-    for tid, (score, passed) in expected.items():
-        assert values.per_id[tid]["rubric_score"] == pytest.approx(score)
-        assert values.per_id[tid]["pass_rate"] == (1.0 if passed else 0.0)
+        records.append({"id": f"t{i}", "rubrics": rubrics,
+                        "prompt_category": rng.choice(["maths", "physics", "finance"]),
+                        "eval_focus": rng.choice(["temporal", "hybrid_tool"])})
+    return records
+
+
+def test_the_worked_example() -> None:
+    from engine.evaluators.vtb_records import RubricItem
+
+    items = [RubricItem("", w, w >= 4, None, ("x",)) for w in (3, 4, 3, 5, 2)]
+    for profile in ("published", "strict"):
+        result = task_score(items, [True, False, True, False, True], profile)
+        assert result.score == pytest.approx(8 / 17) and round(result.score, 2) == 0.47 and result.passed is False
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_both_profiles_match_their_plain_versions(tmp_path: Path, seed: int) -> None:
+    records = _random_records(seed)
+    path = _write(tmp_path / "v.json", records)
+    published, strict = vtb.read(path), vtb.read(path, "strict")
+    for rec in records:
+        score, passed = plain_published(rec["rubrics"])
+        assert published.per_id[rec["id"]] == {"rubric_score": score, "pass_rate": 1.0 if passed else 0.0}
+        expected = plain_strict(rec["rubrics"])
+        assert strict.per_id[rec["id"]] == ({} if expected is None else
+                                            {"rubric_score": expected[0], "pass_rate": 1.0 if expected[1] else 0.0})
     ids = [rec["id"] for rec in records]
-    block = vtb.aggregate(values, ids)["rubrics"]
-    assert block["ARS"] == pytest.approx(sum(s for s, _ in expected.values()) / len(ids))
-    assert block["APR"] == pytest.approx(sum(p for _, p in expected.values()) / len(ids))
-    for category in categories:
-        per_task = [plain_task([r for r in rec["rubrics"] if r["category"] == category]) for rec in records
-                    if any(r["category"] == category for r in rec["rubrics"])]
-        got = block["by_category"][category]
-        assert got["tasks"] == len(per_task)
-        assert got["ARS"] == pytest.approx(sum(s for s, _ in per_task) / len(per_task))
-        assert got["APR"] == pytest.approx(sum(p for _, p in per_task) / len(per_task))
+    block = vtb.aggregate(published, ids)["rubrics"]
+    plain = [plain_published(rec["rubrics"]) for rec in records]
+    assert block["ARS"] == sum(s for s, _ in plain) / len(ids) and block["APR"] == sum(p for _, p in plain) / len(ids)
+    stem = [p for rec, p in zip(records, plain) if rec["prompt_category"] in ("maths", "physics")]
+    assert block["by_domain"]["STEM"] == {"ARS": sum(s for s, _ in stem) / len(stem),
+                                          "APR": sum(p for _, p in stem) / len(stem), "tasks": len(stem)}
+    assert set(block["by_domain"]) <= {"STEM", "finance"} and block["by_turncase"]["single-turn"]["tasks"] == 20
+    for focus in ("temporal", "hybrid_tool"):
+        mine = [p for rec, p in zip(records, plain) if rec["eval_focus"] == focus]
+        assert block["by_eval_focus"][focus]["APR"] == sum(p for _, p in mine) / len(mine)
+    assert block["other_labels"] == sum(r["judge_result"] not in ("Met", "Not Met") for rec in records
+                                        for r in rec["rubrics"])
 
 
-def test_critical_flag_wins_over_the_weight_and_mismatches_are_logged(tmp_path: Path, caplog) -> None:
-    record = {"id": "a", "rubrics": [{"weight": 4, "critical": False, "met": False},  # not critical: no gate
-                                     {"weight": 3, "critical": True, "met": True},
-                                     {"weight": 5, "met": True}]}  # absent: weight >= 4 -> critical
-    with caplog.at_level(logging.INFO, logger="engine.evaluators.vtb_rubrics"):
-        values = vtb.read(_write(tmp_path / "v.json", [record]))
-    assert values.per_id["a"]["pass_rate"] == 1.0 and values.per_id["a"]["rubric_score"] == pytest.approx(8 / 12)
-    assert values.totals["critical_mismatches"] == 2
-    assert "task a: 2 rubric(s) flagged critical otherwise than weight >= 4" in caplog.text
-    assert "turn 1 weight 4 critical false; turn 1 weight 3 critical true" in caplog.text
-    assert "2 rubric(s) flagged critical otherwise" in caplog.text
-    record["rubrics"][2]["met"] = False
-    assert vtb.read(_write(tmp_path / "v.json", [record])).per_id["a"]["pass_rate"] == 0.0
+def test_published_rules_and_the_strict_reading(tmp_path: Path, caplog) -> None:
+    records = [
+        # weight 4 flagged not critical, Not Met: fails as published; weight 3 flagged critical: does not
+        {"id": "flag", "rubrics": [{"weight": 4, "critical": "no", "met": False}, {"weight": 3, "critical": "yes",
+                                                                                  "met": True}]},
+        {"id": "flag3", "rubrics": [{"weight": 3, "critical": True, "met": False}, {"weight": 5, "met": True}]},
+        # no critical rubric: passes whatever its verdicts as published; strict: only when all are met
+        {"id": "none", "rubrics": [{"weight": 2, "met": True}, {"weight": 3, "met": False}]},
+        # "Partially Met" on a critical rubric: no weight, no failure; strict: no verdict, not scored
+        {"id": "partial", "rubrics": [{"weight": 5, "judge_result": "Partially Met"}, {"weight": 2, "met": True}]},
+        {"id": "lower", "rubrics": [{"weight": 5, "judge_result": "met"}, {"weight": 1, "met": False}]}]
+    path = _write(tmp_path / "v.json", records)
+    with caplog.at_level(logging.INFO):
+        published = vtb.read(path).per_id
+    assert published == {"flag": {"rubric_score": 3 / 7, "pass_rate": 0.0},
+                         "flag3": {"rubric_score": 5 / 8, "pass_rate": 1.0},
+                         "none": {"rubric_score": 2 / 5, "pass_rate": 1.0},
+                         "partial": {"rubric_score": 2 / 7, "pass_rate": 1.0},
+                         "lower": {"rubric_score": 0.0, "pass_rate": 1.0}}
+    assert "task flag: 2 rubric(s) flagged critical otherwise than weight >= 4 (weight >= 4 decides" in caplog.text
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "neither" in r.getMessage()]
+    assert warned == [f'{path}: 2 rubric verdict(s) neither "Met" nor "Not Met" (counted as neither: no weight, no '
+                      'failure, as published); first: task partial, field [3].rubrics[0].judge_result']
+    strict = vtb.read(path, "strict")
+    assert strict.per_id == {"flag": {"rubric_score": 3 / 7, "pass_rate": 1.0},
+                             "flag3": {"rubric_score": 5 / 8, "pass_rate": 0.0},
+                             "none": {"rubric_score": 2 / 5, "pass_rate": 0.0},
+                             "partial": {}, "lower": {"rubric_score": 5 / 6, "pass_rate": 1.0}}
+    block = vtb.aggregate(strict, list(strict.per_id))["rubrics"]
+    assert block["unscored"] == 1 and block["no_critical"] == 1 and block["profile"] == "strict"
+    with pytest.raises(ValueError, match="unknown VisualToolBench profile 'lenient'"):
+        vtb.read(path, "lenient")
 
 
-def test_a_task_without_critical_rubric_passes_only_when_every_rubric_is_met(tmp_path: Path) -> None:
-    records = [{"id": "all", "rubrics": [{"weight": 2, "met": True}, {"weight": 3, "met": True}]},
-               {"id": "some", "rubrics": [{"weight": 2, "met": True}, {"weight": 3, "critical": False, "met": False}]}]
-    values = vtb.read(_write(tmp_path / "v.json", records))
-    assert values.per_id["all"]["pass_rate"] == 1.0 and values.per_id["some"]["pass_rate"] == 0.0
-    block = vtb.aggregate(values, ["all", "some"])["rubrics"]
-    assert block["no_critical"] == 2 and block["APR"] == 0.5
-
-
-def test_bad_verdicts_name_the_file_the_task_and_the_field(tmp_path: Path) -> None:
-    cases = [([{"id": "a", "rubrics": [{"weight": 6, "met": True}]}], "field 'rubrics[0].weight'"),
-             ([{"id": "a", "rubrics": [{"weight": 2, "met": "yes"}]}], "field 'rubrics[0].met'"),
-             ([{"id": "a", "rubrics": [{"weight": 2, "met": True, "critical": "no"}]}], "field 'rubrics[0].critical'"),
-             ([{"id": "a", "rubrics": []}], "field 'rubrics'"),
-             ([{"rubrics": []}], "field 'id'")]
-    for root, where in cases:
+def test_repeated_ids_and_bad_verdicts_are_refused_naming_file_task_and_field(tmp_path: Path) -> None:
+    cases = [([{"id": "a", "rubrics": [{"weight": 2, "met": True}]},
+               {"id": "a", "rubrics": [{"weight": 1, "met": True}]}],
+              "id a: field 'id': the id is given twice"),
+             ([{"id": "a", "rubrics": [{"weight": 6, "met": True}]}], "id a: field 'rubrics[0].weight'"),
+             ([{"id": "a", "rubrics": [{"weight": 2, "met": "yes"}]}], "id a: field 'rubrics[0].met'"),
+             ([{"id": "a", "rubrics": [{"weight": 2, "met": True, "critical": "maybe"}]}],
+              "id a: field 'rubrics[0].critical'"),
+             ([{"id": "a", "rubrics": []}], "id a: field 'rubrics'"),
+             ([{"rubrics": []}], "id #0: field 'id'")]
+    for root, message in cases:
         path = _write(tmp_path / "bad.json", root)
-        with pytest.raises(InputError, match=re.escape(f"id {root[0].get('id', '#0')}: {where}")) as info:
+        with pytest.raises(InputError, match=re.escape(message)) as info:
             vtb.read(path)
-        assert "bad.json" in str(info.value)
+        assert "bad.json" in str(info.value) and "\n" not in str(info.value)
+    tasks = _write(tmp_path / "tasks.json", [RELEASED, RELEASED])
+    with pytest.raises(InputError, match=re.escape(f"id {RELEASED['id']}: field 'id': the id is given twice")):
+        read_task_records(tasks)
+    twice = {**RELEASED, "rubrics_by_turn": ['{"r1": {"weight": 2, "description": "x"}, "r1": {"weight": 3, '
+                                             '"description": "y"}}']}
+    with pytest.raises(InputError, match=re.escape("field 'rubrics_by_turn[0]': rubric id 'r1' is given twice")):
+        read_task_records(_write(tmp_path / "tasks.json", [twice]))
 
 
-def test_majority_and_its_tie_rule() -> None:
-    assert vtb.majority([True, True, False]) is True
-    assert vtb.majority([True, False]) is False  # a tie is Not Met
-    assert vtb.majority([False]) is False and vtb.majority([]) is None
+# -- the released task shape and VisualToolBench's judge results -------------------------------------------------
+
+def _rubric(description: str, weight: int, critical: str) -> dict[str, Any]:
+    return {"description": description, "weight": weight, "objective/subjective": "objective",
+            "explicit/implicit": "explicit", "category": ["visual understanding"], "critical": critical,
+            "final_answer": "yes"}
 
 
-def test_verdict_replies_are_parsed_strictly() -> None:
-    assert vtb.parse_verdict('```json\n{"explanation": "ok", "judge_result": "not  met"}\n```') == (False, "ok")
-    assert vtb.parse_verdict('{"judge_result": "Met"}') == (True, "")
-    for bad in ("Met", '{"judge_result": "Partly"}', "[]"):
-        with pytest.raises(ValueError):
-            vtb.parse_verdict(bad)
+RELEASED = {"id": "rel-1", "turncase": "single-turn", "num_turns": 1, "prompt_category": "physics",
+            "eval_focus": "region_switch_qa", "turn_prompts": ["How large is the crop?"],
+            "turn_golden_answers": ["101 x 81 pixels."], "turn_tool_trajectories": ["[]"],
+            "rubrics_by_turn": [json.dumps({"u1": _rubric('States "101 x 81".', 5, "yes"),
+                                            "u2": _rubric('Mentions "green".', 4, "no"),
+                                            "u3": _rubric('Says "pixels".', 2, "yes")})],
+            "image_paths": ["data/single_turn/images/sample_0/image_0.png"], "images_by_turn_paths": [[]]}
 
 
-# -- judging with the real pool and scripted judges on loopback ------------------------------------------
+def test_a_released_task_reads_as_it_is() -> None:
+    (turn,) = task_turns("t.json", RELEASED, "rel-1")
+    assert turn.prompt == "How large is the crop?" and turn.golden_answer == "101 x 81 pixels."
+    assert [(r.rid, r.weight, r.critical, r.flag) for r in turn.rubrics] == [("u1", 5, True, True),
+                                                                              ("u2", 4, True, False),
+                                                                              ("u3", 2, False, True)]
+    strict = task_turns("t.json", RELEASED, "rel-1", "strict")[0].rubrics
+    assert [r.critical for r in strict] == [True, False, True]
+    assert task_groups(RELEASED) == {"domain": "physics", "eval_focus": "region_switch_qa", "turncase": "single-turn"}
 
-TASK = {"id": "mt", "turns": [
+
+def test_visualtoolbench_judge_results_give_their_scores(tmp_path: Path, caplog) -> None:
+    def result(label: str) -> dict[str, str]:
+        return {"rubric_id": "r", "judge_result": json.dumps({"explanation": "", "judge_result": label})}
+
+    root = [{"task_id": "s1", "turncase": "single-turn", "eval_focus": "temporal", "prompt_category": "maths",
+             "judge_result": [result("Met"), result("Partially Met")], "score": 0.625, "accuracy": 1},
+            {"task_id": "m1", "turncase": "multi-turn", "eval_focus": "follow_up", "prompt_category": "medical",
+             "judge_result": [[result("Met")], [result("Not Met")]], "score": 0.25, "accuracy": 0}]
+    path = _write(tmp_path / "eval_results.json", root)
+    with caplog.at_level(logging.WARNING):
+        values = vtb.read(path)
+    assert values.per_id == {"s1": {"rubric_score": 0.625, "pass_rate": 1.0},
+                             "m1": {"rubric_score": 0.25, "pass_rate": 0.0}}
+    block = vtb.aggregate(values, ["s1", "m1"])["rubrics"]
+    assert (block["ARS"], block["APR"], block["other_labels"]) == ((0.625 + 0.25) / 2, 0.5, 1)
+    assert block["by_domain"] == {"STEM": {"ARS": 0.625, "APR": 1.0, "tasks": 1}, "medical": {"ARS": 0.25, "APR": 0.0,
+                                                                                              "tasks": 1}}
+    assert "first: task s1, field [0].judge_result[1].judge_result" in caplog.text
+    with pytest.raises(InputError, match="carry no rubric weights: only vtb.profile=published reads them"):
+        vtb.read(path, "strict")
+    _write(path, [{**root[0], "accuracy": 0.5}])
+    with pytest.raises(InputError, match=re.escape("id s1: field 'accuracy': must be 0 or 1")):
+        vtb.read(path)
+
+
+# -- judging with the real pool -----------------------------------------------------------------------------
+
+TASK = {"id": "mt", "prompt_category": "chemistry", "eval_focus": "follow_up", "turns": [
     {"prompt": "How large is the crop?", "golden_answer": "101 x 81 pixels.",
      "rubrics": [{"description": 'States "101 x 81".', "weight": 5, "category": "Truthfulness"},
                  {"description": 'Mentions "Pixels".', "weight": 2, "category": ["Presentation"]}]},
     {"prompt": "Where is it saved?", "golden_answer": "media/red_box.png",
      "rubrics": [{"description": 'Names "red_box.png".', "weight": 3, "critical": True},
-                 {"description": 'Names "blue.png".', "weight": 1}]}]}
+                 {"description": 'Names "blue.png".', "weight": 4}]}]}
 
 
-def _predictions(replies: list[str] | None, final: str) -> TrajectoryFile:
+def _predictions(replies: list[Any] | None, final: str) -> TrajectoryFile:
     record: dict[str, Any] = {"id": "mt", "steps": [], "final_reply": final}
     if replies is not None:
         record["turns"] = replies
     return parse_trajectories(Path("pred.json"), [record])
-
-
-def _pool(tmp_path: Path, judges: dict[str, dict[str, Any]]):
-    from rollout.judges.cache import ReplyCache
-    from rollout.judges.pool import JudgePool, judge_specs
-
-    return JudgePool(judge_specs(judges), ReplyCache(tmp_path / "cache"))
 
 
 def _scripted(model: str, bias: float = 0.0) -> dict[str, Any]:
@@ -176,194 +248,75 @@ def _scripted(model: str, bias: float = 0.0) -> dict[str, Any]:
             "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.01}}
 
 
-def _judge(tmp_path: Path, judges: dict[str, dict[str, Any]], preds: TrajectoryFile, attempts: int = 2) -> dict:
+def _loopback(server: Any, model: str) -> dict[str, Any]:
+    return {"provider": "openai", "api_name": model, "base_url": server.base_url, "api_key_env": None, "params": {},
+            "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.01}}
+
+
+def _judge(tmp_path: Path, judges: dict[str, dict[str, Any]], preds: TrajectoryFile, attempts: int = 2,
+           profile: str = "published") -> dict:
+    import rollout.judges.scripted  # noqa: F401 (registers the scripted judge policy)
+    from rollout.judges.cache import ReplyCache
+    from rollout.judges.pool import JudgePool, judge_specs
+
     async def go() -> dict:
-        async with _pool(tmp_path, judges) as pool:
-            ctx = JudgeContext(pool, attempts)
+        async with JudgePool(judge_specs(judges), ReplyCache(tmp_path / "cache")) as pool:
+            ctx = JudgeContext(pool, attempts, {"profile": profile})
             return await vtb.EVALUATOR.judge(ctx, TaskInputs("mt", prediction=preds.tasks["mt"], task=TASK))
 
     return asyncio.run(go())
 
 
-def test_multi_turn_tasks_pool_their_rubrics_and_keep_each_turn(tmp_path: Path) -> None:
-    preds = _predictions(["The crop is 101 x 81 pixels.", "It is saved as media/red_box.png."], "unused")
-    entry = _judge(tmp_path, {"a": _scripted("judge-a"), "b": _scripted("judge-b", 0.05),
-                              "c": _scripted("judge-c", -0.1)}, preds)
+def _reread(tmp_path: Path, entry: dict, profile: str) -> dict:
+    path = _write(tmp_path / "own.json", vtb.document({"mt": entry}, {"profile": profile}))
+    return vtb.read(path, profile).per_id["mt"]
+
+
+def test_each_turn_is_judged_on_its_reply_and_unanswered_turns_are_dropped(tmp_path: Path) -> None:
+    preds = _predictions([{"final_reply": "The crop is 101 x 81 pixels."}, "It is media/red_box.png."], "unused")
+    entry = _judge(tmp_path, {"a": _scripted("judge-a"), "c": _scripted("judge-c", -0.1)}, preds)
     first, second = entry["turns"]
-    # "Pixels": judges a and b ignore case (Met), c matches case exactly (Not Met): majority Met
-    assert [r["met"] for r in first["rubrics"]] == [True, True] and first["score"] == 1.0 and first["pass"]
-    assert [v["verdict"] for v in first["rubrics"][1]["judges"]] == ["Met", "Met", "Not Met"]
-    assert all(v["explanation"] for v in first["rubrics"][1]["judges"])
-    assert [r["met"] for r in second["rubrics"]] == [True, False] and second["score"] == 0.75 and second["pass"]
-    assert entry["score"] == pytest.approx(plain_task([{"weight": 5, "met": True}, {"weight": 2, "met": True},
-                                                       {"weight": 3, "critical": True, "met": True},
-                                                       {"weight": 1, "met": False}])[0])
-    assert entry["pass"] is True and entry["unanswered"] == 0
-    # one answer for all turns: turn 2's critical rubric fails, so the pooled task fails
-    entry = _judge(tmp_path, {"a": _scripted("judge-a")}, _predictions(None, "101 x 81 pixels"))
-    assert entry["turns"][0]["pass"] is True and entry["turns"][1]["pass"] is False and entry["pass"] is False
-    values = vtb.read(_write(tmp_path / "own.json", vtb.document({"mt": entry}, {})))
-    assert values.detail["mt"]["turns"] == [{"score": 1.0, "pass": True, "no_critical": False},
-                                            {"score": 0.0, "pass": False, "no_critical": False}]
-    assert values.per_id["mt"]["rubric_score"] == pytest.approx(7 / 11) and values.per_id["mt"]["pass_rate"] == 0.0
+    # published: the first judge's label counts ("Pixels": judge-a ignores case, judge-c does not)
+    assert [r["met"] for r in first["rubrics"]] == [True, True]
+    assert [r["met"] for r in second["rubrics"]] == [True, False]
+    assert [v["verdict"] for v in first["rubrics"][1]["judges"]] == ["Met", "Not Met"]
+    assert entry["score"] == pytest.approx(10 / 14) and entry["pass"] is False  # weight 4 Not Met fails
+    assert (entry["domain"], entry["turncase"], entry["profile"]) == ("chemistry", "multi-turn", "published")
+    # strict: the judges' majority (a tie is Not Met), the weight-4 rubric without flag critical, Not Met
+    assert _reread(tmp_path, entry, "strict") == {"rubric_score": pytest.approx(8 / 14), "pass_rate": 0.0}
+    # the second turn never answered: dropped as published, Not Met in the strict reading
+    entry = _judge(tmp_path, {"a": _scripted("judge-a")}, _predictions(["101 x 81 pixels", None], ""))
+    assert entry["turns"][1]["answered"] is False and all(r["judges"] == [] for r in entry["turns"][1]["rubrics"])
+    assert entry["score"] == 1.0 and entry["pass"] is True and vtb.complete(entry, ["judge-a"])
+    assert _reread(tmp_path, entry, "strict") == {"rubric_score": pytest.approx(7 / 14), "pass_rate": 0.0}
+    # no per-turn replies: the final reply answers every turn
+    entry = _judge(tmp_path, {"a": _scripted("judge-a")}, _predictions(None, "101 x 81 pixels, red_box.png"))
+    assert [t["answered"] for t in entry["turns"]] == [True, True] and entry["score"] == pytest.approx(10 / 14)
 
 
-def test_a_tie_between_judges_is_not_met(tmp_path: Path) -> None:
-    preds = _predictions(["101 x 81 pixels", "red_box.png"], "")
-    entry = _judge(tmp_path, {"a": _scripted("judge-a"), "d": _scripted("judge-d", -0.1)}, preds)
-    pixels = entry["turns"][0]["rubrics"][1]
-    assert sorted(v["verdict"] for v in pixels["judges"]) == ["Met", "Not Met"] and pixels["met"] is False
-
-
-def test_a_judge_that_never_answers_is_counted_apart(tmp_path: Path, chat_server) -> None:
-    silent = chat_server(lambda request: "I would rather not say.")
-    mute = {"provider": "openai", "api_name": "mute", "base_url": silent.base_url, "api_key_env": None,
-            "params": {}, "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.01}}
-    preds = _predictions(["101 x 81 pixels", "red_box.png"], "")
-    entry = _judge(tmp_path, {"a": _scripted("judge-a"), "mute": mute}, preds, attempts=2)
-    assert entry["unanswered"] == 4  # the mute judge on each of the four rubrics, never a Not Met
-    rubric = entry["turns"][0]["rubrics"][0]
-    assert rubric["met"] is True and rubric["judges"][1]["name"] == "mute"
-    assert "no usable vtb_rubric answer in 2 attempt(s)" in rubric["judges"][1]["error"]
-    assert entry["score"] is not None and not vtb.complete(entry, ["judge-a", "mute"])
-    # no judge answers: no verdict, the task is not scored (not zero-filled)
-    alone = _judge(tmp_path / "alone", {"mute": mute}, preds, attempts=1)
-    assert alone["score"] is None and alone["pass"] is None and alone["unanswered"] == 4
-    values = vtb.read(_write(tmp_path / "own.json", vtb.document({"mt": alone}, {})))
-    assert "rubric_score" not in values.per_id["mt"]
-    block = vtb.aggregate(values, ["mt"])["rubrics"]
-    assert block["unscored"] == 1 and block["unanswered"] == 4 and block["ARS"] is None
-
-
-def test_an_unreachable_judge_is_counted_apart(tmp_path: Path, chat_server) -> None:
+def test_a_failed_judge_is_not_met_as_published_and_unanswered_strictly(tmp_path: Path, chat_server) -> None:
     from rollout.models.loopback import Reply
 
     down = chat_server(lambda request: Reply(status=500, error="down"))
-    broken = {"provider": "openai", "api_name": "down", "base_url": down.base_url, "api_key_env": None,
-              "params": {}, "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.01}}
-    entry = _judge(tmp_path, {"a": _scripted("judge-a"), "down": broken}, _predictions(["101 x 81", "x"], ""))
-    assert entry["unanswered"] == 4 and entry["score"] is not None
-    assert entry["turns"][0]["rubrics"][0]["judges"][1]["error"].startswith("judge down:")
+    silent = chat_server(lambda request: "I would rather not say.")
+    partial = chat_server(lambda request: '{"explanation": "half", "judge_result": "Partially Met"}')
+    preds = _predictions(["101 x 81 pixels", "red_box.png"], "")
+    for server, error in ((down, "HTTP 500: down"), (silent, "no usable vtb_rubric answer in 2 attempt(s)")):
+        entry = _judge(tmp_path / str(server.base_url)[-5:], {"x": _loopback(server, "x")}, preds)
+        assert entry["unanswered"] == 4 and not vtb.complete(entry, ["x"])
+        assert error in entry["turns"][0]["rubrics"][0]["judges"][0]["error"]
+        assert (entry["score"], entry["pass"]) == (0.0, False)  # four Not Met, the task still scored
+        assert _reread(tmp_path, entry, "strict") == {}
+    entry = _judge(tmp_path / "partial", {"p": _loopback(partial, "p"), "a": _scripted("judge-a")}, preds)
+    assert entry["other_labels"] == 4 and entry["unanswered"] == 0 and vtb.complete(entry, ["p", "judge-a"])
+    assert (entry["score"], entry["pass"]) == (0.0, True)  # neither: no weight, no failure
+    # strict: the other label is not counted, the second judge's verdicts decide
+    assert _reread(tmp_path, entry, "strict") == {"rubric_score": pytest.approx(10 / 14), "pass_rate": 0.0}
 
 
-# -- the judge stage: file, resume, exit status ------------------------------------------------------------
-
-def _stage(tmp_path: Path, pool: str = "scripted", *extra: str) -> tuple[int, dict]:
-    from rollout.judges.cli import compose_config
-    from rollout.judges.run import run
-
-    cfg = compose_config(["evaluators=[vtb_rubrics]", "stage=vtb_rubrics", f"judges={pool}", "data=vtb_demo",
-                          f"results_dir={tmp_path}",
-                          f"predictions={tmp_path / 'p_test_mcp_fuzzy.json'}", f"cache_dir={tmp_path / 'cache'}",
-                          *extra])
-    status = run(cfg)
-    return status, json.loads((tmp_path / "p_test_mcp_fuzzy_rubrics.json").read_text())
-
-
-def test_the_judge_stage_writes_resumes_and_reports_failures(tmp_path: Path, capsys) -> None:
-    reference = json.loads((ROOT / "rollout" / "demo" / "vtb_reference.json").read_text())
-    _write(tmp_path / "p_test_mcp_fuzzy.json", reference[:3])
-    status, doc = _stage(tmp_path)
-    assert status == 0 and list(doc["per_id"]) == [r["id"] for r in reference[:3]]
-    assert doc["meta"]["evaluator"] == "vtb_rubrics" and doc["meta"]["incomplete"] == []
-    assert doc["meta"]["agreement"]["judges"] == ["scripted-judge-a", "scripted-judge-b", "scripted-judge-c",
-                                                  "scripted-judge-d"]
-    assert doc["aggregate"]["tasks"] == 3 and "by_category" in doc["aggregate"]
-    assert "(3 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
-    status, again = _stage(tmp_path)
-    assert status == 0 and again["per_id"] == doc["per_id"]
-    assert "(0 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
-    assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
-
-
-def test_a_rerun_judges_again_the_tasks_a_judge_left_unanswered(tmp_path: Path, chat_server, capsys) -> None:
-    silent = chat_server(lambda request: "no verdict")
-    mute = ("+judges.pool.mute={provider: openai, api_name: mute, base_url: '" + silent.base_url + "', "
-            "api_key_env: null, params: {}, timeout: 10, max_retries: 0, backoff: {initial: 0.01, max: 0.01}}")
-    reference = json.loads((ROOT / "rollout" / "demo" / "vtb_reference.json").read_text())
-    _write(tmp_path / "p_test_mcp_fuzzy.json", reference[:2])
-    status, doc = _stage(tmp_path, "scripted", mute, "evaluators.vtb_rubrics.attempts=1")
-    assert status == 1 and doc["meta"]["incomplete"] == [r["id"] for r in reference[:2]]
-    assert doc["aggregate"]["unanswered"] == sum(len(t["rubrics"]) for e in doc["per_id"].values()
-                                                 for t in e["turns"])
-    assert doc["aggregate"]["tasks"] == 2  # the four scripted judges still give every rubric a verdict
-    capsys.readouterr()
-    status, again = _stage(tmp_path, "scripted")  # the pool without the mute judge: judged again, from the cache
-    assert status == 0 and again["meta"]["incomplete"] == [] and again["aggregate"]["unanswered"] == 0
-    assert "(2 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
-    assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
-    assert again["meta"]["usage"]["scripted_a"]["cached"] > 0
-
-
-# -- the drop-in file joins results_eval.json's values --------------------------------------------------
-
-def test_the_dropin_file_joins_per_task_and_in_aggregate(tmp_path: Path) -> None:
-    path = _write(tmp_path / "verdicts.json", [
-        {"id": "a", "rubrics": [{"weight": 3, "met": True, "category": "Reasoning"}, {"weight": 4, "met": False}]},
-        {"id": "b", "rubrics": [{"weight": 5, "critical": True, "met": True}]}])
-    joined = load_joined(JoinedFiles({"vtb_rubrics": path}))
-    assert joined.per_id == {"a": {"rubric_score": pytest.approx(3 / 7), "pass_rate": 0.0},
-                             "b": {"rubric_score": 1.0, "pass_rate": 1.0}}
-    agg = joined_aggregate(joined, ["a", "b", "c"])
-    assert agg["rubric_score"] == pytest.approx((3 / 7 + 1) / 2) and agg["pass_rate"] == 0.5
-    assert agg["rubrics"]["by_category"]["Reasoning"] == {"ARS": 1.0, "APR": 1.0, "tasks": 1}
-    assert joined.keys() == ["rubric_score", "pass_rate"]
-
-
-def test_the_demo_set_is_what_the_generator_makes(tmp_path: Path) -> None:
-    from engine.synthetic.vtb import REFERENCE_FILE, TASKS_FILE, write_vtb_demo
-
-    write_vtb_demo(ROOT / "rollout" / "demo" / "reference.json", tmp_path)
-    for name in (TASKS_FILE, REFERENCE_FILE):
-        assert (tmp_path / name).read_text() == (ROOT / "rollout" / "demo" / name).read_text()
-    tasks = vtb.read_task_records(tmp_path / TASKS_FILE)
-    assert len(tasks) == 6 and sum(len(t["turns"]) > 1 for t in tasks.values()) == 2
-
-
-# -- the demo flow as the README gives it -------------------------------------------------------------------
-
-@pytest.mark.slow
-def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
-    results, out = tmp_path / "results", tmp_path / "board"
-    run_script("rollout", "model=scripted", "tasks=vtb_demo", "model.script=${rollout_path:demo/vtb_reference.json}",
-               f"results_dir={results}", cwd=tmp_path)
-    judged = run_script("judge", "model=scripted", "judges=scripted", "data=vtb_demo", "evaluators=[vtb_rubrics]",
-                        f"results_dir={results}", cwd=tmp_path)
-    assert "vtb_rubrics: 6 of 6 task(s) judged (6 now, 0 failed, 0 incomplete)" in judged.stdout
-    run_script("score", "sweep=leaderboard", "data=vtb_demo", f"results_dir={results}", f"output_dir={out}",
-               f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
-
-    doc = json.loads((results / "scripted_test_mcp_fuzzy_rubrics.json").read_text())
-    expected = {tid: vtb.score_items([vtb.rubric_item("t", r, tid, "r") for t in e["turns"] for r in t["rubrics"]],
-                                     [r["met"] for t in e["turns"] for r in t["rubrics"]])
-                for tid, e in doc["per_id"].items()}
-    result = json.loads((out / "scripted" / "results_eval.json").read_text())
-    aggregate = result["aggregate"]
-    assert aggregate["rubric_score"] == pytest.approx(sum(s.score for s in expected.values()) / 6)
-    assert aggregate["pass_rate"] == pytest.approx(sum(s.passed for s in expected.values()) / 6)
-    assert aggregate["pass_rate"] < 1.0 and aggregate["rubrics"]["no_critical"] == 1
-    # 14 calls, one on a missing file (is_error true): micro success rate 13/14
-    assert aggregate["tool_use"] == pytest.approx({"proactivity": 1.0, "success_rate": 13 / 14, "volume": 14 / 6})
-    assert result["by_type"]["follow_up"]["tool_use"]["success_rate"] == pytest.approx(4 / 5)
-    for entry in result["per_id"]:
-        assert entry["rubric_score"] == pytest.approx(expected[entry["id"]].score)
-        assert entry["tool_use"]["calls"] == entry["total_pred_calls"]
-    board = json.loads((out / "leaderboard.json").read_text())["rows"][0]
-    assert board["Average Rubric Score"] == pytest.approx(aggregate["rubric_score"])
-    assert board["Average Pass Rate"] == pytest.approx(aggregate["pass_rate"])
-    tools = json.loads((out / "tool_use.json").read_text())["rows"][0]
-    assert tools["Tool-Call Success Rate"] == pytest.approx(13 / 14)
-    for png in ("leaderboard.png", "tool_use.png"):
-        assert (out / png).read_bytes()[:4] == b"\x89PNG"
-
-    # the drop-in verdicts list, named with model.rubrics
-    dropin = _write(tmp_path / "verdicts.json", [{"id": tid, "rubrics": [{"weight": 2, "met": tid.endswith("mt")}]}
-                                                 for tid in expected])
-    one = tmp_path / "one"
-    run_script("score", "data=vtb_demo", f"model.predictions={results / 'scripted_test_mcp_fuzzy.json'}",
-               f"model.rubrics={dropin}", f"output_dir={one}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
-               cwd=tmp_path)
-    result = json.loads((one / "results_eval.json").read_text())
-    assert result["aggregate"]["rubric_score"] == pytest.approx(2 / 6)
-    assert result["aggregate"]["pass_rate"] == pytest.approx(2 / 6)
-    assert {e["id"]: e["pass_rate"] for e in result["per_id"]}["vtb-01-mt"] == 1.0
+def test_verdict_replies_record_any_label_and_need_a_judge_result() -> None:
+    assert vtb.parse_verdict('```json\n{"explanation": "ok", "judge_result": "Not Met"}\n```') == ("Not Met", "ok")
+    assert vtb.parse_verdict('{"judge_result": "Partially Met"}') == ("Partially Met", "")
+    for bad in ("Met", '{"verdict": "Met"}', "[]"):
+        with pytest.raises(ValueError):
+            vtb.parse_verdict(bad)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,9 @@ from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.evaluators import evaluators
+from engine.evaluators.vtb_rubrics import NAME as VTB
+from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as DEFAULT_VTB_PROFILE
+from engine.evaluators.vtb_scoring import check_profile as check_vtb_profile
 from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, load_sweep_joined, output_dirs,
@@ -57,6 +60,15 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
                          encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)))
+
+
+def evaluator_settings(cfg: DictConfig) -> dict[str, dict[str, Any]]:
+    """The settings each evaluator's file is read with: vtb_rubrics' ``vtb.profile``, checked."""
+    try:
+        profile = check_vtb_profile((cfg.get("vtb") or {}).get("profile") or DEFAULT_VTB_PROFILE)
+    except ValueError as exc:
+        raise ConfigError(f"vtb.profile: {exc}") from None
+    return {VTB: {"profile": profile}}
 
 
 def _judges(predictions: list[Path], explicit: Mapping[str, Any] | None = None) -> list[JoinedFiles]:
@@ -237,6 +249,8 @@ def _run(cfg: DictConfig) -> int:
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
         grids = _grid(cfg, "tau_weak_grid"), _grid(cfg, "tau_strong_grid")
         inputs = resolve_inputs(cfg)
+        reading = evaluator_settings(cfg)
+        inputs.judges = [replace(j, settings=reading) for j in inputs.judges]
         out = output_folder(cfg)
         check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES,
                                   TRIALS_FILE])

@@ -133,7 +133,8 @@ class Evaluator:
     evaluators (metric table, outputs; then by name);
     judge: one task's entry of its file (raises the pool's failure when no answer could be had);
     document: the file from the entries and the run's meta; entries: an earlier file's entries (to
-    resume); read: the file's values, checked; compute: the values from the predictions alone;
+    resume); read: the file's values, checked (``read(path, **settings)``, the settings the score app names
+    for it, e.g. vtb_rubrics' profile); compute: the values from the predictions alone;
     aggregate: the aggregate over some ids where the metric table's rules cannot say it (joined to the values
     of its rows the rules give); all_tasks: it judges every task of the tasks file, predicted or not (a task
     whose run did not end is judged as such, not left out), and its file's aggregate in the outputs is over
@@ -152,7 +153,7 @@ class Evaluator:
     judge: Callable[[JudgeContext, TaskInputs], Awaitable[dict[str, Any]]] | None = None
     document: Callable[[dict[str, dict[str, Any]], dict[str, Any]], dict[str, Any]] | None = None
     entries: Callable[[Path], dict[str, dict[str, Any]]] | None = None
-    read: Callable[[Path], Verdicts] | None = None
+    read: Callable[..., Verdicts] | None = None
     compute: Callable[[TrajectoryFile], Verdicts] | None = None
     aggregate: Callable[[Verdicts, Sequence[str]], dict[str, Any]] | None = None
     option: str = ""

@@ -3,15 +3,19 @@
 Over the tasks T of a file (N = |T|, C_i the predicted calls of task i):
 
 - Proactivity = |{i : |C_i| > 0}| / N, the share of tasks with at least one call (macro over tasks);
-- Success Rate = sum_i |{c in C_i : is_error(c) is false}| / sum_i |{c in C_i : c carries is_error}|,
-  micro over calls; null when no call carries ``is_error`` (and so when there are no calls);
+- Success Rate = sum_i |{c in C_i : is_error(c) is not true}| / sum_i |C_i|, micro over calls, as
+  VisualToolBench's eq. 4 divides: by every call, a call that does not report an error being valid;
+  null when there are no calls;
+- Success Rate (flagged) = sum_i |{c in C_i : is_error(c) is false}| / sum_i |{c in C_i : c carries
+  is_error}|, the stricter variant that counts only the calls whose outcome the rollout recorded; null
+  when no call carries ``is_error``;
 - Volume = sum_i |C_i| / N, calls per task over all tasks, zero-call tasks included.
 
-A call's validity is its ``"is_error": bool`` as the rollout records it (MCP's ``isError`` and JSON-RPC
-errors), never a guess from the result text; a call without the flag counts in Volume, not in Success
-Rate. Computed from the predictions alone at scoring time: nothing is written beside them. Each task
-of ``per_id`` gets its counts ``tool_use: {calls, flagged, valid}``, every aggregate (overall and per
-family) ``tool_use: {proactivity, success_rate, volume}`` (metric keys ``tool_use.<name>``).
+A call's error is its ``"is_error": true`` as the rollout records it (MCP's ``isError`` and JSON-RPC
+errors), never a guess from the result text. Computed from the predictions alone at scoring time:
+nothing is written beside them. Each task of ``per_id`` gets its counts ``tool_use: {calls, flagged,
+valid}`` (valid: calls whose is_error is false), every aggregate (overall and per family) ``tool_use:
+{proactivity, success_rate, success_rate_flagged, volume}`` (metric keys ``tool_use.<name>``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ KEY = "tool_use"
 METRICS: tuple[Metric, ...] = (
     Metric(f"{KEY}.proactivity", "Tool-Call Proactivity", KEY, PROFILES, "evaluator", False, False, 0.0, 1.0),
     Metric(f"{KEY}.success_rate", "Tool-Call Success Rate", KEY, PROFILES, "evaluator", False, False, 0.0, 1.0),
+    Metric(f"{KEY}.success_rate_flagged", "Tool-Call Success Rate (flagged calls)", KEY, PROFILES, "evaluator",
+           False, False, 0.0, 1.0),
     Metric(f"{KEY}.volume", "Tool-Call Volume", KEY, PROFILES, "evaluator", False, False, 0.0),
 )
 COUNTS: tuple[str, ...] = ("calls", "flagged", "valid")
@@ -46,13 +52,16 @@ def call_counts(trajectory: Trajectory) -> dict[str, int]:
 
 
 def tool_use(counts: Sequence[Mapping[str, int]]) -> dict[str, float | None]:
-    """{proactivity, success_rate, volume} of some tasks' counts (all None when there is no task)."""
+    """{proactivity, success_rate, success_rate_flagged, volume} of some tasks' counts (all None when
+    there is no task)."""
     n = len(counts)
     calls = sum(c["calls"] for c in counts)
     flagged = sum(c["flagged"] for c in counts)
     valid = sum(c["valid"] for c in counts)
+    errors = flagged - valid
     return {"proactivity": sum(1 for c in counts if c["calls"] > 0) / n if n else None,
-            "success_rate": valid / flagged if flagged else None,
+            "success_rate": (calls - errors) / calls if calls else None,
+            "success_rate_flagged": valid / flagged if flagged else None,
             "volume": calls / n if n else None}
 
 
@@ -62,7 +71,8 @@ def compute(predictions: TrajectoryFile) -> Verdicts:
 
 
 def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """``{"tool_use": {proactivity, success_rate, volume}}`` over these ids (an id without counts has no call)."""
+    """``{"tool_use": {proactivity, success_rate, success_rate_flagged, volume}}`` over these ids (an id
+    without counts has no call)."""
     empty = {k: 0 for k in COUNTS}
     return {KEY: tool_use([values.per_id.get(i, {}).get(KEY, empty) for i in ids])}
 

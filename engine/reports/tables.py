@@ -152,9 +152,9 @@ def _tool_use_cells(block: dict[str, Any] | None) -> list[float | None]:
 
 
 def tool_use_table(results: list[ModelResult]) -> Table | None:
-    """Tool-use analytics per model (in the given order): Proactivity, Success Rate and Volume overall
-    and per family (missing where a model has no task of the family, and Success Rate where no call
-    carries is_error); None when no model has them."""
+    """Tool-use analytics per model (in the given order): Proactivity, Success Rate (both readings) and
+    Volume overall and per family (missing where a model has no task of the family, a Success Rate
+    where it has no call to divide by); None when no model has them."""
     used = [r for r in results if isinstance(r.aggregate.get(TOOL_USE), dict)]
     if not used:
         return None
@@ -164,8 +164,9 @@ def tool_use_table(results: list[ModelResult]) -> Table | None:
     rows = [[r.name, *_tool_use_cells(r.aggregate), *(cell for family in families
                                                       for cell in _tool_use_cells(r.by_type.get(family)))]
             for r in used]
-    note = ("Proactivity: share of tasks with at least one call; Success Rate: calls with is_error false over the "
-            "calls that carry is_error, over all tasks' calls (micro); Volume: calls per task, all tasks.")
+    note = ("Proactivity: share of tasks with at least one call; Success Rate: calls not reporting an error over "
+            "all calls (VisualToolBench eq. 4), over all tasks' calls (micro); Success Rate (flagged calls): calls with "
+            "is_error false over the calls that carry is_error; Volume: calls per task, all tasks.")
     return Table(columns=columns, rows=rows, title="Tool use", note=note)
 
 

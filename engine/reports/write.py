@@ -15,13 +15,14 @@ from engine.reports.tables import (Table, budget_table, calls_table, families_ma
                                    leaderboard_table, outcomes_table, tool_use_table)
 from engine.reports.tobench import tobench_table
 from engine.reports.trials import conventions_table, inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
+from engine.reports.vtb import vtb_tables
 from engine.trials import TRIALS_FILE
 
 
 def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
     """Write the run's leaderboard, family and budget tables (md/csv/json) and plots, and the call
-    outcomes, tool-use and outcome checks tables and plots, and TOBench's Table 2 (tobench.md), when
-    some model has them; returns the paths.
+    outcomes, tool-use, outcome checks and VisualToolBench (vtb_turns, vtb_domains, vtb_focus) tables and
+    plots, and TOBench's Table 2 (tobench.md), when some model has them; returns the paths.
 
     Files go to out_dir (default: run_dir), each written atomically.
     """
@@ -48,7 +49,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written.append(out / name)
 
     for stem, table in (("leaderboard", board), ("budget", budget), ("calls", calls), ("tool_use", tools),
-                        ("outcomes", outcomes), ("tobench", tobench)):
+                        ("outcomes", outcomes), ("tobench", tobench), *vtb_tables(ranked).items()):
         if table is None:
             continue
         text(f"{stem}.md", table.to_markdown())

@@ -7,7 +7,10 @@ one's plan starts with a call on a missing file, an error for the tool-use analy
 criteria quote the phrase a scripted judge looks for in the answer: some phrases are in the reference
 reply (Met), some are not (Not Met), one differs from it in case only (judges that match case exactly
 disagree with the others); some rubrics carry a critical flag that disagrees with
-weight >= 4, and one task has no critical rubric. The task family (``type``) is the VTB category.
+weight >= 4 (a weight-4 rubric flagged not critical, Not Met: the published rules fail those tasks, the
+strict profile passes them), and one task has no critical rubric. Each task has VisualToolBench's
+breakdown fields: ``prompt_category`` (its domain; engineering and maths are reported as STEM),
+``eval_focus`` (also the task family, ``type``) and ``turncase``.
 
 ``python -m engine.synthetic.vtb BASE OUT_DIR`` writes ``vtb_tasks.json`` and ``vtb_reference.json``.
 """
@@ -22,12 +25,12 @@ from engine.contract import atomic_write_json, read_json
 
 TASKS_FILE, REFERENCE_FILE = "vtb_tasks.json", "vtb_reference.json"
 
-# Per base family: (domain, VTB category, phrases in the reference reply, a phrase that is not).
+# Per base family: (prompt category, evaluation focus, phrases in the reference reply, a phrase that is not).
 _FACTS: dict[str, tuple[str, str, list[str], str]] = {
-    "image_crop": ("Generalist", "region_switch_qa", ["101 x 81", "red_box.png"], "120 x 90"),
-    "statistics": ("STEM", "hybrid_tool", ["5.33", "5.5", "mode 7"], "variance"),
-    "image_annotate": ("Generalist", "region_switch_qa", ["blurred", "Target"], "green triangle"),
-    "spreadsheet": ("Finance", "hybrid_tool", ["4.69", "prices.xlsx"], "5.69"),
+    "image_crop": ("engineering", "region_switch_qa", ["101 x 81", "red_box.png"], "120 x 90"),
+    "statistics": ("maths", "hybrid_tool", ["5.33", "5.5", "mode 7"], "variance"),
+    "image_annotate": ("generalist", "region_switch_qa", ["blurred", "Target"], "green triangle"),
+    "spreadsheet": ("finance", "hybrid_tool", ["4.69", "prices.xlsx"], "5.69"),
 }
 
 
@@ -67,7 +70,8 @@ def vtb_demo(base: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
         for tid, family, turns in variants:
             question = turns[0]["prompt"] if len(turns) == 1 else "\n".join(
                 f"Turn {k + 1}: {t['prompt']}" for k, t in enumerate(turns))
-            tasks.append({"id": tid, "image": ref.get("image"), "type": family, "domain": domain, "category": family,
+            tasks.append({"id": tid, "image": ref.get("image"), "type": family, "prompt_category": domain,
+                          "eval_focus": family, "turncase": "single-turn" if len(turns) == 1 else "multi-turn",
                           "question": question, "turns": turns})
             steps = ref["steps"]
             if tid == "vtb-01-mt":

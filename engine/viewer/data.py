@@ -27,7 +27,7 @@ from engine.references import read_references
 from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import leaderboard_table
 from engine.viewer.text import cut
-from engine.viewer.verdicts import verdicts_of
+from engine.viewer.verdicts import verdicts_of, vtb_breakdowns
 
 _COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details"})
 OUTCOME_LABELS = {"rubric_score": "Rubric Score", "pass_rate": "Rubric Pass", "answer_success": "Answer E",
@@ -320,5 +320,5 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "profile": result.meta.get("profile"),
             "metrics": [[k, OUTCOME_LABELS.get(k) or label_of(k)] for k in metric_keys],
             "judge_meta": judged.judge_meta, "has_outcomes": bool(judged.outcomes),
-            "has_rubrics": bool(judged.rubrics),
+            "has_rubrics": bool(judged.rubrics), "vtb": vtb_breakdowns(result),
             "order": order, "tasks": tasks}

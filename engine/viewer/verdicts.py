@@ -14,6 +14,8 @@ from typing import Any
 from engine.contract import InputError, is_number, read_json
 from engine.evaluators import answer_equivalence, evaluator, verifiers, vtb_rubrics
 from engine.evaluators.m3_judges import read_taskcompletion
+from engine.evaluators.vtb_records import GROUPS as VTB_GROUPS
+from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as DEFAULT_VTB_PROFILE
 from engine.judge_results import companion_path
 from engine.reports.read import ModelResult
 from engine.viewer.text import cut, cut_reply
@@ -38,7 +40,7 @@ def verdicts_of(result: ModelResult) -> Verdicts:
     """The files of a model's results (named in its meta, else beside its predictions), read and checked."""
     outcomes, illegal = _outcomes(_meta_path(result, "calls"))
     judges, judge_meta = _judges(_meta_path(result, "judge"))
-    return Verdicts(outcomes, illegal, judges, judge_meta, _rubrics(_evaluator_path(result, vtb_rubrics.NAME)),
+    return Verdicts(outcomes, illegal, judges, judge_meta, _rubrics(_evaluator_path(result, vtb_rubrics.NAME), vtb_profile(result)),
                     _answers(_evaluator_path(result, answer_equivalence.NAME)),
                     _checks(_evaluator_path(result, verifiers.NAME)))
 
@@ -109,14 +111,14 @@ def _evaluator_path(result: ModelResult, name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
+def _rubrics(path: Path | None, profile: str = DEFAULT_VTB_PROFILE) -> dict[str, dict[str, Any]]:
     """id -> {score, pass, no_critical, unanswered, turns: [{score, pass, rubrics: [{d, w, c, k, m, j}]}]}
     of a rubric verdicts file (or a drop-in verdicts list): per rubric its description, weight,
     categories, critical, verdict (true, false, null) and the judges' [name, verdict, explanation or
     error] (the judges only in the evaluator's own file)."""
     if path is None:
         return {}
-    values = vtb_rubrics.read(path)
+    values = vtb_rubrics.read(path, profile)
     root = read_json(path, "rubric verdicts file")
     raw = {str(k): v for k, v in root["per_id"].items()} if isinstance(root, dict) else {}  # checked by read
     out = {}
@@ -135,6 +137,22 @@ def _rubrics(path: Path | None) -> dict[str, dict[str, Any]]:
         out[tid] = {"score": score, "pass": None if score is None else detail["pass_rate"] == 1.0,
                     "no_critical": detail["no_critical"], "unanswered": detail["unanswered"], "turns": turns}
     return out
+
+
+def vtb_profile(result: ModelResult) -> str:
+    """The VisualToolBench profile a model's results were scored under."""
+    return str(result.meta.get(f"{vtb_rubrics.EVALUATOR.option}_profile") or DEFAULT_VTB_PROFILE)
+
+
+def vtb_breakdowns(result: ModelResult) -> dict[str, Any] | None:
+    """A model's VisualToolBench results as its report tables give them (engine.reports.vtb): APR and ARS
+    overall and per single/multi-turn, domain (STEM merged) and evaluation focus, with the profile; None
+    for a model without rubric verdicts."""
+    block = result.aggregate.get("rubrics")
+    if not isinstance(block, dict):
+        return None
+    return {"profile": block.get("profile"), "overall": {k: block.get(k) for k in ("APR", "ARS", "tasks")},
+            **{f"by_{group}": block.get(f"by_{group}") or {} for group in VTB_GROUPS}}
 
 
 def _answers(path: Path | None) -> dict[str, dict[str, Any]]:

@@ -212,8 +212,8 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
 
 
 def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
-    """id -> task record of a tasks file (a list of objects with ids, or an object id -> task), in order;
-    a folder is a checkout of the MCPVerse repository (engine.neighbour_tasks)."""
+    """id -> task record of a tasks file (a list of objects with ids, or an object id -> task), in order; an
+    id given twice is refused; a folder is a checkout of the MCPVerse repository (engine.neighbour_tasks)."""
     if Path(path).is_dir():
         return read_task_dir(path)
     root = read_json(path, "tasks file")
@@ -229,6 +229,8 @@ def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
         tid = task.get("id", key if isinstance(root, dict) else None)
         if tid is None or isinstance(tid, bool) or not isinstance(tid, (str, int)):
             raise InputError(path, "a task needs a string id", task_id=label, field="id")
+        if str(tid) in out:
+            raise InputError(path, f"the id is given twice (again at {label})", task_id=str(tid), field="id")
         out[str(tid)] = task
     return out
 

@@ -346,7 +346,7 @@ function rubricsSection(r) {
   if (!r) return null;
   return h("section", { id: "rubrics" }, h("h2", {}, "Rubrics"),
     h("p", { class: "rubric-total" }, `weighted score ${fmt(r.score, 3)} · `, h("b", { class: r.pass ? "pass" : "fail" }, passText(r.pass)),
-      r.no_critical ? " (no critical rubric: passes only when every rubric is met)" : " (every critical rubric met)",
+      r.no_critical ? " (no critical rubric)" : "",
       r.unanswered ? ` · ${r.unanswered} judge answer(s) missing` : ""),
     r.turns.map((turn, k) => h("div", { class: "turn" }, r.turns.length > 1 ? h("h3", {}, `Turn ${k + 1}: ${fmt(turn.score, 3)}, ${passText(turn.pass)}`) : null,
       h("table", { class: "rubrics" }, h("thead", {}, h("tr", {}, ["Rubric", "Weight", "Category", "Critical", "Verdict", "Judges"].map((x) => h("th", {}, x)))),
