@@ -102,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
                       "the install block of the folder or file under DIR it runs")
     init.add_argument("--requirements", type=Path, default=None, metavar="FILE", help="with --complete: the "
                       "requirements file of the single-file servers run with python (default: each file's imports)")
+    init.add_argument("--offline", action="store_true", help="with --complete: ask the package registry nothing "
+                      "(a python -m MODULE the requirements file does not name is left)")
     init.add_argument("--force", action="store_true", help="replace an existing output file")
     for name, text in (("install", "build the per-server environments the config's install blocks ask for"),
                        ("check", "start each enabled server, list its tools, time a round trip; print a table"),
@@ -232,7 +234,7 @@ def _complete(args: argparse.Namespace) -> int:
         raise InputError(output, "is the config being completed (write the completed one beside it)")
     if output.exists() and not args.force:
         raise InputError(output, "exists already (use --force to replace it)")
-    completed, how = complete_config(args.dir, config, args.requirements)
+    completed, how = complete_config(args.dir, config, args.requirements, registry=not args.offline)
     atomic_write_json(output, completed)
     for c in how:
         print(f"{c.name:<24} {c.kind + (' (disabled)' if c.disabled else ''):<19} " + "; ".join(c.added))

@@ -268,6 +268,8 @@ def _file(entry: dict[str, Any], script: Path, lines: dict[str, str] | None, req
         out.missing.append(f"install: {exc}")
         return
     found, left = distributions_of(modules, lines)
+    if pin:
+        found = [d for d in found if d != "mcp"]
     if found or pin:
         entry["install"] = {"requirements": [*found, *pin]}
         source = f"the lines of {requirements.name} providing its imports" if requirements else "its imports"
@@ -277,8 +279,9 @@ def _file(entry: dict[str, Any], script: Path, lines: dict[str, str] | None, req
     elif not modules:
         out.added.append("install: nothing (it imports the standard library only)")
     if left:
-        out.missing.append(f"install: imports no requirement line or known distribution provides: "
-                           f"{', '.join(left)} (name them in its install block)")
+        out.missing.append(f"install: imports no requirement line names and no distribution of the same name "
+                           f"known here provides: {', '.join(left)} (name them in its install block, or give "
+                           "--requirements)")
     _inherit(entry, read_in_file(script), out)
 
 
@@ -351,8 +354,11 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
         if pointed is None and _module(entry, lines, registry, out):
             pass
         elif pointed is None:
-            out.missing.append(f"install: {' '.join([entry['command'], *(entry.get('args') or [])])} runs nothing "
-                               f"under {root} (name what it needs in an install block)")
+            args = entry.get("args") or []
+            named = f", and no distribution of its name is in {'the requirements file' if lines else 'no file'}" + \
+                ("" if registry else " (the registry was not asked)") if args[:1] == ["-m"] else ""
+            out.missing.append(f"install: {' '.join([entry['command'], *args])} runs nothing under {root}{named} "
+                               "(name what it needs in an install block)")
         elif pointed[1]:
             _file(entry, pointed[0], lines, requirements, out)
         else:

@@ -100,7 +100,7 @@ def registry_missing(output: str) -> str | None:
     match = _REGISTRY_MISS.search(output)
     if match is None:
         return None
-    name, _, url = match.group(1).rstrip(".").partition("@https://")
+    name, _, url = match.group(1).rstrip(".").partition("@http")
     version = re.search(r"-(\d[^/]*)\.tgz$", url)
     return f"{name}@{version.group(1)}" if version else match.group(1).rstrip(".")
 

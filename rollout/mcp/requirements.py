@@ -97,8 +97,9 @@ def _candidates(module: str) -> list[str]:
 
 def distributions_of(modules: Iterable[str], lines: dict[str, str] | None) -> tuple[list[str], list[str]]:
     """(requirements, modules left) for a file's third-party imports: the requirement line of `lines` naming a
-    distribution that provides each (``cv2`` -> ``opencv-python``), else, with no line for it, a distribution
-    of the import's name known here or by `IMPORT_NAMES`; imports found neither way are left."""
+    distribution that provides each (``cv2`` -> ``opencv-python``), else, with no line for it, the distribution
+    of the import's own name that this interpreter has (``requests``); imports found neither way are left,
+    never guessed."""
     found: list[str] = []
     left = []
     for module in modules:
@@ -106,7 +107,7 @@ def distributions_of(modules: Iterable[str], lines: dict[str, str] | None) -> tu
         line = next((lines[c] for c in candidates if lines and c in lines), None)
         if line is None:
             known = [d for d in _installed().get(module, []) if normal(d) == normal(module)]
-            line = known[0] if known else IMPORT_NAMES.get(module)
+            line = known[0] if known else None
         if line is None:
             left.append(module)
         elif line not in found:
