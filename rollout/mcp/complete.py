@@ -351,14 +351,14 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
     else:
         pointed = _pointed(entry, base, root)
         lines = requirement_lines(requirements) if requirements else None
-        if pointed is None and _module(entry, lines, registry, out):
-            pass
-        elif pointed is None:
-            args = entry.get("args") or []
-            named = f", and no distribution of its name is in {'the requirements file' if lines else 'no file'}" + \
-                ("" if registry else " (the registry was not asked)") if args[:1] == ["-m"] else ""
-            out.missing.append(f"install: {' '.join([entry['command'], *args])} runs nothing under {root}{named} "
-                               "(name what it needs in an install block)")
+        if pointed is None:
+            if not _module(entry, lines, registry, out):
+                args = entry.get("args") or []
+                looked = ("in the requirements file" if lines is not None else "no requirements file given") + \
+                    ("" if registry else "; the registry was not asked")
+                named = f", and no distribution of its name was found ({looked})" if args[:1] == ["-m"] else ""
+                out.missing.append(f"install: {' '.join([entry['command'], *args])} runs nothing under {root}"
+                                   f"{named} (name what it needs in an install block)")
         elif pointed[1]:
             _file(entry, pointed[0], lines, requirements, out)
         else:

@@ -203,8 +203,8 @@ def test_init_completes_a_published_config(tmp_path):
     assert set(left) == {"weather", "broken", "ocr", "shell", "bare"}
     assert "no distribution of the same name known here provides: cv2 " in left["weather"]
     assert "broken_mcp.py cannot be parsed" in left["broken"]
-    assert f"python -m mcp_ocr runs nothing under {tmp_path / 'servers'}, and no distribution of its name is in " \
-        "no file (the registry was not asked)" in left["ocr"]
+    assert f"python -m mcp_ocr runs nothing under {tmp_path / 'servers'}, and no distribution of its name was " \
+        "found (no requirements file given; the registry was not asked)" in left["ocr"]
     assert "cannot tell what runs bash" in left["shell"]
     assert "servers/nothing has no pyproject.toml or requirements.txt" in left["bare"]
     assert f"wrote {tmp_path / 'mcp_servers.derived.json'}: 10 of 15 entries covered (6 from their folders, 1 " \
