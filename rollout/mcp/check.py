@@ -36,10 +36,17 @@ class Health:
     detail: str = ""
 
 
+SLOW = ("; it did not answer within the start timeout (the first start after an install compiles its modules, "
+        "slower on a loaded machine): check again, or give a longer --start-timeout")
+
+
 async def _probe(host: MCPHost, server: ServerProcess, call_timeout: float) -> Health:
     spec = server.spec
     if server.session is None:
-        return Health(spec.name, False, 0, None, None, "-", with_system_cause(spec, server.error or "not running"))
+        error = server.error or "not running"
+        if "'initialize' timed out" in error or error.startswith("no answer within"):
+            error += SLOW
+        return Health(spec.name, False, 0, None, None, "-", with_system_cause(spec, error))
     if spec.check is not None:
         tool, arguments = spec.check[0], json.loads(spec.check[1])
         began = time.perf_counter()
