@@ -2,7 +2,8 @@
 
 Layout of a cache directory:
 
-- ``tools.jsonl``: one line per tool call, keyed by server, tool and canonical arguments;
+- ``tools.jsonl``: one line per tool call, keyed by the task, the server, tool and canonical arguments, and
+  how many identical calls the task made before it (so a task that repeats a call gets each result back);
 - ``models.jsonl``: one line per model response, keyed by the request (scope, purpose, model,
   parameters, messages with images as workspace paths) and its occurrence within the scope;
 - ``catalogue.json``: the tool catalogue of the recorded run, so a replay starts no server;
@@ -31,9 +32,23 @@ log = logging.getLogger(__name__)
 RECORD_MODES = ("live", "record", "replay")
 
 
-def tool_key(server: str, tool: str, arguments: Any) -> str:
-    """Cache key of a tool call."""
-    return digest({"server": server, "tool": tool, "arguments": arguments})
+def tool_key(task: str, server: str, tool: str, arguments: Any, occurrence: int) -> str:
+    """Cache key of a tool call: the task, the call, and how many identical calls the task made before it."""
+    return digest({"task": task, "server": server, "tool": tool, "arguments": arguments, "n": occurrence})
+
+
+class Occurrences:
+    """How many times each task has made each call so far, so identical calls get keys of their own."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], int] = {}
+
+    def key(self, task: str, server: str, tool: str, arguments: Any) -> str:
+        """The next key of this call in this task (the first is occurrence 0)."""
+        base = digest({"server": server, "tool": tool, "arguments": arguments})
+        n = self._seen.get((task, base), 0)
+        self._seen[(task, base)] = n + 1
+        return tool_key(task, server, tool, arguments, n)
 
 
 class RolloutCache:
@@ -69,9 +84,9 @@ class RolloutCache:
         entry = self._tools.get(key)
         return entry["record"] if entry else None
 
-    def put_tool(self, key: str, server: str, tool: str, arguments: Any, record: dict[str, Any]) -> None:
+    def put_tool(self, key: str, task: str, server: str, tool: str, arguments: Any, record: dict[str, Any]) -> None:
         """Record a tool call's outcome."""
-        entry = {"key": key, "server": server, "tool": tool, "arguments": arguments, "record": record}
+        entry = {"key": key, "task": task, "server": server, "tool": tool, "arguments": arguments, "record": record}
         self._tools[key] = entry
         append_line(self.directory / "tools.jsonl", entry)
 

@@ -1,5 +1,7 @@
 """The agent's scripted policy for the loopback chat server: `PlanPolicy` follows reference
-trajectories (GT format): it picks each step's tools, calls them, stops after the last step and gives
+trajectories (GT format), one plan per task id (the task of a request is its first message's ``task``
+marker, which the scripted driver sets; the question is the fallback, with a warning when several tasks
+with different plans share it): it picks each step's tools, calls them, stops after the last step and gives
 the reference's final reply; as a curator it accepts the run and proposes the run's own calls as the
 optimal trajectory. Importing this module registers it as the scripted policy ``plan``.
 
@@ -11,36 +13,60 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, read_trajectories
+from engine.contract import InputError, read_trajectories, safe_name
 from rollout import prompts
 from rollout.models.loopback import message_texts, register_policy, serve
+
+log = logging.getLogger(__name__)
+NO_PLAN: dict[str, Any] = {"steps": [], "final_reply": "I cannot help with this task."}
 
 
 class PlanPolicy:
     """Replies that follow one plan per task (its steps of calls and its final reply)."""
 
-    def __init__(self, plans: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, plans: dict[str, dict[str, Any]], questions: dict[str, list[str]] | None = None) -> None:
         self.plans = plans
+        self.questions = questions or {}
+        self._warned: set[str] = set()
 
     @classmethod
     def from_file(cls, path: str | Path) -> PlanPolicy:
-        """Plans of a reference (GT-format) trajectory file, keyed by each task's question."""
-        plans = {}
+        """Plans of a reference (GT-format) trajectory file, keyed by task id (as `safe_name` writes it), and
+        the ids of each question."""
+        plans: dict[str, dict[str, Any]] = {}
+        questions: dict[str, list[str]] = {}
         for task_id, trajectory in read_trajectories(path).tasks.items():
             question = trajectory.raw.get("question")
             if not isinstance(question, str) or not question.strip():
                 raise InputError(path, "a scripted plan needs the task's question", task_id=task_id,
                                  field="question")
-            plans[question.strip()] = {
+            plans[safe_name(task_id)] = {
                 "steps": [[{"name": c.name, "arguments": c.arguments or {}} for c in step.calls]
                           for step in trajectory.steps],
                 "final_reply": trajectory.raw.get("final_reply", "Done."),
             }
-        return cls(plans)
+            questions.setdefault(question.strip(), []).append(safe_name(task_id))
+        return cls(plans, questions)
+
+    def plan(self, request: dict[str, Any], question: str) -> dict[str, Any]:
+        """The plan of a request's task: by its ``task`` marker, else by its question (the first task's plan
+        when several with different plans share it, with a warning once per question)."""
+        task = next((m["task"] for m in request.get("messages", []) if isinstance(m.get("task"), str)), None)
+        if task in self.plans:
+            return self.plans[task]
+        ids = self.questions.get(question.strip(), [])
+        if not ids:
+            return NO_PLAN
+        if len({json.dumps(self.plans[i], sort_keys=True) for i in ids}) > 1 and question not in self._warned:
+            self._warned.add(question)
+            log.warning("scripted plan chosen by question for a request without a known task id: %d tasks share "
+                        "it with different plans (%s); following %s", len(ids), ", ".join(ids[:5]), ids[0])
+        return self.plans[ids[0]]
 
     def __call__(self, request: dict[str, Any]) -> str:
         """The reply to a chat request, by the phase of its last user message."""
@@ -48,8 +74,7 @@ class PlanPolicy:
         users = [t for role, t in texts if role == "user"]
         if not users:
             return "I have no task."
-        plan = self.plans.get(prompts.question_of(users[0]).strip(), {"steps": [], "final_reply":
-                                                                      "I cannot help with this task."})
+        plan = self.plan(request, prompts.question_of(users[0]))
         phase, step = prompts.phase_of(users[-1])
         steps_seen = max((n for n in (prompts.phase_of(u)[1] for u in users) if n), default=0)
         if phase in ("PREPARE", "PROCESS"):

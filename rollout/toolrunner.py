@@ -27,7 +27,7 @@ from rollout.errors import CacheMiss
 from rollout.mcp.host import MCPHost
 from rollout.mcp.paths import argument_paths, kept_paths, named_paths
 from rollout.mcp.protocol import ToolInfo, ToolOutcome
-from rollout.record import RolloutCache, tool_key
+from rollout.record import Occurrences, RolloutCache
 from rollout.workspace import MEDIA, Workspace, same_file_bytes
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,7 @@ class ToolRunner:
         self.cache = cache
         self.known = {t.name for t in catalogue}
         self.failures = dict(failures or {})
+        self.occurrences = Occurrences()
 
     def _rejection(self, name: str, exposed: set[str]) -> str | None:
         if name in exposed:
@@ -106,9 +107,11 @@ class ToolRunner:
                 runnable.append(i)
         if not runnable:
             return records
+        keys = {i: self.occurrences.key(ws.task_id, *records[i].name.partition("/")[::2], records[i].arguments)
+                for i in runnable} if self.cache.mode != "live" else {}
         if self.cache.replaying:
             for i in runnable:
-                self._replay(records[i], ws)
+                self._replay(records[i], ws, keys[i])
             return records
         assert self.host is not None
         for i in runnable:
@@ -137,7 +140,7 @@ class ToolRunner:
             self._bring_in(records[i], ws, began)
         if self.cache.recording:
             for i in runnable:
-                self._record(records[i], ws)
+                self._record(records[i], ws, keys[i])
         return records
 
     @staticmethod
@@ -196,19 +199,19 @@ class ToolRunner:
                 if kept != rel or named.startswith("/"):
                     record.add_note(f"[{named} copied to {kept}]")
 
-    def _record(self, record: CallRecord, ws: Workspace) -> None:
+    def _record(self, record: CallRecord, ws: Workspace, key: str) -> None:
         server, _, tool = record.name.partition("/")
         files = [{"path": rel, "sha256": self.cache.store_blob(ws.path(rel))}
                  for rel in record.files if ws.path(rel).is_file()]
-        self.cache.put_tool(tool_key(server, tool, record.arguments), server, tool, record.arguments,
+        self.cache.put_tool(key, ws.task_id, server, tool, record.arguments,
                             {"result": record.result, "is_error": record.is_error, "files": files,
                              "duration_s": record.duration_s})
 
-    def _replay(self, record: CallRecord, ws: Workspace) -> None:
-        server, _, tool = record.name.partition("/")
-        cached = self.cache.get_tool(tool_key(server, tool, record.arguments))
+    def _replay(self, record: CallRecord, ws: Workspace, key: str) -> None:
+        cached = self.cache.get_tool(key)
         if cached is None:
-            raise CacheMiss(f"no recorded result for a call to {record.name} with these arguments")
+            raise CacheMiss(f"no recorded result for this call to {record.name} with these arguments in task "
+                            f"{ws.task_id} (the run diverged from the recorded one, or it was never recorded)")
         record.result, record.is_error = cached["result"], cached["is_error"]
         record.duration_s = cached.get("duration_s")
         for entry in cached["files"]:

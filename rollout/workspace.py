@@ -27,8 +27,9 @@ def same_file_bytes(copy: Path, source: Path) -> bool:
 class Workspace:
     """The directory a task's tools work in; paths shown to the model are relative to it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, task_id: str) -> None:
         self.root = root
+        self.task_id = task_id
 
     @classmethod
     def fresh(cls, base: Path, task_id: str) -> Workspace:
@@ -37,7 +38,7 @@ class Workspace:
         if root.exists():
             shutil.rmtree(root)
         (root / MEDIA).mkdir(parents=True)
-        return cls(root)
+        return cls(root, task_id)
 
     def add_input(self, source: Path) -> str:
         """Copy an input file into media/ and return its workspace-relative path."""

@@ -254,6 +254,7 @@ def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_
         if unknown:
             raise InputError(path, f"requested id(s) not in the file: {', '.join(unknown)}")
     tasks = []
+    missing: list[tuple[str, Path]] = []
     for index, (task_id, obj) in enumerate(kept.items()):
         if wanted is not None and task_id not in wanted:
             continue
@@ -267,12 +268,16 @@ def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_
                 raise InputError(path, "must be a path string or null", task_id=task_id, field="image")
             image_path = (base / image).resolve()
             if not image_path.is_file():
-                raise InputError(path, f"image file {image_path} not found (set tasks.images_dir)",
-                                 task_id=task_id, field="image")
+                missing.append((task_id, image_path))
         family = obj.get("type")
         if family is not None and not isinstance(family, str):
             raise InputError(path, "must be a string", task_id=task_id, field="type")
         tasks.append(Task(task_id, question, image, image_path, family, index))
+    if missing:
+        first_id, first = missing[0]
+        raise InputError(path, f"{len(missing)} of {len(tasks)} task images are not under {base.resolve()} "
+                         f"(first: {first}); the images are not shipped with the tasks file: put them in a "
+                         "folder and give it as tasks.images_dir", task_id=first_id, field="image")
     return tasks
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.host import MCPHost
 from rollout.mcp.process import ServerProcess
+from rollout.mcp.requirements import missing_here, server_system_packages
 
 PINGS = 5
 
@@ -34,10 +36,17 @@ class Health:
     detail: str = ""
 
 
+SLOW = ("; it did not answer within the start timeout (the first start after an install compiles its modules, "
+        "slower on a loaded machine): check again, or give a longer --start-timeout")
+
+
 async def _probe(host: MCPHost, server: ServerProcess, call_timeout: float) -> Health:
     spec = server.spec
     if server.session is None:
-        return Health(spec.name, False, 0, None, None, "-", server.error or "not running")
+        error = server.error or "not running"
+        if "'initialize' timed out" in error or error.startswith("no answer within"):
+            error += SLOW
+        return Health(spec.name, False, 0, None, None, "-", with_system_cause(spec, error))
     if spec.check is not None:
         tool, arguments = spec.check[0], json.loads(spec.check[1])
         began = time.perf_counter()
@@ -53,6 +62,22 @@ async def _probe(host: MCPHost, server: ServerProcess, call_timeout: float) -> H
                           f"no answer to a ping within {call_timeout:g} s")
         times.append(1000 * (time.perf_counter() - began))
     return Health(spec.name, True, len(server.tools), server.started_in, statistics.median(times), "ping")
+
+
+_LIBRARY = re.compile(r"(?i)shared (?:library|object)|not installed|not in (?:your )?PATH|NotFoundError|"
+                      r"libGL|No such file or directory: '(?:tesseract|pdftoppm)")
+
+
+def with_system_cause(spec: ServerSpec, error: str) -> str:
+    """A failed server's reason with the system packages it needs and this machine lacks: first, as the cause,
+    when its error speaks of a missing library or program; else after the reason."""
+    lacking = missing_here(server_system_packages(spec.install.requirements if spec.install else (),
+                                                  spec.env_folder))
+    if not lacking:
+        return error
+    said = (f"needs system package(s) {' '.join(lacking)}, missing here (python scripts/servers.py system-deps "
+            "lists them for your package manager)")
+    return f"{said}: {error}" if _LIBRARY.search(error) else f"{error}; it also {said}"
 
 
 async def check_servers(specs: list[ServerSpec], start_timeout: float = 20.0, call_timeout: float = 10.0,

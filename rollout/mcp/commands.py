@@ -6,6 +6,7 @@ time the host's cost per call.
     python scripts/servers.py bench --config FILE --server NAME   # the host's cost per call of NAME's check call
     python scripts/servers.py init DIR                  # a config for the server folders under DIR, for review
     python scripts/servers.py init DIR --complete CONFIG [--requirements FILE]   # CONFIG with install blocks added
+    python scripts/servers.py system-deps --config FILE  # the system packages the servers need, one line
 
 Bad input is one line naming the file and the field, with exit status 2. This is the command line on
 top of the rollout (it drives the ToolRunner too); nothing in rollout.mcp imports it.
@@ -35,6 +36,7 @@ from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_confi
 from rollout.mcp.derive import derive_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.install import INSTALLERS, install_server
+from rollout.mcp.requirements import missing_here, server_system_packages
 from rollout.record import RolloutCache
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
@@ -100,10 +102,14 @@ def _parser() -> argparse.ArgumentParser:
                       "the install block of the folder or file under DIR it runs")
     init.add_argument("--requirements", type=Path, default=None, metavar="FILE", help="with --complete: the "
                       "requirements file of the single-file servers run with python (default: each file's imports)")
+    init.add_argument("--offline", action="store_true", help="with --complete: ask the package registry nothing "
+                      "(a python -m MODULE the requirements file does not name is left)")
     init.add_argument("--force", action="store_true", help="replace an existing output file")
     for name, text in (("install", "build the per-server environments the config's install blocks ask for"),
                        ("check", "start each enabled server, list its tools, time a round trip; print a table"),
-                       ("bench", "time one server's check call through the SDK, MCPHost and ToolRunner")):
+                       ("bench", "time one server's check call through the SDK, MCPHost and ToolRunner"),
+                       ("system-deps", "print the system (Debian) packages the servers need on one line, for "
+                        "apt-get install; which server needs which, and what this machine lacks, on stderr")):
         sub = commands.add_parser(name, help=text, description=text)
         sub.add_argument("--config", type=Path, required=True, help="the servers config (JSON)")
         sub.add_argument("--envs", type=Path, default=None, help="where per-server environments live (default: the "
@@ -111,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--environment", choices=ENVIRONMENT_MODES, default=None, help="what the servers' "
                          "environments hold: declared (the default variables and their own) or whole (this "
                          "process's whole environment, as the published host ran them); default: the config's")
-        if name != "bench":
+        if name not in ("bench", "system-deps"):
             sub.add_argument("--only", nargs="+", metavar="SERVER", help="only these servers")
     install = commands.choices["install"]
     install.add_argument("--installer", choices=INSTALLERS, default="auto",
@@ -177,7 +183,28 @@ def _install(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
                     if counts[k]) + (f" ({', '.join(sorted(failed))})" if failed else "") +
           f"; {len(specs)} server(s), {args.jobs} at once, {time.monotonic() - began:.1f} s" +
           (f"; build logs in {', '.join(logs)}" if logs else ""))
+    if counts["nothing to install"] == len(specs):
+        print(COMPLETE_HINT)
     return 1 if failed else 0
+
+
+COMPLETE_HINT = ("hint: no entry of this config has an install block; for a published config (entries that run "
+                 "servers/...), python scripts/servers.py init SERVERS_DIR --complete CONFIG [--requirements FILE] "
+                 "writes one that has them (rollout/README.md, \"Completing a published config\")")
+
+
+def _system_deps(specs: list[ServerSpec]) -> int:
+    """The system packages of every enabled server on stdout, one line; per server and what is missing on stderr."""
+    every: list[str] = []
+    for spec in specs:
+        packages = server_system_packages(spec.install.requirements if spec.install else (), spec.env_folder)
+        if packages:
+            lacking = missing_here(packages)
+            print(f"{spec.name:<24} {' '.join(packages)}" + (f"   (missing here: {' '.join(lacking)})"
+                                                               if lacking else ""), file=sys.stderr)
+            every += packages
+    print(" ".join(dict.fromkeys(every)))
+    return 0
 
 
 def _check(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
@@ -188,6 +215,8 @@ def _check(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
     started = sum(r.started for r in rows)
     print(f"{started} of {len(rows)} server(s) started, {sum(r.tools for r in rows)} tools, "
           f"{time.monotonic() - began:.1f} s")
+    if started < len(rows) and all(s.install is None for s in specs):
+        print(COMPLETE_HINT)
     return 0 if started == len(rows) else 1
 
 
@@ -205,7 +234,7 @@ def _complete(args: argparse.Namespace) -> int:
         raise InputError(output, "is the config being completed (write the completed one beside it)")
     if output.exists() and not args.force:
         raise InputError(output, "exists already (use --force to replace it)")
-    completed, how = complete_config(args.dir, config, args.requirements)
+    completed, how = complete_config(args.dir, config, args.requirements, registry=not args.offline)
     atomic_write_json(output, completed)
     for c in how:
         print(f"{c.name:<24} {c.kind + (' (disabled)' if c.disabled else ''):<19} " + "; ".join(c.added))
@@ -217,8 +246,8 @@ def _complete(args: argparse.Namespace) -> int:
     kinds = Counter(c.kind for c in how if not c.missing)
     print(f"\nwrote {output}: {len(how) - len(left)} of {len(how)} entries covered (" +
           ", ".join(f"{kinds[k]} {label}" for k, label in (
-              ("folder", "from their folders"), ("file", "single files"), ("package", "uvx/npx, nothing to install"),
-              ("kept", "with their own environment"))) +
+              ("folder", "from their folders"), ("file", "single files"), ("module", "python -m of a distribution"),
+              ("package", "uvx/npx"), ("kept", "with their own environment"))) +
           f"), {len(left)} left" + (f" ({', '.join(c.name for c in left)})" if left else "") +
           f"; review it, then python scripts/servers.py install --config {output}")
     return 1 if left else 0
@@ -267,6 +296,8 @@ def run(argv: list[str] | None = None) -> int:
                                  field=f"servers.{args.server}.check")
             print(asyncio.run(measure_overhead(spec, args.calls)).report(spec.name, spec.check[0]))
             return 0
+        if args.command == "system-deps":
+            return _system_deps([s for s in specs if not s.disabled])
         selected = _selected(specs, args.only, args.config)
         if args.command == "check" and not selected:
             raise InputError(args.config, "no server to check (the config has no enabled server)", field="servers")

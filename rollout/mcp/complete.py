@@ -9,11 +9,16 @@ lacks:
   derives it (`rollout.mcp.derive`); a command that named an interpreter of its own
   (``servers/x/.venv/bin/python``, ``uv run --directory servers/x -m pkg.server``) becomes a bare
   ``python`` (or the bare script name), which an entry with an install block runs from its environment;
-- a single-file server directly under DIR run with ``python`` (``python servers/x_mcp.py``) gets the
-  requirements file the user names (``-r FILE``: the same block for every such entry), else the
-  third-party modules the file imports that this interpreter knows as distributions of the same name
-  (the rest is named as not derived);
-- ``uvx`` and ``npx`` entries fetch their package when they start: nothing is added;
+- a Node server installs from the ``package.json`` nearest its entry point (``server/package.json``);
+- a Python server folder whose code confines its saves to a folder of its own (``os.environ.get(
+  "PPT_OUTPUT_DIR", "./media")``) gets ``paths`` keeping that folder (`rollout.mcp.derive.own_output_folder`);
+- a single-file server directly under DIR run with ``python`` (``python servers/x_mcp.py``) gets what it
+  imports: the lines of the requirements file the user names that provide its imports, else distributions
+  of the imports' names (the rest is named as not derived);
+- ``python -m MODULE`` that no folder provides gets the distribution named like the module, from the
+  requirements file or the package registry (`rollout.mcp.requirements`);
+- ``uvx PKG`` gets the folder under DIR that vendors PKG, with the SDK versions its ``uv.lock`` pins;
+  other ``uvx`` and ``npx`` entries fetch their package when they start: nothing is added;
 - an entry with an ``install`` or ``python`` of its own is kept as it is.
 
 ``inherit`` gets the variables the server's files read that its ``env`` does not set. Whatever could not
@@ -27,15 +32,16 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from functools import cache
-from importlib.metadata import packages_distributions
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from rollout.mcp.derive import Derived, local_path, mcp_pin, node_install, python_install, read_package
+from rollout.mcp.derive import (Derived, local_path, mcp_pin, node_install, own_output_folder, python_files,
+                                python_install, read_package)
 from rollout.mcp.environments import PYTHON_NAMES
 from rollout.mcp.envhints import read_in_file, read_in_files
+from rollout.mcp.requirements import (distributions_of, lock_pins, module_distribution, requirement_lines,
+                                      requirement_name, system_packages, vendored_project)
 
 _PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?(?:\.exe)?")
 _VENV_BIN = re.compile(r"(?:^|/)\.?venv/(?:bin|Scripts)/([^/]+)$")
@@ -54,10 +60,6 @@ class Completion:
     missing: list[str] = field(default_factory=list)
 
 
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def third_party_imports(path: Path) -> list[str]:
     """The top-level modules a Python file imports that are neither the standard library's nor files or
     folders beside it, sorted; ValueError when it does not parse."""
@@ -73,26 +75,6 @@ def third_party_imports(path: Path) -> list[str]:
             names.add(node.module.split(".")[0])
     beside = {p.stem if p.is_file() else p.name for p in path.parent.iterdir()}
     return sorted(n for n in names if n not in sys.stdlib_module_names and n not in beside)
-
-
-@cache
-def _installed_distributions() -> dict[str, list[str]]:
-    """module -> the distributions of this interpreter providing it (read once: it scans every installed one)."""
-    return packages_distributions()
-
-
-def same_name_distributions(modules: list[str]) -> tuple[list[str], list[str]]:
-    """(distributions, modules left): a module maps to the distribution of this interpreter that provides it
-    when their names are equal (``requests`` -> requests); others (``cv2``, or one not installed here) are left."""
-    known = _installed_distributions()
-    found, left = [], []
-    for module in modules:
-        same = [d for d in known.get(module, []) if _normal(d) == _normal(module)]
-        if same:
-            found.append(same[0])
-        else:
-            left.append(module)
-    return found, left
 
 
 def _inside(path: Path, root: Path) -> Path | None:
@@ -199,9 +181,12 @@ def _folder(entry: dict[str, Any], folder: Path, base: Path, out: Completion) ->
         install, _ = python_install(folder, rel, derived)
         if install is None and not derived.missing:
             derived.missing.append(f"install: {rel} has no pyproject.toml or requirements.txt to build from")
-    elif (folder / "package.json").is_file():
-        data = read_package(folder / "package.json")
+    elif (nearest := _package_folder(entry, folder, base)) is not None:
+        data = read_package(nearest / "package.json")
         install = None
+        if nearest != folder:
+            rel = _rel(nearest, base)
+            derived.sources.append(f"install: {rel}/package.json, the one beside its entry point")
         if isinstance(data, str):
             derived.missing.append(f"install: package.json {data}")
         else:
@@ -222,11 +207,54 @@ def _folder(entry: dict[str, Any], folder: Path, base: Path, out: Completion) ->
         out.added.append(f"command: {before} -> {after}" +
                          (f" in {launch['cwd']}" if "cwd" in launch else "") + " (from its environment)")
     entry["install"] = install
+    if kind == "python":
+        _own_output(entry, folder, out)
     _inherit(entry, read_in_files(folder), out)
 
 
-def _file(entry: dict[str, Any], script: Path, base: Path, requirements: Path | None, out: Completion) -> None:
-    """Give a single-file Python server an environment: the requirements file, else its imports."""
+def _package_folder(entry: dict[str, Any], folder: Path, base: Path) -> Path | None:
+    """The folder of the ``package.json`` nearest to the entry's script (a server folder may hold another
+    package beside its entry point, ``server/package.json``), else the server folder's own; None: neither."""
+    cwd = base / entry["cwd"] if isinstance(entry.get("cwd"), str) else base
+    for arg in entry.get("args") or []:
+        if not isinstance(arg, str) or not arg.endswith(_SCRIPT[1:]):
+            continue
+        script = Path(os.path.normpath(cwd / arg))
+        if not script.is_relative_to(folder):
+            continue
+        for parent in script.parents:
+            if (parent / "package.json").is_file():
+                return parent
+            if parent == folder:
+                break
+    return folder if (folder / "package.json").is_file() else None
+
+
+def _own_output(entry: dict[str, Any], folder: Path, out: Completion) -> None:
+    """`paths` keeping the folder a server confines its saves to (`own_output_folder`), and that folder's
+    variable set to the server's working directory when the entry does not set it, so that a path the model
+    writes (``./media/deck.pptx``) is saved where it says, not one folder deeper."""
+    found = own_output_folder(python_files(folder))
+    if found is None or "paths" in entry:
+        return
+    variable, default, where = found
+    env = entry.get("env") or {}
+    folder_value = env.get(variable, default)
+    if not isinstance(folder_value, str) or folder_value.startswith("/") or ".." in folder_value.split("/"):
+        return
+    entry["paths"] = {"mode": "workspace", "keep": [f"./{folder_value.removeprefix('./').rstrip('/')}"]}
+    out.added.append(f"paths: keep {entry['paths']['keep'][0]} ({where} saves only under ${variable}, "
+                     f"default {default})")
+    if variable not in env:
+        entry["env"] = {**env, variable: "."}
+        out.added.append(f"env: {variable}=. (relative saves under the working directory, so "
+                         f"{entry['paths']['keep'][0]}/x lands there, not in {default}/{default.removeprefix('./')}/x)")
+
+
+def _file(entry: dict[str, Any], script: Path, lines: dict[str, str] | None, requirements: Path | None,
+          out: Completion) -> None:
+    """Give a single-file Python server an environment with what it imports: the requirements file's lines
+    that provide its imports (never the whole file), else distributions of the imports' names."""
     out.kind = "file"
     runs = _in_environment(entry)
     if isinstance(runs, str) or runs[0] != "python":
@@ -234,32 +262,82 @@ def _file(entry: dict[str, Any], script: Path, base: Path, requirements: Path | 
         return
     derived = Derived(out.name, None)
     pin = mcp_pin([script], derived)
-    if requirements is not None:
-        entry["install"] = {"requirements": ["-r", local_path(_rel(requirements, base)), *pin]}
-        out.added.append(f"install: {requirements.name} (the requirements file given, into a virtualenv)")
-    else:
-        try:
-            modules = third_party_imports(script)
-        except ValueError as exc:
-            out.missing.append(f"install: {exc}")
-            return
-        found, left = same_name_distributions(modules)
-        if pin:
-            found = [d for d in found if _normal(d) != "mcp"] + pin
-        if found:
-            entry["install"] = {"requirements": found}
-            out.added.append(f"install: the distributions of its imports ({', '.join(found)})")
-        elif not modules:
-            out.added.append("install: nothing (it imports the standard library only)")
-        if left:
-            out.missing.append(f"install: imports with no distribution of the same name known here: "
-                               f"{', '.join(left)} (name them in its install block, or give --requirements)")
-    if "install" in entry:
+    try:
+        modules = third_party_imports(script)
+    except ValueError as exc:
+        out.missing.append(f"install: {exc}")
+        return
+    found, left = distributions_of(modules, lines)
+    if pin:
+        found = [d for d in found if d != "mcp"]
+    if found or pin:
+        entry["install"] = {"requirements": [*found, *pin]}
+        source = f"the lines of {requirements.name} providing its imports" if requirements else "its imports"
+        out.added.append(f"install: {source} ({', '.join(found)})")
         out.added += derived.sources
+        _system(found, out)
+    elif not modules:
+        out.added.append("install: nothing (it imports the standard library only)")
+    if left:
+        out.missing.append(f"install: imports no requirement line names and no distribution of the same name "
+                           f"known here provides: {', '.join(left)} (name them in its install block, or give "
+                           "--requirements)")
     _inherit(entry, read_in_file(script), out)
 
 
-def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: Path | None) -> tuple[Any, Completion]:
+def _system(requirements: list[str], out: Completion) -> None:
+    packages = system_packages(n for n in map(requirement_name, requirements) if n)
+    if packages:
+        out.added.append(f"system packages: {' '.join(packages)} (python scripts/servers.py system-deps)")
+
+
+def _package(entry: dict[str, Any], base: Path, root: Path, out: Completion) -> None:
+    """An ``uvx PKG`` entry runs the folder under DIR that vendors PKG (the version the benchmark was built
+    with, with the SDK versions of its ``uv.lock``) instead of the newest release fetched at start."""
+    out.kind = "package"
+    args = [a for a in entry.get("args") or [] if isinstance(a, str)]
+    package = args[args.index("--from") + 1] if "--from" in args[:-1] else next(
+        (a for a in args if not a.startswith("-")), None)
+    vendored = vendored_project(re.split(r"[=<>@\[ ]", package)[0], root) if entry["command"] == "uvx" and \
+        package else None
+    if vendored is None:
+        out.added.append(f"nothing to install: {entry['command']} fetches its package when the server starts "
+                         "(an install block with the package pinned would run it offline)")
+        return
+    folder, data = vendored
+    project = data["project"]
+    derived = Derived(out.name, None)
+    pins = lock_pins(folder) or mcp_pin(python_files(folder), derived)
+    where = "its uv.lock" if (folder / "uv.lock").is_file() else "its files"
+    if "build-system" in data:
+        first, what = local_path(_rel(folder, base)), f"the vendored folder {_rel(folder, base)}"
+    else:
+        first, what = f"{project['name']}=={project.get('version')}", f"the version {_rel(folder, base)} names"
+    entry["install"] = {"requirements": [first, *pins]}
+    out.added.append(f"install: {what} ({project['name']} {project.get('version', '')}) instead of the newest "
+                     "release uvx fetches" + (f"; {', '.join(pins)} from {where}" if pins else ""))
+    _inherit(entry, read_in_files(folder), out)
+
+
+def _module(entry: dict[str, Any], lines: dict[str, str] | None, registry: bool, out: Completion) -> bool:
+    """``python -m MODULE`` run from no folder: the distribution named like the module; False when none is."""
+    args = entry.get("args") or []
+    runs = _in_environment(entry)
+    if isinstance(runs, str) or runs[0] != "python" or len(args) < 2 or args[0] != "-m" or \
+            not isinstance(args[1], str):
+        return False
+    found = module_distribution(args[1], lines, registry)
+    if found is None:
+        return False
+    out.kind = "module"
+    entry["install"] = {"requirements": found[0]}
+    out.added.append(f"install: {', '.join(found[0])} (the distribution of module {args[1]}, from {found[1]})")
+    _system(found[0], out)
+    return True
+
+
+def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: Path | None,
+                   registry: bool = True) -> tuple[Any, Completion]:
     """One entry completed (a new object; the given one is unchanged) and how."""
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str) or not entry["command"]:
         return entry, Completion(name, "other", False, missing=["not an entry with a command"])
@@ -269,25 +347,29 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
         out.kind = "kept"
         out.added.append(f"kept: it names its own {'install block' if 'install' in entry else 'python'}")
     elif entry["command"] in PACKAGE_RUNNERS:
-        out.kind = "package"
-        out.added.append(f"nothing to install: {entry['command']} fetches its package when the server starts "
-                         "(an install block with the package pinned would run it offline)")
+        _package(entry, base, root, out)
     else:
         pointed = _pointed(entry, base, root)
+        lines = requirement_lines(requirements) if requirements else None
         if pointed is None:
-            out.missing.append(f"install: {' '.join([entry['command'], *(entry.get('args') or [])])} runs nothing "
-                               f"under {root} (name what it needs in an install block)")
+            if not _module(entry, lines, registry, out):
+                args = entry.get("args") or []
+                looked = ("in the requirements file" if lines is not None else "no requirements file given") + \
+                    ("" if registry else "; the registry was not asked")
+                named = f", and no distribution of its name was found ({looked})" if args[:1] == ["-m"] else ""
+                out.missing.append(f"install: {' '.join([entry['command'], *args])} runs nothing under {root}"
+                                   f"{named} (name what it needs in an install block)")
         elif pointed[1]:
-            _file(entry, pointed[0], base, requirements, out)
+            _file(entry, pointed[0], lines, requirements, out)
         else:
             _folder(entry, pointed[0], base, out)
-    if out.added and out.kind in ("folder", "file"):
+    if out.added and "install" in entry and out.kind != "kept":
         entry["_derived"] = "; ".join(out.added)
     return entry, out
 
 
-def complete_config(root: Path, config: Path, requirements: Path | None = None) -> tuple[dict[str, Any],
-                                                                                          list[Completion]]:
+def complete_config(root: Path, config: Path, requirements: Path | None = None,
+                    registry: bool = True) -> tuple[dict[str, Any], list[Completion]]:
     """The config at `config` with each entry completed from the server folders and files directly under
     `root` (the written file goes beside it: its relative paths stay as they are), and how each entry was."""
     data = read_json(config, "servers config")
@@ -297,7 +379,8 @@ def complete_config(root: Path, config: Path, requirements: Path | None = None) 
     base, root = config.resolve().parent, root.resolve()
     completed, how = {}, []
     for name, entry in servers.items():
-        completed[name], one = complete_entry(name, entry, base, root, requirements.resolve() if requirements else None)
+        completed[name], one = complete_entry(name, entry, base, root,
+                                              requirements.resolve() if requirements else None, registry)
         how.append(one)
     out = {**data, "_derived": f"completed by scripts/servers.py init from the server folders under {root} "
                                f"(Python {sys.version_info.major}.{sys.version_info.minor}); review before use",

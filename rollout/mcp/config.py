@@ -138,6 +138,16 @@ def _path_policy(value: Any, path: Path, where: str) -> tuple[str, tuple[str, ..
     return mode, tuple(dict.fromkeys(folders))
 
 
+def not_installed(folder: Path, path: Path) -> str:
+    """Why a server's environment is not there: its last build failed (the reason kept beside it), or it was
+    never built."""
+    try:
+        failed = (folder.with_name(f"{folder.name}.failed")).read_text(encoding="utf-8").strip()
+    except OSError:
+        return f"its environment is not installed ({folder}): run python scripts/servers.py install --config {path}"
+    return f"its build failed: {failed}"
+
+
 def _runtime(entry: dict[str, Any], install: InstallSpec | None, folder: Path | None, path: Path,
              where: str) -> Runtime | None:
     """What the entry names as its environment (None: it names none)."""
@@ -213,7 +223,7 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     if missing:
         problem = f"environment variable {', '.join(dict.fromkeys(missing))} is not set (field {where}.env)"
     elif folder is not None and not (folder / STAMP).is_file():
-        problem = f"its environment is not installed ({folder}): run python scripts/servers.py install --config {path}"
+        problem = not_installed(folder, path)
     elif entry.get("python") not in (None, "host") and runtime is not None and not Path(runtime.python or "").exists():
         problem = f"no interpreter at {runtime.python} (field {where}.python)"
     home = PROJECT_ROOT if entry.get("python") == "host" else path.parent

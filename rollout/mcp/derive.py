@@ -119,6 +119,30 @@ def mcp_pin(files: list[Path], out: Derived) -> list[str]:
     return []
 
 
+_OWN_OUTPUT = re.compile(r"""(?:os\.environ\.get|os\.getenv|getenv)\(\s*['"]([A-Z0-9_]*(?:OUTPUT|SAVE)[A-Z0-9_]*)['"]"""
+                         r"""\s*,\s*['"](\./[A-Za-z0-9_-]+|[A-Za-z0-9_-]+)/?['"]\s*\)""")
+_ENFORCED = re.compile(r"(?i)outside (?:the )?(?:enforced )?output dir|escapes (?:the )?enforced output")
+
+
+def own_output_folder(files: list[Path]) -> tuple[str, str, str] | None:
+    """(variable, default folder, file) when a server's code confines its saves to a folder relative to its
+    working directory: it reads an ``*OUTPUT*``/``*SAVE*`` variable whose default is such a folder
+    (``os.environ.get("PPT_OUTPUT_DIR", "./media")``) and refuses saves outside it; None otherwise."""
+    found, enforced = None, False
+    for path in files:
+        try:
+            if path.stat().st_size > MAX_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        match = _OWN_OUTPUT.search(text)
+        if match and found is None:
+            found = (match.group(1), match.group(2), path.name)
+        enforced = enforced or bool(_ENFORCED.search(text))
+    return found if enforced else None
+
+
 def python_install(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(install block, parsed pyproject.toml) of a Python server folder: the project itself when it has a
     readable ``pyproject.toml``, else its ``requirements.txt``; None where neither is there. ``mcp<2`` is

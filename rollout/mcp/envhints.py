@@ -4,7 +4,8 @@ Two sources, named apart in the hint: the server's stderr (``KeyError: 'NASA_API
 is not set``, ``missing environment variable NASA_API_KEY``, a traceback line
 ``os.environ["NASA_API_KEY"]``), and the source files of the server's own folder (``os.getenv("X")``,
 ``os.environ["X"]``, ``os.environ.get("X")``, ``process.env.X``, ``process.env["X"]``). Only names the
-server's environment lacks are reported; a name in the files need not be required by the server.
+server's environment lacks are reported; a name in the files need not be required by the server, and
+none is named from files when the stderr shows another cause (a missing module, a missing library).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ _STDERR = [re.compile(p) for p in (
 )]
 _SOURCE = re.compile(rf"(?:os\.environ\[|os\.getenv\(|environ\.get\(|getenv\(|process\.env\.|process\.env\[)"
                      rf"['\"]?{_NAME}\b")
+_OTHER_CAUSE = re.compile(r"ModuleNotFoundError|ImportError|Cannot find (?:module|package)|ERR_MODULE_NOT_FOUND|"
+                          r"SyntaxError|No module named|command not found|Unable to find \w+ shared library")
+"""A failed start whose stderr shows one of these has another cause than a variable: no names from files."""
 _SOURCE_SUFFIXES = {".py", ".js", ".mjs", ".cjs", ".ts"}
 _SKIPPED = {"node_modules", ".venv", "venv", ".git", "__pycache__", "site-packages", ".tox", "tests", "test"}
 _PROJECT_FILES = ("pyproject.toml", "package.json", "requirements.txt", "setup.py")
@@ -43,8 +47,9 @@ def read_in_stderr(text: str) -> list[str]:
 
 
 def server_folder(command: str, args: tuple[str, ...], cwd: str | None) -> Path | None:
-    """The folder of the server's own code: the project folder (with a pyproject.toml, package.json, ...)
-    holding the first script argument, below the working directory; else the script's folder."""
+    """The server's own code: the project folder (with a pyproject.toml, package.json, ...) holding the first
+    script argument, below the working directory; else the script alone (a folder of single-file servers
+    holds other servers' code too)."""
     base = Path(cwd or ".")
     for arg in (command, *args):
         if arg.startswith("-") or not arg.endswith(tuple(_SOURCE_SUFFIXES)):
@@ -61,7 +66,7 @@ def server_folder(command: str, args: tuple[str, ...], cwd: str | None) -> Path 
                 break
             if any((parent / name).is_file() for name in _PROJECT_FILES):
                 return parent
-        return folder
+        return script
     return None
 
 
@@ -95,11 +100,15 @@ def read_in_file(path: Path) -> list[str]:
 
 
 def missing_variables_hint(stderr: str, env: dict[str, str], command: str, args: tuple[str, ...],
-                           cwd: str | None) -> str:
-    """One sentence naming the variables the server read and its environment lacks ('' when none is known)."""
+                           cwd: str | None, exited: bool = True) -> str:
+    """One sentence naming the variables the server read and its environment lacks ('' when none is known);
+    names from its files only when it exited (not when it was slow to answer) for no other cause it shows."""
     said = [n for n in read_in_stderr(stderr) if not env.get(n)]
     folder = server_folder(command, args, cwd)
-    in_files = [n for n in read_in_files(folder) if not env.get(n) and n not in said] if folder else []
+    in_files = []
+    if folder is not None and exited and not _OTHER_CAUSE.search(stderr):
+        read = read_in_file(folder) if folder.is_file() else read_in_files(folder)
+        in_files = [n for n in read if not env.get(n) and n not in said]
     parts = []
     if said:
         parts.append(f"its stderr names {', '.join(said)}")

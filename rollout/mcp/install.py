@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,12 @@ STEP_TIMEOUT = 1800.0
 
 
 class InstallFailed(RuntimeError):
-    """A step of an environment's build failed; the message holds the command and its output's tail."""
+    """A step of an environment's build failed; the message holds the command and its output's tail, `missing`
+    the package the registry did not have when that was the cause."""
+
+    def __init__(self, message: str, missing: str | None = None) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -79,8 +85,52 @@ def _run(argv: list[str], cwd: Path | None = None, log: IO[str] | None = None) -
         log.write(done.stdout + done.stderr + f"[exit status {done.returncode}]\n")
         log.flush()
     if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
-        raise InstallFailed(f"{' '.join(argv)} exited with {done.returncode}: {tail}")
+        output = done.stderr or done.stdout
+        missing = registry_missing(output)
+        tail = f"the registry has no {missing} (404)" if missing else " | ".join(output.strip().splitlines()[-6:])
+        raise InstallFailed(f"{' '.join(argv)} exited with {done.returncode}: {tail}", missing)
+
+
+_REGISTRY_MISS = re.compile(r"(?:The requested resource '|No matching version found for |"
+                            r"No matching distribution found for )([^'\s]+)")
+
+
+def registry_missing(output: str) -> str | None:
+    """The package (and version) a build's output says the package registry does not have, if it says so."""
+    match = _REGISTRY_MISS.search(output)
+    if match is None:
+        return None
+    name, _, url = match.group(1).rstrip(".").partition("@http")
+    version = re.search(r"-(\d[^/]*)\.tgz$", url)
+    return f"{name}@{version.group(1)}" if version else match.group(1).rstrip(".")
+
+
+def _build_step(argv: list[str], cwd: Path, log: IO[str] | None) -> None:
+    """One build command; an ``npm install``/``npm ci`` that failed on a version its lockfile pins and the
+    registry lacks (a 404, no matching version) is run again as ``npm install --no-package-lock``, said in the
+    log and, when that fails too, in the reason."""
+    try:
+        _run(argv, cwd=cwd, log=log)
+    except InstallFailed as exc:
+        pinned = exc.missing
+        if argv[:2] not in (["npm", "install"], ["npm", "ci"]) or not (cwd / "package-lock.json").is_file() or \
+                pinned is None:
+            raise
+        note = (f"{' '.join(argv)} failed: package-lock.json pins {pinned}, which the registry lacks; retrying "
+                "with npm install --no-package-lock (the versions package.json allows)")
+        if log is not None:
+            log.write(note + "\n")
+            log.flush()
+        try:
+            _run(["npm", "install", "--no-package-lock", *argv[2:]], cwd=cwd, log=log)
+        except InstallFailed as again:
+            raise InstallFailed(f"{again} (after {' '.join(argv)} failed on {pinned}, which package-lock.json "
+                                "pins)", again.missing) from None
+
+
+def failure_path(folder: Path) -> Path:
+    """Where the reason of an environment's last failed build is kept (beside the folder)."""
+    return folder.with_name(f"{folder.name}.failed")
 
 
 def _base_python(wanted: str | None) -> str:
@@ -123,11 +173,15 @@ def build_environment(spec: InstallSpec, folder: Path, installer: str = "auto", 
         _run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--omit=dev",
               "--loglevel=error", *spec.npm], log=log)
     for step in spec.build:
-        _run(list(step), cwd=Path(spec.build_dir or "."), log=log)
+        _build_step(list(step), Path(spec.build_dir or "."), log)
     stamp = {"requirements": spec.requirements, "python": spec.python, "npm": spec.npm,
              "build": spec.build, "dir": spec.build_dir, "installer": "uv" if uv else "pip",
              "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
     (folder / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+
+
+def _one_line(reason: str) -> str:
+    return " ".join(reason.split())[:400]
 
 
 def install_server(spec: ServerSpec, installer: str = "auto", force: bool = False,
@@ -159,5 +213,7 @@ def install_server(spec: ServerSpec, installer: str = "auto", force: bool = Fals
                         raise
                     log.write("installed\n")
         except InstallFailed as exc:
+            failure_path(folder).write_text(_one_line(str(exc)) + "\n", encoding="utf-8")
             return InstallOutcome(spec.name, "failed", time.monotonic() - start, str(exc))
+        failure_path(folder).unlink(missing_ok=True)
     return InstallOutcome(spec.name, "installed", time.monotonic() - start, str(folder))

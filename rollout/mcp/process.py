@@ -135,7 +135,7 @@ class ServerProcess:
             await self.stop()
             self.error = self._with_tail(reason)
             hint = missing_variables_hint(self._stderr(), dict(self.spec.env), self.spec.command, self.spec.args,
-                                          self.spec.cwd)
+                                          self.spec.cwd, exited="timed out" not in reason and "no answer" not in reason)
             if hint:
                 self.error += f"; {hint}"
 

@@ -5,7 +5,9 @@ model config's ``policy`` names among the registered ones (rollout.models.loopba
 ``plan`` (the default; rollout.scripted), ``judge`` (rollout.judges.scripted), or any other. It talks
 to the server as an OpenAI-compatible API and stops it in `aclose`; with ``base_url`` it talks to a
 scripted server of another process instead. No key is needed. A message's markers (MARKERS: the
-judges' rubric ``purpose`` and question ``payload``) are kept in the request the server sees.
+judges' rubric ``purpose`` and question ``payload``) are kept in the request the server sees, and its
+first message carries the task's workspace folder name (``task``: the task id as `safe_name` writes it),
+so a policy can tell tasks with the same question apart.
 """
 
 from __future__ import annotations
@@ -49,7 +51,10 @@ class ScriptedDriver(OpenAIChatDriver):
 
     def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
         converted = super()._convert(messages, workspace)
-        return [{**c, **{k: m[k] for k in MARKERS if k in m}} for c, m in zip(converted, messages)]
+        marked = [{**c, **{k: m[k] for k in MARKERS if k in m}} for c, m in zip(converted, messages)]
+        if marked and workspace is not None:
+            marked[0] = {**marked[0], "task": workspace.name}
+        return marked
 
     async def aclose(self) -> None:
         """Close the client, then stop the loopback server it owns."""

@@ -100,7 +100,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     result = _cli("model=scripted", "tasks=demo", f"tasks.file={tasks}", results, cwd=tmp_path / "cwd")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"error: {tasks}: id b: field 'image': image file")
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tasks}: id b: field 'image': 1 of 2 task images are "
+                                                   f"not under {tmp_path}")
+    assert lines[0].endswith("the images are not shipped with the tasks file: put them in a folder and give it as "
+                             "tasks.images_dir")
     assert "Traceback" not in result.stderr + result.stdout
 
     bad = write_json(tmp_path / "bad.json", [{"id": "a", "question": ""}])

@@ -125,7 +125,7 @@ def _published(root: Path) -> dict:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    (root / "reqs.txt").write_text("mcp\nrequests\n")
+    (root / "reqs.txt").write_text("torch\nmcp\nrequests\nopencv-python-headless==4.10.0.84  # cv2\npandas\n")
     config = {"servers": {
         "weather": {"_comment": "kept", "command": "python", "args": ["servers/weather_mcp.py"], "env": {}},
         "clock": {"command": "python", "args": ["servers/clock_mcp.py"]},
@@ -156,7 +156,7 @@ def _without_notes(config: dict) -> dict:
 
 def test_init_completes_a_published_config(tmp_path):
     published = _published(tmp_path)
-    done = _init(str(tmp_path / "servers"), "--complete", str(tmp_path / "mcp_servers.json"))
+    done = _init(str(tmp_path / "servers"), "--complete", str(tmp_path / "mcp_servers.json"), "--offline")
     assert done.returncode == 1, done.stdout + done.stderr
     written = json.loads((tmp_path / "mcp_servers.derived.json").read_text())
     assert {k: v for k, v in written.items() if k not in ("servers", "_derived")} == {}
@@ -201,13 +201,14 @@ def test_init_completes_a_published_config(tmp_path):
     left = {line.split()[0]: line for line in out[out.index("could not derive"):].splitlines()[1:] if line.strip()
             and not line.startswith("wrote")}
     assert set(left) == {"weather", "broken", "ocr", "shell", "bare"}
-    assert "no distribution of the same name known here: cv2 " in left["weather"]
+    assert "no distribution of the same name known here provides: cv2 " in left["weather"]
     assert "broken_mcp.py cannot be parsed" in left["broken"]
-    assert f"python -m mcp_ocr runs nothing under {tmp_path / 'servers'}" in left["ocr"]
+    assert f"python -m mcp_ocr runs nothing under {tmp_path / 'servers'}, and no distribution of its name was " \
+        "found (no requirements file given; the registry was not asked)" in left["ocr"]
     assert "cannot tell what runs bash" in left["shell"]
     assert "servers/nothing has no pyproject.toml or requirements.txt" in left["bare"]
     assert f"wrote {tmp_path / 'mcp_servers.derived.json'}: 10 of 15 entries covered (6 from their folders, 1 " \
-           "single files, 2 uvx/npx, nothing to install, 1 with their own environment), 5 left (weather, broken, " \
+           "single files, 0 python -m of a distribution, 2 uvx/npx, 1 with their own environment), 5 left (weather, broken, " \
            "ocr, shell, bare)" in out
     specs = {s.name: s for s in read_servers_config(tmp_path / "mcp_servers.derived.json", tmp_path / "envs")}
     assert specs["papers"].cwd == str(tmp_path / "servers" / "papers") and \
@@ -227,15 +228,16 @@ def test_init_completes_single_files_from_a_requirements_file(tmp_path):
     done = _init(str(tmp_path / "servers"), "--complete", str(config), "--requirements", str(tmp_path / "reqs.txt"),
                  "--output", str(output))
     assert done.returncode == 0 and "could not derive" not in done.stdout, done.stdout + done.stderr
-    assert "11 of 11 entries covered (6 from their folders, 2 single files, 2 uvx/npx" in done.stdout
+    assert "11 of 11 entries covered (6 from their folders, 2 single files, 0 python -m of a distribution, " \
+           "2 uvx/npx" in done.stdout
     servers = json.loads(output.read_text())["servers"]
-    assert servers["weather"]["install"] == {"requirements": ["-r", "./reqs.txt", "mcp<2"]}
-    assert servers["clock"]["install"] == {"requirements": ["-r", "./reqs.txt"]}
-    for name in ("weather", "clock"):
-        assert "reqs.txt (the requirements file given" in servers[name]["_derived"]
+    # the lines providing its imports (cv2 from opencv-python-headless), never the whole file (no torch)
+    assert servers["weather"]["install"] == {"requirements": ["opencv-python-headless==4.10.0.84", "requests",
+                                                              "mcp<2"]}
+    assert "install" not in servers["clock"]  # the standard library only
+    assert "the lines of reqs.txt providing its imports" in servers["weather"]["_derived"]
     specs = {s.name: s for s in read_servers_config(output, tmp_path / "envs")}
-    assert specs["clock"].install.requirements == ("-r", str(tmp_path / "reqs.txt"))
-    assert specs["clock"].env_folder != specs["weather"].env_folder
+    assert specs["weather"].install.requirements == ("opencv-python-headless==4.10.0.84", "requests", "mcp<2")
     again = _init(str(tmp_path / "servers"), "--complete", str(config), "--output", str(output))
     assert again.returncode == 2 and "exists already" in again.stderr
 
