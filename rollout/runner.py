@@ -4,8 +4,10 @@ The config is the composed Hydra config of conf/rollout/config.yaml as a plain d
 every path of the run (predictions, workspace, tool_logs, cache_dir, server_logs, curate.*) is one of its
 settings. A task's workspace stays at <workspace>/<task id> after it ends, and its tool log is written to
 <tool_logs>/<task id>.json before its prediction is added (a replay rebuilds both from the cache).
-`run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
-them), and bad input raises the contract's `InputError`.
+Every task ends with a record: finished, or failed with an ``error`` saying whose failure it was
+(engine.contract.failures). `run` returns the process exit status: 0 when no task was lost to the
+infrastructure (agent failures are the model's own outcome), 1 when some were (a rerun retries exactly
+those and leaves the others alone), and bad input raises the contract's `InputError`.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
-from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, config_int, read_tasks,
-                             read_trajectories, safe_name)
+from engine.contract import (AGENT, CUT_SHORT, MODEL_API, REPLAY, InputError, Task, Trajectory, atomic_write_json,
+                             check_choice, config_int, is_lost, read_tasks, read_trajectories, record_error, safe_name,
+                             task_error)
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
 from rollout.errors import CacheMiss
-from rollout.executor import Executor, ExecutorSettings
+from rollout.executor import Executor, ExecutorSettings, TaskRun
 from rollout.exposure import select_tools
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
@@ -86,7 +89,8 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
 
 
 async def run_rollout(cfg: Mapping[str, Any]) -> int:
-    """Roll out the tasks not yet in the predictions file; 0 when all ended, 1 when some failed.
+    """Roll out the tasks not yet in the predictions file (or lost to the infrastructure in an earlier
+    run); 0 when none was lost, 1 when some were.
 
     With `trials` = N, every task runs N independent times: trial i writes <predictions stem>_trial<i>.json
     (each record with "trial": i), in its own workspace, cache and tool logs (<workspace>/trial<i>,
@@ -123,7 +127,7 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                                 max_result_chars=config_int(cfg, "max_result_chars", default=4000, minimum=0))
     concurrency = config_int(cfg, "concurrency", default=4)
     with ResultFile(output, {t.id: t.index for t in tasks}) as results:
-        todo = [t for t in tasks if t.id not in results.done]
+        todo = [t for t in tasks if results.get(t.id) is None or is_lost(results.get(t.id))]
         if len(todo) < len(tasks):
             log.info("%d of %d tasks already in %s; they are skipped", len(tasks) - len(todo), len(tasks), output)
         if not todo:
@@ -142,38 +146,64 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
             executor = Executor(model, ToolRunner(host, cache, catalogue, failures), settings)
             total = len(todo) - len(unreferenced)
 
-            async def work(task: Task) -> bool:
-                ws = Workspace.fresh(workspace_base, task.id)
-                calls: list[dict[str, Any]] = []
-                try:
-                    record = await executor.run(task, exposed[task.id], ws, calls)
-                except (ModelError, CacheMiss) as exc:
-                    log.error("task %s failed: %s", task.id, exc)
-                    return False
-                except Exception:  # boundary: one task's bug must not end the others
-                    log.exception("task %s failed", task.id)
-                    return False
-                await asyncio.to_thread(atomic_write_json, tool_logs / f"{safe_name(task.id)}.json",
-                                        {"id": task.id, "calls": calls})
+            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, Any]]) -> str:
+                """Write the task's tool log and add its record; its outcome ("finished" or the error kind)."""
+                atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json", {"id": run.task.id, "calls": calls})
                 if trial is not None:
                     record["trial"] = trial
-                await asyncio.to_thread(results.add, record)
-                log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", task.id, record["num_step"],
-                         sum(len(s["calls"]) for s in record["steps"]), record["usage"]["total_tokens"],
-                         len(results.done), len(tasks))
-                return True
+                results.add(record)
+                error = record_error(record)
+                if error is None:
+                    log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", run.task.id,
+                             record["num_step"], sum(len(s["calls"]) for s in record["steps"]),
+                             record["usage"]["total_tokens"], len(results.done), len(tasks))
+                    return "finished"
+                log.error("task %s failed (%s): %s", run.task.id, error[0], error[1])
+                return error[0]
+
+            async def work(task: Task) -> str:
+                run = executor.begin(task, Workspace.fresh(workspace_base, task.id))
+                calls: list[dict[str, Any]] = []
+                try:
+                    record = await executor.run(run, exposed[task.id], calls)
+                except ModelError as exc:
+                    record = run.record(task_error(MODEL_API, exc.reason, exc.attempts))
+                except CacheMiss as exc:
+                    record = run.record(task_error(REPLAY, str(exc), 1))
+                except asyncio.CancelledError:
+                    finish(run, run.record(task_error(CUT_SHORT, "the run was stopped before the task ended")), calls)
+                    raise
+                except Exception as exc:  # boundary: one task's bug must not end the others
+                    log.exception("task %s failed", task.id)
+                    record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
+                return await asyncio.to_thread(finish, run, record, calls)
 
             outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, work)
-    failed = outcomes.count(False)
-    print(f"rollout: {outcomes.count(True)} of {total} task(s) done, {failed} failed"
-          + (f", {len(unreferenced)} without reference" if unreferenced else "") + f" -> {output}")
-    return 1 if failed else 0
+            retries = model.driver.retries if model.driver is not None else 0
+    print(_summary(outcomes, total, len(unreferenced), retries, output))
+    return 1 if any(o not in ("finished", AGENT) for o in outcomes) else 0
+
+
+def _summary(outcomes: list[str], total: int, unreferenced: int, retries: int, output: Path) -> str:
+    """The closing line of a rollout: tasks finished, failed by kind (the model's own failures apart from
+    those lost to the infrastructure, which a rerun retries), the retried model requests."""
+    finished = outcomes.count("finished")
+    kinds = sorted({o for o in outcomes if o != "finished"})
+    failed = ", ".join(f"{kind} {outcomes.count(kind)}" for kind in kinds)
+    lost = sum(1 for o in outcomes if o not in ("finished", AGENT))
+    text = f"rollout: {finished} of {total} task(s) finished, {len(outcomes) - finished} failed"
+    if failed:
+        text += f" ({failed}" + (f"; {lost} lost to the infrastructure, a rerun retries them)" if lost else ")")
+    if unreferenced:
+        text += f", {unreferenced} without reference"
+    return text + f", {retries} model request(s) retried -> {output}"
 
 
 async def run_curation(cfg: Mapping[str, Any]) -> int:
-    """Give each run of the predictions file a verdict; write the verdicts and the optimal trajectories."""
+    """Give each run of the predictions file a verdict (those lost to the infrastructure left out); write the
+    verdicts and the optimal trajectories."""
     curate_cfg = cfg.get("curate") or {}
-    runs = list(read_trajectories(_path(cfg, "predictions")).tasks.values())
+    runs = [r for r in read_trajectories(_path(cfg, "predictions")).tasks.values() if not is_lost(r.raw)]
     order = {r.id: i for i, r in enumerate(runs)}
     verdicts_path = _path(curate_cfg, "verdicts", "curate.verdicts")
     optimal_path = _path(curate_cfg, "optimal", "curate.optimal")
