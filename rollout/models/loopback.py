@@ -135,7 +135,7 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
         with owner.lock:
             owner.requests.append({"path": self.path, "body": request,
                                    "authorization": self.headers.get("Authorization", ""),
-                                   "x_api_key": self.headers.get("x-api-key", "")})
+                                   "x_api_key": self.headers.get("x-api-key", ""), "time": time.monotonic()})
             n = len(owner.requests)
         reply = owner.policy(request)
         if isinstance(reply, str):
