@@ -16,9 +16,15 @@ out of the scores, and retried by a rerun, which leaves finished and agent-faile
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from engine.contract.trajectory import TrajectoryFile
+
+log = logging.getLogger(__name__)
 
 AGENT, MODEL_API, SERVER, CUT_SHORT, REPLAY = "agent", "model_api", "server", "cut_short", "replay"
 ERROR_KINDS = (AGENT, MODEL_API, SERVER, CUT_SHORT, REPLAY)
@@ -72,3 +78,18 @@ def server_down(record: Mapping[str, Any]) -> str | None:
             if m:
                 return m.group(1)
     return None
+
+
+def without_lost(predictions: TrajectoryFile) -> tuple[TrajectoryFile, dict[str, tuple[str, str]]]:
+    """The predictions less the tasks lost to the infrastructure, which are reported apart: counted and
+    named in a warning, and returned as id -> (kind, reason). Agent failures stay (the model's outcome)."""
+    lost = lost_tasks({tid: t.raw for tid, t in predictions.tasks.items()})
+    if not lost:
+        return predictions, lost
+    kinds = sorted({kind for kind, _ in lost.values()})
+    counts = ", ".join(f"{kind} {sum(1 for k, _ in lost.values() if k == kind)}" for kind in kinds)
+    names = ", ".join(f"{tid} ({kind})" for tid, (kind, _) in list(lost.items())[:10])
+    log.warning("%s: %d task(s) lost to the infrastructure are left out (%s; a rerun of the rollout retries "
+                "them): %s%s", predictions.path, len(lost), counts, names, " ..." if len(lost) > 10 else "")
+    kept = {tid: t for tid, t in predictions.tasks.items() if tid not in lost}
+    return dataclasses.replace(predictions, tasks=kept), lost
