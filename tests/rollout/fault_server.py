@@ -63,9 +63,9 @@ def storm_rate(every: int, retry_after: str | None = "0") -> Fault:
 
 
 def bad_arguments(task_id: str) -> Fault:
-    """The first PROCESS reply of one task: a call whose arguments are a string that is not JSON."""
+    """Every PROCESS reply of one task (its retry too): a call whose arguments are a string that is not JSON."""
     def fault(n: int, task: str, last: str) -> Reply | None:
-        if task.startswith(f"Task {task_id}:") and last.startswith("## PROCESS (step 1"):
+        if task.startswith(f"Task {task_id}:") and last.startswith("## PROCESS"):
             return Reply(content=json.dumps({"tool_calls": [{"name": "math/mean", "arguments": "{numbers: [1, 3"}]}))
         return None
     return fault
