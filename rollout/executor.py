@@ -8,9 +8,14 @@ arguments" error result, not run), counted in the record's ``illegal_calls``, an
 The other calls run concurrently; images they produce join the pool the model sees. The model then
 says whether to stop (Decision). After the last step, or a "yes", it writes the final reply.
 
+A task with turns (rollout.tasks.read_turns) runs as a dialogue in one workspace: turn k+1 is put to
+the model after its final reply to turn k, each turn with up to max_step steps of its own (numbered on
+from the turn before); the record's ``turns`` holds each turn's ``final_reply`` and ``num_step``, its
+``final_reply`` the last turn's.
+
 A reply that is still not tool-call JSON after its retry ends the task as the agent's failure: the
-record keeps its steps so far and carries ``error`` (engine.contract.failures, kind ``agent``). A
-task whose calls met an MCP server that is not running ends with kind ``server``.
+record keeps its steps (and turns) so far and carries ``error`` (engine.contract.failures, kind
+``agent``). A task whose calls met an MCP server that is not running ends with kind ``server``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from rollout.dialogue import Dialogue
 from rollout.mcp.protocol import ToolInfo
 from rollout.models.replies import parse_tool_calls
 from rollout.record import CachedModel
+from rollout.tasks import Turn
 from rollout.toolrunner import CallRecord, ToolRunner
 from rollout.workspace import Workspace, is_image
 
@@ -57,6 +63,7 @@ class TaskRun:
     steps: list[list[dict[str, Any]]] = field(default_factory=list)
     illegal_calls: int = 0
     final_reply: str | None = None
+    turns: list[dict[str, Any]] | None = None
 
     def record(self, error: dict[str, Any] | None = None) -> dict[str, Any]:
         """The prediction record in the published format, with ``error`` when the task failed."""
@@ -64,6 +71,8 @@ class TaskRun:
         fields: dict[str, Any] = {"image": task.image, "type": task.type, "question": task.question}
         if self.final_reply is not None:
             fields["final_reply"] = self.final_reply
+        if self.turns is not None:
+            fields["turns"] = self.turns
         fields.update(dialogue=self.dialogue.messages, usage=self.dialogue.usage)
         if self.illegal_calls:
             fields["illegal_calls"] = self.illegal_calls
@@ -86,16 +95,20 @@ class Executor:
         """A task's run in its (fresh) workspace, before its first request."""
         return TaskRun(task, ws, Dialogue(self.model, task.id, prompts.SYSTEM, ws.root))
 
-    async def run(self, run: TaskRun, exposed: list[ToolInfo],
-                  tool_log: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """Roll out one task; its prediction record. Every call made is appended to `tool_log` (when
-        given) as its tool log line, in step and call order. A failed model call (ModelError) or cache
-        miss propagates: `run.record(error)` then gives the record of what was done."""
+    async def run(self, run: TaskRun, exposed: list[ToolInfo], tool_log: list[dict[str, Any]] | None = None,
+                  turns: list[Turn] | None = None) -> dict[str, Any]:
+        """Roll out one task, as a dialogue when it has `turns`; its prediction record. Every call made is
+        appended to `tool_log` (when given) as its tool log line, in step and call order. A failed model
+        call (ModelError) or cache miss propagates: `run.record(error)` then gives the record of what was
+        done."""
         task, ws, dialogue = run.task, run.ws, run.dialogue
         images = [ws.add_input(task.image_path)] if task.image_path else []
-        dialogue.messages.append(prompts.task_message(task.question, images))
         try:
-            await self._steps(run, exposed, images, tool_log)
+            if not turns:
+                dialogue.messages.append(prompts.task_message(task.question, images))
+                await self._steps(run, exposed, images, tool_log)
+            else:
+                await self._dialogue(run, exposed, images, tool_log, turns)
         except AgentFailure as exc:
             return run.record(task_error(AGENT, exc.reason, exc.attempts))
         down = server_down({"steps": [{"calls": calls} for calls in run.steps]})
@@ -103,13 +116,29 @@ class Executor:
             return run.record(task_error(SERVER, f"MCP server '{down}' was not running", 1))
         return run.record()
 
+    async def _dialogue(self, run: TaskRun, exposed: list[ToolInfo], images: list[str],
+                        tool_log: list[dict[str, Any]] | None, turns: list[Turn]) -> None:
+        """The turns one after the other in the task's workspace, each turn's reply recorded as it comes."""
+        run.turns = []
+        for k, turn in enumerate(turns, 1):
+            added = [run.ws.add_input(p) for p in turn.images]
+            shown = list(dict.fromkeys((images if k == 1 else []) + added))  # turn 1 shows the task's image too
+            images += [rel for rel in added if rel not in images]
+            run.dialogue.messages.append(prompts.task_message(turn.prompt, shown) if k == 1
+                                         else prompts.turn_message(k, turn.prompt, shown))
+            before = len(run.steps)
+            await self._steps(run, exposed, images, tool_log, first=before + 1)
+            run.turns.append({"final_reply": run.final_reply, "num_step": len(run.steps) - before})
+
     async def _steps(self, run: TaskRun, exposed: list[ToolInfo], images: list[str],
-                     tool_log: list[dict[str, Any]] | None) -> None:
+                     tool_log: list[dict[str, Any]] | None, first: int = 1) -> None:
+        """Steps `first` to `first` + max_step - 1 of the loop, then the final reply."""
         s, dialogue = self.settings, run.dialogue
         exposed_names = {t.name for t in exposed}
         pending, pending_images = "", []
-        for step in range(1, s.max_step + 1):
-            calls, notes = await self._process(dialogue, exposed, step)
+        last = first + s.max_step - 1
+        for step in range(first, last + 1):
+            calls, notes = await self._process(dialogue, exposed, step, last)
             if not calls:
                 break
             records = await self._run_calls(run, calls, exposed_names, step)
@@ -120,7 +149,7 @@ class Executor:
             pending_images = [f for r in records for f in r.files if is_image(f) and f not in images]
             images += pending_images
             pending = prompts.results_text(step, outputs, pending_images, notes, s.max_result_chars)
-            if step == s.max_step:
+            if step == last:
                 break
             reply = await dialogue.ask(f"{pending}\n\n{prompts.DECISION}", "decision", images=pending_images)
             pending, pending_images = "", []
@@ -144,19 +173,19 @@ class Executor:
                                       f"{call['problem']} (the call was not made)", True, duration_s=0.0))
         return records
 
-    async def _process(self, dialogue: Dialogue, exposed: list[ToolInfo],
-                       step: int) -> tuple[list[dict[str, Any]], list[str]]:
+    async def _process(self, dialogue: Dialogue, exposed: list[ToolInfo], step: int,
+                       last: int) -> tuple[list[dict[str, Any]], list[str]]:
         """Prepare and Process for one step: the calls to run (empty: the model calls nothing more) and
         notes for the model; AgentFailure when the reply is not tool-call JSON after its retry."""
         s = self.settings
         selected = exposed
         if s.prepare and exposed:
-            reply = await dialogue.ask(prompts.prepare_prompt(step, s.max_step, [t.to_json() for t in exposed]),
+            reply = await dialogue.ask(prompts.prepare_prompt(step, last, [t.to_json() for t in exposed]),
                                        "prepare", json_mode=True)
             choice = prompts.parse_tool_choice(reply)
             if choice:
                 selected = [t for t in exposed if t.name in choice] or exposed
-        prompt = prompts.process_prompt(step, s.max_step, s.max_concurrent, [t.to_json() for t in selected])
+        prompt = prompts.process_prompt(step, last, s.max_concurrent, [t.to_json() for t in selected])
         reply = await dialogue.ask(prompt, "process", json_mode=True)
         notes: list[str] = []
         try:

@@ -37,7 +37,7 @@ from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
-from rollout.tasks import read_reference_tools
+from rollout.tasks import read_reference_tools, read_turns
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
@@ -116,6 +116,7 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
     data = cfg["tasks"]
     tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
                        data.get("ids"))
+    turns = read_turns(data["file"], data.get("images_dir"))
     exposure = cfg.get("exposure") or {"mode": "all"}
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
@@ -165,7 +166,7 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                 run = executor.begin(task, Workspace.fresh(workspace_base, task.id))
                 calls: list[dict[str, Any]] = []
                 try:
-                    record = await executor.run(run, exposed[task.id], calls)
+                    record = await executor.run(run, exposed[task.id], calls, turns.get(task.id))
                 except ModelError as exc:
                     record = run.record(task_error(MODEL_API, exc.reason, exc.attempts))
                 except CacheMiss as exc:

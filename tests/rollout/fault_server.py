@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import email.utils
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -56,10 +57,17 @@ def storm(first: int, retry_after: str | None = "0") -> Fault:
     return lambda n, task, last: Reply(status=429, error="rate limited", headers=headers) if n <= first else None
 
 
-def storm_rate(every: int, retry_after: str | None = "0") -> Fault:
-    """A 429 storm: one request in `every` gets through, the others are answered 429."""
+def storm_rate(rate: float, seed: int = 0, retry_after: str | None = None) -> Fault:
+    """A 429 storm: each request answered 429 with probability `rate` (a seeded draw per request number)."""
     headers = {"Retry-After": retry_after} if retry_after is not None else {}
-    return lambda n, task, last: None if n % every == 0 else Reply(status=429, error="rate limited", headers=headers)
+    draws = random.Random(seed)
+    lock = threading.Lock()
+
+    def fault(n: int, task: str, last: str) -> Reply | None:
+        with lock:
+            hit = draws.random() < rate
+        return Reply(status=429, error="rate limited", headers=headers) if hit else None
+    return fault
 
 
 def bad_arguments(task_id: str) -> Fault:
@@ -108,7 +116,7 @@ SCENARIOS: dict[str, Callable[[], tuple[Fault, ...]]] = {
     "malformed_30": lambda: (malformed(3),),
     "trickle": lambda: (trickle(1, 4.0),),
     "dated_retry_after": lambda: (dated_retry_after(3.0),),
-    "storm_50": lambda: (storm_rate(2),),
+    "storm_50": lambda: (storm_rate(0.5, seed=1),),
     "resets": lambda: (resets(4),),
 }
 """Named scenarios for serving from the command line (the measurement of the closing table)."""
