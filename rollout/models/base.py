@@ -4,8 +4,8 @@ Drivers take messages in the rollout's own form: ``{"role", "content"}`` where c
 or a list of parts ``{"type": "text", "text"}`` / ``{"type": "image", "path"}``, image paths being
 relative to the task workspace. Every request goes through one retry policy (rollout.models.retry:
 a total deadline per attempt, rate limits, server errors, connection failures and malformed replies
-retried with backoff or as Retry-After asks); other errors fail at once. The API key is read from the environment variable the config names and is
-never logged or written anywhere.
+retried with backoff or as Retry-After asks); other errors fail at once. The API key is read from the
+environment variable the config names and is never logged or written anywhere.
 """
 
 from __future__ import annotations
@@ -127,7 +127,8 @@ class ModelDriver:
         policy = RetryPolicy(s.max_retries, s.backoff_initial, s.backoff_max)
         retries: list[str] = []
         try:
-            return await policy.retrying(s.name, retries)(self._attempt, messages, workspace, json_mode and s.json_mode)
+            return await policy.retrying(s.name, retries)(self._attempt, messages, workspace,
+                                                          json_mode and s.json_mode)
         except Failure as failure:
             attempts = len(retries) + 1
             suffix = f" (gave up after {attempts} attempts)" if failure.retry else ""
