@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -240,12 +241,18 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
 
 
 def run(cfg: Mapping[str, Any]) -> int:
-    """Run the configured stage(s); the exit status."""
+    """Run the configured stage(s); the exit status (130 when interrupted: the tasks under way are then
+    recorded as cut short, and a rerun does them)."""
     stage = check_choice(cfg.get("stage", "rollout"), STAGES, "stage", "stage")
     quiet_client_loggers()
     status = 0
-    if stage in ("rollout", "both"):
-        status = asyncio.run(run_rollout(cfg))
-    if stage in ("curate", "both"):
-        status = max(status, asyncio.run(run_curation(cfg)))
+    try:
+        if stage in ("rollout", "both"):
+            status = asyncio.run(run_rollout(cfg))
+        if stage in ("curate", "both"):
+            status = max(status, asyncio.run(run_curation(cfg)))
+    except KeyboardInterrupt:
+        print("rollout: interrupted; the tasks under way are recorded as cut short (kind cut_short), and running "
+              "the same command again does them", file=sys.stderr)
+        return 130
     return status

@@ -4,12 +4,16 @@ ends with a record, finished or failed with the kind of its failure, and the cou
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 from fault_server import (CUT_BODY, FaultPolicy, bad_arguments, dated_retry_after, malformed, resets, storm,
                           trickle)
-from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, predictions_of
+from rollout_helpers import ROOT, compose, local_overrides, plan_policy, plan_tasks, predictions_of
 
 from rollout.runner import run
 
@@ -95,3 +99,28 @@ def test_a_429_storm_loses_tasks_that_a_rerun_retries(tmp_path, chat_server, ser
     assert _kinds(again) == dict.fromkeys(IDS, "finished")
     assert {i: json.dumps(again[i]) for i in IDS[1:]} == finished
     assert all("Task t01:" in json.dumps(r["body"]) for r in calm.requests) and len(calm.requests) == 3
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_records_the_tasks_under_way_as_cut_short(tmp_path, chat_server, servers_config):
+    tasks_file, ref = plan_tasks(tmp_path, {i: STEP for i in IDS}, image=False)
+    overrides = local_overrides(chat_server(plan_policy(ref), delay=0.2), tasks_file, tmp_path,
+                                servers_config("math"), "prepare=false", "concurrency=2")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *overrides], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, deadline = predictions_of(tmp_path), time.monotonic() + 60
+    while not out.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.3)  # the next tasks are under way
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err and "recorded as cut short" in err
+    records = {r["id"]: r for r in json.loads(out.read_text())}
+    cut = {i for i, r in records.items() if "error" in r}
+    assert cut and all(records[i]["error"]["kind"] == "cut_short" for i in cut)
+
+    assert run(compose(*overrides)) == 0  # the rerun does the tasks cut short and those never started
+    again = {r["id"]: r for r in json.loads(out.read_text())}
+    assert _kinds(again) == dict.fromkeys(IDS, "finished")
+    assert all(again[i] == r for i, r in records.items() if i not in cut)
