@@ -88,7 +88,8 @@ def test_infrastructure_loss_in_both_conventions() -> None:
     trials = [trial("t1.json", [record("a"), record("b")], {"a": 0.9, "b": 0.8}),
               trial("t2.json", [record("a"), record("b")], {"a": 0.7, "b": 0.2}),
               trial("t3.json", [record("a", error="server down"), record("b")], {"b": 0.1}),
-              trial("t4.json", [record("a"), record("b", error={"kind": "agent", "reason": "no answer", "attempts": 2})],
+              trial("t4.json", [record("a"), record("b", error={"kind": "agent", "reason": "no answer",
+                                                                 "attempts": 2})],
                     {"a": 1.0})]
     slots = inventory(["a", "b"], trials, rule)
     assert [(s.task_id, s.trial, s.state, s.success) for s in slots if s.state != FINISHED] == [

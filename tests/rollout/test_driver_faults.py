@@ -145,6 +145,7 @@ def test_retry_after_in_seconds_milliseconds_and_as_a_date() -> None:
     now = 1_700_000_000.0
     assert retry_after({"retry-after": "5"}) == 5.0
     assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    assert retry_after({"retry-after": email.utils.formatdate(now + 7, usegmt=True)}, now=now) == pytest.approx(7, abs=1)
+    dated = email.utils.formatdate(now + 7, usegmt=True)
+    assert retry_after({"retry-after": dated}, now=now) == pytest.approx(7, abs=1)
     assert retry_after({"retry-after": email.utils.formatdate(now - 60, usegmt=True)}, now=now) == 0.0
     assert retry_after({"retry-after": "soon"}) is None and retry_after({}) is None and retry_after(None) is None

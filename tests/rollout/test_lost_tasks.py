@@ -25,7 +25,7 @@ def test_lost_tasks_are_reported_apart_and_agent_failures_count(tmp_path: Path, 
     (tmp_path / "tasks.json").write_text(json.dumps(tasks))
     pred = tmp_path / "m_test_mcp_fuzzy.json"
     first = [{"id": t, "steps": [], "final_reply": "It is 42."} for t in ("a", "b", "c")]
-    second = [{"id": "a", "steps": [], "error": task_error("agent", "step 1: the PROCESS reply is not tool-call JSON", 2)},
+    second = [{"id": "a", "steps": [], "error": task_error("agent", "step 1: the reply is not tool-call JSON", 2)},
               {"id": "b", "steps": [], "error": task_error("model_api", "HTTP 429: rate limited", 4)},
               {"id": "c", "steps": [], "final_reply": "It is 42."}]
     for i, records in enumerate((first, second), 1):
