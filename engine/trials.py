@@ -5,12 +5,12 @@ A trial is one prediction file of a model; trial i of ``<stem>.json`` is ``<stem
 (TRIAL_NAME). Each (task, trial) slot is exactly one of:
 
 - ``finished``: the trial holds a record of the task, with no error; its success comes from the rule;
-- ``agent_failure``: the record carries ``"error": {"kind": "agent", ...}`` (the agent gave up or broke
-  its own run); it counts as an unsuccessful trial in both conventions;
+- ``agent_failure``: the record carries ``"error": {"kind": "agent", ...}`` (the model's unusable output
+  ended its run; engine.contract.failures); it counts as an unsuccessful trial in both conventions;
 - ``infrastructure``: lost to the infrastructure: the trial file is missing, it holds no record of the
-  task (the rollout writes none when the model API still failed after its retries), the record carries
-  any other ``"error"``, or one of its calls was answered by the rollout's "MCP server '<name>' is not
-  running" (a server that did not start).
+  task (the run was killed before the task ended), the record carries any other ``"error"`` (the model
+  API after its retries, a server, a run cut short), or one of its calls was answered by the rollout's
+  "MCP server '<name>' is not running" (a server that did not start).
 
 Rates are given twice: with infrastructure losses counted as failures (every task keeps n = N trials)
 and with them excluded (n is the task's finished and agent-failed trials; a task with n < k does not
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from engine.contract import ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number
+from engine.contract import (AGENT, ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number,
+                             record_error, server_down)
 from engine.evaluators import evaluator
 from engine.judge_results import Joined, JoinedFiles
 from engine.trial_conventions import conventions_of, peer_blocks
@@ -41,7 +42,6 @@ critical-gated pass, verifiers' 0/1 check success (engine.evaluators)."""
 TRIAL_NAME = "{stem}_trial{index}.json"
 TRIALS_FILE = "trials.json"
 _TRIAL_RE = re.compile(r"_trial(\d+)\.json$")
-_SERVER_DOWN = re.compile(r"^Error: MCP server '([^']*)' is not running")
 
 
 def trial_path(predictions: Path, index: int) -> Path:
@@ -134,20 +134,14 @@ class Slot:
 def slot_state(record: Mapping[str, Any] | None) -> tuple[str, str | None]:
     """(state, reason) of one trial's record of a task (None: no record)."""
     if record is None:
-        return INFRASTRUCTURE, "no record (the model API failed after its retries, or the run was cut short)"
-    error = record.get("error")
+        return INFRASTRUCTURE, "no record (the run was killed before the task ended)"
+    error = record_error(record)
     if error is not None:
-        kind = error.get("kind") if isinstance(error, dict) else None
-        message = error.get("message") if isinstance(error, dict) else error
-        return (AGENT_FAILURE if kind == "agent" else INFRASTRUCTURE), f"error: {message}"
-    steps = record.get("steps")
-    for step in steps if isinstance(steps, list) else []:
-        calls = step.get("calls") if isinstance(step, dict) else None
-        for call in calls if isinstance(calls, list) else []:
-            result = call.get("result") if isinstance(call, dict) else None
-            m = _SERVER_DOWN.match(result) if isinstance(result, str) else None
-            if m:
-                return INFRASTRUCTURE, f"MCP server '{m.group(1)}' did not start"
+        kind, reason = error
+        return (AGENT_FAILURE if kind == AGENT else INFRASTRUCTURE), f"error ({kind}): {reason}"
+    down = server_down(record)
+    if down is not None:
+        return INFRASTRUCTURE, f"MCP server '{down}' did not start"
     return FINISHED, None
 
 

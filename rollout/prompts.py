@@ -38,6 +38,13 @@ def task_message(question: str, images: list[str]) -> dict[str, Any]:
             + [{"type": "image", "path": p} for p in images]}
 
 
+def turn_message(turn: int, prompt: str, images: list[str]) -> dict[str, Any]:
+    """The user message opening turn `turn` (from 2) of a multi-turn task: its prompt and its image(s)."""
+    message = task_message(prompt, images)
+    message["content"][0]["text"] = f"## TURN {turn}\n{message['content'][0]['text']}"
+    return message
+
+
 def question_of(text: str) -> str:
     """The task question of the first user message's text (the inverse of task_message)."""
     return _IMAGES_NOTE.sub("", text)

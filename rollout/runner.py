@@ -4,27 +4,31 @@ The config is the composed Hydra config of conf/rollout/config.yaml as a plain d
 every path of the run (predictions, workspace, tool_logs, cache_dir, server_logs, curate.*) is one of its
 settings. A task's workspace stays at <workspace>/<task id> after it ends, and its tool log is written to
 <tool_logs>/<task id>.json before its prediction is added (a replay rebuilds both from the cache).
-`run` returns the process exit status: 0 when every task ended, 1 when some failed (a rerun retries
-them), and bad input raises the contract's `InputError`.
+Every task ends with a record: finished, or failed with an ``error`` saying whose failure it was
+(engine.contract.failures). `run` returns the process exit status: 0 when no task was lost to the
+infrastructure (agent failures are the model's own outcome), 1 when some were (a rerun retries exactly
+those and leaves the others alone), and bad input raises the contract's `InputError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
-from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, config_int, read_tasks,
-                             read_trajectories, safe_name)
+from engine.contract import (AGENT, CUT_SHORT, MODEL_API, REPLAY, InputError, Task, Trajectory, atomic_write_json,
+                             check_choice, config_int, is_lost, read_tasks, read_trajectories, record_error, safe_name,
+                             task_error)
 from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
 from rollout.errors import CacheMiss
-from rollout.executor import Executor, ExecutorSettings
+from rollout.executor import Executor, ExecutorSettings, TaskRun
 from rollout.exposure import select_tools
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
@@ -35,7 +39,7 @@ from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
-from rollout.tasks import read_reference_tools
+from rollout.tasks import read_reference_tools, read_turns
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
@@ -87,7 +91,8 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
 
 
 async def run_rollout(cfg: Mapping[str, Any]) -> int:
-    """Roll out the tasks not yet in the predictions file; 0 when all ended, 1 when some failed.
+    """Roll out the tasks not yet in the predictions file (or lost to the infrastructure in an earlier
+    run); 0 when none was lost, 1 when some were.
 
     With `trials` = N, every task runs N independent times: trial i writes <predictions stem>_trial<i>.json
     (each record with "trial": i), in its own workspace, cache and tool logs (<workspace>/trial<i>,
@@ -111,8 +116,12 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
 async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
     """One rollout of the tasks not yet in cfg's predictions file; records carry `trial` when given."""
     data = cfg["tasks"]
-    tasks = task_dir_tasks(data["root"], data.get("ids")) if data.get("root") else \
-        read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question", data.get("ids"))
+    if data.get("root"):
+        tasks, turns = task_dir_tasks(data["root"], data.get("ids")), {}
+    else:
+        tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
+                           data.get("ids"))
+        turns = read_turns(data["file"], data.get("images_dir"))
     exposure = cfg.get("exposure") or {"mode": "all"}
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
@@ -124,7 +133,7 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                                 max_result_chars=config_int(cfg, "max_result_chars", default=4000, minimum=0))
     concurrency = config_int(cfg, "concurrency", default=4)
     with ResultFile(output, {t.id: t.index for t in tasks}) as results:
-        todo = [t for t in tasks if t.id not in results.done]
+        todo = [t for t in tasks if results.get(t.id) is None or is_lost(results.get(t.id))]
         if len(todo) < len(tasks):
             log.info("%d of %d tasks already in %s; they are skipped", len(tasks) - len(todo), len(tasks), output)
         if not todo:
@@ -143,38 +152,64 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
             executor = Executor(model, ToolRunner(host, cache, catalogue, failures), settings)
             total = len(todo) - len(unreferenced)
 
-            async def work(task: Task) -> bool:
-                ws = Workspace.fresh(workspace_base, task.id)
-                calls: list[dict[str, Any]] = []
-                try:
-                    record = await executor.run(task, exposed[task.id], ws, calls)
-                except (ModelError, CacheMiss) as exc:
-                    log.error("task %s failed: %s", task.id, exc)
-                    return False
-                except Exception:  # boundary: one task's bug must not end the others
-                    log.exception("task %s failed", task.id)
-                    return False
-                await asyncio.to_thread(atomic_write_json, tool_logs / f"{safe_name(task.id)}.json",
-                                        {"id": task.id, "calls": calls})
+            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, Any]]) -> str:
+                """Write the task's tool log and add its record; its outcome ("finished" or the error kind)."""
+                atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json", {"id": run.task.id, "calls": calls})
                 if trial is not None:
                     record["trial"] = trial
-                await asyncio.to_thread(results.add, record)
-                log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", task.id, record["num_step"],
-                         sum(len(s["calls"]) for s in record["steps"]), record["usage"]["total_tokens"],
-                         len(results.done), len(tasks))
-                return True
+                results.add(record)
+                error = record_error(record)
+                if error is None:
+                    log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", run.task.id,
+                             record["num_step"], sum(len(s["calls"]) for s in record["steps"]),
+                             record["usage"]["total_tokens"], len(results.done), len(tasks))
+                    return "finished"
+                log.error("task %s failed (%s): %s", run.task.id, error[0], error[1])
+                return error[0]
+
+            async def work(task: Task) -> str:
+                run = executor.begin(task, Workspace.fresh(workspace_base, task.id))
+                calls: list[dict[str, Any]] = []
+                try:
+                    record = await executor.run(run, exposed[task.id], calls, turns.get(task.id))
+                except ModelError as exc:
+                    record = run.record(task_error(MODEL_API, exc.reason, exc.attempts))
+                except CacheMiss as exc:
+                    record = run.record(task_error(REPLAY, str(exc), 1))
+                except asyncio.CancelledError:
+                    finish(run, run.record(task_error(CUT_SHORT, "the run was stopped before the task ended")), calls)
+                    raise
+                except Exception as exc:  # boundary: one task's bug must not end the others
+                    log.exception("task %s failed", task.id)
+                    record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
+                return await asyncio.to_thread(finish, run, record, calls)
 
             outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, work)
-    failed = outcomes.count(False)
-    print(f"rollout: {outcomes.count(True)} of {total} task(s) done, {failed} failed"
-          + (f", {len(unreferenced)} without reference" if unreferenced else "") + f" -> {output}")
-    return 1 if failed else 0
+            retries = model.driver.retries if model.driver is not None else 0
+    print(_summary(outcomes, total, len(unreferenced), retries, output))
+    return 1 if any(o not in ("finished", AGENT) for o in outcomes) else 0
+
+
+def _summary(outcomes: list[str], total: int, unreferenced: int, retries: int, output: Path) -> str:
+    """The closing line of a rollout: tasks finished, failed by kind (the model's own failures apart from
+    those lost to the infrastructure, which a rerun retries), the retried model requests."""
+    finished = outcomes.count("finished")
+    kinds = sorted({o for o in outcomes if o != "finished"})
+    failed = ", ".join(f"{kind} {outcomes.count(kind)}" for kind in kinds)
+    lost = sum(1 for o in outcomes if o not in ("finished", AGENT))
+    text = f"rollout: {finished} of {total} task(s) finished, {len(outcomes) - finished} failed"
+    if failed:
+        text += f" ({failed}" + (f"; {lost} lost to the infrastructure, a rerun retries them)" if lost else ")")
+    if unreferenced:
+        text += f", {unreferenced} without reference"
+    return text + f", {retries} model request(s) retried -> {output}"
 
 
 async def run_curation(cfg: Mapping[str, Any]) -> int:
-    """Give each run of the predictions file a verdict; write the verdicts and the optimal trajectories."""
+    """Give each run of the predictions file a verdict (those lost to the infrastructure left out); write the
+    verdicts and the optimal trajectories."""
     curate_cfg = cfg.get("curate") or {}
-    runs = list(read_trajectories(_path(cfg, "predictions")).tasks.values())
+    runs = [r for r in read_trajectories(_path(cfg, "predictions")).tasks.values() if not is_lost(r.raw)]
     order = {r.id: i for i, r in enumerate(runs)}
     verdicts_path = _path(curate_cfg, "verdicts", "curate.verdicts")
     optimal_path = _path(curate_cfg, "optimal", "curate.optimal")
@@ -210,12 +245,18 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
 
 
 def run(cfg: Mapping[str, Any]) -> int:
-    """Run the configured stage(s); the exit status."""
+    """Run the configured stage(s); the exit status (130 when interrupted: the tasks under way are then
+    recorded as cut short, and a rerun does them)."""
     stage = check_choice(cfg.get("stage", "rollout"), STAGES, "stage", "stage")
     quiet_client_loggers()
     status = 0
-    if stage in ("rollout", "both"):
-        status = asyncio.run(run_rollout(cfg))
-    if stage in ("curate", "both"):
-        status = max(status, asyncio.run(run_curation(cfg)))
+    try:
+        if stage in ("rollout", "both"):
+            status = asyncio.run(run_rollout(cfg))
+        if stage in ("curate", "both"):
+            status = max(status, asyncio.run(run_curation(cfg)))
+    except KeyboardInterrupt:
+        print("rollout: interrupted; the tasks under way are recorded as cut short (kind cut_short), and running "
+              "the same command again does them", file=sys.stderr)
+        return 130
     return status

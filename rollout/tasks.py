@@ -1,13 +1,16 @@
-"""Which tools a task's reference trajectory uses (for oracle exposure), read through the contract.
+"""Which tools a task's reference trajectory uses (for oracle exposure), read through the contract, and
+the turns of multi-turn tasks.
 
 Task prompt files themselves are read with `engine.contract.read_tasks`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from engine.contract import InputError, read_trajectories
+from engine.contract import InputError, read_json, read_trajectories
 
 
 def read_reference_tools(path: str | Path) -> dict[str, list[str]]:
@@ -25,3 +28,54 @@ def read_reference_tools(path: str | Path) -> dict[str, list[str]]:
                     names.append(call.name)
         out[task_id] = names
     return out
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a multi-turn task: what the user says and the images that come with it."""
+
+    prompt: str
+    images: tuple[Path, ...] = ()
+
+
+def read_turns(path: str | Path, images_dir: str | Path | None = None) -> dict[str, list[Turn]]:
+    """Per id, the turns of the tasks of a task file that have two or more (VisualToolBench's shape:
+    ``turns: [{"prompt", "images": [path, ...]}, ...]``, images resolved like the task's ``image``).
+    A task with one turn or none runs as a single question. InputError naming the file, the task id
+    and the field otherwise."""
+    path = Path(path)
+    root = read_json(path, "tasks file")
+    base = Path(images_dir) if images_dir else path.parent
+    out: dict[str, list[Turn]] = {}
+    entries = root.items() if isinstance(root, dict) else ((f"#{i}", obj) for i, obj in enumerate(root))
+    for key, obj in entries:
+        if not isinstance(obj, dict) or "turns" not in obj:
+            continue
+        task_id = str(obj.get("id", key))
+        turns = obj["turns"]
+        if not isinstance(turns, list):
+            raise InputError(path, "must be a list of turns", task_id=task_id, field="turns")
+        if len(turns) < 2:
+            continue
+        out[task_id] = [_turn(path, base, task_id, k, turn) for k, turn in enumerate(turns)]
+    return out
+
+
+def _turn(path: Path, base: Path, task_id: str, k: int, turn: Any) -> Turn:
+    where = f"turns[{k}]"
+    if not isinstance(turn, dict):
+        raise InputError(path, "must be an object with a prompt", task_id=task_id, field=where)
+    prompt = turn.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InputError(path, "missing or empty text", task_id=task_id, field=f"{where}.prompt")
+    images = turn.get("images") or []
+    if not isinstance(images, list) or not all(isinstance(i, str) and i for i in images):
+        raise InputError(path, "must be a list of image paths", task_id=task_id, field=f"{where}.images")
+    resolved = []
+    for i, image in enumerate(images):
+        full = (base / image).resolve()
+        if not full.is_file():
+            raise InputError(path, f"image file {full} not found (set tasks.images_dir)", task_id=task_id,
+                             field=f"{where}.images[{i}]")
+        resolved.append(full)
+    return Turn(prompt, tuple(resolved))

@@ -43,7 +43,7 @@ class CallRecord:
     """One call as made, with its result text, whether it failed, and the workspace files it produced."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: Any
     result: str
     is_error: bool
     files: list[str] = field(default_factory=list)

@@ -75,7 +75,8 @@ def test_slot_states() -> None:
     assert slot_state(record("a")) == (FINISHED, None)
     assert slot_state(None)[0] == INFRASTRUCTURE
     assert slot_state(record("a", error="API error after 5 retries"))[0] == INFRASTRUCTURE
-    assert slot_state(record("a", error={"kind": "agent", "message": "gave up"})) == (AGENT_FAILURE, "error: gave up")
+    assert slot_state(record("a", error={"kind": "agent", "reason": "gave up", "attempts": 2})) == (
+        AGENT_FAILURE, "error (agent): gave up")
     down = record("a")
     down["steps"][0]["calls"][0]["result"] = "Error: MCP server 'maps' is not running (exit status 1)"
     assert slot_state(down) == (INFRASTRUCTURE, "MCP server 'maps' did not start")
@@ -87,7 +88,8 @@ def test_infrastructure_loss_in_both_conventions() -> None:
     trials = [trial("t1.json", [record("a"), record("b")], {"a": 0.9, "b": 0.8}),
               trial("t2.json", [record("a"), record("b")], {"a": 0.7, "b": 0.2}),
               trial("t3.json", [record("a", error="server down"), record("b")], {"b": 0.1}),
-              trial("t4.json", [record("a"), record("b", error={"kind": "agent", "message": "no answer"})],
+              trial("t4.json", [record("a"), record("b", error={"kind": "agent", "reason": "no answer",
+                                                                 "attempts": 2})],
                     {"a": 1.0})]
     slots = inventory(["a", "b"], trials, rule)
     assert [(s.task_id, s.trial, s.state, s.success) for s in slots if s.state != FINISHED] == [

@@ -520,3 +520,19 @@ def test_a_prediction_the_scorer_reads_leniently_is_shown(tmp_path: Path) -> Non
     assert view_main([str(run)]) == 0
     task = _model_data(run, _slug(run, "m"))["tasks"]["1"]
     assert task["steps"] == [[["a/b", {"x": "NaN", "y": "-Infinity"}]]]
+
+
+def test_a_failed_task_and_the_tasks_lost_to_the_infrastructure_are_shown(tmp_path: Path) -> None:
+    """The model's own failure is scored and shown with its reason; a task lost to the infrastructure was
+    not scored (the scorer leaves it out) and is named with the model."""
+    gt, pred = tmp_path / "gt.json", tmp_path / "p.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": []}, {"id": "2", "steps": []}]))
+    pred.write_text(json.dumps([
+        {"id": "1", "steps": [], "error": {"kind": "agent", "reason": "step 1: not tool-call JSON", "attempts": 2}},
+        {"id": "2", "steps": [], "error": {"kind": "model_api", "reason": "HTTP 429: rate limited", "attempts": 4}}]))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    assert view_main([str(run)]) == 0
+    model = _model_data(run, _slug(run, "m"))
+    assert model["tasks"]["1"]["error"] == ["agent", "step 1: not tool-call JSON"]
+    assert model["lost"] == {"2": ["model_api", "HTTP 429: rate limited"]} and model["order"] == ["1"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, is_number, read_json, read_trajectories, strict_value
+from engine.contract import InputError, is_number, lost_tasks, read_json, read_trajectories, record_error, strict_value
 from engine.contract.trajectory import Trajectory
 from engine.evaluators.call_outcomes import CALL_KEYS
 from engine.evaluators.m3_judges import JUDGE_KEYS
@@ -314,6 +314,8 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "extra": extra,
             "final_reply": cut(trajectory.raw.get("final_reply")) if trajectory is not None and isinstance(
                 trajectory.raw.get("final_reply"), str) else None,
+            "error": [cut(v) for v in record_error(trajectory.raw)] if trajectory is not None and record_error(
+                trajectory.raw) else None,
         }
         order.append(tid)
     return {"name": result.name, "tau_strong": tau_strong, "tau_weak": _number(result.meta.get("tau_weak")),
@@ -321,4 +323,5 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "metrics": [[k, OUTCOME_LABELS.get(k) or label_of(k)] for k in metric_keys],
             "judge_meta": judged.judge_meta, "has_outcomes": bool(judged.outcomes),
             "has_rubrics": bool(judged.rubrics), "vtb": vtb_breakdowns(result),
-            "order": order, "tasks": tasks}
+            "order": order, "tasks": tasks,
+            "lost": {i: [cut(v) for v in e] for i, e in lost_tasks({i: t.raw for i, t in predictions.items()}).items()}}

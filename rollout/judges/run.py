@@ -30,7 +30,7 @@ from typing import Any
 
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, read_json,
-                             read_trajectories, safe_name)
+                             read_trajectories, safe_name, without_lost)
 from engine.evaluators import evaluator
 from engine.serialize import scored_ids
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
@@ -273,12 +273,14 @@ def _previous_usage(output: Path, what: str = "evaluator file") -> dict[str, Any
 
 
 async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
-                          gt: TrajectoryFile | None, output: Path) -> int:
+                          gt: TrajectoryFile | None, output: Path,
+                          lost: Mapping[str, tuple[str, str]] | None = None) -> int:
     """Ask an evaluator's `judge` about the tasks not yet in `output`, writing the file after each; 0
     when every task has a complete entry, else 1.
 
     The tasks: those of the predictions (and of the reference, when it reads it, and of the tasks
-    file, when it reads the task), or every task of the tasks file for an evaluator of all tasks. Its
+    file, when it reads the task), or every task of the tasks file for an evaluator of all tasks, less
+    the tasks `lost` to the infrastructure (named in the file's meta: a rerun of the rollout retries them). Its
     context has its config entry (and ``tasks_file``), its ``attempts`` (else the app's) and the pool
     (none for an evaluator that asks no judge)."""
     assert judged.judge is not None and judged.document is not None
@@ -297,8 +299,9 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     attempts = config_int(options, "attempts", where=f"evaluators.{judged.name}.attempts") \
         if options.get("attempts") is not None else config_int(cfg, "attempts")
     wanted = wanted_ids(cfg, tasks if judged.all_tasks else [i for i in preds.tasks if gt is None or i in gt.tasks])
+    lost = lost or {}
     if judged.all_tasks:
-        order = [i for i in tasks if not wanted or i in wanted]
+        order = [i for i in tasks if (not wanted or i in wanted) and i not in lost]
     else:
         order = [i for i in preds.tasks if (gt is None or i in gt.tasks) and (not tasks or i in tasks)
                  and (not wanted or i in wanted)]
@@ -321,7 +324,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
                             **({"judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
                                            for s in specs]} if specs else {}),
                             **{k: v for k, v in options.items() if k not in ("tasks_file", "output")},
-                            "attempts": attempts}
+                            "attempts": attempts, **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
 
     def incomplete() -> list[str]:
         return [i for i in order if i in entries and judged.complete is not None
@@ -399,7 +402,7 @@ def run_one(cfg: Mapping[str, Any]) -> int:
     chosen = configured(cfg)
     quiet_client_loggers()
     predictions = predictions_path(cfg)
-    preds = read_trajectories(predictions)
+    preds, lost = without_lost(read_trajectories(predictions))  # lost to the infrastructure: reported apart, not judged
     data = cfg.get("data") or {}
     status = 0
     gt: TrajectoryFile | None = None  # the reference file, read once for the evaluators that read it
@@ -419,5 +422,6 @@ def run_one(cfg: Mapping[str, Any]) -> int:
         else:
             output = evaluator_output(cfg, judged, predictions)
             status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds,
-                                                             gt if "reference" in judged.reads else None, output)))
+                                                             gt if "reference" in judged.reads else None, output,
+                                                             lost)))
     return status

@@ -1,8 +1,9 @@
 """The model layer the agent and the judges share: chat models behind APIs, one module per concern.
 
-- `rollout.models.base`: settings of a model config, completions, the retry/backoff loop and the
+- `rollout.models.base`: settings of a model config, completions under the retry policy and the
   classification of SDK errors (retry or fail);
-- `rollout.models.errors`: `ModelError`, a model call that failed for good;
+- `rollout.models.retry`: the one retry policy (tenacity): what is retried, Retry-After, backoff, deadline;
+- `rollout.models.errors`: `ModelError`, a model call that failed for good; `MalformedReply`;
 - `rollout.models.images`: workspace images encoded for a request (scaled down, memoised);
 - `rollout.models.openai_chat`: chat completions over the openai SDK (any OpenAI-compatible API);
 - `rollout.models.openai_responses`: OpenAI's Responses API over the openai SDK;

@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.contract import InputError
 from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
+from rollout.models.errors import MalformedReply
 
 
 def _image_block(mime: str, data: str) -> dict[str, Any]:
@@ -50,6 +51,8 @@ class AnthropicDriver(SDKDriver):
         if system is not None:
             kwargs["system"] = system
         response = await self._client.messages.create(model=self.settings.name, messages=converted, **kwargs)
+        if getattr(response, "content", None) is None:
+            raise MalformedReply("the reply has no content")
         text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
         usage = response.usage
         return Completion(text, usage_of(usage.input_tokens, usage.output_tokens), response.model or self.name,

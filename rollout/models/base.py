@@ -2,18 +2,16 @@
 
 Drivers take messages in the rollout's own form: ``{"role", "content"}`` where content is a string
 or a list of parts ``{"type": "text", "text"}`` / ``{"type": "image", "path"}``, image paths being
-relative to the task workspace. Rate limits, timeouts, connection failures and server errors are
-retried with exponential backoff (a Retry-After header is honoured up to ``backoff.max``); other
-errors fail at once. The API key is read from the environment variable the config names and is
-never logged or written anywhere.
+relative to the task workspace. Every request goes through one retry policy (rollout.models.retry:
+a total deadline per attempt, rate limits, server errors, connection failures and malformed replies
+retried with backoff or as Retry-After asks); other errors fail at once. The API key is read from the
+environment variable the config names and is never logged or written anywhere.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +20,7 @@ from typing import Any
 from engine.contract import InputError, config_int
 from rollout.models.images import ImageEncoder
 from rollout.models.errors import ModelError
-
-log = logging.getLogger(__name__)
-
-RETRY_STATUS = {408, 409, 429}
-"""HTTP statuses retried besides the 5xx ones."""
+from rollout.models.retry import Failure, RetryPolicy, malformed, retried_status, retry_after
 
 
 @dataclass
@@ -116,6 +110,8 @@ class ModelDriver:
     def __init__(self, settings: DriverSettings) -> None:
         self.settings = settings
         self.name = settings.name
+        self.retries = 0
+        """Attempts retried by this driver so far (every request together)."""
         self._images = ImageEncoder(settings.image_max_side)
 
     @classmethod
@@ -125,25 +121,37 @@ class ModelDriver:
 
     async def complete(self, messages: list[dict[str, Any]], *, workspace: Path | None = None,
                        json_mode: bool = False) -> Completion:
-        """The model's reply to messages, retried on transient failures."""
+        """The model's reply to messages under the retry policy (rollout.models.retry); ModelError,
+        with its reason and the attempts made, when there is none."""
         s = self.settings
-        attempt = 0
-        while True:
-            try:
-                return await self._request(messages, workspace, json_mode and s.json_mode)
-            except ModelError:
-                raise
-            except Exception as exc:  # boundary: classified below; permanent errors stop at once
-                retry, wait, reason = self._classify(exc)
-                if not retry:
-                    raise ModelError(f"model {s.name}: {reason}") from None
-                if attempt >= s.max_retries:
-                    raise ModelError(f"model {s.name}: {reason} (gave up after {attempt + 1} attempts)") from None
-                delay = min(s.backoff_max, wait if wait is not None else s.backoff_initial * 2 ** attempt)
-                delay *= 1 + random.uniform(0, 0.1)
-                log.warning("model %s: %s; retrying in %.1f s", s.name, reason, delay)
-                await asyncio.sleep(delay)
-                attempt += 1
+        policy = RetryPolicy(s.max_retries, s.backoff_initial, s.backoff_max)
+        retries: list[str] = []
+        try:
+            return await policy.retrying(s.name, retries)(self._attempt, messages, workspace,
+                                                          json_mode and s.json_mode)
+        except Failure as failure:
+            attempts = len(retries) + 1
+            suffix = f" (gave up after {attempts} attempts)" if failure.retry else ""
+            raise ModelError(f"model {s.name}: {failure.reason}{suffix}", reason=failure.reason,
+                             attempts=attempts) from None
+        finally:
+            self.retries += len(retries)
+
+    async def _attempt(self, messages: list[dict[str, Any]], workspace: Path | None, json_mode: bool) -> Completion:
+        """One request under the total deadline; its failure classified as a `Failure`."""
+        timeout = self.settings.timeout
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._request(messages, workspace, json_mode)
+        except ModelError:
+            raise
+        except TimeoutError:
+            raise Failure(True, None, f"no complete reply within {timeout:g} s") from None
+        except Exception as exc:  # boundary: classified below; permanent errors stop at once
+            reason = malformed(exc)
+            if reason is not None:
+                raise Failure(True, None, reason) from None
+            raise Failure(*self._classify(exc)) from None
 
     async def aclose(self) -> None:
         """Release what the driver holds (its HTTP client)."""
@@ -173,16 +181,6 @@ class ModelDriver:
         return self._images.encode(path)
 
 
-def _retry_after(response: Any) -> float | None:
-    """Seconds from a Retry-After header, when the response has a usable one."""
-    headers = getattr(response, "headers", None)
-    value = headers.get("retry-after") if headers is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
 def _status_message(exc: Any) -> str:
     """A one-line reason of an HTTP error from an SDK."""
     body = getattr(exc, "body", None)
@@ -206,9 +204,11 @@ class SDKDriver(ModelDriver):
             return True, None, "request timed out"
         if isinstance(exc, sdk.APIConnectionError):
             return True, None, "connection failed"
+        if isinstance(exc, sdk.APIResponseValidationError):
+            return True, None, f"malformed reply: {str(exc).splitlines()[0]}"
         if isinstance(exc, sdk.APIStatusError):
-            retry = exc.status_code in RETRY_STATUS or exc.status_code >= 500
-            return retry, _retry_after(exc.response), _status_message(exc)
+            return (retried_status(exc.status_code), retry_after(getattr(exc.response, "headers", None)),
+                    _status_message(exc))
         return False, None, f"{type(exc).__name__}: {exc}"
 
     async def aclose(self) -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError
-from rollout.models.base import RETRY_STATUS, Completion, DriverSettings, ModelDriver, usage_of
+from rollout.models.base import Completion, DriverSettings, ModelDriver, usage_of
+from rollout.models.errors import MalformedReply
+from rollout.models.retry import retried_status, retry_after
 
 
 class GeminiDriver(ModelDriver):
@@ -57,6 +59,8 @@ class GeminiDriver(ModelDriver):
             params["response_mime_type"] = "application/json"
         response = await self._client.aio.models.generate_content(
             model=self.settings.name, contents=contents, config=self._types.GenerateContentConfig(**params))
+        if response.candidates is None and response.prompt_feedback is None:
+            raise MalformedReply("the reply has no candidates")
         usage = response.usage_metadata
         candidates = response.candidates or []
         finish = candidates[0].finish_reason if candidates else None
@@ -66,9 +70,10 @@ class GeminiDriver(ModelDriver):
 
     def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
         if isinstance(exc, self._errors.APIError):
-            retry = exc.code in RETRY_STATUS or (exc.code or 0) >= 500
             message = (exc.message or str(exc)).strip().splitlines()
-            return retry, None, f"HTTP {exc.code}: {message[0] if message else ''}".rstrip(": ")
+            headers = getattr(exc.response, "headers", None)
+            reason = f"HTTP {exc.code}: {message[0] if message else ''}".rstrip(": ")
+            return retried_status(exc.code), retry_after(headers), reason
         kinds = {cls.__name__ for cls in type(exc).__mro__}  # the SDK's HTTP client's errors, by name
         if kinds & {"TimeoutException", "TimeoutError"}:
             return True, None, "request timed out"

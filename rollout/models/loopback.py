@@ -3,7 +3,8 @@
 `ScriptedChatServer` speaks the OpenAI chat completions protocol (``POST /v1/chat/completions``)
 and Anthropic's messages protocol (``POST /v1/messages``) on 127.0.0.1, with a port chosen by the
 OS. Each reply comes from a policy: a function of the request's JSON body returning the reply text,
-or a `Reply` for an HTTP error. Policies are registered by name (`register_policy`): the agent's
+or a `Reply` for an HTTP error or a fault (a body cut short, trickled in pieces, a connection reset).
+Policies are registered by name (`register_policy`): the agent's
 plan policy (rollout.scripted) and the scripted judges (rollout.judges.scripted) register
 themselves when imported, and a scripted model config's ``policy`` picks one (`policy_of`).
 """
@@ -11,6 +12,8 @@ themselves when imported, and a scripted model config's ``policy`` picks one (`p
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -23,13 +26,19 @@ from engine.contract import check_choice
 
 @dataclass
 class Reply:
-    """A scripted answer other than a plain completion: an HTTP error, or text after a delay."""
+    """A scripted answer other than a plain completion: an HTTP error, text after a delay, or a fault:
+    `body` sent as the whole body instead (e.g. JSON cut short), the body `trickle`d in `pieces` that
+    many seconds apart, or the connection `reset` without an answer."""
 
     status: int = 200
     content: str = ""
     error: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    body: bytes | None = None
+    trickle: float = 0.0
+    pieces: int = 4
+    reset: bool = False
 
 
 Policy = Callable[[dict[str, Any]], "str | Reply"]
@@ -87,15 +96,32 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's signature)
         """Keep the console quiet."""
 
-    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-        data = json.dumps(body).encode("utf-8")
+    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str], reply: Reply | None = None) -> None:
+        data = json.dumps(body).encode("utf-8") if reply is None or reply.body is None else reply.body
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        if reply is None or not reply.trickle:
+            self.wfile.write(data)
+            return
+        size = -(-len(data) // max(1, reply.pieces))
+        try:
+            for start in range(0, len(data), size):
+                self.wfile.write(data[start:start + size])
+                self.wfile.flush()
+                if start + size < len(data):
+                    time.sleep(reply.trickle)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up waiting
+
+    def _reset(self) -> None:
+        """Close the connection at once, with a TCP reset (SO_LINGER 0) and no answer."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.connection.close()
 
     def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
         """Answer a chat completions or messages request from the policy."""
@@ -109,7 +135,7 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
         with owner.lock:
             owner.requests.append({"path": self.path, "body": request,
                                    "authorization": self.headers.get("Authorization", ""),
-                                   "x_api_key": self.headers.get("x-api-key", "")})
+                                   "x_api_key": self.headers.get("x-api-key", ""), "time": time.monotonic()})
             n = len(owner.requests)
         reply = owner.policy(request)
         if isinstance(reply, str):
@@ -117,9 +143,12 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
         delay = reply.delay or owner.delay
         if delay:
             time.sleep(delay)
+        if reply.reset:
+            self._reset()
+            return
         if reply.status != 200:
             self._send(reply.status, {"error": {"message": reply.error or f"scripted HTTP {reply.status}",
-                                                "type": "scripted_error"}}, reply.headers)
+                                                "type": "scripted_error"}}, reply.headers, reply)
             return
         prompt_tokens, completion_tokens = _tokens(request), len(reply.content) // 4 + 1
         model = request.get("model", "scripted")
@@ -134,7 +163,7 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
                                  "message": {"role": "assistant", "content": reply.content}}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                               "total_tokens": prompt_tokens + completion_tokens}}
-        self._send(200, body, reply.headers)
+        self._send(200, body, reply.headers, reply)
 
 
 class _ChatHTTPServer(ThreadingHTTPServer):

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
-from rollout.models.errors import ModelError
+from rollout.models.errors import MalformedReply
 
 
 def _image_url(mime: str, data: str) -> dict[str, Any]:
@@ -40,9 +40,10 @@ class OpenAIChatDriver(SDKDriver):
         # The body is already in wire format: posting it as is skips the typed create()'s walk over
         # every message part, which costs more than the whole harness does per call on long dialogues.
         response = await self._client.post("/chat/completions", cast_to=ChatCompletion, body=body)
-        if not response.choices:
-            raise ModelError(f"model {self.name}: the response has no choices")
-        choice = response.choices[0]
+        choices = getattr(response, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise MalformedReply("the reply has no choices" if not choices else "the first choice has no message")
+        choice = choices[0]
         usage = response.usage
         return Completion(choice.message.content or "",
                           usage_of(getattr(usage, "prompt_tokens", 0), getattr(usage, "completion_tokens", 0)),

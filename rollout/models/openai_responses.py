@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.models.base import Completion, usage_of
+from rollout.models.errors import MalformedReply
 from rollout.models.openai_chat import OpenAIChatDriver
 
 
@@ -38,6 +39,8 @@ class OpenAIResponsesDriver(OpenAIChatDriver):
         if json_mode:
             kwargs["text"] = {"format": {"type": "json_object"}}
         response = await self._client.responses.create(model=self.settings.name, input=converted, **kwargs)
+        if getattr(response, "output", None) is None:
+            raise MalformedReply("the reply has no output")
         usage = response.usage
         return Completion(response.output_text or "",
                           usage_of(getattr(usage, "input_tokens", 0), getattr(usage, "output_tokens", 0)),

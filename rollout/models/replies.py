@@ -42,10 +42,12 @@ def parse_json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def parse_tool_calls(text: str) -> list[dict[str, Any]]:
+def parse_tool_calls(text: str, *, keep_bad_arguments: bool = False) -> list[dict[str, Any]]:
     """The tool calls of a PROCESS reply, as {"name", "arguments"}; ValueError when malformed.
 
-    Arguments given as a JSON string (as some APIs do) are decoded; missing arguments are {}.
+    Arguments given as a JSON string (as some APIs do) are decoded; missing arguments are {}. With
+    `keep_bad_arguments`, a call whose arguments are not a JSON object is kept, with the arguments
+    as they were written and the reason in ``"problem"``, instead of failing the whole reply.
     """
     obj = parse_json_object(text)
     calls = obj.get("tool_calls")
@@ -58,15 +60,26 @@ def parse_tool_calls(text: str) -> list[dict[str, Any]]:
         name = call.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f'tool_calls[{i}] has no "name" string')
-        arguments = call.get("arguments", {})
-        if arguments is None:
-            arguments = {}
-        if isinstance(arguments, str):
-            try:
-                arguments = _loads(arguments) if arguments.strip() else {}
-            except ValueError:
-                raise ValueError(f'tool_calls[{i}].arguments is a string that is not JSON') from None
-        if not isinstance(arguments, dict):
-            raise ValueError(f'tool_calls[{i}].arguments is not an object')
+        raw = call.get("arguments", {})
+        try:
+            arguments = _arguments(raw, i)
+        except ValueError as exc:
+            if not keep_bad_arguments:
+                raise
+            out.append({"name": name.strip(), "arguments": raw, "problem": str(exc)})
+            continue
         out.append({"name": name.strip(), "arguments": arguments})
     return out
+
+
+def _arguments(raw: Any, i: int) -> dict[str, Any]:
+    """The arguments object of tool_calls[i] (a JSON string decoded, null or "" as {})."""
+    arguments = {} if raw is None else raw
+    if isinstance(arguments, str):
+        try:
+            arguments = _loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            raise ValueError(f'tool_calls[{i}].arguments is a string that is not JSON') from None
+    if not isinstance(arguments, dict):
+        raise ValueError(f'tool_calls[{i}].arguments is not an object')
+    return arguments

@@ -139,4 +139,4 @@ def test_demo_runs_from_the_command_line(tmp_path):
     assert (run_dir / ".hydra" / "config.yaml").is_file() and "4 task(s)" in (run_dir / "rollout.log").read_text()
     optimal = json.loads((run_dir / "optimal.json").read_text())
     assert [o["id"] for o in optimal] == [p["id"] for p in preds]
-    assert "4 of 4 task(s) done" in result.stdout and "4 optimal trajectories" in result.stdout
+    assert "4 of 4 task(s) finished, 0 failed" in result.stdout and "4 optimal trajectories" in result.stdout

@@ -75,7 +75,8 @@ def test_rollout_end_to_end(tmp_path, chat_server, servers_config):
 
 
 class _Malformed:
-    """Prose instead of JSON once (t1) or always (t2) in PROCESS; too many calls in t3."""
+    """Prose instead of JSON once (t1) or always (t2) in PROCESS; too many calls in t3; arguments that are
+    not JSON in one of t4's calls."""
 
     def __init__(self, base):
         self.base = base
@@ -92,31 +93,51 @@ class _Malformed:
         if "## PROCESS (step 1" in last and "Task t3:" in first:
             calls = [{"name": "math/mean", "arguments": {"numbers": [i]}} for i in range(4)]
             return "```json\n" + json.dumps({"tool_calls": calls}) + "\n```"
+        if "## PROCESS (step 1" in last and "Task t4:" in first:
+            return json.dumps({"tool_calls": [{"name": "math/mean", "arguments": "{numbers: [1, 3"},
+                                              {"name": "math/mean", "arguments": {"numbers": [1, 3]}}]})
         return self.base(body)
 
 
 @pytest.mark.slow
 def test_malformed_model_output(tmp_path, chat_server, servers_config):
     step = [[{"name": "math/mean", "arguments": {"numbers": [1, 3]}}]]
-    tasks_file, ref = plan_tasks(tmp_path, {"t1": step, "t2": step, "t3": step}, image=False)
+    tasks_file, ref = plan_tasks(tmp_path, {"t1": step, "t2": step, "t3": step, "t4": step}, image=False)
     server = chat_server(_Malformed(plan_policy(ref)))
     out = predictions_of(tmp_path)
-    assert run(compose(*local_overrides(server, tasks_file, tmp_path, servers_config("math"), "max_concurrent=2",
-                                        "prepare=false"))) == 0
-    t1, t2, t3 = json.loads(out.read_text())
+    overrides = local_overrides(server, tasks_file, tmp_path, servers_config("math"), "max_concurrent=2",
+                                "prepare=false")
+    assert run(compose(*overrides)) == 0  # the model's own failure is no loss to the infrastructure
+    t1, t2, t3, t4 = json.loads(out.read_text())
 
     # one retry fixes t1
     retries = [m for m in t1["dialogue"] if m["role"] == "user" and m["content"][0]["text"].startswith(
         "## PROCESS (retry)")]
     assert len(retries) == 1 and "not valid JSON" in retries[0]["content"][0]["text"]
     assert [c["name"] for s in t1["steps"] for c in s["calls"]] == ["math/mean"]
-    # two bad replies: no calls, straight to the final reply
-    assert t2["steps"] == [] and t2["num_step"] == 0 and t2["final_reply"] == "Done. (t2)"
-    assert 'has no "name" string' in t2["dialogue"][-4]["content"][0]["text"]
+    # two bad replies: the agent's failure, recorded with its steps so far (none) and no final reply
+    assert t2["steps"] == [] and t2["num_step"] == 0 and "final_reply" not in t2
+    assert t2["error"] == {"kind": "agent", "attempts": 2, "reason": "step 1: the PROCESS reply is not tool-call "
+                           "JSON after a retry (not valid JSON (Expecting value at line 1 column 1))"}
+    assert 'has no "name" string' in t2["dialogue"][-2]["content"][0]["text"]
+    assert t2["dialogue"][-1]["content"] == "still not json"
+    # arguments that are not JSON: the call recorded as written, not run, counted; the loop goes on
+    (bad, good), = [s["calls"] for s in t4["steps"]]
+    assert bad == {"name": "math/mean", "arguments": "{numbers: [1, 3", "is_error": True, "result":
+                   "Error: Invalid arguments: tool_calls[0].arguments is a string that is not JSON (the call was "
+                   "not made)"}
+    assert not good["is_error"] and json.loads(good["result"])["mean"] == 2
+    assert t4["illegal_calls"] == 1 and "error" not in t4 and t4["final_reply"] == "Done. (t4)"
+    assert "error" not in t1 and "error" not in t3
     # four calls asked for, two run, the model is told
     assert [c["arguments"] for c in t3["steps"][0]["calls"]] == [{"numbers": [0]}, {"numbers": [1]}]
     assert any("Only the first 2 of your 4 calls were run" in m["content"][0]["text"]
                for m in t3["dialogue"] if m["role"] == "user")
+
+    # a rerun leaves every task alone: the agent's failure is its outcome, not a loss
+    before = out.read_bytes()
+    assert run(compose(*overrides)) == 0
+    assert out.read_bytes() == before
 
 
 class _Flaky:
@@ -151,11 +172,15 @@ def test_retries_key_secrecy_and_failed_tasks(tmp_path, chat_server, servers_con
                                 "model.api_key_env=M3_ROLLOUT_TEST_KEY", "mode=record")
     assert run(compose(*overrides)) == 1  # t2 failed for good
     preds = json.loads(out.read_text())
-    assert [p["id"] for p in preds] == ["t1"]
+    assert [p["id"] for p in preds] == ["t1", "t2"]
+    assert "error" not in preds[0]
+    assert preds[1]["error"] == {"kind": "model_api", "reason": "HTTP 400: bad request for t2", "attempts": 1}
+    assert "final_reply" not in preds[1] and preds[1]["steps"] == []
     assert server.requests[0]["authorization"] == f"Bearer {secret}"
     assert sum(1 for r in server.requests if "Task t2:" in message_texts(r["body"])[1][1]) == 1  # 400: no retry
     captured = capsys.readouterr()
-    assert "t2 failed" in caplog.text and "HTTP 400: bad request for t2" in caplog.text
+    assert "t2 failed (model_api)" in caplog.text and "HTTP 400: bad request for t2" in caplog.text
+    assert "1 failed (model_api 1; 1 lost to the infrastructure" in captured.out
     assert "retrying" in caplog.text
 
     # the rerun does only t2
@@ -163,7 +188,8 @@ def test_retries_key_secrecy_and_failed_tasks(tmp_path, chat_server, servers_con
     overrides = local_overrides(good, tasks_file, results, servers_config("math"),
                                 "model.api_key_env=M3_ROLLOUT_TEST_KEY", "mode=record")
     assert run(compose(*overrides)) == 0
-    assert [p["id"] for p in json.loads(out.read_text())] == ["t1", "t2"]
+    preds = json.loads(out.read_text())
+    assert [p["id"] for p in preds] == ["t1", "t2"] and not any("error" in p for p in preds)
     assert all("Task t2:" in message_texts(r["body"])[1][1] for r in good.requests)
 
     texts = [captured.out, captured.err, caplog.text, capsys.readouterr().out]

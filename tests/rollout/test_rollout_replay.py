@@ -61,11 +61,14 @@ def test_replay_miss_fails_the_task_and_keys_are_canonical(tmp_path, chat_server
     server = chat_server(plan_policy(ref))
     assert run(compose(*local_overrides(server, tasks_file, tmp_path / "rec", servers_config("math"),
                                         "mode=record"))) == 0
-    # another model asked of the API makes every request a miss: the task fails and is not written
+    # another model asked of the API makes every request a miss: the task fails, recorded as lost to the replay
     status = run(compose(*local_overrides(server, tasks_file, tmp_path / "rep", servers_config("math"), "mode=replay",
                                           f"cache_dir={run_dir_of(tmp_path / 'rec') / 'cache'}",
                                           "model.api_name=other")))
-    assert status == 1 and not predictions_of(tmp_path / "rep").exists()
+    assert status == 1
+    (record,) = json.loads(predictions_of(tmp_path / "rep").read_text())
+    assert record["error"]["kind"] == "replay" and "no recorded model response" in record["error"]["reason"]
+    assert record["steps"] == [] and "final_reply" not in record
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

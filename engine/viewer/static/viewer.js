@@ -188,8 +188,14 @@ async function viewModel(app, slug, params) {
     t.m.map((v) => h("td", { class: "num" }, fmt(v, 3))), h("td", { class: "num" }, t.n.join(" / ")), h("td", { class: "q" }, clip(meta.question, 70))),
     params.get("differ") === "1" ? [null, -1] : [0, 1]);
   fill(app, h("h1", {}, m.name), judgeSummary(m), bar,
-    h("p", { class: "note", id: "count" }, `${ids.length} of ${m.order.length} tasks`), table);
+    h("p", { class: "note", id: "count" }, `${ids.length} of ${m.order.length} tasks`), lostNote(m), table);
 }
+
+const lostNote = (m) => {
+  const lost = Object.entries(m.lost || {});
+  return lost.length ? h("p", { class: "note", id: "lost" }, `${lost.length} task(s) lost to the infrastructure, not scored ` +
+    "(a rerun of the rollout retries them): " + lost.map(([id, [kind, reason]]) => `${id} (${kind}: ${reason})`).join("; ")) : null;
+};
 
 function judgeSummary(m) {
   const a = (m.judge_meta || {}).agreement;
@@ -334,7 +340,8 @@ function taskHead(m, t, ref) {
       h("p", { class: "legend" }, h("span", { class: "badge strong" }, `strong \u2265 ${m.tau_strong}`), " ",
         h("span", { class: "badge weak" }, `weak \u2265 ${m.tau_weak}`), " ", h("span", { class: "badge unmatched" }, "unmatched"),
         " highlighted arguments differ from the matched call's ",
-        t.illegal ? h("span", { class: "badge o-illegal" }, "illegal calling format: " + t.illegal) : null)));
+        t.illegal ? h("span", { class: "badge o-illegal" }, "illegal calling format: " + t.illegal) : null,
+        t.error ? h("span", { class: "badge o-illegal", id: "task-error" }, `failed (${t.error[0]}): ${t.error[1]}`) : null)));
 }
 
 const verdict = (m) => m === true ? h("span", { class: "badge v-met" }, "Met") : m === false

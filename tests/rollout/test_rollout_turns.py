@@ -1,0 +1,96 @@
+"""A multi-turn task (VisualToolBench's turns) as a dialogue: the scripted model and the shipped servers,
+each turn's reply recorded, the workspace kept across turns, a resume after a kill, a byte-identical
+replay; and the turns read from a task file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rollout_helpers import ROOT, make_image, write_json
+
+from engine.contract import InputError
+from rollout.tasks import read_turns
+
+DEMO = ["model=scripted", "tasks=vtb_demo", "model.script=${rollout_path:demo/vtb_reference.json}",
+        "tasks.ids=[vtb-01,vtb-01-mt,vtb-02-mt]", "concurrency=1", "mode=record"]
+
+
+def _start(cwd: Path, *overrides: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *DEMO, *overrides], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _written(path: Path) -> list[dict]:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+
+
+@pytest.mark.slow
+def test_a_multi_turn_task_runs_resumes_and_replays(tmp_path: Path) -> None:
+    results = tmp_path / "rec"
+    out = results / "scripted_test_mcp_fuzzy.json"
+    proc = _start(tmp_path, f"results_dir={results}", "model.delay=0.25")
+    deadline = time.monotonic() + 120
+    while not _written(out):
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "no task was written in time"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    before = {p["id"]: p for p in _written(out)}
+    assert 1 <= len(before) < 3, "the run must be killed while tasks remain"
+
+    proc = _start(tmp_path, f"results_dir={results}")
+    log, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in log, log
+    preds = {p["id"]: p for p in _written(out)}
+    assert list(preds) == ["vtb-01", "vtb-01-mt", "vtb-02-mt"]
+    assert all(preds[i] == p for i, p in before.items())  # kept as written
+
+    single, multi = preds["vtb-01"], preds["vtb-01-mt"]
+    assert "turns" not in single
+    replies = [t["final_reply"] for t in multi["turns"]]
+    assert len(replies) == 2 and multi["final_reply"] == replies[-1] and "error" not in multi
+    assert sum(t["num_step"] for t in multi["turns"]) == multi["num_step"] >= 1
+    texts = [m["content"] if isinstance(m["content"], str) else m["content"][0]["text"] for m in multi["dialogue"]]
+    first, second = texts.index("Crop the red box out of the picture and tell me how large the crop is.\n\n"
+                                "Image in the workspace: media/demo_shapes.png"), \
+        texts.index("## TURN 2\nNow say where the result is, in one sentence.")
+    finals = [i for i, m in enumerate(multi["dialogue"]) if m.get("phase") == "final"]
+    assert first < finals[0] < second < finals[1] == len(texts) - 1  # turn 2 comes after the reply to turn 1
+    assert multi["dialogue"][finals[0]]["content"] == replies[0]
+    workspace = results / "rollout" / "scripted" / "workspace" / "vtb-01-mt" / "media"
+    assert (workspace / "red_box.png").is_file() and (workspace / "demo_shapes.png").is_file()
+
+    # the replay starts no server, asks no model, and gives the same bytes
+    replay = tmp_path / "rep"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rollout.py"), *DEMO[:-1], "mode=replay",
+                           f"results_dir={replay}", f"cache_dir={results / 'rollout' / 'scripted' / 'cache'}",
+                           f"servers={write_json(tmp_path / 'none.json', {'servers': {}})}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (replay / "scripted_test_mcp_fuzzy.json").read_bytes() == out.read_bytes()
+
+
+def test_turns_are_read_from_the_task_file(tmp_path: Path) -> None:
+    make_image(tmp_path / "a.png")
+    tasks = [{"id": "one", "question": "q", "turns": [{"prompt": "q"}]},
+             {"id": "two", "question": "q", "turns": [{"prompt": "first", "images": ["a.png"]}, {"prompt": "next"}]}]
+    turns = read_turns(write_json(tmp_path / "tasks.json", tasks))
+    assert list(turns) == ["two"]  # one turn: a single question
+    assert [(t.prompt, t.images) for t in turns["two"]] == [("first", ((tmp_path / "a.png").resolve(),)), ("next", ())]
+    tasks[1]["turns"][1] = {"prompt": " "}
+    with pytest.raises(InputError, match=r"id two: field 'turns\[1\]\.prompt': missing or empty text"):
+        read_turns(write_json(tmp_path / "tasks.json", tasks))
+    tasks[1]["turns"][1] = {"prompt": "next", "images": ["missing.png"]}
+    with pytest.raises(InputError, match=r"turns\[1\]\.images\[0\]"):
+        read_turns(write_json(tmp_path / "tasks.json", tasks))
