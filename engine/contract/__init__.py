@@ -8,12 +8,14 @@ from engine.contract.atomic import (atomic_write_bytes, atomic_write_csv, atomic
 from engine.contract.errors import ConfigError, InputError, check_choice, config_int, is_number, shown
 from engine.contract.jsonio import (MAX_DEPTH, append_line, canonical_json, checked_canonical_json, digest,
                                     dumps_json, lenient_canonical_json, read_json, read_keyed_lines, strict_value)
-from engine.contract.trajectory import (Call, Step, Task, Trajectory, TrajectoryFile, dumps_trajectories,
-                                        parse_call, parse_trajectories, read_tasks, read_trajectories, safe_name,
-                                        set_steps, trajectory_record, write_trajectories)
+from engine.contract.trajectory import (SAFE_NAME_CHARS, Call, Step, Task, Trajectory, TrajectoryFile,
+                                        dumps_trajectories, parse_call, parse_trajectories, read_tasks,
+                                        read_trajectories, safe_name, set_steps, trajectory_record,
+                                        write_trajectories)
 
 __all__ = [
-    "Call", "ConfigError", "InputError", "MAX_DEPTH", "Step", "Task", "Trajectory", "TrajectoryFile",
+    "Call", "ConfigError", "InputError", "MAX_DEPTH", "SAFE_NAME_CHARS", "Step", "Task", "Trajectory",
+    "TrajectoryFile",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
     "canonical_json", "check_choice", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
     "digest", "dumps_json", "dumps_trajectories", "is_number", "lenient_canonical_json", "parse_call",
