@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
-from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, config_int, read_tasks,
-                             read_trajectories, safe_name)
+from engine.contract import (InputError, Task, Trajectory, atomic_write_json, check_choice, check_name, config_int,
+                             read_tasks, read_trajectories, safe_name)
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
 from rollout.errors import CacheMiss
@@ -211,6 +211,7 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
 def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured stage(s); the exit status."""
     stage = check_choice(cfg.get("stage", "rollout"), STAGES, "stage", "stage")
+    check_name((cfg.get("model") or {}).get("name"), "model.name")
     quiet_client_loggers()
     status = 0
     if stage in ("rollout", "both"):

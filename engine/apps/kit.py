@@ -2,7 +2,7 @@
 
 Every command of the project is made here: `hydra_app` for the apps with a config root under
 conf/ (score, calibrate, rollout, judge), `command_app` for the plain command lines (report,
-servers: a folder or a servers file and a few switches, nothing to compose), and `compose_config`
+servers: a folder or a servers file and a few switches, nothing to compose); engine.apps.settings
 gives the config a Hydra app's command line would run with. The console scripts (pyproject) and
 scripts/*.py call the same `main` of each app.
 """
@@ -31,10 +31,12 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException
+from hydra.errors import HydraException, OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from engine.contract import InputError, check_name, shown
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
@@ -204,15 +206,17 @@ def _check_run_folder(app: str, keys: Sequence[str]) -> None:
                                f"{hydra_keys[0]} would be used: give {setting} alone")
 
 
-def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = ()) -> list[str]:
+def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = (),
+                       names: Sequence[str] = ()) -> list[str]:
     """Check a Hydra app's command line against its config root before Hydra runs it; returns the
     overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
     jobs' folder names). Raises CommandLineError for: an option that its group lacks (naming the
     closest options), a setting the config lacks (naming the closest setting), a new key (`+key`,
     `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
     extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), and a multirun
-    that would run the same settings twice. A command line Hydra itself will refuse (unparsable,
-    other config roots) is returned unchecked."""
+    that would run the same settings twice, an override Hydra cannot parse, and a value of a setting
+    of `names` (those that name files, e.g. a model's name) that cannot be part of a file name
+    (engine.contract.check_name). A command line naming other config roots is returned unchecked."""
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             args = get_args_parser().parse_args(list(argv))
@@ -222,11 +226,18 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         return list(argv)
     try:
         overrides = OverridesParser.create().parse_overrides(args.overrides)
+    except OverrideParseException as exc:
+        raise _unparsable(exc) from None
     except HydraException:
         return list(argv)
     _check_run_folder(app, [o.key_or_group for o in overrides])
     groups = _groups(app)
     ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
+    for value, o in [(v, o) for o in ours if o.key_or_group in names for v in _values(o) or []]:
+        try:
+            check_name(value, o.key_or_group)
+        except InputError as exc:
+            raise CommandLineError(str(exc)) from None
     hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]
     if hydra_groups:
         groups.update(_hydra_groups(app, [o.key_or_group for o in hydra_groups]))
@@ -269,6 +280,17 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         if args.multirun:
             return [*argv, _folder_names(cfg, overrides, ours)]
     return list(argv)
+
+
+def _unparsable(exc: OverrideParseException) -> CommandLineError:
+    """One line for an override Hydra's grammar refuses: the override, where the parser stopped, and how to quote."""
+    first, *rest = [line for line in str(exc).splitlines()
+                    if line.strip() and not line.startswith(("See ", "Error parsing"))] or ["cannot be parsed"]
+    at = rest[0].find("^") - (len(first) - len(exc.override)) if rest and first.endswith(exc.override) else -1
+    reason = f"unexpected {exc.override[at]!r} at character {at + 1}" if 0 <= at < len(exc.override) else first
+    key = exc.override.split("=", 1)[0] if "=" in exc.override else "key"
+    return CommandLineError(f"{shown(exc.override)}: not a valid override ({reason}); quote the value: "
+                            f"{shown(key)}='...'")
 
 
 def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
@@ -322,9 +344,9 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
 
 
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
-              open_keys: Sequence[str] = ()) -> Callable[[], None]:
+              open_keys: Sequence[str] = (), names: Sequence[str] = ()) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
-    (check_command_line, with the app's open_keys), then runs `run` (each job of a multirun) and exits
+    (check_command_line, with the app's open_keys and names: before Hydra makes a run folder of them), then runs `run` (each job of a multirun) and exits
     with its status; a run stopped by bad input (status 2) removes the run folder it created when that
     holds nothing but Hydra's own files (RunFolder). With `quick_exit`, the process ends through exit_now."""
 
@@ -338,7 +360,7 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
 
     def start() -> None:
         try:
-            sys.argv[1:] = check_command_line(app, sys.argv[1:], open_keys)
+            sys.argv[1:] = check_command_line(app, sys.argv[1:], open_keys, names)
         except CommandLineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
@@ -372,10 +394,3 @@ def command_app(app: str, run: Callable[[list[str] | None], int]) -> Callable[[]
     main.__doc__ = f"Entry point of m3bench-{app} (a plain command line)."
     return main
 
-
-def compose_config(app: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The resolved config the command line of app (config root conf/<app>/) with these overrides
-    would run with, as a plain dict."""
-    with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

@@ -5,7 +5,7 @@ Nothing here imports the scoring stages, so the rollout side depends on this pac
 
 from engine.contract.atomic import (atomic_write_bytes, atomic_write_csv, atomic_write_json, atomic_write_text,
                                     csv_text, default_file_mode)
-from engine.contract.errors import ConfigError, InputError, check_choice, config_int, is_number, shown
+from engine.contract.errors import ConfigError, InputError, check_choice, check_name, config_int, is_number, shown
 from engine.contract.jsonio import (MAX_DEPTH, append_line, canonical_json, checked_canonical_json, digest,
                                     dumps_json, lenient_canonical_json, read_json, read_keyed_lines, strict_value)
 from engine.contract.trajectory import (SAFE_NAME_CHARS, Call, Step, Task, Trajectory, TrajectoryFile,
@@ -15,10 +15,10 @@ from engine.contract.trajectory import (SAFE_NAME_CHARS, Call, Step, Task, Traje
 
 __all__ = [
     "Call", "ConfigError", "InputError", "MAX_DEPTH", "SAFE_NAME_CHARS", "Step", "Task", "Trajectory",
-    "TrajectoryFile",
-    "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
-    "canonical_json", "check_choice", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
-    "digest", "dumps_json", "dumps_trajectories", "is_number", "lenient_canonical_json", "parse_call",
-    "parse_trajectories", "read_json", "read_keyed_lines", "read_tasks", "read_trajectories", "safe_name", "set_steps", "shown",
-    "strict_value", "trajectory_record", "write_trajectories",
+    "TrajectoryFile", "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json",
+    "atomic_write_text", "canonical_json", "check_choice", "check_name", "checked_canonical_json", "config_int",
+    "csv_text", "default_file_mode", "digest", "dumps_json", "dumps_trajectories", "is_number",
+    "lenient_canonical_json", "parse_call", "parse_trajectories", "read_json", "read_keyed_lines", "read_tasks",
+    "read_trajectories", "safe_name", "set_steps", "shown", "strict_value", "trajectory_record",
+    "write_trajectories",
 ]
