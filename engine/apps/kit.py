@@ -36,7 +36,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from engine.contract import InputError, check_name, shown
+from engine.apps.overrides import CommandLineError, check_names, override_values, unparsable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
@@ -89,10 +89,6 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-class CommandLineError(Exception):
-    """A command line an app refuses before running: one line naming the override at fault."""
-
-
 class RunFolder(Callback):
     """Hydra callback (hydra.callbacks.run_folder of every app): notes whether the run folder
     (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created."""
@@ -140,18 +136,6 @@ def _groups(app: str) -> dict[str, list[str]]:
     root = CONF_ROOT / app
     return {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in sorted(root.iterdir())
             if d.is_dir() and d.name != "hydra"}
-
-
-def _values(override: Override) -> list[str] | None:
-    """The values an override gives its key (every value of a choice sweep); None when not listable."""
-    if override.is_delete():
-        return []
-    if override.is_sweep_override():
-        return list(override.sweep_string_iterator()) if override.is_discrete_sweep() else None
-    value = override.value()
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [override.get_value_element_as_str()]
 
 
 def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
@@ -227,17 +211,13 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     try:
         overrides = OverridesParser.create().parse_overrides(args.overrides)
     except OverrideParseException as exc:
-        raise _unparsable(exc) from None
+        raise unparsable(exc) from None
     except HydraException:
         return list(argv)
     _check_run_folder(app, [o.key_or_group for o in overrides])
     groups = _groups(app)
     ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
-    for value, o in [(v, o) for o in ours if o.key_or_group in names for v in _values(o) or []]:
-        try:
-            check_name(value, o.key_or_group)
-        except InputError as exc:
-            raise CommandLineError(str(exc)) from None
+    check_names([o for o in ours if o.key_or_group in names and not o.is_delete()])
     hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]
     if hydra_groups:
         groups.update(_hydra_groups(app, [o.key_or_group for o in hydra_groups]))
@@ -248,7 +228,7 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     for o in ours:
         if o.key_or_group not in groups:
             continue
-        values = _values(o)
+        values = override_values(o)
         group_lines.append(o.input_line if not o.is_sweep_override() or not values
                            else f"{o.get_key_element()}={values[0]}")
     settings = [o for o in ours if o.key_or_group not in groups]
@@ -282,17 +262,6 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     return list(argv)
 
 
-def _unparsable(exc: OverrideParseException) -> CommandLineError:
-    """One line for an override Hydra's grammar refuses: the override, where the parser stopped, and how to quote."""
-    first, *rest = [line for line in str(exc).splitlines()
-                    if line.strip() and not line.startswith(("See ", "Error parsing"))] or ["cannot be parsed"]
-    at = rest[0].find("^") - (len(first) - len(exc.override)) if rest and first.endswith(exc.override) else -1
-    reason = f"unexpected {exc.override[at]!r} at character {at + 1}" if 0 <= at < len(exc.override) else first
-    key = exc.override.split("=", 1)[0] if "=" in exc.override else "key"
-    return CommandLineError(f"{shown(exc.override)}: not a valid override ({reason}); quote the value: "
-                            f"{shown(key)}='...'")
-
-
 def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
     """Hydra's groups among names (hydra/launcher, ...) with their options on the app's search path
     (the app's conf/<app>/hydra/ and Hydra's plugins); a group without options is Hydra's to report."""
@@ -304,7 +273,7 @@ def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
 
 def _check_option(override: Override, options: list[str]) -> None:
     """An option its group lacks is a CommandLineError naming the closest options (or all of them)."""
-    for value in _values(override) or []:
+    for value in override_values(override) or []:
         if value not in options and value not in ("null", "None"):
             near = _closest(value, options, 3)
             raise CommandLineError(
