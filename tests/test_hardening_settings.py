@@ -107,11 +107,14 @@ def test_the_demo_is_scored_only_when_nothing_is_named(files: Path) -> None:
 
 
 def bad_references(folder: Path) -> str:
-    (folder / "refs.json").write_text(json.dumps({"g0": [task("g1", "x"), task("g0", "cafe 0")], "g1": task("g1", "y")}))
+    """A reference list whose first entry names another id (once a KeyError)."""
+    listed = {"g0": [task("g1", "x"), task("g0", "cafe 0")], "g1": task("g1", "y")}
+    (folder / "refs.json").write_text(json.dumps(listed))
     return "refs.json"
 
 
 def trial_true(folder: Path) -> str:
+    """A trial file whose records say `"trial": true` (once accepted as trial 1)."""
     records = json.loads((folder / "P1").read_text())
     (folder / "T1").write_text(json.dumps([{**r, "trial": True} for r in records]))
     (folder / "T1_taskcompletion.json").write_text((folder / "P1_taskcompletion.json").read_text())
@@ -119,6 +122,7 @@ def trial_true(folder: Path) -> str:
 
 
 def a_folder(folder: Path) -> str:
+    """A folder named as a trial (once counted as a lost trial)."""
     (folder / "P9").mkdir()
     return "P9"
 
@@ -137,14 +141,15 @@ def a_folder(folder: Path) -> str:
      "trials.predictions and model.predictions both name the files to score"),
     (["data.gt=G", "model.predictions=P1", "model.name=../../evil"], None,
      f"config: field 'model.name': '../../evil' {NAME_RULE}"),
-    (["data.gt=G", "trials.predictions=[P1,P2]", "model.name=.."], None, f"config: field 'model.name': '..' {NAME_RULE}"),
+    (["data.gt=G", "trials.predictions=[P1,P2]", "model.name=.."], None,
+     f"config: field 'model.name': '..' {NAME_RULE}"),
     (["data.gt=G", "sweep.models=[ok,a/b]"], None, f"config: field 'sweep.models': 'a/b' {NAME_RULE}"),
     (["data.references=[{file}]", "model.predictions=P1"], bad_references,
      "refs.json: id g0: field 'id': reference 0 of the list says id 'g1'"),
-    (["data.gt=G", "trials.predictions=[{file},P2]"], trial_true, "T1: id g0: field 'trial': must be the trial's "
-                                                             "number, got True"),
-    (["data.gt=G", "trials.predictions=[P1,{file},P3]"], a_folder, "P9: field 'trials.predictions': not a file: a trial "
-                                                              "is a prediction file"),
+    (["data.gt=G", "trials.predictions=[{file},P2]"], trial_true,
+     "T1: id g0: field 'trial': must be the trial's number, got True"),
+    (["data.gt=G", "trials.predictions=[P1,{file},P3]"], a_folder,
+     "P9: field 'trials.predictions': not a file: a trial is a prediction file"),
 ])
 def test_refused_with_one_line_and_nothing_written(files: Path, capsys, overrides: list[str], make, line: str) -> None:
     if make is not None:

@@ -315,9 +315,10 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
               open_keys: Sequence[str] = (), names: Sequence[str] = ()) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
-    (check_command_line, with the app's open_keys and names: before Hydra makes a run folder of them), then runs `run` (each job of a multirun) and exits
-    with its status; a run stopped by bad input (status 2) removes the run folder it created when that
-    holds nothing but Hydra's own files (RunFolder). With `quick_exit`, the process ends through exit_now."""
+    (check_command_line, with the app's open_keys and names, before Hydra makes a run folder of them),
+    then runs `run` (each job of a multirun) and exits with its status; a run stopped by bad input
+    (status 2) removes the run folder it created when that holds nothing but Hydra's own files
+    (RunFolder). With `quick_exit`, the process ends through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
