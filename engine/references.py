@@ -49,13 +49,14 @@ def _read_file(path: Path) -> tuple[TrajectoryFile, Alternatives]:
     for tid, items in lists.items():
         if not items:
             raise InputError(path, "an empty list of references", task_id=str(tid))
+        for r, obj in enumerate(items):
+            if isinstance(obj, dict) and obj.get("id") is not None and str(obj["id"]) != str(tid):
+                raise InputError(path, f"reference {r} of the list says id {obj['id']!r}", task_id=str(tid),
+                                 field="id")
     first = parse_trajectories(path, {k: (v[0] if k in lists else v) for k, v in root.items()})
     alternatives = {tid: (task,) for tid, task in first.tasks.items()}
     for key, items in lists.items():
-        for r, obj in enumerate(items[1:], 1):
-            if isinstance(obj, dict) and obj.get("id") is not None and str(obj["id"]) != str(key):
-                raise InputError(path, f"reference {r} of the list says id {obj['id']!r}", task_id=str(key),
-                                 field="id")
+        for obj in items[1:]:
             (task,) = parse_trajectories(path, {key: obj}).tasks.values()
             alternatives[task.id] += (task,)
     return first, alternatives

@@ -239,9 +239,10 @@ def inventory(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRul
             task = trial.file.tasks.get(tid)
             record = task.raw if task is not None else None
             declared = record.get("trial") if record is not None else None
-            if declared is not None and declared != index:
-                raise InputError(trial.path, f"record says trial {declared!r} but the file is trial {index}: "
-                                             "a duplicate or misplaced slot", task_id=tid, field="trial")
+            if declared is not None and (type(declared) is not int or declared != index):
+                problem = f"must be the trial's number, got {declared!r}" if type(declared) is not int else \
+                    f"record says trial {declared!r} but the file is trial {index}: a duplicate or misplaced slot"
+                raise InputError(trial.path, problem, task_id=tid, field="trial")
             state, reason = slot_state(record)
             success = None
             if state == FINISHED:

@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from engine.apps import kit
+from engine.apps import kit, settings
 from engine.contract import InputError
 from rollout.runner import run
 
@@ -28,7 +28,7 @@ OmegaConf.register_new_resolver("rollout_path", lambda rel: str(PACKAGE_DIR / re
 
 def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config a command line with these overrides would run with, as a plain dict."""
-    return kit.compose_config("rollout", overrides)
+    return settings.compose_config("rollout", overrides)
 
 
 def run_config(cfg: DictConfig) -> int:
@@ -43,4 +43,7 @@ def run_config(cfg: DictConfig) -> int:
 # New keys a rollout reads: a model's (and the curator's) extra request fields.
 OPEN_KEYS = ("model.params.*", "curate.model.params.*")
 
-main = kit.hydra_app("rollout", run_config, open_keys=OPEN_KEYS)
+NAME_KEYS = ("model.name",)
+"""The settings whose values become part of file and folder names (engine.contract.check_name)."""
+
+main = kit.hydra_app("rollout", run_config, open_keys=OPEN_KEYS, names=NAME_KEYS)

@@ -22,8 +22,8 @@ from typing import Any
 
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
 from engine.contract import (AGENT, CUT_SHORT, MODEL_API, REPLAY, InputError, Task, Trajectory, atomic_write_json,
-                             check_choice, config_int, is_lost, read_tasks, read_trajectories, record_error, safe_name,
-                             task_error)
+                             check_choice, check_name, config_int, is_lost, read_tasks, read_trajectories,
+                             record_error, safe_name, task_error)
 from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
@@ -248,6 +248,7 @@ def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured stage(s); the exit status (130 when interrupted: the tasks under way are then
     recorded as cut short, and a rerun does them)."""
     stage = check_choice(cfg.get("stage", "rollout"), STAGES, "stage", "stage")
+    check_name((cfg.get("model") or {}).get("name"), "model.name")
     quiet_client_loggers()
     status = 0
     try:

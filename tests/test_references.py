@@ -105,6 +105,9 @@ def test_reading_references(tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text(json.dumps({"1": [REF_A[0], REF_A[1]]}))
     with pytest.raises(InputError, match="other.json: id 1: field 'id': reference 1 of the list says id '2'"):
         read_references(tmp_path / "other.json")
+    (tmp_path / "first.json").write_text(json.dumps({"1": [REF_A[1], REF_A[0]], "2": REF_A[1]}))  # once a KeyError
+    with pytest.raises(InputError, match="first.json: id 1: field 'id': reference 0 of the list says id '2'"):
+        read_references(tmp_path / "first.json")
     with pytest.raises(ConfigError, match="align.select: unknown metric"):
         check_select(["arg_sim"], "reference")
 

@@ -2,7 +2,7 @@
 
 Every command of the project is made here: `hydra_app` for the apps with a config root under
 conf/ (score, calibrate, rollout, judge), `command_app` for the plain command lines (report,
-servers: a folder or a servers file and a few switches, nothing to compose), and `compose_config`
+servers: a folder or a servers file and a few switches, nothing to compose); engine.apps.settings
 gives the config a Hydra app's command line would run with. The console scripts (pyproject) and
 scripts/*.py call the same `main` of each app.
 """
@@ -31,10 +31,12 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException
+from hydra.errors import HydraException, OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from engine.apps.overrides import CommandLineError, check_names, override_values, unparsable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
@@ -87,10 +89,6 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-class CommandLineError(Exception):
-    """A command line an app refuses before running: one line naming the override at fault."""
-
-
 class RunFolder(Callback):
     """Hydra callback (hydra.callbacks.run_folder of every app): notes whether the run folder
     (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created."""
@@ -138,18 +136,6 @@ def _groups(app: str) -> dict[str, list[str]]:
     root = CONF_ROOT / app
     return {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in sorted(root.iterdir())
             if d.is_dir() and d.name != "hydra"}
-
-
-def _values(override: Override) -> list[str] | None:
-    """The values an override gives its key (every value of a choice sweep); None when not listable."""
-    if override.is_delete():
-        return []
-    if override.is_sweep_override():
-        return list(override.sweep_string_iterator()) if override.is_discrete_sweep() else None
-    value = override.value()
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [override.get_value_element_as_str()]
 
 
 def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
@@ -204,15 +190,17 @@ def _check_run_folder(app: str, keys: Sequence[str]) -> None:
                                f"{hydra_keys[0]} would be used: give {setting} alone")
 
 
-def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = ()) -> list[str]:
+def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = (),
+                       names: Sequence[str] = ()) -> list[str]:
     """Check a Hydra app's command line against its config root before Hydra runs it; returns the
     overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
     jobs' folder names). Raises CommandLineError for: an option that its group lacks (naming the
     closest options), a setting the config lacks (naming the closest setting), a new key (`+key`,
     `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
     extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), and a multirun
-    that would run the same settings twice. A command line Hydra itself will refuse (unparsable,
-    other config roots) is returned unchecked."""
+    that would run the same settings twice, an override Hydra cannot parse, and a value of a setting
+    of `names` (those that name files, e.g. a model's name) that cannot be part of a file name
+    (engine.contract.check_name). A command line naming other config roots is returned unchecked."""
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             args = get_args_parser().parse_args(list(argv))
@@ -222,11 +210,14 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         return list(argv)
     try:
         overrides = OverridesParser.create().parse_overrides(args.overrides)
+    except OverrideParseException as exc:
+        raise unparsable(exc) from None
     except HydraException:
         return list(argv)
     _check_run_folder(app, [o.key_or_group for o in overrides])
     groups = _groups(app)
     ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
+    check_names([o for o in ours if o.key_or_group in names and not o.is_delete()])
     hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]
     if hydra_groups:
         groups.update(_hydra_groups(app, [o.key_or_group for o in hydra_groups]))
@@ -237,7 +228,7 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     for o in ours:
         if o.key_or_group not in groups:
             continue
-        values = _values(o)
+        values = override_values(o)
         group_lines.append(o.input_line if not o.is_sweep_override() or not values
                            else f"{o.get_key_element()}={values[0]}")
     settings = [o for o in ours if o.key_or_group not in groups]
@@ -282,7 +273,7 @@ def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
 
 def _check_option(override: Override, options: list[str]) -> None:
     """An option its group lacks is a CommandLineError naming the closest options (or all of them)."""
-    for value in _values(override) or []:
+    for value in override_values(override) or []:
         if value not in options and value not in ("null", "None"):
             near = _closest(value, options, 3)
             raise CommandLineError(
@@ -322,11 +313,12 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
 
 
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
-              open_keys: Sequence[str] = ()) -> Callable[[], None]:
+              open_keys: Sequence[str] = (), names: Sequence[str] = ()) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
-    (check_command_line, with the app's open_keys), then runs `run` (each job of a multirun) and exits
-    with its status; a run stopped by bad input (status 2) removes the run folder it created when that
-    holds nothing but Hydra's own files (RunFolder). With `quick_exit`, the process ends through exit_now."""
+    (check_command_line, with the app's open_keys and names, before Hydra makes a run folder of them),
+    then runs `run` (each job of a multirun) and exits with its status; a run stopped by bad input
+    (status 2) removes the run folder it created when that holds nothing but Hydra's own files
+    (RunFolder). With `quick_exit`, the process ends through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
@@ -338,7 +330,7 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
 
     def start() -> None:
         try:
-            sys.argv[1:] = check_command_line(app, sys.argv[1:], open_keys)
+            sys.argv[1:] = check_command_line(app, sys.argv[1:], open_keys, names)
         except CommandLineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
@@ -372,10 +364,3 @@ def command_app(app: str, run: Callable[[list[str] | None], int]) -> Callable[[]
     main.__doc__ = f"Entry point of m3bench-{app} (a plain command line)."
     return main
 
-
-def compose_config(app: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The resolved config the command line of app (config root conf/<app>/) with these overrides
-    would run with, as a plain dict."""
-    with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]

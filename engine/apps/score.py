@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from engine.apps.kit import hydra_app, output_folder
-from engine.contract import ConfigError, InputError, config_int
+from engine.apps.settings import changed_settings
+from engine.contract import ConfigError, InputError, check_name, config_int
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
@@ -90,10 +91,11 @@ def _published_files(results: Path, models: list[str], discover: bool) -> list[t
     return found
 
 
-def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]],
+def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]], setting: str,
                   trials_of: set[str] | None = None) -> Inputs:
     """Inputs of models scored as trials (`trials_of`, default all): each model's trial files that
-    exist, output to <model>_trial<i>/; a model not in `trials_of` has its one file, output to <model>/."""
+    exist, output to <model>_trial<i>/; a model not in `trials_of` has its one file, output to <model>/.
+    Something other than a file in a trial file's place is an InputError naming `setting`."""
     files, names, trials = [], [], {}
     for model, paths in groups:
         if trials_of is not None and model not in trials_of:
@@ -101,6 +103,9 @@ def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]],
             names.append(model)
             continue
         trials[model] = paths
+        for path in paths:
+            if path.exists() and not path.is_file():
+                raise InputError(path, "not a file: a trial is a prediction file", field=setting)
         present = [(i, p) for i, p in enumerate(paths, 1) if p.is_file()]
         if not present:
             raise ConfigError(f"{model}: none of its {len(paths)} trial file(s) exists: {', '.join(map(str, paths))}")
@@ -127,36 +132,80 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
                           f"drop model.{option}")
 
 
-def resolve_inputs(cfg: DictConfig) -> Inputs:
-    """The files to score: sweep.predictions, else model.predictions, else sweep.models, else the demo.
+HOW_SETTINGS = ("device", "home", "output_dir", "reports", "progress", "encoder", "align", "metrics", "demo")
+"""The settings (and groups of settings) that say how to score, not what: every other setting changed from
+its default names what to score, so that the built-in demo is never scored in its place."""
 
-    The GT is data.gt, or the generated demo reference with data=demo or when nothing is named.
-    """
-    sweep = [Path(p) for p in (cfg.sweep.get("predictions") or [])]
-    models = list(cfg.sweep.get("models") or [])
-    named = bool(sweep or cfg.model.get("predictions") or models)
-    demo_models: dict[str, Path] = {}
-    if cfg.data.name == "demo" or not named:
-        if not named:
-            log.info("no predictions named: scoring the built-in demo (%s)", cfg.demo.dir)
-        gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
-                                      seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
-    elif cfg.data.get("references"):
-        gt = [Path(p) for p in cfg.data.references]
-    elif cfg.data.get("gt"):
+PREDICTION_SETTINGS = ("trials.predictions", "sweep.predictions", "model.predictions", "sweep.models")
+"""Where the files to score are named, one of them per run."""
+
+NAME_KEYS = ("model.name", "sweep.models")
+"""The settings whose values become part of file and folder names (engine.contract.check_name)."""
+
+
+def named_settings(cfg: DictConfig) -> list[str]:
+    """The settings of cfg that name what to score (a reference, predictions, where to find them):
+    those changed from the score app's defaults other than HOW_SETTINGS."""
+    return [key for key in changed_settings("score", cfg)
+            if not any(key == how or key.startswith(f"{how}.") for how in HOW_SETTINGS)]
+
+
+def _check_one_source(cfg: DictConfig) -> None:
+    """Refuse two settings of PREDICTION_SETTINGS at once: one would be scored in place of the other."""
+    given = [key for key in PREDICTION_SETTINGS if OmegaConf.select(cfg, key)]
+    if len(given) > 1:
+        raise ConfigError(f"{given[0]} and {given[1]} both name the files to score, and only {given[0]} would "
+                          f"be scored: give one of {', '.join(PREDICTION_SETTINGS)}")
+
+
+def _reference(cfg: DictConfig) -> Path | list[Path]:
+    """The reference the config names: data.references, else data.gt (which must exist)."""
+    if cfg.data.get("references"):
+        return [Path(p) for p in cfg.data.references]
+    if cfg.data.get("gt"):
         gt = Path(cfg.data.gt)
         if not gt.is_file():
             raise ConfigError(missing_reference(gt))
+        return gt
+    raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
+
+
+def resolve_inputs(cfg: DictConfig) -> Inputs:
+    """The files to score: trials.predictions, sweep.predictions, model.predictions or sweep.models (one
+    of them), else, with nothing named at all (named_settings), the demo models.
+
+    The GT is data.references or data.gt, or the generated demo reference with data=demo or when
+    nothing is named; a named setting is never replaced by the demo's.
+    """
+    sweep = [Path(p) for p in (cfg.sweep.get("predictions") or [])]
+    models = [check_name(m, "sweep.models") for m in cfg.sweep.get("models") or []]
+    if cfg.model.get("name") is not None:
+        check_name(cfg.model.name, "model.name")
+    _check_one_source(cfg)
+    named = named_settings(cfg)
+    demo_models: dict[str, Path] = {}
+    if cfg.data.name == "demo" or not named:
+        if cfg.data.name == "demo" and (cfg.data.get("gt") or cfg.data.get("references")):
+            key = "data.references" if cfg.data.get("references") else "data.gt"
+            raise ConfigError(f"{key} names a reference and data=demo the built-in demo's: drop one")
+        if not named:
+            log.info("nothing named to score: scoring the built-in demo (%s)", cfg.demo.dir)
+        gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
+                                     seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
+    elif not any(OmegaConf.select(cfg, key) for key in PREDICTION_SETTINGS):
+        raise ConfigError(f"no predictions named ({', '.join(named)} set): name them with model=NAME, "
+                          f"{', '.join(f'{key}=...' for key in PREDICTION_SETTINGS)} or sweep=leaderboard "
+                          "(the built-in demo is scored when nothing is named, or with data=demo)")
     else:
-        raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
+        gt = _reference(cfg)
     trials_cfg = cfg.get("trials") or {}
     n = trial_count(trials_cfg)
     explicit = {e.option: cfg.model.get(e.option) for e in evaluators() if cfg.model.get(e.option)}
     if trials_cfg.get("predictions"):
-        named = [Path(p) for p in trials_cfg.predictions]
-        check_distinct(named)
+        files = [Path(p) for p in trials_cfg.predictions]
+        check_distinct(files)
         _only_one_file(explicit, "trials.predictions")
-        return _trial_inputs(gt, [(cfg.model.get("name") or model_name(named[0]), named)])
+        return _trial_inputs(gt, [(cfg.model.get("name") or model_name(files[0]), files)], "trials.predictions")
     if sweep:
         _only_one_file(explicit, "sweep.predictions")
         names = [d.name for d in output_dirs(sweep, Path("."))]
@@ -166,7 +215,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         name = cfg.model.get("name") or pred.stem
         if trials := find_trials(pred, n):
             _only_one_file(explicit, "trial files")
-            return _trial_inputs(gt, [(name, trials)])
+            return _trial_inputs(gt, [(name, trials)], "model.predictions")
         return Inputs(gt, [pred], [name], _judges([pred], explicit), False)
     _only_one_file(explicit, "sweep.models")
     if models:
@@ -181,7 +230,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
                               f"(expected {PUBLISHED_NAME.format(model='<model>')})")
         if any(t for _, t in groups):
             return _trial_inputs(gt, [(m, t or [p]) for (m, p), (_, t) in zip(found, groups) if m not in missing],
-                                 trials_of={m for m, t in groups if t})
+                                 "sweep.models", trials_of={m for m, t in groups if t})
         present = [(m, p) for m, p in found if p.is_file()]
         preds = [p for _, p in present]
         return Inputs(gt, preds, [m for m, _ in present], _judges(preds), True)
@@ -276,4 +325,4 @@ def _run(cfg: DictConfig) -> int:
 OPEN_KEYS = tuple(f"model.{e.option}" for e in evaluators())
 """New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
 
-main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS)
+main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS)

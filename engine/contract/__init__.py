@@ -5,21 +5,22 @@ Nothing here imports the scoring stages, so the rollout side depends on this pac
 
 from engine.contract.atomic import (atomic_write_bytes, atomic_write_csv, atomic_write_json, atomic_write_text,
                                     csv_text, default_file_mode)
-from engine.contract.errors import ConfigError, InputError, check_choice, config_int, is_number, shown
+from engine.contract.errors import ConfigError, InputError, check_choice, check_name, config_int, is_number, shown
 from engine.contract.failures import (AGENT, CUT_SHORT, ERROR_KINDS, MODEL_API, REPLAY, SERVER, is_lost, lost_tasks,
                                       record_error, server_down, task_error, without_lost)
 from engine.contract.jsonio import (MAX_DEPTH, append_line, canonical_json, checked_canonical_json, digest,
                                     dumps_json, lenient_canonical_json, read_json, read_keyed_lines, strict_value)
-from engine.contract.trajectory import (Call, Step, Task, Trajectory, TrajectoryFile, dumps_trajectories,
-                                        parse_call, parse_trajectories, read_tasks, read_trajectories, safe_name,
-                                        set_steps, trajectory_record, write_trajectories)
+from engine.contract.trajectory import (SAFE_NAME_CHARS, Call, Step, Task, Trajectory, TrajectoryFile,
+                                        dumps_trajectories, parse_call, parse_trajectories, read_tasks,
+                                        read_trajectories, safe_name, set_steps, trajectory_record,
+                                        write_trajectories)
 
 __all__ = [
     "AGENT", "CUT_SHORT", "ERROR_KINDS", "MODEL_API", "REPLAY", "SERVER", "is_lost", "lost_tasks", "record_error",
     "server_down", "task_error", "without_lost",
-    "Call", "ConfigError", "InputError", "MAX_DEPTH", "Step", "Task", "Trajectory", "TrajectoryFile",
+    "Call", "ConfigError", "InputError", "MAX_DEPTH", "SAFE_NAME_CHARS", "Step", "Task", "Trajectory", "TrajectoryFile",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
-    "canonical_json", "check_choice", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
+    "canonical_json", "check_choice", "check_name", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
     "digest", "dumps_json", "dumps_trajectories", "is_number", "lenient_canonical_json", "parse_call",
     "parse_trajectories", "read_json", "read_keyed_lines", "read_tasks", "read_trajectories", "safe_name", "set_steps", "shown",
     "strict_value", "trajectory_record", "write_trajectories",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,25 @@ def config_int(cfg: Mapping[str, Any], key: str, *, minimum: int = 1, default: i
     value = cfg.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise InputError("config", f"must be an integer >= {minimum}, got {value!r}", field=where or key)
+    return value
+
+
+NAME_CHARS = 100
+"""Longest name check_name takes (file names add suffixes such as `_test_mcp_fuzzy_trial4_callanalysis.json`)."""
+
+
+def check_name(value: Any, field: str) -> str:
+    """`value` when it can be part of a file or folder name (a model's name: `<name>_test_mcp_fuzzy.json`,
+    `rollout/<name>/`): a string of 1 to NAME_CHARS characters, not `.` or `..`, without a path separator
+    or a control character (an integer is taken as its digits); else an InputError naming the config
+    setting `field`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if (not isinstance(value, str) or value in ("", ".", "..") or len(value) > NAME_CHARS
+            or re.search(r"[/\\\x00-\x1f\x7f]", value)):
+        raise InputError("config", f"{shown(repr(value))} cannot be part of a file name: a name is 1 to {NAME_CHARS} "
+                                   "characters without '/', '\\' or control characters, and not '.' or '..'",
+                         field=field)
     return value
 
 

@@ -314,10 +314,17 @@ def write_trajectories(path: str | Path, records: Iterable[Mapping[str, Any]]) -
     atomic_write_text(Path(path), dumps_trajectories(records))
 
 
+SAFE_NAME_CHARS = 100
+"""The longest name safe_name gives (a tool log adds `.json`; file systems take 255 bytes)."""
+
+
 def safe_name(task_id: str) -> str:
-    """A file or folder name for a task id (ids with other characters get a short hash appended): the
-    rollout's per-task workspace and tool log, which the judges read back."""
+    """A file or folder name for a task id: the rollout's per-task workspace and tool log, which the
+    judges read back. An id of other characters gets a short hash of itself appended, and one longer
+    than SAFE_NAME_CHARS is cut to a readable prefix before it, so that any id (`/`, `..`, NUL,
+    non-ASCII, hundreds of characters) makes a name the file system takes, distinct for distinct ids."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", task_id).strip(".") or "task"
-    if name != task_id:
-        name += "-" + hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    if name != task_id or len(name) > SAFE_NAME_CHARS:
+        digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        name = f"{name[:SAFE_NAME_CHARS - len(digest) - 1].rstrip('.')}-{digest}"
     return name

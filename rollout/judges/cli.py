@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from engine.apps import kit
+from engine.apps import kit, settings
 from engine.contract import InputError
 from rollout.judges.run import run
 
@@ -28,7 +28,7 @@ OmegaConf.register_new_resolver(
 
 def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config a command line with these overrides would run with, as a plain dict."""
-    return kit.compose_config("judge", overrides)
+    return settings.compose_config("judge", overrides)
 
 
 def run_config(cfg: DictConfig) -> int:
@@ -44,4 +44,7 @@ def run_config(cfg: DictConfig) -> int:
 # evaluator's entry and its options.
 OPEN_KEYS = ("judges.pool.*", "judges.pool.*.params.*", "evaluators.*", "evaluators.*.*")
 
-main = kit.hydra_app("judge", run_config, open_keys=OPEN_KEYS)
+NAME_KEYS = ("model",)
+"""The settings whose values become part of file and folder names (engine.contract.check_name)."""
+
+main = kit.hydra_app("judge", run_config, open_keys=OPEN_KEYS, names=NAME_KEYS)

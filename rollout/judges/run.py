@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
-from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, read_json,
-                             read_trajectories, safe_name, without_lost)
+from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, check_name, config_int,
+                             read_json, read_trajectories, safe_name, without_lost)
 from engine.evaluators import evaluator
 from engine.serialize import scored_ids
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
@@ -63,7 +63,7 @@ def predictions_path(cfg: Mapping[str, Any]) -> Path:
         return Path(cfg["predictions"])
     if not cfg.get("model"):
         raise InputError("config", "name the judged model (model=NAME) or its file (predictions=PATH)", field="model")
-    return Path(cfg["results_dir"]) / f"{cfg['model']}_test_mcp_fuzzy.json"
+    return Path(cfg["results_dir"]) / f"{check_name(cfg['model'], 'model')}_test_mcp_fuzzy.json"
 
 
 def wanted_ids(cfg: Mapping[str, Any], known: Iterable[str]) -> set[str]:
@@ -252,7 +252,7 @@ def _rollout_folder(cfg: Mapping[str, Any], key: str, leaf: str) -> Path:
         return Path(cfg[key])
     if not cfg.get("model"):
         raise InputError("config", f"set {key}=PATH (or model=NAME for the rollout's own folder)", field=key)
-    return Path(cfg["results_dir"]) / "rollout" / str(cfg["model"]) / leaf
+    return Path(cfg["results_dir"]) / "rollout" / check_name(cfg["model"], "model") / leaf
 
 
 def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Path) -> Path:

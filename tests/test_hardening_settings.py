@@ -1,0 +1,221 @@
+"""Careless and hostile command lines: the score app scores what is named, never the built-in demo in
+its place (the README's own commands, as written); a setting or a file it cannot use is one line on
+stderr naming the file (or `config`) and the setting, exit status 2, and no output folder is left."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from engine.apps.kit import CommandLineError, check_command_line
+from engine.apps.score import NAME_KEYS as SCORE_NAMES
+from engine.apps.score import OPEN_KEYS, named_settings, run
+from engine.apps.settings import changed_settings, compose_config
+from engine.contract import InputError
+from rollout.cli import NAME_KEYS as ROLLOUT_NAMES
+from rollout.judges.cli import NAME_KEYS as JUDGE_NAMES
+from rollout.judges.run import run as judge_run
+from rollout.runner import run as rollout_run
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME_RULE = "cannot be part of a file name: a name is 1 to 100 characters without '/', '\\' or control characters, " \
+            "and not '.' or '..'"
+
+
+def readme_command(marker: str) -> list[str]:
+    """The overrides of the README's `python scripts/score.py ...` line holding marker, as written."""
+    lines = [line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+             if line.startswith("python scripts/score.py") and marker in line]
+    assert len(lines) == 1, lines
+    argv = shlex.split(lines[0].split("  #")[0])
+    assert argv[:2] == ["python", "scripts/score.py"]
+    return argv[2:]
+
+
+def task(tid: str, query: str) -> dict:
+    return {"id": tid, "steps": [{"step": 1, "calls": [{"name": "maps/search", "arguments": {"query": query}}]}]}
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedding_cache: Path) -> Path:
+    """A folder with the README's G and P1..P4 (four trials, judged), the working directory; the
+    demo would be written under its home/."""
+    (tmp_path / "G").write_text(json.dumps([task(f"g{i}", f"cafe {i}") for i in range(3)]))
+    for k in range(1, 5):
+        (tmp_path / f"P{k}").write_text(json.dumps([task(f"g{i}", f"cafe {i}" if k % 2 else f"a bakery {i}")
+                                                    for i in range(3)]))
+        (tmp_path / f"P{k}_taskcompletion.json").write_text(json.dumps(
+            [{"id": f"g{i}", "task_completion": 0.3 * i, "information_grounding": 0.5} for i in range(3)]))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("M3BENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("M3BENCH_CACHE", str(embedding_cache))
+    return tmp_path
+
+
+def score(capsys: pytest.CaptureFixture, overrides: list[str]) -> tuple[int, list[str]]:
+    """The score app's run on the config of these overrides: (status, stderr lines)."""
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=overrides)
+    code = run(cfg)
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def test_readme_trials_command_scores_its_reference(files: Path, capsys) -> None:
+    """`data.gt=G 'trials.predictions=[P1,P2,P3,P4]' output_dir=D`: once the demo replaced G (the
+    trials setting did not count as predictions named); G's tasks are scored, and no demo is made."""
+    overrides = readme_command("'trials.predictions=[P1,P2,P3,P4]'")
+    assert overrides == ["data.gt=G", "trials.predictions=[P1,P2,P3,P4]", "output_dir=D"]
+    code, err = score(capsys, overrides)
+    assert code == 0, err
+    for i in range(1, 5):
+        doc = json.loads((files / "D" / f"P1_trial{i}" / "results_eval.json").read_text())
+        assert doc["meta"]["gt"] == "G" and doc["meta"]["predictions"] == f"P{i}"
+        assert sorted(e["id"] for e in doc["per_id"]) == ["g0", "g1", "g2"]
+    trials = json.loads((files / "D" / "trials.json").read_text())
+    assert trials["meta"]["gt"] == "G" and trials["models"]["P1"]["meta"]["trials"] == 4
+    assert not (files / "home").exists(), "the demo was generated"
+
+
+def test_the_demo_is_scored_only_when_nothing_is_named(files: Path) -> None:
+    """named_settings: every setting changed from the defaults but those that say how to score."""
+    def named(*overrides: str) -> list[str]:
+        with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+            return named_settings(compose(config_name="config", overrides=list(overrides)))
+
+    assert named() == [] and named("device=cpu", "align.tau_weak=0.5", "demo.n_tasks=3", "reports=false",
+                                   "output_dir=D", "encoder.batch_size=8", "metrics=paper") == []
+    assert named("data=m3bench", "sweep=none") == []  # the defaults, named
+    assert named("trials.predictions=[P1]") == ["trials.predictions"]
+    assert named("model=gpt5") == ["model.name", "model.predictions"]
+    assert named("data=rollout_demo") == ["data.gt", "data.name"]
+    assert named("results_dir=R", "trials.n=2") == ["results_dir", "trials.n"]
+    assert named("model.rubrics=r.json") == ["model.rubrics"]
+    # inside a running app (another config root's Hydra), which is put back afterwards
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=["sweep.models=[a]"])
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "judge")):
+        assert changed_settings("score", cfg) == ["sweep.models"]
+        assert GlobalHydra.instance().is_initialized() and "judges" in compose(config_name="config")
+
+
+def bad_references(folder: Path) -> str:
+    """A reference list whose first entry names another id (once a KeyError)."""
+    listed = {"g0": [task("g1", "x"), task("g0", "cafe 0")], "g1": task("g1", "y")}
+    (folder / "refs.json").write_text(json.dumps(listed))
+    return "refs.json"
+
+
+def trial_true(folder: Path) -> str:
+    """A trial file whose records say `"trial": true` (once accepted as trial 1)."""
+    records = json.loads((folder / "P1").read_text())
+    (folder / "T1").write_text(json.dumps([{**r, "trial": True} for r in records]))
+    (folder / "T1_taskcompletion.json").write_text((folder / "P1_taskcompletion.json").read_text())
+    return "T1"
+
+
+def a_folder(folder: Path) -> str:
+    """A folder named as a trial (once counted as a lost trial)."""
+    (folder / "P9").mkdir()
+    return "P9"
+
+
+@pytest.mark.parametrize(("overrides", "make", "line"), [
+    (["data.gt=G"], None, "no predictions named (data.gt set): name them with model=NAME, trials.predictions=..., "
+     "sweep.predictions=..., model.predictions=..., sweep.models=... or sweep=leaderboard (the built-in demo is "
+     "scored when nothing is named, or with data=demo)"),
+    (["results_dir=R"], None, "no predictions named (results_dir set)"),
+    (["trials.n=4"], None, "no predictions named (trials.n set)"),
+    (["data=demo", "data.gt=G"], None, "data.gt names a reference and data=demo the built-in demo's: drop one"),
+    (["data.gt=G", "model.predictions=P1", "sweep.predictions=[P2]"], None,
+     "sweep.predictions and model.predictions both name the files to score, and only sweep.predictions would be "
+     "scored: give one of trials.predictions, sweep.predictions, model.predictions, sweep.models"),
+    (["data.gt=G", "trials.predictions=[P1,P2]", "model=gpt5"], None,
+     "trials.predictions and model.predictions both name the files to score"),
+    (["data.gt=G", "model.predictions=P1", "model.name=../../evil"], None,
+     f"config: field 'model.name': '../../evil' {NAME_RULE}"),
+    (["data.gt=G", "trials.predictions=[P1,P2]", "model.name=.."], None,
+     f"config: field 'model.name': '..' {NAME_RULE}"),
+    (["data.gt=G", "sweep.models=[ok,a/b]"], None, f"config: field 'sweep.models': 'a/b' {NAME_RULE}"),
+    (["data.references=[{file}]", "model.predictions=P1"], bad_references,
+     "refs.json: id g0: field 'id': reference 0 of the list says id 'g1'"),
+    (["data.gt=G", "trials.predictions=[{file},P2]"], trial_true,
+     "T1: id g0: field 'trial': must be the trial's number, got True"),
+    (["data.gt=G", "trials.predictions=[P1,{file},P3]"], a_folder,
+     "P9: field 'trials.predictions': not a file: a trial is a prediction file"),
+])
+def test_refused_with_one_line_and_nothing_written(files: Path, capsys, overrides: list[str], make, line: str) -> None:
+    if make is not None:
+        overrides = [o.format(file=make(files)) if "{file}" in o else o for o in overrides]
+    before = sorted(p.name for p in files.iterdir())
+    code, err = score(capsys, [*overrides, "output_dir=D"])
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: {line}"), err
+    assert sorted(p.name for p in files.iterdir()) == before, "something was written"
+
+
+def test_a_folder_in_place_of_a_trial_found_by_name(files: Path, capsys) -> None:
+    """model.predictions=m.json with m_trial1.json a file and m_trial2.json a folder: once, trial 2 was lost."""
+    (files / "m.json").write_text((files / "P1").read_text())
+    (files / "m_trial1.json").write_text((files / "P1").read_text())
+    (files / "m_trial2.json").mkdir()
+    code, err = score(capsys, ["data.gt=G", "model.predictions=m.json", "output_dir=D"])
+    assert code == 2 and err == ["error: m_trial2.json: field 'model.predictions': not a file: a trial is a "
+                                 "prediction file"]
+    assert not (files / "D").exists()
+
+
+@pytest.mark.parametrize(("app", "argv", "line"), [
+    ("score", ["model.predictions=/x/<img src=x>.json"], "model.predictions=/x/<img src=x>.json: not a valid "
+     "override (unexpected '<' at character 22); quote the value: model.predictions='...'"),
+    ("judge", ["predictions=/x/<img src=x>.json"], "predictions=/x/<img src=x>.json: not a valid override "
+     "(unexpected '<' at character 16); quote the value: predictions='...'"),
+    ("judge", ["model=x", "predictions=[a.json"], "predictions=[a.json: not a valid override (no viable alternative "
+     "at input '[a.json'); quote the value: predictions='...'"),
+    ("rollout", ["model.name=a)"], "model.name=a): not a valid override (extraneous input ')' expecting <EOF>); "
+     "quote the value: model.name='...'"),
+    ("rollout", ["model.name=../../evil"], f"config: field 'model.name': '../../evil' {NAME_RULE}"),
+    ("rollout", ["-m", "model.name=ok,../x"], f"config: field 'model.name': '../x' {NAME_RULE}"),
+    ("judge", ["model=../../evil"], f"config: field 'model': '../../evil' {NAME_RULE}"),
+    ("score", ["sweep.models=[a,..]"], f"config: field 'sweep.models': '..' {NAME_RULE}"),
+])
+def test_command_line_refusals(app: str, argv: list[str], line: str) -> None:
+    names = {"score": SCORE_NAMES, "judge": JUDGE_NAMES, "rollout": ROLLOUT_NAMES}[app]
+    with pytest.raises(CommandLineError) as caught:
+        check_command_line(app, argv, OPEN_KEYS if app == "score" else (), names)
+    assert str(caught.value) == line
+    check_command_line(app, ["model.name=gpt-5.1 mini"] if app != "judge" else ["model=gpt-5.1"], (), names)
+
+
+def test_the_runs_check_model_names_too(tmp_path: Path) -> None:
+    """A config that did not come through the command line (in-process, an interpolation) is checked
+    where the name becomes a path."""
+    evil = ["model=scripted", "model.name=../../evil", f"results_dir={tmp_path / 'results'}"]
+    with pytest.raises(InputError, match=f"^config: field 'model.name': '../../evil' {re.escape(NAME_RULE)}$"):
+        rollout_run(compose_config("rollout", evil))
+    with pytest.raises(InputError, match="^config: field 'model': '../../evil' cannot be part of a file name"):
+        judge_run(compose_config("judge", ["model=../../evil", "judges=scripted", "data=rollout_demo",
+                                           f"results_dir={tmp_path / 'results'}"]))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_apps_refuse_before_making_a_folder(tmp_path: Path) -> None:
+    """model.name=../../evil once wrote the rollout's predictions two levels above results_dir; a bad
+    override was Hydra's four lines and exit status 1."""
+    results = tmp_path / "deep" / "results"
+    for app, args in (("rollout", ["model=scripted", "model.name=../../evil"]), ("judge", ["model=../../evil"]),
+                      ("score", ["model.predictions=/x/<img src=x>.json"]),
+                      ("score", ["data.gt=G", "model.predictions=P", "model.name=../../evil"])):
+        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{app}.py"), *args, f"results_dir={results}",
+                               *([f"output_dir={tmp_path / 'out'}"] if app == "score" else [])],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+        assert list(tmp_path.iterdir()) == [], (app, args)
