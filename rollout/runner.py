@@ -96,8 +96,8 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
 
     With `trials` = N, every task runs N independent times: trial i writes <predictions stem>_trial<i>.json
     (each record with "trial": i), in its own workspace, cache and tool logs (<workspace>/trial<i>,
-    <cache_dir>/trial<i>, <tool_logs>/trial<i>),
-    each resumable and replayable like a single run.
+    <cache_dir>/trial<i>, <tool_logs>/trial<i>), its model config given ``trial``: i (a seeded model's noise
+    follows it), each resumable and replayable like a single run.
     """
     if cfg.get("trials") is None:
         return await _rollout_trial(cfg, None)
@@ -107,7 +107,8 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
         trial_cfg = {**cfg, "predictions": str(trial_path(_path(cfg, "predictions"), i)),
                      "workspace": str(_path(cfg, "workspace") / f"trial{i}"),
                      "cache_dir": str(_path(cfg, "cache_dir") / f"trial{i}"),
-                     "tool_logs": str(_path(cfg, "tool_logs") / f"trial{i}")}
+                     "tool_logs": str(_path(cfg, "tool_logs") / f"trial{i}"),
+                     "model": {**cfg["model"], "trial": i}}
         log.info("trial %d of %d -> %s", i, n, trial_cfg["predictions"])
         status = max(status, await _rollout_trial(trial_cfg, i))
     return status
@@ -151,20 +152,26 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                             len(unreferenced), ", ".join(unreferenced[:10]))
             executor = Executor(model, ToolRunner(host, cache, catalogue, failures), settings)
             total = len(todo) - len(unreferenced)
+            ended = [len(tasks) - len(todo)]  # tasks with a record; counted on the event loop, once per task
 
-            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, Any]]) -> str:
-                """Write the task's tool log and add its record; its outcome ("finished" or the error kind)."""
+            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+                """Write the task's tool log and add its record."""
                 atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json", {"id": run.task.id, "calls": calls})
                 if trial is not None:
                     record["trial"] = trial
                 results.add(record)
+                return record
+
+            def progress(task: Task, record: dict[str, Any]) -> str:
+                """Log the task's end with the count of tasks ended; its outcome ("finished" or the error kind)."""
+                ended[0] += 1
                 error = record_error(record)
                 if error is None:
-                    log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", run.task.id,
+                    log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", task.id,
                              record["num_step"], sum(len(s["calls"]) for s in record["steps"]),
-                             record["usage"]["total_tokens"], len(results.done), len(tasks))
+                             record["usage"]["total_tokens"], ended[0], len(tasks))
                     return "finished"
-                log.error("task %s failed (%s): %s", run.task.id, error[0], error[1])
+                log.error("task %s failed (%s): %s (%d of %d)", task.id, error[0], error[1], ended[0], len(tasks))
                 return error[0]
 
             async def work(task: Task) -> str:
@@ -182,7 +189,7 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                 except Exception as exc:  # boundary: one task's bug must not end the others
                     log.exception("task %s failed", task.id)
                     record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
-                return await asyncio.to_thread(finish, run, record, calls)
+                return progress(task, await asyncio.to_thread(finish, run, record, calls))
 
             outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, work)
             retries = model.driver.retries if model.driver is not None else 0

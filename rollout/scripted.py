@@ -3,7 +3,10 @@ trajectories (GT format), one plan per task id (the task of a request is its fir
 marker, which the scripted driver sets; the question is the fallback, with a warning when several tasks
 with different plans share it): it picks each step's tools, calls them, stops after the last step and gives
 the reference's final reply; as a curator it accepts the run and proposes the run's own calls as the
-optimal trajectory. Importing this module registers it as the scripted policy ``plan``.
+optimal trajectory. With the model config's ``noise`` (rollout.scripted_noise: ``rate``, ``seed``) it
+errs as a real model does, each (task, trial) the same way in every run: the config's ``trial`` (set by
+the rollout for each trial) is part of the seed. Importing this module registers it as the scripted
+policy ``plan``.
 
 Run ``python -m rollout.scripted --plans P`` to serve a plan policy from another process; it prints
 the base URL on its first line.
@@ -21,21 +24,26 @@ from typing import Any
 from engine.contract import InputError, read_trajectories, safe_name
 from rollout import prompts
 from rollout.models.loopback import message_texts, register_policy, serve
+from rollout.scripted_noise import Noise
 
 log = logging.getLogger(__name__)
 NO_PLAN: dict[str, Any] = {"steps": [], "final_reply": "I cannot help with this task."}
 
 
 class PlanPolicy:
-    """Replies that follow one plan per task (its steps of calls and its final reply)."""
+    """Replies that follow one plan per task (its steps of calls and its final reply), perturbed by `noise`
+    (seeded per task and `trial`)."""
 
-    def __init__(self, plans: dict[str, dict[str, Any]], questions: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, plans: dict[str, dict[str, Any]], questions: dict[str, list[str]] | None = None,
+                 noise: Noise | None = None, trial: int | None = None) -> None:
         self.plans = plans
         self.questions = questions or {}
+        self.noise = noise or Noise()
+        self.trial = trial
         self._warned: set[str] = set()
 
     @classmethod
-    def from_file(cls, path: str | Path) -> PlanPolicy:
+    def from_file(cls, path: str | Path, noise: Noise | None = None, trial: int | None = None) -> PlanPolicy:
         """Plans of a reference (GT-format) trajectory file, keyed by task id (as `safe_name` writes it), and
         the ids of each question."""
         plans: dict[str, dict[str, Any]] = {}
@@ -51,14 +59,14 @@ class PlanPolicy:
                 "final_reply": trajectory.raw.get("final_reply", "Done."),
             }
             questions.setdefault(question.strip(), []).append(safe_name(task_id))
-        return cls(plans, questions)
+        return cls(plans, questions, noise, trial)
 
     def plan(self, request: dict[str, Any], question: str) -> dict[str, Any]:
         """The plan of a request's task: by its ``task`` marker, else by its question (the first task's plan
         when several with different plans share it, with a warning once per question)."""
         task = next((m["task"] for m in request.get("messages", []) if isinstance(m.get("task"), str)), None)
         if task in self.plans:
-            return self.plans[task]
+            return self.noise.perturb(self.plans[task], task, self.trial)
         ids = self.questions.get(question.strip(), [])
         if not ids:
             return NO_PLAN
@@ -66,7 +74,7 @@ class PlanPolicy:
             self._warned.add(question)
             log.warning("scripted plan chosen by question for a request without a known task id: %d tasks share "
                         "it with different plans (%s); following %s", len(ids), ", ".join(ids[:5]), ids[0])
-        return self.plans[ids[0]]
+        return self.noise.perturb(self.plans[ids[0]], ids[0], self.trial)
 
     def __call__(self, request: dict[str, Any]) -> str:
         """The reply to a chat request, by the phase of its last user message."""
@@ -109,11 +117,14 @@ class PlanPolicy:
 
 
 def plan_policy(cfg: Mapping[str, Any]) -> PlanPolicy:
-    """The plan policy of a scripted model config (its ``script``: reference trajectories with questions)."""
+    """The plan policy of a scripted model config (its ``script``: reference trajectories with questions; its
+    ``noise`` and ``trial``)."""
     script = cfg.get("script")
     if not script:
         raise InputError("config", "the scripted model needs a script file", field="model.script")
-    return PlanPolicy.from_file(Path(script))
+    trial = cfg.get("trial")
+    return PlanPolicy.from_file(Path(script), Noise.from_config(cfg.get("noise")),
+                                trial if isinstance(trial, int) else None)
 
 
 register_policy("plan", plan_policy)
@@ -124,8 +135,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Serve a scripted plan policy on loopback (rollout.scripted).")
     parser.add_argument("--plans", required=True, help="reference trajectories (GT format, with questions)")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each reply")
+    parser.add_argument("--noise-rate", type=float, default=0.0, help="rate of each perturbation (0 to 1)")
+    parser.add_argument("--noise-seed", type=int, default=0, help="seed of the perturbations")
+    parser.add_argument("--trial", type=int, default=None, help="the trial served (part of the seed)")
     args = parser.parse_args()
-    serve(PlanPolicy.from_file(args.plans), args.delay)
+    noise = Noise.from_config({"rate": args.noise_rate, "seed": args.noise_seed})
+    serve(PlanPolicy.from_file(args.plans, noise, args.trial), args.delay)
 
 
 if __name__ == "__main__":

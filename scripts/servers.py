@@ -1,8 +1,8 @@
 """Install, check and time the MCP servers of a servers config (see rollout/README.md):
 
-    python scripts/servers.py install --config FILE [-j N]
-    python scripts/servers.py check --config FILE
-    python scripts/servers.py bench --config FILE --server NAME
+    python scripts/servers.py install [--config FILE] [-j N]
+    python scripts/servers.py check [--config FILE]      # the shipped rollout/servers.json by default
+    python scripts/servers.py bench [--config FILE] --server NAME
     python scripts/servers.py init DIR [--complete CONFIG [--requirements FILE]]
 """
 

@@ -281,7 +281,7 @@ def test_extra_aggregate_columns(tmp_path: Path) -> None:
     path.write_text(json.dumps(result))
     assert view_main([str(run)]) == 0
     board = _site(run)["board"]
-    assert [c["label"] for c in board["extra"]] == ["rubric", "tool_use: proactivity", "tool_use: volume",
+    assert [c["label"] for c in board["extra"]] == ["rubric", "Tool-Call Proactivity", "Tool-Call Volume",
                                                     "verifier_pass"]
     assert board["rows"][0]["extra"] == [[0.75, 0.1], 1.0, 2.5, 0.5]
 
@@ -536,3 +536,46 @@ def test_a_failed_task_and_the_tasks_lost_to_the_infrastructure_are_shown(tmp_pa
     model = _model_data(run, _slug(run, "m"))
     assert model["tasks"]["1"]["error"] == ["agent", "step 1: not tool-call JSON"]
     assert model["lost"] == {"2": ["model_api", "HTTP 429: rate limited"]} and model["order"] == ["1"]
+
+
+def test_one_step_order_consistency_all_models_steps_and_the_width(tmp_path: Path, page) -> None:
+    """Order Consistency of a one-step reference (0 under the published rule) is kept and marked n/a with
+    its reason; "all models on this task" shows each model's predicted steps; the tool-use counts say what
+    they count; a model's task list fits 1400 px."""
+    call = {"name": "a/b", "arguments": {"x": 1}}
+    gt, pred = tmp_path / "gt.json", tmp_path / "p.json"
+    gt.write_text(json.dumps([{"id": "1", "type": "f", "question": "one step?", "steps": [{"calls": [call, call]}]},
+                              {"id": "2", "type": "f", "question": "two steps? " + "long words " * 40,
+                               "steps": [{"calls": [call]}, {"calls": [call]}]}]))
+    pred.write_text(json.dumps([{"id": i, "steps": [{"calls": [{**call, "is_error": False}]}]} for i in ("1", "2")]))
+    run = tmp_path / "run"
+    for name, order in (("m", 0.0), ("n", 0.0)):
+        _results(run / name, {"model": name, "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+        result = json.loads((run / name / "results_eval.json").read_text())
+        result["per_id"] = [{**result["per_id"][0], "id": i, "order_consistency_cov": order, "total_gt_calls": 2,
+                             "total_pred_calls": 1, "tool_use": {"calls": 1, "flagged": 1, "valid": 1}}
+                            for i in ("1", "2")]
+        (run / name / "results_eval.json").write_text(json.dumps(result))
+    assert view_main([str(run)]) == 0
+    tasks = _model_data(run, _slug(run, "m"))["tasks"]
+    assert tasks["1"]["one_step"] is True and tasks["2"]["one_step"] is False
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto((run / "viewer" / "index.html").as_uri())
+    page.wait_for_selector("#leaderboard tbody tr")
+    assert "no pair of steps" in page.locator("#one-step").text_content()
+    page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'm')}")
+    page.wait_for_selector("#task-list tbody tr")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    cells = {r[0]: r for r in _rows(page, "task-list")}
+    column = page.locator("#task-list th").all_text_contents().index("Order Consistency")
+    assert cells["1"][column] == "0.000 n/a (single step)" and cells["2"][column] == "0.000"
+    assert "no pair of steps to compare" in page.get_attribute("#task-list td.na", "title")
+    page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'm')}/t/1")
+    page.wait_for_selector("table.metrics td.na")
+    assert page.locator("table.metrics th").all_text_contents()[-3:] == ["Tool calls", "outcome recorded", "valid"]
+    page.goto((run / "viewer" / "index.html").as_uri() + "#/t/2")
+    page.wait_for_selector("#all-steps .model-steps")
+    assert [r[2] for r in _rows(page, "task-models")] == ["1 step(s), 1 call(s)"] * 2
+    assert page.locator("#all-steps .model-steps").count() == 2
+    assert page.locator("#all-steps .model-steps .col.pred .tool").all_text_contents() == ["a/b", "a/b"]
+    assert page.errors == []

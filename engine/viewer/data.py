@@ -130,8 +130,10 @@ def _extra_columns(results: list[ModelResult]) -> list[dict[str, Any]]:
             elif isinstance(value, dict):
                 for sub, inner in value.items():
                     if is_number(inner) or (isinstance(inner, dict) and is_number(inner.get("mean"))):
-                        columns.setdefault(f"{key}.{sub}", {"key": f"{key}.{sub}", "label": f"{label_of(key)}: {sub}",
-                                                            "path": [key, sub], "std": isinstance(inner, dict)})
+                        full = f"{key}.{sub}"
+                        label = label_of(full) if full in BY_KEY else f"{label_of(key)}: {sub}"
+                        columns.setdefault(full, {"key": full, "label": label, "path": [key, sub],
+                                                  "std": isinstance(inner, dict)})
     return list(columns.values())
 
 
@@ -271,8 +273,9 @@ def _matches(result: ModelResult, record: dict[str, Any], tau_strong: float) -> 
 
 def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
     """One model's site data: per task its metrics, predicted steps (with their calls' is_error),
-    matches, call outcomes, judges, rubric verdicts, outcome checks, tool-use counts and the reference
-    it was aligned with."""
+    matches, call outcomes, judges, rubric verdicts, outcome checks, tool-use counts, the reference
+    it was aligned with and whether that reference has its calls in one step (``one_step``: the published
+    Order Consistency has no step pairs there)."""
     tau_strong = float(result.meta["tau_strong"])
     judged = verdicts_of(result)
     predictions = run.predictions[result.name]
@@ -309,6 +312,7 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "rubrics": judged.rubrics.get(tid),
             "answer": judged.answers.get(tid),
             "checks": judged.checks.get(tid),
+            "one_step": chosen is not None and sum(1 for step in chosen.steps if step.calls) == 1,
             "reference": None if index is None else {"index": index, "of": n_refs,
                                                       "steps": steps_of(chosen) if index and chosen else None},
             "extra": extra,

@@ -1,13 +1,15 @@
 """The servers command (``scripts/servers.py``): build the servers' environments, check their health,
 time the host's cost per call.
 
-    python scripts/servers.py install --config FILE [-j N]   # per-server environments (uv or venv+pip, npm)
-    python scripts/servers.py check --config FILE       # start each server: a health table; exit 0 if all started
-    python scripts/servers.py bench --config FILE --server NAME   # the host's cost per call of NAME's check call
+    python scripts/servers.py install [--config FILE] [-j N]   # per-server environments (uv or venv+pip, npm)
+    python scripts/servers.py check [--config FILE]     # start each server: a health table; exit 0 if all started
+    python scripts/servers.py bench [--config FILE] --server NAME   # the host's cost per call of NAME's check call
     python scripts/servers.py init DIR                  # a config for the server folders under DIR, for review
     python scripts/servers.py init DIR --complete CONFIG [--requirements FILE]   # CONFIG with install blocks added
-    python scripts/servers.py system-deps --config FILE  # the system packages the servers need, one line
+    python scripts/servers.py system-deps [--config FILE]  # the system packages the servers need, one line
 
+``--config`` defaults to the shipped rollout/servers.json (the rollout's default ``servers``); the command is
+also installed as ``m3bench-servers``.
 Bad input is one line naming the file and the field, with exit status 2. This is the command line on
 top of the rollout (it drives the ToolRunner too); nothing in rollout.mcp imports it.
 """
@@ -41,6 +43,8 @@ from rollout.record import RolloutCache
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
+SHIPPED_CONFIG = Path(__file__).resolve().parents[1] / "servers.json"
+"""The servers config shipped with the rollout, the default of ``--config``."""
 
 @dataclass(frozen=True)
 class Overhead:
@@ -111,7 +115,8 @@ def _parser() -> argparse.ArgumentParser:
                        ("system-deps", "print the system (Debian) packages the servers need on one line, for "
                         "apt-get install; which server needs which, and what this machine lacks, on stderr")):
         sub = commands.add_parser(name, help=text, description=text)
-        sub.add_argument("--config", type=Path, required=True, help="the servers config (JSON)")
+        sub.add_argument("--config", type=Path, default=SHIPPED_CONFIG, help="the servers config (JSON; default: "
+                         "the shipped rollout/servers.json, the rollout's default `servers`)")
         sub.add_argument("--envs", type=Path, default=None, help="where per-server environments live (default: the "
                          "config's 'environments', else $M3BENCH_SERVER_ENVS or ~/.cache/m3bench/server-envs)")
         sub.add_argument("--environment", choices=ENVIRONMENT_MODES, default=None, help="what the servers' "

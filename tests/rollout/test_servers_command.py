@@ -8,9 +8,12 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 
 import pytest
 from rollout_helpers import ROOT, THIRD_PARTY, third_party_config, write_json
+
+from rollout.mcp.commands import SHIPPED_CONFIG, main
 
 
 def _servers(*args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
@@ -138,3 +141,17 @@ def test_a_build_answers_npx_and_reads_no_terminal(tmp_path):
     done, _ = _servers("install", "--config", str(config))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "src" / "seen").read_text() == "true ''"
+
+
+def test_check_defaults_to_the_shipped_config_and_is_a_console_script():
+    """`check` with no --config checks the shipped rollout/servers.json (its --help says so); pyproject installs
+    the command as m3bench-servers."""
+    done, _ = _servers("check", "--only", "math", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(_rows(done.stdout)) == ["math"] and "1 of 1 server(s) started" in done.stdout
+    helped, _ = _servers("check", "--help", timeout=60)
+    assert "default: the shipped rollout/servers.json" in " ".join(helped.stdout.split())
+    assert SHIPPED_CONFIG == ROOT / "rollout" / "servers.json" and SHIPPED_CONFIG.is_file()
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["m3bench-servers"].partition(":")
+    assert getattr(sys.modules[module], name) is main

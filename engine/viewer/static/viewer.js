@@ -60,6 +60,18 @@ const modelHref = (slug, query) => "#/m/" + encodeURIComponent(slug) + (query ? 
 const taskHref = (slug, id) => "#/m/" + encodeURIComponent(slug) + "/t/" + encodeURIComponent(id);
 const spread = (t) => { const s = t.scores.filter((x) => x !== null); return s.length > 1 ? Math.max(...s) - Math.min(...s) : 0; };
 const TASKS = new Map(SITE.index.tasks.map((t) => [t.id, t]));
+const ONE_STEP = "Order Consistency as scored (kept in every average): the reference has its calls in one step, so the " +
+  "published rule has no pair of steps to compare, hence no coverage and 0";
+
+function metricCell(m, t, i) {
+  // A task's metric; the published Order Consistency of a one-step reference (0, no step pairs) says why.
+  const v = t.m[i], na = m.metrics[i][0] === "order_consistency_cov" && t.one_step && v === 0;
+  return h("td", { class: "num" + (na ? " na" : ""), title: na ? ONE_STEP : null }, fmt(v, 3),
+    na ? h("span", { class: "note" }, " n/a (single step)") : null);
+}
+
+const oneStepNote = (m, tasks) => m.metrics.some((k) => k[0] === "order_consistency_cov") && tasks.some((t) => t.one_step)
+  ? h("p", { class: "note", id: "one-step" }, "n/a (single step): " + ONE_STEP + ".") : null;
 
 function crumbs(...parts) {
   const nav = document.getElementById("crumbs");
@@ -108,6 +120,9 @@ function viewBoard(app) {
   const differ = SITE.index.tasks.slice().sort((x, y) => spread(y) - spread(x) || (x.id < y.id ? -1 : 1)).slice(0, 15);
   fill(app, 
     h("h1", {}, "Leaderboard"), table, h("p", { class: "note" }, b.note, " Click a column to sort, a model to see its tasks."),
+    b.columns.includes("Order Consistency") ? h("p", { class: "note", id: "one-step" }, "Order Consistency (reference profile): a task whose " +
+      "reference has its calls in one step scores 0 under the published rule (no pair of steps to compare, hence no " +
+      "coverage), so a perfect replay of a set with such tasks averages below 1; its task pages mark them n/a (single step).") : null,
     SITE.index.names.length > 1 ? h("section", {}, h("h2", {}, "Tasks where models differ most"),
       h("p", { class: "note" }, "Spread (best \u2212 worst) of the per-task mean of the alignment metrics in the Average Score."),
       h("table", { class: "tasks", id: "differ" }, h("thead", {}, h("tr", {}, ["Task", "Family", "Spread", "Question"].map((x) => h("th", {}, x)))),
@@ -185,10 +200,11 @@ async function viewModel(app, slug, params) {
     return { id, t, meta, key: (c) => cells[c] };
   });
   sortable(table, rows, ({ id, t, meta }) => h("tr", {}, h("td", {}, h("a", { href: taskHref(slug, id) }, id)), h("td", {}, meta.family),
-    t.m.map((v) => h("td", { class: "num" }, fmt(v, 3))), h("td", { class: "num" }, t.n.join(" / ")), h("td", { class: "q" }, clip(meta.question, 70))),
+    t.m.map((v, i) => metricCell(m, t, i)), h("td", { class: "num" }, t.n.join(" / ")), h("td", { class: "q" }, clip(meta.question, 70))),
     params.get("differ") === "1" ? [null, -1] : [0, 1]);
   fill(app, h("h1", {}, m.name), judgeSummary(m), bar,
-    h("p", { class: "note", id: "count" }, `${ids.length} of ${m.order.length} tasks`), lostNote(m), table);
+    h("p", { class: "note", id: "count" }, `${ids.length} of ${m.order.length} tasks`), lostNote(m),
+    h("div", { class: "wide" }, table), oneStepNote(m, ids.map((id) => m.tasks[id])));
 }
 
 const lostNote = (m) => {
@@ -324,17 +340,23 @@ function taskNav(slug, id, m) {
     h("a", { href: "#/t/" + encodeURIComponent(id) }, "all models on this task"));
 }
 
+// The task's tool-use counts: its calls, those whose outcome the prediction file records, those recorded as valid.
+const TOOL_COUNTS = [["Tool calls", "the task's predicted calls"],
+  ["outcome recorded", "calls that carry is_error (true or false) in the prediction file"],
+  ["valid", "calls whose is_error is false: recorded without an error"]];
+
 function taskHead(m, t, ref) {
   // The image, the question, the task's metrics and the legend.
-  const values = m.metrics.map((k, i) => [k[1], t.m[i]]);
+  const values = m.metrics.map((k, i) => [k[1], i]);
   return h("div", { class: "task-head" },
     ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
     h("div", {}, h("p", { class: "question" }, ref.question),
       ref.image && !ref.image_file ? h("p", { class: "note" }, `image ${ref.image} (not found when the site was built)`) : null,
       h("table", { class: "metrics" }, h("tbody", {}, h("tr", {}, values.map(([k]) => h("th", {}, k)),
-        t.tool_use ? ["Tool calls", "with is_error", "valid"].map((k) => h("th", {}, k)) : null),
-        h("tr", {}, values.map(([, v]) => h("td", { class: "num" }, fmt(v, 3))),
+        t.tool_use ? TOOL_COUNTS.map(([k, title]) => h("th", { title }, k)) : null),
+        h("tr", {}, values.map(([, i]) => metricCell(m, t, i)),
           t.tool_use ? ["calls", "flagged", "valid"].map((k) => h("td", { class: "num tool-use" }, fmt(t.tool_use[k], 0))) : null))),
+      oneStepNote(m, [t]),
       t.reference ? h("p", { class: "note", id: "reference" }, `aligned against reference ${t.reference.index + 1} of ${t.reference.of}`,
         t.reference.index && !t.reference.steps ? " (not in the run's reference file: its steps are not shown)" : "") : null,
       h("p", { class: "legend" }, h("span", { class: "badge strong" }, `strong \u2265 ${m.tau_strong}`), " ",
@@ -421,11 +443,17 @@ async function viewTaskAll(app, id) {
   if (!ref || !meta) throw new NotFound(`task ${id} is not in this run`);
   crumbs(["Leaderboard", "#/"], ["task " + id]);
   const rows = SITE.index.models.map((s, i) => [s, SITE.index.names[i], meta.scores[i]]).sort((a, b) => (b[2] ?? -1) - (a[2] ?? -1));
+  // each scored model's predicted steps beside the reference's
+  const runs = await Promise.all(rows.map(([s, , v]) => v === null ? null : model(s).then((m) => own(m.tasks, id))));
+  const count = (t) => t ? `${t.steps.length} step(s), ${t.steps.flat().length} call(s)` : "not scored";
   fill(app, h("h1", {}, `Task ${id}`, h("span", { class: "family" }, ref.family)), h("p", { class: "question" }, ref.question),
-    h("table", { class: "tasks", id: "task-models" }, h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Alignment mean"))),
-      h("tbody", {}, rows.map(([s, name, v]) => h("tr", {}, h("td", {}, v === null ? name : h("a", { href: taskHref(s, id) }, name)), h("td", { class: "num" }, fmt(v, 3)))))),
+    h("table", { class: "tasks", id: "task-models" }, h("thead", {}, h("tr", {}, ["Model", "Alignment mean", "Predicted"].map((x) => h("th", {}, x)))),
+      h("tbody", {}, rows.map(([s, name, v], i) => h("tr", {}, h("td", {}, v === null ? name : h("a", { href: taskHref(s, id) }, name)),
+        h("td", { class: "num" }, fmt(v, 3)), h("td", { class: "num" }, count(runs[i])))))),
     ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
-    callsColumn("gt", ref.steps, null, () => undefined, null, null));
+    h("div", { class: "all-steps", id: "all-steps" }, callsColumn("gt", ref.steps, null, () => undefined, null, null),
+      rows.map(([s, name], i) => runs[i] ? h("div", { class: "model-steps", "data-model": s }, h("h3", {}, h("a", { href: taskHref(s, id) }, name)),
+        callsColumn("pred", runs[i].steps, null, () => undefined, runs[i].outcomes, runs[i].errors)) : null)));
 }
 
 // ---- routing -----------------------------------------------------------------------------------
