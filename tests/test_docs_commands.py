@@ -10,7 +10,8 @@ directory is a scratch folder holding a link to each top-level entry of the repo
 working directory, `results/` say, lands in the scratch folder); `/tmp/` in a command is replaced by a
 scratch folder of the module, so `results_dir=/tmp/m3` writes there; HOME, TMPDIR and M3BENCH_HOME
 are scratch folders too, the embedding cache is the session's, and `python` is this interpreter's.
-One scored demo run (`/tmp/demo`) is made once for the module, for the blocks that read it."""
+One scored demo run (`/tmp/demo`) serves every block that reads it: the scoring page's block makes it,
+or the `demo_run` fixture when that block did not run first."""
 
 from __future__ import annotations
 
@@ -109,10 +110,13 @@ def run_command(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def demo_run(scratch: Scratch) -> Path:
-    """The scored demo the report and viewer blocks read, made once."""
-    proc = run_command(DEMO_RUN, scratch)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return scratch[1] / "demo"
+    """The scored demo (`/tmp/demo`) a block reads without making it: the one the scoring page's block
+    made when it ran first, else made here, once."""
+    run = scratch[1] / "demo"
+    if not (run / "leaderboard.md").is_file():
+        proc = run_command(DEMO_RUN, scratch)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return run
 
 
 def test_the_runnable_blocks_are_found() -> None:
@@ -131,7 +135,7 @@ def test_the_runnable_blocks_are_found() -> None:
 def test_documented_block_runs(block: Block, scratch: Scratch,
                                 request: pytest.FixtureRequest) -> None:
     """Every command of the block exits 0, in order."""
-    if block.slow:
+    if any("/tmp/demo " in f"{c} " for c in block.commands) and DEMO_RUN not in block.commands:
         request.getfixturevalue("demo_run")
     for command in block.commands:
         proc = run_command(command, scratch)
