@@ -130,6 +130,21 @@ def test_the_runnable_blocks_are_found() -> None:
         assert any(needle in c for c in commands), needle
 
 
+OFFLINE = re.compile(r"model=scripted|judges=scripted|data=(demo|\w+_demo)\b|tasks=(demo|\w+_demo)\b|--help")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_offline_blocks_are_marked_runnable(page: Path) -> None:
+    """A ```bash block with an offline command (the scripted model or judges, a demo set, --help) is
+    marked runnable, so it runs here."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    unmarked = [i + 1 for i, line in enumerate(lines) if line.strip() == "```bash"
+                and not (i and MARKER.match(lines[i - 1].strip()))
+                and any(OFFLINE.search(x) for x in lines[i + 1:next(j for j in range(i + 1, len(lines))
+                                                                   if lines[j].strip() == "```")])]
+    assert not unmarked, f"{page.relative_to(ROOT)}: offline blocks not marked runnable at lines {unmarked}"
+
+
 @pytest.mark.parametrize("block", [pytest.param(b, id=f"{b.page}:{b.line}", marks=[pytest.mark.slow] if b.slow else [])
                                    for b in BLOCKS])
 def test_documented_block_runs(block: Block, scratch: Scratch,
