@@ -31,8 +31,10 @@ NAME_RULE = "cannot be part of a file name: a name is 1 to 100 characters withou
 
 
 def readme_command(marker: str) -> list[str]:
-    """The overrides of the README's `python scripts/score.py ...` line holding marker, as written."""
-    lines = [line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    """The overrides of the docs' `python scripts/score.py ...` line holding marker (README.md or a
+    page of docs/), as written."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    lines = [line for page in pages for line in page.read_text(encoding="utf-8").splitlines()
              if line.startswith("python scripts/score.py") and marker in line]
     assert len(lines) == 1, lines
     argv = shlex.split(lines[0].split("  #")[0])

@@ -3,7 +3,7 @@
 `run_contained(command, ...)` runs the command in a scratch folder of its own and returns a `CheckRun`
 (exit status, timed out or not, the head and tail of stdout and stderr with the bytes dropped counted,
 the processes it left behind and that were killed, the output files it wrote); `check_settings` reads
-a check's config entry. What it promises (README, "What the check sandbox does"):
+a check's config entry. What it promises (docs/reliability.md, "What the check sandbox does"):
 
 - environment: `BASE_ENV` and the variables the config names, nothing else; the value of every variable
   of this process whose name looks secret (`SECRET_NAME`) becomes ``***`` in all that comes back;

@@ -22,7 +22,13 @@ from engine.evaluators.judging import JudgeFailure, Question, first_answer, pars
 from engine.evaluators.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
 
 def trimmed_mean(scores: list[float]) -> float:
-    """Sorted scores without the lowest and the highest when there are three or more, averaged."""
+    """Sorted scores without the lowest and the highest when there are three or more, averaged.
+
+    >>> trimmed_mean([1.0, 0.25, 0.5, 0.75])
+    0.625
+    >>> trimmed_mean([0.5, 0.75])
+    0.625
+    """
     if not scores:
         raise ValueError("no scores to average")
     ordered = sorted(scores)

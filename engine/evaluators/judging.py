@@ -109,11 +109,23 @@ def _boxed_content(body: str) -> str | None:
 
 
 def parse_score(text: str | None, low: float, high: float) -> float:
-    """A judge's score in [low, high]: first as the published parser reads it (the first
-    ``\\boxed{...}`` up to its first ``}``, else the first number of the reply), so every reply it
+    r"""A judge's score in [low, high]: first as the published parser reads it (the first
+    ``\boxed{...}`` up to its first ``}``, else the first number of the reply), so every reply it
     scores gets the same number here; then, where it finds none, a box whose braces nest
-    (``\\boxed{{8}}`` -> 8, ``\\boxed{\\frac{7}{10}}`` -> 0.7), or the first number of a reply
-    whose box is empty. ValueError when there is no number, or it lies outside [low, high]."""
+    (``\boxed{{8}}`` -> 8, ``\boxed{\frac{7}{10}}`` -> 0.7), or the first number of a reply
+    whose box is empty. ValueError when there is no number, or it lies outside [low, high].
+
+    >>> parse_score(r"The answer is complete. \boxed{8}", 0, 10)
+    8.0
+    >>> parse_score(r"\boxed{{8}}", 0, 10), parse_score(r"\boxed{\frac{7}{10}}", 0, 1)
+    (8.0, 0.7)
+    >>> parse_score(r"Score: 7 out of 10", 0, 10)
+    7.0
+    >>> parse_score(r"\boxed{12}", 0, 10)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
     body = (text or "").strip()
     try:
         return _published_score(body, low, high)

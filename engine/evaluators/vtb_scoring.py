@@ -98,7 +98,16 @@ class TaskScore:
 
 
 def task_score(items: Sequence[RubricItem], outcomes: Sequence[bool | str | None], profile: str) -> TaskScore:
-    """s and pass of some rubrics and their outcomes (rubric_outcome) by the profile's rules."""
+    """s and pass of some rubrics and their outcomes (rubric_outcome) by the profile's rules.
+
+    The worked example of VisualToolBench's Fig. 2: weights 3, 4, 3, 5, 2 (two critical rubrics, 4 and 5)
+    with verdicts Met, Not Met, Met, Not Met, Met score (3 + 3 + 2) / 17 and fail:
+
+    >>> items = [RubricItem(f"r{k}", w, w >= 4, None, ()) for k, w in enumerate([3, 4, 3, 5, 2])]
+    >>> s = task_score(items, [True, False, True, False, True], "published")
+    >>> round(s.score, 2), s.passed
+    (0.47, False)
+    """
     no_critical = not any(r.critical for r in items)
     total = sum(r.weight for r in items)
     if profile == "published":
