@@ -7,7 +7,7 @@ package holds the pool that answers, the call outcome rules and the judge app.
 - `rollout.judges.pool`: the judges of a pool, their drivers behind the cache, usage and cost, a
   pool's own prompts file;
 - `rollout.judges.images`: the images a judge is shown (``file=`` references, the task's image);
-- `rollout.judges.agreement`: Krippendorff's alpha, pairwise Spearman, the most disagreed tasks;
+- `engine.evaluators._agreement`: Krippendorff's alpha, pairwise Spearman, the most disagreed tasks;
 - `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
 - `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;
 - `rollout.judges.calls`: call outcomes of a file (rules, then a judge) and the callanalysis.json;

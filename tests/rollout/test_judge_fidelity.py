@@ -105,7 +105,7 @@ def test_ids_as_one_id_and_unknown_ids_are_named(tmp_path, chat_server, caplog) 
     server = chat_server(lambda body: "\\boxed{8}" if message_texts(body)[0][1] == COMPLETION.system else "\\boxed{1}")
     gt, preds = _judge_files(tmp_path)
     output = tmp_path / "tc.json"
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={output}", "stage=judge", "ids=demo-0001",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge", "ids=demo-0001",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}}
     assert run(cfg) == 0
@@ -122,7 +122,7 @@ def test_every_missing_key_is_named_before_judging(tmp_path, monkeypatch, capsys
     for env in ("M3_FID_KEY_A", "M3_FID_KEY_B"):
         monkeypatch.delenv(env, raising=False)
     gt, preds = _judge_files(tmp_path)
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={tmp_path / 'tc.json'}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={tmp_path / 'tc.json'}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "pool": {
         "a": {**loop_judge("http://127.0.0.1:9", "ma"), "api_key_env": "M3_FID_KEY_A"},
@@ -155,7 +155,7 @@ def test_a_resumed_output_with_a_too_large_count_is_one_line(tmp_path, capsys) -
     output = tmp_path / "tc.json"
     output.write_text(json.dumps({"pre_id": {"demo-0001": {"final": 0.5, "judges": []}},
                                   "meta": {"usage": {"loop": {"prompt_tokens": HUGE, "completion_tokens": 1}}}}))
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={output}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge("http://127.0.0.1:9")}}
     assert run_config(OmegaConf.create(cfg)) == 2
@@ -194,7 +194,7 @@ def test_a_pools_own_prompts_file(tmp_path, chat_server) -> None:
                        "information_grounding: {system: 'Mine: grounding.'}\n")
     gt, preds = _judge_files(tmp_path)
     output = tmp_path / "tc.json"
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={output}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "prompts": str(prompts), "pool": {"loop": loop_judge(server.base_url)}}
     assert run(cfg) == 0
@@ -203,7 +203,7 @@ def test_a_pools_own_prompts_file(tmp_path, chat_server) -> None:
     assert versions["task_completion"].startswith("file-") and versions["information_grounding"].startswith("file-")
     prompts.write_text("task_completion: ''\n")
     with pytest.raises(InputError, match="field 'task_completion'"):
-        run({**cfg, "output": str(tmp_path / "other.json")})
+        run({**cfg, "evaluators": {"m3_judges": {"output": str(tmp_path / "other.json")}}})
 
 
 def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> None:
@@ -216,7 +216,7 @@ def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> 
     reference = json.loads(gt.read_text())
     reference[0]["image"], reference[1]["image"] = "images/one.png", "images/two.png"
     gt.write_text(json.dumps(reference))
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={tmp_path / 'tc.json'}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={tmp_path / 'tc.json'}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "concurrency=1")
     cfg["judges"] = {"max_requests": 1, "pool": {"loop": loop_judge(server.base_url)}}
     with caplog.at_level(logging.WARNING, logger="judge"):

@@ -18,7 +18,7 @@ from engine.evaluators.judging import Question, parse_class, parse_score
 from engine.evaluators.m3_judges import judge_values, read_taskcompletion, taskcompletion_document
 from engine.evaluators.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
 from engine.judge_results import Joined, joined_aggregate
-from rollout.judges.agreement import agreement, krippendorff_alpha, pairwise_spearman
+from engine.evaluators._agreement import agreement, krippendorff_alpha, pairwise_spearman
 
 
 @pytest.mark.parametrize("reply, low, high, expected", [
