@@ -5,8 +5,8 @@ is accepted for "pre_id"; an entry that is a bare number is a Task Completion al
 ``{id, task_completion, information_grounding}`` records, or an object of such records keyed by id.
 Each is the plain mean over the judged tasks (``judged_mean``); Information Grounding joins the
 Average Score. The judge app writes the file (rollout.judges.run), asking every judge of its pool
-both questions of each task (`judge`: engine.evaluators.ensemble, prompts in
-engine.evaluators.prompts); an entry judged by other models than the pool's is judged again. Its
+both questions of each task (`judge`: engine.evaluators._ensemble, prompts in
+engine.evaluators._prompts); an entry judged by other models than the pool's is judged again. Its
 setting in the score app is ``model.judge=PATH``.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 from engine.contract import InputError, is_number, read_json
 from engine.evaluators._agreement import agreement
 from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, mean
-from engine.evaluators.ensemble import entry_scores, judge_task, task_image
-from engine.evaluators.prompts import COMPLETION, GROUNDING, TASK_COMPLETION
+from engine.evaluators._ensemble import entry_scores, judge_task, task_image
+from engine.evaluators._prompts import COMPLETION, GROUNDING, TASK_COMPLETION
 
 log = logging.getLogger(__name__)
 

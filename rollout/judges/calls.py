@@ -14,8 +14,8 @@ from typing import Any
 
 from engine.contract import TrajectoryFile
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
-from engine.evaluators.judging import JudgeFailure, Question, first_answer, parse_class
-from engine.evaluators.prompts import OUTCOME, outcome_payload
+from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
+from engine.evaluators._prompts import OUTCOME, outcome_payload
 from rollout.judges.outcomes import CLASS_OF_DIGIT, Catalogue, decide, illegal_format
 from rollout.judges.pool import JudgePool, JudgeSpec
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_choice, config_int, digest, is_number
-from engine.evaluators.judging import JudgeFailure, Question, Rubric
+from engine.evaluators._judging import JudgeFailure, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, named_images
 from rollout.models.base import ModelDriver

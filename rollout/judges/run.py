@@ -32,8 +32,8 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators.call_outcomes import CALLANALYSIS
-from engine.evaluators.judging import JudgeFailure
-from engine.evaluators.prompts import OUTCOME
+from engine.evaluators._judging import JudgeFailure
+from engine.evaluators._prompts import OUTCOME
 from engine.judge_results import companion_path
 from engine.serialize import scored_ids
 from engine.trials import find_trials

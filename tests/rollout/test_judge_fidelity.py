@@ -16,7 +16,7 @@ from rollout_helpers import compose_judge, write_json
 
 from engine.contract import InputError, read_trajectories
 from engine.evaluators.m3_judges import read_taskcompletion
-from engine.evaluators.prompts import COMPLETION, OUTCOME
+from engine.evaluators._prompts import COMPLETION, OUTCOME
 from engine.judge_results import joined_files, load_joined
 from rollout.judges.cli import run_config
 from rollout.judges.pool import judge_specs

@@ -15,7 +15,7 @@ from rollout_helpers import write_json
 
 from engine.contract import read_trajectories
 from engine.evaluators.call_outcomes import read_callanalysis
-from engine.evaluators.prompts import OUTCOME
+from engine.evaluators._prompts import OUTCOME
 from rollout.judges.calls import rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.outcomes import decide
