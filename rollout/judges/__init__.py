@@ -11,7 +11,7 @@ and the judge app.
 - `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
 - `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;
 - `rollout.judges.calls`: call outcomes of a file (rules, then a judge) and the callanalysis.json;
-- `rollout.judges.classified_calls`: calls.mode=published, one classifier asked about every call of
+- `rollout.judges.classified_calls`: evaluators.call_outcomes.mode=published, one classifier asked about every call of
   every entry, and its agreement with the rules;
 - `rollout.judges.scripted`: the scripted judging policy (demo, tests, benchmark);
 - `rollout.judges.run`, `rollout.judges.cli`: the judge app (Hydra, config root conf/judge/), running every

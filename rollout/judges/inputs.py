@@ -89,9 +89,14 @@ def rollout_folder(cfg: Mapping[str, Any], key: str, leaf: str) -> Path:
     return Path(cfg["results_dir"]) / "rollout" / check_name(cfg["model"], "model") / leaf
 
 
+def evaluator_options(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The config entry of evaluator `name` (``evaluators.<name>``), a copy; empty when it has none."""
+    return dict((cfg.get("evaluators") or {}).get(name) or {})
+
+
 def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Path) -> Path:
     """The file of an evaluator: its entry's ``output``, else <predictions stem>_<suffix>.json."""
-    explicit = ((cfg.get("evaluators") or {}).get(judged.name) or {}).get("output")
+    explicit = evaluator_options(cfg, judged.name).get("output")
     return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
 
 

@@ -31,17 +31,15 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
                              read_trajectories, safe_name, without_lost)
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
-from engine.evaluators.call_outcomes import CALLANALYSIS
 from engine.evaluators._judging import JudgeFailure
 from engine.evaluators._prompts import OUTCOME
-from engine.judge_results import companion_path
 from engine.serialize import scored_ids
 from engine.trials import find_trials
 from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.classified_calls import published_stage
-from rollout.judges.inputs import (evaluator_output, predictions_path, previous_usage, read_task_records,
-                                   rollout_folder, tool_log, wanted_ids)
+from rollout.judges.inputs import (evaluator_options, evaluator_output, predictions_path, previous_usage,
+                                   read_task_records, rollout_folder, tool_log, wanted_ids)
 from rollout.judges.outcomes import Catalogue
 from rollout.judges.pool import JudgePool, check_keys, judge_specs
 from rollout.models.clients import bounded, quiet_client_loggers
@@ -54,7 +52,7 @@ STAGES = {"judge": "m3_judges", "calls": "call_outcomes"}
 
 async def _catalogue(cfg: Mapping[str, Any], run_dir: Path) -> Catalogue | None:
     """The catalogue the calls config names: a file, `auto` (the rollout's recorded one, if any) or null."""
-    source = (cfg.get("calls") or {}).get("catalogue")
+    source = evaluator_options(cfg, "call_outcomes").get("catalogue")
     if source == "auto":
         recorded = Path(cfg["results_dir"]) / "rollout" / str(cfg.get("model")) / "cache" / "catalogue.json"
         source = str(recorded) if cfg.get("model") and recorded.is_file() else None
@@ -66,8 +64,9 @@ async def _catalogue(cfg: Mapping[str, Any], run_dir: Path) -> Catalogue | None:
 
 async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Path) -> int:
     """Classify every predicted call (rules, then the judge) and write the callanalysis.json; 0."""
-    calls_cfg = cfg.get("calls") or {}
-    mode = check_choice(calls_cfg.get("mode", "rules"), ["rules", "published"], "calls mode", "calls.mode")
+    calls_cfg = evaluator_options(cfg, "call_outcomes")
+    mode = check_choice(calls_cfg.get("mode", "rules"), ["rules", "published"], "calls mode",
+                        "evaluators.call_outcomes.mode")
     wanted = wanted_ids(cfg, preds.tasks)
     catalogue = await _catalogue(cfg, Path(cfg["run_dir"]))
     if mode == "published":
@@ -84,7 +83,8 @@ async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Pat
         check_keys([spec])
     async with pool:
         await judge_undecided(pool, spec, labels, calls, config_int(cfg, "attempts"),
-                              config_int(calls_cfg, "max_result_chars", minimum=0, where="calls.max_result_chars"))
+                              config_int(calls_cfg, "max_result_chars", minimum=0,
+                                         where="evaluators.call_outcomes.max_result_chars"))
     samples = [i for i in preds.tasks if not wanted or i in wanted]
     document = outcome_document(labels, illegal, samples, predictions=str(preds.path),
                                 catalogue=catalogue.source if catalogue else None, judge=spec.name,
@@ -111,7 +111,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     (none for an evaluator that asks no judge)."""
     assert judged.judge is not None and judged.document is not None
     data = cfg.get("data") or {}
-    options = dict((cfg.get("evaluators") or {}).get(judged.name) or {})
+    options = evaluator_options(cfg, judged.name)
     if gt is not None:
         options["reference_file"] = str(gt.path)
     tasks: dict[str, dict[str, Any]] = {}
@@ -233,7 +233,7 @@ def run(cfg: Mapping[str, Any]) -> int:
     (<stem>_trial<i>.json, a rollout with trials=N) has each trial judged, its verdicts beside it."""
     trials = [t for t in find_trials(predictions_path(cfg)) if t.is_file()]
     named = [n for n, entry in (cfg.get("evaluators") or {}).items() if (entry or {}).get("output")]
-    if trials and not named and not (cfg.get("calls") or {}).get("output"):
+    if trials and not named:
         return max(run_one({**cfg, "predictions": str(t)}) for t in trials)
     return run_one(cfg)
 
@@ -253,8 +253,7 @@ def run_one(cfg: Mapping[str, Any]) -> int:
                 raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
             gt = gt or read_trajectories(data["gt"])
         if judged.name == STAGES["calls"]:
-            calls_output = (cfg.get("calls") or {}).get("output")
-            output = Path(calls_output) if calls_output else companion_path(predictions, CALLANALYSIS)
+            output = evaluator_output(cfg, judged, predictions)
             status = max(status, asyncio.run(calls_stage(cfg, preds, output)))
         else:
             output = evaluator_output(cfg, judged, predictions)
