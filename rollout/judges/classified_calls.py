@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, atomic_write_json, config_int, read_json
-from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
+from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS, UNDECIDED
 from engine.evaluators._prompts import OUTCOME
-from rollout.judges.calls import UNDECIDED, judge_call
+from rollout.judges.calls import judge_call
 from rollout.judges.inputs import evaluator_options
 from rollout.judges.outcomes import Catalogue, decide, illegal_format
 from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs

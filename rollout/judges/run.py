@@ -31,11 +31,12 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
                              read_trajectories, safe_name, without_lost)
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
+from engine.evaluators.call_outcomes import outcome_document
 from engine.evaluators._judging import JudgeFailure
 from engine.evaluators._prompts import OUTCOME
 from engine.serialize import scored_ids
 from engine.trials import find_trials
-from rollout.judges.calls import judge_undecided, outcome_document, rule_labels
+from rollout.judges.calls import judge_undecided, rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.classified_calls import published_stage
 from rollout.judges.inputs import (evaluator_options, evaluator_output, predictions_path, previous_usage,
