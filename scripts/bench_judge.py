@@ -121,7 +121,7 @@ def main() -> None:
             conf = pool_config(d, base_url, args.judges)
             overrides = [f"predictions={preds[0]}", f"data.gt={gt}", "stage=judge", f"cache_dir={d / 'cache'}",
                          f"run_dir={d / 'run'}", f"concurrency={args.concurrency}"]
-            cfg = compose_config([*overrides, f"output={d / 'first.json'}"])
+            cfg = compose_config([*overrides, f"evaluators.m3_judges.output={d / 'first.json'}"])
             cfg["judges"] = json.loads((conf / "judges" / "bench.yaml").read_text())
             start = time.perf_counter()
             status = run(cfg)
@@ -131,7 +131,7 @@ def main() -> None:
                   f"{seconds:.2f} s, {judged / seconds * 60:.0f} tasks/min, "
                   f"{judged * args.judges * 2 / seconds:.0f} requests/s (status {status})")
             command = [sys.executable, str(ROOT / "scripts" / "judge.py"), "--config-dir", str(conf), "judges=bench",
-                       *overrides, f"output={d / 'again.json'}"]
+                       *overrides, f"evaluators.m3_judges.output={d / 'again.json'}"]
             start = time.perf_counter()
             proc = subprocess.run(command, capture_output=True, text=True)
             seconds = time.perf_counter() - start

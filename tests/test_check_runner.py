@@ -1,4 +1,4 @@
-"""Checks run contained (engine.evaluators.check_runner), with real processes and, where it works here,
+"""Checks run contained (engine.evaluators._check_runner), with real processes and, where it works here,
 real bubblewrap: the environment holds the base and the named variables only and secret values never
 come back; 300 MB of output keep the runner's memory low; a setsid child and a child holding stderr do
 not outlive the run nor turn a pass into a timeout; the workspace is a copy; with bubblewrap, writes
@@ -22,7 +22,7 @@ import pytest
 from engine.contract import InputError, read_trajectories
 from engine.evaluators import verifiers as vf
 from engine.evaluators.base import JudgeContext, TaskInputs
-from engine.evaluators.check_runner import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
+from engine.evaluators._check_runner import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-4f1c9a7e2b-do-not-leak"
@@ -74,7 +74,7 @@ def test_300_mb_of_output_keep_the_runner_small(tmp_path: Path) -> None:
     script = tmp_path / "measure.py"
     script.write_text(textwrap.dedent("""
         import asyncio, json, resource, sys
-        from engine.evaluators.check_runner import Limits, run_contained
+        from engine.evaluators._check_runner import Limits, run_contained
         flood = ("import sys\\nchunk = b'x' * (1 << 20)\\nfor _ in range(300):\\n"
                  "    sys.stdout.buffer.write(chunk); sys.stderr.buffer.write(chunk)\\nprint('end', file=sys.stderr)")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -4,6 +4,7 @@
 - the judges (rollout.judges) import nothing of the agent loop; they reach models through the model
   layer (rollout.models) and tools through the MCP host (rollout.mcp);
 - the model layer imports neither the agent nor the judges;
+- the MCP host (rollout.mcp) imports neither the agent, the judges nor the servers command above it;
 - no function imports a project module (an import inside a function hides an edge of the graph);
 - the graph of module-level imports has no cycle.
 """
@@ -85,6 +86,7 @@ def test_the_graph_is_read():
     (("engine", "kernels"), ("rollout",)),
     (("rollout.judges",), AGENT),
     (("rollout.models",), (*AGENT, "rollout.judges", "rollout.mcp", "rollout.servers")),
+    (("rollout.mcp",), (*AGENT, "rollout.judges", "rollout.servers_command")),
 ])
 def test_no_upward_import(sources, forbidden):
     assert _offenders(sources, forbidden) == []

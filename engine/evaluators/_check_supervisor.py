@@ -1,4 +1,4 @@
-"""The first process of a contained check (started by `engine.evaluators.check_runner`, inside the
+"""The first process of a contained check (started by `engine.evaluators._check_runner`, inside the
 bubblewrap sandbox when there is one): it runs the check's command under its resource limits, stops it
 at the time limit, kills every process the command left behind, and reports on a file descriptor.
 

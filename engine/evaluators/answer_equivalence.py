@@ -54,8 +54,8 @@ from typing import Any
 from engine.contract import ConfigError, InputError
 from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries,
                                     mean_or_none)
-from engine.evaluators.judging import Question, Rubric, first_answer
-from engine.evaluators.check_runner import CheckSettings, check_settings
+from engine.evaluators._judging import Question, Rubric, first_answer
+from engine.evaluators._check_runner import CheckSettings, check_settings
 from engine.evaluators.verifiers import run_check, task_script
 
 NAME = "answer_equivalence"

@@ -133,15 +133,19 @@ class Evaluator:
     evaluators (metric table, outputs; then by name);
     judge: one task's entry of its file (raises the pool's failure when no answer could be had);
     document: the file from the entries and the run's meta; entries: an earlier file's entries (to
-    resume); read: the file's values, checked (``read(path, **settings)``, the settings the score app names
-    for it, e.g. vtb_rubrics' profile); compute: the values from the predictions alone;
+    resume, its judges' usage added to this run's; None: every task judged anew, the usage this run's
+    alone); read: the file's values, checked (``read(path, **settings)``, the settings the score app
+    names for it, e.g. vtb_rubrics' profile); compute: the values from the predictions alone;
     aggregate: the aggregate over some ids where the metric table's rules cannot say it (joined to the values
     of its rows the rules give); all_tasks: it judges every task of the tasks file, predicted or not (a task
     whose run did not end is judged as such, not left out), and its file's aggregate in the outputs is over
     every task of its file (a family's over the family's scored tasks); columns: its per-task values that are
     columns of the per-task CSV besides its metric rows' keys; pool: its judge asks the judge pool (False: the
     judge app gives it none, e.g. checks it runs itself); complete: whether an entry of its file has the
-    answers of every judge named (None: every entry is), an incomplete one judged again by a rerun;
+    answers of every judge named (None: every entry is), an incomplete one (e.g. judged by another pool:
+    the pool's fingerprint is its judges' models) judged again by a rerun; task_count: the number of tasks
+    its document records (meta ``num_total``), from the reference file; rubrics: the prompts its judge
+    asks, their versions as the pool gives them recorded in meta ``prompt_versions``;
     scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
     bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted).
     """
@@ -163,6 +167,8 @@ class Evaluator:
     columns: tuple[str, ...] = ()
     pool: bool = True
     complete: Callable[[Mapping[str, Any], Sequence[str]], bool] | None = None
+    task_count: Callable[[Path], int] | None = None
+    rubrics: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

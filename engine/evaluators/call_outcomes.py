@@ -3,11 +3,13 @@ published shape, the five counts ``illegal_calling`` (samples with an illegal ca
 ``unknown_tool``, ``invalid_arguments``, ``resource_not_found`` and ``success`` (predicted calls of
 each class), optionally with ``per_id`` counts per task (as the judge app writes it). Counts are
 summed per family and overall; a file that gives only totals gives the aggregate. The judge app
-writes the file (rollout.judges.calls); its setting in the score app is ``model.calls=PATH``.
+writes the file (rollout.judges.calls decides the calls, `outcome_document` here makes the file); its
+setting in the score app is ``model.calls=PATH``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ METRICS: tuple[Metric, ...] = (
 CALL_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
 CALL_CLASSES: tuple[str, ...] = CALL_KEYS[1:]
 """The four per-call classes, in the published order (1 unknown tool ... 4 success)."""
+UNDECIDED = "undecided"
+"""A call the judge gave no class in its attempts: counted apart, never put in a class."""
 
 
 def _count(path: Path, value: Any, where: str, task_id: str | None = None) -> int:
@@ -52,6 +56,32 @@ def read_callanalysis(path: str | Path) -> Verdicts:
             raise InputError(path, "must be an object of counts", task_id=str(tid), field="per_id")
         counts[str(tid)] = {key: _count(path, block.get(key), key, str(tid)) for key in CALL_KEYS}
     return Verdicts(per_id=counts)
+
+
+def _share(count: int, total: int) -> float | None:
+    return count / total if total else None
+
+
+def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], sample_ids: list[str],
+                     **meta: Any) -> dict[str, Any]:
+    """The callanalysis.json: the published five counts first, then undecided calls, sizes, rates (illegal
+    format per sample, classes per call), what decided the labels, per-task counts and the labels."""
+    per_id = {tid: dict.fromkeys(CALL_KEYS, 0) for tid in sample_ids}
+    for tid in illegal:
+        per_id[tid][CALL_KEYS[0]] = 1
+    for label in labels:
+        if label["label"] is not None:
+            per_id[label["id"]][label["label"]] += 1
+    totals = {key: sum(counts[key] for counts in per_id.values()) for key in CALL_KEYS}
+    undecided = sum(1 for label in labels if label["label"] is None)
+    rates = {CALL_KEYS[0]: _share(totals[CALL_KEYS[0]], len(sample_ids)),
+             **{key: _share(totals[key], len(labels)) for key in CALL_CLASSES},
+             UNDECIDED: _share(undecided, len(labels))}
+    decided = Counter(str(label["by"]).split(":", 1)[0] for label in labels)
+    return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
+            "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],
+                                           UNDECIDED: decided[UNDECIDED]},
+            "illegal": illegal, "per_id": per_id, "calls": labels, "meta": meta}
 
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "tool_log"}), metrics=METRICS,

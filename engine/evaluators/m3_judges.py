@@ -5,19 +5,23 @@ is accepted for "pre_id"; an entry that is a bare number is a Task Completion al
 ``{id, task_completion, information_grounding}`` records, or an object of such records keyed by id.
 Each is the plain mean over the judged tasks (``judged_mean``); Information Grounding joins the
 Average Score. The judge app writes the file (rollout.judges.run), asking every judge of its pool
-both questions of each task (`judge`: engine.evaluators.ensemble, prompts in
-engine.evaluators.prompts); its setting in the score app is ``model.judge=PATH``.
+both questions of each task (`judge`: engine.evaluators._ensemble, prompts in
+engine.evaluators._prompts); an entry judged by other models than the pool's is judged again. Its
+setting in the score app is ``model.judge=PATH``.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
+from engine.evaluators._agreement import agreement
 from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, mean
-from engine.evaluators.ensemble import judge_task, task_image
+from engine.evaluators._ensemble import entry_scores, judge_task, task_image
+from engine.evaluators._prompts import COMPLETION, GROUNDING, TASK_COMPLETION
 
 log = logging.getLogger(__name__)
 
@@ -125,17 +129,46 @@ def read(path: Path) -> Verdicts:
     return Verdicts(per_id=judge_values(read_taskcompletion(path)))
 
 
+def reference_entries(path: Path) -> int:
+    """The number of task objects in a reference file, repeated ids included (the published num_total)."""
+    root = read_json(path, "trajectory file")
+    return len(root) if isinstance(root, (list, dict)) else 0
+
+
+_META_KEYS = ("predictions", "gt", "judges", "prompt_versions", "attempts", "usage", "failed")
+
+
+def document(entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    """The taskcompletion.json of the judge app: the published shape, its meta the run's files, judges,
+    prompt versions, attempts, usage and failures, and the judges' agreement (``agreement_top`` most
+    disagreed tasks per metric)."""
+    kept = {key: meta[key] for key in _META_KEYS if key in meta}
+    kept["agreement"] = agreement(entries, int(meta.get("agreement_top", 10)))
+    return taskcompletion_document(entries, int(meta.get("num_total", len(entries))), meta=kept)
+
+
+def complete(entry: Mapping[str, Any], names: Sequence[str]) -> bool:
+    """Whether an entry was judged by the pool's models (one without judges' scores, e.g. a published
+    number, stands)."""
+    judged = sorted(entry_scores(entry, TASK_COMPLETION))
+    return not judged or judged == sorted(names)
+
+
 async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
     """One task's entry in the published shape ({final, judges, info_grounding: {final, judges}}) from
     every judge of the pool, shown the task's input image (a relative ``image`` is taken under the
-    option ``images_dir``); the pool's JudgeFailure when some judge has no answer."""
+    option ``images_dir``, else the reference file's folder); the pool's JudgeFailure when some judge has
+    no answer."""
     if task.prediction is None or task.reference is None:
         raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
-    image = task_image(task.reference, task.prediction, context.options.get("images_dir"))
+    images = context.options.get("images_dir") or (Path(context.options["reference_file"]).parent
+                                                   if context.options.get("reference_file") else None)
+    image = task_image(task.reference, task.prediction, images)
     return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars,
                             (image,) if image else ())
 
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,
-                      suffix=TASKCOMPLETION, judge=judge, entries=read_taskcompletion, read=read, option="judge",
-                      position=10)
+                      suffix=TASKCOMPLETION, judge=judge, document=document, entries=read_taskcompletion, read=read,
+                      option="judge", position=10, complete=complete, task_count=reference_entries,
+                      rubrics=(COMPLETION, GROUNDING))

@@ -14,7 +14,7 @@ A task names its module in ``check``: a Python file, its path relative to the ta
   arguments, result, is_error, files, duration_s; None when the run wrote none);
 - it returns e_1 ... e_m, each 0/1 (or False/True), m >= 1. What it changes in the copy is discarded.
 
-Each check runs contained (engine.evaluators.check_runner): in a process of its own, under a time limit
+Each check runs contained (engine.evaluators._check_runner): in a process of its own, under a time limit
 (``timeout`` seconds, default 60), with a minimal environment (plus the variables the config's ``env``
 names), on a copy of the workspace (the original is never changed), its output capped, and every process
 it leaves behind killed; with bubblewrap, without network and with everything but its scratch folder
@@ -43,7 +43,7 @@ from typing import Any
 
 from engine.contract import InputError, is_number
 from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries
-from engine.evaluators.check_runner import CheckSettings, check_settings, run_contained
+from engine.evaluators._check_runner import CheckSettings, check_settings, run_contained
 
 NAME = "verifiers"
 SUFFIX = "checks"
@@ -92,7 +92,7 @@ def _last_line(text: str) -> str:
 async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
                     settings: CheckSettings, call: tuple[str, list[Any]] | None = None,
                     package: bool = False) -> Any:
-    """The checks of one module on one run, contained (engine.evaluators.check_runner: a copy of the
+    """The checks of one module on one run, contained (engine.evaluators._check_runner: a copy of the
     workspace, working folder a scratch folder, the tasks folder readable); ValueError with a one-line
     reason when it raises, dies, runs past the time limit or returns anything but a non-empty list of 0/1.
 

@@ -29,7 +29,7 @@ from typing import Any
 from engine.contract import InputError
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
 from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, mean_or_none
-from engine.evaluators.judging import JudgeFailure, Question, Rubric, first_answer, json_object
+from engine.evaluators._judging import JudgeFailure, Question, Rubric, first_answer, json_object
 from engine.evaluators.vtb_files import entries, own_verdicts, read_verdicts
 from engine.evaluators.vtb_records import RubricItem, Turn, log_mismatches, task_groups, task_turns
 from engine.evaluators.vtb_scoring import (DEFAULT_PROFILE, FAILED, MET, NOT_MET, aggregate_values, check_profile,

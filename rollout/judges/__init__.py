@@ -1,19 +1,19 @@
 """LLM judges of finished runs and the outcomes of their calls, one module per concern. What an
-evaluator judges with lives in engine.evaluators (the rubrics and the reply parsing in `judging`, the
-M3 prompts in `prompts`, Task Completion and Information Grounding of a task in `ensemble`); this
-package holds the pool that answers, the call outcome rules and the judge app.
+evaluator judges with lives in engine.evaluators (the rubrics and the reply parsing in `_judging`, the
+M3 prompts in `_prompts`, Task Completion and Information Grounding of a task in `_ensemble`, the
+judges' agreement in `_agreement`); this package holds the pool that answers, the call outcome rules
+and the judge app.
 
 - `rollout.judges.cache`: every judge reply on disk, keyed by judge identity, prompt version and payload;
 - `rollout.judges.pool`: the judges of a pool, their drivers behind the cache, usage and cost, a
   pool's own prompts file;
 - `rollout.judges.images`: the images a judge is shown (``file=`` references, the task's image);
-- `rollout.judges.agreement`: Krippendorff's alpha, pairwise Spearman, the most disagreed tasks;
 - `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
 - `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;
 - `rollout.judges.calls`: call outcomes of a file (rules, then a judge) and the callanalysis.json;
-- `rollout.judges.classified_calls`: calls.mode=published, one classifier asked about every call of
+- `rollout.judges.classified_calls`: evaluators.call_outcomes.mode=published, one classifier asked about every call of
   every entry, and its agreement with the rules;
 - `rollout.judges.scripted`: the scripted judging policy (demo, tests, benchmark);
 - `rollout.judges.run`, `rollout.judges.cli`: the judge app (Hydra, config root conf/judge/), running every
-  configured evaluator of engine.evaluators.
+  configured evaluator of engine.evaluators; `rollout.judges.inputs`: what it reads besides them.
 """

@@ -1,5 +1,5 @@
-"""Call outcomes of a prediction file: the rules first, one LLM judge for the calls no rule settles,
-and the published callanalysis.json (the five counts) with rates, per-task counts and per-call labels.
+"""Call outcomes of a prediction file: the rules first, one LLM judge for the calls no rule settles
+(the callanalysis.json they make is engine.evaluators.call_outcomes').
 
 Each label records what decided it: ``rule:<rule>`` (see rollout.judges.outcomes), ``judge:<name>``,
 or ``undecided`` when the judge gave no class in its attempts (such calls are counted apart, never
@@ -9,18 +9,14 @@ put in a class).
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from typing import Any
 
 from engine.contract import TrajectoryFile
-from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
-from engine.evaluators.judging import JudgeFailure, Question, first_answer, parse_class
-from engine.evaluators.prompts import OUTCOME, outcome_payload
+from engine.evaluators.call_outcomes import UNDECIDED
+from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
+from engine.evaluators._prompts import OUTCOME, outcome_payload
 from rollout.judges.outcomes import CLASS_OF_DIGIT, Catalogue, decide, illegal_format
 from rollout.judges.pool import JudgePool, JudgeSpec
-
-UNDECIDED = "undecided"
-
 
 def rule_labels(predictions: TrajectoryFile, catalogue: Catalogue | None
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
@@ -59,29 +55,3 @@ async def judge_undecided(pool: JudgePool, spec: JudgeSpec, labels: list[dict[st
     outcomes = await asyncio.gather(*(judge_call(pool, spec, calls[i], attempts, max_result_chars) for i in todo))
     for i, (label, by) in zip(todo, outcomes):
         labels[i]["label"], labels[i]["by"] = label, by
-
-
-def _share(count: int, total: int) -> float | None:
-    return count / total if total else None
-
-
-def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], sample_ids: list[str],
-                     **meta: Any) -> dict[str, Any]:
-    """The callanalysis.json: the published five counts first, then undecided calls, sizes, rates (illegal
-    format per sample, classes per call), what decided the labels, per-task counts and the labels."""
-    per_id = {tid: dict.fromkeys(CALL_KEYS, 0) for tid in sample_ids}
-    for tid in illegal:
-        per_id[tid][CALL_KEYS[0]] = 1
-    for label in labels:
-        if label["label"] is not None:
-            per_id[label["id"]][label["label"]] += 1
-    totals = {key: sum(counts[key] for counts in per_id.values()) for key in CALL_KEYS}
-    undecided = sum(1 for label in labels if label["label"] is None)
-    rates = {CALL_KEYS[0]: _share(totals[CALL_KEYS[0]], len(sample_ids)),
-             **{key: _share(totals[key], len(labels)) for key in CALL_CLASSES},
-             UNDECIDED: _share(undecided, len(labels))}
-    decided = Counter(str(label["by"]).split(":", 1)[0] for label in labels)
-    return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
-            "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],
-                                           UNDECIDED: decided[UNDECIDED]},
-            "illegal": illegal, "per_id": per_id, "calls": labels, "meta": meta}

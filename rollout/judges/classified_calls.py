@@ -1,4 +1,4 @@
-"""Call outcomes as the published call analysis counts them (``calls.mode=published``): one
+"""Call outcomes as the published call analysis counts them (``evaluators.call_outcomes.mode=published``): one
 classifier model asked about every call of every entry of the predictions file, repeated ids
 included, and the illegal calling format counted once per entry.
 
@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, atomic_write_json, config_int, read_json
-from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
-from engine.evaluators.prompts import OUTCOME
-from rollout.judges.calls import UNDECIDED, judge_call
+from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS, UNDECIDED
+from engine.evaluators._prompts import OUTCOME
+from rollout.judges.calls import judge_call
+from rollout.judges.inputs import evaluator_options
 from rollout.judges.outcomes import Catalogue, decide, illegal_format
 from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs
 
@@ -102,20 +103,21 @@ async def classify_entries(pool: JudgePool, spec: JudgeSpec, entries: list[dict[
 
 
 def classifier_config(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(name, model config) of the classifier: ``calls.classifier`` (a judge of the pool by name, or
+    """(name, model config) of the classifier: ``evaluators.call_outcomes.classifier`` (a judge of the pool by name, or
     a model config), else the judges file's ``classifier``, else the pool's first judge."""
     pool = cfg["judges"]["pool"]
-    chosen = (cfg.get("calls") or {}).get("classifier") or cfg["judges"].get("classifier")
+    chosen = evaluator_options(cfg, "call_outcomes").get("classifier") or cfg["judges"].get("classifier")
     if chosen is None:
         name = next(iter(pool))
         return str(name), dict(pool[name])
     if isinstance(chosen, str):
         if chosen not in pool:
             raise InputError("config", f"no judge {chosen!r} in the pool ({', '.join(map(str, pool))}); give a "
-                             "pool judge's name or a model config", field="calls.classifier")
+                             "pool judge's name or a model config", field="evaluators.call_outcomes.classifier")
         return chosen, dict(pool[chosen])
     if not isinstance(chosen, Mapping):
-        raise InputError("config", "must be a pool judge's name or a model config", field="calls.classifier")
+        raise InputError("config", "must be a pool judge's name or a model config",
+                         field="evaluators.call_outcomes.classifier")
     return "classifier", dict(chosen)
 
 
@@ -123,7 +125,7 @@ async def published_stage(cfg: Mapping[str, Any], predictions: Path, output: Pat
                           wanted: set[str]) -> int:
     """Classify every call of every entry (of the ``ids`` wanted, when given) with the classifier and
     write the callanalysis.json; 0, or 1 when some call has no class."""
-    calls_cfg = cfg.get("calls") or {}
+    calls_cfg = evaluator_options(cfg, "call_outcomes")
     name, model = classifier_config(cfg)
     (spec,) = judge_specs({name: model})
     check_keys([spec])
@@ -132,7 +134,7 @@ async def published_stage(cfg: Mapping[str, Any], predictions: Path, output: Pat
     async with pool:
         document = await classify_entries(pool, spec, entries, catalogue, config_int(cfg, "attempts"),
                                           config_int(calls_cfg, "max_result_chars", minimum=0,
-                                                     where="calls.max_result_chars"))
+                                                     where="evaluators.call_outcomes.max_result_chars"))
     document["meta"] = {"mode": "published", "predictions": str(predictions),
                         "catalogue": catalogue.source if catalogue else None, "classifier": spec.identity["model"],
                         "prompt_version": pool.rubric(OUTCOME).version,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_choice, config_int, digest, is_number
-from engine.evaluators.judging import JudgeFailure, Question, Rubric
+from engine.evaluators._judging import JudgeFailure, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, named_images
 from rollout.models.base import ModelDriver
@@ -193,7 +193,7 @@ class JudgePool:
             if spec.name == name:
                 return spec
         raise InputError("config", f"no judge {name!r} in the pool ({', '.join(s.name for s in self.specs)})",
-                         field="calls.judge")
+                         field="evaluators.call_outcomes.judge")
 
     async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
         """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver

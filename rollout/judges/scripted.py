@@ -8,7 +8,7 @@ a call's class comes from the outcome rules (4 when they see no error, 2 when th
 scripted pool differ.
 
 A request names its rubric by the ``purpose`` marker of its system message and carries its payload as the
-``payload`` marker of its user message (engine.evaluators.judging.Rubric.messages; a request without it has
+``payload`` marker of its user message (engine.evaluators._judging.Rubric.messages; a request without it has
 the payload as its user message's JSON); the answer of each purpose is registered with `register_answer`, so a
 new rubric adds its scripted answer where it is defined: an evaluator declares its answers in its own module
 (``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.evaluators import evaluators
-from engine.evaluators.prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
+from engine.evaluators._prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
 from rollout.judges.outcomes import CLASS_OF_DIGIT, decide, error_state, result_text
 from rollout.models.loopback import message_texts, register_policy, serve
 

@@ -13,6 +13,8 @@
 - `rollout.mcp.check`: the servers' health table;
 - `rollout.mcp.derive`: a servers config derived from a folder of server folders, for review;
 - `rollout.mcp.complete`: an existing servers config completed with install blocks derived from the server folders
-  and files it runs;
-- `rollout.mcp.commands`: the ``scripts/servers.py`` command line (install, check, bench, init).
+  and files it runs.
+
+The ``scripts/servers.py`` command line (install, check, bench, init) is `rollout.servers_command`, above
+this package and the rollout's record, tool runner and workspace it drives; nothing here imports them.
 """

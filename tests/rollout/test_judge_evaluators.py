@@ -11,8 +11,8 @@ from rollout_helpers import ROOT, compose_judge
 
 from engine.contract import InputError, read_trajectories
 from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs
-from engine.evaluators.judging import Question, first_answer, parse_score
-from engine.evaluators.prompts import COMPLETION, completion_payload
+from engine.evaluators._judging import Question, first_answer, parse_score
+from engine.evaluators._prompts import COMPLETION, completion_payload
 from rollout.judges.run import configured, evaluator_stage
 
 SEEN: list[tuple[str, bool, bool, str | None]] = []

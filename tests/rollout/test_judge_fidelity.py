@@ -1,5 +1,5 @@
 """Judging as the published evaluation does it, against the scripted chat server on loopback:
-calls.mode=published (one classifier asked about every call of every entry, agreement with the
+evaluators.call_outcomes.mode=published (one classifier asked about every call of every entry, agreement with the
 rules per class), a pool's own prompts file, and the judge app's handling of bad input (ids, API
 keys, numbers too large for a float, repeated and unmatched ids)."""
 
@@ -16,7 +16,7 @@ from rollout_helpers import compose_judge, write_json
 
 from engine.contract import InputError, read_trajectories
 from engine.evaluators.m3_judges import read_taskcompletion
-from engine.evaluators.prompts import COMPLETION, OUTCOME
+from engine.evaluators._prompts import COMPLETION, OUTCOME
 from engine.judge_results import joined_files, load_joined
 from rollout.judges.cli import run_config
 from rollout.judges.pool import judge_specs
@@ -52,7 +52,8 @@ def test_published_mode_asks_the_classifier_about_every_call_of_every_entry(tmp_
     server = chat_server(lambda body: CLASS_OF_NAME[json.loads(message_texts(body)[-1][1])["name"]]
                          if message_texts(body)[0][1] == OUTCOME.system else "?")
     preds = predictions(tmp_path)
-    cfg = compose_judge(f"predictions={preds}", "stage=calls", "calls.catalogue=null", "calls.mode=published",
+    cfg = compose_judge(f"predictions={preds}", "stage=calls", "evaluators.call_outcomes.catalogue=null",
+                        "evaluators.call_outcomes.mode=published",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "pool": {"pooled": loop_judge("http://127.0.0.1:9")},
                      "classifier": loop_judge(server.base_url, "flash-lite")}
@@ -75,7 +76,8 @@ def test_published_mode_asks_the_classifier_about_every_call_of_every_entry(tmp_
     assert agreement["all"] == {"rule": 4, "agree": 3, "rate": 0.75} and agreement["no_rule"] == 1
 
     # rules first (the default) reads the last object of the repeated id: one call fewer, one illegal fewer
-    rules = {**cfg, "calls": {**cfg["calls"], "mode": "rules", "judge": None}}
+    calls = cfg["evaluators"]["call_outcomes"]
+    rules = {**cfg, "evaluators": {**cfg["evaluators"], "call_outcomes": {**calls, "mode": "rules", "judge": None}}}
     rules["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}}
     assert run(rules) == 0
     document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
@@ -86,7 +88,8 @@ def test_the_calls_stage_honours_ids(tmp_path, chat_server) -> None:
     server = chat_server(lambda body: CLASS_OF_NAME[json.loads(message_texts(body)[-1][1])["name"]])
     preds = predictions(tmp_path)
     for mode, calls in (("rules", 2), ("published", 2)):
-        cfg = compose_judge(f"predictions={preds}", "stage=calls", "calls.catalogue=null", f"calls.mode={mode}",
+        cfg = compose_judge(f"predictions={preds}", "stage=calls", "evaluators.call_outcomes.catalogue=null",
+                            f"evaluators.call_outcomes.mode={mode}",
                             "ids=b", f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
         cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}}
         assert run(cfg) == 0
@@ -105,7 +108,8 @@ def test_ids_as_one_id_and_unknown_ids_are_named(tmp_path, chat_server, caplog) 
     server = chat_server(lambda body: "\\boxed{8}" if message_texts(body)[0][1] == COMPLETION.system else "\\boxed{1}")
     gt, preds = _judge_files(tmp_path)
     output = tmp_path / "tc.json"
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={output}", "stage=judge", "ids=demo-0001",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
+                        "ids=demo-0001",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}}
     assert run(cfg) == 0
@@ -122,7 +126,8 @@ def test_every_missing_key_is_named_before_judging(tmp_path, monkeypatch, capsys
     for env in ("M3_FID_KEY_A", "M3_FID_KEY_B"):
         monkeypatch.delenv(env, raising=False)
     gt, preds = _judge_files(tmp_path)
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={tmp_path / 'tc.json'}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={tmp_path / 'tc.json'}",
+                        "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "pool": {
         "a": {**loop_judge("http://127.0.0.1:9", "ma"), "api_key_env": "M3_FID_KEY_A"},
@@ -155,7 +160,7 @@ def test_a_resumed_output_with_a_too_large_count_is_one_line(tmp_path, capsys) -
     output = tmp_path / "tc.json"
     output.write_text(json.dumps({"pre_id": {"demo-0001": {"final": 0.5, "judges": []}},
                                   "meta": {"usage": {"loop": {"prompt_tokens": HUGE, "completion_tokens": 1}}}}))
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={output}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge("http://127.0.0.1:9")}}
     assert run_config(OmegaConf.create(cfg)) == 2
@@ -194,7 +199,7 @@ def test_a_pools_own_prompts_file(tmp_path, chat_server) -> None:
                        "information_grounding: {system: 'Mine: grounding.'}\n")
     gt, preds = _judge_files(tmp_path)
     output = tmp_path / "tc.json"
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={output}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
     cfg["judges"] = {"max_requests": 4, "prompts": str(prompts), "pool": {"loop": loop_judge(server.base_url)}}
     assert run(cfg) == 0
@@ -203,7 +208,7 @@ def test_a_pools_own_prompts_file(tmp_path, chat_server) -> None:
     assert versions["task_completion"].startswith("file-") and versions["information_grounding"].startswith("file-")
     prompts.write_text("task_completion: ''\n")
     with pytest.raises(InputError, match="field 'task_completion'"):
-        run({**cfg, "output": str(tmp_path / "other.json")})
+        run({**cfg, "evaluators": {"m3_judges": {"output": str(tmp_path / "other.json")}}})
 
 
 def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> None:
@@ -216,7 +221,8 @@ def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> 
     reference = json.loads(gt.read_text())
     reference[0]["image"], reference[1]["image"] = "images/one.png", "images/two.png"
     gt.write_text(json.dumps(reference))
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={tmp_path / 'tc.json'}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={tmp_path / 'tc.json'}",
+                        "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "concurrency=1")
     cfg["judges"] = {"max_requests": 1, "pool": {"loop": loop_judge(server.base_url)}}
     with caplog.at_level(logging.WARNING, logger="judge"):

@@ -15,7 +15,7 @@ from rollout_helpers import write_json
 
 from engine.contract import read_trajectories
 from engine.evaluators.call_outcomes import read_callanalysis
-from engine.evaluators.prompts import OUTCOME
+from engine.evaluators._prompts import OUTCOME
 from rollout.judges.calls import rule_labels
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.outcomes import decide
@@ -154,8 +154,9 @@ def test_calls_stage_asks_the_judge_only_what_no_rule_settles(recorded, tmp_path
         {"id": "a", "steps": [{"step": 1, "calls": calls[:9]}, {"step": 2, "calls": calls[9:]}]},
         {"id": "b", "steps": [{"step": 1, "calls": rejected}],
          "dialogue": [{"role": "assistant", "work": {"tool_calls": []}}]}])
-    cfg = compose_judge(f"predictions={preds}", "stage=calls", f"calls.catalogue={config}",
-                        f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "calls.judge=loop")
+    cfg = compose_judge(f"predictions={preds}", "stage=calls", f"evaluators.call_outcomes.catalogue={config}",
+                        f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}",
+                        "evaluators.call_outcomes.judge=loop")
     cfg["judges"] = {"max_requests": 4, "pool": {"loop": {
         "provider": "openai", "api_name": "loop", "base_url": server.base_url, "api_key_env": None, "params": {},
         "timeout": 10, "max_retries": 1, "backoff": {"initial": 0.01, "max": 0.02}}}}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rollout_helpers import compose_judge, write_json
 
-from engine.evaluators.prompts import COMPLETION
+from engine.evaluators._prompts import COMPLETION
 from rollout.judges.run import run
 from rollout.models.loopback import Reply
 
@@ -93,7 +93,7 @@ def judge(base_url: str, model: str, price: dict | None = None) -> dict:
 
 def config(tmp_path: Path, base_url: str, models: list[str], output: Path) -> dict:
     gt, preds = task_files(tmp_path)
-    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"output={output}", "stage=judge",
+    cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "concurrency=3")
     prices = {"boxed": {"input": 1.0, "output": 2.0}}
     cfg["judges"] = {"max_requests": 2, "pool": {m: judge(base_url, m, prices.get(m)) for m in models}}

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from engine.evaluators.judging import Question
-from engine.evaluators.prompts import COMPLETION
+from engine.evaluators._judging import Question
+from engine.evaluators._prompts import COMPLETION
 from rollout.judges.cache import ReplyCache
 from rollout.judges.pool import JudgePool, judge_specs
 from rollout.models.registry import build_driver

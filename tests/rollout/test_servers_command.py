@@ -13,7 +13,7 @@ import tomllib
 import pytest
 from rollout_helpers import ROOT, THIRD_PARTY, third_party_config, write_json
 
-from rollout.mcp.commands import SHIPPED_CONFIG, main
+from rollout.servers_command import SHIPPED_CONFIG, main
 
 
 def _servers(*args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:

@@ -22,7 +22,7 @@ def test_four_trials_rollout_judge_score(tmp_path: Path, embedding_cache: Path) 
     run_script("rollout", "model=scripted", "tasks=demo", "trials=4", f"results_dir={results}", cwd=tmp_path)
     judged = run_script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
                         cwd=tmp_path)
-    assert judged.stdout.count("judge: 4 of 4 task(s) judged") == 4
+    assert judged.stdout.count("m3_judges: 4 of 4 task(s) judged") == 4
     for i in range(1, 5):
         assert (results / f"scripted_test_mcp_fuzzy_trial{i}_taskcompletion.json").is_file()
     run_script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}", f"output_dir={out}",

@@ -18,8 +18,8 @@ from typing import Any
 
 from engine.contract import Trajectory
 from engine.evaluators.base import mean
-from engine.evaluators.judging import JudgeFailure, Question, first_answer, parse_score
-from engine.evaluators.prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
+from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_score
+from engine.evaluators._prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
 
 def trimmed_mean(scores: list[float]) -> float:
     """Sorted scores without the lowest and the highest when there are three or more, averaged.

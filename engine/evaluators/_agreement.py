@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.evaluators.ensemble import entry_scores
-from engine.evaluators.prompts import INFORMATION_GROUNDING, TASK_COMPLETION
+from engine.evaluators._ensemble import entry_scores
+from engine.evaluators._prompts import INFORMATION_GROUNDING, TASK_COMPLETION
 
 
 def _number(value: float) -> float | None:
