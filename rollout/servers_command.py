@@ -43,7 +43,7 @@ from rollout.record import RolloutCache
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
-SHIPPED_CONFIG = Path(__file__).resolve().parents[1] / "servers.json"
+SHIPPED_CONFIG = Path(__file__).resolve().parent / "servers.json"
 """The servers config shipped with the rollout, the default of ``--config``."""
 
 @dataclass(frozen=True)
