@@ -65,7 +65,10 @@ def test_help_describes_every_setting_and_only_its_own_groups(app: str, tmp_path
     assert proc.returncode == 0, proc.stderr
     documented = documented_settings(proc.stdout)
     assert all(documented.values()), [k for k, v in documented.items() if not v]
-    assert set(documented) == composed_keys(app)
+    described = set(documented)
+    for pattern, replacement in GENERIC_KEYS:  # an evaluator's own options may be described one by one
+        described = {pattern.sub(replacement, key) for key in described}
+    assert described == composed_keys(app)
     groups = proc.stdout.split("== Configuration groups ==")[-1]
     assert not re.search(r"^(exposure|tasks):", groups, re.M), "rollout groups leak into the help"
     assert "Traceback" not in proc.stdout + proc.stderr
