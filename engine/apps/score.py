@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from engine.apps.kit import hydra_app, output_folder
+from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
 from engine.apps.settings import changed_settings
 from engine.contract import ConfigError, InputError, check_name, config_int
 from engine.contract.pause import gc_paused
@@ -34,8 +35,6 @@ from engine.thresholds import Thresholds
 from engine.trials import TRIALS_FILE, check_distinct, find_trials, model_name, trial_count, write_trials
 
 log = logging.getLogger("score")
-
-PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
 
 
 @dataclass
@@ -325,4 +324,4 @@ def _run(cfg: DictConfig) -> int:
 OPEN_KEYS = tuple(f"model.{e.option}" for e in evaluators())
 """New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
 
-main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS)
+main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS, rewrite=score_shorthands)
