@@ -3,6 +3,7 @@ a run's log and config in the run's own folder, never under the working director
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -135,6 +136,24 @@ def test_bad_threshold_is_one_line(tmp_path: Path, capsys, setting: str, message
     assert code == 2
     assert err.strip().splitlines() == [f"error: {message}"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_weak_threshold_above_strong_is_scored_with_a_warning(tmp_path: Path, capsys, caplog,
+                                                               embedding_cache: Path) -> None:
+    """The published scorer takes tau_weak > tau_strong as it is (every match is then strong): scored, with one
+    warning saying so."""
+    code, _ = score_in_process(capsys, "align.tau_weak=0.9", "align.tau_strong=0.8", "data=demo", "demo.n_tasks=3",
+                               f"demo.dir={tmp_path / 'demo'}", f"output_dir={tmp_path / 'out'}", "device=cpu",
+                               f"encoder.cache_dir={embedding_cache}", "reports=false")
+    assert code == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == ["align.tau_weak=0.9 is above align.tau_strong=0.8: every match is strong "
+                      "(avg_sim_strong_cov = avg_sim_all_cov); scored as the published scorer does"]
+    results = sorted((tmp_path / "out").glob("*/results_eval.json"))
+    assert len(results) >= 2
+    for result in results:
+        aggregate = json.loads(result.read_text())["aggregate"]
+        assert aggregate["avg_sim_strong_cov"] == pytest.approx(aggregate["avg_sim_all_cov"])
 
 
 @pytest.mark.parametrize(("setting", "minimum"), [("encoder.batch_size=abc", 1), ("demo.n_tasks=0", 1),

@@ -295,6 +295,8 @@ def _run(cfg: DictConfig) -> int:
     try:
         settings = settings_from(cfg)
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
+        if inverted := thresholds.inversion():
+            log.warning(inverted)
         grids = _grid(cfg, "tau_weak_grid"), _grid(cfg, "tau_strong_grid")
         inputs = resolve_inputs(cfg)
         reading = evaluator_settings(cfg)
