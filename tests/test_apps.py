@@ -172,3 +172,22 @@ def test_calibrate_needs_pairs(tmp_path: Path) -> None:
     proc = run_script("calibrate", f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == "error: no labelled pairs file: set pairs=FILE"
+
+
+@pytest.mark.parametrize(("sweep", "level"), [(["sweep=leaderboard"], "INFO"),
+                                              (["sweep.models=[gpt5,scripted]"], "WARNING")])
+def test_models_without_a_file_are_said_once(tmp_path: Path, caplog, sweep: list[str], level: str) -> None:
+    """The leaderboard's list lacks files in a folder of one's own rollouts: one INFO line, not a warning;
+    a model of one's own list without its file is one warning."""
+    from engine.apps.score import resolve_inputs
+
+    (tmp_path / "scripted_test_mcp_fuzzy.json").write_text("[]")
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=[*sweep, "data=rollout_demo", f"results_dir={tmp_path}"])
+    with caplog.at_level("INFO", logger="score"):
+        assert resolve_inputs(cfg).names == ["scripted"]
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "no prediction file" in r.getMessage()]
+    missing, listed = (14, 14) if level == "INFO" else (1, 2)  # the leaderboard's list; scripted found beside it
+    assert len(said) == 1 and said[0][0] == level
+    assert said[0][1].startswith(f"no prediction file under {tmp_path} for {missing} of the {listed} model(s)")
+    assert not [r for r in caplog.records if r.levelname == "WARNING" and level == "INFO"]
