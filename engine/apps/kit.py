@@ -9,6 +9,7 @@ scripts/*.py call the same `main` of each app.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import difflib
@@ -25,8 +26,6 @@ from typing import Any, NoReturn
 
 import hydra
 from hydra import compose, initialize_config_dir
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra._internal.utils import get_args_parser
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -36,7 +35,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from engine.apps.overrides import CommandLineError, check_names, override_values, unparsable
+from engine.apps.overrides import (CommandLineError, check_names, hydra_arguments, override_values, sweep_jobs,
+                                   unparsable)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
@@ -204,8 +204,8 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     (engine.contract.check_name). A command line naming other config roots is returned unchecked."""
     with contextlib.redirect_stderr(io.StringIO()):
         try:
-            args = get_args_parser().parse_args(list(argv))
-        except SystemExit:
+            args = hydra_arguments().parse_args(list(argv))
+        except (SystemExit, argparse.ArgumentError):
             return list(argv)
     if any(getattr(args, flag, None) for flag in _OWN_FLAGS):
         return list(argv)
@@ -300,16 +300,12 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
     swept = {o.key_or_group for o in ours if o.is_sweep_override()}
     excluded += sorted({o.key_or_group for o in ours} - swept - set(excluded))
     if not any(o.key_or_group.startswith("hydra/sweeper") for o in overrides):
-        try:
-            jobs = BasicSweeper.split_arguments(list(ours), None)[0]
-        except HydraException:
-            jobs = []
         seen: set[tuple[str, ...]] = set()
-        for job in jobs:
-            if tuple(job) in seen:
+        for job in sweep_jobs(ours) or []:
+            if job in seen:
                 raise CommandLineError(f"the multirun runs {','.join(job) or 'the same job'} twice (each job's "
                                        "folder is named by its swept settings): drop the repeated value")
-            seen.add(tuple(job))
+            seen.add(job)
     return f"hydra.job.config.override_dirname.exclude_keys=[{','.join(excluded)}]"
 
 
