@@ -62,7 +62,8 @@ def hydra_arguments() -> argparse.ArgumentParser:
     """A parser of the command line of a Hydra app (`@hydra.main`): its flags, as Hydra 1.3 defines them, and
     the overrides; it parses what Hydra would, for the app kit to read the overrides and flags before Hydra runs."""
     parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    for flag in ("--help/-h", "--hydra-help", "--version", "--resolve", "--run/-r", "--multirun/-m", "--shell-completion/-sc"):
+    for flag in ("--help/-h", "--hydra-help", "--version", "--resolve", "--run/-r", "--multirun/-m",
+                 "--shell-completion/-sc"):
         parser.add_argument(*flag.split("/"), action="store_true")
     for flag in ("--package/-p", "--config-path/-cp", "--config-name/-cn", "--config-dir/-cd",
                  "--experimental-rerun"):
