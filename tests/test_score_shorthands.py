@@ -52,6 +52,7 @@ def test_score_model_scripted_after_a_rollout(tmp_path: Path, embedding_cache: P
     bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "model=scripte",
                           f"results_dir={results}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
-    assert f"no prediction file {results}/scripte_test_mcp_fuzzy.json" in bad.stderr
+    assert bad.stderr == (f"error: model=scripte: no prediction file {results}/scripte_test_mcp_fuzzy.json, and group "
+                          "model has no option 'scripte'; closest: scripted\n")
     kept = sorted(p.name for p in results.iterdir() if not p.name.startswith("."))  # the rollout's lock aside
     assert kept == ["rollout", "scores", "scripted_test_mcp_fuzzy.json"]

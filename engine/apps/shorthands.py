@@ -66,7 +66,8 @@ def score_shorthands(argv: list[str]) -> list[str]:
 def named_model(argv: list[str]) -> list[str]:
     """argv with `model=NAME`, when NAME is no option of the score app's model group, spelt out as
     `model=none model.name=NAME model.predictions=<results_dir>/NAME_test_mcp_fuzzy.json`; a NAME
-    without that file is a CommandLineError naming the file and the group's closest options."""
+    without that file is a CommandLineError naming the file and the closest names (of the group's options and
+    the prediction files under results_dir)."""
     options = config_groups("score")["model"]
     out = []
     for token in argv:
@@ -80,7 +81,9 @@ def named_model(argv: list[str]) -> list[str]:
             raise CommandLineError(str(exc)) from None
         path = Path(_results_dir(argv)) / PUBLISHED_NAME.format(model=name)
         if not path.is_file():
-            near = closest(name, options, 3)
+            suffix = PUBLISHED_NAME.format(model="")
+            found = sorted(p.name[:-len(suffix)] for p in path.parent.glob(f"?*{suffix}"))
+            near = closest(name, [*found, *options], 3)
             raise CommandLineError(f"{token}: no prediction file {path}, and group model "
                                    f"has no option {name!r}; "
                                    + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
