@@ -37,6 +37,10 @@ def _weights_fingerprint(path: Path, h: "hashlib._Hash") -> None:
             h.update(fh.read(1 << 20))
 
 
+PROGRESS_DELAY = 2.0
+"""Seconds of encoding before its progress bar shows (on stderr; with progress on): a short run shows none."""
+
+
 class TextEncoder:
     """A sentence-transformers encoder loaded lazily from a local directory (no network)."""
 
@@ -106,19 +110,18 @@ class TextEncoder:
             return np.zeros((0, 0), dtype=np.float32)
         import torch
         from sentence_transformers.util import batch_to_device
+        from tqdm.auto import tqdm
 
         model = self.model
         batches = length_batches(self.token_lengths(texts), self.batch_size)
-        if self.progress and len(texts) > 1000:
-            from tqdm.auto import tqdm
-
-            batches = tqdm(batches, desc="Encoding", unit="batch")
         vectors = np.zeros((len(texts), 0), dtype=np.float32)
-        with torch.inference_mode():
+        with torch.inference_mode(), tqdm(total=len(texts), desc="Encoding", unit="text", delay=PROGRESS_DELAY,
+                                          disable=not self.progress) as bar:
             for rows in batches:
                 features = batch_to_device(model.preprocess([texts[i] for i in rows]), model.device)
                 batch = model(features)["sentence_embedding"].float().cpu().numpy()
                 vectors = _place(vectors, rows, batch)
+                bar.update(len(rows))
         return vectors
 
 

@@ -3,6 +3,7 @@ a run's log and config in the run's own folder, never under the working director
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -140,6 +141,24 @@ def test_bad_threshold_is_one_line(tmp_path: Path, capsys, setting: str, message
     assert list(tmp_path.iterdir()) == []
 
 
+def test_weak_threshold_above_strong_is_scored_with_a_warning(tmp_path: Path, capsys, caplog,
+                                                               embedding_cache: Path) -> None:
+    """The published scorer takes tau_weak > tau_strong as it is (every match is then strong): scored, with one
+    warning saying so."""
+    code, _ = score_in_process(capsys, "align.tau_weak=0.9", "align.tau_strong=0.8", "data=demo", "demo.n_tasks=3",
+                               f"demo.dir={tmp_path / 'demo'}", f"output_dir={tmp_path / 'out'}", "device=cpu",
+                               f"encoder.cache_dir={embedding_cache}", "reports=false")
+    assert code == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == ["align.tau_weak=0.9 is above align.tau_strong=0.8: every match is strong "
+                      "(avg_sim_strong_cov = avg_sim_all_cov); scored as the published scorer does"]
+    results = sorted((tmp_path / "out").glob("*/results_eval.json"))
+    assert len(results) >= 2
+    for result in results:
+        aggregate = json.loads(result.read_text())["aggregate"]
+        assert aggregate["avg_sim_strong_cov"] == pytest.approx(aggregate["avg_sim_all_cov"])
+
+
 @pytest.mark.parametrize(("setting", "minimum"), [("encoder.batch_size=abc", 1), ("demo.n_tasks=0", 1),
                                                    ("demo.seed=-1", 0)])
 def test_bad_integer_setting_is_one_line(tmp_path: Path, capsys, setting: str, minimum: int) -> None:
@@ -156,3 +175,22 @@ def test_calibrate_needs_pairs(tmp_path: Path) -> None:
     proc = run_script("calibrate", f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == "error: no labelled pairs file: set pairs=FILE"
+
+
+@pytest.mark.parametrize(("sweep", "level"), [(["sweep=leaderboard"], "INFO"),
+                                              (["sweep.models=[gpt5,scripted]"], "WARNING")])
+def test_models_without_a_file_are_said_once(tmp_path: Path, caplog, sweep: list[str], level: str) -> None:
+    """The leaderboard's list lacks files in a folder of one's own rollouts: one INFO line, not a warning;
+    a model of one's own list without its file is one warning."""
+    from engine.apps.score import resolve_inputs
+
+    (tmp_path / "scripted_test_mcp_fuzzy.json").write_text("[]")
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=[*sweep, "data=rollout_demo", f"results_dir={tmp_path}"])
+    with caplog.at_level("INFO", logger="score"):
+        assert resolve_inputs(cfg).names == ["scripted"]
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "no prediction file" in r.getMessage()]
+    missing, listed = (14, 14) if level == "INFO" else (1, 2)  # the leaderboard's list; scripted found beside it
+    assert len(said) == 1 and said[0][0] == level
+    assert said[0][1].startswith(f"no prediction file under {tmp_path} for {missing} of the {listed} model(s)")
+    assert not [r for r in caplog.records if r.levelname == "WARNING" and level == "INFO"]

@@ -57,3 +57,17 @@ def test_cli_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
                            f"output_dir={tmp_path / 'bad-run'}"], capture_output=True, text=True, timeout=600,
                           cwd=tmp_path)
     assert proc.returncode == 2 and "id #0: field 'label'" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_shipped_example_pairs_calibrate(tmp_path: Path, embedding_cache: Path) -> None:
+    """`python scripts/calibrate.py pairs=rollout/demo/calibration_pairs.json`, run from the project's folder."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "scripts/calibrate.py", "pairs=rollout/demo/calibration_pairs.json",
+                           f"output_dir={tmp_path}", f"encoder.cache_dir={embedding_cache}", "device=cpu"],
+                          capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "calibration.json").read_text())
+    labels = [p["label"] for p in json.loads((root / "rollout/demo/calibration_pairs.json").read_text())]
+    assert result["pairs"] == len(labels) == 18 and set(labels) == {"weak", "medium", "strong"}
+    assert result["best"]["accuracy"] > 0.5

@@ -79,3 +79,15 @@ def test_lengths_only_steer_batching(encoder: TextEncoder, real_texts: list[str]
     monkeypatch.setattr(encoder, "token_lengths", lambda texts: np.zeros(len(texts), dtype=np.int64))
     wrong = encoder.encode(real_texts[:40])
     np.testing.assert_allclose(wrong, right, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_encoding_past_the_delay_shows_its_progress(encoder: TextEncoder, progress: bool, monkeypatch,
+                                                    capsys) -> None:
+    """Any encoding that lasts past PROGRESS_DELAY shows a bar on stderr (here the delay is 0), whatever the
+    number of texts; none with progress off."""
+    monkeypatch.setattr("engine.encode.PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(encoder, "progress", progress)
+    encoder.encode(["a call", "another call", "a third"])
+    err = capsys.readouterr().err
+    assert ("Encoding" in err and "3/3" in err) is progress

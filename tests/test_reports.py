@@ -194,3 +194,20 @@ def test_a_model_has_one_colour_in_every_figure_and_families_have_no_lines(tmp_p
     for fig in (figures["families"], figures["families_unordered"]):
         lines = fig.axes[0].get_lines()
         assert len(lines) == 3 and all(line.get_linestyle() == "None" for line in lines)
+
+
+def test_the_outcome_checks_notes_describe_only_the_columns_shown() -> None:
+    from engine.reports.read import ModelResult
+    from engine.reports.tables import outcomes_table
+
+    checks = ModelResult(name="b", path=Path("b.json"), aggregate={"check_accuracy": 0.4, "check_errors": 1},
+                         by_type={}, meta={})
+    table = outcomes_table([checks])
+    assert table is not None and table.columns == ["Model", "Accuracy (errors as failures)", "Evaluator Errors"]
+    assert table.note == ("Accuracy (errors as failures): over every checked task, an evaluator error counted as a "
+                          "failure.")
+    answers = ModelResult(name="a", path=Path("a.json"), aggregate={"answer_sr": 0.5, "answer_sr_micro": 0.75},
+                          by_type={}, meta={})
+    table = outcomes_table([answers, checks])
+    assert table is not None and table.note.startswith("SR: mean over") and "SR (micro)" in table.note
+    assert "Answers Skipped" not in table.note and "Accuracy:" not in table.note

@@ -9,6 +9,7 @@ scripts/*.py call the same `main` of each app.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import difflib
@@ -25,8 +26,6 @@ from typing import Any, NoReturn
 
 import hydra
 from hydra import compose, initialize_config_dir
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra._internal.utils import get_args_parser
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -36,7 +35,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from engine.apps.overrides import CommandLineError, check_names, override_values, unparsable
+from engine.apps.overrides import (CommandLineError, check_names, hydra_arguments, override_values, sweep_jobs,
+                                   unparsable)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
@@ -131,7 +131,7 @@ def remove_failed_run_folder(cfg: DictConfig) -> None:
             break
 
 
-def _groups(app: str) -> dict[str, list[str]]:
+def config_groups(app: str) -> dict[str, list[str]]:
     """The config groups of conf/<app>/ (not Hydra's) and their options."""
     root = CONF_ROOT / app
     return {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in sorted(root.iterdir())
@@ -173,7 +173,8 @@ def _is_open(path: str, open_keys: Sequence[str]) -> bool:
     return False
 
 
-def _closest(word: str, candidates: Sequence[str], n: int) -> list[str]:
+def closest(word: str, candidates: Sequence[str], n: int) -> list[str]:
+    """The (at most n) candidates closest to word, closest first."""
     return difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.6)
 
 
@@ -203,8 +204,8 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     (engine.contract.check_name). A command line naming other config roots is returned unchecked."""
     with contextlib.redirect_stderr(io.StringIO()):
         try:
-            args = get_args_parser().parse_args(list(argv))
-        except SystemExit:
+            args = hydra_arguments().parse_args(list(argv))
+        except (SystemExit, argparse.ArgumentError):
             return list(argv)
     if any(getattr(args, flag, None) for flag in _OWN_FLAGS):
         return list(argv)
@@ -215,7 +216,7 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     except HydraException:
         return list(argv)
     _check_run_folder(app, [o.key_or_group for o in overrides])
-    groups = _groups(app)
+    groups = config_groups(app)
     ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
     check_names([o for o in ours if o.key_or_group in names and not o.is_delete()])
     hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]
@@ -233,7 +234,7 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
                            else f"{o.get_key_element()}={values[0]}")
     settings = [o for o in ours if o.key_or_group not in groups]
     if settings or args.multirun:
-        cfg = _compose(app, group_lines)
+        cfg = compose_config(app, group_lines)
         if cfg is None:
             return list(argv)
         known = [*(k for k in _dotted_keys(cfg) if not k.startswith("hydra.")), *groups]
@@ -250,7 +251,7 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
             if not adds and not o.is_delete() and _is_open(new, open_keys):
                 raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with "
                                        f"+{o.input_line.lstrip('~')}")
-            near = _closest(o.key_or_group, known, 1)
+            near = closest(o.key_or_group, known, 1)
             hint = f" (closest: {near[0]})" if near else ""
             if adds:
                 raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}{hint}; "
@@ -275,13 +276,13 @@ def _check_option(override: Override, options: list[str]) -> None:
     """An option its group lacks is a CommandLineError naming the closest options (or all of them)."""
     for value in override_values(override) or []:
         if value not in options and value not in ("null", "None"):
-            near = _closest(value, options, 3)
+            near = closest(value, options, 3)
             raise CommandLineError(
                 f"{override.input_line}: group {override.key_or_group} has no option {value!r}; "
                 + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
 
 
-def _compose(app: str, overrides: Sequence[str]) -> DictConfig | None:
+def compose_config(app: str, overrides: Sequence[str]) -> DictConfig | None:
     """The app's config with these (group) overrides and its hydra node, unresolved; None when Hydra
     cannot compose it (Hydra then says why)."""
     try:
@@ -299,23 +300,21 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
     swept = {o.key_or_group for o in ours if o.is_sweep_override()}
     excluded += sorted({o.key_or_group for o in ours} - swept - set(excluded))
     if not any(o.key_or_group.startswith("hydra/sweeper") for o in overrides):
-        try:
-            jobs = BasicSweeper.split_arguments(list(ours), None)[0]
-        except HydraException:
-            jobs = []
         seen: set[tuple[str, ...]] = set()
-        for job in jobs:
-            if tuple(job) in seen:
+        for job in sweep_jobs(ours) or []:
+            if job in seen:
                 raise CommandLineError(f"the multirun runs {','.join(job) or 'the same job'} twice (each job's "
                                        "folder is named by its swept settings): drop the repeated value")
-            seen.add(tuple(job))
+            seen.add(job)
     return f"hydra.job.config.override_dirname.exclude_keys=[{','.join(excluded)}]"
 
 
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
-              open_keys: Sequence[str] = (), names: Sequence[str] = ()) -> Callable[[], None]:
+              open_keys: Sequence[str] = (), names: Sequence[str] = (),
+              rewrite: Callable[[list[str]], list[str]] | None = None) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
-    (check_command_line, with the app's open_keys and names, before Hydra makes a run folder of them),
+    (`rewrite` first, when given: the app's shorthands spelt out; then check_command_line, with the
+    app's open_keys and names, before Hydra makes a run folder of them),
     then runs `run` (each job of a multirun) and exits with its status; a run stopped by bad input
     (status 2) removes the run folder it created when that holds nothing but Hydra's own files
     (RunFolder). With `quick_exit`, the process ends through exit_now."""
@@ -330,7 +329,8 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
 
     def start() -> None:
         try:
-            sys.argv[1:] = check_command_line(app, sys.argv[1:], open_keys, names)
+            argv = rewrite(sys.argv[1:]) if rewrite else sys.argv[1:]
+            sys.argv[1:] = check_command_line(app, argv, open_keys, names)
         except CommandLineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)

@@ -3,6 +3,8 @@ become file names, and one line for an override Hydra's grammar refuses."""
 
 from __future__ import annotations
 
+import argparse
+import itertools
 from collections.abc import Sequence
 
 from hydra.core.override_parser.types import Override, Transformer
@@ -54,3 +56,35 @@ def unparsable(exc: OverrideParseException) -> CommandLineError:
     key = exc.override.split("=", 1)[0] if "=" in exc.override else "key"
     return CommandLineError(f"{shown(exc.override)}: not a valid override ({reason}); quote the value: "
                             f"{shown(key)}='...'")
+
+
+def hydra_arguments() -> argparse.ArgumentParser:
+    """A parser of the command line of a Hydra app (`@hydra.main`): its flags, as Hydra 1.3 defines them, and
+    the overrides; it parses what Hydra would, for the app kit to read the overrides and flags before Hydra runs."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    for flag in ("--help/-h", "--hydra-help", "--version", "--resolve", "--run/-r", "--multirun/-m",
+                 "--shell-completion/-sc"):
+        parser.add_argument(*flag.split("/"), action="store_true")
+    for flag in ("--package/-p", "--config-path/-cp", "--config-name/-cn", "--config-dir/-cd",
+                 "--experimental-rerun"):
+        parser.add_argument(*flag.split("/"))
+    parser.add_argument("--cfg", "-c", choices=["job", "hydra", "all"])
+    parser.add_argument("--info", "-i", const="all", nargs="?",
+                        choices=["all", "config", "defaults", "defaults-tree", "plugins", "searchpath"])
+    parser.add_argument("overrides", nargs="*")
+    return parser
+
+
+def sweep_jobs(overrides: Sequence[Override]) -> list[tuple[str, ...]] | None:
+    """The jobs a basic sweep of these overrides runs, each as its `key=value` settings in order; None when a
+    sweep's values cannot be listed (a range, an interval)."""
+    choices = []
+    for o in overrides:
+        if not o.is_sweep_override():
+            choices.append([f"{o.get_key_element()}={o.get_value_element_as_str()}"])
+            continue
+        values = override_values(o)
+        if values is None:
+            return None
+        choices.append([f"{o.get_key_element()}={value}" for value in values])
+    return list(itertools.product(*choices))

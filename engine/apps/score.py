@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from engine.apps.kit import hydra_app, output_folder
+from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
 from engine.apps.settings import changed_settings
 from engine.contract import ConfigError, InputError, check_name, config_int
 from engine.contract.pause import gc_paused
@@ -34,8 +35,6 @@ from engine.thresholds import Thresholds
 from engine.trials import TRIALS_FILE, check_distinct, find_trials, model_name, trial_count, write_trials
 
 log = logging.getLogger("score")
-
-PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
 
 
 @dataclass
@@ -223,8 +222,10 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         found = _published_files(results, models, bool(cfg.sweep.get("discover")))
         groups = [(m, find_trials(p, n)) for m, p in found]
         missing = [m for (m, p), (_, t) in zip(found, groups) if not p.is_file() and not t]
-        if missing:
-            log.warning("no prediction file under %s for %d model(s): %s", results, len(missing), ", ".join(missing))
+        if missing:  # expected with the leaderboard's list (discover), a slip in a list of one's own
+            log.log(logging.INFO if cfg.sweep.get("discover") else logging.WARNING,
+                    "no prediction file under %s for %d of the %d model(s) listed: %s", results, len(missing),
+                    len(models), ", ".join(missing))
         if len(missing) == len(found):
             raise ConfigError(f"none of the sweep's models has a prediction file under {results} "
                               f"(expected {PUBLISHED_NAME.format(model='<model>')})")
@@ -296,6 +297,8 @@ def _run(cfg: DictConfig) -> int:
     try:
         settings = settings_from(cfg)
         thresholds = Thresholds(cfg.align.tau_weak, cfg.align.tau_strong)
+        if inverted := thresholds.inversion():
+            log.warning(inverted)
         grids = _grid(cfg, "tau_weak_grid"), _grid(cfg, "tau_strong_grid")
         inputs = resolve_inputs(cfg)
         reading = evaluator_settings(cfg)
@@ -325,4 +328,4 @@ def _run(cfg: DictConfig) -> int:
 OPEN_KEYS = tuple(f"model.{e.option}" for e in evaluators())
 """New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
 
-main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS)
+main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS, rewrite=score_shorthands)

@@ -175,6 +175,17 @@ def families_markdown(tables: dict[str, Table]) -> str:
     return "\n".join(f"## {family}\n\n{table.to_markdown()}" for family, table in tables.items())
 
 
+OUTCOME_NOTES = (
+    ("answer_sr", "SR: mean over the complexity levels present of each level's success rate (macro)."),
+    ("answer_sr_micro", "SR (micro): mean over the judged answers."),
+    ("answer_skipped", "Answers Skipped: tasks without ground truth, left out of SR."),
+    ("check_accuracy_evaluated", "Accuracy: tasks whose checks all pass over the tasks without an evaluator error "
+                                 "(TOBench's Avg)."),
+    ("check_accuracy", "Accuracy (errors as failures): over every checked task, an evaluator error counted as a "
+                       "failure."))
+"""The outcome checks table's notes, each shown when its column is."""
+
+
 def outcomes_table(results: list[ModelResult]) -> Table | None:
     """Per model (in the given order) the outcome checks it has: SR per level, SR (the macro mean over
     the levels present), SR (micro), the answers judged and skipped, Accuracy over the evaluated tasks
@@ -185,8 +196,5 @@ def outcomes_table(results: list[ModelResult]) -> Table | None:
         return None
     rows = [[r.name, *(r.aggregate.get(k) for k in keys)] for r in results
             if any(r.aggregate.get(k) is not None for k in keys)]
-    note = ("SR: mean over the complexity levels present of each level's success rate (macro); SR (micro): "
-            "mean over the judged answers; tasks without ground truth are skipped. Accuracy: tasks whose checks "
-            "all pass over the tasks without an evaluator error (TOBench's Avg); Accuracy (errors as failures): "
-            "over every checked task, an evaluator error counted as a failure.")
+    note = " ".join(text for key, text in OUTCOME_NOTES if key in keys)
     return Table(columns=["Model", *(label_of(k) for k in keys)], rows=rows, title="Outcome checks", note=note)
