@@ -221,3 +221,14 @@ def test_the_apps_refuse_before_making_a_folder(tmp_path: Path) -> None:
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
         assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
         assert list(tmp_path.iterdir()) == [], (app, args)
+
+
+def test_the_judge_app_refuses_a_folder_in_place_of_a_trial(tmp_path: Path) -> None:
+    """A folder named as trial 2 of the predictions: refused in one line, not silently skipped."""
+    (tmp_path / "m.json").write_text("[]")
+    (tmp_path / "m_trial1.json").write_text("[]")
+    (tmp_path / "m_trial2.json").mkdir()
+    with pytest.raises(InputError, match="m_trial2.json: field 'predictions': not a file: a trial is a prediction file"):
+        judge_run(compose_config("judge", [f"predictions={tmp_path / 'm.json'}", "judges=scripted",
+                                           "data=rollout_demo", f"results_dir={tmp_path}"]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m_trial1.json", "m_trial2.json"]

@@ -232,7 +232,11 @@ def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
 def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured evaluators; the exit status. A predictions file with trial files beside it
     (<stem>_trial<i>.json, a rollout with trials=N) has each trial judged, its verdicts beside it."""
-    trials = [t for t in find_trials(predictions_path(cfg)) if t.is_file()]
+    found = find_trials(predictions_path(cfg))
+    for path in found:
+        if path.exists() and not path.is_file():
+            raise InputError(path, "not a file: a trial is a prediction file", field="predictions")
+    trials = [t for t in found if t.is_file()]
     named = [n for n, entry in (cfg.get("evaluators") or {}).items() if (entry or {}).get("output")]
     if trials and not named:
         return max(run_one({**cfg, "predictions": str(t)}) for t in trials)
