@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from engine.trials import TRIALS_FILE
 from chromium import browser, page  # noqa: F401  (fixtures)
 
 MODEL = "scripted_noisy"
+PWN = "window.__pwned=1"
+HOSTILE = f"<!--<script></script><script>{PWN}</script>\"><svg onload={PWN}>\u2028<img src=x onerror={PWN}>'&amp;"
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +99,7 @@ def test_trials_summary_in_the_browser(page, trials_run: Path) -> None:
     assert page.text_content(f"#trials-tasks tr[data-id='{lost}'] td:nth-child(5)") == "lost"
     shot = os.environ.get("M3BENCH_SCREENSHOTS")
     if shot:
-        page.screenshot(path=str(Path(shot) / "trials_summary.png"), full_page=True)
+        page.screenshot(path=str(Path(shot) / "trials.png"), full_page=True)
     # a trial's result of a task, then back to the summary from the trial's page
     page.click(f"#trials-tasks tr[data-id='{lost}'] td:nth-child(4) a")
     page.wait_for_selector("#pair")
@@ -107,3 +110,46 @@ def test_trials_summary_in_the_browser(page, trials_run: Path) -> None:
     page.click("#trial-of a")
     page.wait_for_selector("#trials-rates")
     assert not page.errors
+
+
+def _copy_with_trials(run: Path, target: Path, edit) -> Path:
+    """The run's folder without its site, its trials.json changed by `edit` (a function of the document)."""
+    shutil.copytree(run, target, ignore=shutil.ignore_patterns("viewer"))
+    path = target / TRIALS_FILE
+    document = json.loads(path.read_text(encoding="utf-8"))
+    edit(document)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return target
+
+
+@pytest.mark.slow
+def test_hostile_trials_texts_stay_text(page, trials_run: Path, tmp_path: Path) -> None:
+    def edit(document: dict) -> None:
+        doc = document["models"].pop(MODEL)
+        doc["meta"]["success_rule"] = HOSTILE
+        doc["inventory"]["missing"][0]["reason"] = HOSTILE
+        for record in doc["inventory"]["records"]:
+            record["reason"] = record["reason"] and HOSTILE
+        document["models"][HOSTILE] = doc
+
+    run = _copy_with_trials(trials_run, tmp_path / "run", edit)
+    assert view_main([str(run)]) == 0
+    page.on("dialog", lambda dialog: (page.errors.append("dialog: " + dialog.message), dialog.dismiss()))
+    page.goto((run / "viewer" / "index.html").as_uri())
+    page.click("#trials-models a.model")
+    page.wait_for_selector("#trials-rates")
+    assert page.text_content("h1") == f"{HOSTILE} over 3 trials"
+    assert HOSTILE in page.text_content("#trials-lost")
+    assert page.get_attribute("#trials-tasks td.slot.infrastructure", "title") == HOSTILE
+    assert page.evaluate("window.__pwned") is None and not page.errors
+
+
+def test_a_broken_trials_file_is_one_line(trials_run: Path, tmp_path: Path, capsys) -> None:
+    def edit(document: dict) -> None:
+        del document["models"][MODEL]["pass_hat_k"]["losses_excluded"]["2"]
+
+    run = _copy_with_trials(trials_run, tmp_path / "run", edit)
+    assert view_main([str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "trials.json" in err and f"models.{MODEL}.pass_hat_k.losses_excluded.2" in err
+    assert not (run / "viewer").exists()
