@@ -1,6 +1,6 @@
 // M3-Bench run viewer: leaderboard, per-model task lists, task views with the alignment drawn.
-// Data: M3V_SITE (inline in index.html); data/gt.js and data/m/<slug>.js, loaded on demand with
-// <script> tags (they call M3V.put). Routes: #/  #/m/<slug>?filters  #/m/<slug>/t/<id>  #/t/<id>;
+// Data: M3V_SITE (inline in index.html; a repeated run's trials summary in M3V_SITE.trials); data/gt.js and data/m/<slug>.js, loaded on demand with
+// <script> tags (they call M3V.put). Routes: #/  #/m/<slug>?filters  #/m/<slug>/t/<id>  #/t/<id>  #/trials/<model>;
 // any other address, or one naming what the run does not hold, shows "not found".
 // Every text of the run goes into the page as a text node or an attribute value (h), never as markup.
 "use strict";
@@ -118,8 +118,8 @@ function viewBoard(app) {
     [...r.cells, ...r.extra].map((v, i) => h("td", { class: i === n - 1 ? "num avg" : "num" }, fmtCell(v))),
     h("td", { class: "num" }, fmt(r.tasks, 0))), [b.columns.indexOf(b.average), -1]);
   const differ = SITE.index.tasks.slice().sort((x, y) => spread(y) - spread(x) || (x.id < y.id ? -1 : 1)).slice(0, 15);
-  fill(app, 
-    h("h1", {}, "Leaderboard"), table, h("p", { class: "note" }, b.note, " Click a column to sort, a model to see its tasks."),
+  fill(app,
+    h("h1", {}, "Leaderboard"), trialsBoard(), table, h("p", { class: "note" }, b.note, " Click a column to sort, a model to see its tasks."),
     b.columns.includes("Order Consistency") ? h("p", { class: "note", id: "one-step" }, "Order Consistency (reference profile): a task whose " +
       "reference has its calls in one step scores 0 under the published rule (no pair of steps to compare, hence no " +
       "coverage), so a perfect replay of a set with such tasks averages below 1; its task pages mark them n/a (single step).") : null,
@@ -202,7 +202,9 @@ async function viewModel(app, slug, params) {
   sortable(table, rows, ({ id, t, meta }) => h("tr", {}, h("td", {}, h("a", { href: taskHref(slug, id) }, id)), h("td", {}, meta.family),
     t.m.map((v, i) => metricCell(m, t, i)), h("td", { class: "num" }, t.n.join(" / ")), h("td", { class: "q" }, clip(meta.question, 70))),
     params.get("differ") === "1" ? [null, -1] : [0, 1]);
-  fill(app, h("h1", {}, m.name), judgeSummary(m), bar,
+  const trial = own(SITE.trial_of, slug);
+  fill(app, h("h1", {}, m.name), trial ? h("p", { class: "note", id: "trial-of" }, `trial ${trial[1]} of ${SITE.trials[trial[0]].trials} of `,
+    h("a", { href: trialsHref(trial[0]) }, trial[0]), ": its summary over the trials") : null, judgeSummary(m), bar,
     h("p", { class: "note", id: "count" }, `${ids.length} of ${m.order.length} tasks`), lostNote(m),
     h("div", { class: "wide" }, table), oneStepNote(m, ids.map((id) => m.tasks[id])));
 }
@@ -456,6 +458,75 @@ async function viewTaskAll(app, id) {
         callsColumn("pred", runs[i].steps, null, () => undefined, runs[i].outcomes, runs[i].errors)) : null)));
 }
 
+// ---- a repeated run: each model over its trials ------------------------------------------------
+const trialsHref = (name) => "#/trials/" + encodeURIComponent(name);
+const RATE_HEADS = ["pass@k", "pass^k", "avg@k"];
+const STATE = { finished: "finished", agent_failure: "agent failure", infrastructure: "lost" };
+const rateText = (cell) => cell[0] === null ? "\u2013" : fmt(cell[0], 4);
+const hatAt = (s, k) => s.rates[k - 1].losses_as_failures[1][0];
+
+function trialsBoard() {
+  // One row per model run several times: its trials, Average Score mean ± std, pass^1, pass^N, its slots.
+  const entries = Object.entries(SITE.trials || {});
+  if (!entries.length) return null;
+  return h("section", { id: "trials-board" }, h("h2", {}, "Over trials"),
+    h("table", { class: "tasks", id: "trials-models" }, h("thead", {}, h("tr", {}, ["Model", "Trials", "Average Score (mean \u00b1 std)",
+      "pass^1", "pass^N", "Finished", "Agent failure", "Lost"].map((x) => h("th", {}, x)))),
+      h("tbody", {}, entries.map(([name, s]) => {
+        const avg = s.aggregate.find((a) => a[0] === "average");
+        return h("tr", {}, h("td", {}, h("a", { href: trialsHref(name), class: "model" }, name)), h("td", { class: "num" }, s.trials),
+          h("td", { class: "num avg" }, avg ? fmt(avg[2], 4) + " \u00b1 " + fmt(avg[3], 4) : "\u2013"),
+          h("td", { class: "num" }, fmt(hatAt(s, 1))), h("td", { class: "num" }, fmt(hatAt(s, s.trials))),
+          [s.inventory.finished, s.inventory.agent_failure, s.inventory.infrastructure].map((v) => h("td", { class: "num" }, fmt(v, 0))));
+      }))),
+    h("p", { class: "note" }, "pass^k with infrastructure losses counted as failures. Each trial is also a row of the leaderboard below."));
+}
+
+function slotCell(s, i, id, slot) {
+  // One (task, trial) slot: its state and success, linked to the trial's task view when the trial was scored.
+  const [state, success, reason] = slot, key = s.slugs[i];
+  const text = state === "finished" ? (success === true ? "\u2713 success" : success === false ? "\u2717 failure" : "finished")
+    : state ? STATE[state] : "\u2013";
+  const cls = "slot " + (state === "finished" ? (success ? "pass" : "fail") : state || "");
+  return h("td", { class: cls, title: reason || null }, key && state !== "infrastructure" ? h("a", { href: taskHref(key, id) }, text) : text);
+}
+
+function viewTrials(app, name) {
+  const s = own(SITE.trials, name);
+  if (!s) throw new NotFound(`no model ${name} run over trials in this run`);
+  crumbs(["Leaderboard", "#/"], [name + " over trials"]);
+  const n = s.trials, inv = s.inventory;
+  const trialLink = (i) => s.slugs[i] ? h("a", { href: modelHref(s.slugs[i]) }, `trial ${i + 1}`) : `trial ${i + 1}`;
+  fill(app, h("h1", {}, `${name} over ${n} trials`),
+    h("p", { class: "note" }, `${s.tasks} tasks; a trial succeeds when ${s.rule}. Trials: `, s.slugs.map((_, i) => [i ? ", " : "", trialLink(i)])),
+    h("section", {}, h("h2", {}, "Aggregates (mean \u00b1 sample std over the trials)"),
+      h("table", { class: "tasks", id: "trials-aggregate" }, h("thead", {}, h("tr", {}, ["Metric", "Mean \u00b1 std", "Trials"].map((x) => h("th", {}, x)))),
+        h("tbody", {}, s.aggregate.map(([key, label, mean, std, count]) => h("tr", { "data-key": key }, h("td", {}, label),
+          h("td", { class: "num" + (key === "average" ? " avg" : "") }, fmt(mean, 4) + " \u00b1 " + fmt(std, 4)), h("td", { class: "num" }, fmt(count, 0))))))),
+    h("section", {}, h("h2", {}, "pass@k, pass^k and avg@k"),
+      h("table", { class: "tasks", id: "trials-rates" }, h("thead", {},
+        h("tr", {}, h("th", {}, ""), h("th", { colspan: 4 }, "losses counted as failures"), h("th", { colspan: 4 }, "losses excluded")),
+        h("tr", {}, h("th", {}, "k"), [0, 1].map(() => [...RATE_HEADS, "tasks"].map((x) => h("th", {}, x))))),
+        h("tbody", {}, s.rates.map((r) => h("tr", { "data-k": r.k }, h("td", { class: "num" }, r.k),
+          ["losses_as_failures", "losses_excluded"].map((losses) => [r[losses].map((c) => h("td", { class: "num" }, rateText(c))),
+            h("td", { class: "num" }, fmt(r[losses][0][1], 0))]))))),
+      h("p", { class: "note" }, "Unbiased estimators over the tasks: pass@k, some of k trials succeed; pass^k, all k succeed; " +
+        "avg@k, the success rate. With losses excluded a task counts its slots not lost, and one with fewer than k is left out at k.")),
+    h("section", {}, h("h2", {}, "Inventory"),
+      h("table", { class: "tasks", id: "trials-inventory" }, h("thead", {}, h("tr", {}, ["Trial", "Finished", "Agent failure", "Lost to infrastructure"].map((x) => h("th", {}, x)))),
+        h("tbody", {}, inv.per_trial.map(([t, ...c]) => h("tr", {}, h("td", {}, trialLink(t - 1)), c.map((v) => h("td", { class: "num" }, fmt(v, 0))))),
+          h("tr", { class: "total" }, h("th", {}, `all ${fmt(inv.slots, 0)} slots`),
+            [inv.finished, inv.agent_failure, inv.infrastructure].map((v) => h("td", { class: "num" }, fmt(v, 0)))))),
+      inv.missing.length ? h("p", { class: "note", id: "trials-lost" }, "Lost slots (a rerun of the rollout retries them): ",
+        inv.missing.map(([id, t, reason], i) => [i ? "; " : "", `${id} in trial ${t}` + (reason ? ` (${reason})` : "")])) : null),
+    h("section", {}, h("h2", {}, "Tasks by trial"),
+      h("table", { class: "tasks", id: "trials-tasks" }, h("thead", {}, h("tr", {}, h("th", {}, "Task"), h("th", {}, "Successes"),
+        s.slugs.map((_, i) => h("th", {}, trialLink(i))), h("th", {}, "Question"))),
+        h("tbody", {}, s.slots.map(([id, row]) => h("tr", { "data-id": id }, h("td", {}, TASKS.has(id) ? h("a", { href: "#/t/" + encodeURIComponent(id) }, id) : id),
+          h("td", { class: "num" }, `${row.filter((x) => x[1] === true).length} / ${n}`),
+          row.map((slot, i) => slotCell(s, i, id, slot)), h("td", { class: "q" }, clip((TASKS.get(id) || {}).question, 70))))))));
+}
+
 // ---- routing -----------------------------------------------------------------------------------
 function parse(hash) {
   // [view, ...its arguments, query] of an address; NotFound for one this viewer has no view for.
@@ -470,6 +541,7 @@ function parse(hash) {
   if (parts[0] === "m" && parts.length === 2) return ["model", parts[1], query];
   if (parts[0] === "m" && parts.length === 4 && parts[2] === "t") return ["task", parts[1], parts[3], query];
   if (parts[0] === "t" && parts.length === 2) return ["task-all", parts[1], query];
+  if (parts[0] === "trials" && parts.length === 2) return ["trials", parts[1], query];
   throw new NotFound("no such page");
 }
 
@@ -483,6 +555,7 @@ async function route() {
     if (name === "task") await viewTask(app, args[0], args[1]);
     else if (name === "model") await viewModel(app, args[0], new URLSearchParams(query));
     else if (name === "task-all") await viewTaskAll(app, args[0]);
+    else if (name === "trials") viewTrials(app, args[0]);
     else viewBoard(app);
     view = name;
   } catch (err) {

@@ -1,0 +1,103 @@
+"""The viewer's trials summary of a repeated run: per model of the run's trials.json, the aggregates as
+mean ± std over its trials, pass@k / pass^k / avg@k for every k in both loss conventions, the slot
+inventory (the lost slots named) and each (task, trial) slot with the trial's site key, so that each
+trial's task view is one click away. trials.json is read by `engine.reports.trials.read_trials`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, is_number
+from engine.metricspec import BY_KEY, label_of
+from engine.reports.trials import TRIAL_ROW, read_trials
+from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, STATES, TRIALS_FILE, mean_std
+from engine.viewer.text import cut
+
+RATES = ("pass_at_k", "pass_hat_k", "avg_at_k")
+"""The rate blocks of a trials document, shown side by side for every k."""
+LOSSES = ("losses_as_failures", "losses_excluded")
+
+
+def _rates(path: Path, model: str, doc: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """Per k = 1..n: {k, losses_as_failures: [[value, tasks] per rate], losses_excluded: ...}."""
+    rows = []
+    for k in range(1, n + 1):
+        row: dict[str, Any] = {"k": k}
+        for losses in LOSSES:
+            cells = []
+            for name in RATES:
+                block = doc.get(name, {}).get(losses, {}).get(str(k)) if isinstance(doc.get(name), dict) else None
+                if not isinstance(block, dict):
+                    raise InputError(path, f"missing: {name}.{losses}.{k}", field=f"models.{model}.{name}.{losses}.{k}")
+                value = block.get("value")
+                cells.append([float(value) if is_number(value) else None, block.get("tasks")])
+            row[losses] = cells
+        rows.append(row)
+    return rows
+
+
+def _aggregates(doc: dict[str, Any], averages: list[float]) -> list[list[Any]]:
+    """[[key, label, mean, std, n]]: the Average Score over the trials' leaderboard rows, every metric of
+    the metric table, then the other aggregates (counts and the like)."""
+    out = [[key, label_of(key), float(v["mean"]), float(v["std"]), v.get("n")] for key, v in doc["aggregate"].items()
+           if isinstance(v, dict) and is_number(v.get("mean")) and is_number(v.get("std"))]
+    out.sort(key=lambda row: row[0] not in BY_KEY)
+    if averages:
+        spread = mean_std(averages)
+        out.insert(0, ["average", "Average Score", spread["mean"], spread["std"], spread["n"]])
+    return out
+
+
+def _model(path: Path, model: str, doc: Any, slugs: dict[str, str], averages: list[float]) -> dict[str, Any]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict) or not isinstance(doc.get("inventory"), dict):
+        raise InputError(path, "a model's trials document needs meta and inventory", field=f"models.{model}")
+    n = doc["meta"].get("trials")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise InputError(path, "must be a whole number >= 1", field=f"models.{model}.meta.trials")
+    inv = doc["inventory"]
+    slots: dict[str, list[list[Any]]] = {}
+    for record in inv.get("records") or []:
+        trial, tid = record.get("trial"), str(record.get("id"))
+        if record.get("state") not in STATES or not isinstance(trial, int) or not 1 <= trial <= n:
+            raise InputError(path, "an inventory record needs a state and a trial in 1..N", task_id=tid,
+                             field=f"models.{model}.inventory.records")
+        row = slots.setdefault(tid, [[None, None, None] for _ in range(n)])
+        row[trial - 1] = [record["state"], record.get("success"), cut(record.get("reason"))]
+    return {"name": model, "trials": n, "tasks": doc["meta"].get("tasks"),
+            "rule": cut(doc["meta"].get("success_rule")),
+            "slugs": [slugs.get(f"{model}_trial{i}") for i in range(1, n + 1)],
+            "aggregate": _aggregates(doc, averages),
+            "rates": _rates(path, model, doc, n),
+            "inventory": {"slots": inv.get("slots"), **{s: inv.get(s) for s in STATES},
+                          "per_trial": [[b.get("trial"), b.get(FINISHED), b.get(AGENT_FAILURE), b.get(INFRASTRUCTURE)]
+                                        for b in inv.get("per_trial") or []],
+                          "missing": [[cut(str(m.get("id"))), m.get("trial"), cut(m.get("reason"))]
+                                      for m in inv.get("missing") or []]},
+            "slots": [[tid, row] for tid, row in sorted(slots.items())]}
+
+
+def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> dict[str, Any] | None:
+    """model -> its trials summary for the site (None when the run has no trials.json); `board` is the
+    site's leaderboard, whose trial rows (<model>_trial<i>) give the Average Score over the trials."""
+    path = Path(folder) / TRIALS_FILE
+    if not path.is_file():
+        return None
+    models = read_trials(path)
+    at = board["columns"].index(board["average"]) if board["average"] in board["columns"] else None
+    averages: dict[str, list[float]] = {}
+    for row in board["rows"]:
+        m = TRIAL_ROW.match(row["model"])
+        if m and at is not None and is_number(row["cells"][at]):
+            averages.setdefault(m.group("model"), []).append(float(row["cells"][at]))
+    return {model: _model(path, model, doc, slugs, averages.get(model, [])) for model, doc in models.items()}
+
+
+def trial_of(trials: dict[str, Any] | None) -> dict[str, list[Any]]:
+    """site key of a trial's results -> [its model, its trial index], for the trial's own page."""
+    out: dict[str, list[Any]] = {}
+    for model, summary in (trials or {}).items():
+        for i, key in enumerate(summary["slugs"], 1):
+            if key is not None:
+                out[key] = [model, i]
+    return out
