@@ -34,7 +34,10 @@ def test_every_option_composes_and_resolves(app: str, group: str, option: str, t
         cfg = compose(config_name="config", overrides=[f"{group}={option}"], return_hydra_config=True)
     assert OmegaConf.select(cfg, f"hydra.runtime.choices.{group}") == option
     HydraConfig.instance().set_config(cfg)  # for ${hydra:...} and the run folder's interpolations
-    for key in (k for k in cfg if k != "hydra"):
-        value = OmegaConf.select(cfg, str(key), throw_on_missing=False)  # resolves a leaf
-        if OmegaConf.is_config(value):
-            OmegaConf.to_container(value, resolve=True, throw_on_missing=False)  # resolves every leaf below
+    try:
+        for key in (k for k in cfg if k != "hydra"):
+            value = OmegaConf.select(cfg, str(key), throw_on_missing=False)  # resolves a leaf
+            if OmegaConf.is_config(value):
+                OmegaConf.to_container(value, resolve=True, throw_on_missing=False)  # resolves every leaf below
+    finally:
+        HydraConfig.instance().cfg = None  # later tests see no Hydra run, as a plain process does
