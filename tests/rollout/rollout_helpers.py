@@ -5,7 +5,11 @@ run's files go."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +116,29 @@ def third_party_config(path: Path, env_root: Path, entries: dict[str, dict[str, 
         entry = {**published[changes.pop("like", name)], **changes}
         servers[name] = {k: v for k, v in entry.items() if v is not None}
     return write_json(path, {"environments": str(env_root), "servers": servers})
+
+
+def start_rollout(overrides: list[str], cwd: Path) -> subprocess.Popen:
+    """scripts/rollout.py with these overrides, in a session of its own (so a test can kill it whole)."""
+    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *overrides], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def written_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a predictions file as far as it is written ([] while it is absent or half-written)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+
+
+def kill_when_written(proc: subprocess.Popen, out: Path, count: int, timeout: float) -> dict[str, dict[str, Any]]:
+    """SIGKILL the rollout's whole session once `out` holds `count` records; id -> record written by then."""
+    deadline = time.monotonic() + timeout
+    while len(written_records(out)) < count:
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        assert time.monotonic() < deadline, "no task was written in time"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    return {p["id"]: p for p in written_records(out)}

@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import pytest
 
-from rollout_helpers import ROOT, local_overrides, plan_policy, plan_tasks, predictions_of
+from rollout_helpers import (kill_when_written, local_overrides, plan_policy, plan_tasks, predictions_of,
+                             start_rollout, written_records)
 
 from rollout.models.loopback import message_texts
-
-
-def _start(overrides, cwd):
-    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *overrides], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-
-
-def _written(path):
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return []
 
 
 @pytest.mark.slow
@@ -38,22 +20,16 @@ def test_kill_and_resume(tmp_path, chat_server, servers_config):
     out = predictions_of(results)
     servers = servers_config("math")
     first = chat_server(policy, delay=0.15)
-    proc = _start(local_overrides(first, tasks_file, results, servers, "concurrency=2", "prepare=false"), tmp_path)
-    deadline = time.monotonic() + 60
-    while len(_written(out)) < 3:
-        assert proc.poll() is None, proc.stdout.read()
-        assert time.monotonic() < deadline, "no task was written in time"
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-    before = {p["id"]: p for p in _written(out)}
+    proc = start_rollout(local_overrides(first, tasks_file, results, servers, "concurrency=2", "prepare=false"),
+                         tmp_path)
+    before = kill_when_written(proc, out, 3, 60)
     assert 3 <= len(before) < len(ids), "the run must be killed while tasks remain"
 
     second = chat_server(policy)
-    proc = _start(local_overrides(second, tasks_file, results, servers, "concurrency=2", "prepare=false"), tmp_path)
+    proc = start_rollout(local_overrides(second, tasks_file, results, servers, "concurrency=2", "prepare=false"), tmp_path)
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
-    after = _written(out)
+    after = written_records(out)
     assert [p["id"] for p in after] == ids  # every task once, in task order
     for p in after:
         if p["id"] in before:

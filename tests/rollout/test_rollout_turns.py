@@ -4,16 +4,12 @@ replay; and the turns read from a task file."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from rollout_helpers import ROOT, make_image, write_json
+from rollout_helpers import ROOT, kill_when_written, make_image, start_rollout, write_json, written_records
 
 from engine.contract import InputError
 from rollout.tasks import read_turns
@@ -22,37 +18,18 @@ DEMO = ["model=scripted", "tasks=vtb_demo", "model.script=${rollout_path:demo/vt
         "tasks.ids=[vtb-01,vtb-01-mt,vtb-02-mt]", "concurrency=1", "mode=record"]
 
 
-def _start(cwd: Path, *overrides: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *DEMO, *overrides], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-
-
-def _written(path: Path) -> list[dict]:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return []
-
-
 @pytest.mark.slow
 def test_a_multi_turn_task_runs_resumes_and_replays(tmp_path: Path) -> None:
     results = tmp_path / "rec"
     out = results / "scripted_test_mcp_fuzzy.json"
-    proc = _start(tmp_path, f"results_dir={results}", "model.delay=0.25")
-    deadline = time.monotonic() + 120
-    while not _written(out):
-        assert proc.poll() is None, proc.stdout.read()
-        assert time.monotonic() < deadline, "no task was written in time"
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-    before = {p["id"]: p for p in _written(out)}
+    proc = start_rollout([*DEMO, f"results_dir={results}", "model.delay=0.25"], tmp_path)
+    before = kill_when_written(proc, out, 1, 120)
     assert 1 <= len(before) < 3, "the run must be killed while tasks remain"
 
-    proc = _start(tmp_path, f"results_dir={results}")
+    proc = start_rollout([*DEMO, f"results_dir={results}"], tmp_path)
     log, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0 and "Traceback" not in log, log
-    preds = {p["id"]: p for p in _written(out)}
+    preds = {p["id"]: p for p in written_records(out)}
     assert list(preds) == ["vtb-01", "vtb-01-mt", "vtb-02-mt"]
     assert all(preds[i] == p for i, p in before.items())  # kept as written
 
