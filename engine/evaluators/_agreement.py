@@ -10,7 +10,7 @@ Krippendorff's alpha does:
   differ from its most common one.
 
 Alpha comes from the krippendorff package; it is None when undefined (fewer than two judges or items,
-a single value throughout, or no item rated by two judges).
+or a single value throughout the items rated by two judges or more).
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ def krippendorff_alpha(matrix: np.ndarray, level: Level) -> float | None:
     import krippendorff
 
     rated = ~np.isnan(matrix)
-    if (matrix.shape[0] < 2 or matrix.shape[1] < 2 or np.unique(matrix[rated]).size < 2
-            or not (rated.sum(axis=0) >= 2).any()):
+    pairable = matrix[:, rated.sum(axis=0) >= 2]
+    if matrix.shape[0] < 2 or matrix.shape[1] < 2 or np.unique(pairable[~np.isnan(pairable)]).size < 2:
         return None
     return _number(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
 
