@@ -27,6 +27,7 @@ from engine.evaluators._reducers import reducer
 REDUCER = "trimmed_mean"
 """How the judges' scores of a task and metric become one (engine.evaluators._reducers)."""
 
+
 async def judge_score(pool: Any, spec: Any, question: Question, attempts: int) -> float:
     """One judge's score of a question (divided by the rubric's scale); JudgeFailure when it has none."""
     rubric = question.rubric
