@@ -14,6 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from engine.apps.kit import config_groups
+
 ROOT = Path(__file__).resolve().parents[1]
 APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate", "judge": "rollout.judges.cli"}
 # Keys of named entries the help describes once, for an entry called <name>: pattern -> replacement.
@@ -47,11 +49,9 @@ def leaf_keys(node: object, prefix: str = "") -> set[str]:
 def composed_keys(app: str) -> set[str]:
     """Leaf keys of the app's config composed with every option of every group."""
     __import__(APPS[app])  # registers structured config groups
-    conf = ROOT / "conf" / app
-    groups = [d.name for d in conf.iterdir() if d.is_dir() and d.name != "hydra"]
     keys: set[str] = set()
-    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
-        options = [[]] + [[f"{g}={f.stem}"] for g in groups for f in sorted((conf / g).glob("*.yaml"))]
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / app)):
+        options = [[]] + [[f"{g}={o}"] for g, opts in config_groups(app).items() for o in opts]
         for overrides in options:
             cfg = compose(config_name="config", overrides=overrides)
             keys |= leaf_keys(OmegaConf.to_container(cfg, resolve=False))
