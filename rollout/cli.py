@@ -2,10 +2,11 @@
 
 Its Hydra config root is conf/rollout/ (config.yaml and the groups model, exposure, preset), and the data
 sets of conf/shared/data/ (shared with the score and judge apps) are its tasks: ``tasks=NAME`` picks one
-(the shorthand of ``data=NAME``; ``tasks=demo`` is ``rollout_demo``); `--help` lists every setting. A run writes its predictions to ``<results_dir>/<model.name>_test_mcp_fuzzy.json``
-and everything else, Hydra's log and config included, to its run folder
-``<results_dir>/rollout/<model.name>``. Bad input ends the run with one line on stderr and exit status
-2; a run where some tasks failed exits with 1 (run it again to retry them), else 0.
+(the shorthand of ``data=NAME``; ``tasks=demo`` is ``rollout_demo``); `--help` lists every setting. A run
+writes its predictions to ``<results_dir>/<model.name>_test_mcp_fuzzy.json`` and everything else, Hydra's
+log and config included, to its run folder ``<results_dir>/rollout/<model.name>``. Bad input ends the run
+with one line on stderr and exit status 2; a run where some tasks failed exits with 1 (run it again to retry
+them), else 0.
 """
 
 from __future__ import annotations

@@ -57,6 +57,14 @@ def test_every_option_composes_and_resolves(app: str, group: str, option: str, t
         HydraConfig.instance().cfg = None  # later tests see no Hydra run, as a plain process does
 
 
+def test_the_apps_read_hydra_through_its_public_api() -> None:
+    """The kit and the apps compose, list groups and help through Hydra's public API, never hydra._internal."""
+    root = CONF_ROOT.parent
+    sources = [*(root / "engine" / "apps").glob("*.py"), root / "rollout" / "cli.py",
+               root / "rollout" / "judges" / "cli.py"]
+    assert [p.name for p in sources if "hydra._internal" in p.read_text(encoding="utf-8")] == []
+
+
 def _declared(name: str) -> dict[str, Any]:
     """A data set as its file declares it, resolved."""
     return OmegaConf.to_container(OmegaConf.load(SHARED / "data" / f"{name}.yaml"), resolve=True)
