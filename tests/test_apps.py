@@ -70,8 +70,12 @@ def test_help_describes_every_setting_and_only_its_own_groups(app: str, tmp_path
     for pattern, replacement in GENERIC_KEYS:  # an evaluator's own options may be described one by one
         described = {pattern.sub(replacement, key) for key in described}
     assert described == composed_keys(app)
-    groups = proc.stdout.split("== Configuration groups ==")[-1]
+    _, _, groups = proc.stdout.partition("== Configuration groups ==")  # calibrate has no group
+    groups = groups.split("== Config ==")[0]
     assert not re.search(r"^(exposure|tasks):", groups, re.M), "rollout groups leak into the help"
+    listed = [line for line in groups.splitlines() if re.match(r"^[\w/]+: ", line)]
+    assert listed == [f"{group}: {', '.join(options)}" for group, options in config_groups(app).items()]
+    assert ("data" in config_groups(app)) == (app != "calibrate")  # the shared data sets, on its search path
     assert "Traceback" not in proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []
 
