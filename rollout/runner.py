@@ -39,7 +39,7 @@ from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache
-from rollout.tasks import read_reference_tools, read_turns
+from rollout.tasks import Turn, read_reference_tools, read_turns
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
 
@@ -114,15 +114,27 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     return status
 
 
+def _run_tasks(cfg: Mapping[str, Any]) -> tuple[list[Task], dict[str, list[Turn]]]:
+    """The tasks to run (config node `tasks`, read from the data set) and the turns of multi-turn ones: those of
+    a folder of tasks (tasks.root, or tasks.file naming a folder: an MCPVerse checkout, TOBench task files), else
+    of the tasks file; InputError when the data set names neither."""
+    data = cfg["tasks"]
+    file = data.get("file")
+    root = data.get("root") or (file if file and Path(file).is_dir() else None)
+    if root:
+        return task_dir_tasks(root, data.get("ids")), {}
+    if not file:
+        name = (cfg.get("data") or {}).get("name")
+        raise InputError("config", f"no tasks to run{f' (data set {name} names none)' if name else ''}: set "
+                         "tasks.file=PATH, or tasks.root=DIR for a folder of tasks", field="tasks.file")
+    return (read_tasks(file, data.get("images_dir"), data.get("question_field") or "question", data.get("ids")),
+            read_turns(file, data.get("images_dir")))
+
+
 async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
     """One rollout of the tasks not yet in cfg's predictions file; records carry `trial` when given."""
     data = cfg["tasks"]
-    if data.get("root"):
-        tasks, turns = task_dir_tasks(data["root"], data.get("ids")), {}
-    else:
-        tasks = read_tasks(data["file"], data.get("images_dir"), data.get("question_field") or "question",
-                           data.get("ids"))
-        turns = read_turns(data["file"], data.get("images_dir"))
+    tasks, turns = _run_tasks(cfg)
     exposure = cfg.get("exposure") or {"mode": "all"}
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")

@@ -14,6 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from engine.apps.kit import config_groups
+
 ROOT = Path(__file__).resolve().parents[1]
 APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate", "judge": "rollout.judges.cli"}
 # Keys of named entries the help describes once, for an entry called <name>: pattern -> replacement.
@@ -47,11 +49,9 @@ def leaf_keys(node: object, prefix: str = "") -> set[str]:
 def composed_keys(app: str) -> set[str]:
     """Leaf keys of the app's config composed with every option of every group."""
     __import__(APPS[app])  # registers structured config groups
-    conf = ROOT / "conf" / app
-    groups = [d.name for d in conf.iterdir() if d.is_dir() and d.name != "hydra"]
     keys: set[str] = set()
-    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
-        options = [[]] + [[f"{g}={f.stem}"] for g in groups for f in sorted((conf / g).glob("*.yaml"))]
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / app)):
+        options = [[]] + [[f"{g}={o}"] for g, opts in config_groups(app).items() for o in opts]
         for overrides in options:
             cfg = compose(config_name="config", overrides=overrides)
             keys |= leaf_keys(OmegaConf.to_container(cfg, resolve=False))
@@ -70,8 +70,12 @@ def test_help_describes_every_setting_and_only_its_own_groups(app: str, tmp_path
     for pattern, replacement in GENERIC_KEYS:  # an evaluator's own options may be described one by one
         described = {pattern.sub(replacement, key) for key in described}
     assert described == composed_keys(app)
-    groups = proc.stdout.split("== Configuration groups ==")[-1]
+    _, _, groups = proc.stdout.partition("== Configuration groups ==")  # calibrate has no group
+    groups = groups.split("== Config ==")[0]
     assert not re.search(r"^(exposure|tasks):", groups, re.M), "rollout groups leak into the help"
+    listed = [line for line in groups.splitlines() if re.match(r"^[\w/]+: ", line)]
+    assert listed == [f"{group}: {', '.join(options)}" for group, options in config_groups(app).items()]
+    assert ("data" in config_groups(app)) == (app != "calibrate")  # the shared data sets, on its search path
     assert "Traceback" not in proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []
 

@@ -97,7 +97,7 @@ def test_the_demo_is_scored_only_when_nothing_is_named(files: Path) -> None:
     assert named("data=m3bench", "sweep=none") == []  # the defaults, named
     assert named("trials.predictions=[P1]") == ["trials.predictions"]
     assert named("model=gpt5") == ["model.name", "model.predictions"]
-    assert named("data=rollout_demo") == ["data.gt", "data.name"]
+    assert named("data=rollout_demo") == ["data.gt", "data.name", "data.tasks"]
     assert named("results_dir=R", "trials.n=2") == ["results_dir", "trials.n"]
     assert named("model.rubrics=r.json") == ["model.rubrics"]
     # inside a running app (another config root's Hydra), which is put back afterwards

@@ -126,7 +126,7 @@ def test_published_rules_and_the_strict_reading(tmp_path: Path, caplog) -> None:
         {"id": "partial", "rubrics": [{"weight": 5, "judge_result": "Partially Met"}, {"weight": 2, "met": True}]},
         {"id": "lower", "rubrics": [{"weight": 5, "judge_result": "met"}, {"weight": 1, "met": False}]}]
     path = _write(tmp_path / "v.json", records)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.DEBUG):
         published = vtb.read(path).per_id
     assert published == {"flag": {"rubric_score": 3 / 7, "pass_rate": 0.0},
                          "flag3": {"rubric_score": 5 / 8, "pass_rate": 1.0},
@@ -134,6 +134,11 @@ def test_published_rules_and_the_strict_reading(tmp_path: Path, caplog) -> None:
                          "partial": {"rubric_score": 2 / 7, "pass_rate": 1.0},
                          "lower": {"rubric_score": 0.0, "pass_rate": 1.0}}
     assert "task flag: 2 rubric(s) flagged critical otherwise than weight >= 4 (weight >= 4 decides" in caplog.text
+    flagged = [(r.levelno, r.getMessage()) for r in caplog.records if "flagged critical otherwise" in r.getMessage()]
+    assert {level for level, _ in flagged[:-1]} == {logging.DEBUG}  # each task's, then one summary
+    assert flagged[-1] == (logging.WARNING, f"{path}: 3 rubric(s) of 2 task(s) flagged critical otherwise than "
+                           "weight >= 4 (weight >= 4 decides, as published): flag, flag3; each rubric at DEBUG "
+                           "(hydra.verbose=engine.evaluators.vtb_records)")
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "neither" in r.getMessage()]
     assert warned == [f'{path}: 2 rubric verdict(s) neither "Met" nor "Not Met" (counted as neither: no weight, no '
                       'failure, as published); first: task partial, field [3].rubrics[0].judge_result']

@@ -13,6 +13,7 @@ import argparse
 import atexit
 import contextlib
 import difflib
+import functools
 import io
 import logging
 import os
@@ -131,11 +132,33 @@ def remove_failed_run_folder(cfg: DictConfig) -> None:
             break
 
 
+@functools.cache
+def config_roots(app: str) -> tuple[Path, ...]:
+    """The folders of the app's config groups: conf/<app>/, then the folders its config adds to the search
+    path (`hydra.searchpath`, `file://` entries: conf/shared/, whose data sets the score, judge and rollout
+    apps share)."""
+    entries = OmegaConf.select(OmegaConf.load(CONF_ROOT / app / "config.yaml"), "hydra.searchpath") or []
+    return (CONF_ROOT / app, *(Path(e.removeprefix("file://")) for e in entries if e.startswith("file://")))
+
+
 def config_groups(app: str) -> dict[str, list[str]]:
-    """The config groups of conf/<app>/ (not Hydra's) and their options."""
-    root = CONF_ROOT / app
-    return {d.name: sorted(f.stem for f in d.glob("*.yaml")) for d in sorted(root.iterdir())
-            if d.is_dir() and d.name != "hydra"}
+    """The config groups on the app's search path (not Hydra's) and their options."""
+    groups: dict[str, set[str]] = {}
+    for root in config_roots(app):
+        for d in sorted(root.iterdir()):
+            if d.is_dir() and d.name != "hydra":
+                groups.setdefault(d.name, set()).update(f.stem for f in d.glob("*.yaml"))
+    return {name: sorted(groups[name]) for name in sorted(groups)}
+
+
+def group_lines(app: str) -> str:
+    """`group: option, ...` for each config group of the app, one a line: the groups of its --help
+    (Hydra's own list, $APP_CONFIG_GROUPS, leaves out those of hydra.searchpath)."""
+    return "\n".join(f"{name}: {', '.join(options)}" for name, options in config_groups(app).items())
+
+
+# ${app_groups:score}: the groups an app's --help lists.
+OmegaConf.register_new_resolver("app_groups", group_lines, replace=True)
 
 
 def _dotted_keys(node: Any, prefix: str = "") -> list[str]:

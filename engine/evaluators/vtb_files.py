@@ -175,14 +175,18 @@ def read_verdicts(path: Path, profile: str) -> Verdicts:
     else:
         raise InputError(path, "the root must be a rubric verdicts file {aggregate, per_id, meta}, a list of "
                                "{id, rubrics} records or VisualToolBench's judge results")
+    flagged = []  # the tasks with such rubrics
     for tid, values in out.detail.items():
         out.per_id[tid] = {k: values[k] for k in KEYS if k in values}
         items = [item for item, _ in values["rubrics"]]
-        mismatches += log_mismatches(tid, items, profile) if items else 0
+        count = log_mismatches(tid, items, profile) if items else 0
+        mismatches += count
+        flagged += [tid] if count else []
     if mismatches:
         rule = "the flag is kept" if profile == "strict" else "weight >= 4 decides, as published"
-        log.warning("%s: %d rubric(s) flagged critical otherwise than weight >= 4 (%s; each is logged at INFO)",
-                    path, mismatches, rule)
+        log.warning("%s: %d rubric(s) of %d task(s) flagged critical otherwise than weight >= 4 (%s): %s%s; each "
+                    "rubric at DEBUG (hydra.verbose=%s)", path, mismatches, len(flagged), rule,
+                    ", ".join(flagged[:5]), ", ..." if len(flagged) > 5 else "", log_mismatches.__module__)
     _warn_labels(path, odd, profile)
     out.totals["critical_mismatches"] = mismatches
     return out

@@ -255,8 +255,9 @@ def read_task_records(path: str | Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def log_mismatches(task_id: str, items: Sequence[RubricItem], profile: str, level: int = logging.INFO) -> int:
-    """Log the rubrics whose critical flag disagrees with weight >= 4; their number."""
+def log_mismatches(task_id: str, items: Sequence[RubricItem], profile: str, level: int = logging.DEBUG) -> int:
+    """Log the rubrics whose critical flag disagrees with weight >= 4 (at DEBUG: the reader of a verdicts file
+    sums them up in one warning); their number."""
     odd = [f"turn {r.turn + 1} weight {r.weight} critical {str(r.flag).lower()}" for r in items if r.mismatch]
     if odd:
         rule = "the flag is kept" if profile == "strict" else "weight >= 4 decides, as published"

@@ -1,7 +1,7 @@
 """The judge command: ``python scripts/judge.py model=NAME [judges=POOL] [key=value]`` (or ``m3bench-judge``).
 
-Its Hydra config root is conf/judge/ (config.yaml and the groups judges, data); `--help` describes
-every setting. It writes ``<predictions stem>_taskcompletion.json`` and
+Its Hydra config root is conf/judge/ (config.yaml and the groups judges, evaluators; the data sets of
+conf/shared/data/); `--help` describes every setting. It writes ``<predictions stem>_taskcompletion.json`` and
 ``<predictions stem>_callanalysis.json`` beside the predictions, where the scoring app finds them,
 and its log and config to its run folder ``<results_dir>/judge/<model>``. Bad input ends the run with
 one line on stderr and exit status 2; a run where some task could not be judged exits with 1.

@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 from rollout_helpers import ROOT, compose, write_json
 
-CONF = ROOT / "conf" / "rollout"
-GROUPS = {group: sorted(p.stem for p in (CONF / group).glob("*.yaml"))
-          for group in ("model", "exposure", "tasks", "preset")}
-SCORING_GROUPS = sorted(p.name for p in (ROOT / "conf").iterdir() if p.is_dir() and p.name not in ("rollout", "hydra"))
+from engine.apps.kit import config_groups
+from engine.apps.overrides import CommandLineError
+from engine.contract import InputError
+from rollout.cli import tasks_shorthand
+from rollout.runner import run
+
+GROUPS = config_groups("rollout")  # its own (model, exposure, preset) and the shared data sets (data)
+SCORING_GROUPS = sorted(config_groups("score"))
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -53,7 +57,8 @@ def _leaves(node: object, documented: dict[str, str], prefix: str = "") -> set[s
 def test_help_lists_only_the_rollout_groups(help_text):
     listed = dict(line.split(": ", 1) for line in _section(help_text, "Configuration groups", "Config")[1:] if line)
     assert {group: options.split(", ") for group, options in listed.items()} == GROUPS
-    assert set(SCORING_GROUPS) - set(GROUPS)  # the scoring app's own groups (align, data, ...) exist
+    assert sorted(GROUPS) == ["data", "exposure", "model", "preset"]
+    assert set(SCORING_GROUPS) - set(GROUPS)  # the scoring app's own groups (align, encoder, ...) exist
     assert not (set(SCORING_GROUPS) - set(GROUPS)) & set(listed)
 
 
@@ -67,6 +72,25 @@ def test_every_setting_has_one_description_line_and_no_other(help_text):
     assert "model.script" in leaves and "exposure.top_k" in leaves and "curate.model" in leaves
     assert sorted(leaves - set(documented)) == [], "settings without a description in --help"
     assert sorted(set(documented) - leaves) == [], "--help describes settings the config does not have"
+
+
+def test_tasks_names_a_shared_data_set():
+    """tasks=NAME is data=NAME (tasks=demo: rollout_demo), swept values too; the tasks.* settings are left."""
+    assert tasks_shorthand(["tasks=demo", "tasks.ids=[a]", "model=scripted"]) == \
+        ["data=rollout_demo", "tasks.ids=[a]", "model=scripted"]
+    assert tasks_shorthand(["-m", "tasks=vtb_demo,demo"]) == ["-m", "data=vtb_demo,rollout_demo"]
+    with pytest.raises(CommandLineError, match=r"^tasks=vtbdemo: no data set 'vtbdemo' \(conf/shared/data/\); "
+                                               r"closest: vtb_demo, demo"):
+        tasks_shorthand(["tasks=vtbdemo"])
+
+
+def test_a_data_set_without_tasks_is_one_line_naming_the_settings(tmp_path):
+    for name in ("mcpverse", "demo"):  # a checkout not named yet; the score app's generated demo
+        cfg = compose("model=scripted", f"data={name}", f"results_dir={tmp_path}")
+        with pytest.raises(InputError, match=rf"field 'tasks.file': no tasks to run \(data set {name} names none\): "
+                                             r"set tasks.file=PATH, or tasks.root=DIR for a folder of tasks$"):
+            run(cfg)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_layout_of_a_run(monkeypatch):
