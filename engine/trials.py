@@ -1,5 +1,6 @@
 """Repeated runs: the inventory of (task, trial) slots, success per trial from a declared rule, the
-unbiased pass@k / pass^k / avg@k estimators, and the spread of every metric over trials.
+unbiased pass@k / pass^k / avg@k rates (estimators in engine.trial_estimators), and the spread of every
+metric over trials.
 
 A trial is one prediction file of a model; trial i of ``<stem>.json`` is ``<stem>_trial<i>.json``
 (TRIAL_NAME). Each (task, trial) slot is exactly one of:
@@ -29,6 +30,7 @@ from engine.contract import (AGENT, ConfigError, InputError, TrajectoryFile, ato
                              record_error, server_down)
 from engine.evaluators import evaluator
 from engine.judge_results import Joined, JoinedFiles
+from engine.trial_estimators import ESTIMATORS, rate
 from engine.trial_conventions import conventions_of, peer_blocks
 
 if TYPE_CHECKING:
@@ -65,6 +67,14 @@ def find_trials(predictions: Path, n: int | None = None) -> list[Path]:
     return [trial_path(predictions, i) for i in range(1, last + 1)]
 
 
+def check_trial_files(paths: Sequence[Path], setting: str) -> None:
+    """Refuse something other than a file in a trial file's place (e.g. a folder): InputError naming it
+    and the setting that led to it."""
+    for path in paths:
+        if path.exists() and not path.is_file():
+            raise InputError(path, "not a file: a trial is a prediction file", field=setting)
+
+
 def trial_count(cfg: Mapping[str, Any]) -> int | None:
     """The `trials.n` setting: trials expected per model (None: as many as are found)."""
     n = cfg.get("n")
@@ -76,41 +86,6 @@ def trial_count(cfg: Mapping[str, Any]) -> int | None:
 def model_name(trial: Path) -> str:
     """A model's name from one of its trial files: the stem without its _trial<i> suffix."""
     return re.sub(r"_trial\d+$", "", Path(trial).stem)
-
-
-# Estimators (k <= n; n trials of a task, c of them successful)
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Probability that at least one of k trials drawn from n succeeds: 1 - C(n-c, k) / C(n, k)."""
-    _check_k(n, c, k)
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """Probability that all k trials drawn from n succeed: C(c, k) / C(n, k)."""
-    _check_k(n, c, k)
-    return math.comb(c, k) / math.comb(n, k)
-
-
-def avg_at_k(n: int, c: int, k: int) -> float:
-    """Mean success of one trial, c / n (the same for every k <= n)."""
-    _check_k(n, c, k)
-    return c / n
-
-
-def _check_k(n: int, c: int, k: int) -> None:
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
-
-
-ESTIMATORS = {"pass_at_k": pass_at_k, "pass_hat_k": pass_hat_k, "avg_at_k": avg_at_k}
-
-
-def rate(counts: Sequence[tuple[int, int]], k: int, estimator: str) -> tuple[float | None, int]:
-    """(mean of the estimator over the tasks with n >= k, number of those tasks); None when none."""
-    fn = ESTIMATORS[estimator]
-    values = [fn(n, c, k) for n, c in counts if n >= k]
-    return (sum(values) / len(values) if values else None), len(values)
 
 
 # Inventory

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.contract import read_trajectories, write_trajectories  # noqa: E402
 from engine.synthetic import PROFILES, make_reference, perturb  # noqa: E402
-from rollout.judges.calls import rule_labels  # noqa: E402
+from engine.evaluators._call_rules import decide  # noqa: E402
 from rollout.judges.catalogue import load_catalogue  # noqa: E402
 from rollout.judges.cli import compose_config  # noqa: E402
 from rollout.judges.run import run  # noqa: E402
@@ -145,10 +145,11 @@ def main() -> None:
         files = [read_trajectories(p) for p in preds]
         loaded = time.perf_counter() - start
         start = time.perf_counter()
-        labels = [rule_labels(f, catalogue) for f in files]
+        decisions = [decide(call, catalogue) for f in files for t in f.tasks.values()
+                     for step in t.raw.get("steps") or [] for call in step.get("calls") or []]
         seconds = time.perf_counter() - start
-        calls = sum(len(calls) for calls, _, _ in labels)
-        settled = sum(1 for calls, _, _ in labels for c in calls if c["label"] is not None)
+        calls = len(decisions)
+        settled = sum(1 for d in decisions if d is not None)
         print(f"call outcome rules: {len(files)} model(s), {calls} call(s), {settled} settled by rules "
               f"({settled / calls:.1%}): {seconds:.3f} s after start-up (reading the files: {loaded:.2f} s)")
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from engine.contract import ConfigError, InputError, parse_trajectories
+from engine.trial_estimators import pass_at_k, pass_hat_k, rate
 from engine.trials import (AGENT_FAILURE, FINISHED, INFRASTRUCTURE, SuccessRule, Trial, check_distinct,
-                           find_trials, inventory, mean_std, pass_at_k, pass_hat_k, rate, rates, slot_state,
-                           success_rule, trial_path, trials_document)
+                           check_trial_files, find_trials, inventory, mean_std, rates, slot_state, success_rule,
+                           trial_path, trials_document)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -167,6 +168,11 @@ def test_trial_files_are_found_by_name(tmp_path: Path) -> None:
     assert [p.name for p in find_trials(pred)] == [f"m_test_mcp_fuzzy_trial{i}.json" for i in (1, 2, 3, 4)]
     assert len(find_trials(pred, 5)) == 5 and find_trials(tmp_path / "other.json") == []
     assert find_trials(tmp_path / "other.json", 4) == []  # trials.n does not make a model without trials one
+    check_trial_files(find_trials(pred), "predictions")  # trial 3 has no file: its slots are lost, not refused
+    trial_path(pred, 3).mkdir()
+    with pytest.raises(InputError, match=r"m_test_mcp_fuzzy_trial3.json: field 'predictions': not a file: a trial is a "
+                                         r"prediction file$"):
+        check_trial_files(find_trials(pred), "predictions")
 
 
 def score(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -44,16 +44,17 @@ def test_the_judge_stage_writes_resumes_and_reports_failures(tmp_path: Path, cap
     assert status == 0 and list(doc["per_id"]) == [r["id"] for r in reference[:3]]
     assert doc["meta"]["evaluator"] == "vtb_rubrics" and doc["meta"]["incomplete"] == []
     assert doc["meta"]["profile"] == "published"
-    assert doc["meta"]["agreement"]["judges"] == ["scripted-judge-a", "scripted-judge-b", "scripted-judge-c",
-                                                  "scripted-judge-d"]
+    assert doc["meta"]["agreement"]["judges"] == ["scripted-judge-a"]  # published: the pool's first judge alone
     assert doc["aggregate"]["tasks"] == 3 and doc["aggregate"]["by_domain"]["STEM"]["tasks"] == 3
     assert "(3 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     status, again = _stage(tmp_path)
     assert status == 0 and again["per_id"] == doc["per_id"]
     assert "(0 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
-    _, strict = _stage(tmp_path, "scripted", "evaluators.vtb_rubrics.profile=strict")
-    assert strict["per_id"] == doc["per_id"] and strict["aggregate"]["profile"] == "strict"
+    _, strict = _stage(tmp_path, "scripted", "evaluators.vtb_rubrics.profile=strict")  # every judge: judged again
+    assert list(strict["per_id"]) == list(doc["per_id"]) and strict["aggregate"]["profile"] == "strict"
+    assert strict["meta"]["agreement"]["judges"] == ["scripted-judge-a", "scripted-judge-b", "scripted-judge-c",
+                                                     "scripted-judge-d"]
     # vtb-02 has no critical rubric: it passes as published, fails strictly; the others the other way round
     assert strict["aggregate"]["APR"] == 2 / 3 and doc["aggregate"]["APR"] == 1 / 3
 
@@ -64,12 +65,13 @@ def test_a_rerun_judges_again_the_tasks_a_judge_left_unanswered(tmp_path: Path, 
             "api_key_env: null, params: {}, timeout: 10, max_retries: 0, backoff: {initial: 0.01, max: 0.01}}")
     reference = json.loads((ROOT / "rollout" / "demo" / "vtb_reference.json").read_text())
     _write(tmp_path / "p_test_mcp_fuzzy.json", reference[:2])
-    status, doc = _stage(tmp_path, "scripted", mute, "evaluators.vtb_rubrics.attempts=1")
+    strict = "evaluators.vtb_rubrics.profile=strict"  # every judge of the pool is asked
+    status, doc = _stage(tmp_path, "scripted", mute, "evaluators.vtb_rubrics.attempts=1", strict)
     assert status == 1 and doc["meta"]["incomplete"] == [r["id"] for r in reference[:2]]
     assert doc["aggregate"]["unanswered"] == sum(len(t["rubrics"]) for e in doc["per_id"].values()
                                                  for t in e["turns"])
     capsys.readouterr()
-    status, again = _stage(tmp_path, "scripted")  # the pool without the mute judge: judged again, from the cache
+    status, again = _stage(tmp_path, "scripted", strict)  # the pool without the mute judge: judged again, from the cache
     assert status == 0 and again["meta"]["incomplete"] == [] and again["aggregate"]["unanswered"] == 0
     assert "(2 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     assert again["meta"]["usage"]["scripted_a"]["cached"] > 0

@@ -32,7 +32,8 @@ from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
-from engine.trials import TRIALS_FILE, check_distinct, find_trials, model_name, trial_count, write_trials
+from engine.trials import (TRIALS_FILE, check_distinct, check_trial_files, find_trials, model_name, trial_count,
+                           write_trials)
 
 log = logging.getLogger("score")
 
@@ -102,9 +103,7 @@ def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]], s
             names.append(model)
             continue
         trials[model] = paths
-        for path in paths:
-            if path.exists() and not path.is_file():
-                raise InputError(path, "not a file: a trial is a prediction file", field=setting)
+        check_trial_files(paths, setting)
         present = [(i, p) for i, p in enumerate(paths, 1) if p.is_file()]
         if not present:
             raise ConfigError(f"{model}: none of its {len(paths)} trial file(s) exists: {', '.join(map(str, paths))}")

@@ -237,6 +237,16 @@ def read_trajectories(path: str | Path, lenient: bool = False) -> TrajectoryFile
     return parse_trajectories(path, read_json(path, "trajectory file"), lenient)
 
 
+def file_objects(path: str | Path) -> dict[str, list[tuple[int, dict]]]:
+    """id -> (position in the file, object) of every object of a trajectory file, repeated ids included,
+    in file order (what `read_trajectories` keeps one of per id)."""
+    path = Path(path)
+    out: dict[str, list[tuple[int, dict]]] = {}
+    for position, (task_id, obj) in enumerate(_entries(path, read_json(path, "trajectory file"))):
+        out.setdefault(task_id, []).append((position, obj))
+    return out
+
+
 def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_field: str = "question",
                ids: Iterable[str] | None = None) -> list[Task]:
     """Tasks of a file in the published shape ({id, image, type, question, ...}), in file order.

@@ -54,7 +54,7 @@ from typing import Any
 
 from engine.contract import ConfigError, InputError
 from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries,
-                                    mean_or_none)
+                                    mean_or_none, pool_judge)
 from engine.evaluators._judging import Question, Rubric, first_answer
 from engine.evaluators._reducers import reducer
 from engine.evaluators._check_runner import CheckSettings, check_settings
@@ -322,7 +322,12 @@ METRICS: tuple[Metric, ...] = tuple(
 """The Success Rates (per level, their macro mean, the micro mean) and the counts, by `aggregate`; not
 leaderboard columns (the report's outcome checks table has them)."""
 
+def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """The pool's first judge under the published reading (it alone is asked), else None (every judge)."""
+    return pool_judge(judges) if parser_of(options) == "published" else None
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
                       aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
-                      columns=("answer_level", "answer_success"))
+                      columns=("answer_level", "answer_success"), one_judge=one_judge)

@@ -19,10 +19,15 @@ from typing import Any, Literal, get_args
 
 from engine.contract import InputError, Trajectory, TrajectoryFile, read_json
 
-Input = Literal["prediction", "final_answer", "reference", "task", "workspace", "tool_log"]
+Input = Literal["prediction", "final_answer", "reference", "task", "workspace", "tool_log", "file_entries",
+                "catalogue"]
 """What an evaluator may read of a task: the predicted trajectory, its final answer, the reference
 trajectory, the task record (question, ground truth, rubrics, level, check module), the task's final
-workspace folder, and the tool log of its rollout."""
+workspace folder, the tool log of its rollout, every object of the predictions file under the task's id
+(``file_entries``: repeated ids included, each with its position in the file; such an evaluator is asked
+about every id of the file, those lost to the infrastructure included), and the run's tool catalogue
+(``catalogue``: loaded once per run by the judge app from its config entry's ``catalogue`` setting, in
+the context; its source recorded in the meta)."""
 INPUTS: tuple[str, ...] = get_args(Input)
 PROFILES: tuple[str, ...] = ("reference", "paper")
 """The metrics profiles: the published scorer (``reference``) and the paper's formulas (``paper``)."""
@@ -72,6 +77,7 @@ class TaskInputs:
     task: Mapping[str, Any] | None = None
     workspace: Path | None = None
     tool_log: Sequence[Mapping[str, Any]] | None = None
+    file_entries: Sequence[tuple[int, Mapping[str, Any]]] = ()
 
     @property
     def final_answer(self) -> str | None:
@@ -114,12 +120,30 @@ def root_entries(path: Path, root: Any,
 @dataclass(frozen=True)
 class JudgeContext:
     """What a judging evaluator gets besides the task: the judge pool (duck-typed, built by the judge
-    app), the attempts per judge, its own config entry, and how much of a tool result a payload keeps."""
+    app), the attempts per judge, its own config entry, how much of a tool result a payload keeps (its
+    entry's ``max_result_chars``, else the app's), and the tool catalogue for an evaluator that reads it
+    (engine.evaluators._call_rules.Catalogue; None when the run has none)."""
 
     pool: Any
     attempts: int
     options: Mapping[str, Any] = field(default_factory=dict)
     max_result_chars: int = 0
+    catalogue: Any = None
+
+
+def pool_judge(judges: Mapping[str, Any], name: str | None = None,
+               where: str = "judges.pool") -> tuple[str, Mapping[str, Any]]:
+    """(name, model config) of the judge `name` of the judges config's pool (``judges.pool``), or of
+    its first judge when `name` is None; InputError naming the setting `where` when it has none such."""
+    pool = judges.get("pool")
+    if not isinstance(pool, Mapping) or not pool:
+        raise InputError("config", "the judge pool is empty: choose judges=<pool> or add judges", field="judges.pool")
+    if name is None:
+        first = next(iter(pool))
+        return str(first), pool[first]
+    if name not in pool:
+        raise InputError("config", f"no judge {name!r} in the pool ({', '.join(map(str, pool))})", field=where)
+    return name, pool[name]
 
 
 @dataclass(frozen=True)
@@ -145,7 +169,11 @@ class Evaluator:
     answers of every judge named (None: every entry is), an incomplete one (e.g. judged by another pool:
     the pool's fingerprint is its judges' models) judged again by a rerun; task_count: the number of tasks
     its document records (meta ``num_total``), from the reference file; rubrics: the prompts its judge
-    asks, their versions as the pool gives them recorded in meta ``prompt_versions``;
+    asks, their versions as the pool gives them recorded in meta ``prompt_versions``; one_judge: the one
+    judge it asks under its config entry, of the judges config (``judges``: ``pool``, ...), as (name,
+    model config): the judge app builds its pool of that judge alone (None, or no such function: the
+    whole pool); stale: why an earlier file, by its meta, cannot be resumed under this run's meta (e.g.
+    made with other settings; None: it can), its entries then all judged again;
     scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
     bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted).
     """
@@ -169,6 +197,8 @@ class Evaluator:
     complete: Callable[[Mapping[str, Any], Sequence[str]], bool] | None = None
     task_count: Callable[[Path], int] | None = None
     rubrics: tuple[Any, ...] = ()
+    one_judge: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, Mapping[str, Any]] | None] | None = None
+    stale: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

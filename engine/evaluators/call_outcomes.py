@@ -2,19 +2,32 @@
 published shape, the five counts ``illegal_calling`` (samples with an illegal calling format),
 ``unknown_tool``, ``invalid_arguments``, ``resource_not_found`` and ``success`` (predicted calls of
 each class), optionally with ``per_id`` counts per task (as the judge app writes it). Counts are
-summed per family and overall; a file that gives only totals gives the aggregate. The judge app
-writes the file (rollout.judges.calls decides the calls, `outcome_document` here makes the file); its
-setting in the score app is ``model.calls=PATH``.
+summed per family and overall; a file that gives only totals gives the aggregate. Its setting in the
+score app is ``model.calls=PATH``.
+
+The judge app writes the file (`judge` per task, `document`): under ``mode=rules`` (the default) the
+rules decide each call first (engine.evaluators._call_rules, against the run's tool catalogue), then
+one judge of the pool (``judge``, default the first) the calls no rule settles; a call it gives no class
+in its attempts stays ``undecided``, counted apart, and its task is judged again by a rerun, which
+resumes the other tasks from the file (`entries`) unless the file was made under another mode,
+catalogue or judge. Under ``mode=published`` one classifier is asked about every call of every entry
+of the file (engine.evaluators._classified_calls).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, read_json
-from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts
+from engine.contract import InputError, check_choice, read_json
+from engine.evaluators._call_rules import CALL_CLASSES, CLASS_OF_DIGIT, decide, illegal_format
+from engine.evaluators._classified_calls import classified_document, classified_entry
+from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
+from engine.evaluators._prompts import CALL_OUTCOME, OUTCOME, outcome_payload
+from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, pool_judge
 
 NAME = "call_outcomes"
 CALLANALYSIS = "callanalysis"
@@ -26,8 +39,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("success", "Successful Call", NAME, PROFILES, "sum", False, False, 0.0),
 )
 CALL_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
-CALL_CLASSES: tuple[str, ...] = CALL_KEYS[1:]
-"""The four per-call classes, in the published order (1 unknown tool ... 4 success)."""
+assert CALL_KEYS[1:] == CALL_CLASSES, "the metric rows follow the published classes"
+MODES: tuple[str, ...] = ("rules", "published")
 UNDECIDED = "undecided"
 """A call the judge gave no class in its attempts: counted apart, never put in a class."""
 
@@ -84,5 +97,120 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
             "illegal": illegal, "per_id": per_id, "calls": labels, "meta": meta}
 
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "tool_log"}), metrics=METRICS,
-                      suffix=CALLANALYSIS, read=read_callanalysis, option="calls", position=20)
+def mode_of(options: Mapping[str, Any]) -> str:
+    """The ``mode`` of a config entry (default rules), checked."""
+    return check_choice(options.get("mode") or "rules", list(MODES), "calls mode", f"evaluators.{NAME}.mode")
+
+
+def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The one judge asked: under rules the pool judge ``judge`` (default the first); under published the
+    ``classifier`` (a pool judge's name or a model config), else the judges config's ``classifier``,
+    else the pool's first judge."""
+    if mode_of(options) == "rules":
+        return pool_judge(judges, options.get("judge"), f"evaluators.{NAME}.judge")
+    chosen = options.get("classifier") or judges.get("classifier")
+    if chosen is None or isinstance(chosen, str):
+        return pool_judge(judges, chosen, f"evaluators.{NAME}.classifier")
+    if not isinstance(chosen, Mapping):
+        raise InputError("config", "must be a pool judge's name or a model config", field=f"evaluators.{NAME}.classifier")
+    return "classifier", chosen
+
+
+async def judge_call(ctx: JudgeContext, call: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(class, what decided it) of one call from the context's one judge; (None, "undecided: ...") when
+    it gives none."""
+    spec = ctx.pool.specs[0]
+    question = Question(OUTCOME, outcome_payload(dict(call), ctx.max_result_chars))
+    try:
+        digit = await first_answer(ctx.pool, spec, question, ctx.attempts, parse_class)
+    except JudgeFailure as exc:
+        return None, f"{UNDECIDED}: {exc}"
+    return CLASS_OF_DIGIT[digit], f"judge:{spec.name}"
+
+
+async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
+    """One task's entry: its illegal calling format (a reason or None) and a label per call, in order
+    ({id, step, call, name, label, by}: ``rule:<rule>``, ``judge:<name>`` or ``undecided: ...``);
+    under published, the entry of every object of the file under its id (_classified_calls)."""
+    if mode_of(ctx.options) == "published":
+        entry, calls = classified_entry(inputs.task_id, inputs.file_entries, ctx.catalogue)
+        for label, (found, by) in zip(entry["calls"], await asyncio.gather(*(judge_call(ctx, c) for c in calls))):
+            label["label"], label["by"] = found, by
+        return entry
+    raw = inputs.prediction.raw if inputs.prediction is not None else {}
+    labels, calls = [], []
+    for si, step in enumerate(raw.get("steps") or []):
+        for ci, call in enumerate(step.get("calls") or []):
+            decision = decide(call, ctx.catalogue)
+            labels.append({"id": inputs.task_id, "step": si, "call": ci, "name": call["name"].strip(),
+                           "label": decision and decision.label, "by": decision and f"rule:{decision.rule}"})
+            calls.append(call)
+    todo = [i for i, label in enumerate(labels) if label["label"] is None]
+    for i, (found, by) in zip(todo, await asyncio.gather(*(judge_call(ctx, calls[i]) for i in todo))):
+        labels[i]["label"], labels[i]["by"] = found, by
+    return {"illegal": illegal_format(raw), "calls": labels}
+
+
+def document(per_task: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    """The callanalysis.json of the tasks' entries (`outcome_document`, or the published classifier's
+    document), its meta the predictions, the catalogue's source, the judge (the classifier's model under
+    published), the prompt version and the judge's usage."""
+    judge_of = (meta.get("judges") or [{}])[0]
+    version = (meta.get("prompt_versions") or {}).get(CALL_OUTCOME)
+    if mode_of(meta) == "published":
+        return {**classified_document(per_task), "meta": {
+            "mode": "published", "predictions": meta.get("predictions"), "catalogue": meta.get("catalogue"),
+            "classifier": judge_of.get("model"), "prompt_version": version, "usage": meta.get("usage", {})}}
+    labels = [label for entry in per_task.values() for label in entry["calls"]]
+    illegal = {tid: entry["illegal"] for tid, entry in per_task.items() if entry["illegal"]}
+    return outcome_document(labels, illegal, list(per_task), predictions=meta.get("predictions"),
+                            catalogue=meta.get("catalogue"), judge=judge_of.get("name"), prompt_version=version,
+                            usage=meta.get("usage", {}))
+
+
+def entries(path: Path) -> dict[str, dict[str, Any]]:
+    """The tasks' entries of an earlier file of the judge app under rules (to resume); none of a file of
+    the published classifier or of counts alone (every task is judged anew)."""
+    root = read_json(path, "call outcomes file")
+    meta = root.get("meta") if isinstance(root, dict) else None
+    if not isinstance(root, dict) or not isinstance(root.get("calls"), list) or (
+            isinstance(meta, dict) and meta.get("mode") == "published"):
+        return {}
+    illegal = root.get("illegal") or {}
+    per_id = root.get("per_id")
+    if not isinstance(illegal, dict) or not isinstance(per_id, dict):
+        raise InputError(path, "must be an object of id -> " + ("reason" if not isinstance(illegal, dict)
+                                                                  else "counts"),
+                         field="illegal" if not isinstance(illegal, dict) else "per_id")
+    out = {str(tid): {"illegal": illegal.get(tid), "calls": []} for tid in per_id}
+    for i, label in enumerate(root["calls"]):
+        if not isinstance(label, dict) or str(label.get("id")) not in out or \
+                label.get("label") not in (None, *CALL_CLASSES):
+            raise InputError(path, "must be a call label {id, step, call, name, label, by} of a task of per_id",
+                             field=f"calls[{i}]")
+        out[str(label["id"])]["calls"].append(label)
+    return out
+
+
+def complete(entry: Mapping[str, Any], names: Sequence[str]) -> bool:
+    """Whether every call of an entry has a class (an undecided one is judged again; the judge is the
+    file's, see `stale`)."""
+    return all(isinstance(label, Mapping) and label.get("label") is not None for label in entry.get("calls") or [])
+
+
+def stale(earlier: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+    """Why an earlier file's entries cannot be resumed under this run's meta: another mode, catalogue
+    or judge; None when they can."""
+    judge_now = (now.get("judges") or [{}])[0].get("name")
+    for what, before, after in (("mode", earlier.get("mode") or "rules", mode_of(now)),
+                                ("catalogue", earlier.get("catalogue"), now.get("catalogue")),
+                                ("judge", earlier.get("judge"), judge_now)):
+        if before != after:
+            return f"it was made with {what} {before!r}, this run's is {after!r}"
+    return None
+
+
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "file_entries", "catalogue"}), metrics=METRICS,
+                      suffix=CALLANALYSIS, judge=judge, document=document, entries=entries, read=read_callanalysis,
+                      option="calls", position=20, complete=complete, rubrics=(OUTCOME,), one_judge=one_judge,
+                      stale=stale)

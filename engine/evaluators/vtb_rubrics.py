@@ -27,7 +27,7 @@ from typing import Any
 
 from engine.contract import InputError
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, pool_judge
 from engine.evaluators._agreement import agreement as agreement_of, judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, Rubric, first_answer, json_object
 from engine.evaluators.vtb_files import entries, own_verdicts, read_verdicts
@@ -238,7 +238,12 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
             "meta": {**meta, "profile": profile, "agreement": agreement(per_id, top)}}
 
 
+def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """The pool's first judge under the published profile (its label alone counts), else None (every judge)."""
+    return pool_judge(judges) if profile_of(options) == "published" else None
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
                       option="rubrics", position=30, scripted={RUBRIC.purpose: scripted_answer},
-                      complete=complete)
+                      complete=complete, one_judge=one_judge)

@@ -1,18 +1,15 @@
 """LLM judges of finished runs and the outcomes of their calls, one module per concern. What an
 evaluator judges with lives in engine.evaluators (the rubrics and the reply parsing in `_judging`, the
 M3 prompts in `_prompts`, Task Completion and Information Grounding of a task in `_ensemble`, the
-judges' agreement in `_agreement`); this package holds the pool that answers, the call outcome rules
-and the judge app.
+judges' agreement in `_agreement`, the call outcome rules in `_call_rules`); this package holds the pool
+that answers, the tool catalogue and the judge app.
 
 - `rollout.judges.cache`: every judge reply on disk, keyed by judge identity, prompt version and payload;
 - `rollout.judges.pool`: the judges of a pool, their drivers behind the cache, usage and cost, a
   pool's own prompts file;
 - `rollout.judges.images`: the images a judge is shown (``file=`` references, the task's image);
-- `rollout.judges.outcomes`: the call outcome rules and the illegal calling format;
-- `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON;
-- `rollout.judges.calls`: call outcomes of a file (rules, then a judge) and the callanalysis.json;
-- `rollout.judges.classified_calls`: evaluators.call_outcomes.mode=published, one classifier asked about every call of
-  every entry, and its agreement with the rules;
+- `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON
+  (servers are started to list their tools), for the evaluators that read it;
 - `rollout.judges.scripted`: the scripted judging policy (demo, tests, benchmark);
 - `rollout.judges.run`, `rollout.judges.cli`: the judge app (Hydra, config root conf/judge/), running every
   configured evaluator of engine.evaluators; `rollout.judges.inputs`: what it reads besides them.

@@ -1,4 +1,5 @@
-"""The tool catalogue the call outcome rules check calls against, from one of three sources:
+"""The tool catalogue the call outcome rules check calls against (engine.evaluators._call_rules.Catalogue),
+for an evaluator that reads ``catalogue``, from one of three sources:
 
 - a servers config (the published ``mcp_servers.json`` shape, ``{"servers": {...}}``): its servers are
   started, asked for their tools and stopped; servers that fail to start are named and left out of
@@ -6,16 +7,19 @@
 - a rollout's recorded catalogue (``catalogue.json`` in a record-mode run's cache: ``{"tools": [...],
   "failures": {...}}``);
 - a tools JSON: a list of ``{"name": "server/tool", "input_schema" | "inputSchema": {...}}``.
+
+`run_catalogue` resolves an evaluator's ``catalogue`` setting (a file, ``auto`` or null) for a judge run.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from rollout.judges.outcomes import Catalogue
+from engine.evaluators._call_rules import Catalogue
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 
@@ -62,3 +66,15 @@ async def load_catalogue(path: str | Path, log_dir: Path | None = None, start_ti
         return Catalogue(_tools(path, root, "tools"), source=f"tools file {path}")
     raise InputError(path, "not a servers config ({\"servers\": ...}), a recorded catalogue ({\"tools\": ...}) "
                            "or a list of tools")
+
+
+async def run_catalogue(cfg: Mapping[str, Any], source: str | None, log_dir: Path) -> Catalogue | None:
+    """The catalogue an evaluator's ``catalogue`` setting names for the judge run `cfg`: a file, ``auto``
+    (the rollout's recorded <results_dir>/rollout/<model>/cache/catalogue.json, if any) or null (none)."""
+    if source == "auto":
+        recorded = Path(cfg["results_dir"]) / "rollout" / str(cfg.get("model")) / "cache" / "catalogue.json"
+        source = str(recorded) if cfg.get("model") and recorded.is_file() else None
+    if not source:
+        log.info("no tool catalogue: unknown tools and schemas are judged from the results alone")
+        return None
+    return await load_catalogue(source, log_dir=log_dir)

@@ -100,13 +100,19 @@ def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Pat
     return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
 
 
-def previous_usage(output: Path) -> dict[str, Any]:
-    """The judges' usage recorded in an earlier run's output, its counts checked; empty when there is none."""
+def previous_meta(output: Path) -> dict[str, Any]:
+    """The ``meta`` object of an earlier run's output; empty when there is none."""
     if not output.is_file():
         return {}
     root = read_json(output, "evaluator file")
     meta = root.get("meta") if isinstance(root, dict) else None
-    usage = meta.get("usage") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
+    """The judges' usage an earlier run's output records in its `meta`, its counts checked; empty when
+    there is none."""
+    usage = meta.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     for name, block in usage.items():
         for key, value in (block.items() if isinstance(block, dict) else ()):

@@ -187,14 +187,6 @@ class JudgePool:
             totals[spec.name] = total.to_json(spec)
         return totals
 
-    def spec(self, name: str) -> JudgeSpec:
-        """The judge of this name; InputError naming the pool's judges otherwise."""
-        for spec in self.specs:
-            if spec.name == name:
-                return spec
-        raise InputError("config", f"no judge {name!r} in the pool ({', '.join(s.name for s in self.specs)})",
-                         field="evaluators.call_outcomes.judge")
-
     async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
         """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver
         (None instead with cached_only). A driver failure that outlived its retries raises

@@ -1,21 +1,23 @@
 """A judge run from its config (conf/judge/, as a plain dict): every configured evaluator
-(``evaluators``, conf/judge/evaluators/; engine.evaluators): Task Completion and Information
-Grounding of every task (m3_judges, stage ``judge``), the call outcomes (call_outcomes, stage
-``calls``), and every other evaluator with a ``judge`` function; ``stage=both`` runs them all,
-``stage=<name>`` one.
+(``evaluators``, conf/judge/evaluators/; engine.evaluators) with a ``judge`` function, through one
+stage; ``stage=both`` runs them all, ``stage=<name>`` one (``stage=judge`` and ``stage=calls`` name
+m3_judges and call_outcomes).
 
-An evaluator with a ``judge`` function is asked about every task of the predictions (and of the
-reference, when it reads it, in the reference's order, and of the tasks file, when it reads the task;
-every task of the tasks file for an evaluator of all tasks) with what it ``reads``: the predicted
-trajectory, the reference (``data.gt``), the task record (``data.tasks``), the task's final workspace
-folder (``<workspace_dir>/<id>``, default the rollout's) and its tool log
-(``<tool_log_dir>/<id>.json``, default the rollout's); its file ``<predictions stem>_<suffix>.json``
-(or its entry's ``output``) is rewritten atomically after every task and resumed by a rerun, which
-judges again the entries the evaluator finds incomplete (e.g. judged by another pool) and adds the
-judges' usage to the earlier runs'. Every reply is cached, so what a killed run had asked is not
-asked again. A predictions file with trial files beside it has every trial judged. `run` returns the
-exit status: 0 when every task was judged, 1 when some judge kept failing on some task (run again to
-retry them); bad input raises the contract's InputError.
+An evaluator is asked about every task of the predictions (and of the reference, when it reads it, in
+the reference's order, and of the tasks file, when it reads the task; every task of the tasks file for
+an evaluator of all tasks) with what it ``reads``: the predicted trajectory, the reference
+(``data.gt``), the task record (``data.tasks``), the task's final workspace folder
+(``<workspace_dir>/<id>``, default the rollout's), its tool log (``<tool_log_dir>/<id>.json``, default
+the rollout's), every object of the predictions file under its id, and the tool catalogue its entry's
+``catalogue`` names (loaded once per run, rollout.judges.catalogue). Its pool is the judges pool, or the
+one judge it declares it asks (``one_judge``). Its file ``<predictions stem>_<suffix>.json`` (or its
+entry's ``output``) is rewritten atomically after every task and resumed by a rerun, which judges again
+the entries the evaluator finds incomplete (e.g. judged by another pool), or all of them when it finds
+the earlier file stale (made with other settings), and adds the judges' usage to the earlier runs'.
+Every reply is cached, so what a killed run had asked is not asked again. A predictions file with
+trial files beside it has every trial judged. `run` returns the exit status: 0 when every task was
+judged, 1 when some judge kept failing on some task (run again to retry them); bad input raises the
+contract's InputError.
 """
 
 from __future__ import annotations
@@ -27,89 +29,52 @@ from pathlib import Path
 from typing import Any
 
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
-from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int,
+from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, file_objects,
                              read_trajectories, safe_name, without_lost)
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
-from engine.evaluators.call_outcomes import outcome_document
 from engine.evaluators._judging import JudgeFailure
-from engine.evaluators._prompts import OUTCOME
 from engine.serialize import scored_ids
-from engine.trials import find_trials
-from rollout.judges.calls import judge_undecided, rule_labels
-from rollout.judges.catalogue import load_catalogue
-from rollout.judges.classified_calls import published_stage
-from rollout.judges.inputs import (evaluator_options, evaluator_output, predictions_path, previous_usage,
-                                   read_task_records, rollout_folder, tool_log, wanted_ids)
-from rollout.judges.outcomes import Catalogue
+from engine.trials import check_trial_files, find_trials
+from rollout.judges.catalogue import run_catalogue
+from rollout.judges.inputs import (evaluator_options, evaluator_output, predictions_path, previous_meta,
+                                   previous_usage, read_task_records, rollout_folder, tool_log, wanted_ids)
 from rollout.judges.pool import JudgePool, check_keys, judge_specs
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
 
-STAGES = {"judge": "m3_judges", "calls": "call_outcomes"}
-"""The stages of the two built-in evaluators, by their former names; ``both`` runs every configured one."""
+ALIASES = {"judge": "m3_judges", "calls": "call_outcomes"}
+"""Stage names of two evaluators, kept from the app's first stages; ``both`` runs every configured one."""
 
 
-async def _catalogue(cfg: Mapping[str, Any], run_dir: Path) -> Catalogue | None:
-    """The catalogue the calls config names: a file, `auto` (the rollout's recorded one, if any) or null."""
-    source = evaluator_options(cfg, "call_outcomes").get("catalogue")
-    if source == "auto":
-        recorded = Path(cfg["results_dir"]) / "rollout" / str(cfg.get("model")) / "cache" / "catalogue.json"
-        source = str(recorded) if cfg.get("model") and recorded.is_file() else None
-    if not source:
-        log.info("no tool catalogue: unknown tools and schemas are judged from the results alone")
-        return None
-    return await load_catalogue(source, log_dir=run_dir / "server_logs")
+class Catalogues:
+    """The tool catalogues of a run, each loaded once (a servers config's servers are started to list
+    their tools, their logs under <run_dir>/server_logs), by the ``catalogue`` setting naming it."""
 
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        self.cfg = cfg
+        self.loaded: dict[str | None, Any] = {}
 
-async def calls_stage(cfg: Mapping[str, Any], preds: TrajectoryFile, output: Path) -> int:
-    """Classify every predicted call (rules, then the judge) and write the callanalysis.json; 0."""
-    calls_cfg = evaluator_options(cfg, "call_outcomes")
-    mode = check_choice(calls_cfg.get("mode", "rules"), ["rules", "published"], "calls mode",
-                        "evaluators.call_outcomes.mode")
-    wanted = wanted_ids(cfg, preds.tasks)
-    catalogue = await _catalogue(cfg, Path(cfg["run_dir"]))
-    if mode == "published":
-        return await published_stage(cfg, preds.path, output, catalogue, wanted)
-    labels, calls, illegal = rule_labels(preds, catalogue)
-    if wanted:
-        kept = [i for i, label in enumerate(labels) if label["id"] in wanted]
-        labels, calls = [labels[i] for i in kept], [calls[i] for i in kept]
-        illegal = {tid: reason for tid, reason in illegal.items() if tid in wanted}
-    specs = judge_specs(cfg["judges"]["pool"])
-    pool = JudgePool.from_config(cfg, specs)
-    spec = pool.spec(calls_cfg["judge"]) if calls_cfg.get("judge") else specs[0]
-    if any(label["label"] is None for label in labels):
-        check_keys([spec])
-    async with pool:
-        await judge_undecided(pool, spec, labels, calls, config_int(cfg, "attempts"),
-                              config_int(calls_cfg, "max_result_chars", minimum=0,
-                                         where="evaluators.call_outcomes.max_result_chars"))
-    samples = [i for i in preds.tasks if not wanted or i in wanted]
-    document = outcome_document(labels, illegal, samples, predictions=str(preds.path),
-                                catalogue=catalogue.source if catalogue else None, judge=spec.name,
-                                prompt_version=pool.rubric(OUTCOME).version,
-                                usage={spec.name: pool.usage[spec.name].to_json(spec)})
-    atomic_write_json(output, document)
-    counts = ", ".join(f"{k} {document[k]}" for k in ("illegal_calling", "unknown_tool", "invalid_arguments",
-                                                      "resource_not_found", "success", "undecided"))
-    print(f"calls: {len(labels)} call(s) of {len(samples)} sample(s): {counts}; decided by "
-          + ", ".join(f"{k} {v}" for k, v in document["decided_by"].items()) + f" -> {output}")
-    return 0
+    async def get(self, source: str | None) -> Any:
+        """The catalogue a ``catalogue`` setting names (a file, ``auto`` or null); None for none."""
+        if source not in self.loaded:
+            self.loaded[source] = await run_catalogue(self.cfg, source, Path(self.cfg["run_dir"]) / "server_logs")
+        return self.loaded[source]
 
 
 async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
                           gt: TrajectoryFile | None, output: Path,
-                          lost: Mapping[str, tuple[str, str]] | None = None) -> int:
+                          lost: Mapping[str, tuple[str, str]] | None = None, catalogues: Catalogues | None = None) -> int:
     """Ask an evaluator's `judge` about the tasks not yet in `output`, writing the file after each; 0
     when every task has a complete entry, else 1.
 
     The tasks: those of the predictions (and of the reference, when it reads it, and of the tasks
     file, when it reads the task), or every task of the tasks file for an evaluator of all tasks, less
     the tasks `lost` to the infrastructure (named in the file's meta: a rerun of the rollout retries them). Its
-    context has its config entry (and ``tasks_file``), its ``attempts`` (else the app's) and the pool
-    (none for an evaluator that asks no judge)."""
+    context has its config entry (and ``tasks_file``), its ``attempts`` and ``max_result_chars`` (else the
+    app's), the pool (none for an evaluator that asks no judge; its one judge for one that asks one) and
+    the catalogue for one that reads it (meta ``catalogue``: its source)."""
     assert judged.judge is not None and judged.document is not None
     data = cfg.get("data") or {}
     options = evaluator_options(cfg, judged.name)
@@ -123,10 +88,14 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         options["tasks_file"] = str(data["tasks"])
     workspaces = rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.reads else None
     logs = rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.reads else None
-    specs = judge_specs(cfg["judges"]["pool"]) if judged.pool else []
+    objects = file_objects(preds.path) if "file_entries" in judged.reads else {}
+    one = judged.one_judge(options, cfg["judges"]) if judged.pool and judged.one_judge is not None else None
+    specs = judge_specs({one[0]: one[1]} if one else cfg["judges"]["pool"]) if judged.pool else []
     names = [s.identity["model"] for s in specs]
-    attempts = config_int(options, "attempts", where=f"evaluators.{judged.name}.attempts") \
-        if options.get("attempts") is not None else config_int(cfg, "attempts")
+    attempts, max_chars = (
+        config_int(options, key, minimum=minimum, where=f"evaluators.{judged.name}.{key}")
+        if options.get(key) is not None else config_int(cfg, key, minimum=minimum)
+        for key, minimum in (("attempts", 1), ("max_result_chars", 0)))
     shared = set(scored_ids(gt, preds)) if gt is not None else set(preds.tasks)
     candidates = [i for i in (gt.tasks if gt is not None else preds.tasks) if i in shared]  # the reference's order
     wanted = wanted_ids(cfg, tasks if judged.all_tasks else candidates)
@@ -139,7 +108,27 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         if missing:
             log.warning("%s: %d predicted id(s) have no task in %s: %s", judged.name, len(missing), data["tasks"],
                         ", ".join(missing[:10]))
+    meta: dict[str, Any] = {"evaluator": judged.name, "predictions": str(preds.path),
+                            "gt": str(gt.path) if gt else None, "tasks": options.get("tasks_file"),
+                            **({"workspace_dir": str(workspaces)} if workspaces else {}),
+                            **({"tool_log_dir": str(logs)} if logs else {}),
+                            **({"judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
+                                           for s in specs]} if specs else {}),
+                            **{k: v for k, v in options.items() if k not in ("tasks_file", "reference_file", "output")},
+                            "attempts": attempts, **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
+    catalogue = None
+    if "catalogue" in judged.reads:
+        catalogue = await (catalogues or Catalogues(cfg)).get(options.get("catalogue"))
+        meta["catalogue"] = catalogue.source if catalogue is not None else None
+    if judged.task_count is not None and gt is not None:
+        meta["num_total"] = judged.task_count(gt.path)
+    earlier = previous_meta(output) if judged.entries is not None else {}
     previous = judged.entries(output) if judged.entries is not None and output.is_file() else {}
+    why = judged.stale(earlier, meta) if judged.stale is not None and previous else None
+    if why:
+        log.warning("%s: every task is judged again, as %s was not made as this run asks: %s", judged.name,
+                    output, why)
+        previous = {}
     entries = {i: e for i, e in previous.items() if judged.complete is None or judged.complete(e, names)}
     again = [i for i in order if i in previous and i not in entries]
     if again:
@@ -150,17 +139,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     if todo:
         check_keys(specs)
     failed: dict[str, str] = {}
-    usage_before = previous_usage(output) if judged.entries is not None else {}
-    meta: dict[str, Any] = {"evaluator": judged.name, "predictions": str(preds.path),
-                            "gt": str(gt.path) if gt else None, "tasks": options.get("tasks_file"),
-                            **({"workspace_dir": str(workspaces)} if workspaces else {}),
-                            **({"tool_log_dir": str(logs)} if logs else {}),
-                            **({"judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
-                                           for s in specs]} if specs else {}),
-                            **{k: v for k, v in options.items() if k not in ("tasks_file", "reference_file", "output")},
-                            "attempts": attempts, **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
-    if judged.task_count is not None and gt is not None:
-        meta["num_total"] = judged.task_count(gt.path)
+    usage_before = previous_usage(earlier, output)
 
     def incomplete() -> list[str]:
         return [i for i in order if i in entries and judged.complete is not None
@@ -179,12 +158,13 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     async def judge_all(pool: JudgePool | None) -> None:
         if pool is not None and judged.rubrics:
             meta["prompt_versions"] = {r.purpose: pool.rubric(r).version for r in judged.rubrics}
-        context = JudgeContext(pool, attempts, options, config_int(cfg, "max_result_chars", minimum=0))
+        context = JudgeContext(pool, attempts, options, max_chars, catalogue)
 
         async def one(tid: str) -> None:
             inputs = TaskInputs(tid, prediction=preds.tasks.get(tid), reference=gt.tasks.get(tid) if gt else None,
                                 task=tasks.get(tid), workspace=workspaces / safe_name(tid) if workspaces else None,
-                                tool_log=tool_log(logs / f"{safe_name(tid)}.json") if logs else None)
+                                tool_log=tool_log(logs / f"{safe_name(tid)}.json") if logs else None,
+                                file_entries=objects.get(tid, ()))
             try:
                 entries[tid] = await judged.judge(context, inputs)  # type: ignore[misc]
             except JudgeFailure as exc:
@@ -214,15 +194,15 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
 def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
     """The evaluators the run judges: every one of ``evaluators`` (stage both), or the stage's one."""
     names = list(cfg.get("evaluators") or {})
-    stage = check_choice(cfg.get("stage", "both"), ["both", *STAGES, *names], "stage", "stage")
-    chosen = names if stage == "both" else [STAGES.get(stage, stage)]
+    stage = check_choice(cfg.get("stage", "both"), ["both", *ALIASES, *names], "stage", "stage")
+    chosen = names if stage == "both" else [ALIASES.get(stage, stage)]
     out = []
     for name in chosen:
         try:
             found = evaluator(name)
         except ValueError as exc:
             raise InputError("config", str(exc), field=f"evaluators.{name}") from None
-        if name != STAGES["calls"] and (found.judge is None or found.document is None):
+        if found.judge is None or found.document is None:
             raise InputError("config", f"evaluator {name} has nothing to judge (no judge or document function); "
                              "the score app computes or reads its values", field=f"evaluators.{name}")
         out.append(found)
@@ -233,23 +213,24 @@ def run(cfg: Mapping[str, Any]) -> int:
     """Run the configured evaluators; the exit status. A predictions file with trial files beside it
     (<stem>_trial<i>.json, a rollout with trials=N) has each trial judged, its verdicts beside it."""
     found = find_trials(predictions_path(cfg))
-    for path in found:
-        if path.exists() and not path.is_file():
-            raise InputError(path, "not a file: a trial is a prediction file", field="predictions")
+    check_trial_files(found, "predictions")
     trials = [t for t in found if t.is_file()]
     named = [n for n, entry in (cfg.get("evaluators") or {}).items() if (entry or {}).get("output")]
+    catalogues = Catalogues(cfg)
     if trials and not named:
-        return max(run_one({**cfg, "predictions": str(t)}) for t in trials)
-    return run_one(cfg)
+        return max(run_one({**cfg, "predictions": str(t)}, catalogues) for t in trials)
+    return run_one(cfg, catalogues)
 
 
-def run_one(cfg: Mapping[str, Any]) -> int:
-    """Run the configured evaluators on one predictions file; the exit status."""
+def run_one(cfg: Mapping[str, Any], catalogues: Catalogues | None = None) -> int:
+    """Run the configured evaluators on one predictions file (the run's `catalogues`, loaded once); the
+    exit status."""
     chosen = configured(cfg)
     quiet_client_loggers()
     predictions = predictions_path(cfg)
     preds, lost = without_lost(read_trajectories(predictions))  # lost to the infrastructure: reported apart, not judged
     data = cfg.get("data") or {}
+    catalogues = catalogues or Catalogues(cfg)
     status = 0
     gt: TrajectoryFile | None = None  # the reference file, read once for the evaluators that read it
     for judged in chosen:
@@ -257,12 +238,7 @@ def run_one(cfg: Mapping[str, Any]) -> int:
             if not data.get("gt"):
                 raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
             gt = gt or read_trajectories(data["gt"])
-        if judged.name == STAGES["calls"]:
-            output = evaluator_output(cfg, judged, predictions)
-            status = max(status, asyncio.run(calls_stage(cfg, preds, output)))
-        else:
-            output = evaluator_output(cfg, judged, predictions)
-            status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds,
-                                                             gt if "reference" in judged.reads else None, output,
-                                                             lost)))
+        output = evaluator_output(cfg, judged, predictions)
+        status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, gt if "reference" in judged.reads else None,
+                                                         output, lost, catalogues)))
     return status

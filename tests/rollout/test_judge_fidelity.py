@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from rollout_helpers import compose_judge, write_json
 
 from engine.contract import InputError, read_trajectories
+from engine.evaluators.call_outcomes import CALL_KEYS
 from engine.evaluators.m3_judges import read_taskcompletion
 from engine.evaluators._prompts import COMPLETION, OUTCOME
 from engine.judge_results import joined_files, load_joined
@@ -233,3 +234,68 @@ def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> 
     assert sorted(shown) == [[], [], ["data:image/png;base64,"], ["data:image/png;base64,"]]
     assert f"image {tmp_path / 'images' / 'two.png'} is not a file" in caplog.text
     assert caplog.text.count("is not a file") == 1  # named once, though both questions of the task name it
+
+
+def _calls_config(tmp_path: Path, base_url: str, *extra: str) -> dict:
+    cfg = compose_judge(f"predictions={tmp_path / 'm_test_mcp_fuzzy.json'}", "stage=calls",
+                        "evaluators.call_outcomes.catalogue=null", f"cache_dir={tmp_path / 'cache'}",
+                        f"run_dir={tmp_path / 'run'}", *extra)
+    cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(base_url), "other": loop_judge(base_url, "other"),
+                                                 "unreachable": loop_judge("http://127.0.0.1:9", "unreachable")}}
+    return cfg
+
+
+def test_call_outcomes_resume_their_file_unless_it_was_made_otherwise(tmp_path, chat_server, caplog) -> None:
+    server = chat_server(lambda body: CLASS_OF_NAME[json.loads(message_texts(body)[-1][1])["name"]])
+    predictions(tmp_path)
+    output = tmp_path / "m_test_mcp_fuzzy_callanalysis.json"
+    with caplog.at_level(logging.INFO, logger="judge"):
+        assert run(_calls_config(tmp_path, server.base_url, "ids=a")) == 0
+    assert "call_outcomes: 1 of 1 task(s) to judge with 1 judge(s)" in caplog.text  # the one judge asked
+    first = json.loads(output.read_text())
+    assert list(first["per_id"]) == ["a"] and first["meta"]["judge"] == "loop"
+    assert set(first["meta"]) == {"predictions", "catalogue", "judge", "prompt_version", "usage"}
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="judge"):
+        assert run(_calls_config(tmp_path, server.base_url)) == 0  # resumed: task b added
+    assert "call_outcomes: 1 of 2 task(s) to judge" in caplog.text
+    second = json.loads(output.read_text())
+    assert list(second["per_id"]) == ["a", "b"] and second["calls"][:1] == first["calls"]
+    assert second["decided_by"] == {"rule": 2, "judge": 1, "undecided": 0} and second["illegal_calling"] == 1
+
+    asked = len(server.requests)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="judge"):
+        assert run(_calls_config(tmp_path, server.base_url, "evaluators.call_outcomes.judge=other")) == 0
+    assert "it was made with judge 'loop', this run's is 'other'" in caplog.text
+    third = json.loads(output.read_text())
+    assert len(server.requests) == asked + 1 and third["calls"][-1]["by"] == "judge:other"
+    assert {k: third[k] for k in CALL_KEYS} == {k: second[k] for k in CALL_KEYS}
+
+    with pytest.raises(InputError, match="no judge 'nobody' in the pool"):
+        run(_calls_config(tmp_path, server.base_url, "evaluators.call_outcomes.judge=nobody"))
+
+
+def test_an_undecided_call_leaves_its_task_incomplete_and_a_rerun_asks_again(tmp_path, chat_server) -> None:
+    replies = iter(["no idea", "still none", "1"])
+    server = chat_server(lambda body: next(replies))
+    predictions(tmp_path)
+    cfg = _calls_config(tmp_path, server.base_url, "ids=b", "attempts=2")
+    assert run(cfg) == 1
+    document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
+    assert document["undecided"] == 1 and document["calls"][1]["by"].startswith("undecided: judge loop")
+    assert run(cfg) == 0 and len(server.requests) == 3
+    document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
+    assert document["undecided"] == 0 and document["unknown_tool"] == 1
+
+
+def test_published_counting_keeps_the_file_order_of_a_repeated_id(tmp_path, chat_server) -> None:
+    server = chat_server(lambda body: CLASS_OF_NAME[json.loads(message_texts(body)[-1][1])["name"]])
+    first, again, other = json.loads(predictions(tmp_path).read_text())
+    write_json(tmp_path / "m_test_mcp_fuzzy.json", [first, other, again])  # a, b, a
+    assert run(_calls_config(tmp_path, server.base_url, "evaluators.call_outcomes.mode=published")) == 0
+    document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
+    assert [(c["id"], c["entry"]) for c in document["calls"]] == [("a", 0), ("a", 0), ("b", 1), ("b", 1), ("a", 2)]
+    assert [i["entry"] for i in document["illegal"]] == [0, 1] and list(document["per_id"]) == ["a", "b"]
+    assert document["num_samples"] == 3 and document["meta"]["classifier"] == "loop"

@@ -16,7 +16,7 @@ def test_rollout_judge_score(tmp_path: Path, embedding_cache: Path) -> None:
     run_script("rollout", "model=scripted", "tasks=demo", f"results_dir={results}", cwd=tmp_path)
     judged = run_script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
                         cwd=tmp_path)
-    assert "m3_judges: 4 of 4 task(s) judged" in judged.stdout and "calls: 9 call(s) of 4 sample(s)" in judged.stdout
+    assert "m3_judges: 4 of 4 task(s) judged" in judged.stdout and "call_outcomes: 4 of 4 task(s) judged" in judged.stdout
     for suffix in ("taskcompletion", "callanalysis"):
         assert (results / f"scripted_test_mcp_fuzzy_{suffix}.json").is_file()
     run_script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}", f"output_dir={out}",

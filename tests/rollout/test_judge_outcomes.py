@@ -1,7 +1,7 @@
 """Call outcome rules on error shapes recorded from real MCP servers (the shipped ones and a strict test
 server speaking the TypeScript SDK's -32602 errors and in-band 404s) through the real host and tool
-runner; the illegal calling format from a real rollout and from the published dialogue shape; the calls
-stage of the judge app with a loopback judge for what no rule settles."""
+runner; the illegal calling format from a real rollout and from the published dialogue shape; call outcomes
+in the judge app with a loopback judge for what no rule settles."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from rollout_helpers import HERE, compose, compose_judge, local_overrides, plan_
 from rollout_helpers import write_json
 
 from engine.contract import read_trajectories
+from engine.evaluators._call_rules import decide, illegal_format
 from engine.evaluators.call_outcomes import read_callanalysis
 from engine.evaluators._prompts import OUTCOME
-from rollout.judges.calls import rule_labels
 from rollout.judges.catalogue import load_catalogue
-from rollout.judges.outcomes import decide
 from rollout.judges.run import run as run_judge
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
@@ -139,9 +138,12 @@ def test_illegal_format_of_a_real_rollout_and_the_published_shape(tmp_path, chat
                                                         {"role": "assistant", "work": {"tool_calls": []}}]}
     fine = {"id": "p2", "steps": [], "dialogue": [{"role": "assistant", "work": {"tool_calls": [{"name": "a/b"}]}}]}
     path = write_json(tmp_path / "mixed.json", [*records, published, fine])
-    labels, _, illegal = rule_labels(read_trajectories(path), None)
+    tasks = read_trajectories(path).tasks
+    illegal = {tid: reason for tid, t in tasks.items() if (reason := illegal_format(t.raw))}
     assert set(illegal) == {"t1", "p1"} and "PROCESS reply" in illegal["t1"] and "work.tool_calls" in illegal["p1"]
-    assert [(label["id"], label["label"]) for label in labels] == [("t1", "success"), ("t2", "success")]
+    labels = [(tid, decide(call, None).label) for tid, t in tasks.items() for step in t.raw["steps"]
+              for call in step["calls"]]
+    assert labels == [("t1", "success"), ("t2", "success")]
 
 
 @pytest.mark.slow

@@ -16,7 +16,9 @@ invalid arguments, resource not found, success. Rules decide first, in this orde
    input schema rejects -> invalid arguments (``schema``); 404 / ``not found`` / ``no such file`` ->
    resource not found (``not-found-text``).
 
-What no rule settles goes to an LLM judge (rollout.judges.calls).
+What no rule settles goes to an LLM judge (engine.evaluators.call_outcomes). The tool catalogue is
+built by the judge app (rollout.judges.catalogue: a servers config, a recorded catalogue or a tools
+JSON) and reaches the evaluator in its judge context.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.evaluators.call_outcomes import CALL_CLASSES
-from rollout.models.replies import parse_tool_calls
+from engine.contract.replies import parse_tool_calls
 
+CALL_CLASSES: tuple[str, ...] = ("unknown_tool", "invalid_arguments", "resource_not_found", "success")
+"""The four per-call classes, in the published order (1 unknown tool ... 4 success)."""
 UNKNOWN_TOOL, INVALID_ARGUMENTS, RESOURCE_NOT_FOUND, SUCCESS = CALL_CLASSES
 CLASS_OF_DIGIT: dict[int, str] = dict(enumerate(CALL_CLASSES, 1))
 """The published class numbers: 1 unknown tool, 2 invalid arguments, 3 resource not found, 4 success."""
