@@ -173,7 +173,9 @@ class Evaluator:
     judge it asks under its config entry, of the judges config (``judges``: ``pool``, ...), as (name,
     model config): the judge app builds its pool of that judge alone (None, or no such function: the
     whole pool); stale: why an earlier file, by its meta, cannot be resumed under this run's meta (e.g.
-    made with other settings; None: it can), its entries then all judged again;
+    made with other settings; None: it can), its entries then all judged again; asks_always: its judge asks
+    the pool about every task, so the judges' keys are checked before the first task (False: it asks only
+    for what its rules leave, e.g. call outcomes, and a missing key is refused at the first question);
     scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
     bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted).
     """
@@ -199,6 +201,7 @@ class Evaluator:
     rubrics: tuple[Any, ...] = ()
     one_judge: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, Mapping[str, Any]] | None] | None = None
     stale: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] | None = None
+    asks_always: bool = True
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

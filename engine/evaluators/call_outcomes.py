@@ -213,4 +213,4 @@ def stale(earlier: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "file_entries", "catalogue"}), metrics=METRICS,
                       suffix=CALLANALYSIS, judge=judge, document=document, entries=entries, read=read_callanalysis,
                       option="calls", position=20, complete=complete, rubrics=(OUTCOME,), one_judge=one_judge,
-                      stale=stale)
+                      stale=stale, asks_always=False)

@@ -136,7 +136,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
                     judged.name, len(again), ", ".join(names))
     todo = [i for i in order if i not in entries]
     log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(specs))
-    if todo:
+    if todo and judged.asks_always:
         check_keys(specs)
     failed: dict[str, str] = {}
     usage_before = previous_usage(earlier, output)

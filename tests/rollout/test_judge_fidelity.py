@@ -299,3 +299,21 @@ def test_published_counting_keeps_the_file_order_of_a_repeated_id(tmp_path, chat
     assert [(c["id"], c["entry"]) for c in document["calls"]] == [("a", 0), ("a", 0), ("b", 1), ("b", 1), ("a", 2)]
     assert [i["entry"] for i in document["illegal"]] == [0, 1] and list(document["per_id"]) == ["a", "b"]
     assert document["num_samples"] == 3 and document["meta"]["classifier"] == "loop"
+
+
+def test_call_outcomes_need_the_judges_key_only_for_a_call_the_rules_leave(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("M3_FID_KEY_CALLS", raising=False)
+    settled = {"id": "a", "steps": [{"step": 1, "calls": [_call("s/ok", "fine"),
+                                                         _call("s/bad", "Error: Invalid arguments")]}]}
+    write_json(tmp_path / "m_test_mcp_fuzzy.json", [settled])
+    cfg = _calls_config(tmp_path, "http://127.0.0.1:9")
+    cfg["judges"]["pool"] = {"keyed": {**loop_judge("http://127.0.0.1:9"), "api_key_env": "M3_FID_KEY_CALLS"}}
+    assert run(cfg) == 0  # every call settled by the rules: no key asked for
+    document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
+    assert document["success"] == 1 and document["invalid_arguments"] == 1
+    write_json(tmp_path / "m_test_mcp_fuzzy.json", [settled, {"id": "b", "steps": [{"step": 1, "calls": [
+        _call("s/ghost", "The request failed upstream.")]}]}])
+    assert run_config(OmegaConf.create(cfg)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "M3_FID_KEY_CALLS is not set (the key of judge keyed)" in err
+    assert set(json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())["per_id"]) == {"a"}
