@@ -32,7 +32,10 @@ def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def run_config(cfg: DictConfig) -> int:
-    """Run a composed config; bad input is one line on stderr and status 2."""
+    """Run a composed config; bad input is one line on stderr and status 2. A setting left for the
+    user to give (``???``, e.g. data.tasks of data=mcpverse) is unset: what reads it names it."""
+    for key in OmegaConf.missing_keys(cfg):
+        OmegaConf.update(cfg, key, None)
     try:
         return run(OmegaConf.to_container(cfg, resolve=True))
     except InputError as exc:

@@ -317,3 +317,13 @@ def test_call_outcomes_need_the_judges_key_only_for_a_call_the_rules_leave(tmp_p
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "M3_FID_KEY_CALLS is not set (the key of judge keyed)" in err
     assert set(json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())["per_id"]) == {"a"}
+
+
+def test_a_data_set_whose_tasks_the_user_names_is_refused_without_them(tmp_path, capsys) -> None:
+    preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [{"id": "a", "steps": [], "final_answer": "x"}])
+    cfg = OmegaConf.create(compose_judge(f"predictions={preds}", "data=mcpverse", "judges=scripted",
+                                         "evaluators=[answer_equivalence]", f"run_dir={tmp_path / 'run'}"))
+    assert OmegaConf.is_missing(cfg.data, "tasks")
+    assert run_config(cfg) == 2
+    err = capsys.readouterr().err
+    assert err == "error: config: field 'data.tasks': no tasks file: set data.tasks=PATH\n"
