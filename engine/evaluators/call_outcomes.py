@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts
+from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts, file_meta, format_record, format_version
 
 NAME = "call_outcomes"
 CALLANALYSIS = "callanalysis"
@@ -44,10 +44,11 @@ def read_callanalysis(path: str | Path) -> Verdicts:
     root = read_json(path, "call outcomes file")
     if not isinstance(root, dict):
         raise InputError(path, "the root must be an object of call outcome counts")
+    format_version(path, root, CALLANALYSIS)
     totals = {key: _count(path, root.get(key), key) for key in CALL_KEYS}
     per_id = root.get("per_id")
     if per_id is None:
-        return Verdicts(totals=totals)
+        return Verdicts(totals=totals, detail=_labels(path, root), meta=file_meta(root))
     if not isinstance(per_id, dict):
         raise InputError(path, "must be an object of id -> counts", field="per_id")
     counts = {}
@@ -55,7 +56,44 @@ def read_callanalysis(path: str | Path) -> Verdicts:
         if not isinstance(block, dict):
             raise InputError(path, "must be an object of counts", task_id=str(tid), field="per_id")
         counts[str(tid)] = {key: _count(path, block.get(key), key, str(tid)) for key in CALL_KEYS}
-    return Verdicts(per_id=counts)
+    return Verdicts(per_id=counts, detail=_labels(path, root), meta=file_meta(root))
+
+
+def _labels(path: Path, root: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """id -> {calls: its call labels, illegal: its illegal format reason} of the judge app's file."""
+    out: dict[str, dict[str, Any]] = {}
+    calls = root.get("calls")
+    for i, label in enumerate(calls if isinstance(calls, list) else []):
+        if not (isinstance(label, dict) and all(isinstance(label.get(k), int) for k in ("step", "call"))):
+            raise InputError(path, "a call label needs integer 'step' and 'call'", field=f"calls[{i}]")
+        out.setdefault(str(label.get("id")), {"calls": []})["calls"].append(label)
+    illegal = root.get("illegal")
+    for tid, reason in (illegal.items() if isinstance(illegal, dict) else ()):
+        out.setdefault(str(tid), {"calls": []})["illegal"] = str(reason)
+    return out
+
+
+_SHOWN = {"illegal_calling": "illegal calling format", "unknown_tool": "unknown tool",
+          "invalid_arguments": "invalid arguments", "resource_not_found": "resource not found", "success": "success",
+          UNDECIDED: UNDECIDED}
+
+
+def display(task: dict[str, Any] | None, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The viewer's blocks of a task: each predicted call's class beside it, the counts, the illegal format."""
+    if task is None:
+        return []
+    labels = [[c["step"], c["call"], str(c.get("label") or UNDECIDED), _SHOWN.get(str(c.get("label") or UNDECIDED),
+                                                                                str(c.get("label")))]
+              for c in task.get("calls") or []]
+    tags = sorted({key for *_, key, _ in labels} | {k for k in CALL_KEYS if task.get(k)})
+    parts: list[dict[str, Any]] = [{"kind": "calls", "labels": labels},
+                                   {"kind": "tags", "tags": [[k, _SHOWN.get(k, k)] for k in tags]},
+                                   {"kind": "rows", "head": [_SHOWN[k] for k in CALL_KEYS],
+                                    "rows": [[task.get(k) for k in CALL_KEYS]]}]
+    if task.get("illegal"):
+        parts.append({"kind": "verdict", "label": "calling format", "pass": False, "text": "illegal",
+                      "note": task["illegal"]})
+    return [{"title": "Call outcomes", "id": "call-outcomes", "parts": parts}]
 
 
 def _share(count: int, total: int) -> float | None:
@@ -81,8 +119,9 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
     return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
             "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],
                                            UNDECIDED: decided[UNDECIDED]},
-            "illegal": illegal, "per_id": per_id, "calls": labels, "meta": meta}
+            "illegal": illegal, "per_id": per_id, "calls": labels, "meta": {"format": format_record(CALLANALYSIS), **meta}}
 
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "tool_log"}), metrics=METRICS,
-                      suffix=CALLANALYSIS, read=read_callanalysis, option="calls", position=20)
+                      suffix=CALLANALYSIS, read=read_callanalysis, option="calls", position=20,
+                      display=display)
