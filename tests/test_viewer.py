@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.apps.view import run as view_main
-from engine.contract import read_trajectories
+from engine.contract import InputError, read_trajectories
 from engine.contract.staged import check_output_folder
 from engine.synthetic import write_demo
 from engine.viewer.text import MAX_TEXT
@@ -602,3 +602,92 @@ def test_one_step_order_consistency_all_models_steps_and_the_width(tmp_path: Pat
     assert page.locator("#all-steps .model-steps").count() == 2
     assert page.locator("#all-steps .model-steps .col.pred .tool").all_text_contents() == ["a/b", "a/b"]
     assert page.errors == []
+
+
+# -- a new evaluator is shown with no viewer edit ----------------------------------------------------------------
+
+THROWAWAY = '''"""A throwaway evaluator: the length of a prediction's final reply, read from <stem>_length.json."""
+
+from pathlib import Path
+
+from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts, file_document, format_record
+
+NAME = "reply_length"
+
+
+def _entry(path, tid, entry):
+    return entry
+
+
+def read(path: Path) -> Verdicts:
+    found, meta = file_document(Path(path), "reply length file", _entry, "length")
+    return Verdicts(per_id={t: {"reply_chars": e["chars"]} for t, e in found.items()}, detail=found, meta=meta)
+
+
+def display(task, meta):
+    if task is None:
+        return [{"title": "Reply length overall", "parts": [{"kind": "note", "text": meta.get("note", "")}]}]
+    return [{"title": "Reply length", "id": "reply-length", "parts": [
+        {"kind": "verdict", "label": "short enough", "pass": task["chars"] < 100, "text": str(task["chars"])},
+        {"kind": "rows", "rows": [["counted by", task["by"]]]}, {"kind": "reply", "label": "reply", "text": task["text"]},
+        {"kind": "calls", "labels": [[0, 0, "long", "came before a long reply"]]}]}]
+
+
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction"}), position=90, suffix="length", read=read,
+                      display=display, metrics=(Metric("reply_chars", "Reply Characters", NAME, PROFILES,
+                                                       "judged_mean", False, False, 0.0),))
+'''
+
+
+@pytest.fixture
+def throwaway_evaluator(tmp_path: Path, monkeypatch):
+    """The module above registered in engine.evaluators for one test (a folder added to the package's path)."""
+    import engine.evaluators as package
+
+    folder = tmp_path / "more_evaluators"
+    folder.mkdir()
+    (folder / "reply_length.py").write_text(THROWAWAY, encoding="utf-8")
+    caches = (package.names, package.evaluator, package.evaluators)
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
+    for cached in caches:
+        cached.cache_clear()
+    yield
+    monkeypatch.undo()
+    sys.modules.pop("engine.evaluators.reply_length", None)
+    for cached in caches:
+        cached.cache_clear()
+
+
+@pytest.mark.slow
+def test_a_new_evaluator_is_shown_with_no_viewer_edit(tmp_path: Path, throwaway_evaluator, page) -> None:
+    from engine.evaluators import evaluators
+
+    assert "reply_length" in [e.name for e in evaluators()]
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "final_reply": "x" * 120,
+                                 "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))
+    (tmp_path / "p_length.json").write_text(json.dumps({
+        "per_id": {"1": {"chars": 120, "by": "<b>len</b>", "text": "x" * 120}},
+        "meta": {"format": {"name": "m3bench.length", "version": 1}, "note": "one task"}}))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    assert view_main([str(run)]) == 0
+    data = _model_data(run, _slug(run, "m"))
+    assert [b["title"] for b in _blocks(data["blocks"], "reply_length")] == ["Reply length overall"]
+    verdict = _parts(data["tasks"]["1"]["blocks"], "reply_length", "verdict")
+    assert verdict == [{"kind": "verdict", "label": "short enough", "pass": False, "text": "120"}]
+    page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'm')}/t/1")
+    page.wait_for_selector("#ev-reply-length")
+    assert page.locator("#ev-reply-length .verdict b.fail").text_content() == "120"
+    assert page.locator("#ev-reply-length table.rows td").text_content() == "<b>len</b>"  # text, not markup
+    assert page.locator("#pred-0 .badge.o-long").text_content() == "came before a long reply"
+    assert page.errors == []
+    # a file of a later version of its format is refused in one line
+    (tmp_path / "p_length.json").write_text(json.dumps({"per_id": {}, "meta": {"format": {
+        "name": "m3bench.length", "version": 2}}}))
+    from engine.evaluators import evaluator
+
+    with pytest.raises(InputError, match=r"p_length\.json: field 'meta\.format\.version': version 2"):
+        evaluator("reply_length").read(tmp_path / "p_length.json")

@@ -299,3 +299,20 @@ def test_a_killed_build_leaves_nothing_in_the_way(tmp_path: Path, embedding_cach
                    f"output_dir={run}", f"encoder.cache_dir={embedding_cache}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert not (run / STAGING).exists() and (run / "results_eval.json").is_file()
+
+
+def test_an_older_viewers_killed_build_is_recognised_and_removed(small_run: Path) -> None:
+    """``.viewer.building-<pid>`` (the staging folder of older viewers) of a dead process: scoring into the run
+    is not refused for it and the next build removes it; one of a live process is left alone."""
+    dead = small_run / f".viewer.building-{_dead_pid()}"
+    (dead / "data").mkdir(parents=True)
+    (dead / "index.html").write_text("half a site")
+    check_output_folder(small_run)
+    live = small_run / f".viewer.building-{os.getpid()}"
+    live.mkdir()
+    with pytest.raises(ValueError, match=r"\.viewer\.building-"):
+        check_output_folder(small_run)
+    assert view_main([str(small_run)]) == 0
+    assert not dead.exists() and live.is_dir()
+    live.rmdir()
+    check_output_folder(small_run)

@@ -25,7 +25,7 @@ from jinja2 import Environment, PackageLoader
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.contract.staged import MANIFEST, staging, swap_in
 from engine.viewer.data import Run, board, model_data, read_run, reference_data, slug, task_index
-from engine.viewer.folder import MARKER, check_site_folder, marker
+from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages
 from engine.viewer.images import task_images
 from engine.viewer.text import js_literal
 from engine.viewer.trials import model_counts, trial_of, trials_data
@@ -74,6 +74,7 @@ def build_site(run_dir: Path, out: Path | None = None, images_dir: Path | None =
     check_site_folder(run_dir, out)
     run = read_run(run_dir)
     slugs = {r.name: slug(i, r.name) for i, r in enumerate(run.results)}
+    remove_old_stages(out)
     with staging(out) as stage:
         (stage / "data" / "m").mkdir(parents=True)
         images = task_images(run, images_dir, stage)
