@@ -44,7 +44,7 @@ def task_records(path: str | Path) -> dict[str, dict[str, Any]]:
         if tid is None or isinstance(tid, bool) or not isinstance(tid, (str, int)):
             raise InputError(path, "a task needs an id (a string or an integer)", task_id=label, field="id")
         if str(tid) in out:
-            raise InputError(path, f"the id is given twice (again at position {position})", task_id=str(tid), field="id")
+            raise InputError(path, f"the id is given twice (again at #{position})", task_id=str(tid), field="id")
         out[str(tid)] = record
     return out
 

@@ -119,7 +119,8 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
     return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
             "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],
                                            UNDECIDED: decided[UNDECIDED]},
-            "illegal": illegal, "per_id": per_id, "calls": labels, "meta": {"format": format_record(CALLANALYSIS), **meta}}
+            "illegal": illegal, "per_id": per_id, "calls": labels,
+            "meta": {"format": format_record(CALLANALYSIS), **meta}}
 
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "tool_log"}), metrics=METRICS,

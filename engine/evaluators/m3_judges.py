@@ -207,8 +207,9 @@ def _agreement(agreement: Any) -> list[dict[str, Any]]:
                      [{"task": str(d.get("id")), "text": f"{d.get('id')} ({d['spread']:.2f})" if is_number(
                          d.get("spread")) else str(d.get("id"))} for d in (v.get("most_disagreed") or [])[:5]
                       if isinstance(d, Mapping)]])
-    return [{"title": "Judge agreement", "id": "agreement", "parts": [{"kind": "rows", "rows": rows, "head": [
-        "Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)", "Most disagreed (spread)"]}]}]
+    head = ["Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)",
+            "Most disagreed (spread)"]
+    return [{"title": "Judge agreement", "id": "agreement", "parts": [{"kind": "rows", "rows": rows, "head": head}]}]
 
 
 def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -288,8 +288,8 @@ def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dic
                                 _judges_cell(judged)])
     for k, turn in enumerate(turns):
         if len(turns) > 1:
-            parts.append({"kind": "heading", "text": f"Turn {k + 1}: " + ("\u2013" if turn.get("score") is None else
-                                                                          f"{turn['score']:.3f}") + ", " + _passed(turn.get("pass"))})
+            turn_score = "\u2013" if turn.get("score") is None else f"{turn['score']:.3f}"
+            parts.append({"kind": "heading", "text": f"Turn {k + 1}: {turn_score}, {_passed(turn.get('pass'))}"})
         parts.append({"kind": "rows", "head": ["Rubric", "Weight", "Category", "Critical", "Verdict", "Judges"],
                       "rows": rows[k], "marked": marked[k]})
     if any(marked):

@@ -310,4 +310,5 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
     return {"name": result.name, "tau_strong": tau_strong, "tau_weak": _number(result.meta.get("tau_weak")),
             "profile": result.meta.get("profile"), "metrics": [[k, _label(k)] for k in metric_keys],
             "blocks": shown.model, "order": order, "tasks": tasks,
-            "lost": {i: [cut(v) for v in e] for i, e in lost_tasks({i: t.raw for i, t in predictions.tasks.items()}).items()}}
+            "lost": {i: [cut(v) for v in e]
+                     for i, e in lost_tasks({i: t.raw for i, t in predictions.tasks.items()}).items()}}
