@@ -60,7 +60,9 @@ function blockEl(b, slug) {
     groups.map((g, i) => i === 0 ? g : h("div", { class: "group" }, g)));
 }
 
-const blocksEl = (blocks, slug) => (blocks || []).filter((b) => b.parts.some((p) => partEl(p, slug))).map((b) => blockEl(b, slug));
+// a block shows when it has a part of its own to show (labels beside calls and tags show elsewhere)
+const blocksEl = (blocks, slug) => (blocks || []).filter((b) => b.parts.some((p) => p.kind !== "calls" && p.kind !== "tags"))
+  .map((b) => blockEl(b, slug));
 
 function partsOf(blocks, kind) {
   const out = [];
