@@ -351,9 +351,9 @@ def test_judge_replies_and_call_outcomes_of_the_judge_files(tmp_path: Path) -> N
     task = _model_data(run, _slug(run, "m"))["tasks"]["1"]
     completion, grounding = _parts(task["blocks"], "m3_judges", "rows")
     (j1, score1, cut_reply), second = completion["rows"]
-    assert (j1, score1) == ("j1", 0.7) and cut_reply["reply"].startswith(reply[:MAX_REPLY])
+    assert (j1, score1) == ("j1", "0.700") and cut_reply["reply"].startswith(reply[:MAX_REPLY])
     assert f"{len(reply):,} characters in all" in cut_reply["reply"]
-    assert second == ["j2", 0.5, None] and grounding["rows"] == [["j1", 0.4, None]]
+    assert second == ["j2", "0.500", ""] and grounding["rows"] == [["j1", "0.400", ""]]
     assert _parts(task["blocks"], "m3_judges", "heading")[1]["text"] == "Information Grounding: 0.400"
     assert _call_labels(task) == {(0, 0): "success", (0, 1): "unknown_tool"}
 

@@ -187,8 +187,9 @@ def _judged(label: str, block: Any) -> list[dict[str, Any]]:
     scores = [float(j["score"]) for j in judges if is_number(j.get("score"))]
     spread = f"{max(scores) - min(scores):.3f}" if len(scores) > 1 else "\u2013"
     return [{"kind": "heading", "text": f"{label}: {block['final']:.3f}", "note": f"spread {spread}"},
-            {"kind": "rows", "rows": [[str(j.get("name") or "?"), j.get("score") if is_number(j.get("score")) else None,
-                                       {"reply": j["reply"]} if isinstance(j.get("reply"), str) else None]
+            {"kind": "rows", "rows": [[str(j.get("name") or "?"),
+                                       f"{j['score']:.3f}" if is_number(j.get("score")) else None,
+                                       {"reply": j["reply"]} if isinstance(j.get("reply"), str) else ""]
                                       for j in judges]}]
 
 
