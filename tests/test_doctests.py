@@ -1,6 +1,7 @@
 """The worked examples in the docstrings run as doctests: every module of engine/, kernels/ and rollout/
 whose source holds a `>>>` example is imported once and its examples run (Fig. 2's 0.47 in
-VisualToolBench's task score, the M3 judges' trimmed mean, the score parser)."""
+VisualToolBench's task score, the reducers (the M3 judges' trimmed mean, the majority and its ties), the
+judges' agreement at each level, the score parser)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ MODULES = modules_with_examples()
 
 
 def test_the_documented_examples_are_found() -> None:
-    """The three worked examples the docs cite live where the test looks for them."""
+    """The worked examples the docs cite live where the test looks for them."""
     found = {name: {t.name.rsplit(".", 1)[-1] for t in doctest.DocTestFinder().find(importlib.import_module(name))
                     if t.examples} for name in MODULES}
-    documented = {"task_score", "trimmed_mean", "parse_score"}
+    documented = {"task_score", "trimmed_mean", "parse_score", "majority", "first", "reducer", "agreement"}
     assert documented <= set().union(*found.values()), found
 
 

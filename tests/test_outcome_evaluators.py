@@ -15,6 +15,7 @@ from engine.contract import InputError, read_trajectories
 from engine.evaluators import answer_equivalence as ae
 from engine.evaluators import verifiers as vf
 from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.evaluators._reducers import reducer
 
 
 def test_parse_verdict_takes_the_last_score_after_the_reasoning() -> None:
@@ -27,8 +28,9 @@ def test_parse_verdict_takes_the_last_score_after_the_reasoning() -> None:
             ae.parse_verdict(bad)
 
 
-def test_majority_ties_are_zero() -> None:
-    assert [ae.majority(v) for v in ([1], [0], [1, 0], [1, 1, 0], [0, 0, 1], [1, 1, 0, 0], [1, 1, 1, 0])] == \
+def test_strict_majority_ties_are_zero() -> None:
+    majority = reducer(ae.REDUCERS["strict"])
+    assert [majority(v) for v in ([1], [0], [1, 0], [1, 1, 0], [0, 0, 1], [1, 1, 0, 0], [1, 1, 1, 0])] == \
         [1, 0, 0, 1, 0, 0, 1]
 
 

@@ -5,8 +5,9 @@ its first number; a reply without a usable number in range is a failed attempt, 
 ``attempts`` attempts (5 in the published script; cached replies are read first, and a rerun gives a
 judge that failed as many fresh attempts). Task Completion (0-10) is divided by 10. Per task
 and metric the judges' scores are sorted, the lowest and the highest dropped when there are three or
-more, and the rest averaged. A task where some judge still fails is not scored: it is reported, never
-zero-filled, and a rerun tries it again.
+more, and the rest averaged (the reducer ``trimmed_mean``). A task where some judge still fails is not
+scored: it is reported, never zero-filled, and a rerun tries it again. The judges' agreement per metric
+is taken at the interval level (engine.evaluators._agreement).
 """
 
 from __future__ import annotations
@@ -17,22 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import Trajectory
-from engine.evaluators.base import mean
+from engine.evaluators._agreement import agreement, judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_score
-from engine.evaluators._prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
+from engine.evaluators._prompts import (COMPLETION, GROUNDING, INFORMATION_GROUNDING, TASK_COMPLETION,
+                                        completion_payload, grounding_payload)
+from engine.evaluators._reducers import reducer
 
-def trimmed_mean(scores: list[float]) -> float:
-    """Sorted scores without the lowest and the highest when there are three or more, averaged.
-
-    >>> trimmed_mean([1.0, 0.25, 0.5, 0.75])
-    0.625
-    >>> trimmed_mean([0.5, 0.75])
-    0.625
-    """
-    if not scores:
-        raise ValueError("no scores to average")
-    ordered = sorted(scores)
-    return mean(ordered[1:-1] if len(ordered) >= 3 else ordered)
+REDUCER = "trimmed_mean"
+"""How the judges' scores of a task and metric become one (engine.evaluators._reducers)."""
 
 
 async def judge_score(pool: Any, spec: Any, question: Question, attempts: int) -> float:
@@ -73,7 +66,7 @@ def task_questions(reference: Trajectory, prediction: Trajectory, max_result_cha
 
 
 def _scored(specs: list[Any], scores: list[float]) -> dict[str, Any]:
-    return {"final": trimmed_mean(scores),
+    return {"final": reducer(REDUCER)(scores),
             "judges": [{"name": s.identity["model"], "score": v} for s, v in zip(specs, scores)]}
 
 
@@ -102,3 +95,25 @@ def entry_scores(entry: Mapping[str, Any], purpose: str) -> dict[str, float]:
     judges = block.get("judges") if isinstance(block, Mapping) else None
     return {j["name"]: float(j["score"]) for j in judges or [] if isinstance(j, Mapping)
             and isinstance(j.get("name"), str) and isinstance(j.get("score"), (int, float))}
+
+
+def metric_agreement(scores: dict[str, dict[str, float]], top: int) -> dict[str, Any]:
+    """Agreement (interval) of one metric from task id -> {judge: score}: alpha, Spearman's rho of each
+    pair of judges, and the `top` tasks whose judges' scores spread widest."""
+    ids = sorted(scores)
+    names, matrix = judges_matrix([scores[t] for t in ids])
+    found = agreement(matrix, "interval", ids)
+    return {"judges": names, "tasks": len(ids), "krippendorff_alpha": found.alpha,
+            "spearman": [{"judges": [names[p.first], names[p.second]], "rho": p.value, "tasks": p.items}
+                         for p in found.pairs],
+            "most_disagreed": [{"id": ids[d.item], "spread": d.disagreement, "scores": scores[ids[d.item]]}
+                               for d in found.ranked[:top]]}
+
+
+def judges_agreement(entries: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[str, Any]:
+    """Per metric (task_completion, information_grounding), the agreement of the judges of these entries."""
+    out = {}
+    for purpose in (TASK_COMPLETION, INFORMATION_GROUNDING):
+        scores = {tid: s for tid, e in entries.items() if (s := entry_scores(e, purpose))}
+        out[purpose] = metric_agreement(scores, top)
+    return out

@@ -8,11 +8,12 @@ Two readings of the judge's reply and of the levels, ``evaluators.answer_equival
   judge is asked with a prompt laid out as the published one (reason first, then the score in a fenced
   ```json block); the score is the ``score`` of the FIRST fenced ```json {...}``` block, as JSON, and may
   be fractional (0.5), boolean (true is 1) or a numeric string ("1"); a reply without such a block, or
-  whose score is no number in [0, 1], is unusable; one judge (the pool's first); a task's level may be
-  any label or none, each one group of the macro mean (a task with no level is its own group);
+  whose score is no number in [0, 1], is unusable; one judge (the pool's first: the reducer ``first``);
+  a task's level may be any label or none, each one group of the macro mean (a task with no level is its
+  own group);
 - ``strict`` (the project's reading): the score is the LAST ``"score": 0|1`` of a JSON-like object
-  anywhere in the reply (fenced or not); only 0 and 1; every judge of the pool, majority, a tie is 0;
-  the level must be L1, L2 or L3.
+  anywhere in the reply (fenced or not); only 0 and 1; every judge of the pool, the reducer ``majority``
+  (a tie is 0); the level must be L1, L2 or L3.
 
 Per task (an entry of ``<predictions stem>_answers.json``):
 
@@ -55,6 +56,7 @@ from engine.contract import ConfigError, InputError
 from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_document,
                                     file_entries, format_record, mean_or_none)
 from engine.evaluators._judging import Question, Rubric, first_answer
+from engine.evaluators._reducers import reducer
 from engine.evaluators._check_runner import CheckSettings, check_settings
 from engine.evaluators.verifiers import run_check, task_script
 
@@ -62,6 +64,8 @@ NAME = "answer_equivalence"
 SUFFIX = "answers"
 LEVELS: tuple[str, ...] = ("L1", "L2", "L3")
 PARSERS: tuple[str, ...] = ("published", "strict")
+REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
+"""The reducer (engine.evaluators._reducers) each reading combines its judges' scores with."""
 NO_LEVEL = "(no level)"
 """The group of the tasks without a level in the published reading's macro mean."""
 
@@ -127,11 +131,6 @@ def parser_of(options: Mapping[str, Any]) -> str:
         raise ConfigError(f"evaluators.{NAME}.parser: unknown reading {parser!r} (expected one of "
                           f"{', '.join(PARSERS)})")
     return parser
-
-
-def majority(scores: Sequence[int]) -> int:
-    """1 when more judges said 1 than 0, else 0 (a tie is 0)."""
-    return int(2 * sum(scores) > len(scores))
 
 
 def _task_fields(ctx: JudgeContext, inputs: TaskInputs,
@@ -227,7 +226,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
             raise outcome
     names = [spec.identity["model"] for spec in specs]
     scores = {name: score for name, (score, _) in zip(names, answers, strict=True)}
-    score = scores[names[0]] if parser == "published" else majority(list(scores.values()))
+    score = reducer(REDUCERS[parser])(list(scores.values()))
     return {"level": level, "score": score, "judges": scores, **fetched,
             "replies": {name: reply for name, (_, reply) in zip(names, answers, strict=True)}}
 

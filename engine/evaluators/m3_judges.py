@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.evaluators._agreement import agreement
 from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_meta,
                                    format_record, format_version, mean)
-from engine.evaluators._ensemble import entry_scores, judge_task, task_image
+from engine.evaluators._ensemble import entry_scores, judge_task, judges_agreement, task_image
 from engine.evaluators._prompts import COMPLETION, GROUNDING, TASK_COMPLETION
 
 log = logging.getLogger(__name__)
@@ -155,7 +154,7 @@ def document(entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[s
     prompt versions, attempts, usage and failures, and the judges' agreement (``agreement_top`` most
     disagreed tasks per metric)."""
     kept = {"format": format_record(TASKCOMPLETION), **{key: meta[key] for key in _META_KEYS if key in meta}}
-    kept["agreement"] = agreement(entries, int(meta.get("agreement_top", 10)))
+    kept["agreement"] = judges_agreement(entries, int(meta.get("agreement_top", 10)))
     return taskcompletion_document(entries, int(meta.get("num_total", len(entries))), meta=kept)
 
 

@@ -20,7 +20,6 @@ results (engine.evaluators.vtb_files).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +27,8 @@ from typing import Any
 
 from engine.contract import InputError
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, format_record, mean_or_none
+from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, format_record
+from engine.evaluators._agreement import agreement as agreement_of, judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, Rubric, first_answer, json_object
 from engine.evaluators.vtb_files import SUFFIX, entries, own_verdicts, read_verdicts
 from engine.evaluators.vtb_records import RubricItem, Turn, log_mismatches, task_groups, task_turns
@@ -206,33 +206,25 @@ def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
 
 
 def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[str, Any]:
-    """The judges' agreement on the rubrics they all answered: Krippendorff's alpha (nominal; None when
-    undefined), the share of rubrics each pair of judges agrees on, and the rubrics split most evenly."""
-    rows: list[tuple[str, int, int, dict[str, bool]]] = []
+    """The judges' agreement (nominal) on the rubrics they answered: Krippendorff's alpha (None when
+    undefined), the share of rubrics each pair of judges agrees on, and the `top` rubrics the fewest
+    judges leave the majority of, among those some judge does (engine.evaluators._agreement)."""
+    rows: list[tuple[str, int, int]] = []
+    ratings: list[dict[str, float]] = []
     for tid, entry in per_id.items():
         for k, turn in enumerate(entry.get("turns") or []):
             for j, rubric in enumerate(turn.get("rubrics") or []):
-                votes = {v["name"]: v["verdict"] == MET for v in rubric.get("judges") or [] if "verdict" in v}
-                rows.append((tid, k, j, votes))
-    names = sorted({n for *_, votes in rows for n in votes})
-    alpha = None
-    matrix = [[float(votes[n]) if n in votes else float("nan") for *_, votes in rows] for n in names]
-    values = {v for row in matrix for v in row if v == v}
-    if len(names) >= 2 and len(rows) >= 2 and len(values) >= 2:
-        import krippendorff
-
-        alpha = float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"))
-    pairs = []
-    for a, b in itertools.combinations(names, 2):
-        both = [votes for *_, votes in rows if a in votes and b in votes]
-        pairs.append({"judges": [a, b], "agreement": mean_or_none([float(v[a] == v[b]) for v in both]),
-                      "rubrics": len(both)})
-    split = [(min(sum(v.values()), len(v) - sum(v.values())), tid, k, j, v) for tid, k, j, v in rows if len(v) >= 2]
-    split.sort(key=lambda item: (-item[0], item[1], item[2], item[3]))
-    return {"judges": names, "rubrics": len(rows), "krippendorff_alpha": alpha, "pairwise": pairs,
-            "most_disagreed": [{"id": tid, "turn": k + 1, "rubric": j + 1,
-                                "verdicts": {n: MET if m else NOT_MET for n, m in v.items()}}
-                               for minority, tid, k, j, v in split[:top] if minority > 0]}
+                rows.append((tid, k, j))
+                ratings.append({v["name"]: float(v["verdict"] == MET) for v in rubric.get("judges") or []
+                                if "verdict" in v})
+    names, matrix = judges_matrix(ratings)
+    found = agreement_of(matrix, "nominal", rows)
+    return {"judges": names, "rubrics": len(rows), "krippendorff_alpha": found.alpha,
+            "pairwise": [{"judges": [names[p.first], names[p.second]], "agreement": p.value, "rubrics": p.items}
+                         for p in found.pairs],
+            "most_disagreed": [{"id": rows[d.item][0], "turn": rows[d.item][1] + 1, "rubric": rows[d.item][2] + 1,
+                                "verdicts": {n: MET if m else NOT_MET for n, m in ratings[d.item].items()}}
+                               for d in found.ranked[:top] if d.disagreement > 0]}
 
 
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:

@@ -4,8 +4,8 @@ and critical-gated pass, and the averages ARS and APR with their breakdowns, und
 ``published`` (the default) reproduces VisualToolBench's published judge scripts
 (``scripts/run_judge_single_turn.py``, ``run_judge_multi_turn.py``) and their analysis:
 
-- one judge: a rubric's label is its first judge's; a judge that gave no usable reply in its attempts
-  counts as "Not Met" and the task is still scored;
+- one judge: a rubric's label is its first judge's (the reducer ``first``); a judge that gave no usable
+  reply in its attempts counts as "Not Met" and the task is still scored;
 - only the exact labels "Met" and "Not Met" count: "Met" adds the rubric's weight, "Not Met" of a critical
   rubric fails the task, any other label ("Partially Met", "met") adds no weight and fails nothing;
 - critical = weight >= 4 (a rubric's ``critical`` flag is never read);
@@ -14,10 +14,10 @@ and critical-gated pass, and the averages ARS and APR with their breakdowns, und
 - multi-turn: the rubrics of turns the model never answered are dropped.
 
 ``strict``, the project's stricter reading: a rubric's verdict is the majority of its judges' labels read
-without regard to case or spacing (a tie is Not Met); a judge without usable reply or with another label
-is not counted, and a rubric no judge answered leaves its task unscored; critical = the task's flag when
-given, else weight >= 4; a task without any critical rubric passes only when every rubric is met; the
-rubrics of an unanswered turn count as Not Met.
+without regard to case or spacing (the reducer ``majority``: a tie is Not Met); a judge without usable
+reply or with another label is not counted, and a rubric no judge answered leaves its task unscored;
+critical = the task's flag when given, else weight >= 4; a task without any critical rubric passes only
+when every rubric is met; the rubrics of an unanswered turn count as Not Met.
 
 ARS and APR are the means of s_i and pass_i over the scored tasks (macro over tasks); the breakdowns
 (by rubric category, domain with the STEM merge, evaluation focus, single/multi-turn) take the same
@@ -31,10 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from engine.evaluators.base import mean_or_none
+from engine.evaluators._reducers import reducer
 from engine.evaluators.vtb_records import GROUPS, RubricItem, domain_group
 
 PROFILES: tuple[str, ...] = ("published", "strict")
 DEFAULT_PROFILE = "published"
+REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
+"""The reducer (engine.evaluators._reducers) each profile combines a rubric's judges with."""
 MET, NOT_MET = "Met", "Not Met"
 
 
@@ -61,11 +64,22 @@ def _fold(label: Any) -> str | None:
     return " ".join(label.split()).casefold() if isinstance(label, str) else None
 
 
+def _label(votes: Sequence[Any], profile: str) -> Any:
+    """The label the profile's reducer keeps of a rubric's votes, FAILED when there is none."""
+    return reducer(REDUCERS[profile])(votes) if votes else FAILED
+
+
 def rubric_outcome(votes: Sequence[Any], profile: str) -> bool | str | None:
     """True (Met), False (Not Met), NEITHER (published: another label) or None (strict: no verdict)
-    of one rubric's votes (labels, or FAILED for a judge without usable reply), in judge order."""
+    of one rubric's votes (labels, or FAILED for a judge without usable reply), in judge order.
+
+    >>> rubric_outcome(["Partially Met", MET, MET], "published"), rubric_outcome([MET, FAILED], "published")
+    ('neither', True)
+    >>> rubric_outcome(["met", "Not Met", FAILED, "Partially Met"], "strict"), rubric_outcome([FAILED], "strict")
+    (False, None)
+    """
     if profile == "published":
-        label = votes[0] if votes else FAILED
+        label = _label(votes, profile)
         if label is FAILED or label == NOT_MET:
             return False
         return True if label == MET else NEITHER
@@ -73,15 +87,15 @@ def rubric_outcome(votes: Sequence[Any], profile: str) -> bool | str | None:
     counted = [f == MET.casefold() for f in folded if f in (MET.casefold(), NOT_MET.casefold())]
     if not counted:
         return None
-    return sum(counted) > len(counted) - sum(counted)
+    return bool(reducer(REDUCERS[profile])(counted))
 
 
 def other_label(votes: Sequence[Any], profile: str) -> Any:
     """The label that counts as neither Met nor Not Met (published: the first judge's, compared exactly;
     strict: the first such label of any judge, compared without regard to case), else None."""
     if profile == "published":
-        first = votes[0] if votes else FAILED
-        return None if first is FAILED or first in (MET, NOT_MET) else first
+        label = _label(votes, profile)
+        return None if label is FAILED or label in (MET, NOT_MET) else label
     for label in votes:
         if label is not FAILED and _fold(label) not in (MET.casefold(), NOT_MET.casefold()):
             return label

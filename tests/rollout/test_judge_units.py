@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 from engine.contract import InputError
 from engine.evaluators.call_outcomes import read_callanalysis
-from engine.evaluators._ensemble import trimmed_mean
+from engine.evaluators._reducers import trimmed_mean
 from engine.evaluators._judging import Question, parse_class, parse_score
 from engine.evaluators.m3_judges import judge_values, read_taskcompletion, taskcompletion_document
 from engine.evaluators._prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
 from engine.judge_results import Joined, joined_aggregate
-from engine.evaluators._agreement import agreement, krippendorff_alpha, pairwise_spearman
+from engine.evaluators._agreement import agreement, krippendorff_alpha
+from engine.evaluators._ensemble import judges_agreement
 
 
 @pytest.mark.parametrize("reply, low, high, expected", [
@@ -179,21 +180,20 @@ def test_joined_means_skip_unjudged_tasks() -> None:
 
 
 def test_agreement_measures() -> None:
-    names = ["j1", "j2", "j3"]
     matrix = np.array([[0.1, 0.5, 0.9, 0.3], [0.2, 0.6, 0.8, np.nan], [0.9, 0.1, 0.5, 0.5]])
     from scipy.stats import spearmanr
 
-    pairs = {tuple(p["judges"]): p for p in pairwise_spearman(names, matrix)}
-    assert pairs[("j1", "j2")]["tasks"] == 3
-    assert pairs[("j1", "j2")]["rho"] == pytest.approx(spearmanr([0.1, 0.5, 0.9], [0.2, 0.6, 0.8]).statistic)
-    assert pairs[("j1", "j3")]["rho"] == pytest.approx(spearmanr(matrix[0], matrix[2]).statistic)
-    alpha = krippendorff_alpha(matrix)
+    pairs = {(p.first, p.second): p for p in agreement(matrix, "interval", ["t1", "t2", "t3", "t4"]).pairs}
+    assert pairs[(0, 1)].items == 3
+    assert pairs[(0, 1)].value == pytest.approx(spearmanr([0.1, 0.5, 0.9], [0.2, 0.6, 0.8]).statistic)
+    assert pairs[(0, 2)].value == pytest.approx(spearmanr(matrix[0], matrix[2]).statistic)
+    alpha = krippendorff_alpha(matrix, "interval")
     assert alpha is not None and -1.0 <= alpha < 0.5
-    assert krippendorff_alpha(np.array([[0.5, 0.5], [0.5, 0.5]])) is None       # no variation: undefined
-    assert krippendorff_alpha(np.array([[0.1, 0.9], [0.1, 0.9]])) == pytest.approx(1.0)
+    assert krippendorff_alpha(np.array([[0.5, 0.5], [0.5, 0.5]]), "interval") is None       # no variation: undefined
+    assert krippendorff_alpha(np.array([[0.1, 0.9], [0.1, 0.9]]), "interval") == pytest.approx(1.0)
     entries = {"t1": {"final": 0.5, "judges": [{"name": "a", "score": 0.1}, {"name": "b", "score": 0.9}]},
                "t2": {"final": 0.5, "judges": [{"name": "a", "score": 0.4}, {"name": "b", "score": 0.5}]}}
-    result = agreement(entries, top=1)
+    result = judges_agreement(entries, top=1)
     assert result["task_completion"]["most_disagreed"][0]["id"] == "t1"
     grounding = result["information_grounding"]
     assert grounding["tasks"] == 0 and grounding["krippendorff_alpha"] is None
