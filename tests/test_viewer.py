@@ -147,7 +147,7 @@ def _results(folder: Path, meta: dict, details: bool = True) -> None:
 
 @pytest.mark.parametrize("case, message", [
     ("empty", "no results_eval.json found"),
-    ("older", "per-task match details (per_id[].details.matches); the run is from an older version"),
+    ("older", "per-task match details (per_id[].details.matches), which the viewer needs: score the run again"),
     ("no-gt", "missing: meta.gt (the reference file)"),
     ("gone", "the prediction file"),
     ("changed", "the run scored 2 call(s) but"),

@@ -50,8 +50,8 @@ def slug(index: int, name: str) -> str:
 def _meta_file(result: ModelResult, key: str, what: str) -> Path:
     value = result.meta.get(key)
     if not isinstance(value, str) or not value:
-        raise InputError(result.path, f"missing: meta.{key} (the {what}); the run is from an older version or "
-                         "incomplete: score it again with scripts/score.py", field=f"meta.{key}")
+        raise InputError(result.path, f"missing: meta.{key} (the {what}), which the viewer needs: score the "
+                         "run again with scripts/score.py", field=f"meta.{key}")
     path = Path(value)
     if not path.is_file():
         raise InputError(result.path, f"the {what} {path} named in meta.{key} is missing", field=f"meta.{key}")
@@ -79,8 +79,8 @@ def _check_per_id(result: ModelResult, per_id: Any) -> list[dict[str, Any]]:
     for i, record in enumerate(per_id):
         details = record.get("details") if isinstance(record, dict) else None
         if not isinstance(details, dict) or not isinstance(details.get("matches"), list):
-            raise InputError(result.path, "missing: per-task match details (per_id[].details.matches); the run "
-                             "is from an older version: score it again", task_id=str(
+            raise InputError(result.path, "missing: per-task match details (per_id[].details.matches), which the "
+                             "viewer needs: score the run again", task_id=str(
                                  record.get("id") if isinstance(record, dict) else f"#{i}"),
                              field=f"per_id[{i}].details.matches")
     return per_id
@@ -93,8 +93,8 @@ def read_run(folder: Path) -> Run:
     per_id, gt, predictions, alternatives = {}, {}, {}, {}
     for result in results:
         if not is_number(result.meta.get("tau_strong")):
-            raise InputError(result.path, "missing: meta.tau_strong; the run is from an older version: "
-                             "score it again", field="meta.tau_strong")
+            raise InputError(result.path, "missing: meta.tau_strong, which the viewer needs: score the run "
+                             "again", field="meta.tau_strong")
         per_id[result.name] = _check_per_id(result, read_json(result.path, "results file").get("per_id"))
         key = reference_key(result)
         if key not in gt:
