@@ -12,14 +12,15 @@ function replyEl(text, label) {
   return h("details", {}, h("summary", {}, label || "reply"), h("pre", {}, String(text)));
 }
 
-function cellEl(c, slug) {
-  // A cell: text, a number, a badge, a reply, a link to the model's task, or rows behind a summary.
+function cellEl(c, slug, inline) {
+  // A cell: text, a number, a badge, a reply (shown as it is in rows already behind a summary), a link to
+  // the model's task, or rows behind a summary.
   if (c === null || c === undefined) return "\u2013";
-  if (Array.isArray(c)) return c.map((x, i) => [i ? " " : "", cellEl(x, slug)]);
+  if (Array.isArray(c)) return c.map((x, i) => [i ? " " : "", cellEl(x, slug, inline)]);
   if (typeof c === "number") return numText(c);
   if (typeof c !== "object") return String(c);
   if (own(c, "badge") !== undefined) return h("span", { class: "badge " + passClass(c.pass) }, String(c.badge));
-  if (own(c, "reply") !== undefined) return replyEl(c.reply);
+  if (own(c, "reply") !== undefined) return inline ? String(c.reply ?? "") : replyEl(c.reply);
   if (own(c, "task") !== undefined) return h("a", { href: taskHref(slug, String(c.task)) }, String(c.text ?? c.task));
   if (own(c, "rows") !== undefined) return h("details", {}, h("summary", {}, String(c.details ?? "")), rowsEl({ rows: c.rows }, slug, "inner"));
   return JSON.stringify(c);
@@ -30,7 +31,8 @@ function rowsEl(part, slug, cls) {
   const marked = new Set(part.marked || []), head = part.head;
   return h("table", { class: cls || "rows" }, head ? h("thead", {}, h("tr", {}, head.map((x) => h("th", {}, String(x))))) : null,
     h("tbody", {}, (part.rows || []).map((row, i) => h("tr", { class: marked.has(i) ? "marked" : null },
-      row.map((c, j) => h(!head && j === 0 ? "th" : "td", { class: typeof c === "number" ? "num" : null }, cellEl(c, slug)))))));
+      row.map((c, j) => h(!head && j === 0 ? "th" : "td", { class: typeof c === "number" ? "num" : null },
+        cellEl(c, slug, cls === "inner")))))));
 }
 
 function partEl(p, slug) {
