@@ -1,7 +1,8 @@
 """Which tools a task's reference trajectory uses (for oracle exposure), read through the contract, and
 the turns of multi-turn tasks.
 
-Task prompt files themselves are read with `engine.contract.read_tasks`.
+Task prompt files themselves are read with `engine.contract.read_tasks` (the tasks file's reader,
+engine.contract.tasks).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, read_json, read_trajectories
+from engine.contract import InputError, read_trajectories, task_records
 
 
 def read_reference_tools(path: str | Path) -> dict[str, list[str]]:
@@ -44,14 +45,11 @@ def read_turns(path: str | Path, images_dir: str | Path | None = None) -> dict[s
     A task with one turn or none runs as a single question. InputError naming the file, the task id
     and the field otherwise."""
     path = Path(path)
-    root = read_json(path, "tasks file")
     base = Path(images_dir) if images_dir else path.parent
     out: dict[str, list[Turn]] = {}
-    entries = root.items() if isinstance(root, dict) else ((f"#{i}", obj) for i, obj in enumerate(root))
-    for key, obj in entries:
-        if not isinstance(obj, dict) or "turns" not in obj:
+    for task_id, obj in task_records(path).items():
+        if "turns" not in obj:
             continue
-        task_id = str(obj.get("id", key))
         turns = obj["turns"]
         if not isinstance(turns, list):
             raise InputError(path, "must be a list of turns", task_id=task_id, field="turns")

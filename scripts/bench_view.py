@@ -141,7 +141,8 @@ def screenshots(index: Path, out: Path) -> list[Path]:
     def showing(tid: str) -> bool:  # strong and weak matches, an unmatched call, an outcome, few calls
         t = data["tasks"][tid]
         kinds = {m[3] for m in t["matches"]}
-        return kinds == {0, 1} and bool(t["upred"] or t["ugt"]) and bool(t["outcomes"]) and len(t["matches"]) <= 5
+        labelled = any(p["kind"] == "calls" and p["labels"] for b in t["blocks"] for p in b["parts"])
+        return kinds == {0, 1} and bool(t["upred"] or t["ugt"]) and labelled and len(t["matches"]) <= 5
 
     task = next((tid for tid in data["order"] if showing(tid)), data["order"][0])
     out.mkdir(parents=True, exist_ok=True)

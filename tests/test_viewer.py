@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.apps.view import run as view_main
-from engine.contract import read_trajectories
+from engine.contract import InputError, read_trajectories
 from engine.contract.staged import check_output_folder
 from engine.synthetic import write_demo
 from engine.viewer.text import MAX_TEXT
@@ -63,6 +63,20 @@ def _model_data(run: Path, slug: str) -> dict:
     return data
 
 
+def _blocks(blocks: list[dict], evaluator: str) -> list[dict]:
+    """The blocks an evaluator's display gave (of a task, or of a model)."""
+    return [b for b in blocks if b["evaluator"] == evaluator]
+
+
+def _parts(blocks: list[dict], evaluator: str, kind: str) -> list[dict]:
+    return [p for b in _blocks(blocks, evaluator) for p in b["parts"] if p["kind"] == kind]
+
+
+def _call_labels(task: dict) -> dict[tuple[int, int], str]:
+    """(step, call) -> the call outcome's label key of a task's call outcomes block."""
+    return {(si, ci): key for p in _parts(task["blocks"], "call_outcomes", "calls") for si, ci, key, _ in p["labels"]}
+
+
 def _flat(path: Path, task_id: str, step: int, call: int) -> int:
     steps = read_trajectories(path).tasks[task_id].steps
     return sum(len(s.calls) for s in steps[:step]) + call
@@ -105,10 +119,13 @@ def test_site_holds_the_run(scored_run: Path) -> None:
         assert len(records) == sum(m[3] == flag for t in data["tasks"].values() for m in t["matches"])
     records = json.loads((scored_run / "demo_weak" / "unmatched_predictions.json").read_text(encoding="utf-8"))
     assert len(records) == sum(len(t["upred"]) for t in data["tasks"].values())
-    judged = data["tasks"][strong["id"]]["judge"]
-    assert len(judged["tc"]["judges"]) == 4 and judged["ig"]["final"] is not None
-    assert set(data["judge_meta"]["agreement"]) == {"task_completion", "information_grounding"}
-    assert data["has_outcomes"] and any(t["outcomes"] for t in data["tasks"].values())
+    judged = _parts(data["tasks"][strong["id"]]["blocks"], "m3_judges", "rows")
+    assert [len(p["rows"]) for p in judged] == [4, 4]  # both metrics, each judge's score and reply
+    headings = [p["text"] for p in _parts(data["tasks"][strong["id"]]["blocks"], "m3_judges", "heading")]
+    assert [h.split(":")[0] for h in headings] == ["Task Completion", "Information Grounding"]
+    agreement = _parts(data["blocks"], "m3_judges", "rows")[0]["rows"]
+    assert {row[0] for row in agreement} == {"task completion", "information grounding"}
+    assert any(_call_labels(t) for t in data["tasks"].values())
     chaotic = (site_dir / "data" / "m" / f"{_slug(scored_run, 'demo_chaotic')}.js").read_text(encoding="utf-8")
     assert HUGE not in chaotic and f"{len(HUGE):,} characters in all" in chaotic
     # the site is listed as the run's output: scoring into the folder again replaces it
@@ -130,7 +147,7 @@ def _results(folder: Path, meta: dict, details: bool = True) -> None:
 
 @pytest.mark.parametrize("case, message", [
     ("empty", "no results_eval.json found"),
-    ("older", "per-task match details (per_id[].details.matches); the run is from an older version"),
+    ("older", "per-task match details (per_id[].details.matches), which the viewer needs: score the run again"),
     ("no-gt", "missing: meta.gt (the reference file)"),
     ("gone", "the prediction file"),
     ("changed", "the run scored 2 call(s) but"),
@@ -198,16 +215,16 @@ def test_leaderboard_to_task_with_matches(page, scored_run: Path) -> None:
     assert [float(r[1]) for r in _rows(page, "leaderboard")] == sorted(recall)
     page.click("#leaderboard a:text-is('demo_weak')")
     page.wait_for_selector("#task-list tbody tr")
-    assert page.locator(".agreement tbody tr").count() == 2  # the judged model's agreement per metric
-    assert page.locator(".agreement tbody tr a").count() > 0  # its most disagreed tasks, linked
+    assert page.locator("#ev-agreement tbody tr").count() == 2  # the judged model's agreement per metric
+    assert page.locator("#ev-agreement tbody tr a").count() > 0  # its most disagreed tasks, linked
     strong = _known(scored_run, "demo_weak", "strong_matches")
     page.click(f"#task-list a:text-is('{strong['id']}')")
     page.wait_for_selector("#pair path.match", state="attached")
     line = page.locator(f"#pair path.match[data-kind=strong][data-gt='{strong['gt']}'][data-pred='{strong['pred']}']")
     assert line.count() == 1
     assert "strong" in page.get_attribute(f"#pred-{strong['pred']}", "class")
-    assert page.locator("#judges .judge").count() == 2
-    assert page.locator("#judges .judge").first.locator("tr").count() == 4
+    assert page.locator("#ev-judges .group").count() == 2
+    assert page.locator("#ev-judges .group").first.locator("tr").count() == 4
     unmatched = _known(scored_run, "demo_weak", "unmatched_predictions")
     page.goto((scored_run / "viewer" / "index.html").as_uri()
               + f"#/m/{_slug(scored_run, 'demo_weak')}/t/{unmatched['id']}")
@@ -236,13 +253,12 @@ def test_filters_and_long_values(page, scored_run: Path) -> None:
     page.select_option("#f-fam", "")
     page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length === {len(everything)}")
     data = _model_data(scored_run, slug)
-    expected = {tid for tid, t in data["tasks"].items()
-                if any(c == "invalid_arguments" for step in t["outcomes"] or [] for c in step)}
+    expected = {tid for tid, t in data["tasks"].items() if "invalid_arguments" in _call_labels(t).values()}
     assert 0 < len(expected) < len(everything)
-    page.select_option("#f-cls", "invalid_arguments")
+    page.select_option("#f-tag", "invalid_arguments")
     page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length === {len(expected)}")
     assert {r[0] for r in _rows(page, "task-list")} == expected
-    page.select_option("#f-cls", "")
+    page.select_option("#f-tag", "")
     target = everything[-1][0]
     page.fill("#f-q", target)
     page.press("#f-q", "Enter")
@@ -333,10 +349,13 @@ def test_judge_replies_and_call_outcomes_of_the_judge_files(tmp_path: Path) -> N
                          "judge": str(judge), "calls": str(calls)})
     assert view_main([str(run)]) == 0
     task = _model_data(run, _slug(run, "m"))["tasks"]["1"]
-    first, second = task["judge"]["tc"]["judges"]
-    assert first["reply"].startswith(reply[:MAX_REPLY]) and f"{len(reply):,} characters in all" in first["reply"]
-    assert second == {"name": "j2", "score": 0.5} and task["judge"]["ig"]["final"] == 0.4
-    assert task["outcomes"] == [["success", "unknown_tool"]]
+    completion, grounding = _parts(task["blocks"], "m3_judges", "rows")
+    (j1, score1, cut_reply), second = completion["rows"]
+    assert (j1, score1) == ("j1", "0.700") and cut_reply["reply"].startswith(reply[:MAX_REPLY])
+    assert f"{len(reply):,} characters in all" in cut_reply["reply"]
+    assert second == ["j2", "0.500", ""] and grounding["rows"] == [["j1", "0.400", ""]]
+    assert _parts(task["blocks"], "m3_judges", "heading")[1]["text"] == "Information Grounding: 0.400"
+    assert _call_labels(task) == {(0, 0): "success", (0, 1): "unknown_tool"}
 
 
 # -- the evaluators' verdicts: the VTB demo and the outcome demos, as the README runs them ---------------------
@@ -361,6 +380,7 @@ def evaluated_runs(tmp_path_factory, embedding_cache: Path) -> dict[str, Path]:
         script = ["model.script=${rollout_path:demo/vtb_reference.json}"] if name == "vtb" else []
         run_script("rollout", f"model={model}", f"tasks={data}", *script, f"results_dir={results}", cwd=base)
         run_script("judge", "model=scripted", "judges=scripted", f"data={data}", f"evaluators=[{evaluator}]",
+                   *(["evaluators.vtb_rubrics.profile=strict"] if name == "vtb" else []),  # every judge asked
                    f"results_dir={results}", cwd=base)
         if name == "vtb":
             path = results / f"scripted_test_mcp_fuzzy_{suffix}.json"
@@ -388,30 +408,33 @@ def test_site_holds_the_evaluators_verdicts(evaluated_runs: dict[str, Path]) -> 
         data = _model_data(run, _slug(run, "scripted"))
         for record in result["per_id"]:
             task = data["tasks"][record["id"]]
-            assert task["tool_use"] == record["tool_use"]
+            counts = _parts(task["blocks"], "tool_use", "rows")[0]["rows"]
+            assert counts == [[record["tool_use"][k] for k in ("calls", "flagged", "valid")]]
             flags = [c.get("is_error") for s in predictions[record["id"]]["steps"] for c in s["calls"]]
             assert [f for s in task["errors"] or [] for f in s] == (flags if any(f is not None for f in flags) else [])
             assert not {"tool_use", "rubric_score", "answer_success", "check_error"} & set(task["extra"])
         if name == "vtb":
             tid, turn, j = CRITICAL
-            rubric = data["tasks"][tid]["rubrics"]["turns"][turn]["rubrics"][j]
+            table = _parts(data["tasks"][tid]["blocks"], "vtb_rubrics", "rows")[turn]
+            description, weight, _, critical, verdict, judges = table["rows"][j]
             entry = file[tid]["turns"][turn]["rubrics"][j]
-            assert (rubric["d"], rubric["w"], rubric["k"], rubric["m"]) == (entry["description"], entry["weight"], True,
-                                                                           False)
-            assert rubric["j"] == [[v["name"], v["verdict"], v["explanation"]] for v in entry["judges"]]
-            assert data["tasks"][tid]["rubrics"]["pass"] is False
+            assert (description, weight, critical["badge"], verdict) == (entry["description"], entry["weight"],
+                                                                         "critical", {"badge": "Not Met", "pass": False})
+            assert j in table["marked"]
+            assert judges["rows"] == [[v["name"], v["verdict"], {"reply": v["explanation"]}] for v in entry["judges"]]
+            assert _parts(data["tasks"][tid]["blocks"], "vtb_rubrics", "verdict")[0]["pass"] is False
+            assert _parts(data["tasks"][tid]["blocks"], "vtb_rubrics", "tags")[0]["tags"][0][0] == "critical_failed"
             assert {r["id"]: r["pass_rate"] for r in result["per_id"]}[tid] == 0.0
-            rubrics = result["aggregate"]["rubrics"]
-            assert data["vtb"] == {"profile": "strict", "overall": {k: rubrics[k] for k in ("APR", "ARS", "tasks")},
-                                   **{f"by_{g}": rubrics[f"by_{g}"] for g in ("domain", "eval_focus", "turncase")}}
         elif name == "mcpverse":
-            judges = data["tasks"]["mv-03"]["answer"]["judges"]
+            judges = _parts(data["tasks"]["mv-03"]["blocks"], "answer_equivalence", "rows")[0]["rows"]
             assert [j[:2] for j in judges] == list(map(list, file["mv-03"]["judges"].items()))
-            assert all('{"score": 0}' in j[2] for j in judges)
-            assert data["tasks"]["mv-07"]["answer"]["score"] is None
+            assert all('{"score": 0}' in j[2]["reply"] for j in judges)
+            assert _parts(data["tasks"]["mv-07"]["blocks"], "answer_equivalence", "verdict")[0]["text"] == "skipped"
         else:
-            assert data["tasks"]["tb-04"]["checks"]["error"] == file["tb-04"]["error"] == "KeyError: 'answer'"
-            assert data["tasks"]["tb-02"]["checks"]["checks"] == [1, 0, 1]
+            errors = _parts(data["tasks"]["tb-04"]["blocks"], "verifiers", "error")
+            assert [e["text"] for e in errors] == [file["tb-04"]["error"]] == ["KeyError: 'answer'"]
+            badges = _parts(data["tasks"]["tb-02"]["blocks"], "verifiers", "badges")[0]["items"]
+            assert badges == [["1", True], ["0", False], ["1", True]]
 
 
 @pytest.mark.slow
@@ -421,45 +444,45 @@ def test_rubrics_outcomes_and_call_errors_in_the_browser(page, evaluated_runs: d
     page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{slug}")
     page.wait_for_selector("#task-list tbody tr")
     everything = _rows(page, "task-list")
-    page.check("#f-crit")
+    page.select_option("#f-tag", "critical_failed")
     page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length < {len(everything)}")
     assert [r[0] for r in _rows(page, "task-list")] == [CRITICAL[0]]
-    page.uncheck("#f-crit")
+    page.select_option("#f-tag", "")
     page.wait_for_function(f"document.querySelectorAll('#task-list tbody tr').length === {len(everything)}")
     page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{slug}/t/{CRITICAL[0]}")
-    row = page.locator("#rubrics table.rubrics > tbody > tr").nth(CRITICAL[2])
+    row = page.locator("#ev-rubrics table.rows > tbody > tr").nth(CRITICAL[2])
     row.wait_for()
-    assert "critical-failed" in row.get_attribute("class")
+    assert "marked" in row.get_attribute("class")
     assert row.locator("> td").first.text_content() == 'Also reports "5.69".'
-    assert row.locator(".badge.v-not").text_content() == "Not Met" and row.locator(".badge.critical").count() == 1
-    assert not row.locator("table.judges").is_visible()
-    row.locator("summary").click()
-    assert row.locator("table.judges tr").count() == 4
-    assert "the answer lacks 5.69" in row.locator("table.judges").text_content()
-    assert page.locator("#rubrics .rubric-total b").text_content() == "fail"
-    assert page.locator("#rubrics table.rubrics > tbody > tr").first.locator(".badge.v-met").count() == 1
+    assert row.locator(".badge.fail").text_content() == "Not Met" and row.locator(".badge:text-is('critical')").count() == 1
+    assert not row.locator("table.inner").is_visible()
+    row.locator("summary").first.click()
+    assert row.locator("table.inner > tbody > tr").count() == 4
+    assert "the answer lacks 5.69" in row.locator("table.inner").text_content()
+    assert page.locator("#ev-rubrics .verdict b").text_content() == "fail"
+    assert page.locator("#ev-rubrics table.rows > tbody > tr").first.locator(".badge.pass").count() == 1
     # a call the prediction file marks is_error, and the task's tool-use counts
     page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{slug}/t/vtb-01-mt")
     page.wait_for_selector("#pred-0")
     assert page.locator("#pred-0 .badge.is-error").count() == 1 and page.locator("#pred-1 .badge.no-error").count() == 1
-    assert [c.text_content() for c in page.locator("td.tool-use").all()] == ["2", "2", "1"]
+    assert [c.text_content() for c in page.locator("#ev-tool-use tbody td").all()] == ["2", "2", "1"]
     # the verifier's evaluator error shown apart from a failure; the answer judges' replies
     tobench = evaluated_runs["tobench"]
     page.goto((tobench / "viewer" / "index.html").as_uri() + f"#/m/{_slug(tobench, 'scripted')}/t/tb-04")
-    page.wait_for_selector("#checks")
-    assert "KeyError: 'answer'" in page.locator("#checks .evaluator-error").text_content()
+    page.wait_for_selector("#ev-checks")
+    assert "KeyError: 'answer'" in page.locator("#ev-checks .evaluator-error").text_content()
     page.goto((tobench / "viewer" / "index.html").as_uri() + f"#/m/{_slug(tobench, 'scripted')}/t/tb-02")
-    page.wait_for_selector("#checks .checks")
-    assert [b.text_content() for b in page.locator("#checks .checks .badge").all()] == ["1", "0", "1"]
-    assert page.locator("#checks b.fail").text_content() == "failed"
-    assert page.locator("#checks .evaluator-error").count() == 0
+    page.wait_for_selector("#ev-checks .badges")
+    assert [b.text_content() for b in page.locator("#ev-checks .badges .badge").all()] == ["1", "0", "1"]
+    assert page.locator("#ev-checks .verdict b.fail").text_content() == "failed"
+    assert page.locator("#ev-checks .evaluator-error").count() == 0
     mcpverse = evaluated_runs["mcpverse"]
     page.goto((mcpverse / "viewer" / "index.html").as_uri() + f"#/m/{_slug(mcpverse, 'scripted')}/t/mv-03")
-    page.wait_for_selector("#answer")
-    assert page.locator("#answer b.fail").text_content() == "0"
-    assert "level L2" in page.locator("#answer h3").text_content()
-    page.locator("#answer summary").first.click()
-    assert '{"score": 0}' in page.locator("#answer pre").first.text_content()
+    page.wait_for_selector("#ev-answer")
+    assert page.locator("#ev-answer .verdict b.fail").text_content() == "0"
+    assert "level L2" in page.locator("#ev-answer .verdict").text_content()
+    page.locator("#ev-answer summary").first.click()
+    assert '{"score": 0}' in page.locator("#ev-answer pre").first.text_content()
     assert page.errors == []
 
 
@@ -572,10 +595,100 @@ def test_one_step_order_consistency_all_models_steps_and_the_width(tmp_path: Pat
     assert "no pair of steps to compare" in page.get_attribute("#task-list td.na", "title")
     page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'm')}/t/1")
     page.wait_for_selector("table.metrics td.na")
-    assert page.locator("table.metrics th").all_text_contents()[-3:] == ["Tool calls", "outcome recorded", "valid"]
+    assert page.locator("#ev-tool-use thead th").all_text_contents() == ["Tool calls", "outcome recorded", "valid"]
+    assert "calls that carry is_error" in page.locator("#ev-tool-use .note").text_content()
     page.goto((run / "viewer" / "index.html").as_uri() + "#/t/2")
     page.wait_for_selector("#all-steps .model-steps")
     assert [r[2] for r in _rows(page, "task-models")] == ["1 step(s), 1 call(s)"] * 2
     assert page.locator("#all-steps .model-steps").count() == 2
     assert page.locator("#all-steps .model-steps .col.pred .tool").all_text_contents() == ["a/b", "a/b"]
     assert page.errors == []
+
+
+# -- a new evaluator is shown with no viewer edit ----------------------------------------------------------------
+
+THROWAWAY = '''"""A throwaway evaluator: the length of a prediction's final reply, read from <stem>_length.json."""
+
+from pathlib import Path
+
+from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts, file_document, format_record
+
+NAME = "reply_length"
+
+
+def _entry(path, tid, entry):
+    return entry
+
+
+def read(path: Path) -> Verdicts:
+    found, meta = file_document(Path(path), "reply length file", _entry, "length")
+    return Verdicts(per_id={t: {"reply_chars": e["chars"]} for t, e in found.items()}, detail=found, meta=meta)
+
+
+def display(task, meta):
+    if task is None:
+        return [{"title": "Reply length overall", "parts": [{"kind": "note", "text": meta.get("note", "")}]}]
+    return [{"title": "Reply length", "id": "reply-length", "parts": [
+        {"kind": "verdict", "label": "short enough", "pass": task["chars"] < 100, "text": str(task["chars"])},
+        {"kind": "rows", "rows": [["counted by", task["by"]]]}, {"kind": "reply", "label": "reply", "text": task["text"]},
+        {"kind": "calls", "labels": [[0, 0, "long", "came before a long reply"]]}]}]
+
+
+EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction"}), position=90, suffix="length", read=read,
+                      display=display, metrics=(Metric("reply_chars", "Reply Characters", NAME, PROFILES,
+                                                       "judged_mean", False, False, 0.0),))
+'''
+
+
+@pytest.fixture
+def throwaway_evaluator(tmp_path: Path, monkeypatch):
+    """The module above registered in engine.evaluators for one test (a folder added to the package's path)."""
+    import engine.evaluators as package
+
+    folder = tmp_path / "more_evaluators"
+    folder.mkdir()
+    (folder / "reply_length.py").write_text(THROWAWAY, encoding="utf-8")
+    caches = (package.names, package.evaluator, package.evaluators)
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
+    for cached in caches:
+        cached.cache_clear()
+    yield
+    monkeypatch.undo()
+    sys.modules.pop("engine.evaluators.reply_length", None)
+    for cached in caches:
+        cached.cache_clear()
+
+
+@pytest.mark.slow
+def test_a_new_evaluator_is_shown_with_no_viewer_edit(tmp_path: Path, throwaway_evaluator, page) -> None:
+    from engine.evaluators import evaluators
+
+    assert "reply_length" in [e.name for e in evaluators()]
+    gt = tmp_path / "gt.json"
+    gt.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))
+    pred = tmp_path / "p.json"
+    pred.write_text(json.dumps([{"id": "1", "final_reply": "x" * 120,
+                                 "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))
+    (tmp_path / "p_length.json").write_text(json.dumps({
+        "per_id": {"1": {"chars": 120, "by": "<b>len</b>", "text": "x" * 120}},
+        "meta": {"format": {"name": "m3bench.length", "version": 1}, "note": "one task"}}))
+    run = tmp_path / "run"
+    _results(run / "m", {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)})
+    assert view_main([str(run)]) == 0
+    data = _model_data(run, _slug(run, "m"))
+    assert [b["title"] for b in _blocks(data["blocks"], "reply_length")] == ["Reply length overall"]
+    verdict = _parts(data["tasks"]["1"]["blocks"], "reply_length", "verdict")
+    assert verdict == [{"kind": "verdict", "label": "short enough", "pass": False, "text": "120"}]
+    page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'm')}/t/1")
+    page.wait_for_selector("#ev-reply-length")
+    assert page.locator("#ev-reply-length .verdict b.fail").text_content() == "120"
+    assert page.locator("#ev-reply-length table.rows td").text_content() == "<b>len</b>"  # text, not markup
+    assert page.locator("#pred-0 .badge.o-long").text_content() == "came before a long reply"
+    assert page.errors == []
+    # a file of a later version of its format is refused in one line
+    (tmp_path / "p_length.json").write_text(json.dumps({"per_id": {}, "meta": {"format": {
+        "name": "m3bench.length", "version": 2}}}))
+    from engine.evaluators import evaluator
+
+    with pytest.raises(InputError, match=r"p_length\.json: field 'meta\.format\.version': version 2"):
+        evaluator("reply_length").read(tmp_path / "p_length.json")

@@ -22,6 +22,7 @@ import pytest
 from engine.apps.view import run as view_main
 from engine.contract.staged import STAGING, check_output_folder
 from engine.viewer.folder import MARKER
+from engine.viewer.site import SCRIPTS
 
 from chromium import browser, page  # noqa: F401  (fixtures)
 
@@ -109,7 +110,8 @@ def test_hostile_texts_stay_data(hostile_run: tuple[Path, str]) -> None:
     run, stderr = hostile_run
     site = run / "viewer"
     html = (site / "index.html").read_text(encoding="utf-8")
-    assert html.count("<script") == 2 and html.count("</script>") == 2 and "<!--" not in html
+    scripts = 1 + len(SCRIPTS)  # the inline data, then the page's own scripts
+    assert html.count("<script") == scripts and html.count("</script>") == scripts and "<!--" not in html
     assert "<img" not in html and "<svg" not in html and "\u2028" not in html
     assert f"<title>M3-Bench run &lt;img src=x onerror=&#34;{PWN}&#34;&gt;</title>" in html
     inline = html.split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0]
@@ -164,15 +166,15 @@ def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> Non
     page.click(f"#leaderboard a.model:text-is('{MODEL_NAMES[1]}')")
     page.wait_for_selector("#task-list tbody tr")
     assert page.locator("h1").first.text_content() == MODEL_NAMES[1]
-    assert page.locator(".agreement td").first.text_content() == HOSTILE.replace("_", " ")
+    assert page.locator("#ev-agreement td").first.text_content() == HOSTILE.replace("_", " ")
     page.locator("#task-list tbody a").nth(1).click()
     page.wait_for_selector("#pair path.match", state="attached")
     assert page.locator(".question").text_content() == HOSTILE
     assert page.locator("#pred-0 .tool").text_content() == f"srv0/{HOSTILE}"
     for summary in page.locator("#app summary").all():
         summary.click()
-    assert HOSTILE in page.locator("#rubrics table.judges").first.text_content()
-    assert HOSTILE in page.locator("#checks .evaluator-error").text_content()
+    assert HOSTILE in page.locator("#ev-rubrics table.inner").first.text_content()
+    assert HOSTILE in page.locator("#ev-checks .evaluator-error").text_content()
     assert page.locator("#pair path.match").count() == 1  # the match past the task's calls is not drawn
     page.click("a:text-is('all models on this task')")
     page.wait_for_selector("#task-models tbody tr")
@@ -297,3 +299,20 @@ def test_a_killed_build_leaves_nothing_in_the_way(tmp_path: Path, embedding_cach
                    f"output_dir={run}", f"encoder.cache_dir={embedding_cache}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert not (run / STAGING).exists() and (run / "results_eval.json").is_file()
+
+
+def test_an_older_viewers_killed_build_is_recognised_and_removed(small_run: Path) -> None:
+    """``.viewer.building-<pid>`` (the staging folder of older viewers) of a dead process: scoring into the run
+    is not refused for it and the next build removes it; one of a live process is left alone."""
+    dead = small_run / f".viewer.building-{_dead_pid()}"
+    (dead / "data").mkdir(parents=True)
+    (dead / "index.html").write_text("half a site")
+    check_output_folder(small_run)
+    live = small_run / f".viewer.building-{os.getpid()}"
+    live.mkdir()
+    with pytest.raises(ValueError, match=r"\.viewer\.building-"):
+        check_output_folder(small_run)
+    assert view_main([str(small_run)]) == 0
+    assert not dead.exists() and live.is_dir()
+    live.rmdir()
+    check_output_folder(small_run)

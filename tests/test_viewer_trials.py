@@ -17,7 +17,7 @@ import pytest
 from script_runs import run_script
 
 from engine.apps.view import run as view_main
-from engine.reports.trials import read_trials
+from engine.reports.trials import conventions_table, read_trials
 from engine.trials import TRIALS_FILE
 
 from chromium import browser, page  # noqa: F401  (fixtures)
@@ -70,6 +70,15 @@ def test_trials_summary_equals_trials_json(trials_run: Path) -> None:
     # each trial is a model of the site, and knows its summary
     assert [site["models"][key] for key in summary["slugs"]] == [f"{MODEL}_trial{i}" for i in (1, 2, 3)]
     assert site["trial_of"][summary["slugs"][1]] == [MODEL, 2]
+    # the header counts the model once, its trials apart
+    assert site["counts"] == {"models": len(set(site["models"].values())) - 2, "trials": 3}
+    html = (trials_run / "viewer" / "index.html").read_text(encoding="utf-8")
+    assert f"{site['counts']['models']} model" in html and "(3 trial runs)" in html
+    # the peer conventions' figures, as the reports' table gives them
+    table = conventions_table(read_trials(trials_run / TRIALS_FILE))
+    assert table is not None
+    assert summary["conventions"]["rows"] == [[r[1], r[2]] for r in table.rows if r[0] == MODEL]
+    assert [r[0] for r in summary["conventions"]["rows"]] == ["project", "tau2", "mcpmark"]
 
 
 def _cells(page, selector: str) -> list[list[str]]:
@@ -97,6 +106,9 @@ def test_trials_summary_in_the_browser(page, trials_run: Path) -> None:
     lost = doc["inventory"]["missing"][0]["id"]
     assert f"{lost} in trial 3" in page.text_content("#trials-lost")
     assert page.text_content(f"#trials-tasks tr[data-id='{lost}'] td:nth-child(5)") == "lost"
+    conventions = _cells(page, "#trials-conventions")
+    assert [row[0] for row in conventions] == ["project", "tau2", "mcpmark"]
+    assert conventions[1][1].startswith("avg_reward ")
     shot = os.environ.get("M3BENCH_SCREENSHOTS")
     if shot:
         page.screenshot(path=str(Path(shot) / "trials.png"), full_page=True)

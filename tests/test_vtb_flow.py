@@ -5,6 +5,7 @@ and the demo flow end to end as the README gives it."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def _stage(tmp_path: Path, pool: str = "scripted", *extra: str) -> tuple[int, di
     return status, json.loads((tmp_path / "p_test_mcp_fuzzy_rubrics.json").read_text())
 
 
-def test_the_judge_stage_writes_resumes_and_reports_failures(tmp_path: Path, capsys) -> None:
+def test_the_judge_stage_writes_resumes_and_reports_failures(tmp_path: Path, capsys, caplog) -> None:
     reference = json.loads((ROOT / "rollout" / "demo" / "vtb_reference.json").read_text())
     _write(tmp_path / "p_test_mcp_fuzzy.json", reference[:3])
     status, doc = _stage(tmp_path)
@@ -51,6 +52,9 @@ def test_the_judge_stage_writes_resumes_and_reports_failures(tmp_path: Path, cap
     assert status == 0 and again["per_id"] == doc["per_id"]
     assert "(0 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     assert again["meta"]["usage"]["scripted_a"]["requests"] == doc["meta"]["usage"]["scripted_a"]["requests"]
+    with caplog.at_level(logging.WARNING, logger="engine.evaluators.vtb_files"):
+        vtb.read_verdicts(tmp_path / "p_test_mcp_fuzzy_rubrics.json", "strict")
+    assert "judged under the published profile, which asks the pool's first judge alone" in caplog.text
     _, strict = _stage(tmp_path, "scripted", "evaluators.vtb_rubrics.profile=strict")  # every judge: judged again
     assert list(strict["per_id"]) == list(doc["per_id"]) and strict["aggregate"]["profile"] == "strict"
     assert strict["meta"]["agreement"]["judges"] == ["scripted-judge-a", "scripted-judge-b", "scripted-judge-c",

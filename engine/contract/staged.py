@@ -11,7 +11,8 @@ The target may hold only what scoring runs put there: the outputs a run listed i
 (`MANIFEST`), the outputs this run writes, and the run's bookkeeping (Hydra's ``.hydra/`` and
 ``*.log`` files, carried into the new set by hard links so an open log keeps its file), and a
 staging container holding only folders of dead processes (a killed build of an output inside the
-folder, such as the viewer's site; it goes with the previous set). Anything else is refused with a
+folder, such as the viewer's site; it goes with the previous set), as are the staging folders of older
+viewers' killed builds (`OLD_SITE_STAGE`). Anything else is refused with a
 `ConfigError`, so no other file is ever moved or removed. `staging` alone gives the staging folder,
 for an output (the viewer's site) that checks its target by its own rules.
 """
@@ -22,6 +23,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import shutil
 import socket
 import uuid
@@ -34,6 +36,9 @@ from engine.contract.errors import ConfigError
 
 MANIFEST = ".m3bench-outputs.json"
 STAGING = ".m3bench-staging"
+OLD_SITE_STAGE = re.compile(r"\.(?P<target>.+)\.building-(?P<pid>\d+)")
+"""The staging folder of a site built by older versions of the viewer: ``.<site folder>.building-<pid>``
+beside the site."""
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -67,6 +72,7 @@ def check_output_folder(target: Path, planned: Iterable[str] = ()) -> None:
     ours = listed_outputs(target) | set(planned) | {MANIFEST}
     if _only_abandoned(target / STAGING):
         ours.add(STAGING)  # left by a killed run of an output inside the folder (the viewer's site)
+    ours.update(e.name for e in os.scandir(target) if old_site_stage(Path(e.path)))  # the same, of older viewers
     foreign = sorted(e.name for e in os.scandir(target) if e.name not in ours and not _is_bookkeeping(e.name))
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
@@ -83,13 +89,26 @@ def _abandoned(stage: Path, target_name: str | None = None) -> bool:
         return False
     if target_name is not None and parts[0] != target_name:
         return False
+    return process_gone(int(parts[2]))
+
+
+def process_gone(pid: int) -> bool:
+    """Whether no process of this host has this id (one of another user's is not gone)."""
     try:
-        os.kill(int(parts[2]), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:
         return False
     return False
+
+
+def old_site_stage(entry: Path, target_name: str | None = None) -> bool:
+    """Whether `entry` is a real folder an older viewer's killed build left (`OLD_SITE_STAGE`, its process
+    gone); with `target_name`, only one of that site."""
+    m = OLD_SITE_STAGE.fullmatch(entry.name)
+    return (m is not None and (target_name is None or m.group("target") == target_name) and entry.is_dir()
+            and not entry.is_symlink() and process_gone(int(m.group("pid"))))
 
 
 def _only_abandoned(container: Path) -> bool:

@@ -86,18 +86,6 @@ class TrajectoryFile:
         return self.path.stem
 
 
-@dataclass(frozen=True)
-class Task:
-    """One task to roll out: its question, the image it comes with, and its place in the file."""
-
-    id: str
-    question: str
-    image: str | None
-    image_path: Path | None
-    type: str | None
-    index: int
-
-
 def _entries(path: Path, root: Any) -> list[tuple[str, dict]]:
     """(id, object) pairs of a list of objects or of an object mapping id -> object, in file order."""
     if isinstance(root, list):
@@ -245,50 +233,6 @@ def file_objects(path: str | Path) -> dict[str, list[tuple[int, dict]]]:
     for position, (task_id, obj) in enumerate(_entries(path, read_json(path, "trajectory file"))):
         out.setdefault(task_id, []).append((position, obj))
     return out
-
-
-def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_field: str = "question",
-               ids: Iterable[str] | None = None) -> list[Task]:
-    """Tasks of a file in the published shape ({id, image, type, question, ...}), in file order.
-
-    `question_field` names the field given to the model ("question", or "prompt" for the explicit
-    instructions of tasks_fuzzy.json). Images are resolved against `images_dir` (default: the
-    file's folder) and must exist. `ids`, when given, keeps only those ids (all must exist).
-    """
-    path = Path(path)
-    kept, _ = _last_of_each(path, _entries(path, read_json(path, "tasks file")))
-    base = Path(images_dir) if images_dir else path.parent
-    wanted = {str(i) for i in ids} if ids else None
-    if wanted is not None:
-        unknown = sorted(wanted - set(kept))
-        if unknown:
-            raise InputError(path, f"requested id(s) not in the file: {', '.join(unknown)}")
-    tasks = []
-    missing: list[tuple[str, Path]] = []
-    for index, (task_id, obj) in enumerate(kept.items()):
-        if wanted is not None and task_id not in wanted:
-            continue
-        question = obj.get(question_field)
-        if not isinstance(question, str) or not question.strip():
-            raise InputError(path, "missing or empty text", task_id=task_id, field=question_field)
-        image = obj.get("image")
-        image_path = None
-        if image is not None:
-            if not isinstance(image, str) or not image:
-                raise InputError(path, "must be a path string or null", task_id=task_id, field="image")
-            image_path = (base / image).resolve()
-            if not image_path.is_file():
-                missing.append((task_id, image_path))
-        family = obj.get("type")
-        if family is not None and not isinstance(family, str):
-            raise InputError(path, "must be a string", task_id=task_id, field="type")
-        tasks.append(Task(task_id, question, image, image_path, family, index))
-    if missing:
-        first_id, first = missing[0]
-        raise InputError(path, f"{len(missing)} of {len(tasks)} task images are not under {base.resolve()} "
-                         f"(first: {first}); the images are not shipped with the tasks file: put them in a "
-                         "folder and give it as tasks.images_dir", task_id=first_id, field="image")
-    return tasks
 
 
 def set_steps(record: dict[str, Any], steps: Sequence[list[Any]]) -> dict[str, Any]:

@@ -53,8 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import ConfigError, InputError
-from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries,
-                                    mean_or_none, pool_judge)
+from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_document,
+                                    file_entries, format_record, mean_or_none, pool_judge)
 from engine.evaluators._judging import Question, Rubric, first_answer
 from engine.evaluators._reducers import reducer
 from engine.evaluators._check_runner import CheckSettings, check_settings
@@ -246,19 +246,38 @@ def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
 
 def entries(path: Path) -> dict[str, dict[str, Any]]:
     """The checked entries of an earlier file (to resume), id -> entry."""
-    return file_entries(path, "answer equivalence file", _check_entry)
+    return file_entries(path, "answer equivalence file", _check_entry, SUFFIX)
 
 
 def read(path: Path) -> Verdicts:
     """Per task: ``answer_level``, and ``answer_success`` (0/1, or a fraction a published judge gave)
-    unless it was skipped or erred."""
-    out = Verdicts()
-    for tid, entry in entries(Path(path)).items():
+    unless it was skipped or erred; its entry as the detail, and the file's meta."""
+    found, meta = file_document(Path(path), "answer equivalence file", _check_entry, SUFFIX)
+    out = Verdicts(meta=meta)
+    for tid, entry in found.items():
         values: dict[str, Any] = {"answer_level": entry["level"]}
         if entry["score"] is not None:
             values["answer_success"] = entry["score"]
         out.per_id[tid] = values
+        out.detail[tid] = entry
     return out
+
+
+def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The viewer's block of a task: its level, E (1, 0, or skipped) with the reason, each judge's score and
+    reply."""
+    if task is None or "level" not in task:
+        return []
+    score = task.get("score")
+    scores = task.get("judges") if isinstance(task.get("judges"), Mapping) else {}
+    replies = task.get("replies") if isinstance(task.get("replies"), Mapping) else {}
+    reason, level = task.get("reason"), task.get("level") or "\u2013"
+    return [{"title": "Answer equivalence", "id": "answer", "parts": [
+        {"kind": "verdict", "label": f"level {level} \u00b7 E =",
+         "pass": None if score is None else bool(score), "text": "skipped" if score is None else f"{score:g}",
+         "note": str(reason) if reason else ""},
+        {"kind": "rows", "rows": [[str(name), v, {"reply": replies.get(name)} if isinstance(replies.get(name), str)
+                                   else None] for name, v in scores.items()]}]}]
 
 
 def success_rates(levels: Mapping[str, str | None], scores: Mapping[str, float | None]) -> dict[str, Any]:
@@ -297,7 +316,8 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     rates["error_ids"] = [i for i, e in per_id.items() if e.get("error")]
     parser = parser_of(meta)
     prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
-    return {"aggregate": rates, "per_id": per_id, "meta": {**meta, "parser": parser, "prompt_version": prompt.version}}
+    return {"aggregate": rates, "per_id": per_id,
+            "meta": {"format": format_record(SUFFIX), **meta, "parser": parser, "prompt_version": prompt.version}}
 
 
 def normalized(text: str) -> str:
@@ -330,4 +350,4 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
                       aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
-                      columns=("answer_level", "answer_success"), one_judge=one_judge)
+                      columns=("answer_level", "answer_success"), one_judge=one_judge, display=display)

@@ -98,13 +98,56 @@ class Verdicts:
     per_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     totals: dict[str, Any] = field(default_factory=dict)
     detail: dict[str, dict[str, Any]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    """The file's ``meta`` as its reader kept it (what a display shows of the file as a whole)."""
 
 
-def file_entries(path: Path, what: str,
-                 check: Callable[[Path, str, Any], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+FORMAT_PREFIX = "m3bench."
+
+
+def format_record(name: str, version: int = 1) -> dict[str, Any]:
+    """The ``meta.format`` record of a file the project writes: {"name": "m3bench.<name>", "version": N}."""
+    return {"name": FORMAT_PREFIX + name, "version": version}
+
+
+def format_version(path: Path, root: Any, name: str, versions: Sequence[int] = (1,)) -> int:
+    """The version of a file of format `name` as its ``meta.format`` records it; a file without the record
+    (a published shape, a drop-in) is version 1. InputError for a record of another format or a version
+    this reader does not know."""
+    meta = root.get("meta") if isinstance(root, dict) else None
+    record = meta.get("format") if isinstance(meta, dict) else None
+    if record is None:
+        return 1
+    version = record.get("version") if isinstance(record, dict) else None
+    if not isinstance(record, dict) or record.get("name") != FORMAT_PREFIX + name:
+        raise InputError(path, f"must be {{\"name\": \"{FORMAT_PREFIX + name}\", \"version\": N}}, got "
+                         f"{str(record)[:80]!r}", field="meta.format")
+    if version not in versions or isinstance(version, bool):
+        raise InputError(path, f"version {str(version)[:20]} of {FORMAT_PREFIX + name} is not one this version "
+                         f"reads ({', '.join(map(str, versions))}): update m3bench", field="meta.format.version")
+    return int(version)
+
+
+def file_entries(path: Path, what: str, check: Callable[[Path, str, Any], dict[str, Any]],
+                 name: str | None = None) -> dict[str, dict[str, Any]]:
     """id -> entry of the ``per_id`` object of an evaluator's file, each checked by `check(path, id,
-    entry)`; `what` names the file in errors."""
-    return root_entries(path, read_json(path, what), check)
+    entry)`; `what` names the file in errors; `name`, when given, its format (`format_version`)."""
+    return file_document(path, what, check, name)[0]
+
+
+def file_document(path: Path, what: str, check: Callable[[Path, str, Any], dict[str, Any]],
+                  name: str | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """(`file_entries`, the file's meta) of an evaluator's file, read once."""
+    root = read_json(path, what)
+    if name is not None:
+        format_version(path, root, name)
+    return root_entries(path, root, check), file_meta(root)
+
+
+def file_meta(root: Any) -> dict[str, Any]:
+    """The ``meta`` object of a file's root (empty when it has none)."""
+    meta = root.get("meta") if isinstance(root, dict) else None
+    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def root_entries(path: Path, root: Any,
@@ -146,6 +189,19 @@ def pool_judge(judges: Mapping[str, Any], name: str | None = None,
     return name, pool[name]
 
 
+Display = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], list[dict[str, Any]]]
+"""An evaluator's display: blocks ``{"title", "id"?, "parts": [part, ...]}``, each part one of
+``{"kind": "heading", "text", "note"?}``, ``{"kind": "verdict", "label", "pass": true|false|null, "text",
+"note"?}`` (a labelled pass/fail badge), ``{"kind": "rows", "head"?: [str], "rows": [[cell, ...]], "marked"?:
+[row index]}`` (key/value rows or a table), ``{"kind": "reply", "label", "text"}`` (a judge's reply, cut by
+the viewer's rule), ``{"kind": "error", "text"}`` (an evaluator error), ``{"kind": "note", "text"}``,
+``{"kind": "calls", "labels": [[step, call, key, text], ...]}`` (a label beside each predicted call) and
+``{"kind": "tags", "tags": [[key, text], ...]}`` (what the task list filters by). A cell is a string, a
+number or null, or ``{"badge": text, "pass": true|false|null}``, ``{"reply": text}``, ``{"task": id, "text"}``
+(a link to the model's task) or ``{"details": summary, "rows": [[cell, ...]]}``. Every text is data: the
+viewer cuts and escapes it."""
+
+
 @dataclass(frozen=True)
 class Evaluator:
     """One kind of verdict.
@@ -177,7 +233,10 @@ class Evaluator:
     the pool about every task, so the judges' keys are checked before the first task (False: it asks only
     for what its rules leave, e.g. call outcomes, and a missing key is refused at the first question);
     scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
-    bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted).
+    bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted);
+    display: how the viewer shows it: ``display(task, meta) -> [block, ...]`` from one task's values and
+    detail as ``read`` (or ``compute``) gives them merged (``task`` None: the file as a whole, on a model's
+    page) and the file's meta; each block JSON-ready, as `Display` says.
     """
 
     name: str
@@ -202,6 +261,7 @@ class Evaluator:
     one_judge: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, Mapping[str, Any]] | None] | None = None
     stale: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] | None = None
     asks_always: bool = True
+    display: Display | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

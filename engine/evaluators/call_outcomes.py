@@ -27,7 +27,8 @@ from engine.evaluators._call_rules import CALL_CLASSES, CLASS_OF_DIGIT, decide, 
 from engine.evaluators._classified_calls import classified_document, classified_entry
 from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
 from engine.evaluators._prompts import CALL_OUTCOME, OUTCOME, outcome_payload
-from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, pool_judge
+from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_meta,
+                                    format_record, format_version, pool_judge)
 
 NAME = "call_outcomes"
 CALLANALYSIS = "callanalysis"
@@ -57,10 +58,11 @@ def read_callanalysis(path: str | Path) -> Verdicts:
     root = read_json(path, "call outcomes file")
     if not isinstance(root, dict):
         raise InputError(path, "the root must be an object of call outcome counts")
+    format_version(path, root, CALLANALYSIS)
     totals = {key: _count(path, root.get(key), key) for key in CALL_KEYS}
     per_id = root.get("per_id")
     if per_id is None:
-        return Verdicts(totals=totals)
+        return Verdicts(totals=totals, detail=_labels(path, root), meta=file_meta(root))
     if not isinstance(per_id, dict):
         raise InputError(path, "must be an object of id -> counts", field="per_id")
     counts = {}
@@ -68,7 +70,44 @@ def read_callanalysis(path: str | Path) -> Verdicts:
         if not isinstance(block, dict):
             raise InputError(path, "must be an object of counts", task_id=str(tid), field="per_id")
         counts[str(tid)] = {key: _count(path, block.get(key), key, str(tid)) for key in CALL_KEYS}
-    return Verdicts(per_id=counts)
+    return Verdicts(per_id=counts, detail=_labels(path, root), meta=file_meta(root))
+
+
+def _labels(path: Path, root: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """id -> {calls: its call labels, illegal: its illegal format reason} of the judge app's file."""
+    out: dict[str, dict[str, Any]] = {}
+    calls = root.get("calls")
+    for i, label in enumerate(calls if isinstance(calls, list) else []):
+        if not (isinstance(label, dict) and all(isinstance(label.get(k), int) for k in ("step", "call"))):
+            raise InputError(path, "a call label needs integer 'step' and 'call'", field=f"calls[{i}]")
+        out.setdefault(str(label.get("id")), {"calls": []})["calls"].append(label)
+    illegal = root.get("illegal")
+    for tid, reason in (illegal.items() if isinstance(illegal, dict) else ()):
+        out.setdefault(str(tid), {"calls": []})["illegal"] = str(reason)
+    return out
+
+
+_SHOWN = {"illegal_calling": "illegal calling format", "unknown_tool": "unknown tool",
+          "invalid_arguments": "invalid arguments", "resource_not_found": "resource not found", "success": "success",
+          UNDECIDED: UNDECIDED}
+
+
+def display(task: dict[str, Any] | None, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The viewer's blocks of a task: each predicted call's class beside it, the counts, the illegal format."""
+    if task is None:
+        return []
+    labels = [[c["step"], c["call"], str(c.get("label") or UNDECIDED), _SHOWN.get(str(c.get("label") or UNDECIDED),
+                                                                                str(c.get("label")))]
+              for c in task.get("calls") or []]
+    tags = sorted({key for *_, key, _ in labels} | {k for k in CALL_KEYS if task.get(k)})
+    parts: list[dict[str, Any]] = [{"kind": "calls", "labels": labels},
+                                   {"kind": "tags", "tags": [[k, _SHOWN.get(k, k)] for k in tags]},
+                                   {"kind": "rows", "head": [_SHOWN[k] for k in CALL_KEYS],
+                                    "rows": [[task.get(k) for k in CALL_KEYS]]}]
+    if task.get("illegal"):
+        parts.append({"kind": "verdict", "label": "calling format", "pass": False, "text": "illegal",
+                      "note": task["illegal"]})
+    return [{"title": "Call outcomes", "id": "call-outcomes", "parts": parts}]
 
 
 def _share(count: int, total: int) -> float | None:
@@ -94,7 +133,8 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
     return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
             "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],
                                            UNDECIDED: decided[UNDECIDED]},
-            "illegal": illegal, "per_id": per_id, "calls": labels, "meta": meta}
+            "illegal": illegal, "per_id": per_id, "calls": labels,
+            "meta": {"format": format_record(CALLANALYSIS), **meta}}
 
 
 def mode_of(options: Mapping[str, Any]) -> str:
@@ -159,7 +199,7 @@ def document(per_task: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[
     version = (meta.get("prompt_versions") or {}).get(CALL_OUTCOME)
     if mode_of(meta) == "published":
         return {**classified_document(per_task), "meta": {
-            "mode": "published", "predictions": meta.get("predictions"), "catalogue": meta.get("catalogue"),
+            "format": format_record(CALLANALYSIS), "mode": "published", "predictions": meta.get("predictions"), "catalogue": meta.get("catalogue"),
             "classifier": judge_of.get("model"), "prompt_version": version, "usage": meta.get("usage", {})}}
     labels = [label for entry in per_task.values() for label in entry["calls"]]
     illegal = {tid: entry["illegal"] for tid, entry in per_task.items() if entry["illegal"]}
@@ -213,4 +253,4 @@ def stale(earlier: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "file_entries", "catalogue"}), metrics=METRICS,
                       suffix=CALLANALYSIS, judge=judge, document=document, entries=entries, read=read_callanalysis,
                       option="calls", position=20, complete=complete, rubrics=(OUTCOME,), one_judge=one_judge,
-                      stale=stale, asks_always=False)
+                      stale=stale, asks_always=False, display=display)

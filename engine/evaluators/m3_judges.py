@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, mean
+from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_meta,
+                                   format_record, format_version, mean)
 from engine.evaluators._ensemble import entry_scores, judge_task, judges_agreement, task_image
 from engine.evaluators._prompts import COMPLETION, GROUNDING, TASK_COMPLETION
 
@@ -74,10 +75,18 @@ def _record_entry(path: Path, task_id: str, record: dict[str, Any]) -> dict[str,
     return {"final": tc, "judges": [], "info_grounding": {"final": ig, "judges": []}}
 
 
+def _root(path: Path) -> Any:
+    root = read_json(path, "judge file")
+    format_version(path, root, TASKCOMPLETION)
+    return root
+
+
 def read_taskcompletion(path: str | Path) -> dict[str, dict[str, Any]]:
     """id -> published entry ({final, judges, info_grounding?}) of a judge file in any accepted shape."""
-    path = Path(path)
-    root = read_json(path, "judge file")
+    return _entries_of(Path(path), _root(Path(path)))
+
+
+def _entries_of(path: Path, root: Any) -> dict[str, dict[str, Any]]:
     if isinstance(root, dict) and any(k in root for k in _ENTRY_KEYS):
         key = next(k for k in _ENTRY_KEYS if k in root)
         entries = root[key]
@@ -124,8 +133,11 @@ def taskcompletion_document(entries: dict[str, dict[str, Any]], num_total: int, 
 
 
 def read(path: Path) -> Verdicts:
-    """Task Completion and Information Grounding per task id of a judge file in any accepted shape."""
-    return Verdicts(per_id=judge_values(read_taskcompletion(path)))
+    """Task Completion and Information Grounding per task id of a judge file in any accepted shape; its
+    entries as the detail and its meta."""
+    root = _root(Path(path))
+    entries = _entries_of(Path(path), root)
+    return Verdicts(per_id=judge_values(entries), detail=entries, meta=file_meta(root))
 
 
 def reference_entries(path: Path) -> int:
@@ -141,7 +153,7 @@ def document(entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[s
     """The taskcompletion.json of the judge app: the published shape, its meta the run's files, judges,
     prompt versions, attempts, usage and failures, and the judges' agreement (``agreement_top`` most
     disagreed tasks per metric)."""
-    kept = {key: meta[key] for key in _META_KEYS if key in meta}
+    kept = {"format": format_record(TASKCOMPLETION), **{key: meta[key] for key in _META_KEYS if key in meta}}
     kept["agreement"] = judges_agreement(entries, int(meta.get("agreement_top", 10)))
     return taskcompletion_document(entries, int(meta.get("num_total", len(entries))), meta=kept)
 
@@ -167,7 +179,49 @@ async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
                             (image,) if image else ())
 
 
+def _judged(label: str, block: Any) -> list[dict[str, Any]]:
+    if not isinstance(block, Mapping):
+        return []
+    judges = [j for j in block.get("judges") or [] if isinstance(j, Mapping)]
+    scores = [float(j["score"]) for j in judges if is_number(j.get("score"))]
+    spread = f"{max(scores) - min(scores):.3f}" if len(scores) > 1 else "\u2013"
+    return [{"kind": "heading", "text": f"{label}: {block['final']:.3f}", "note": f"spread {spread}"},
+            {"kind": "rows", "rows": [[str(j.get("name") or "?"),
+                                       f"{j['score']:.3f}" if is_number(j.get("score")) else None,
+                                       {"reply": j["reply"]} if isinstance(j.get("reply"), str) else ""]
+                                      for j in judges]}]
+
+
+def _agreement(agreement: Any) -> list[dict[str, Any]]:
+    """The judges' agreement per metric of a file's meta, as a model's page shows it."""
+    if not isinstance(agreement, Mapping) or not agreement:
+        return []
+    rows = []
+    for metric, v in agreement.items():
+        v = v if isinstance(v, Mapping) else {}
+        pairs = [p for p in v.get("spearman") or [] if isinstance(p, Mapping)]
+        rows.append([str(metric).replace("_", " "), ", ".join(map(str, v.get("judges") or [])), v.get("tasks"),
+                     v.get("krippendorff_alpha"),
+                     "; ".join("~".join(map(str, p.get("judges") or [])) + " " +
+                               (f"{p['rho']:.2f}" if is_number(p.get("rho")) else "\u2013") for p in pairs),
+                     [{"task": str(d.get("id")), "text": f"{d.get('id')} ({d['spread']:.2f})" if is_number(
+                         d.get("spread")) else str(d.get("id"))} for d in (v.get("most_disagreed") or [])[:5]
+                      if isinstance(d, Mapping)]])
+    head = ["Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)",
+            "Most disagreed (spread)"]
+    return [{"title": "Judge agreement", "id": "agreement", "parts": [{"kind": "rows", "rows": rows, "head": head}]}]
+
+
+def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The viewer's blocks: per task both scores with each judge's score and reply; for the file, the
+    judges' agreement."""
+    if task is None:
+        return _agreement(meta.get("agreement"))
+    return [{"title": "Judges", "id": "judges",
+             "parts": _judged("Task Completion", task) + _judged("Information Grounding", task.get("info_grounding"))}]
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,
                       suffix=TASKCOMPLETION, judge=judge, document=document, entries=read_taskcompletion, read=read,
                       option="judge", position=10, complete=complete, task_count=reference_entries,
-                      rubrics=(COMPLETION, GROUNDING))
+                      rubrics=(COMPLETION, GROUNDING), display=display)

@@ -77,5 +77,21 @@ def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
     return {KEY: tool_use([values.per_id.get(i, {}).get(KEY, empty) for i in ids])}
 
 
+_COUNT_HEADS = {"calls": ("Tool calls", "the task's predicted calls"),
+                "flagged": ("outcome recorded", "calls that carry is_error (true or false) in the prediction file"),
+                "valid": ("valid", "calls whose is_error is false: recorded without an error")}
+
+
+def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The viewer's block of a task: its calls, those whose outcome the prediction file records, and those
+    recorded as valid."""
+    counts = task.get(KEY) if task is not None else None
+    if not isinstance(counts, Mapping):
+        return []
+    return [{"title": "Tool use", "id": "tool-use", "parts": [
+        {"kind": "rows", "head": [_COUNT_HEADS[k][0] for k in COUNTS], "rows": [[counts.get(k) for k in COUNTS]]},
+        {"kind": "note", "text": "; ".join(f"{_COUNT_HEADS[k][0]}: {_COUNT_HEADS[k][1]}" for k in COUNTS)}]}]
+
+
 EVALUATOR = Evaluator(name=KEY, reads=frozenset({"prediction"}), metrics=METRICS, compute=compute,
-                      aggregate=aggregate, position=40)
+                      aggregate=aggregate, position=40, display=display)

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number
-from engine.evaluators.base import PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_entries
+from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_document,
+                                    file_entries, format_record)
 from engine.evaluators._check_runner import CheckSettings, check_settings, run_contained
 
 NAME = "verifiers"
@@ -190,21 +191,45 @@ def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
 
 def entries(path: Path) -> dict[str, dict[str, Any]]:
     """The checked entries of an earlier file (to resume), id -> entry."""
-    return file_entries(path, "verifier file", _check_entry)
+    return file_entries(path, "verifier file", _check_entry, SUFFIX)
+
+
+_SHOWN = ("check", "checks", "passed", "error", "reason")
 
 
 def read(path: Path) -> Verdicts:
     """Per checked task: ``check_success`` (0/1, null for an evaluator error) and ``check_error``
-    (the reason, or null); skipped tasks have no values. Its group and usage go to ``detail``."""
-    out = Verdicts()
-    for tid, entry in entries(Path(path)).items():
+    (the reason, or null); skipped tasks have no values. Its group and usage go to ``detail``, with what
+    the viewer shows of every entry (check, checks, passed, error, reason); the file's meta."""
+    found, meta = file_document(Path(path), "verifier file", _check_entry, SUFFIX)
+    out = Verdicts(meta=meta)
+    for tid, entry in found.items():
         if entry.get("error") is not None:
             out.per_id[tid] = {"check_success": None, "check_error": entry["error"]}
         elif entry.get("passed") is not None:
             out.per_id[tid] = {"check_success": int(entry["passed"]), "check_error": None}
-        if tid in out.per_id:
-            out.detail[tid] = {k: entry[k] for k in ("group", "usage") if isinstance(entry.get(k), dict)}
+        out.detail[tid] = {**{k: entry[k] for k in ("group", "usage") if isinstance(entry.get(k), dict)},
+                           **{k: entry.get(k) for k in _SHOWN}}
     return out
+
+
+def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The viewer's block of a task: its check script, and its checks and pass, an evaluator error (apart from
+    the agent's failure), or why it was not checked."""
+    if task is None or "passed" not in task:
+        return []
+    parts: list[dict[str, Any]] = [{"kind": "note", "text": str(task["check"])}] if task.get("check") else []
+    reason = str(task["reason"]) if task.get("reason") else ""
+    if task.get("error") is not None:
+        parts.append({"kind": "error", "text": str(task["error"])})
+    elif task.get("passed") is None:
+        parts.append({"kind": "note", "text": reason or "not checked"})
+    else:
+        checks = task.get("checks") if isinstance(task.get("checks"), list) else []
+        parts += [{"kind": "badges", "items": [[str(c), bool(c)] for c in checks]},
+                  {"kind": "verdict", "label": "checks", "pass": bool(task["passed"]),
+                   "text": "passed" if task["passed"] else "failed", "note": reason}]
+    return [{"title": "Verifier", "id": "checks", "parts": parts}]
 
 
 def accuracy(successes: Sequence[int | None]) -> dict[str, Any]:
@@ -252,7 +277,7 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     agg = breakdown([(None if e.get("error") is not None else int(e["passed"]), e) for e in checked.values()])
     agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
     agg["skipped"] = len(per_id) - len(checked)
-    return {"aggregate": agg, "per_id": per_id, "meta": meta}
+    return {"aggregate": agg, "per_id": per_id, "meta": {"format": format_record(SUFFIX), **meta}}
 
 
 METRICS: tuple[Metric, ...] = (
@@ -264,4 +289,5 @@ METRICS: tuple[Metric, ...] = (
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "workspace", "tool_log", "task"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
-                      position=60, all_tasks=True, columns=("check_success", "check_error"), pool=False)
+                      position=60, all_tasks=True, columns=("check_success", "check_error"), pool=False,
+                      display=display)

@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from engine.evaluators.base import Verdicts
+from engine.evaluators.base import Verdicts, file_meta, format_version
 from engine.evaluators.vtb_records import listed_records, log_mismatches, rubric_entries, rubric_item, task_groups
 from engine.evaluators.vtb_scoring import FAILED, MET, NOT_MET, TaskVerdicts, other_label, task_values
 
 log = logging.getLogger(__name__)
 
 KEYS: tuple[str, ...] = ("rubric_score", "pass_rate")
+SUFFIX = "rubrics"
+"""The file's suffix beside the predictions, and its format's name (``meta.format``)."""
 
 
 def _object_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
@@ -147,7 +149,8 @@ def read_verdicts(path: Path, profile: str) -> Verdicts:
     its detail all its values (vtb_scoring.task_values), from a file of any of the three shapes."""
     path = Path(path)
     root = read_json(path, "rubric verdicts file")
-    out = Verdicts()
+    format_version(path, root, SUFFIX)
+    out = Verdicts(meta=file_meta(root))
     odd: list[tuple[str, str]] = []
     mismatches = 0
     if isinstance(root, dict) and "per_id" in root:
@@ -156,8 +159,12 @@ def read_verdicts(path: Path, profile: str) -> Verdicts:
             raise InputError(path, "must be an object of id -> entry", field="per_id")
         for tid, entry in per_id.items():
             verdicts, fields = own_verdicts(path, str(tid), _object_entry(path, str(tid), entry), profile)
-            out.detail[str(tid)] = task_values(verdicts, profile)
+            out.detail[str(tid)] = {**task_values(verdicts, profile), "judges": _judges(entry)}
             odd += [(str(tid), f) for f in fields]
+        if profile == "strict" and out.meta.get("profile") == "published":
+            log.warning("%s: judged under the published profile, which asks the pool's first judge alone, so the "
+                        "strict profile's majority is that judge's label; judge with "
+                        "evaluators.vtb_rubrics.profile=strict to have every judge asked", path)
     elif _is_published_results(root):
         if profile != "published":
             raise InputError(path, "VisualToolBench's judge results carry no rubric weights: only "
@@ -192,12 +199,19 @@ def read_verdicts(path: Path, profile: str) -> Verdicts:
     return out
 
 
+def _judges(entry: Mapping[str, Any]) -> list[list[Any]]:
+    """Per turn, per rubric of an entry of this evaluator's file, its judges' verdicts as recorded."""
+    return [[r.get("judges") if isinstance(r, Mapping) else None for r in turn.get("rubrics") or []]
+            if isinstance(turn, Mapping) else [] for turn in entry.get("turns") or []]
+
+
 def entries(path: Path) -> dict[str, dict[str, Any]]:
     """id -> entry of an earlier file of this evaluator (to resume); empty when there is none."""
     path = Path(path)
     if not path.is_file():
         return {}
     root = read_json(path, "rubric verdicts file")
+    format_version(path, root, SUFFIX)
     per_id = root.get("per_id") if isinstance(root, dict) else None
     if not isinstance(per_id, dict):
         raise InputError(path, "must be an object of id -> entry", field="per_id")

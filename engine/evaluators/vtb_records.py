@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, read_json
+from engine.contract import InputError, task_records
 
 log = logging.getLogger(__name__)
 
@@ -244,15 +244,13 @@ def listed_records(path: Path, root: Any, what: str) -> list[tuple[str, Any]]:
 
 
 def read_task_records(path: str | Path) -> dict[str, dict[str, Any]]:
-    """id -> task record of a tasks file, each checked to have turns with rubrics (either shape)."""
+    """id -> task record of a tasks file (engine.contract.task_records), each checked to have turns with
+    rubrics (either shape)."""
     path = Path(path)
-    out = {}
-    for tid, record in listed_records(path, read_json(path, "tasks file"), "task"):
-        if not isinstance(record, dict):
-            raise InputError(path, "a task must be an object", task_id=tid)
+    records = task_records(path)
+    for tid, record in records.items():
         task_turns(path, record, tid)
-        out[tid] = record
-    return out
+    return records
 
 
 def log_mismatches(task_id: str, items: Sequence[RubricItem], profile: str, level: int = logging.DEBUG) -> int:

@@ -27,16 +27,15 @@ from typing import Any
 
 from engine.contract import InputError
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, pool_judge
+from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, format_record, pool_judge
 from engine.evaluators._agreement import agreement as agreement_of, judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, Rubric, first_answer, json_object
-from engine.evaluators.vtb_files import entries, own_verdicts, read_verdicts
+from engine.evaluators.vtb_files import SUFFIX, entries, own_verdicts, read_verdicts
 from engine.evaluators.vtb_records import RubricItem, Turn, log_mismatches, task_groups, task_turns
 from engine.evaluators.vtb_scoring import (DEFAULT_PROFILE, FAILED, MET, NOT_MET, aggregate_values, check_profile,
                                            rubric_outcome, task_values)
 
 NAME = "vtb_rubrics"
-SUFFIX = "rubrics"
 
 METRICS: tuple[Metric, ...] = (
     Metric("rubric_score", "Average Rubric Score", NAME, METRIC_PROFILES, "judged_mean", False, True, 0.0, 1.0),
@@ -235,7 +234,59 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     values = [_entry_values(tid, e, profile) for tid, e in per_id.items()]
     top = int(meta.get("agreement_top", 10))
     return {"aggregate": aggregate_values(values), "per_id": per_id,
-            "meta": {**meta, "profile": profile, "agreement": agreement(per_id, top)}}
+            "meta": {"format": format_record(SUFFIX), **meta, "profile": profile, "agreement": agreement(per_id, top)}}
+
+
+def _passed(value: Any) -> str:
+    return "pass" if value is True else "fail" if value is False else "not scored"
+
+
+def _verdict(met: Any) -> dict[str, Any]:
+    return {"badge": "Met" if met is True else "Not Met" if met is False else "no verdict",
+            "pass": met if isinstance(met, bool) else None}
+
+
+def _judges_cell(judged: Any) -> Any:
+    votes = [v for v in judged or [] if isinstance(v, Mapping)]
+    if not votes:
+        return None
+    marks = " ".join("\u2713" if v.get("verdict") == MET else "\u2717" if v.get("verdict") else "?" for v in votes)
+    return {"details": marks, "rows": [[str(v.get("name")), str(v.get("verdict") or "no answer"),
+                                        {"reply": v.get("explanation", v.get("error"))}] for v in votes]}
+
+
+def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The viewer's block of a task: its weighted score and pass, per turn each rubric (description, weight,
+    categories, critical) with its verdict and the judges' verdicts and explanations (the judges only in this
+    evaluator's own file)."""
+    if task is None or "turns" not in task:
+        return []
+    score, judges = task.get("rubric_score"), task.get("judges") or []
+    passed = None if score is None else task.get("pass_rate") == 1.0
+    note = " (no critical rubric)" if task.get("no_critical") else ""
+    note += f" \u00b7 {task['unanswered']} judge answer(s) missing" if task.get("unanswered") else ""
+    parts: list[dict[str, Any]] = [{"kind": "verdict", "label": "weighted score " + (
+        "\u2013" if score is None else f"{score:.3f}"), "pass": passed, "text": _passed(passed), "note": note}]
+    turns = task["turns"]
+    rows: list[list[list[Any]]] = [[] for _ in turns]
+    marked: list[list[int]] = [[] for _ in turns]
+    for item, met in task.get("rubrics") or []:
+        j = len(rows[item.turn])
+        judged = judges[item.turn][j] if item.turn < len(judges) and j < len(judges[item.turn]) else None
+        if item.critical and met is False:
+            marked[item.turn].append(j)
+        rows[item.turn].append([item.description or "\u2013", item.weight, ", ".join(item.categories),
+                                {"badge": "critical", "pass": None} if item.critical else "", _verdict(met),
+                                _judges_cell(judged)])
+    for k, turn in enumerate(turns):
+        if len(turns) > 1:
+            turn_score = "\u2013" if turn.get("score") is None else f"{turn['score']:.3f}"
+            parts.append({"kind": "heading", "text": f"Turn {k + 1}: {turn_score}, {_passed(turn.get('pass'))}"})
+        parts.append({"kind": "rows", "head": ["Rubric", "Weight", "Category", "Critical", "Verdict", "Judges"],
+                      "rows": rows[k], "marked": marked[k]})
+    if any(marked):
+        parts.append({"kind": "tags", "tags": [["critical_failed", "failed a critical rubric"]]})
+    return [{"title": "Rubrics", "id": "rubrics", "parts": parts}]
 
 
 def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
@@ -246,4 +297,4 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
                       option="rubrics", position=30, scripted={RUBRIC.purpose: scripted_answer},
-                      complete=complete, one_judge=one_judge)
+                      complete=complete, one_judge=one_judge, display=display)

@@ -2,9 +2,9 @@
 
 A run folder holds one ``results_eval.json`` per scored prediction file (the folder itself for a
 single model, sub-folders for a sweep). Each names in its ``meta`` the reference (``gt``) and the
-predictions it scored, and, when joined, the judge files (``judge``: taskcompletion, ``calls``:
-callanalysis; ``rubrics``, ``answer_equivalence``, ``verifiers``: the outcome evaluators' files, also
-looked up beside the predictions by their suffix). The viewer needs the per-task match details of
+predictions it scored, and, when joined, the evaluators' files (under each evaluator's option, else
+beside the predictions by its suffix): what each evaluator says of a task is shown by its own display
+(engine.viewer.evaluations). The viewer needs the per-task match details of
 ``per_id`` and both trajectory files; a run missing any of them is refused with an `InputError`
 naming what is missing. With several references per task, each task is shown against the reference
 it was aligned with (``per_id[].reference``).
@@ -17,24 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, is_number, lost_tasks, read_json, read_trajectories, record_error, strict_value
+from engine.contract import (InputError, TrajectoryFile, is_number, lost_tasks, read_json, read_trajectories,
+                             record_error, strict_value)
 from engine.contract.trajectory import Trajectory
-from engine.evaluators.call_outcomes import CALL_KEYS
-from engine.evaluators.m3_judges import JUDGE_KEYS
-from engine.evaluators.tool_use import COUNTS, KEY as TOOL_USE
 from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
 from engine.references import read_references
 from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import leaderboard_table
+from engine.viewer.evaluations import evaluations_of, shown_keys, task_columns
 from engine.viewer.text import cut
-from engine.viewer.verdicts import verdicts_of, vtb_breakdowns
 
-_COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details"})
-OUTCOME_LABELS = {"rubric_score": "Rubric Score", "pass_rate": "Rubric Pass", "answer_success": "Answer E",
-                  "check_success": "Checks Passed"}
-"""Per-task values of the outcome evaluators shown as task-list columns, with their labels."""
-_SHOWN = frozenset({*OUTCOME_LABELS, "answer_level", "check_error", TOOL_USE, "reference"})
-"""Per-task keys the task view shows in their own place (not among the other values)."""
+_COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details", "reference"})
 
 
 @dataclass(frozen=True)
@@ -45,7 +38,7 @@ class Run:
     results: list[ModelResult]
     per_id: dict[str, list[dict[str, Any]]]     # model name -> results' per_id records
     gt: dict[tuple[Path, ...], dict[str, Trajectory]]  # reference files -> their trajectories (each id's first)
-    predictions: dict[str, dict[str, Trajectory]]
+    predictions: dict[str, TrajectoryFile]
     alternatives: dict[tuple[Path, ...], dict[str, tuple[Trajectory, ...]]]  # reference files -> id -> its references
 
 
@@ -57,8 +50,8 @@ def slug(index: int, name: str) -> str:
 def _meta_file(result: ModelResult, key: str, what: str) -> Path:
     value = result.meta.get(key)
     if not isinstance(value, str) or not value:
-        raise InputError(result.path, f"missing: meta.{key} (the {what}); the run is from an older version or "
-                         "incomplete: score it again with scripts/score.py", field=f"meta.{key}")
+        raise InputError(result.path, f"missing: meta.{key} (the {what}), which the viewer needs: score the "
+                         "run again with scripts/score.py", field=f"meta.{key}")
     path = Path(value)
     if not path.is_file():
         raise InputError(result.path, f"the {what} {path} named in meta.{key} is missing", field=f"meta.{key}")
@@ -86,8 +79,8 @@ def _check_per_id(result: ModelResult, per_id: Any) -> list[dict[str, Any]]:
     for i, record in enumerate(per_id):
         details = record.get("details") if isinstance(record, dict) else None
         if not isinstance(details, dict) or not isinstance(details.get("matches"), list):
-            raise InputError(result.path, "missing: per-task match details (per_id[].details.matches); the run "
-                             "is from an older version: score it again", task_id=str(
+            raise InputError(result.path, "missing: per-task match details (per_id[].details.matches), which the "
+                             "viewer needs: score the run again", task_id=str(
                                  record.get("id") if isinstance(record, dict) else f"#{i}"),
                              field=f"per_id[{i}].details.matches")
     return per_id
@@ -100,15 +93,15 @@ def read_run(folder: Path) -> Run:
     per_id, gt, predictions, alternatives = {}, {}, {}, {}
     for result in results:
         if not is_number(result.meta.get("tau_strong")):
-            raise InputError(result.path, "missing: meta.tau_strong; the run is from an older version: "
-                             "score it again", field="meta.tau_strong")
+            raise InputError(result.path, "missing: meta.tau_strong, which the viewer needs: score the run "
+                             "again", field="meta.tau_strong")
         per_id[result.name] = _check_per_id(result, read_json(result.path, "results file").get("per_id"))
         key = reference_key(result)
         if key not in gt:
             first, several = read_references(list(key))
             gt[key], alternatives[key] = first.tasks, several or {}
         predictions[result.name] = read_trajectories(_meta_file(result, "predictions", "prediction file"),
-                                                     lenient=True).tasks
+                                                     lenient=True)
     return Run(folder, results, per_id, gt, predictions, alternatives)
 
 
@@ -271,51 +264,43 @@ def _matches(result: ModelResult, record: dict[str, Any], tau_strong: float) -> 
     return out
 
 
+def _label(key: str) -> str:
+    return label_of(key) if key in BY_KEY else key.replace("_", " ").capitalize()
+
+
 def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
-    """One model's site data: per task its metrics, predicted steps (with their calls' is_error),
-    matches, call outcomes, judges, rubric verdicts, outcome checks, tool-use counts, the reference
-    it was aligned with and whether that reference has its calls in one step (``one_step``: the published
-    Order Consistency has no step pairs there)."""
+    """One model's site data: per task its metrics, predicted steps (with their calls' is_error), matches,
+    what each evaluator's display shows of it (``blocks``), the reference it was aligned with and whether
+    that reference has its calls in one step (``one_step``: the published Order Consistency has no step
+    pairs there); the evaluators' blocks of the model as a whole."""
     tau_strong = float(result.meta["tau_strong"])
-    judged = verdicts_of(result)
     predictions = run.predictions[result.name]
     records = run.per_id[result.name]
-    metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *JUDGE_KEYS,
-                               *OUTCOME_LABELS) if any(is_number(r.get(m)) for r in records)]
+    shown = evaluations_of(result, predictions, [str(r["id"]) for r in records])
+    metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *task_columns(records))
+                   if any(is_number(r.get(m)) for r in records)]
+    hidden = _COUNT_KEYS | shown_keys()
     tasks, order = {}, []
     for record in records:
         tid = str(record["id"])
         details = record["details"]
-        trajectory = predictions.get(tid)
+        trajectory = predictions.tasks.get(tid)
         index, chosen, n_refs = _chosen_reference(run, result, record)
         if index is None or chosen is not None:
             _check_counts(result, record, chosen, trajectory)
-        steps = steps_of(trajectory)
-        labels = judged.outcomes.get(tid, {})
-        classes = [[labels.get((si, ci)) for ci in range(len(step))] for si, step in enumerate(steps)]
-        extra = {k: cut(v) for k, v in record.items()
-                 if k not in BY_KEY and k not in _COUNT_KEYS and k not in CALL_KEYS and k not in _SHOWN}
-        counts = record.get(TOOL_USE)
         tasks[tid] = {
             "m": [_number(record.get(k)) for k in metric_keys],
             "n": [record.get("total_gt_calls"), record.get("total_pred_calls"), record.get("matched")],
-            "steps": steps,
+            "steps": steps_of(trajectory),
             "errors": error_flags(trajectory),
             "matches": _matches(result, record, tau_strong),
             "ugt": details.get("unmatched_gt_indices") or [],
             "upred": details.get("unmatched_pred_indices") or [],
-            "outcomes": classes if labels else None,
-            "counts": {k: record[k] for k in CALL_KEYS if is_number(record.get(k))},
-            "illegal": judged.illegal.get(tid),
-            "judge": judged.judges.get(tid),
-            "tool_use": {k: counts.get(k) for k in COUNTS} if isinstance(counts, dict) else None,
-            "rubrics": judged.rubrics.get(tid),
-            "answer": judged.answers.get(tid),
-            "checks": judged.checks.get(tid),
+            "blocks": shown.tasks.get(tid, []),
             "one_step": chosen is not None and sum(1 for step in chosen.steps if step.calls) == 1,
             "reference": None if index is None else {"index": index, "of": n_refs,
                                                       "steps": steps_of(chosen) if index and chosen else None},
-            "extra": extra,
+            "extra": {k: cut(v) for k, v in record.items() if k not in BY_KEY and k not in hidden},
             "final_reply": cut(trajectory.raw.get("final_reply")) if trajectory is not None and isinstance(
                 trajectory.raw.get("final_reply"), str) else None,
             "error": [cut(v) for v in record_error(trajectory.raw)] if trajectory is not None and record_error(
@@ -323,9 +308,7 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
         }
         order.append(tid)
     return {"name": result.name, "tau_strong": tau_strong, "tau_weak": _number(result.meta.get("tau_weak")),
-            "profile": result.meta.get("profile"),
-            "metrics": [[k, OUTCOME_LABELS.get(k) or label_of(k)] for k in metric_keys],
-            "judge_meta": judged.judge_meta, "has_outcomes": bool(judged.outcomes),
-            "has_rubrics": bool(judged.rubrics), "vtb": vtb_breakdowns(result),
-            "order": order, "tasks": tasks,
-            "lost": {i: [cut(v) for v in e] for i, e in lost_tasks({i: t.raw for i, t in predictions.items()}).items()}}
+            "profile": result.meta.get("profile"), "metrics": [[k, _label(k)] for k in metric_keys],
+            "blocks": shown.model, "order": order, "tasks": tasks,
+            "lost": {i: [cut(v) for v in e]
+                     for i, e in lost_tasks({i: t.raw for i, t in predictions.tasks.items()}).items()}}

@@ -4,17 +4,19 @@ The site replaces its folder as a unit, so the folder must hold nothing else: th
 marker file (`MARKER`) into every site and replaces only a folder holding it; any other folder with
 entries is refused, as is the run folder itself, any folder holding it, a link, and a folder that
 holds a run's results (even with a marker), so no file of the user's is ever removed. A site built
-before the marker existed is known by the run's manifest, which lists the site among its outputs.
+before the marker existed is known by the run's manifest, which lists the site among its outputs. The
+staging folders older viewers' killed builds left beside the site are removed (`remove_old_stages`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from engine.contract import ConfigError, shown
-from engine.contract.staged import MANIFEST, listed_outputs
+from engine.contract.staged import MANIFEST, listed_outputs, old_site_stage
 
 MARKER = ".m3bench-viewer.json"
 """The file every site holds: {"site": "m3bench-viewer", "run": the run folder it shows}."""
@@ -43,6 +45,19 @@ def _earlier_site(run: Path, target: Path) -> bool:
     """Whether `target` is a site of this run from before the marker file: a folder of the run that
     the run's manifest lists among its outputs (a model's folder of results is refused before this)."""
     return target.parent == run and target.name in listed_outputs(run)
+
+
+def remove_old_stages(out: Path) -> list[Path]:
+    """Remove the staging folders older viewers' killed builds of this site left beside it
+    (``.<site>.building-<pid>``, their process gone; engine.contract.staged.old_site_stage) unless one holds a
+    run's outputs; the folders removed."""
+    parent, name = Path(out).resolve().parent, Path(out).name
+    if not parent.is_dir():
+        return []
+    gone = [p for p in parent.iterdir() if old_site_stage(p, name) and not _holds_run(p)]
+    for stage in gone:
+        shutil.rmtree(stage)
+    return gone
 
 
 def check_site_folder(run_dir: Path, out: Path) -> None:

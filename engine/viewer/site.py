@@ -3,7 +3,8 @@
 ``index.html`` carries the leaderboard and the task index inline; the reference steps
 (``data/gt.js``) and each model's tasks (``data/m/<slug>.js``) are loaded with a ``<script>`` tag when
 a view needs them (``fetch`` of ``file://`` is blocked in browsers). The page's script and styles are
-``viewer.js`` and ``viewer.css`` of this package; a repeated run's trials summary (`engine.viewer.trials`)
+``core.js``, ``blocks.js``, ``task.js``, ``trials.js``, ``viewer.js`` and ``viewer.css`` of this package
+(`SCRIPTS`, loaded in that order); a repeated run's trials summary (`engine.viewer.trials`)
 is inline too; the report plots are copied beside them, and the
 task images as small JPEG thumbnails (`engine.viewer.images`); no other file is copied. Every text
 is escaped by the rule of `engine.viewer.text`. The site is built in a staging folder beside its
@@ -24,13 +25,15 @@ from jinja2 import Environment, PackageLoader
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.contract.staged import MANIFEST, staging, swap_in
 from engine.viewer.data import Run, board, model_data, read_run, reference_data, slug, task_index
-from engine.viewer.folder import MARKER, check_site_folder, marker
+from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages
 from engine.viewer.images import task_images
 from engine.viewer.text import js_literal
-from engine.viewer.trials import trial_of, trials_data
+from engine.viewer.trials import model_counts, trial_of, trials_data
 
 SITE_DIR = "viewer"
 STATIC = Path(__file__).with_name("static")
+SCRIPTS = ("core.js", "blocks.js", "task.js", "trials.js", "viewer.js")
+"""The page's scripts, in the order the page loads them (each uses what the ones before define)."""
 
 
 def _data_script(kind: str, key: str, value: Any) -> str:
@@ -71,6 +74,7 @@ def build_site(run_dir: Path, out: Path | None = None, images_dir: Path | None =
     check_site_folder(run_dir, out)
     run = read_run(run_dir)
     slugs = {r.name: slug(i, r.name) for i, r in enumerate(run.results)}
+    remove_old_stages(out)
     with staging(out) as stage:
         (stage / "data" / "m").mkdir(parents=True)
         images = task_images(run, images_dir, stage)
@@ -78,11 +82,11 @@ def build_site(run_dir: Path, out: Path | None = None, images_dir: Path | None =
         for result in run.results:
             atomic_write_text(stage / "data" / "m" / f"{slugs[result.name]}.js",
                               _data_script("model", slugs[result.name], model_data(run, result)))
-        for name in ("viewer.js", "viewer.css"):
+        for name in (*SCRIPTS, "viewer.css"):
             shutil.copyfile(STATIC / name, stage / name)
         leaderboard = board(run, slugs)
         trials = trials_data(run_dir, slugs, leaderboard)
-        site = {"title": run_dir.resolve().name, "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        site = {"title": run_dir.resolve().name, "scripts": SCRIPTS, "counts": model_counts(run, trials), "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "board": leaderboard, "index": task_index(run, slugs), "plots": _plots(run, stage),
                 "models": {slugs[r.name]: r.name for r in run.results}, "trials": trials, "trial_of": trial_of(trials)}
         env = Environment(loader=PackageLoader("engine.viewer", "templates"), autoescape=True)

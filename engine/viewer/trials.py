@@ -1,7 +1,9 @@
 """The viewer's trials summary of a repeated run: per model of the run's trials.json, the aggregates as
 mean ± std over its trials, pass@k / pass^k / avg@k for every k in both loss conventions, the slot
 inventory (the lost slots named) and each (task, trial) slot with the trial's site key, so that each
-trial's task view is one click away. trials.json is read by `engine.reports.trials.read_trials`."""
+trial's task view is one click away, and, when trials.json has peer conventions (tau2-bench, MCPMark), the
+figures each convention reports as the reports' table gives them. trials.json is read by
+`engine.reports.trials.read_trials`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 
 from engine.contract import InputError, is_number
 from engine.metricspec import BY_KEY, label_of
-from engine.reports.trials import TRIAL_ROW, read_trials
+from engine.reports.trials import TRIAL_ROW, conventions_table, read_trials
 from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, STATES, TRIALS_FILE, mean_std
 from engine.viewer.text import cut
 
@@ -90,7 +92,15 @@ def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> d
         m = TRIAL_ROW.match(row["model"])
         if m and at is not None and is_number(row["cells"][at]):
             averages.setdefault(m.group("model"), []).append(float(row["cells"][at]))
-    return {model: _model(path, model, doc, slugs, averages.get(model, [])) for model, doc in models.items()}
+    out = {model: _model(path, model, doc, slugs, averages.get(model, [])) for model, doc in models.items()}
+    try:
+        table = conventions_table(models)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InputError(path, f"a peer convention's figures are incomplete ({exc!r})", field="models.conventions")
+    for model, summary in out.items():
+        rows = [[cut(str(r[1])), cut(str(r[2]))] for r in table.rows if r[0] == model] if table is not None else []
+        summary["conventions"] = {"rows": rows, "note": table.note} if rows and table is not None else None
+    return out
 
 
 def trial_of(trials: dict[str, Any] | None) -> dict[str, list[Any]]:
@@ -101,3 +111,12 @@ def trial_of(trials: dict[str, Any] | None) -> dict[str, list[Any]]:
             if key is not None:
                 out[key] = [model, i]
     return out
+
+
+def model_counts(run: Any, trials: dict[str, Any] | None) -> dict[str, int]:
+    """{models, trials}: the run's models, each run over trials counted once (its trials' results are
+    rows <model>_trial<i> of the run), and the trials' results among the run's results."""
+    names = [r.name for r in run.results]
+    of_trials = [n for n in names if (m := TRIAL_ROW.match(n)) and m.group("model") in (trials or {})]
+    return {"models": len(set(names) - set(of_trials)) + len({TRIAL_ROW.match(n).group("model") for n in of_trials}
+                                                            - set(names)), "trials": len(of_trials)}

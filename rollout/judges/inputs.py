@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_name, read_json
+from engine.contract import InputError, check_name, read_json, task_records
 from engine.evaluators.base import Evaluator
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
@@ -46,27 +46,9 @@ def wanted_ids(cfg: Mapping[str, Any], known: Iterable[str]) -> set[str]:
 
 
 def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
-    """id -> task record of a tasks file (a list of objects with ids, or an object id -> task), in order; an
-    id given twice is refused; a folder is a checkout of the MCPVerse repository (engine.neighbour_tasks)."""
-    if Path(path).is_dir():
-        return read_task_dir(path)
-    root = read_json(path, "tasks file")
-    items = list(root.items()) if isinstance(root, dict) else list(enumerate(root)) if isinstance(root, list) \
-        else None
-    if items is None:
-        raise InputError(path, "the root must be a list of tasks or an object of id -> task")
-    out: dict[str, dict[str, Any]] = {}
-    for key, task in items:
-        label = str(key) if isinstance(root, dict) else f"#{key}"
-        if not isinstance(task, dict):
-            raise InputError(path, "a task must be an object", task_id=label)
-        tid = task.get("id", key if isinstance(root, dict) else None)
-        if tid is None or isinstance(tid, bool) or not isinstance(tid, (str, int)):
-            raise InputError(path, "a task needs a string id", task_id=label, field="id")
-        if str(tid) in out:
-            raise InputError(path, f"the id is given twice (again at {label})", task_id=str(tid), field="id")
-        out[str(tid)] = task
-    return out
+    """id -> task record of a tasks file (engine.contract.task_records), in order; a folder is a checkout of
+    the MCPVerse repository (engine.neighbour_tasks)."""
+    return read_task_dir(path) if Path(path).is_dir() else task_records(path)
 
 
 def tool_log(path: Path) -> list[dict[str, Any]] | None:
