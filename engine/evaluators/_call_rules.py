@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,38 @@ CALL_CLASSES: tuple[str, ...] = ("unknown_tool", "invalid_arguments", "resource_
 UNKNOWN_TOOL, INVALID_ARGUMENTS, RESOURCE_NOT_FOUND, SUCCESS = CALL_CLASSES
 CLASS_OF_DIGIT: dict[int, str] = dict(enumerate(CALL_CLASSES, 1))
 """The published class numbers: 1 unknown tool, 2 invalid arguments, 3 resource not found, 4 success."""
+ILLEGAL_CALLING = "illegal_calling"
+"""The count of samples with an illegal calling format, first of the published five counts."""
+UNDECIDED = "undecided"
+"""A call the judge gave no class in its attempts: counted apart, never put in a class."""
+
+
+def tally(ids: Iterable[str], illegal_ids: Iterable[str], labels: Sequence[Mapping[str, Any]], samples: int
+          ) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
+    """(the counts of a call analysis: the five published counts, the undecided calls, ``num_samples``,
+    ``total_calls`` and ``rates``, illegal format per sample and the rest per call; per id, in the order of
+    `ids`, its five counts) of the illegal formats (an id once per sample that has one) and the call labels
+    ({id, label}; label None: undecided).
+
+    >>> head, per_id = tally(["a", "b"], ["b"], [{"id": "a", "label": "success"}, {"id": "a", "label": None}], 2)
+    >>> head["illegal_calling"], head["success"], head["undecided"], head["rates"]["success"], per_id["b"]
+    (1, 1, 1, 0.5, {'illegal_calling': 1, 'unknown_tool': 0, 'invalid_arguments': 0, 'resource_not_found': 0, \
+'success': 0})
+    """
+    keys = (ILLEGAL_CALLING, *CALL_CLASSES)
+    per_id = {tid: dict.fromkeys(keys, 0) for tid in ids}
+    for tid in illegal_ids:
+        per_id[tid][ILLEGAL_CALLING] += 1
+    for label in labels:
+        if label["label"] is not None:
+            per_id[label["id"]][label["label"]] += 1
+    totals = {key: sum(counts[key] for counts in per_id.values()) for key in keys}
+    undecided = sum(1 for label in labels if label["label"] is None)
+    calls = len(labels)
+    rates = {ILLEGAL_CALLING: totals[ILLEGAL_CALLING] / samples if samples else None,
+             **{key: totals[key] / calls if calls else None for key in CALL_CLASSES},
+             UNDECIDED: undecided / calls if calls else None}
+    return {**totals, UNDECIDED: undecided, "num_samples": samples, "total_calls": calls, "rates": rates}, per_id
 
 
 def _any(*patterns: str) -> re.Pattern[str]:

@@ -15,10 +15,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.evaluators._call_rules import CALL_CLASSES, Catalogue, decide, illegal_format
-
-_ILLEGAL = "illegal_calling"
-UNDECIDED = "undecided"
+from engine.evaluators._call_rules import CALL_CLASSES, UNDECIDED, Catalogue, decide, illegal_format, tally
 
 
 def entry_calls(entry: Mapping[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
@@ -62,23 +59,11 @@ def classified_document(per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, 
     """The callanalysis document of the tasks' classified entries, in file order: the five counts,
     undecided calls, sizes, rates (illegal format per entry, classes per call), what decided the labels,
     the rules' agreement with the classifier, the illegal entries, per-id counts and the labels."""
-    keys = (_ILLEGAL, *CALL_CLASSES)
     first = {tid: min(e["entries"], default=0) for tid, e in per_task.items()}
-    per_id = {tid: dict.fromkeys(keys, 0) for tid in sorted(per_task, key=first.__getitem__)}
     n_entries = sum(len(e["entries"]) for e in per_task.values())
     illegal = sorted((item for e in per_task.values() for item in e["illegal"]), key=lambda item: item["entry"])
     labels = sorted((label for e in per_task.values() for label in e["calls"]), key=lambda label: label["entry"])
-    for item in illegal:
-        per_id[item["id"]][_ILLEGAL] += 1
-    for label in labels:
-        if label["label"] is not None:
-            per_id[label["id"]][label["label"]] += 1
-    totals = {key: sum(counts[key] for counts in per_id.values()) for key in keys}
-    undecided = sum(1 for label in labels if label["label"] is None)
-    n_calls = len(labels)
-    rates = {_ILLEGAL: totals[_ILLEGAL] / n_entries if n_entries else None,
-             **{key: totals[key] / n_calls if n_calls else None for key in CALL_CLASSES},
-             UNDECIDED: undecided / n_calls if n_calls else None}
-    return {**totals, UNDECIDED: undecided, "num_samples": n_entries, "total_calls": n_calls, "rates": rates,
-            "decided_by": {"classifier": n_calls - undecided, UNDECIDED: undecided},
+    head, per_id = tally(sorted(per_task, key=first.__getitem__), [item["id"] for item in illegal], labels, n_entries)
+    undecided = head[UNDECIDED]
+    return {**head, "decided_by": {"classifier": len(labels) - undecided, UNDECIDED: undecided},
             "agreement": agreement_of(labels), "illegal": illegal, "per_id": per_id, "calls": labels}

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_choice, read_json
-from engine.evaluators._call_rules import CALL_CLASSES, CLASS_OF_DIGIT, decide, illegal_format
+from engine.evaluators._call_rules import (CALL_CLASSES, CLASS_OF_DIGIT, ILLEGAL_CALLING, UNDECIDED, decide,
+                                          illegal_format, tally)
 from engine.evaluators._classified_calls import classified_document, classified_entry
 from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
 from engine.evaluators._prompts import CALL_OUTCOME, OUTCOME, outcome_payload
@@ -40,10 +41,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("success", "Successful Call", NAME, PROFILES, "sum", False, False, 0.0),
 )
 CALL_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
-assert CALL_KEYS[1:] == CALL_CLASSES, "the metric rows follow the published classes"
+assert CALL_KEYS == (ILLEGAL_CALLING, *CALL_CLASSES), "the metric rows follow the published counts"
 MODES: tuple[str, ...] = ("rules", "published")
-UNDECIDED = "undecided"
-"""A call the judge gave no class in its attempts: counted apart, never put in a class."""
 
 
 def _count(path: Path, value: Any, where: str, task_id: str | None = None) -> int:
@@ -110,29 +109,13 @@ def display(task: dict[str, Any] | None, meta: dict[str, Any]) -> list[dict[str,
     return [{"title": "Call outcomes", "id": "call-outcomes", "parts": parts}]
 
 
-def _share(count: int, total: int) -> float | None:
-    return count / total if total else None
-
-
 def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], sample_ids: list[str],
                      **meta: Any) -> dict[str, Any]:
     """The callanalysis.json: the published five counts first, then undecided calls, sizes, rates (illegal
     format per sample, classes per call), what decided the labels, per-task counts and the labels."""
-    per_id = {tid: dict.fromkeys(CALL_KEYS, 0) for tid in sample_ids}
-    for tid in illegal:
-        per_id[tid][CALL_KEYS[0]] = 1
-    for label in labels:
-        if label["label"] is not None:
-            per_id[label["id"]][label["label"]] += 1
-    totals = {key: sum(counts[key] for counts in per_id.values()) for key in CALL_KEYS}
-    undecided = sum(1 for label in labels if label["label"] is None)
-    rates = {CALL_KEYS[0]: _share(totals[CALL_KEYS[0]], len(sample_ids)),
-             **{key: _share(totals[key], len(labels)) for key in CALL_CLASSES},
-             UNDECIDED: _share(undecided, len(labels))}
+    head, per_id = tally(sample_ids, illegal, labels, len(sample_ids))
     decided = Counter(str(label["by"]).split(":", 1)[0] for label in labels)
-    return {**totals, UNDECIDED: undecided, "num_samples": len(sample_ids), "total_calls": len(labels),
-            "rates": rates, "decided_by": {"rule": decided["rule"], "judge": decided["judge"],
-                                           UNDECIDED: decided[UNDECIDED]},
+    return {**head, "decided_by": {"rule": decided["rule"], "judge": decided["judge"], UNDECIDED: decided[UNDECIDED]},
             "illegal": illegal, "per_id": per_id, "calls": labels,
             "meta": {"format": format_record(CALLANALYSIS), **meta}}
 
@@ -168,14 +151,20 @@ async def judge_call(ctx: JudgeContext, call: Mapping[str, Any]) -> tuple[str | 
     return CLASS_OF_DIGIT[digit], f"judge:{spec.name}"
 
 
+async def judge_labels(ctx: JudgeContext, labels: Sequence[dict[str, Any]], calls: Sequence[Mapping[str, Any]]
+                       ) -> None:
+    """Give each label the class the context's one judge gives its call, and what decided it (in place)."""
+    for label, (found, by) in zip(labels, await asyncio.gather(*(judge_call(ctx, c) for c in calls))):
+        label["label"], label["by"] = found, by
+
+
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     """One task's entry: its illegal calling format (a reason or None) and a label per call, in order
     ({id, step, call, name, label, by}: ``rule:<rule>``, ``judge:<name>`` or ``undecided: ...``);
     under published, the entry of every object of the file under its id (_classified_calls)."""
     if mode_of(ctx.options) == "published":
         entry, calls = classified_entry(inputs.task_id, inputs.file_entries, ctx.catalogue)
-        for label, (found, by) in zip(entry["calls"], await asyncio.gather(*(judge_call(ctx, c) for c in calls))):
-            label["label"], label["by"] = found, by
+        await judge_labels(ctx, entry["calls"], calls)
         return entry
     raw = inputs.prediction.raw if inputs.prediction is not None else {}
     labels, calls = [], []
@@ -186,8 +175,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
                            "label": decision and decision.label, "by": decision and f"rule:{decision.rule}"})
             calls.append(call)
     todo = [i for i, label in enumerate(labels) if label["label"] is None]
-    for i, (found, by) in zip(todo, await asyncio.gather(*(judge_call(ctx, calls[i]) for i in todo))):
-        labels[i]["label"], labels[i]["by"] = found, by
+    await judge_labels(ctx, [labels[i] for i in todo], [calls[i] for i in todo])
     return {"illegal": illegal_format(raw), "calls": labels}
 
 
@@ -199,8 +187,9 @@ def document(per_task: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[
     version = (meta.get("prompt_versions") or {}).get(CALL_OUTCOME)
     if mode_of(meta) == "published":
         return {**classified_document(per_task), "meta": {
-            "format": format_record(CALLANALYSIS), "mode": "published", "predictions": meta.get("predictions"), "catalogue": meta.get("catalogue"),
-            "classifier": judge_of.get("model"), "prompt_version": version, "usage": meta.get("usage", {})}}
+            "format": format_record(CALLANALYSIS), "mode": "published", "predictions": meta.get("predictions"),
+            "catalogue": meta.get("catalogue"), "classifier": judge_of.get("model"), "prompt_version": version,
+            "usage": meta.get("usage", {})}}
     labels = [label for entry in per_task.values() for label in entry["calls"]]
     illegal = {tid: entry["illegal"] for tid, entry in per_task.items() if entry["illegal"]}
     return outcome_document(labels, illegal, list(per_task), predictions=meta.get("predictions"),
