@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_name, read_json, task_records
-from engine.evaluators.base import Evaluator
+from engine.evaluators.base import Evaluator, file_meta
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
 from rollout.judges.pool import USAGE_COUNTS
@@ -84,11 +84,7 @@ def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Pat
 
 def previous_meta(output: Path) -> dict[str, Any]:
     """The ``meta`` object of an earlier run's output; empty when there is none."""
-    if not output.is_file():
-        return {}
-    root = read_json(output, "evaluator file")
-    meta = root.get("meta") if isinstance(root, dict) else None
-    return meta if isinstance(meta, dict) else {}
+    return file_meta(read_json(output, "evaluator file")) if output.is_file() else {}
 
 
 def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
