@@ -192,9 +192,9 @@ def test_writes_reach_only_the_copy(isolate: bool, tmp_path: Path, monkeypatch) 
     tried = json.loads(run.stdout)
     assert tried["copy"] == "written" and tried["new"] == "written"
     assert {p.name: p.read_text() for p in workspace.iterdir()} == {"data.txt": "original"}
-    if isolate:  # /tmp is its own, empty; everything else but the scratch folder read-only; the home hidden
-        assert tried["original"] == "FileNotFoundError" and tried["outside"] == ["written", "OSError"]
-        assert not any(p.exists() for p in outside) and tried["secret"] is None
+    if isolate:  # its files are its own: a write elsewhere fails or lands in its own tmpfs, never on the host
+        assert (workspace / "data.txt").read_text() == "original" and tried["secret"] is None
+        assert not any(p.exists() for p in outside) and tried["outside"][-1] != "written"
     else:  # it writes where the user can; files it can read are scrubbed of the environment's secrets only
         assert tried["original"] == "written" and tried["outside"] == ["written"] and tried["secret"] == "password ***"
 
@@ -274,7 +274,8 @@ HOSTILE = {  # task id -> (check file, body); stolen.txt beside them holds the k
     "tb-04": ("raises.py", "from pathlib import Path\ndef check(trajectory, workspace, tool_log):\n"
                            "    raise ValueError('key=' + Path(__file__).with_name('stolen.txt').read_text())\n"),
     "tb-05": ("passes.py", "from pathlib import Path\ndef check(trajectory, workspace, tool_log):\n"
-                           "    print(Path(__file__).with_name('stolen.txt').read_text())\n"
+                           "    stolen = Path(__file__).with_name('stolen.txt')\n"
+                           "    print(stolen.read_text() if stolen.exists() else 'out of sight')\n"
                            "    return [int((workspace / 'out.txt').read_text() == 'ok')]\n"),
 }
 
@@ -312,15 +313,174 @@ def test_a_key_in_the_judges_environment_reaches_no_file(isolate: bool, tmp_path
     # with bubblewrap the judge's processes are out of sight; without, the key read from them is scrubbed
     assert entries["tb-02"]["passed"] is True if isolate else entries["tb-02"]["error"] == \
         "RuntimeError: OPENAI_API_KEY=***"
-    assert entries["tb-03"]["error"] == "the check process exited with status 3: fatal: ***"
-    assert entries["tb-04"]["error"] == "ValueError: key=***" and entries["tb-05"]["passed"] is True
+    # with bubblewrap a check sees its own file, not the others of its folder; without, what it read is scrubbed
+    unseen = f"FileNotFoundError: [Errno 2] No such file or directory: '{data / 'checks' / 'stolen.txt'}'"
+    assert entries["tb-03"]["error"] == (unseen if isolate else "the check process exited with status 3: fatal: ***")
+    assert entries["tb-04"]["error"] == (unseen if isolate else "ValueError: key=***")
+    assert entries["tb-05"]["passed"] is True
     score = tmp_path / "score"
     run_script("score", "sweep=leaderboard", "data=tobench_demo", f"results_dir={results}", f"output_dir={score}",
                f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     run_script("view", str(score), cwd=tmp_path)
     per_id = {e["id"]: e for e in json.loads((score / "scripted" / "results_eval.json").read_text())["per_id"]}
-    assert per_id["tb-04"]["check_error"] == "ValueError: key=***"
+    assert per_id["tb-04"]["check_error"] == entries["tb-04"]["error"]
     written = [p for p in tmp_path.rglob("*") if p.is_file() and data not in p.parents]
     assert {"results_eval.json", "results_eval.csv", "index.html"} <= {p.name for p in written}
     assert judge.stdout.count(SECRET) == judge.stderr.count(SECRET) == 0
     assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
+
+
+class Listener:
+    """A host process's UNIX socket at `path`: it records every connection and the bytes sent to it."""
+
+    def __init__(self, path: Path) -> None:
+        import threading
+
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen()
+        self.server.settimeout(0.2)
+        self.path, self.received, self.connections = path, b"", 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.done.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            with conn:
+                conn.settimeout(2)
+                try:
+                    while chunk := conn.recv(65536):
+                        self.received += chunk
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join()
+        self.server.close()
+        self.path.unlink(missing_ok=True)
+
+
+PEEK = """
+    import os, socket, sys
+    from pathlib import Path
+    from _peek_helper import SOCKETS  # a module beside the check: its own files are there
+    here = Path(__file__).parent
+    found = []
+    for path in (here / ".ssh" / "id_rsa", here / "notes.txt", Path("/root/.ssh/id_rsa")):
+        try:
+            found.append(path.read_text())
+        except OSError as exc:
+            found.append(type(exc).__name__)
+    try:
+        found.append(sorted(os.listdir(here)))
+    except OSError as exc:
+        found.append(type(exc).__name__)
+    for path in SOCKETS:
+        try:
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect(path)
+                client.sendall(("hello " + repr(found)).encode())
+            found.append("connected")
+        except OSError as exc:
+            found.append(type(exc).__name__)
+    print(found)
+    print(found, file=sys.stderr)
+    def check(trajectory, workspace, tool_log):
+        raise RuntimeError(repr(found))
+    """
+
+
+@pytest.mark.slow
+def test_a_tasks_file_in_the_home_shows_the_check_nothing_else(tmp_path: Path) -> None:
+    """The tasks file and the check sit in the home beside ~/.ssh; a host process listens on sockets in
+    it and under /run: through the judge app, with bubblewrap, the key is in no file and in neither
+    stream, and no socket gets a connection."""
+    if bubblewrap()[0] is None:
+        pytest.skip(f"no bubblewrap sandbox here: {bubblewrap()[1]}")
+    key = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAAB-fake-4711"
+    home, results = tmp_path / "home", tmp_path / "results"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(key, encoding="utf-8")
+    (home / "notes.txt").write_text(key, encoding="utf-8")
+    listeners = [Listener(home / "agent.sock")]
+    try:
+        listeners.append(Listener(Path(f"/run/m3-check-test-{os.getpid()}.sock")))
+    except OSError:  # /run not writable here: the tasks folder's socket alone
+        pass
+    try:
+        (home / "_peek_helper.py").write_text(f"SOCKETS = {[str(x.path) for x in listeners]!r}\n")
+        (home / "peek.py").write_text(textwrap.dedent(PEEK), encoding="utf-8")
+        demo = ROOT / "rollout" / "demo" / "tobench"
+        tasks = [{**t, "check": "peek.py"} for t in json.loads((demo / "tasks.json").read_text(encoding="utf-8"))]
+        (home / "tasks.json").write_text(json.dumps(tasks), encoding="utf-8")
+        results.mkdir()
+        (results / "scripted_test_mcp_fuzzy.json").write_bytes((demo / "reference.json").read_bytes())
+        judge = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "judge.py"), "model=scripted", "judges=scripted",
+             "data=tobench_demo", f"data.tasks={home / 'tasks.json'}", "evaluators=[verifiers]",
+             f"results_dir={results}", f"workspace_dir={results / 'ws'}", f"tool_log_dir={results / 'logs'}",
+             f"run_dir={tmp_path / 'run'}", f"cache_dir={tmp_path / 'cache'}", "evaluators.verifiers.bubblewrap=true"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(home)})
+    finally:
+        for listener in listeners:
+            listener.close()
+    assert judge.returncode == 0, judge.stderr[-2000:]
+    entries = json.loads((results / "scripted_test_mcp_fuzzy_checks.json").read_text())["per_id"]
+    refused = ["FileNotFoundError"] * 3 + [["_peek_helper.py", "peek.py"]] + ["FileNotFoundError"] * len(listeners)
+    assert {e["error"] for e in entries.values()} == {f"RuntimeError: {refused!r}"}
+    assert [(x.connections, x.received) for x in listeners] == [(0, b"")] * len(listeners)
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and home not in p.parents]
+    assert "scripted_test_mcp_fuzzy_checks.json" in {p.name for p in written}
+    assert key not in judge.stdout + judge.stderr and [p for p in written if key.encode() in p.read_bytes()] == []
+
+
+def test_a_workspace_linked_out_of_its_folder_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "tasks.json").write_text("[]", encoding="utf-8")
+    write_check(tmp_path, "ok.py", "def check(trajectory, workspace, tool_log):\n    return [1]\n")
+    home, workspaces = tmp_path / "home", tmp_path / "ws"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("private")
+    workspaces.mkdir()
+    (workspaces / "t1").symlink_to(home)
+    with pytest.raises(InputError, match=rf"^{workspaces / 't1'}: id t1: is a symbolic link to {home}, out of the "
+                                         rf"workspace folder {workspaces} "):
+        judge_one(tmp_path, "ok.py", workspaces / "t1")
+    (workspaces / "t1").unlink()
+    (workspaces / "real").mkdir()
+    (workspaces / "t1").symlink_to(workspaces / "real")  # a link inside the folder is followed
+    assert judge_one(tmp_path, "ok.py", workspaces / "t1")["passed"] is True
+
+
+FILLER = """
+    import os, sys
+    written = 0
+    for n in range(300):  # 1 MB at a time into its job folder, its home and /tmp, 300 MB in all
+        folder = (".", os.environ["HOME"], "/tmp")[n % 3]
+        try:
+            with open(os.path.join(folder, f"fill-{n}"), "wb") as handle:
+                handle.write(b"x" * (1 << 20))
+            written += 1
+        except OSError:
+            pass
+        print(written, flush=True)
+    """
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_the_files_of_a_check_are_capped_in_total(isolate: bool, tmp_path: Path) -> None:
+    run = contained(FILLER, isolate=isolate, limits=Limits(file_size=8 << 20, disk=16 << 20))
+    assert run.over_disk and not run.timed_out
+    if isolate:  # a tmpfs of 16 MB (and its inputs): nothing more is ever stored
+        assert int(run.stdout.split()[-1]) <= 17
+    (tmp_path / "tasks.json").write_text("[]", encoding="utf-8")
+    write_check(tmp_path, "fills.py", "import runpy\ndef check(trajectory, workspace, tool_log):\n"
+                f"    exec({textwrap.dedent(FILLER)!r})\n    return [1]\n")
+    entry = judge_one(tmp_path, "fills.py", None, disk_mb=16, file_mb=8, bubblewrap=isolate)
+    assert entry["error"] == "its files went over the disk limit of 16 MB (disk_mb)"

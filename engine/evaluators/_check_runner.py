@@ -11,10 +11,15 @@ a check's config entry. What it promises (docs/reliability.md, "What the check s
 - processes: the command runs under `_check_supervisor`, which ends it at the time limit and kills every
   process it left (setsid ones included) once it exits; a leftover holding a pipe delays nothing;
   RLIMIT_AS and RLIMIT_FSIZE apply;
-- files: a copy of the workspace, a scratch working folder, both removed afterwards;
-- with bubblewrap (`bubblewrap()`): no network, a PID namespace that dies whole, everything read-only but
-  the scratch folder, an empty /tmp, the user's home hidden but for the folders it reads. Without it, a
-  warning (once per process) says checks run without filesystem and network isolation.
+- files: a copy of the workspace, a scratch working folder, both removed afterwards; what its files add
+  to the scratch folder is capped (``Limits.disk``), the named outputs come back through the supervisor's
+  report;
+- with bubblewrap (`bubblewrap()`): no network, a PID namespace that dies whole, no capabilities, and a
+  file system of its own holding only the system folders (`SYSTEM`), a few files of /etc (`ETC`), the
+  Python installation, the files it reads (each bound alone, read-only) and, as /tmp, a tmpfs of
+  ``Limits.disk`` bytes (beyond its inputs) that holds its scratch folder: no home, no /run, no socket of
+  the host. Without it, a warning (once per process) says checks run without filesystem and network
+  isolation.
 """
 
 from __future__ import annotations
@@ -23,11 +28,9 @@ import asyncio
 import json
 import logging
 import os
-import pwd
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -51,17 +54,30 @@ MIN_SECRET = 6  # shorter values are not scrubbed from the output (they would ma
 DRAIN_S = 1.0  # how long the pipes are read after the command's processes are gone
 BACKSTOP_S = 30.0  # beyond the time limit, when the supervisor itself does not end, it is killed
 DEFAULT_TIMEOUT_S = 60.0
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""The system folders a sandbox holds (read-only; kept as the links they are on merged-/usr systems)."""
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf", "mime.types",
+       "fonts")
+"""The files and folders of /etc a sandbox holds (read-only): the dynamic linker's, the time zone, the
+user and group names, the MIME types and the font configuration; nothing of /etc's keys or secrets."""
+INSIDE = Path("/tmp")
+"""The check's scratch folder inside the sandbox: a tmpfs of its own (its job, home, tmp and workspace)."""
+STAGE = "/.m3check-stage"
+"""Where the sandbox sees the host's scratch folder (read-only) until the supervisor has copied it in."""
+TMPFS_SLACK = 1024 * 1024  # room of the sandbox's tmpfs beyond the cap and the inputs (its own bookkeeping)
 
 
 @dataclass(frozen=True)
 class Limits:
     """What a contained command may use: bytes of stdout and of stderr kept (each), the largest output
-    file read back, its address space and the largest file it may write (None: no limit)."""
+    file read back, its address space, the largest file it may write and the bytes all its files may add
+    to its writable places (None: no limit)."""
 
     output: int = 64 * 1024
     result: int = 1024 * 1024
     memory: int | None = 4 * 1024**3
     file_size: int | None = 1024**3
+    disk: int | None = 1024**3
 
 
 @dataclass(frozen=True)
@@ -70,7 +86,8 @@ class CheckRun:
     None when it timed out or could not start); ``stdout``/``stderr``: what was kept of them, scrubbed
     (a line marks the bytes dropped); ``leftovers``: processes it left running, killed; ``outputs``:
     the named output files it wrote (None: over ``Limits.result`` bytes); ``error``: why it could not
-    run, else None; ``contained``: whether bubblewrap isolated it."""
+    run, else None; ``contained``: whether bubblewrap isolated it; ``over_disk``: whether its files went
+    over ``Limits.disk`` (it was then ended)."""
 
     status: int | None
     timed_out: bool
@@ -82,6 +99,7 @@ class CheckRun:
     outputs: dict[str, bytes | None] = field(default_factory=dict)
     error: str | None = None
     contained: bool = False
+    over_disk: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,7 +121,7 @@ def _megabytes(options: Mapping[str, Any], key: str, default: int | None, where:
 
 def check_settings(options: Mapping[str, Any], where: str) -> CheckSettings:
     """The settings of a check's config entry (`where` names it): ``timeout``, ``env``, ``output_kb``,
-    ``memory_mb``, ``file_mb``, ``bubblewrap``; InputError naming a bad one."""
+    ``memory_mb``, ``file_mb``, ``disk_mb``, ``bubblewrap``; InputError naming a bad one."""
     timeout = options.get("timeout") or DEFAULT_TIMEOUT_S
     if not is_number(timeout) or timeout <= 0:
         raise InputError("config", f"must be a number of seconds > 0, got {timeout!r}", field=f"{where}.timeout")
@@ -117,7 +135,8 @@ def check_settings(options: Mapping[str, Any], where: str) -> CheckSettings:
         raise InputError("config", f"is true but {bubblewrap()[1]}", field=f"{where}.bubblewrap")
     output = config_int(options, "output_kb", default=Limits.output // 1024, where=f"{where}.output_kb")
     limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory // 1024**2, where),
-                    file_size=_megabytes(options, "file_mb", Limits.file_size // 1024**2, where))
+                    file_size=_megabytes(options, "file_mb", Limits.file_size // 1024**2, where),
+                    disk=_megabytes(options, "disk_mb", Limits.disk // 1024**2, where))
     return CheckSettings(float(timeout), tuple(env), limits, isolate)
 
 
@@ -167,31 +186,40 @@ def check_environment(names: Sequence[str], home: Path, tmp: Path) -> dict[str, 
     return env
 
 
-def _under(path: Path, folder: Path) -> bool:
-    return path == folder or path.is_relative_to(folder)
+def _bind(path: Path) -> list[str]:
+    """bwrap arguments showing `path` read-only at its own name and at its resolved one."""
+    args: list[str] = []
+    for name in sorted({str(path.absolute()), str(path.resolve())}):
+        args += ["--ro-bind", str(path.resolve()), name]
+    return args
 
 
-def _sandbox(bwrap: str, scratch: Path, reads: Sequence[Path]) -> list[str]:
-    """The bwrap command line: no network, its own PID namespace, everything read-only, an empty /tmp and
-    home (the folders it reads bound back, read-only), the scratch folder writable."""
-    keep = {p for r in (*reads, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent,
-                        SUPERVISOR.parent) for p in (Path(r).absolute(), Path(r).resolve())}
-    homes = {Path(h).resolve() for h in (os.environ.get("HOME"), pwd.getpwuid(os.getuid()).pw_dir) if h}
-    hidden = [Path("/tmp")] + sorted(h for h in homes if h != Path("/") and not any(_under(h, k) for k in keep))
-    args = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for folder in hidden:
-        args += ["--tmpfs", str(folder)]
-    for path in sorted(keep):
-        if any(_under(path, h) for h in hidden) and path.exists():
-            args += ["--ro-bind", str(path), str(path)]
-    return args + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch / "job")]
+def _sandbox(bwrap: str, scratch: Path, reads: Sequence[Path], size: int | None) -> list[str]:
+    """The bwrap command line: no network, its own PID namespace, no capabilities, and a root of its own
+    holding the system folders, a few files of /etc, the Python installation and the files it reads (all
+    read-only), the host's scratch folder at STAGE (read-only) and, at INSIDE, a tmpfs of `size` bytes."""
+    args = [bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL", "--dev", "/dev", "--proc", "/proc"]
+    args += [*(["--size", str(size)] if size is not None else []), "--tmpfs", str(INSIDE)]
+    for folder in SYSTEM:
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    args += [a for name in ETC if os.path.exists(f"/etc/{name}") for a in _bind(Path("/etc", name))]
+    python = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    python.add(Path(sys.executable).resolve().parent)
+    for path in sorted(python) + sorted({Path(r) for r in (*reads, SUPERVISOR)}):
+        if not any(path.resolve().is_relative_to(s) for s in SYSTEM if not os.path.islink(s)):
+            args += _bind(path)
+    return args + ["--ro-bind", str(scratch), STAGE, "--remount-ro", "/", "--remount-ro", "/dev",
+                   "--chdir", str(INSIDE)]
 
 
 class _Capture(asyncio.Protocol):
     """A pipe read as it comes: the first and the last bytes kept (``cap`` in all), the rest counted."""
 
-    def __init__(self, cap: int) -> None:
-        self.head_cap, self.tail_cap = cap // 2, cap - cap // 2
+    def __init__(self, cap: int, tail: bool = True) -> None:
+        self.head_cap, self.tail_cap = (cap // 2, cap - cap // 2) if tail else (cap, 0)
         self.head, self.tail = bytearray(), bytearray()
         self.total = 0
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -229,26 +257,21 @@ def _sweep_session(session: int) -> int:
     return killed
 
 
-def _read_outputs(job: Path, names: Sequence[str], cap: int, secrets: Sequence[str]) -> dict[str, bytes | None]:
-    """The named regular files of the job folder (symbolic links are not followed), scrubbed."""
+def _outputs(data: bytes, names: Sequence[str], secrets: Sequence[str]) -> dict[str, bytes | None]:
+    """The output files the supervisor's report carries after its first line (see `_check_supervisor`),
+    scrubbed; those it does not carry whole are left out."""
     out: dict[str, bytes | None] = {}
-    try:
-        folder = os.open(job, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:  # the command removed or replaced its job folder
-        return out
-    try:
-        for name in names:
-            try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-            except OSError:
-                continue
-            with os.fdopen(fd, "rb") as handle:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    continue
-                data = handle.read(cap + 1)
-            out[name] = scrub(data, secrets) if len(data) <= cap else None
-    finally:
-        os.close(folder)
+    while data:
+        header, newline, data = data.partition(b"\n")
+        name, _, size = header.decode("utf-8", "replace").partition(" ")
+        if not newline or name not in names or (size != "-" and not size.isdigit()):
+            break
+        if size == "-":
+            out[name] = None
+        elif len(data) >= int(size):
+            out[name], data = scrub(data[:int(size)], secrets), data[int(size):]
+        else:
+            break
     return out
 
 
@@ -271,13 +294,19 @@ def _remove(folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _prepare(scratch: Path, workspace: Path | None, inputs: Mapping[str, bytes]) -> None:
+def _prepare(scratch: Path, workspace: Path | None, inputs: Mapping[str, bytes]) -> int:
+    """The scratch folder's job (holding the inputs), home, tmp and copy of the workspace; the bytes they
+    take on a tmpfs (whole pages)."""
     for name in ("job", "home", "tmp"):
         (scratch / name).mkdir()
     if workspace is not None:
+        if workspace.is_symlink():
+            raise OSError(f"{workspace} is a symbolic link")
         shutil.copytree(workspace, scratch / "workspace", symlinks=True)
     for name, data in inputs.items():
         (scratch / "job" / name).write_bytes(data)
+    return sum(-(-os.lstat(os.path.join(folder, n)).st_size // 4096) * 4096
+               for folder, dirs, files in os.walk(scratch) for n in (*dirs, *files))
 
 
 async def run_contained(command: Sequence[str], *, timeout: float, inputs: Mapping[str, bytes] | None = None,
@@ -301,30 +330,32 @@ async def run_contained(command: Sequence[str], *, timeout: float, inputs: Mappi
     scratch = Path(tempfile.mkdtemp(prefix="m3check-")).resolve()
     try:
         try:
-            await asyncio.to_thread(_prepare, scratch, workspace, inputs or {})
+            staged = await asyncio.to_thread(_prepare, scratch, workspace, inputs or {})
         except OSError as exc:
             return CheckRun(None, False, "", "", 0, 0, 0, error=f"cannot copy the workspace: {exc}")
-        ws_copy = str(scratch / "workspace")
-        argv = [a.replace("{job}", str(scratch / "job")).replace("{workspace}", ws_copy) for a in command]
-        return await _run(argv, scratch, timeout, outputs, reads, env, limits, bwrap, secrets)
+        seen = INSIDE if bwrap else scratch  # the scratch folder where the command sees it
+        argv = [a.replace("{job}", str(seen / "job")).replace("{workspace}", str(seen / "workspace")) for a in command]
+        size = None if limits.disk is None else limits.disk + staged + TMPFS_SLACK
+        prefix = _sandbox(bwrap, scratch, reads, size) if bwrap else []
+        return await _run(prefix, argv, scratch, seen, timeout, outputs, env, limits, secrets)
     finally:
         await asyncio.to_thread(_remove, scratch)
 
 
-async def _run(argv: list[str], scratch: Path, timeout: float, outputs: Sequence[str], reads: Sequence[Path],
-               env: Sequence[str], limits: Limits, bwrap: str | None, secrets: Sequence[str]) -> CheckRun:
-    """Start the supervisor (in bubblewrap when given) with the command, read its pipes, end it all."""
+async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, timeout: float,
+               outputs: Sequence[str], env: Sequence[str], limits: Limits, secrets: Sequence[str]) -> CheckRun:
+    """Start the supervisor (after `prefix`, the sandbox's command line, when there is one) with the
+    command, read its pipes, end it all."""
     loop = asyncio.get_running_loop()
     report_r, report_w = os.pipe()
     pipes = [os.pipe(), os.pipe()]
-    limit = [str(v) if v is not None else "-" for v in (timeout, limits.memory, limits.file_size, report_w)]
-    prefix = _sandbox(bwrap, scratch, reads) if bwrap else []
+    limit = [str(v) if v is not None else "-" for v in (timeout, limits.memory, limits.file_size, limits.disk, report_w,
+                                                        STAGE if prefix else None, limits.result)]
     try:
         proc = await asyncio.create_subprocess_exec(
-            *prefix, sys.executable, "-I", "-S", str(SUPERVISOR), *limit, *argv,
+            *prefix, sys.executable, "-I", "-S", str(SUPERVISOR), *limit, "/".join(outputs), *argv,
             stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1], pass_fds=(report_w,),
-            cwd=scratch / "job", env=check_environment(env, scratch / "home", scratch / "tmp"),
-            start_new_session=True)
+            cwd=scratch, env=check_environment(env, seen / "home", seen / "tmp"), start_new_session=True)
     except OSError as exc:
         for fd in (report_r, *pipes[0], *pipes[1]):
             os.close(fd)
@@ -335,8 +366,10 @@ async def _run(argv: list[str], scratch: Path, timeout: float, outputs: Sequence
         os.close(w)
     captures: list[_Capture] = []
     transports: list[asyncio.BaseTransport] = []
-    for r, _ in pipes:
-        capture = _Capture(limits.output)
+    report_cap = 4096 + len(outputs) * ((limits.result or 0) + 300)
+    for r, cap, tail in ((pipes[0][0], limits.output, True), (pipes[1][0], limits.output, True),
+                         (report_r, report_cap, False)):
+        capture = _Capture(cap, tail)
         transport, _ = await loop.connect_read_pipe(lambda c=capture: c, os.fdopen(r, "rb", buffering=0))
         captures.append(capture)
         transports.append(transport)
@@ -357,19 +390,14 @@ async def _run(argv: list[str], scratch: Path, timeout: float, outputs: Sequence
         await asyncio.wait([c.closed for c in captures], timeout=DRAIN_S)
         for transport in transports:
             transport.close()
-        os.set_blocking(report_r, False)
-        try:
-            raw = os.read(report_r, 65536)
-        except BlockingIOError:
-            raw = b""
-        os.close(report_r)
-    report = _report(raw.decode("utf-8", "replace"), None if stopped else proc.returncode)
-    out, err = captures
+    out, err, raw = captures
+    line, _, rest = bytes(raw.head).partition(b"\n")
+    report = _report(line.decode("utf-8", "replace"), None if stopped else proc.returncode)
     return CheckRun(status=report["status"], timed_out=stopped or report["timed_out"],
                     stdout=out.text(secrets), stderr=err.text(secrets), stdout_dropped=out.dropped(),
                     stderr_dropped=err.dropped(), leftovers=swept if report["leftovers"] is None else report["leftovers"],
-                    outputs=_read_outputs(scratch / "job", outputs, limits.result, secrets),
-                    error=report["error"], contained=bwrap is not None)
+                    outputs=_outputs(rest, outputs, secrets) if report["error"] is None else {},
+                    error=report["error"], contained=bool(prefix), over_disk=report["over_disk"])
 
 
 def _report(line: str, returncode: int | None) -> dict[str, Any]:
@@ -377,9 +405,10 @@ def _report(line: str, returncode: int | None) -> dict[str, Any]:
     the leftovers are those of its session swept afterwards: bubblewrap's own exiting processes are
     swept too, not counted, when there is a report)."""
     if line.startswith("error "):
-        return {"status": None, "timed_out": False, "leftovers": 0, "error": line[6:].strip()}
+        return {"status": None, "timed_out": False, "leftovers": 0, "error": line[6:].strip(), "over_disk": False}
     fields = line.split()
-    if len(fields) == 3:
+    if len(fields) == 4 and all(f.lstrip("-").isdigit() or f == "-" for f in fields):
         return {"status": None if fields[0] == "-" else int(fields[0]), "timed_out": fields[1] == "1",
-                "leftovers": int(fields[2]), "error": None}
-    return {"status": returncode, "timed_out": returncode is None, "leftovers": None, "error": None}
+                "leftovers": int(fields[2]), "error": None, "over_disk": fields[3] == "1"}
+    return {"status": returncode, "timed_out": returncode is None, "leftovers": None, "error": None,
+            "over_disk": False}

@@ -1,18 +1,28 @@
 """The first process of a contained check (started by `engine.evaluators._check_runner`, inside the
 bubblewrap sandbox when there is one): it runs the check's command under its resource limits, stops it
-at the time limit, kills every process the command left behind, and reports on a file descriptor.
+at the time limit or when its files go over their size limit, kills every process the command left
+behind, and reports on a file descriptor.
 
-    python -I -S _check_supervisor.py TIMEOUT MEMORY FILE_SIZE REPORT_FD COMMAND...
+    python -I -S _check_supervisor.py TIMEOUT MEMORY FILE_SIZE DISK REPORT_FD STAGE RESULT OUTPUTS COMMAND...
 
-TIMEOUT in seconds; MEMORY and FILE_SIZE in bytes, ``-`` for no limit. The command gets its own
-process group, no core files, RLIMIT_AS = MEMORY and RLIMIT_FSIZE = FILE_SIZE; its stdin is /dev/null,
-its stdout and stderr are this process's. This process is the command's child subreaper (prctl
-PR_SET_CHILD_SUBREAPER): a descendant that leaves the session (setsid) or loses its parent is
-re-parented here, not to init, so it is found and killed once the command has exited.
-The report, one line on REPORT_FD: ``STATUS TIMED_OUT LEFTOVERS`` (STATUS: the exit status, negative
-for a signal, ``-`` when timed out; TIMED_OUT 0 or 1; LEFTOVERS the processes killed after it), or
-``error REASON`` when the command could not start. Where the subreaper cannot be set (no prctl), the
-leftovers that left its process tree are not found here. Only a few modules of the standard library are imported, so that it starts fast.
+Its working folder is the check's scratch folder. TIMEOUT in seconds; MEMORY, FILE_SIZE, DISK and
+RESULT in bytes, ``-`` for no limit. STAGE, when not ``-``, is a folder copied into the scratch folder
+first (in the sandbox: the job's inputs and the copy of the workspace, on their way into the size-capped
+tmpfs). The command runs in the scratch folder's ``job`` folder, with its own process group, no core
+files, RLIMIT_AS = MEMORY and RLIMIT_FSIZE = FILE_SIZE; its stdin is /dev/null, its stdout and stderr
+are this process's. Every POLL_S the bytes the scratch folder holds are measured (its file system's use
+when STAGE is given, the sizes of its files otherwise); once they exceed what they were at the start by
+DISK or more, the command is ended as at the time limit.
+This process is the command's child subreaper (prctl PR_SET_CHILD_SUBREAPER): a descendant that
+leaves the session (setsid) or loses its parent is re-parented here, not to init, so it is found and
+killed once the command has exited.
+The report on REPORT_FD: a line ``STATUS TIMED_OUT LEFTOVERS OVER_DISK`` (STATUS: the exit status,
+negative for a signal, ``-`` when ended; TIMED_OUT and OVER_DISK 0 or 1; LEFTOVERS the processes killed
+after it), or ``error REASON`` when the command could not start; then, for each name of OUTPUTS (file
+names joined by ``/``) that is a regular file of the job folder (not followed when a link), a line
+``NAME SIZE`` and its bytes, or ``NAME -`` when it is over RESULT bytes. Where the subreaper cannot be
+set (no prctl), the leftovers that left its process tree are not found here. Only a few modules of the
+standard library are imported, so that it starts fast.
 """
 
 from __future__ import annotations
@@ -21,11 +31,14 @@ import ctypes
 import os
 import resource
 import signal
+import stat
 import sys
 import time
+from collections.abc import Callable
 
 PR_SET_CHILD_SUBREAPER = 36
 KILL_ROUNDS = 500  # rounds of kill-and-reap, 10 ms apart, before giving up on a process that forks on
+POLL_S = 0.1  # how often the time and the scratch folder's size are looked at
 
 
 def _become_subreaper() -> None:
@@ -106,6 +119,35 @@ class _Expired(Exception):
     pass
 
 
+class _OverDisk(Exception):
+    pass
+
+
+def _tree_bytes(folder: str) -> int:
+    """The bytes the files below `folder` take (allocated blocks; links not followed)."""
+    total = 0
+    todo = [folder]
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += info.st_blocks * 512
+            if stat.S_ISDIR(info.st_mode):
+                todo.append(entry.path)
+    return total
+
+
+def _fs_bytes(folder: str) -> int:
+    """The bytes used on the file system of `folder` (the sandbox's tmpfs: all the check can write)."""
+    info = os.statvfs(folder)
+    return (info.f_blocks - info.f_bfree) * info.f_frsize
+
 def _start(command: list[str], memory: int | None, file_size: int | None) -> int:
     """Fork and exec the command under its limits; its pid. OSError with the reason when it cannot start."""
     failed_r, failed_w = os.pipe()  # closed on exec: nothing read means it started
@@ -134,20 +176,25 @@ def _start(command: list[str], memory: int | None, file_size: int | None) -> int
     return pid
 
 
-def _wait(pid: int, timeout: float) -> int | None:
-    """The command's exit status, or None after killing it at the time limit."""
+def _wait(pid: int, timeout: float, over: Callable[[], bool]) -> tuple[int | None, bool]:
+    """The command's exit status (None after killing it at the time limit or when `over` says its files
+    are over their limit) and whether it was ended for its files."""
     waiting = [True]
+    end = time.monotonic() + timeout
 
-    def expire(signum: int, frame: object) -> None:
-        if waiting[0]:
+    def tick(signum: int, frame: object) -> None:
+        if waiting[0] and time.monotonic() >= end:
             raise _Expired
+        if waiting[0] and over():
+            raise _OverDisk
 
-    signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    signal.signal(signal.SIGALRM, tick)
+    signal.setitimer(signal.ITIMER_REAL, min(timeout, POLL_S), POLL_S)
+    full = False
     try:
         status: int | None = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    except _Expired:  # (or just as it ended: it is then already reaped)
-        status = None
+    except (_Expired, _OverDisk) as exc:  # (or just as it ended: it is then already reaped)
+        status, full = None, isinstance(exc, _OverDisk)
         try:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
@@ -155,24 +202,64 @@ def _wait(pid: int, timeout: float) -> int | None:
             pass
     waiting[0] = False
     signal.setitimer(signal.ITIMER_REAL, 0)
-    return status
+    return status, full
+
+
+def _outputs(names: list[str], cap: int | None) -> bytes:
+    """The report's part on the named output files of the job folder (links not followed)."""
+    out = b""
+    for name in names:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            data = handle.read(cap + 1) if cap is not None else handle.read()
+        fits = cap is None or len(data) <= cap
+        out += f"{name} {len(data) if fits else '-'}\n".encode() + (data if fits else b"")
+    return out
 
 
 def main() -> None:
-    """Run the command, end it and its leftovers, and write the report."""
-    timeout, memory, file_size, report_fd = sys.argv[1:5]
-    command = sys.argv[5:]
+    """Stage the scratch folder, run the command, end it and its leftovers, and write the report."""
+    timeout, memory, file_size, disk, report_fd, stage, result, outputs = sys.argv[1:9]
+    command = sys.argv[9:]
     os.set_inheritable(int(report_fd), False)
     _become_subreaper()
-    try:
-        pid = _start(command, *(None if v == "-" else int(v) for v in (memory, file_size)))
-    except OSError as exc:
-        report = f"error cannot start {command[0]}: {exc}"
-    else:
-        status = _wait(pid, float(timeout))
+    scratch = os.getcwd()
+    used = _fs_bytes if stage != "-" else _tree_bytes
+    cap = None if disk == "-" else int(disk)
+
+    def over() -> bool:
+        return cap is not None and used(scratch) - start >= cap
+
+    report = ""
+    if stage != "-":
+        import shutil
+
+        try:
+            shutil.copytree(stage, scratch, symlinks=True, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as exc:
+            report = f"error cannot copy its inputs into the sandbox: {str(exc)[:200]}"
+    start = used(scratch)
+    if not report:
+        os.chdir("job")
+        try:
+            pid = _start(command, *(None if v == "-" else int(v) for v in (memory, file_size)))
+        except OSError as exc:
+            report = f"error cannot start {command[0]}: {exc}"
+    if not report:
+        status, full = _wait(pid, float(timeout), over)
         leftovers = _kill_descendants() - {pid}
-        report = f"{'-' if status is None else status} {int(status is None)} {len(leftovers)}"
-    os.write(int(report_fd), " ".join(report.split()).encode("utf-8", "replace") + b"\n")
+        full = full or over()
+        report = f"{'-' if status is None else status} {int(status is None and not full)} {len(leftovers)} {int(full)}"
+    line = " ".join(report.split()).encode("utf-8", "replace") + b"\n"
+    names = [n for n in outputs.split("/") if n]
+    data = line + _outputs(names, None if result == "-" else int(result))
+    while data:
+        data = data[os.write(int(report_fd), data):]
 
 
 if __name__ == "__main__":

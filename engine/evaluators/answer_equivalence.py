@@ -58,7 +58,7 @@ from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, T
 from engine.evaluators._judging import Question, Rubric, first_answer
 from engine.evaluators._reducers import reducer
 from engine.evaluators._check_runner import CheckSettings, check_settings
-from engine.evaluators.verifiers import run_check, task_script
+from engine.evaluators.verifiers import run_check, task_script, task_workspace
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
@@ -180,7 +180,7 @@ async def _state_check(ctx: JudgeContext, inputs: TaskInputs, truth: str | None,
     """A task's check script run on its answer and its workspace: {"score"} or {"score", "error"}."""
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["eval_script"], "eval_script")
-    workspace = inputs.workspace if inputs.workspace is not None and inputs.workspace.is_dir() else None
+    workspace = task_workspace(inputs.workspace, inputs.task_id)
     # the check gets a copy of the workspace: "{workspace}" in an argument is that copy's path
     target = ("{workspace}/" + _OUTPUTS.sub("", truth)) if truth and _OUTPUTS.match(truth) and workspace else truth
     try:

@@ -35,9 +35,10 @@ evaluated tasks, Table 2: GPT-5's 26.80 = 26 / 97) and the default ``Accuracy`` 
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,69 @@ def task_script(tasks_file: Path, task_id: str, value: Any, field: str = "check"
     return target
 
 
+def task_workspace(workspace: Path | None, task_id: str) -> Path | None:
+    """A task's workspace folder (`workspace`, a folder of the workspace folder) resolved, None when there
+    is none; InputError when it is, or passes through, a symbolic link leading out of the workspace
+    folder (its copy would be made from there)."""
+    if workspace is None or not workspace.is_dir():
+        return None
+    folder, target = workspace.parent.resolve(), workspace.resolve()
+    if not target.is_relative_to(folder) or target == folder:
+        raise InputError(workspace, f"is a symbolic link to {target}, out of the workspace folder {folder} (a "
+                         "task's workspace is a folder inside it)", task_id=task_id)
+    return target
+
+
+def _imported(source: Path, roots: Sequence[Path], package: bool) -> Iterator[Path]:
+    """The Python files an import statement of `source` may load from `roots` or, when `package`, from its
+    own package (relative imports): each module of a dotted name and its packages' ``__init__.py``."""
+    try:
+        tree = ast.parse(source.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            wanted = [(roots, alias.name.split(".")) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if not package:
+                    continue
+                base = source.parent
+                for _ in range(node.level - 1):
+                    base = base.parent
+                where: Sequence[Path] = (base,)
+            else:
+                where = roots
+            parts = node.module.split(".") if node.module else []
+            wanted = [(where, [*parts, alias.name]) for alias in node.names]
+        else:
+            continue
+        for folders, dotted in wanted:
+            for folder in folders:
+                for depth in range(1, len(dotted) + 1):
+                    stem = folder.joinpath(*dotted[:depth])
+                    yield from (stem.with_name(stem.name + ".py"), stem / "__init__.py")
+
+
+def check_files(module: Path, tasks_folder: Path, package: bool = False) -> list[Path]:
+    """The files a check module needs besides the interpreter: itself and the Python files of the tasks
+    folder it imports (read from its import statements, and theirs, in turn; its own folder, and its
+    package's parent when `package`, are on its import path). Files outside the tasks folder, or reached
+    through a link out of it, are left out."""
+    base = tasks_folder.resolve()
+    roots = (module.parent, module.parent.parent) if package else (module.parent,)
+    found = [module]
+    if package:
+        found += [p for p in (module.parent / "__init__.py",) if p.is_file()]
+    todo = list(found)
+    while todo:
+        for path in _imported(todo.pop(), roots, package):
+            if path not in found and path.is_file() and path.resolve().is_relative_to(base):
+                found.append(path)
+                todo.append(path)
+    return found
+
+
 def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
     """The check file a task names in ``check`` (`task_script`)."""
     return task_script(tasks_file, task_id, value, "check")
@@ -94,8 +158,9 @@ async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace
                     settings: CheckSettings, call: tuple[str, list[Any]] | None = None,
                     package: bool = False) -> Any:
     """The checks of one module on one run, contained (engine.evaluators._check_runner: a copy of the
-    workspace, working folder a scratch folder, the tasks folder readable); ValueError with a one-line
-    reason when it raises, dies, runs past the time limit or returns anything but a non-empty list of 0/1.
+    workspace, working folder a scratch folder, the module and the files of the tasks folder it imports
+    readable: `check_files`); ValueError with a one-line reason when it raises, dies, runs past the time
+    limit, goes over its disk limit or returns anything but a non-empty list of 0/1.
 
     `call` (function name, arguments) calls another function of the module with those arguments and
     returns what it returned, unchecked (MCPVerse's ``run_test(pred, path)`` and ``get_reference()``);
@@ -105,10 +170,14 @@ async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace
         job.update(function=call[0], args=call[1], package=package)
     command = [sys.executable, str(CALL), "input.json", "output.json", *(["{workspace}"] if workspace else [])]
     run = await run_contained(command, timeout=settings.timeout, inputs={"input.json": json.dumps(job).encode("utf-8")},
-                              outputs=("output.json",), workspace=workspace, reads=(tasks_folder, CALL.parent),
-                              env=settings.env, limits=settings.limits, isolate=settings.isolate)
+                              outputs=("output.json",), workspace=workspace,
+                              reads=(*check_files(module, tasks_folder, package), CALL), env=settings.env,
+                              limits=settings.limits, isolate=settings.isolate)
     if run.error is not None:
         raise ValueError(run.error)
+    if run.over_disk:
+        raise ValueError(f"its files went over the disk limit of {settings.limits.disk // 1024**2} MB (disk_mb)"
+                         if settings.limits.disk is not None else "its files went over the disk limit")
     if run.timed_out:
         raise ValueError(f"timed out after {settings.timeout:g} s")
     if "output.json" not in run.outputs:
@@ -165,7 +234,7 @@ async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: dict[str, Any]) -
         return {"check": rel, "checks": [], "passed": False, "error": None,
                 "reason": "no prediction (the agent run did not end)"}
     settings = check_settings(ctx.options, f"evaluators.{NAME}")
-    workspace = inputs.workspace if inputs.workspace is not None and inputs.workspace.is_dir() else None
+    workspace = task_workspace(inputs.workspace, inputs.task_id)
     tool_log = list(inputs.tool_log) if inputs.tool_log is not None else None
     try:
         checks = await run_check(module, tasks_file.resolve().parent, inputs.prediction.raw, workspace, tool_log,
