@@ -17,8 +17,10 @@ A task names its module in ``check``: a Python file, its path relative to the ta
 Each check runs contained (engine.evaluators._check_runner): in a process of its own, under a time limit
 (``timeout`` seconds, default 60), with a minimal environment (plus the variables the config's ``env``
 names), on a copy of the workspace (the original is never changed), its output capped, and every process
-it leaves behind killed; with bubblewrap, without network and with everything but its scratch folder
-read-only. Its working folder is that scratch folder; the check module's folder is on its import path.
+it leaves behind killed, its files capped in total (``disk_mb``); with bubblewrap, without network or
+host socket, seeing only the system folders, the interpreter and its own files (the module and the Python
+files of the tasks folder it imports: `check_files`), all read-only but its scratch folder. Its working
+folder is that scratch folder; the check module's folder is on its import path.
 A check that raises, hangs, dies, or returns anything but a non-empty list of 0/1 is
 an *evaluator error*: the task's entry holds the one-line reason, no success value, and it is counted
 apart from the agent's failures (never a silent 0). A task without a prediction (its agent run did not
