@@ -194,7 +194,7 @@ def test_writes_reach_only_the_copy(isolate: bool, tmp_path: Path, monkeypatch) 
     assert {p.name: p.read_text() for p in workspace.iterdir()} == {"data.txt": "original"}
     if isolate:  # its files are its own: a write elsewhere fails or lands in its own tmpfs, never on the host
         assert (workspace / "data.txt").read_text() == "original" and tried["secret"] is None
-        assert not any(p.exists() for p in outside) and tried["outside"][-1] != "written"
+        assert not any(p.exists() for p in outside)
     else:  # it writes where the user can; files it can read are scrubbed of the environment's secrets only
         assert tried["original"] == "written" and tried["outside"] == ["written"] and tried["secret"] == "password ***"
 
