@@ -192,7 +192,10 @@ def _wait(pid: int, timeout: float, over: Callable[[], bool]) -> tuple[int | Non
     signal.setitimer(signal.ITIMER_REAL, min(timeout, POLL_S), POLL_S)
     full = False
     try:
-        status: int | None = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        try:
+            status: int | None = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        finally:
+            waiting[0] = False
     except (_Expired, _OverDisk) as exc:  # (or just as it ended: it is then already reaped)
         status, full = None, isinstance(exc, _OverDisk)
         try:
@@ -200,7 +203,6 @@ def _wait(pid: int, timeout: float, over: Callable[[], bool]) -> tuple[int | Non
             os.waitpid(pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
-    waiting[0] = False
     signal.setitimer(signal.ITIMER_REAL, 0)
     return status, full
 
