@@ -251,10 +251,12 @@ def test_settings_are_checked(tmp_path: Path) -> None:
     write_check(tmp_path, "ok.py", "def check(trajectory, workspace, tool_log):\n    return [1]\n")
     for options, field in (({"env": "OPENAI_API_KEY"}, "env"), ({"env": ["A=B"]}, "env"),
                            ({"timeout": -1}, "timeout"), ({"output_kb": 0}, "output_kb"),
-                           ({"memory_mb": "4G"}, "memory_mb"), ({"bubblewrap": "yes"}, "bubblewrap")):
+                           ({"memory_mb": "4G"}, "memory_mb"), ({"disk_mb": 0}, "disk_mb"),
+                           ({"bubblewrap": "yes"}, "bubblewrap")):
         with pytest.raises(InputError, match=rf"config: field 'evaluators.verifiers.{field}': "):
             judge_one(tmp_path, "ok.py", None, **options)
-    assert judge_one(tmp_path, "ok.py", None, memory_mb=None, file_mb=None, bubblewrap=False)["passed"] is True
+    assert judge_one(tmp_path, "ok.py", None, memory_mb=None, file_mb=None, disk_mb=None,
+                     bubblewrap=False)["passed"] is True
 
 
 HOSTILE = {  # task id -> (check file, body); stolen.txt beside them holds the key (a file the user has)
@@ -461,8 +463,9 @@ def test_a_workspace_linked_out_of_its_folder_is_refused(tmp_path: Path) -> None
 FILLER = """
     import os, sys
     written = 0
+    tmp = "/tmp" if os.environ["TMPDIR"].startswith("/tmp/tmp") else os.environ["TMPDIR"]  # the host's: not there
     for n in range(300):  # 1 MB at a time into its job folder, its home and /tmp, 300 MB in all
-        folder = (".", os.environ["HOME"], "/tmp")[n % 3]
+        folder = (".", os.environ["HOME"], tmp)[n % 3]
         try:
             with open(os.path.join(folder, f"fill-{n}"), "wb") as handle:
                 handle.write(b"x" * (1 << 20))
