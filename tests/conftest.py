@@ -63,11 +63,12 @@ def embedding_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def chat_server() -> Iterator[Callable[..., ScriptedChatServer]]:
-    """Start scripted chat servers on 127.0.0.1 (port chosen by the OS); all stop after the test."""
+    """Start scripted chat servers on 127.0.0.1 (port chosen by the OS), keeping the requests they get;
+    all stop after the test."""
     started: list[ScriptedChatServer] = []
 
     def start(policy: Policy, delay: float = 0.0) -> ScriptedChatServer:
-        server = ScriptedChatServer(policy, delay=delay)
+        server = ScriptedChatServer(policy, delay=delay, keep_requests=True)
         server.start()
         started.append(server)
         return server

@@ -133,10 +133,12 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
             return
         owner = self.server.owner
         with owner.lock:
-            owner.requests.append({"path": self.path, "body": request,
-                                   "authorization": self.headers.get("Authorization", ""),
-                                   "x_api_key": self.headers.get("x-api-key", ""), "time": time.monotonic()})
-            n = len(owner.requests)
+            owner.served += 1
+            n = owner.served
+            if owner.keep_requests:
+                owner.requests.append({"path": self.path, "body": request,
+                                       "authorization": self.headers.get("Authorization", ""),
+                                       "x_api_key": self.headers.get("x-api-key", ""), "time": time.monotonic()})
         reply = owner.policy(request)
         if isinstance(reply, str):
             reply = Reply(content=reply)
@@ -175,11 +177,17 @@ class _ChatHTTPServer(ThreadingHTTPServer):
 
 
 class ScriptedChatServer:
-    """A loopback HTTP server answering chat requests from a policy; use as a context manager."""
+    """A loopback HTTP server answering chat requests from a policy; use as a context manager.
 
-    def __init__(self, policy: Policy, *, delay: float = 0.0) -> None:
+    `served` counts the requests answered; with `keep_requests` (for tests that inspect what was sent)
+    `requests` keeps each one, body and headers. Off by default: a dialogue's every request carries the
+    whole dialogue, so keeping them would hold memory quadratic in its length."""
+
+    def __init__(self, policy: Policy, *, delay: float = 0.0, keep_requests: bool = False) -> None:
         self.policy = policy
         self.delay = delay
+        self.keep_requests = keep_requests
+        self.served = 0
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._httpd: _ChatHTTPServer | None = None

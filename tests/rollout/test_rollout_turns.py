@@ -4,14 +4,19 @@ replay; and the turns read from a task file."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
-from rollout_helpers import ROOT, kill_when_written, make_image, start_rollout, write_json, written_records
+from rollout_helpers import (ROOT, compose, kill_when_written, make_image, start_rollout, write_json,
+                             written_records)
 
 from engine.contract import InputError
+from rollout.runner import run_rollout
 from rollout.tasks import read_turns
 
 DEMO = ["model=scripted", "tasks=vtb_demo", "model.script=${rollout_path:demo/vtb_reference.json}",
@@ -71,3 +76,43 @@ def test_turns_are_read_from_the_task_file(tmp_path: Path) -> None:
     tasks[1]["turns"][1] = {"prompt": "next", "images": ["missing.png"]}
     with pytest.raises(InputError, match=r"turns\[1\]\.images\[0\]"):
         read_turns(write_json(tmp_path / "tasks.json", tasks))
+
+
+def _long_dialogue(directory: Path, turns: int, servers: Path) -> list[str]:
+    """Overrides of a scripted run of one task of `turns` turns, each turn one step with one math call."""
+    notes = " ".join(f"note {i}." for i in range(400))  # about 4 kB a turn, so the dialogue outweighs the run's rest
+    prompts = [f"Turn {k}: what is the mean of {k}, {k + 1} and {k + 5}? {notes}" for k in range(1, turns + 1)]
+    question = "\n".join(prompts)
+    tasks = write_json(directory / "tasks.json", [{"id": "long", "type": "test", "question": question,
+                                                  "turns": [{"prompt": p} for p in prompts]}])
+    steps = [{"step": k, "calls": [{"name": "math/mean", "arguments": {"numbers": [k, k + 1, k + 5]}}]}
+             for k in range(1, turns + 1)]
+    reference = write_json(directory / "ref.json", [{"id": "long", "type": "test", "question": question,
+                                                     "steps": steps, "final_reply": "Done."}])
+    return ["model=scripted", f"tasks.file={tasks}", f"tasks.reference={reference}", f"model.script={reference}",
+            "tasks.images_dir=null", f"results_dir={directory / 'out'}", f"servers={servers}", "max_step=1",
+            "concurrency=1"]
+
+
+@pytest.mark.slow
+def test_a_dialogue_holds_memory_linear_in_its_turns(tmp_path: Path, servers_config) -> None:
+    """Each request of a dialogue carries the whole dialogue so far: nothing may keep them all (that grows as the
+    square of the turns). The rollout's peak of traced memory over 60 turns stays within 4 times that over 20
+    (about 2.7 when linear; 7.5 when the scripted server kept every request), whatever the machine."""
+    servers = servers_config("math")
+    asyncio.run(run_rollout(compose(*_long_dialogue(tmp_path / "warm", 2, servers))))  # lazy imports done
+    peaks = {}
+    tracemalloc.start()
+    try:
+        for turns in (20, 60):
+            cfg = compose(*_long_dialogue(tmp_path / f"t{turns}", turns, servers))
+            gc.collect()
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            assert asyncio.run(run_rollout(cfg)) == 0
+            peaks[turns] = tracemalloc.get_traced_memory()[1] - before
+            record, = written_records(tmp_path / f"t{turns}" / "out" / "scripted_test_mcp_fuzzy.json")
+            assert len(record["turns"]) == turns and "error" not in record
+    finally:
+        tracemalloc.stop()
+    assert peaks[60] < 4 * peaks[20], f"peak traced memory: {peaks[20]} bytes over 20 turns, {peaks[60]} over 60"
