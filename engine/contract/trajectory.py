@@ -162,6 +162,15 @@ def call_made(obj: Mapping[str, Any]) -> bool:
                 and result.endswith(end))
 
 
+def not_made_calls(record: Mapping[str, Any]) -> int:
+    """How many calls of a trajectory object were never made (`call_made`): what the rollout counts in
+    the record's ``illegal_calls``, read from the calls themselves so that any record is counted."""
+    steps = record.get("steps")
+    return sum(1 for step in (steps if isinstance(steps, list) else []) if isinstance(step, dict)
+               for call in (step.get("calls") if isinstance(step.get("calls"), list) else [])
+               if isinstance(call, dict) and not call_made(call))
+
+
 def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = False) -> Call:
     """Validate one call object: a non-empty string name, and arguments (default null) that strict
     UTF-8 JSON can hold, nested at most MAX_DEPTH levels; `lenient` (model output): arguments the
