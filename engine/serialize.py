@@ -36,6 +36,8 @@ class SweepTables:
 
     GT calls are laid out task by task in global call order; predicted calls sample by
     sample (a sample is one prediction file's trajectory for one scored id against one reference).
+    A predicted call that was never made (`Call.made` false: an illegal-format call) counts in its
+    sample's calls but has rank -1, as a tool the GT task lacks: it is in no bucket, never matched.
     With several references, a task id has one task row per reference (`task_ref`, in reference
     order) and each prediction one sample per reference of its task (`sample_ref`).
     """
@@ -124,6 +126,18 @@ def scored_ids(gt: TrajectoryFile, pred: TrajectoryFile) -> list[str]:
     return common
 
 
+def warn_not_made(pred: TrajectoryFile, ids: Sequence[str]) -> int:
+    """Warn how many of the scored tasks' predicted calls were never made (illegal format); their count."""
+    tasks = [pred.tasks[tid] for tid in ids]
+    unmade = [sum(not c.made for c in t.calls) for t in tasks]
+    total = sum(unmade)
+    if total:
+        log.warning("%s: %d of %d predicted call(s), in %d task(s), were never made (illegal format: arguments "
+                    "not a JSON object): counted as predicted calls, never matched", pred.path, total,
+                    sum(t.num_calls for t in tasks), sum(1 for n in unmade if n))
+    return total
+
+
 def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Profile = "reference",
                   alternatives: Mapping[str, Sequence[Trajectory]] | None = None) -> SweepTables:
     """Serialize every call of the GT and of all prediction files into flat tables.
@@ -167,6 +181,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Prof
     s_file, s_task, s_pred, s_calls, s_steps = [], [], [], [], []
     p_sample, p_rank, p_step, p_index, p_text = [], [], [], [], []
     for f, (pred, file_ids) in enumerate(zip(preds, per_file_ids)):
+        warn_not_made(pred, file_ids)
         for tid, t in ((tid, t) for tid in file_ids for t in task_of[tid]):
             sample = len(s_task)
             ranks = ranks_of[t]
@@ -178,7 +193,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Prof
             for s, step in enumerate(task.steps):
                 for call in step.calls:
                     p_sample.append(sample)
-                    p_rank.append(ranks.get(call.name, -1))
+                    p_rank.append(ranks.get(call.name, -1) if call.made else -1)  # never made: in no bucket
                     p_step.append(s)
                     p_index.append(index)
                     p_text.append(text_row.setdefault(profile_text(call.name, call.text, profile),

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from engine.contract import (AGENT, ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number,
-                             record_error, server_down)
+                             not_made_calls, record_error, server_down)
 from engine.evaluators import evaluator
 from engine.judge_results import Joined, JoinedFiles
 from engine.trial_estimators import ESTIMATORS, rate
@@ -92,18 +92,20 @@ def model_name(trial: Path) -> str:
 
 @dataclass(frozen=True)
 class Slot:
-    """One (task, trial) slot: its state, why when it is not finished, and its success when known."""
+    """One (task, trial) slot: its state, why when it is not finished, its success when known, and the
+    calls of its record that were never made (illegal format)."""
 
     task_id: str
     trial: int
     state: str
     reason: str | None = None
     success: bool | None = None
+    illegal_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The slot as a trials.json inventory record."""
         return {"id": self.task_id, "trial": self.trial, "state": self.state, "reason": self.reason,
-                "success": self.success}
+                "success": self.success, "illegal_calls": self.illegal_calls}
 
 
 def slot_state(record: Mapping[str, Any] | None) -> tuple[str, str | None]:
@@ -224,7 +226,7 @@ def inventory(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRul
                 success = rule.success(trial.values.get(tid, {}), trial.source or trial.path, tid)
             elif state == AGENT_FAILURE:
                 success = False
-            slots.append(Slot(tid, index, state, reason, success))
+            slots.append(Slot(tid, index, state, reason, success, not_made_calls(record) if record else 0))
     return slots
 
 
@@ -260,12 +262,15 @@ def rates(slots: Sequence[Slot], task_ids: Sequence[str], trials: int) -> dict[s
 
 
 def inventory_summary(slots: Sequence[Slot], trials: int) -> dict[str, Any]:
-    """Counts of each state (overall and per trial), and the lost slots named."""
+    """Counts of each state (overall and per trial), of the calls never made (``illegal_calls``), and
+    the lost slots named."""
     per_trial = []
     for index in range(1, trials + 1):
         mine = [s for s in slots if s.trial == index]
-        per_trial.append({"trial": index, **{state: sum(1 for s in mine if s.state == state) for state in STATES}})
+        per_trial.append({"trial": index, **{state: sum(1 for s in mine if s.state == state) for state in STATES},
+                          "illegal_calls": sum(s.illegal_calls for s in mine)})
     return {"slots": len(slots), **{state: sum(1 for s in slots if s.state == state) for state in STATES},
+            "illegal_calls": sum(s.illegal_calls for s in slots),
             "per_trial": per_trial,
             "missing": [{"id": s.task_id, "trial": s.trial, "reason": s.reason}
                         for s in slots if s.state == INFRASTRUCTURE]}

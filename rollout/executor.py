@@ -4,7 +4,8 @@ Each step the model first picks the tools the step needs from the exposed catalo
 optional), then answers with strict JSON ``{"tool_calls": [...]}`` of 1 to max_concurrent calls
 (Process; one retry when the reply is not that JSON). A call whose arguments are not a JSON object
 is an illegal-format call: it is recorded in its step as written (the raw arguments, an "Invalid
-arguments" error result, not run), counted in the record's ``illegal_calls``, and the loop goes on.
+arguments" error result, ``"made": false``, not run), counted in the record's ``illegal_calls``, and
+the loop goes on.
 The other calls run concurrently; images they produce join the pool the model sees. The model then
 says whether to stop (Decision). After the last step, or a "yes", it writes the final reply.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.contract import AGENT, SERVER, Task, server_down, task_error, trajectory_record
+from engine.contract import AGENT, NOT_MADE_RESULT, SERVER, Task, server_down, task_error, trajectory_record
 from rollout import prompts
 from rollout.dialogue import Dialogue
 from rollout.mcp.protocol import ToolInfo
@@ -169,8 +170,9 @@ class Executor:
                 records.append(next(made))
                 continue
             run.illegal_calls += 1
-            records.append(CallRecord(call["name"], call["arguments"], f"Error: Invalid arguments: "
-                                      f"{call['problem']} (the call was not made)", True, duration_s=0.0))
+            start, end = NOT_MADE_RESULT
+            records.append(CallRecord(call["name"], call["arguments"], f"{start}{call['problem']}{end}", True,
+                                      duration_s=0.0, made=False))
         return records
 
     async def _process(self, dialogue: Dialogue, exposed: list[ToolInfo], step: int,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.contract import canonical_json
+from engine.contract import MADE, canonical_json
 from rollout.errors import CacheMiss
 from rollout.mcp.host import MCPHost
 from rollout.mcp.paths import argument_paths, kept_paths, named_paths
@@ -40,7 +40,8 @@ MTIME_SLACK_NS = 50_000_000
 
 @dataclass
 class CallRecord:
-    """One call as made, with its result text, whether it failed, and the workspace files it produced."""
+    """One call, with its result text, whether it failed, and the workspace files it produced; `made`
+    is false for an illegal-format call, recorded as written and never run."""
 
     name: str
     arguments: Any
@@ -48,22 +49,25 @@ class CallRecord:
     is_error: bool
     files: list[str] = field(default_factory=list)
     duration_s: float | None = None
+    made: bool = True
 
     def add_note(self, note: str) -> None:
         """Append a line of the host's own to the result text."""
         self.result = f"{self.result}\n{note}" if self.result else note
 
     def to_output(self) -> dict[str, Any]:
-        """The call in the published prediction format (plus is_error)."""
-        return {"name": self.name, "arguments": self.arguments, "result": self.result,
-                "is_error": self.is_error}
+        """The call in the published prediction format (plus is_error, and ``"made": false`` for a call
+        that was not made)."""
+        out = {"name": self.name, "arguments": self.arguments, "result": self.result, "is_error": self.is_error}
+        return out if self.made else {**out, MADE: False}
 
     def to_log(self, step: int, index: int) -> dict[str, Any]:
         """The call's line of the task's tool log (rollout/README.md, "Final workspace and tool log")."""
         server, _, tool = self.name.partition("/")
-        return {"step": step, "index": index, "server": server, "tool": tool, "arguments": self.arguments,
+        line = {"step": step, "index": index, "server": server, "tool": tool, "arguments": self.arguments,
                 "result": self.result, "is_error": self.is_error, "files": list(self.files),
                 "duration_s": self.duration_s}
+        return line if self.made else {**line, MADE: False}
 
 
 def _stem(name: str, step: int, index: int) -> str:

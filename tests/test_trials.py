@@ -233,3 +233,26 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     dup = score(f"data.gt={tmp_path / 'gt.json'}", f"trials.predictions=[{trial_path(pred, 1)},{trial_path(pred, 1)}]",
                 f"output_dir={tmp_path / 'dup'}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     assert dup.returncode == 2 and "duplicate trial" in dup.stderr and "Traceback" not in dup.stderr
+
+
+def test_calls_never_made_are_counted_per_slot_and_trial() -> None:
+    """A record's calls the rollout never made (``"made": false``, or an earlier record's not-made result)
+    are counted in its slot, per trial and overall; the trial inventory table shows them."""
+    from engine.reports.trials import inventory_table
+
+    def illegal(tid: str, n: int, legacy: bool = False) -> dict:
+        out = record(tid, illegal_calls=n)
+        bad = {"name": "s/t", "arguments": "{q", "is_error": True,
+               "result": "Error: Invalid arguments: not JSON (the call was not made)"}
+        out["steps"][0]["calls"] += [bad if legacy else {**bad, "made": False} for _ in range(n)]
+        return out
+
+    trials = [trial("t1.json", [illegal("a", 2), record("b")], {"a": 0.9, "b": 0.9}),
+              trial("t2.json", [illegal("a", 1, legacy=True), illegal("b", 3)], {"a": 0.9, "b": 0.1})]
+    doc = trials_document(["a", "b"], trials, SuccessRule(), [{"recall": 0.5}] * 2, ["task_completion"])
+    inv = doc["inventory"]
+    assert [(r["id"], r["trial"], r["illegal_calls"]) for r in inv["records"]] == [
+        ("a", 1, 2), ("b", 1, 0), ("a", 2, 1), ("b", 2, 3)]
+    assert inv["illegal_calls"] == 6 and [b["illegal_calls"] for b in inv["per_trial"]] == [2, 4]
+    table = inventory_table({"m": doc})
+    assert table.columns[-1] == "Calls not made" and [row[-1] for row in table.rows] == [2, 4]

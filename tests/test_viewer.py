@@ -692,3 +692,36 @@ def test_a_new_evaluator_is_shown_with_no_viewer_edit(tmp_path: Path, throwaway_
 
     with pytest.raises(InputError, match=r"p_length\.json: field 'meta\.format\.version': version 2"):
         evaluator("reply_length").read(tmp_path / "p_length.json")
+
+
+@pytest.mark.slow
+def test_a_call_never_made_is_shown_so_and_never_matched(tmp_path: Path, embedding_cache: Path, page, capsys) -> None:
+    """A call the rollout never made (illegal format) is drawn beside its step as not made, with no match
+    line; a run that matched one (scored before such calls were left unmatched) is refused in one line."""
+    call = {"name": "a/b", "arguments": {"city": "Paris"}}
+    unmade = {"name": "a/b", "arguments": '{"city": "Paris"', "result": "Error: Invalid arguments: bad JSON "
+              "(the call was not made)", "is_error": True, "made": False}
+    gt, pred = tmp_path / "gt.json", tmp_path / "p.json"
+    gt.write_text(json.dumps([{"id": "1", "question": "q", "steps": [{"calls": [call]}, {"calls": [call]}]}]))
+    pred.write_text(json.dumps([{"id": "1", "steps": [{"calls": [unmade]}, {"calls": [call]}], "illegal_calls": 1}]))
+    run = tmp_path / "run"
+    _run(["scripts/score.py", f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={run}",
+          f"encoder.cache_dir={embedding_cache}"])
+    assert view_main([str(run)]) == 0
+    task = _model_data(run, _slug(run, "p"))["tasks"]["1"]
+    assert task["unmade"] == [0] and [m[1] for m in task["matches"]] == [1]
+    page.goto((run / "viewer" / "index.html").as_uri() + f"#/m/{_slug(run, 'p')}/t/1")
+    page.wait_for_selector("#pred-0")
+    assert page.locator("#pred-0 .badge.not-made").text_content() == "not made (illegal format)"
+    assert page.locator("#pred-0 .badge.strong, #pred-0 .badge.weak, #pred-0 .badge.unmatched").count() == 0
+    assert "not-made" in page.get_attribute("#pred-0", "class") and page.locator("#pred-1 .badge.strong").count() == 1
+    assert page.errors == []
+
+    result = json.loads((run / "results_eval.json").read_text())
+    match = result["per_id"][0]["details"]["matches"][0]
+    result["per_id"][0]["details"]["matches"].append({**match, "pred_call_index": 0, "gt_call_index": 0})
+    (run / "results_eval.json").write_text(json.dumps(result))
+    capsys.readouterr()
+    assert view_main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "matched predicted call #0, which was never made" in err and "score it again" in err

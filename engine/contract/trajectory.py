@@ -30,18 +30,26 @@ log = logging.getLogger(__name__)
 _HEAD_FIELDS = ("image", "type", "question")
 MAX_WARNINGS = 10
 """Calls of one file whose lenient reading is named in a warning; the rest are counted."""
+MADE = "made"
+"""A predicted call's field that is false when the rollout recorded the call without making it (its
+arguments were not a JSON object: an illegal-format call); absent on the calls that were made."""
+NOT_MADE_RESULT = ("Error: Invalid arguments: ", " (the call was not made)")
+"""The start and end of the result text the rollout gives a call it did not make (what marks one in
+records written before the ``made`` field)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     """One tool call: `name` is "server/tool" (whitespace-stripped), `arguments` any JSON value, and
     `text` the canonical JSON of the arguments (checked: strict JSON that UTF-8 can hold, or, read
-    leniently, what the published scorer serializes, with the departure from strict JSON in `warning`)."""
+    leniently, what the published scorer serializes, with the departure from strict JSON in `warning`);
+    `made` is false for a predicted call the rollout never made (`call_made`)."""
 
     name: str
     arguments: Any
     text: str = field(compare=False, repr=False)
     warning: str | None = field(default=None, compare=False, repr=False)
+    made: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +145,32 @@ def _last_of_each(path: Path, entries: list[tuple[str, dict]]) -> tuple[dict[str
     return kept, tuple(repeated)
 
 
+def call_made(obj: Mapping[str, Any]) -> bool:
+    """Whether a call object was made: false for ``"made": false``, and for a call of an earlier record
+    of the rollout with ``is_error`` true and the not-made result (NOT_MADE_RESULT); true otherwise.
+
+    >>> call_made({"name": "a/b", "arguments": "{x", "made": False}), call_made({"name": "a/b"})
+    (False, True)
+    >>> call_made({"is_error": True, "result": "Error: Invalid arguments: bad (the call was not made)"})
+    False
+    """
+    if MADE in obj:
+        return obj[MADE] is not False
+    result = obj.get("result")
+    start, end = NOT_MADE_RESULT
+    return not (obj.get("is_error") is True and isinstance(result, str) and result.startswith(start)
+                and result.endswith(end))
+
+
+def not_made_calls(record: Mapping[str, Any]) -> int:
+    """How many calls of a trajectory object were never made (`call_made`): what the rollout counts in
+    the record's ``illegal_calls``, read from the calls themselves so that any record is counted."""
+    steps = record.get("steps")
+    return sum(1 for step in (steps if isinstance(steps, list) else []) if isinstance(step, dict)
+               for call in (step.get("calls") if isinstance(step.get("calls"), list) else [])
+               if isinstance(call, dict) and not call_made(call))
+
+
 def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = False) -> Call:
     """Validate one call object: a non-empty string name, and arguments (default null) that strict
     UTF-8 JSON can hold, nested at most MAX_DEPTH levels; `lenient` (model output): arguments the
@@ -149,6 +183,8 @@ def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = F
         raise InputError(path, "a call needs a non-empty string 'name'", task_id=task_id,
                          field=f"{where}.name")
     check_text(path, task_id, f"{where}.name", name)
+    if MADE in obj and not isinstance(obj[MADE], bool):
+        raise InputError(path, f"must be true or false, got {obj[MADE]!r}", task_id=task_id, field=f"{where}.{MADE}")
     arguments = obj.get("arguments")
     departure = None
     try:
@@ -162,7 +198,7 @@ def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = F
     if departure is not None:
         warning = str(InputError(path, f"{departure[1]}; scored as the published scorer reads and serializes it",
                                  task_id=task_id, field=f"{where}.arguments{departure[0]}"))
-    return Call(name=name.strip(), arguments=arguments, text=text, warning=warning)
+    return Call(name=name.strip(), arguments=arguments, text=text, warning=warning, made=call_made(obj))
 
 
 def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False) -> Trajectory:

@@ -37,7 +37,10 @@ UNKNOWN_TOOL, INVALID_ARGUMENTS, RESOURCE_NOT_FOUND, SUCCESS = CALL_CLASSES
 CLASS_OF_DIGIT: dict[int, str] = dict(enumerate(CALL_CLASSES, 1))
 """The published class numbers: 1 unknown tool, 2 invalid arguments, 3 resource not found, 4 success."""
 ILLEGAL_CALLING = "illegal_calling"
-"""The count of samples with an illegal calling format, first of the published five counts."""
+"""The count of illegal calling formats, first of the published five counts: samples with one (the
+published count), and in the rules-first document also each call never made, whose label it is."""
+NOT_MADE_RULE = "not-made"
+"""The rule that labels a call the rollout never made (engine.contract.call_made) an illegal-format call."""
 UNDECIDED = "undecided"
 """A call the judge gave no class in its attempts: counted apart, never put in a class."""
 
@@ -47,7 +50,8 @@ def tally(ids: Iterable[str], illegal_ids: Iterable[str], labels: Sequence[Mappi
     """(the counts of a call analysis: the five published counts, the undecided calls, ``num_samples``,
     ``total_calls`` and ``rates``, illegal format per sample and the rest per call; per id, in the order of
     `ids`, its five counts) of the illegal formats (an id once per sample that has one) and the call labels
-    ({id, label}; label None: undecided).
+    ({id, label}; label None: undecided; label ILLEGAL_CALLING: a call never made, counted with the
+    illegal formats).
 
     >>> head, per_id = tally(["a", "b"], ["b"], [{"id": "a", "label": "success"}, {"id": "a", "label": None}], 2)
     >>> head["illegal_calling"], head["success"], head["undecided"], head["rates"]["success"], per_id["b"]
@@ -203,12 +207,14 @@ def decide(call: Mapping[str, Any], catalogue: Catalogue | None) -> Decision | N
     return None
 
 
-def illegal_format(sample: Mapping[str, Any]) -> str | None:
+def illegal_format(sample: Mapping[str, Any], per_call: bool = False) -> str | None:
     """Why a sample counts as an illegal calling format (at most once), or None.
 
     The published shape: a dialogue turn whose ``work.tool_calls`` is an empty list. This project's
     rollout: an assistant reply of the PROCESS phase that is not the tool-call JSON asked for (the
-    executor then asks once more, or ends the steps).
+    executor then asks once more, or ends the steps). `per_call` (the rules-first count, where each
+    call never made is an illegal-format call of its own): a reply whose only fault is calls with
+    arguments that are not a JSON object does not count the sample too.
     """
     dialogue = sample.get("dialogue")
     if not isinstance(dialogue, list):
@@ -222,7 +228,7 @@ def illegal_format(sample: Mapping[str, Any]) -> str | None:
         content = turn.get("content")
         if turn.get("role") == "assistant" and turn.get("phase") == "process" and isinstance(content, str):
             try:
-                parse_tool_calls(content)
+                parse_tool_calls(content, keep_bad_arguments=per_call)
             except ValueError as exc:
                 return f"a PROCESS reply is not tool-call JSON ({exc})"
     return None

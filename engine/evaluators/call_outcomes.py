@@ -1,9 +1,9 @@
 """Call outcomes (the paper's Figure 6): the file ``<predictions stem>_callanalysis.json`` in the
-published shape, the five counts ``illegal_calling`` (samples with an illegal calling format),
-``unknown_tool``, ``invalid_arguments``, ``resource_not_found`` and ``success`` (predicted calls of
-each class), optionally with ``per_id`` counts per task (as the judge app writes it). Counts are
-summed per family and overall; a file that gives only totals gives the aggregate. Its setting in the
-score app is ``model.calls=PATH``.
+published shape, the five counts ``illegal_calling`` (samples with an illegal calling format; under
+rules also each call never made), ``unknown_tool``, ``invalid_arguments``, ``resource_not_found`` and
+``success`` (predicted calls of each class), optionally with ``per_id`` counts per task (as the judge
+app writes it). Counts are summed per family and overall; a file that gives only totals gives the
+aggregate. Its setting in the score app is ``model.calls=PATH``.
 
 The judge app writes the file (`judge` per task, `document`): under ``mode=rules`` (the default) the
 rules decide each call first (engine.evaluators._call_rules, against the run's tool catalogue), then
@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_choice, read_json
-from engine.evaluators._call_rules import (CALL_CLASSES, CLASS_OF_DIGIT, ILLEGAL_CALLING, UNDECIDED, decide,
-                                          illegal_format, tally)
+from engine.contract import InputError, call_made, check_choice, read_json
+from engine.evaluators._call_rules import (CALL_CLASSES, CLASS_OF_DIGIT, ILLEGAL_CALLING, NOT_MADE_RULE, UNDECIDED,
+                                          Decision, decide, illegal_format, tally)
 from engine.evaluators._classified_calls import classified_document, classified_entry
 from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
 from engine.evaluators._prompts import CALL_OUTCOME, OUTCOME, outcome_payload
@@ -89,14 +89,18 @@ def _labels(path: Path, root: dict[str, Any]) -> dict[str, dict[str, Any]]:
 _SHOWN = {"illegal_calling": "illegal calling format", "unknown_tool": "unknown tool",
           "invalid_arguments": "invalid arguments", "resource_not_found": "resource not found", "success": "success",
           UNDECIDED: UNDECIDED}
+NOT_MADE_SHOWN = "not made (illegal format)"
+"""How the viewer names a call never made, beside it."""
 
 
 def display(task: dict[str, Any] | None, meta: dict[str, Any]) -> list[dict[str, Any]]:
     """The viewer's blocks of a task: each predicted call's class beside it, the counts, the illegal format."""
     if task is None:
         return []
-    labels = [[c["step"], c["call"], str(c.get("label") or UNDECIDED), _SHOWN.get(str(c.get("label") or UNDECIDED),
-                                                                                str(c.get("label")))]
+    def shown(label: str) -> str:
+        return NOT_MADE_SHOWN if label == ILLEGAL_CALLING else _SHOWN.get(label, label)
+
+    labels = [[c["step"], c["call"], str(c.get("label") or UNDECIDED), shown(str(c.get("label") or UNDECIDED))]
               for c in task.get("calls") or []]
     tags = sorted({key for *_, key, _ in labels} | {k for k in CALL_KEYS if task.get(k)})
     parts: list[dict[str, Any]] = [{"kind": "calls", "labels": labels},
@@ -111,11 +115,15 @@ def display(task: dict[str, Any] | None, meta: dict[str, Any]) -> list[dict[str,
 
 def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], sample_ids: list[str],
                      **meta: Any) -> dict[str, Any]:
-    """The callanalysis.json: the published five counts first, then undecided calls, sizes, rates (illegal
-    format per sample, classes per call), what decided the labels, per-task counts and the labels."""
+    """The callanalysis.json: the published five counts first (``illegal_calling``: the samples with an
+    illegal format plus the calls never made), then undecided calls, sizes, rates (illegal format per
+    sample, classes per call), the calls never made (``illegal_calls``), what decided the labels,
+    per-task counts and the labels."""
     head, per_id = tally(sample_ids, illegal, labels, len(sample_ids))
     decided = Counter(str(label["by"]).split(":", 1)[0] for label in labels)
-    return {**head, "decided_by": {"rule": decided["rule"], "judge": decided["judge"], UNDECIDED: decided[UNDECIDED]},
+    not_made = sum(1 for label in labels if label["label"] == ILLEGAL_CALLING)
+    return {**head, "illegal_calls": not_made,
+            "decided_by": {"rule": decided["rule"], "judge": decided["judge"], UNDECIDED: decided[UNDECIDED]},
             "illegal": illegal, "per_id": per_id, "calls": labels,
             "meta": {"format": format_record(CALLANALYSIS), **meta}}
 
@@ -160,7 +168,8 @@ async def judge_labels(ctx: JudgeContext, labels: Sequence[dict[str, Any]], call
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     """One task's entry: its illegal calling format (a reason or None) and a label per call, in order
-    ({id, step, call, name, label, by}: ``rule:<rule>``, ``judge:<name>`` or ``undecided: ...``);
+    ({id, step, call, name, label, by}: ``rule:<rule>``, ``judge:<name>`` or ``undecided: ...``; a call
+    never made is labelled ``illegal_calling`` by ``rule:not-made`` and never asked about);
     under published, the entry of every object of the file under its id (_classified_calls)."""
     if mode_of(ctx.options) == "published":
         entry, calls = classified_entry(inputs.task_id, inputs.file_entries, ctx.catalogue)
@@ -170,13 +179,13 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     labels, calls = [], []
     for si, step in enumerate(raw.get("steps") or []):
         for ci, call in enumerate(step.get("calls") or []):
-            decision = decide(call, ctx.catalogue)
+            decision = decide(call, ctx.catalogue) if call_made(call) else Decision(ILLEGAL_CALLING, NOT_MADE_RULE)
             labels.append({"id": inputs.task_id, "step": si, "call": ci, "name": call["name"].strip(),
                            "label": decision and decision.label, "by": decision and f"rule:{decision.rule}"})
             calls.append(call)
     todo = [i for i, label in enumerate(labels) if label["label"] is None]
     await judge_labels(ctx, [labels[i] for i in todo], [calls[i] for i in todo])
-    return {"illegal": illegal_format(raw), "calls": labels}
+    return {"illegal": illegal_format(raw, per_call=True), "calls": labels}
 
 
 def document(per_task: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +223,7 @@ def entries(path: Path) -> dict[str, dict[str, Any]]:
     out = {str(tid): {"illegal": illegal.get(tid), "calls": []} for tid in per_id}
     for i, label in enumerate(root["calls"]):
         if not isinstance(label, dict) or str(label.get("id")) not in out or \
-                label.get("label") not in (None, *CALL_CLASSES):
+                label.get("label") not in (None, ILLEGAL_CALLING, *CALL_CLASSES):
             raise InputError(path, "must be a call label {id, step, call, name, label, by} of a task of per_id",
                              field=f"calls[{i}]")
         out[str(label["id"])]["calls"].append(label)

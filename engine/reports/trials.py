@@ -108,13 +108,18 @@ def _value(value: float | None) -> str:
 
 
 def inventory_table(models: dict[str, dict[str, Any]]) -> Table:
-    """Every model's slots per trial: finished, failed by the agent, lost to infrastructure."""
+    """Every model's slots per trial: finished, failed by the agent, lost to infrastructure; and the calls
+    its records hold that were never made (illegal format; 0 in a trials.json written before they were
+    counted)."""
     rows = []
     for model, doc in models.items():
         for block in doc["inventory"]["per_trial"]:
-            rows.append([model, block["trial"], block[FINISHED], block[AGENT_FAILURE], block[INFRASTRUCTURE]])
-    return Table(columns=["Model", "Trial", "Finished", "Agent failure", "Lost to infrastructure"], rows=rows,
-                 title="Trial inventory", note="Each (task, trial) slot is exactly one of the three.")
+            rows.append([model, block["trial"], block[FINISHED], block[AGENT_FAILURE], block[INFRASTRUCTURE],
+                         block.get("illegal_calls", 0)])
+    return Table(columns=["Model", "Trial", "Finished", "Agent failure", "Lost to infrastructure",
+                          "Calls not made"], rows=rows, title="Trial inventory",
+                 note="Each (task, trial) slot is exactly one of the three. Calls not made: calls whose arguments "
+                      "were not a JSON object (illegal format), recorded but never run; never matched.")
 
 
 def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:

@@ -227,6 +227,21 @@ def error_flags(trajectory: Trajectory | None) -> list[list[bool | None]] | None
     return flags if any(f is not None for step in flags for f in step) else None
 
 
+def not_made(result: ModelResult, record: dict[str, Any], trajectory: Trajectory | None) -> list[int]:
+    """The flat indices of a task's predicted calls that were never made (illegal format); InputError
+    when the run matched one of them (it was scored before such calls were left unmatched)."""
+    if trajectory is None:
+        return []
+    indices = [i for i, call in enumerate(trajectory.calls) if not call.made]
+    matched = {m.get("pred_call_index") for m in record["details"]["matches"] if isinstance(m, dict)}
+    wrong = sorted(matched.intersection(indices))
+    if wrong:
+        raise InputError(result.path, f"the run matched predicted call #{wrong[0]}, which was never made (illegal "
+                                      "format); it was scored before such calls were left unmatched: score it again",
+                         task_id=str(record["id"]), field="per_id.details.matches")
+    return indices
+
+
 def _chosen_reference(run: Run, result: ModelResult, record: dict[str, Any]) -> tuple[int | None, Trajectory | None,
                                                                                        int]:
     """(the index of the reference the task was aligned with, or None with one reference per task; that
@@ -269,7 +284,8 @@ def _label(key: str) -> str:
 
 
 def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
-    """One model's site data: per task its metrics, predicted steps (with their calls' is_error), matches,
+    """One model's site data: per task its metrics, predicted steps (with their calls' is_error and the
+    calls never made, ``unmade``), matches,
     what each evaluator's display shows of it (``blocks``), the reference it was aligned with and whether
     that reference has its calls in one step (``one_step``: the published Order Consistency has no step
     pairs there); the evaluators' blocks of the model as a whole."""
@@ -293,6 +309,7 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "n": [record.get("total_gt_calls"), record.get("total_pred_calls"), record.get("matched")],
             "steps": steps_of(trajectory),
             "errors": error_flags(trajectory),
+            "unmade": not_made(result, record, trajectory),
             "matches": _matches(result, record, tau_strong),
             "ugt": details.get("unmatched_gt_indices") or [],
             "upred": details.get("unmatched_pred_indices") or [],

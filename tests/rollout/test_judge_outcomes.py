@@ -176,3 +176,37 @@ def test_calls_stage_asks_the_judge_only_what_no_rule_settles(recorded, tmp_path
     assert by["b", 0, 0] == "rule:unknown-tool-text"
     assert read_callanalysis(tmp_path / "m_test_mcp_fuzzy_callanalysis.json").per_id["b"]["illegal_calling"] == 1
     assert run_judge(cfg) == 0 and len(server.requests) == 2  # a rerun reads the judge's replies from the cache
+
+
+@pytest.mark.slow
+def test_calls_never_made_are_illegal_format_calls_never_asked_about(tmp_path, chat_server) -> None:
+    """Rules first: each call the rollout never made (``"made": false``, or an earlier record's not-made
+    result) is an illegal-format call of its own, never sent to the judge and never "invalid arguments";
+    the PROCESS reply that held them does not count its sample once more."""
+    server = chat_server(lambda body: "4")
+    text = "Error: Invalid arguments: tool_calls[1].arguments is not a JSON object (the call was not made)"
+    unmade = {"name": "math/mean", "arguments": "{numbers: [1", "result": text, "is_error": True}
+    reply = json.dumps({"tool_calls": [{"name": "math/mean", "arguments": {"numbers": [1, 3]}},
+                                       {"name": "math/mean", "arguments": "{numbers: [1"},
+                                       {"name": "math/mean", "arguments": "{numbers: [1"}]})
+    preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [
+        {"id": "u", "steps": [{"step": 1, "calls": [
+            {"name": "math/mean", "arguments": {"numbers": [1, 3]}, "result": "2.0", "is_error": False},
+            {**unmade, "made": False}, unmade]}], "illegal_calls": 2,
+         "dialogue": [{"role": "assistant", "phase": "process", "content": reply}]},
+        {"id": "v", "steps": [{"step": 1, "calls": [{"name": "math/mean", "arguments": {}, "result": "It failed."}]}]}])
+    cfg = compose_judge(f"predictions={preds}", "stage=calls", f"cache_dir={tmp_path / 'cache'}",
+                        f"run_dir={tmp_path / 'run'}", "evaluators.call_outcomes.judge=loop")
+    cfg["judges"] = {"max_requests": 4, "pool": {"loop": {
+        "provider": "openai", "api_name": "loop", "base_url": server.base_url, "api_key_env": None, "params": {},
+        "timeout": 10, "max_retries": 1, "backoff": {"initial": 0.01, "max": 0.02}}}}
+    assert run_judge(cfg) == 0
+    assert len(server.requests) == 1  # task v's call alone
+    document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
+    assert {k: document[k] for k in ("illegal_calling", "unknown_tool", "invalid_arguments", "success")} == {
+        "illegal_calling": 2, "unknown_tool": 0, "invalid_arguments": 0, "success": 2}
+    assert document["illegal_calls"] == 2 and document["illegal"] == {} and document["total_calls"] == 4
+    assert [(c["call"], c["label"], c["by"]) for c in document["calls"] if c["id"] == "u"][1:] == [
+        (1, "illegal_calling", "rule:not-made"), (2, "illegal_calling", "rule:not-made")]
+    assert read_callanalysis(tmp_path / "m_test_mcp_fuzzy_callanalysis.json").per_id["u"]["illegal_calling"] == 2
+    assert run_judge(cfg) == 0 and len(server.requests) == 1  # the file resumes: its labels are read back

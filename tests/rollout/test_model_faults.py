@@ -43,6 +43,8 @@ def test_bad_arguments_on_one_task_are_recorded_and_counted(tmp_path, chat_serve
     assert status == 0 and _kinds(records) == dict.fromkeys(IDS, "finished")
     (bad,), = [s["calls"] for s in records["t03"]["steps"]]
     assert bad["arguments"] == "{numbers: [1, 3" and bad["is_error"] and "Invalid arguments" in bad["result"]
+    assert bad["made"] is False and all("made" not in c for i in IDS if i != "t03"
+                                        for s in records[i]["steps"] for c in s["calls"])
     assert records["t03"]["illegal_calls"] == 1 and records["t03"]["final_reply"] == "Done. (t03)"
     assert all("illegal_calls" not in records[i] for i in IDS if i != "t03")
     assert "4 of 4 task(s) finished, 0 failed, 0 model request(s) retried" in capsys.readouterr().out

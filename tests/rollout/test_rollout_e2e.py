@@ -125,7 +125,7 @@ def test_malformed_model_output(tmp_path, chat_server, servers_config):
     (bad, good), = [s["calls"] for s in t4["steps"]]
     assert bad == {"name": "math/mean", "arguments": "{numbers: [1, 3", "is_error": True, "result":
                    "Error: Invalid arguments: tool_calls[0].arguments is a string that is not JSON (the call was "
-                   "not made)"}
+                   "not made)", "made": False}
     assert not good["is_error"] and json.loads(good["result"])["mean"] == 2
     assert t4["illegal_calls"] == 1 and "error" not in t4 and t4["final_reply"] == "Done. (t4)"
     assert "error" not in t1 and "error" not in t3

@@ -34,16 +34,20 @@ function argsEl(args, other) {
   })));
 }
 
-function callsColumn(side, steps, matchOf, otherCall, labels, errors) {
+function callsColumn(side, steps, matchOf, otherCall, labels, errors, unmade) {
+  // unmade: the flat indices of predicted calls never made (illegal format), shown so and never as matched
   let flat = 0;
+  const never = new Set(unmade || []);
   return h("div", { class: "col " + side }, h("h3", {}, side === "gt" ? "Reference steps" : "Predicted steps"),
     steps.length ? steps.map((calls, si) => h("div", { class: "step" }, h("div", { class: "step-no" }, "step " + (si + 1)),
       calls.map(([tool, args], ci) => {
-        const i = flat++, m = matchOf && matchOf.get(i), marks = labels ? labels.get(si + "," + ci) || [] : [];
-        const state = !matchOf ? "" : m ? " matched " + (m[3] ? "strong" : "weak") : " unmatched";
+        const i = flat++, gone = never.has(i), m = !gone && matchOf && matchOf.get(i);
+        const marks = labels ? (labels.get(si + "," + ci) || []).filter(([key]) => !(gone && key === "illegal_calling")) : [];
+        const state = gone ? " not-made" : !matchOf ? "" : m ? " matched " + (m[3] ? "strong" : "weak") : " unmatched";
         return h("div", { class: "call" + state, id: side + "-" + i, "data-call": side + i },
           h("div", { class: "call-head" }, h("span", { class: "idx" }, "#" + i), h("span", { class: "tool" }, tool),
-            m ? h("span", { class: "badge " + (m[3] ? "strong" : "weak") }, (m[3] ? "strong " : "weak ") + m[2].toFixed(3))
+            gone ? h("span", { class: "badge o-illegal not-made", title: "its arguments were not a JSON object: recorded as written, never run; a predicted call that never matches" }, "not made (illegal format)")
+              : m ? h("span", { class: "badge " + (m[3] ? "strong" : "weak") }, (m[3] ? "strong " : "weak ") + m[2].toFixed(3))
               : matchOf ? h("span", { class: "badge unmatched" }, "unmatched") : null,
             marks.map(([key, text]) => h("span", { class: "badge outcome o-" + key }, clip(text, 40))),
             errorBadge(errors && errors[si] ? errors[si][ci] : null)),
@@ -142,7 +146,7 @@ async function viewTask(app, slug, id) {
   const pair = h("div", { class: "pair", id: "pair" },
     callsColumn("gt", gSteps, gMatch, (x) => pFlat[x[1]] ? pFlat[x[1]][1] : undefined, null),
     h("div", { class: "lines" }, document.createElementNS("http://www.w3.org/2000/svg", "svg")),
-    callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]] ? gFlat[x[0]][1] : undefined, callLabels(t), t.errors));
+    callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]] ? gFlat[x[0]][1] : undefined, callLabels(t), t.errors, t.unmade));
   fill(app, taskNav(slug, id, m), h("h1", {}, `${m.name} \u00b7 task ${id}`, h("span", { class: "family" }, ref.family)),
     taskHead(m, t, ref), pair, blocksEl(t.blocks, slug), otherValues(t.extra),
     t.final_reply ? h("section", {}, h("h2", {}, "Final reply"), h("pre", { class: "reply" }, t.final_reply)) : null);
@@ -168,5 +172,5 @@ async function viewTaskAll(app, id) {
     ref.image_file ? h("img", { class: "task-image", src: ref.image_file, alt: ref.image }) : null,
     h("div", { class: "all-steps", id: "all-steps" }, callsColumn("gt", ref.steps, null, () => undefined, null, null),
       rows.map(([s, name], i) => runs[i] ? h("div", { class: "model-steps", "data-model": s }, h("h3", {}, h("a", { href: taskHref(s, id) }, name)),
-        callsColumn("pred", runs[i].steps, null, () => undefined, callLabels(runs[i]), runs[i].errors)) : null)));
+        callsColumn("pred", runs[i].steps, null, () => undefined, callLabels(runs[i]), runs[i].errors, runs[i].unmade)) : null)));
 }
