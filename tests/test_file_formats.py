@@ -46,14 +46,20 @@ def test_each_file_records_its_format_and_its_reader_checks_it(tmp_path: Path, n
     del doc["meta"]["format"]  # the published shapes and drop-ins have none: version 1
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert "1" in read(path).per_id
-    for record, field, message in (({"name": f"m3bench.{suffix}", "version": 2}, "meta.format.version", "version 2"),
-                                   ({"name": "m3bench.other", "version": 1}, "meta.format", "must be"),
-                                   ("m3bench", "meta.format", "must be")):
+    for record, field, message in (
+            ({"name": f"m3bench.{suffix}", "version": 2}, "meta.format.version",
+             rf"version 2 of m3bench\.{suffix} is not one this build reads \(it reads 1\): update m3bench"),
+            ({"name": f"m3bench.{suffix}", "version": "1"}, "meta.format.version",
+             rf"must be an integer \(a version of m3bench\.{suffix}\), got the string '1'"),
+            ({"name": f"m3bench.{suffix}", "version": True}, "meta.format.version", "must be an integer"),
+            ({"name": "m3bench.other", "version": 1}, "meta.format", "must be"),
+            ("m3bench", "meta.format", "must be")):
         doc["meta"]["format"] = record
         path.write_text(json.dumps(doc), encoding="utf-8")
-        with pytest.raises(InputError, match=rf"p_{suffix}\.json: field '{field}': {message}") as info:
-            read(path)
-        assert "\n" not in str(info.value)
+        for reader in (read, evaluator(name).entries):  # the score app's reader and the judge app's resume
+            with pytest.raises(InputError, match=rf"p_{suffix}\.json: field '{field}': {message}") as info:
+                reader(path)
+            assert "\n" not in str(info.value)
 
 
 def test_each_display_shows_what_its_reader_gives(tmp_path: Path) -> None:

@@ -241,20 +241,66 @@ def test_out_refuses_folders_not_its_own(small_run: Path, tmp_path: Path, capsys
 
 
 @pytest.mark.slow
-def test_out_replaces_its_own_earlier_site(small_run: Path, tmp_path: Path) -> None:
+def test_out_replaces_its_own_earlier_site(small_run: Path, tmp_path: Path, capsys) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert view_main([str(small_run), "--out", str(empty)]) == 0
     assert (empty / "index.html").is_file() and (empty / MARKER).is_file()
-    (empty / "stale.txt").write_text("from the earlier site")
-    (empty / "index.html").write_text("earlier")
-    assert view_main([str(small_run), "--out", str(empty)]) == 0
-    assert not (empty / "stale.txt").exists() and "M3V_SITE" in (empty / "index.html").read_text()
+    listed = json.loads((empty / MARKER).read_text())["files"]
+    assert set(listed) == {p.relative_to(empty).as_posix() for p in empty.rglob("*") if p.is_file()} - {MARKER}
+    assert view_main([str(small_run), "--out", str(empty)]) == 0  # a site of the viewer's files alone: replaced
     assert sorted(os.listdir(tmp_path)) == ["empty"]  # no staging folder left beside it
     assert view_main([str(small_run)]) == 0 and view_main([str(small_run)]) == 0  # the default RUN/viewer
     assert not (small_run / STAGING).exists()
     (small_run / "viewer" / MARKER).unlink()  # a site from before the marker: the run's manifest lists it
     assert view_main([str(small_run)]) == 0 and (small_run / "viewer" / MARKER).is_file()
+    marker = json.loads((empty / MARKER).read_text())
+    (empty / MARKER).write_text(json.dumps({"site": marker["site"], "run": marker["run"]}))  # an earlier build's
+    assert view_main([str(small_run), "--out", str(empty)]) == 0  # its files all of the site's layout
+
+
+@pytest.mark.slow
+def test_a_rebuild_removes_no_file_the_viewer_did_not_write(small_run: Path, tmp_path: Path, capsys) -> None:
+    """A file a user added to a site, or a site file the user edited, makes a rebuild refuse the folder (exit
+    status 2, one line naming the file), the folder left as it was; without it the rebuild replaces it."""
+    site = tmp_path / "site"
+    assert view_main([str(small_run), "--out", str(site)]) == 0
+    (site / "data" / "notes.txt").write_text("mine")
+    index = (site / "index.html").read_text()
+    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    assert view_main([str(small_run), "--out", str(site)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: --out {site}: holds 1 entry the viewer did not write "
+                                                   "or that changed since (data/notes.txt)"), err
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
+    (site / "data" / "notes.txt").unlink()
+    (site / "index.html").write_text(index + "<!-- my edit -->")
+    assert view_main([str(small_run), "--out", str(site)]) == 2
+    assert "(index.html)" in capsys.readouterr().err and (site / "index.html").read_text().endswith("my edit -->")
+    (site / "index.html").write_text(index)
+    (site / "mine").mkdir()  # an empty folder of the user's is theirs too
+    assert view_main([str(small_run), "--out", str(site)]) == 2 and (site / "mine").is_dir()
+    (site / "mine").rmdir()
+    assert view_main([str(small_run), "--out", str(site)]) == 0
+    assert "M3V_SITE" in (site / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_copied_marker_authorizes_no_removal(small_run: Path, tmp_path: Path, capsys) -> None:
+    """A marker copied into a folder of documents (of this build, or an earlier build's without a file list)
+    gives the viewer no right to that folder: refused with exit status 2, thesis.txt kept."""
+    site = tmp_path / "site"
+    assert view_main([str(small_run), "--out", str(site)]) == 0
+    documents = tmp_path / "documents"
+    documents.mkdir()
+    (documents / "thesis.txt").write_text("years of work")
+    for copied in ((site / MARKER).read_text(), json.dumps({"site": "m3bench-viewer", "run": str(small_run)})):
+        (documents / MARKER).write_text(copied)
+        assert view_main([str(small_run), "--out", str(documents)]) == 2
+        err = capsys.readouterr().err
+        assert "(thesis.txt)" in err and err.count("\n") == 1, err
+        assert sorted(os.listdir(documents)) == sorted([MARKER, "thesis.txt"])
+        assert (documents / "thesis.txt").read_text() == "years of work"
 
 
 def _dead_pid() -> int:

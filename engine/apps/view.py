@@ -36,7 +36,8 @@ def run(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="a finished scoring run (results_eval.json files, up to two "
                                                    "folder levels down)")
     parser.add_argument("--out", type=Path, default=None, help="site folder (default: RUN_DIR/viewer): a new or "
-                        "empty folder, or an earlier site, which is replaced")
+                        "empty folder, or an earlier site holding only the files the viewer wrote, which is "
+                        "replaced (any other file there: refused, exit status 2)")
     parser.add_argument("--images", type=Path, default=None,
                         help="folder of the task images (default: the reference file's folder)")
     parser.add_argument("--serve", action="store_true", help="then serve the site on 127.0.0.1")

@@ -350,4 +350,5 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
                       aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
-                      columns=("answer_level", "answer_success"), one_judge=one_judge, display=display)
+                      columns=("answer_level", "answer_success"), one_judge=one_judge, display=display,
+                      task_files=("eval_script", "answer_template"))

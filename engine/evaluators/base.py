@@ -122,10 +122,14 @@ def format_version(path: Path, root: Any, name: str, versions: Sequence[int] = (
     if not isinstance(record, dict) or record.get("name") != FORMAT_PREFIX + name:
         raise InputError(path, f"must be {{\"name\": \"{FORMAT_PREFIX + name}\", \"version\": N}}, got "
                          f"{str(record)[:80]!r}", field="meta.format")
-    if version not in versions or isinstance(version, bool):
-        raise InputError(path, f"version {str(version)[:20]} of {FORMAT_PREFIX + name} is not one this version "
-                         f"reads ({', '.join(map(str, versions))}): update m3bench", field="meta.format.version")
-    return int(version)
+    if not isinstance(version, int) or isinstance(version, bool):
+        got = f"the string {version[:20]!r}" if isinstance(version, str) else repr(version)[:40]
+        raise InputError(path, f"must be an integer (a version of {FORMAT_PREFIX + name}), got {got}",
+                         field="meta.format.version")
+    if version not in versions:
+        raise InputError(path, f"version {version} of {FORMAT_PREFIX + name} is not one this build reads (it reads "
+                         f"{', '.join(map(str, versions))}): update m3bench", field="meta.format.version")
+    return version
 
 
 def file_entries(path: Path, what: str, check: Callable[[Path, str, Any], dict[str, Any]],
@@ -236,7 +240,9 @@ class Evaluator:
     bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted);
     display: how the viewer shows it: ``display(task, meta) -> [block, ...]`` from one task's values and
     detail as ``read`` (or ``compute``) gives them merged (``task`` None: the file as a whole, on a model's
-    page) and the file's meta; each block JSON-ready, as `Display` says.
+    page) and the file's meta; each block JSON-ready, as `Display` says; task_files: the task fields that
+    name a file beside the tasks file its verdict depends on (a check script), whose content is part of each
+    verdict's input key (rollout.judges.inputs.input_key), so that a changed file judges its tasks again.
     """
 
     name: str
@@ -262,6 +268,7 @@ class Evaluator:
     stale: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] | None = None
     asks_always: bool = True
     display: Display | None = None
+    task_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

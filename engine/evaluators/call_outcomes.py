@@ -191,25 +191,26 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
 def document(per_task: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     """The callanalysis.json of the tasks' entries (`outcome_document`, or the published classifier's
     document), its meta the predictions, the catalogue's source, the judge (the classifier's model under
-    published), the prompt version and the judge's usage."""
+    published), the prompt version, the judge's usage and the input keys."""
     judge_of = (meta.get("judges") or [{}])[0]
     version = (meta.get("prompt_versions") or {}).get(CALL_OUTCOME)
     if mode_of(meta) == "published":
         return {**classified_document(per_task), "meta": {
             "format": format_record(CALLANALYSIS), "mode": "published", "predictions": meta.get("predictions"),
             "catalogue": meta.get("catalogue"), "classifier": judge_of.get("model"), "prompt_version": version,
-            "usage": meta.get("usage", {})}}
+            "usage": meta.get("usage", {}), "input_keys": meta.get("input_keys", {})}}
     labels = [label for entry in per_task.values() for label in entry["calls"]]
     illegal = {tid: entry["illegal"] for tid, entry in per_task.items() if entry["illegal"]}
     return outcome_document(labels, illegal, list(per_task), predictions=meta.get("predictions"),
                             catalogue=meta.get("catalogue"), judge=judge_of.get("name"), prompt_version=version,
-                            usage=meta.get("usage", {}))
+                            usage=meta.get("usage", {}), input_keys=meta.get("input_keys", {}))
 
 
 def entries(path: Path) -> dict[str, dict[str, Any]]:
     """The tasks' entries of an earlier file of the judge app under rules (to resume); none of a file of
     the published classifier or of counts alone (every task is judged anew)."""
     root = read_json(path, "call outcomes file")
+    format_version(path, root, CALLANALYSIS)
     meta = root.get("meta") if isinstance(root, dict) else None
     if not isinstance(root, dict) or not isinstance(root.get("calls"), list) or (
             isinstance(meta, dict) and meta.get("mode") == "published"):

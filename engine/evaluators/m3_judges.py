@@ -146,12 +146,12 @@ def reference_entries(path: Path) -> int:
     return len(root) if isinstance(root, (list, dict)) else 0
 
 
-_META_KEYS = ("predictions", "gt", "judges", "prompt_versions", "attempts", "usage", "failed")
+_META_KEYS = ("predictions", "gt", "judges", "prompt_versions", "attempts", "usage", "failed", "input_keys")
 
 
 def document(entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     """The taskcompletion.json of the judge app: the published shape, its meta the run's files, judges,
-    prompt versions, attempts, usage and failures, and the judges' agreement (``agreement_top`` most
+    prompt versions, attempts, usage, failures and input keys, and the judges' agreement (``agreement_top`` most
     disagreed tasks per metric)."""
     kept = {"format": format_record(TASKCOMPLETION), **{key: meta[key] for key in _META_KEYS if key in meta}}
     kept["agreement"] = judges_agreement(entries, int(meta.get("agreement_top", 10)))

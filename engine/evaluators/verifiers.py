@@ -361,4 +361,4 @@ METRICS: tuple[Metric, ...] = (
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "workspace", "tool_log", "task"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
                       position=60, all_tasks=True, columns=("check_success", "check_error"), pool=False,
-                      display=display)
+                      display=display, task_files=("check",))

@@ -1,31 +1,108 @@
-"""Where a site may be written: a new or empty folder, or an earlier site of the viewer's.
+"""Where a site may be written: a new or empty folder, or an earlier site of the viewer's holding only
+files the viewer wrote.
 
-The site replaces its folder as a unit, so the folder must hold nothing else: the viewer writes a
-marker file (`MARKER`) into every site and replaces only a folder holding it; any other folder with
-entries is refused, as is the run folder itself, any folder holding it, a link, and a folder that
-holds a run's results (even with a marker), so no file of the user's is ever removed. A site built
-before the marker existed is known by the run's manifest, which lists the site among its outputs. The
-staging folders older viewers' killed builds left beside the site are removed (`remove_old_stages`).
+The site replaces its folder as a unit, so the folder must hold nothing else. The viewer writes a marker
+file (`MARKER`) into every site, listing every file it wrote with its size and SHA-256; a rebuild replaces
+a folder only when each of its entries is one of those files, unchanged (or a folder on the way to one):
+a file a user added or edited there, or any file beside a marker copied into another folder, makes it
+refuse the folder in one line naming those files, so no file of the user's is ever removed. The marker of
+an earlier build lists no files; such a site, and a site built before the marker existed (known by the
+run's manifest, which lists the site among its outputs), is replaced only when every file has a name of
+the site's layout (`SITE_LAYOUT`). Refused as well: any other folder with entries, the run folder itself,
+any folder holding it, a link, and a folder that holds a run's results (even with a marker). The staging
+folders older viewers' killed builds left beside the site are removed (`remove_old_stages`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
-from pathlib import Path
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from engine.contract import ConfigError, shown
 from engine.contract.staged import MANIFEST, listed_outputs, old_site_stage
 
 MARKER = ".m3bench-viewer.json"
-"""The file every site holds: {"site": "m3bench-viewer", "run": the run folder it shows}."""
+"""The file every site holds: {"site": "m3bench-viewer", "run": the run folder it shows, "files": {relative
+path: {"size": bytes, "sha256": hex}} of every other file the viewer wrote into it}."""
+SITE_LAYOUT = ("index.html", "core.js", "blocks.js", "task.js", "trials.js", "viewer.js", "viewer.css", MARKER,
+               "data/gt.js", "data/m/*.js", "plots/*.png", "img/*.jpg")
+"""The names of the files a site holds (the patterns match one path segment each): what an earlier site
+whose marker lists no files may hold to be replaced."""
 _RESULTS = "results_eval.json"
 
 
-def marker(run_dir: Path) -> dict[str, str]:
-    """The marker file's content for a site of this run."""
-    return {"site": "m3bench-viewer", "run": str(Path(run_dir).resolve())}
+def _sha256(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _walk(folder: Path) -> Iterator[tuple[str, Path, bool]]:
+    """(relative path, path, whether it is a folder one may look into) of every entry under a folder,
+    links not followed (a link is an entry of its own, never a folder)."""
+    for root, dirs, files in os.walk(folder):
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            yield path.relative_to(folder).as_posix(), path, name in dirs and not path.is_symlink()
+
+
+def site_files(site: Path) -> dict[str, dict[str, Any]]:
+    """{relative path: {size, sha256}} of every file of a site being built, its marker left out."""
+    return {rel: {"size": path.stat().st_size, "sha256": _sha256(path)}
+            for rel, path, is_dir in _walk(site) if not is_dir and rel != MARKER}
+
+
+def marker(run_dir: Path, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The marker file's content for a site of this run holding `files` (`site_files`)."""
+    return {"site": "m3bench-viewer", "run": str(Path(run_dir).resolve()), "files": files}
+
+
+def _in_layout(rel: str, is_dir: bool) -> bool:
+    parts = PurePosixPath(rel).parts
+    for pattern in SITE_LAYOUT:
+        wanted = PurePosixPath(pattern).parts
+        if is_dir and len(parts) < len(wanted) and parts == wanted[:len(parts)]:
+            return True
+        if not is_dir and len(parts) == len(wanted) and all(map(fnmatchcase, parts, wanted)):
+            return True
+    return False
+
+
+def _same(path: Path, recorded: Any) -> bool:
+    """Whether a file is the one the marker records (a plain file of that size and SHA-256)."""
+    if not isinstance(recorded, dict) or path.is_symlink() or not path.is_file():
+        return False
+    try:
+        return path.stat().st_size == recorded.get("size") and _sha256(path) == recorded.get("sha256")
+    except OSError:
+        return False
+
+
+def not_written(folder: Path, files: dict[str, Any] | None) -> list[str]:
+    """The entries of a site folder the viewer did not write: with the marker's `files`, every file not
+    listed or changed since, and every folder that holds no listed file; without (`files` None: an
+    earlier build's site), every entry outside the site's layout, and every link."""
+    folders = {str(PurePosixPath(rel).parent) for rel in files or {}}
+    ancestors = {str(p) for rel in folders for p in (PurePosixPath(rel), *PurePosixPath(rel).parents)}
+    out = []
+    for rel, path, is_dir in _walk(folder):
+        if files is None:
+            mine = not path.is_symlink() and _in_layout(rel, is_dir)
+        elif is_dir:
+            mine = rel in ancestors
+        else:
+            mine = rel == MARKER or _same(path, files.get(rel))
+        if not mine:
+            out.append(rel)
+    return out
 
 
 def _holds_run(folder: Path) -> bool:
@@ -34,11 +111,13 @@ def _holds_run(folder: Path) -> bool:
             or any(folder.glob(f"*/{_RESULTS}")) or any(folder.glob(f"*/*/{_RESULTS}")))
 
 
-def _is_own_site(folder: Path) -> bool:
+def _own_marker(folder: Path) -> dict[str, Any] | None:
+    """The folder's marker when it is the viewer's; None otherwise."""
     try:
-        return json.loads((folder / MARKER).read_text(encoding="utf-8")).get("site") == "m3bench-viewer"
-    except (OSError, ValueError, AttributeError):
-        return False
+        found = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and found.get("site") == "m3bench-viewer" else None
 
 
 def _earlier_site(run: Path, target: Path) -> bool:
@@ -77,8 +156,18 @@ def check_site_folder(run_dir: Path, out: Path) -> None:
         raise ConfigError(f"{where}: holds a scoring run's outputs; the site replaces its folder as a unit, so "
                           "give a folder of its own")
     entries = sorted(os.listdir(target))
-    if entries and not _is_own_site(target) and not _earlier_site(run, target):
+    if not entries:
+        return
+    own = _own_marker(target)
+    if own is None and not _earlier_site(run, target):
         listed = ", ".join(shown(e) for e in entries[:3]) + (", ..." if len(entries) > 3 else "")
         raise ConfigError(f"{where}: holds {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} the viewer did "
                           f"not write ({listed}) and no {MARKER}; the site replaces its folder as a unit, so give "
                           "a new or empty folder, or an earlier site")
+    files = own.get("files") if own is not None else None
+    foreign = not_written(target, files if isinstance(files, dict) else None)
+    if foreign:
+        listed = ", ".join(shown(e) for e in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise ConfigError(f"{where}: holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} the viewer did "
+                          f"not write or that changed since ({listed}); the site replaces its folder as a unit and "
+                          "removes nothing of yours, so move them out, or give a new or empty folder")

@@ -9,7 +9,8 @@ is inline too; the report plots are copied beside them, and the
 task images as small JPEG thumbnails (`engine.viewer.images`); no other file is copied. Every text
 is escaped by the rule of `engine.viewer.text`. The site is built in a staging folder beside its
 target and swapped into place, so an interrupted build leaves the previous site whole; the target
-must be new, empty or an earlier site (`engine.viewer.folder`).
+must be new, empty or an earlier site holding only the files the viewer wrote, which its marker lists
+(`engine.viewer.folder`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from jinja2 import Environment, PackageLoader
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.contract.staged import MANIFEST, staging, swap_in
 from engine.viewer.data import Run, board, model_data, read_run, reference_data, slug, task_index
-from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages
+from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages, site_files
 from engine.viewer.images import task_images
 from engine.viewer.text import js_literal
 from engine.viewer.trials import model_counts, trial_of, trials_data
@@ -92,7 +93,7 @@ def build_site(run_dir: Path, out: Path | None = None, images_dir: Path | None =
         env = Environment(loader=PackageLoader("engine.viewer", "templates"), autoescape=True)
         env.filters["js"] = js_literal
         atomic_write_text(stage / "index.html", env.get_template("index.html.j2").render(site=site))
-        atomic_write_json(stage / MARKER, marker(run_dir))
+        atomic_write_json(stage / MARKER, marker(run_dir, site_files(stage)))
         check_site_folder(run_dir, out)  # still new, empty or an earlier site
         swap_in(stage, out)  # the previous site, if any, ends up at stage's path and is removed with it
     _note_in_manifest(run_dir, out)

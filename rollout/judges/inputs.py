@@ -4,13 +4,15 @@ earlier run of it recorded."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_name, read_json, task_records
-from engine.evaluators.base import Evaluator, file_meta
+from engine.contract import InputError, check_name, digest, read_json, task_records
+from engine.evaluators.base import Evaluator, TaskInputs, file_meta, format_version
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
 from rollout.judges.pool import USAGE_COUNTS
@@ -82,9 +84,15 @@ def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Pat
     return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
 
 
-def previous_meta(output: Path) -> dict[str, Any]:
-    """The ``meta`` object of an earlier run's output; empty when there is none."""
-    return file_meta(read_json(output, "evaluator file")) if output.is_file() else {}
+def previous_meta(output: Path, name: str) -> dict[str, Any]:
+    """The ``meta`` object of an earlier run's output of format `name` (its evaluator's suffix); empty when
+    there is none. InputError for a file of another format or of a version this build does not read (a
+    newer build's file is never resumed and rewritten as this build's)."""
+    if not output.is_file():
+        return {}
+    root = read_json(output, "evaluator file")
+    format_version(output, root, name)
+    return file_meta(root)
 
 
 def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
@@ -99,3 +107,72 @@ def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
                 raise InputError(output, f"must be a count (an integer >= 0 below 2**53), got {str(value)[:40]!r}",
                                  field=f"meta.usage.{name}.{key}")
     return usage
+
+
+INPUT_KEYS = "input_keys"
+"""The meta key of an evaluator file's input keys: task id -> `input_key` of what its verdict judged."""
+NOT_KEYED = ("output", "tasks_file", "reference_file", "agreement_top", "attempts")
+"""An evaluator's settings that change no verdict, left out of the input keys (where its file goes, the
+paths of files whose content is in the key, how much of the agreement its meta lists, how often a judge
+is asked again after a failed reply)."""
+
+
+def _file_digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def folder_digest(folder: Path | None) -> list[list[str]] | None:
+    """[relative path, SHA-256 of its bytes (a link: its target)] of every file under a folder, sorted;
+    None when there is no such folder."""
+    if folder is None or not folder.is_dir():
+        return None
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files) + [d for d in dirs if (Path(root) / d).is_symlink()]:
+            path = Path(root) / name
+            rel = path.relative_to(folder).as_posix()
+            try:
+                out.append([rel, "link:" + os.readlink(path) if path.is_symlink() else _file_digest(path)])
+            except OSError as exc:
+                out.append([rel, f"unreadable: {exc.strerror}"])
+    return sorted(out)
+
+
+def named_file_digest(base: Path, value: Any) -> str | None:
+    """The SHA-256 of a file a task names (a path relative to the tasks file's folder `base`); None when
+    it names no file inside that folder (the evaluator refuses it when it judges)."""
+    if not isinstance(value, str) or not value.strip() or Path(value).is_absolute():
+        return None
+    target = (base / value).resolve()
+    return _file_digest(target) if target.is_relative_to(base) and target.is_file() else None
+
+
+def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Sequence[str] = (),
+              base: Path | None = None) -> str:
+    """The key of what a verdict judged: the SHA-256 of the canonical JSON of the task's inputs as the
+    evaluator gets them (the prediction, the reference, the task record, the content of the files its
+    `task_files` fields name under the tasks folder `base`, its final workspace's files, its tool log,
+    its objects of the predictions file) and the run's `settings` that can change a verdict."""
+    task = inputs.task
+    named = {f: named_file_digest(base, task.get(f)) for f in task_files} if task is not None and base else {}
+    return digest({"prediction": inputs.prediction.raw if inputs.prediction is not None else None,
+                   "reference": inputs.reference.raw if inputs.reference is not None else None,
+                   "task": dict(task) if task is not None else None, "task_files": named,
+                   "workspace": folder_digest(inputs.workspace), "tool_log": inputs.tool_log,
+                   "file_entries": [[p, o] for p, o in inputs.file_entries], "settings": settings})
+
+
+def previous_keys(meta: Mapping[str, Any], output: Path) -> dict[str, str]:
+    """The input keys an earlier run's output records in its `meta` (task id -> key), checked; empty for
+    a file of a build that recorded none."""
+    keys = meta.get(INPUT_KEYS)
+    if keys is None:
+        return {}
+    if not isinstance(keys, dict) or not all(isinstance(k, str) for k in keys.values()):
+        raise InputError(output, "must be an object of task id -> input key (a string)", field=f"meta.{INPUT_KEYS}")
+    return dict(keys)

@@ -37,9 +37,10 @@ from engine.evaluators._judging import JudgeFailure
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
-from rollout.judges.inputs import (evaluator_options, evaluator_output, predictions_path, previous_meta,
-                                   previous_usage, read_task_records, rollout_folder, tool_log, wanted_ids)
-from rollout.judges.pool import JudgePool, check_keys, judge_specs
+from rollout.judges.inputs import (INPUT_KEYS, NOT_KEYED, evaluator_options, evaluator_output, input_key,
+                                   predictions_path, previous_keys, previous_meta, previous_usage, read_task_records,
+                                   rollout_folder, tool_log, wanted_ids)
+from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
@@ -122,7 +123,24 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         meta["catalogue"] = catalogue.source if catalogue is not None else None
     if judged.task_count is not None and gt is not None:
         meta["num_total"] = judged.task_count(gt.path)
-    earlier = previous_meta(output) if judged.entries is not None else {}
+    settings = {"evaluator": judged.name, "options": {k: v for k, v in options.items() if k not in NOT_KEYED},
+                "judges": [s.identity for s in specs], "max_result_chars": max_chars,
+                "prompts": {**{r.purpose: r.version for r in judged.rubrics},
+                            **(read_prompts(cfg["judges"].get("prompts")) if specs else {})},
+                "catalogue": None if catalogue is None else {"tools": catalogue.tools,
+                                                             "unavailable": sorted(catalogue.unavailable)}}
+    tasks_base = Path(data["tasks"]).resolve() if tasks and data.get("tasks") else None
+    if tasks_base is not None and not tasks_base.is_dir():
+        tasks_base = tasks_base.parent
+
+    def inputs_of(tid: str) -> TaskInputs:
+        return TaskInputs(tid, prediction=preds.tasks.get(tid), reference=gt.tasks.get(tid) if gt else None,
+                          task=tasks.get(tid), workspace=workspaces / safe_name(tid) if workspaces else None,
+                          tool_log=tool_log(logs / f"{safe_name(tid)}.json") if logs else None,
+                          file_entries=objects.get(tid, ()))
+
+    keys = {i: input_key(inputs_of(i), settings, judged.task_files, tasks_base) for i in order}
+    earlier = previous_meta(output, str(judged.suffix)) if judged.entries is not None else {}
     previous = judged.entries(output) if judged.entries is not None and output.is_file() else {}
     why = judged.stale(earlier, meta) if judged.stale is not None and previous else None
     if why:
@@ -134,6 +152,19 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     if again:
         log.warning("%s: %d task(s) were judged by other models or in part; they are judged again by %s",
                     judged.name, len(again), ", ".join(names))
+    stored = {i: k for i, k in previous_keys(earlier, output).items() if i in entries}
+    changed = [i for i in order if i in stored and stored[i] != keys[i]]
+    for i in changed:
+        del entries[i], stored[i]
+    if changed:
+        log.warning("%s: %d task(s) changed since %s judged them (their task, reference, prediction or this "
+                    "run's settings); they are judged again: %s", judged.name, len(changed), output,
+                    ", ".join(changed[:10]) + (" ..." if len(changed) > 10 else ""))
+    unkeyed = [i for i in order if i in entries and i not in stored]
+    if unkeyed:
+        log.warning("%s: %d task(s) of %s were judged by an earlier build that recorded no input keys; their "
+                    "verdicts are kept, as nothing shows their input changed (remove the file to judge them "
+                    "again)", judged.name, len(unkeyed), output)
     todo = [i for i in order if i not in entries]
     log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(specs))
     if todo and judged.asks_always:
@@ -148,7 +179,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     def write(pool: JudgePool | None) -> None:
         ordered = {i: entries[i] for i in order if i in entries}
         ordered.update((i, e) for i, e in entries.items() if i not in ordered)
-        extra: dict[str, Any] = {"failed": dict(failed)}
+        extra: dict[str, Any] = {"failed": dict(failed), INPUT_KEYS: {i: stored[i] for i in ordered if i in stored}}
         if judged.complete is not None:
             extra["incomplete"] = incomplete()
         if pool is not None:
@@ -161,16 +192,13 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         context = JudgeContext(pool, attempts, options, max_chars, catalogue)
 
         async def one(tid: str) -> None:
-            inputs = TaskInputs(tid, prediction=preds.tasks.get(tid), reference=gt.tasks.get(tid) if gt else None,
-                                task=tasks.get(tid), workspace=workspaces / safe_name(tid) if workspaces else None,
-                                tool_log=tool_log(logs / f"{safe_name(tid)}.json") if logs else None,
-                                file_entries=objects.get(tid, ()))
             try:
-                entries[tid] = await judged.judge(context, inputs)  # type: ignore[misc]
+                entries[tid] = await judged.judge(context, inputs_of(tid))  # type: ignore[misc]
             except JudgeFailure as exc:
                 failed[tid] = str(exc)
                 log.warning("%s: task %s not judged: %s", judged.name, tid, exc)
                 return
+            stored[tid] = keys[tid]
             write(pool)
 
         await bounded(todo, config_int(cfg, "concurrency"), one)

@@ -254,7 +254,8 @@ def test_call_outcomes_resume_their_file_unless_it_was_made_otherwise(tmp_path, 
     assert "call_outcomes: 1 of 1 task(s) to judge with 1 judge(s)" in caplog.text  # the one judge asked
     first = json.loads(output.read_text())
     assert list(first["per_id"]) == ["a"] and first["meta"]["judge"] == "loop"
-    assert set(first["meta"]) == {"format", "predictions", "catalogue", "judge", "prompt_version", "usage"}
+    assert set(first["meta"]) == {"format", "predictions", "catalogue", "judge", "prompt_version", "usage",
+                                  "input_keys"}
 
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="judge"):
