@@ -180,3 +180,54 @@ def test_kernel_edge_cases() -> None:
     assert bs.holm(torch.tensor([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
     assert torch.equal(bs.resample_counts(10, 4, 1), bs.resample_counts(10, 4, 1))
     assert bs.resample_counts(10, 4, 1).sum(1).tolist() == [4] * 10
+
+
+def _score(capsys, *overrides: str) -> tuple[int, str]:
+    from hydra import compose, initialize_config_dir
+
+    from engine.apps.score import run
+    from tests.script_runs import ROOT
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    code = run(cfg)
+    return code, capsys.readouterr().err
+
+
+def test_stats_on_adds_files_and_changes_no_other(tmp_path, capsys, embedding_cache) -> None:
+    """stats=on writes stats.json and the leaderboard with intervals; every other file is byte for byte
+    the stats=off run's (the default)."""
+    base = [f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=12", "device=cpu", "progress=false",
+            f"encoder.cache_dir={embedding_cache}"]
+    assert _score(capsys, *base, f"output_dir={tmp_path / 'off'}")[0] == 0
+    assert _score(capsys, *base, "stats=on", "stats.resamples=500", f"output_dir={tmp_path / 'on'}")[0] == 0
+    files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*")  # noqa: E731
+                          if p.is_file() and p.suffix != ".png" and p.name not in ("score.log", ".m3bench-outputs.json")}
+    off, on = files(tmp_path / "off"), files(tmp_path / "on")
+    added = {str(p) for p in set(on) - set(off)}
+    assert added == {"stats.json", "leaderboard_intervals.md", "leaderboard_intervals.csv",
+                     "leaderboard_intervals.json"}
+    assert {p: on[p] for p in off} == off
+    import json
+
+    stats = json.loads(on[next(p for p in on if str(p) == "stats.json")])
+    assert stats["settings"]["resamples"] == 500 and stats["settings"]["cluster"] == "family"
+    assert set(stats["models"]) == {"demo_strong", "demo_medium", "demo_hasty", "demo_weak", "demo_chaotic"}
+    board = json.loads(off[next(p for p in off if str(p) == "leaderboard.json")])
+    for row in board["rows"]:
+        block = stats["models"][row["Model"]]["metrics"]["average_score"]
+        assert block["value"] == pytest.approx(row["Average Score"], abs=1e-12)
+        assert block["low"] <= block["value"] <= block["high"]
+    assert len(stats["pairs"]) == 10
+    assert {"difference", "low", "high", "p", "p_holm", "win_probability"} <= set(stats["pairs"][0]["metrics"]["recall"])
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("stats.level=1.5", "stats.level=1.5: must lie strictly between 0 and 1"),
+    ("stats.cluster=domain", "stats.cluster='domain': expected one of family, sample"),
+    ("stats.resamples=1", "stats.resamples"),
+])
+def test_bad_stats_setting_is_one_line(tmp_path, capsys, setting: str, message: str) -> None:
+    code, err = _score(capsys, "stats=on", setting, f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=3",
+                       f"output_dir={tmp_path / 'out'}")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
