@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine.contract import read_trajectories
 from kernels import bootstrap as bs
 
 
@@ -43,8 +44,6 @@ def family_shapes(gt_path: str | Path | None = None) -> list[np.ndarray]:
     """Each family's n_gt per id: of the reference file at gt_path (grouped by ``type``), else 31
     invented families of 2 to 12 ids with 1 to 8 calls each."""
     if gt_path is not None and Path(gt_path).is_file():
-        from engine.contract import read_trajectories
-
         groups: dict[str, list[int]] = {}
         for task in read_trajectories(gt_path).tasks.values():
             groups.setdefault(task.type or "unknown", []).append(len(task.calls))
