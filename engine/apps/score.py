@@ -33,7 +33,7 @@ from engine.results import RESULT_FILES
 from engine.statistics import STATS_FILE, StatsSettings, bootstrap_stats, sweep_units
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
-from kernels.device import resolve_device
+from kernels.device import cpu_threads, resolve_device
 from engine.trials import (TRIALS_FILE, check_distinct, check_trial_files, find_trials, model_name, trial_count,
                            write_trials)
 
@@ -288,7 +288,7 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
         joined = load_sweep_joined(result, inputs.judges)
         aggregates = write_sweep(result, dirs, inputs.names, inputs.judges, joined)
     if (stats := stats_settings(cfg)) is not None:
-        with timer.stage("stats"):
+        with timer.stage("stats"), cpu_threads(prepared.threads):
             units = sweep_units(result, inputs.names, joined, aggregates)
             atomic_write_json(folder / STATS_FILE, bootstrap_stats(units, stats, resolve_device(str(cfg.device))))
     weak_grid, strong_grid = grids
