@@ -15,7 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from engine.apps.kit import hydra_app, output_folder
 from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
 from engine.apps.settings import changed_settings
-from engine.contract import ConfigError, InputError, check_name, config_int
+from engine.contract import ConfigError, InputError, atomic_write_json, check_name, config_int
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.grid import GRID_FILES, threshold_grid, write_grid
@@ -30,8 +30,10 @@ from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScor
 from engine.references import check_select
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
+from engine.statistics import STATS_FILE, StatsSettings, bootstrap_stats, sweep_units
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
+from kernels.device import cpu_threads, resolve_device
 from engine.trials import (TRIALS_FILE, check_distinct, check_trial_files, find_trials, model_name, trial_count,
                            write_trials)
 
@@ -130,7 +132,8 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
                           f"drop model.{option}")
 
 
-HOW_SETTINGS = ("device", "home", "output_dir", "reports", "progress", "encoder", "align", "metrics", "demo")
+HOW_SETTINGS = ("device", "home", "output_dir", "reports", "progress", "encoder", "align", "metrics", "demo",
+                "stats")
 """The settings (and groups of settings) that say how to score, not what: every other setting changed from
 its default names what to score, so that the built-in demo is never scored in its place."""
 
@@ -249,6 +252,24 @@ def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[
     return "\n".join(lines)
 
 
+def stats_settings(cfg: DictConfig) -> StatsSettings | None:
+    """The statistics step's settings (the `stats` group), checked; None with stats=off."""
+    group = cfg.get("stats") or {}
+    if not group.get("enabled"):
+        return None
+    number = {}
+    for key in ("level", "power"):
+        value = group.get(key, getattr(StatsSettings, key))
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"stats.{key}={value!r}: must be a number between 0 and 1")
+        number[key] = float(value)
+    return StatsSettings(resamples=config_int(group, "resamples", minimum=2, default=10_000, where="stats.resamples"),
+                         seed=config_int(group, "seed", minimum=0, default=0, where="stats.seed"),
+                         cluster=str(group.get("cluster", "family")), method=str(group.get("method", "percentile")),
+                         scheme=str(group.get("scheme", "multinomial")), shared_rank=bool(group.get("shared_rank")),
+                         **number).check()
+
+
 def _grid(cfg: DictConfig, name: str) -> list[float]:
     """A threshold grid of the align group (a list; its values are checked as Thresholds)."""
     values = cfg.align.get(name)
@@ -266,6 +287,10 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
         dirs = [folder / name for name in inputs.names] if inputs.per_file_dirs else [folder]
         joined = load_sweep_joined(result, inputs.judges)
         aggregates = write_sweep(result, dirs, inputs.names, inputs.judges, joined)
+    if (stats := stats_settings(cfg)) is not None:
+        with timer.stage("stats"), cpu_threads(prepared.threads):
+            units = sweep_units(result, inputs.names, joined, aggregates)
+            atomic_write_json(folder / STATS_FILE, bootstrap_stats(units, stats, resolve_device(str(cfg.device))))
     weak_grid, strong_grid = grids
     if weak_grid or strong_grid:
         rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],
@@ -303,8 +328,9 @@ def _run(cfg: DictConfig) -> int:
         reading = evaluator_settings(cfg)
         inputs.judges = [replace(j, settings=reading) for j in inputs.judges]
         out = output_folder(cfg)
+        stats_settings(cfg)
         check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES,
-                                  TRIALS_FILE])
+                                  TRIALS_FILE, STATS_FILE])
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)

@@ -198,3 +198,35 @@ def outcomes_table(results: list[ModelResult]) -> Table | None:
             if any(r.aggregate.get(k) is not None for k in keys)]
     note = " ".join(text for key, text in OUTCOME_NOTES if key in keys)
     return Table(columns=["Model", *(label_of(k) for k in keys)], rows=rows, title="Outcome checks", note=note)
+
+
+def interval_cell(block: dict[str, Any] | None, digits: int = 4) -> str | None:
+    """`value [low, high]` of a stats.json metric block (None without one; `–` for a missing end)."""
+    if block is None or block.get("value") is None:
+        return None
+    ends = ["–" if block.get(end) is None else f"{block[end]:.{digits}f}" for end in ("low", "high")]
+    return f"{block['value']:.{digits}f} [{ends[0]}, {ends[1]}]"
+
+
+def intervals_table(board: Table, stats: dict[str, Any]) -> Table:
+    """The leaderboard with intervals (stats.json): per model in the leaderboard's order its rank and
+    rank interval by the Average Score, and `value [low, high]` for each column of the leaderboard the
+    statistics cover; the models tied with the top are marked with `*`."""
+    settings = stats.get("settings", {})
+    key_of = {label: key for key, label in stats.get("metrics", {}).items()}
+    labels = [c for c in board.columns[1:] if c in key_of]
+    tied = set(stats.get("tied_with_top", {}).get("average_score", []))
+    rows = []
+    for name in board.column("Model"):
+        record = stats.get("models", {}).get(name, {})
+        metrics = record.get("metrics", {})
+        span = (f"{record['rank_low']}–{record['rank_high']}" if record.get("rank_low") is not None else None)
+        rows.append([name + (" *" if name in tied else ""), record.get("rank"), span,
+                     *(interval_cell(metrics.get(key_of[label])) for label in labels)])
+    level = settings.get("level", 0.95)
+    note = (f"{level:.0%} {settings.get('method', 'percentile')} intervals of a cluster bootstrap over "
+            f"{settings.get('clusters')} {'task families' if settings.get('cluster') == 'family' else 'ids'} "
+            f"({settings.get('resamples')} resamples, seed {settings.get('seed')}); rank interval by the "
+            f"{AVERAGE}; * tied with the top (Holm-adjusted p >= {1 - level:.2f} against the best).")
+    return Table(columns=["Model", "Rank", f"Rank {level:.0%}", *labels], rows=rows,
+                 title="Leaderboard with intervals", note=note)

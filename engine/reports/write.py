@@ -6,16 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.contract import atomic_write_json, atomic_write_text
+from engine.contract import InputError, atomic_write_json, atomic_write_text, read_json
 from engine.metricspec import AVERAGE
 from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
                                   tool_use_chart)
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
-                                   leaderboard_table, outcomes_table, tool_use_table)
+                                   intervals_table, leaderboard_table, outcomes_table, tool_use_table)
 from engine.reports.tobench import tobench_table
 from engine.reports.trials import conventions_table, inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
 from engine.reports.vtb import vtb_tables
+from engine.statistics import STATS_FILE
 from engine.trials import TRIALS_FILE
 
 
@@ -38,6 +39,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     tools = tool_use_table(ranked)
     outcomes = outcomes_table(ranked)
     tobench = tobench_table(ranked)
+    intervals = _intervals(run_dir / STATS_FILE, board)
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -48,7 +50,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_json(out / name, content)
         written.append(out / name)
 
-    for stem, table in (("leaderboard", board), ("budget", budget), ("calls", calls), ("tool_use", tools),
+    for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals), ("budget", budget), ("calls", calls), ("tool_use", tools),
                         ("outcomes", outcomes), ("tobench", tobench), *vtb_tables(ranked).items()):
         if table is None:
             continue
@@ -72,6 +74,16 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     if (run_dir / TRIALS_FILE).is_file():
         written += write_trial_reports(run_dir / TRIALS_FILE, board, out)
     return written
+
+
+def _intervals(path: Path, board: Table) -> Table | None:
+    """The leaderboard with intervals of a run's stats.json; None when the run has none."""
+    if not path.is_file():
+        return None
+    stats = read_json(path, "statistics file")
+    if not isinstance(stats, dict) or not isinstance(stats.get("models"), dict):
+        raise InputError(path, "expected an object with 'models' (a stats.json of the score app)", field="models")
+    return intervals_table(board, stats)
 
 
 def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:

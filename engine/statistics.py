@@ -1,0 +1,383 @@
+"""Statistics step (after metrics): intervals, paired comparisons, rank intervals and power for every
+leaderboard aggregate, by a cluster bootstrap (kernels.bootstrap; docs/statistics.md).
+
+Each aggregate is a ratio of sums over scored ids (engine.metricspec's rules): recall = sum matched /
+sum n_gt, precision = sum matched / sum n_pred, a ``*_cov`` metric = sum(value x n_gt) / sum n_gt, the
+paper's Argument Similarity = sum of strong similarities / strong matches, a judged mean (Task
+Completion, Information Grounding, ARS, APR) = sum of values / ids judged. The ids' numerators and
+denominators are summed per cluster (task family, or id), and every resample of every model, metric
+and pair is one product of the (B x C) count matrix with those sums, then a division; the Average
+Score of a resample is the mean of its components' resampled values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.contract import ConfigError
+from engine.metricspec import AVERAGE, BY_KEY, EVALUATOR_KEYS, alignment_keys
+from engine.metrics import TaskScores
+from kernels import bootstrap as bs
+
+STATS_FILE = "stats.json"
+AVERAGE_KEY = "average_score"
+CLUSTERINGS = ("family", "sample")
+METHODS = ("percentile", "bca")
+
+
+@dataclass(frozen=True)
+class StatsSettings:
+    """How the bootstrap runs: resamples, interval level and method, seed, clustering, scheme, power."""
+
+    resamples: int = 10_000
+    level: float = 0.95
+    seed: int = 0
+    cluster: str = "family"        # family | sample
+    method: str = "percentile"     # percentile | bca
+    scheme: str = "multinomial"    # multinomial | poisson
+    shared_rank: bool = False      # also each model's LMArena rank: 1 + models significantly better
+    power: float = 0.8
+
+    def check(self) -> "StatsSettings":
+        """The settings, or a ConfigError naming the one that is wrong."""
+        if self.resamples < 2:
+            raise ConfigError(f"stats.resamples={self.resamples}: need at least 2 resamples")
+        for key, value in (("level", self.level), ("power", self.power)):
+            if not 0.0 < value < 1.0:
+                raise ConfigError(f"stats.{key}={value}: must lie strictly between 0 and 1")
+        for key, value, choices in (("cluster", self.cluster, CLUSTERINGS), ("method", self.method, METHODS),
+                                    ("scheme", self.scheme, bs.SCHEMES)):
+            if value not in choices:
+                raise ConfigError(f"stats.{key}={value!r}: expected one of {', '.join(choices)}")
+        return self
+
+
+@dataclass
+class ModelUnits:
+    """One model's scored ids: each id's cluster, its numerator and denominator of every metric, the
+    published aggregate values and the metrics its Average Score averages."""
+
+    name: str
+    ids: list[str]
+    clusters: list[str]
+    num: dict[str, np.ndarray]
+    den: dict[str, np.ndarray]
+    published: dict[str, float]
+    average: tuple[str, ...] = field(default_factory=tuple)
+
+
+def alignment_parts(scores: TaskScores, samples: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per alignment metric of the profile, the per-sample numerator and denominator of its ratio."""
+    n_gt = scores.n_gt[samples].astype(np.float64)
+    matched = scores.matched[samples].astype(np.float64)
+    out = {}
+    for key in scores.names:
+        rule = BY_KEY[key].aggregation
+        if rule == "matched/gt":
+            out[key] = matched, n_gt
+        elif rule == "matched/pred":
+            out[key] = matched, scores.n_pred[samples].astype(np.float64)
+        elif rule == "gt_weighted":
+            out[key] = scores.values[key][samples] * n_gt, n_gt
+        elif rule == "strong_mean":
+            out[key] = (scores.strong_similarity[samples].astype(np.float64),
+                        scores.strong_matches[samples].astype(np.float64))
+        else:  # a new alignment rule must say its ratio here
+            raise ValueError(f"no ratio for the aggregation {rule!r} of {key}")
+    return out
+
+
+JUDGED_KEYS: tuple[str, ...] = tuple(k for k in EVALUATOR_KEYS
+                                     if BY_KEY[k].aggregation == "judged_mean" and BY_KEY[k].column)
+"""The evaluators' plain means over the judged ids that the leaderboards show."""
+
+
+def model_units(name: str, ids: list[str], clusters: list[str], parts: dict[str, tuple[np.ndarray, np.ndarray]],
+                judged: dict[str, dict[str, Any]], published: dict[str, Any], profile: str) -> ModelUnits:
+    """One model's units: alignment `parts` (alignment_parts) and the judged values per id (`judged`: id ->
+    {key: value}); a judged key counts where the id has it (denominator 1), nowhere else."""
+    num = {k: np.asarray(v[0], dtype=np.float64) for k, v in parts.items()}
+    den = {k: np.asarray(v[1], dtype=np.float64) for k, v in parts.items()}
+    for key in JUDGED_KEYS:
+        has = np.array([key in judged.get(i, {}) for i in ids], dtype=bool)
+        if has.any():
+            num[key] = np.array([float(judged[i][key]) if h else 0.0 for i, h in zip(ids, has)])
+            den[key] = has.astype(np.float64)
+    average = tuple(k for k in (*alignment_keys(profile), *JUDGED_KEYS) if BY_KEY[k].in_average and k in num)
+    values = {k: float(published[k]) for k in num if published.get(k) is not None}
+    if average and all(k in values for k in average):
+        values[AVERAGE_KEY] = sum(values[k] for k in average) / len(average)
+    return ModelUnits(name, list(ids), list(clusters), num, den, values, average)
+
+
+def _clean(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+class _Design:
+    """The tensors of one run: entities (a model on its ids, or on the ids it shares with another) x
+    metrics, summed per cluster."""
+
+    def __init__(self, models: list[ModelUnits], keys: list[str], cluster_of: dict[str, int], device: torch.device):
+        self.keys = keys
+        self.clusters = len(set(cluster_of.values()))
+        self.models = models
+        self.cluster_of = cluster_of
+        self.device = device
+        self.entities: list[tuple[int, frozenset[str]]] = []
+        self.index: dict[tuple[int, frozenset[str]], int] = {}
+        self.id_sets = [frozenset(m.ids) for m in models]
+        for i, s in enumerate(self.id_sets):
+            self.entity(i, s)
+
+    def entity(self, model: int, ids: frozenset[str]) -> int:
+        """The index of model `model` restricted to `ids` (added when new)."""
+        key = (model, ids)
+        if key not in self.index:
+            self.index[key] = len(self.entities)
+            self.entities.append(key)
+        return self.index[key]
+
+    def sums(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-cluster numerator and denominator sums (C x E*K) and the Average Score mask (E x K)."""
+        e, k, c = len(self.entities), len(self.keys), self.clusters
+        num = np.zeros((c, e, k))
+        den = np.zeros((c, e, k))
+        avg = np.zeros((e, k), dtype=bool)
+        for j, (m, ids) in enumerate(self.entities):
+            unit = self.models[m]
+            keep = np.array([i in ids for i in unit.ids], dtype=bool)
+            where = np.array([self.cluster_of[i] for i in unit.ids], dtype=np.int64)[keep]
+            for q, key in enumerate(self.keys):
+                if key in unit.num:
+                    np.add.at(num[:, j, q], where, unit.num[key][keep])
+                    np.add.at(den[:, j, q], where, unit.den[key][keep])
+                    avg[j, q] = key in unit.average
+        as_t = lambda a: torch.as_tensor(a.reshape(c, e * k), dtype=torch.float64, device=self.device)  # noqa: E731
+        return as_t(num), as_t(den), torch.as_tensor(avg, device=self.device)
+
+
+def evaluate(weights: torch.Tensor, num: torch.Tensor, den: torch.Tensor, average: torch.Tensor) -> torch.Tensor:
+    """Every quantity at each row of weights (R x C): (R x E x K+1), the last metric the Average Score
+    (the mean of the entity's averaged metrics; NaN when one is NaN or it has none)."""
+    e, k = average.shape
+    values = bs.ratios(weights, num, den).reshape(-1, e, k)
+    mask = average[None].expand_as(values)
+    count = average.sum(-1).to(values.dtype)
+    total = torch.where(mask, values, torch.zeros_like(values)).sum(-1)
+    bad = (mask & torch.isnan(values)).any(-1) | (count == 0)[None]
+    avg = torch.where(bad, torch.full_like(total, math.nan), total / count.clamp(min=1))
+    return torch.cat([values, avg[..., None]], dim=-1)
+
+
+def _interval(values: torch.Tensor, point: torch.Tensor, jack: torch.Tensor | None, settings: StatsSettings
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    if settings.method == "bca":
+        assert jack is not None
+        return bs.bca_interval(values, point, jack, settings.level)
+    return bs.percentile_interval(values, settings.level)
+
+
+def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: torch.device | str = "cpu",
+                    counts: torch.Tensor | None = None) -> dict[str, Any]:
+    """The content of stats.json for these models: per model and metric value / low / high, per pair
+    difference / low / high / p / p_holm / win_probability, per model and metric rank / rank_low /
+    rank_high, the models tied with the top, the power of adjacent pairs, and the settings.
+
+    counts: the (B x C) resample matrix to use (default: drawn from settings, clusters in sorted order).
+    """
+    settings.check()
+    device = torch.device(device)
+    if not models:
+        raise ValueError("no model to compute statistics for")
+    cluster_names: dict[str, str] = {}
+    for m in models:
+        for i, c in zip(m.ids, m.clusters):
+            cluster_names.setdefault(i, c if settings.cluster == "family" else i)
+    names = sorted(set(cluster_names.values()))
+    position = {c: j for j, c in enumerate(names)}
+    cluster_of = {i: position[c] for i, c in cluster_names.items()}
+    keys = [k for k in (*alignment_keys("reference"), *alignment_keys("paper"), *JUDGED_KEYS)
+            if any(k in m.num for m in models)]
+    keys = list(dict.fromkeys(keys))
+    key_index = {k: q for q, k in enumerate([*keys, AVERAGE_KEY])}
+    # leaderboard order: published Average Score, best first (then name)
+    order = sorted(range(len(models)), key=lambda i: (-models[i].published.get(AVERAGE_KEY, -math.inf),
+                                                     models[i].name))
+    design = _Design(models, keys, cluster_of, device)
+    pairs = []
+    for x, a in enumerate(order):
+        for b in order[x + 1:]:
+            shared = design.id_sets[a] & design.id_sets[b]
+            pairs.append((a, b, design.entity(a, shared), design.entity(b, shared), len(shared)))
+    num, den, average = design.sums()
+    c = design.clusters
+    if counts is None:
+        counts = bs.resample_counts(settings.resamples, c, settings.seed, settings.scheme)
+    if counts.shape[1] != c:
+        raise ValueError(f"the resample matrix has {counts.shape[1]} columns for {c} clusters")
+    weights = counts.to(device=device, dtype=torch.float64)
+    values = evaluate(weights, num, den, average)                       # B x E x K+1
+    ones = torch.ones(1, c, dtype=torch.float64, device=device)
+    point = evaluate(ones, num, den, average)[0]                        # E x K+1
+    jack = evaluate(bs.leave_one_out(c, device=device), num, den, average) if settings.method == "bca" else None
+    b, e, k1 = values.shape
+    m = len(models)
+    flat = values[:, :m].reshape(b, m * k1)
+    low, high = _interval(flat, point[:m].reshape(-1), None if jack is None else jack[:, :m].reshape(c, -1), settings)
+    low, high = low.reshape(m, k1), high.reshape(m, k1)
+    left_out = torch.isnan(values[:, :m]).sum(0)
+    se = bs.standard_deviation(flat).reshape(m, k1)
+
+    # pairs: differences on the same resamples
+    ia = torch.tensor([p[2] for p in pairs], dtype=torch.long, device=device)
+    ib = torch.tensor([p[3] for p in pairs], dtype=torch.long, device=device)
+    npairs = len(pairs)
+    if npairs:
+        diff = values[:, ia] - values[:, ib]                            # B x P x K+1
+        dpoint = point[ia] - point[ib]
+        djack = None if jack is None else (jack[:, ia] - jack[:, ib]).reshape(c, -1)
+        dlow, dhigh = _interval(diff.reshape(b, -1), dpoint.reshape(-1), djack, settings)
+        dlow, dhigh = dlow.reshape(npairs, k1), dhigh.reshape(npairs, k1)
+        p = bs.two_sided_p(diff.reshape(b, -1)).reshape(npairs, k1)
+        p_holm = bs.holm(p.T).T
+        win = bs.win_probability(diff.reshape(b, -1)).reshape(npairs, k1)
+        dse = bs.standard_deviation(diff.reshape(b, -1)).reshape(npairs, k1)
+    # ranks per metric over the models, in every resample
+    rank_b = bs.ranks(values[:, :m].permute(0, 2, 1).reshape(b * k1, m)).reshape(b, k1, m).to(torch.float64)
+    rq = bs.quantiles(rank_b.reshape(b, -1), torch.tensor([(1 - settings.level) / 2, (1 + settings.level) / 2],
+                                                          dtype=torch.float64)).reshape(2, k1, m)
+    rank_low, rank_high = rq[0].floor(), rq[1].ceil()
+    pub = torch.tensor([[m_.published.get(k, math.nan) for k in key_index] for m_ in models], dtype=torch.float64)
+    point_rank = bs.ranks(pub.T)                                          # K+1 x M
+
+    z = bs._normal()
+    z_sum = float(z.icdf(torch.tensor(1 - (1 - settings.level) / 2, dtype=torch.float64))
+                  + z.icdf(torch.tensor(settings.power, dtype=torch.float64)))
+    alpha = 1 - settings.level
+    out_models: dict[str, Any] = {}
+    for i, unit in enumerate(models):
+        metrics = {}
+        for key, q in key_index.items():
+            if key not in unit.published:
+                continue
+            metrics[key] = {"value": unit.published[key], "low": _clean(low[i, q].item()),
+                            "high": _clean(high[i, q].item()), "se": _clean(se[i, q].item()),
+                            "rank": int(point_rank[q, i]), "rank_low": _rank(rank_low[q, i]),
+                            "rank_high": _rank(rank_high[q, i]), "resamples_left_out": int(left_out[i, q])}
+        record: dict[str, Any] = {"ids": len(unit.ids), "clusters": len({cluster_of[x] for x in unit.ids}),
+                                  "metrics": metrics}
+        if AVERAGE_KEY in metrics:
+            record.update({r: metrics[AVERAGE_KEY][r] for r in ("rank", "rank_low", "rank_high")})
+        out_models[unit.name] = record
+    out_pairs = []
+    for j, (a, bb, _, _, shared) in enumerate(pairs):
+        metrics = {}
+        for key, q in key_index.items():
+            if key not in models[a].published or key not in models[bb].published:
+                continue
+            d = point[pairs[j][2], q].item() - point[pairs[j][3], q].item()
+            sd = dse[j, q].item()
+            mde = z_sum * sd if not math.isnan(sd) else math.nan
+            metrics[key] = {"difference": _clean(d), "low": _clean(dlow[j, q].item()), "high": _clean(dhigh[j, q].item()),
+                            "p": float(p[j, q]), "p_holm": float(p_holm[j, q]), "win_probability": float(win[j, q]),
+                            "se": _clean(sd), "mde": _clean(mde),
+                            "clusters_needed": (None if d == 0 or math.isnan(mde) or math.isnan(d)
+                                                else math.ceil(c * (mde / abs(d)) ** 2))}
+        out_pairs.append({"a": models[a].name, "b": models[bb].name, "ids": shared, "metrics": metrics})
+    tied, adjacent = _tied_and_adjacent(models, out_pairs, key_index, alpha)
+    if settings.shared_rank:
+        _shared_ranks(models, out_models, out_pairs, key_index, alpha)
+    return {"settings": {**asdict(settings), "clusters": c, "device": str(device)},
+            "metrics": {k: (AVERAGE if k == AVERAGE_KEY else BY_KEY[k].label) for k in key_index},
+            "models": out_models, "pairs": out_pairs, "tied_with_top": tied, "power": adjacent}
+
+
+def _rank(value: torch.Tensor) -> int | None:
+    v = float(value)
+    return None if math.isnan(v) or math.isinf(v) else int(v)
+
+
+def _pair_of(out_pairs: list[dict], a: str, b: str) -> tuple[dict, int] | None:
+    """The record of the pair (a, b) and the sign that turns its difference into a - b."""
+    for record in out_pairs:
+        if record["a"] == a and record["b"] == b:
+            return record, 1
+        if record["a"] == b and record["b"] == a:
+            return record, -1
+    return None
+
+
+def _tied_and_adjacent(models: list[ModelUnits], out_pairs: list[dict], key_index: dict[str, int], alpha: float
+                       ) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
+    """Per metric: the models tied with the point-best one (p_holm >= alpha), and each adjacent pair's
+    difference, SE, minimum detectable difference and clusters needed, in point order."""
+    tied, power = {}, {}
+    for key in key_index:
+        ranked = sorted((m for m in models if key in m.published), key=lambda m: (-m.published[key], m.name))
+        if not ranked:
+            continue
+        top = ranked[0].name
+        group = [top]
+        for other in ranked[1:]:
+            found = _pair_of(out_pairs, top, other.name)
+            if found and key in found[0]["metrics"] and found[0]["metrics"][key]["p_holm"] >= alpha:
+                group.append(other.name)
+        tied[key] = group
+        rows = []
+        for upper, lower in zip(ranked, ranked[1:]):
+            found = _pair_of(out_pairs, upper.name, lower.name)
+            if not found or key not in found[0]["metrics"]:
+                continue
+            record, sign = found
+            block = record["metrics"][key]
+            rows.append({"a": upper.name, "b": lower.name,
+                         "difference": None if block["difference"] is None else sign * block["difference"],
+                         "se": block["se"], "mde": block["mde"], "clusters_needed": block["clusters_needed"]})
+        power[key] = rows
+    return tied, power
+
+
+def _shared_ranks(models: list[ModelUnits], out_models: dict, out_pairs: list[dict], key_index: dict[str, int],
+                  alpha: float) -> None:
+    """LMArena's shared rank: 1 + the number of models significantly better (p_holm < alpha, d > 0)."""
+    for key in key_index:
+        for unit in models:
+            block = out_models[unit.name]["metrics"].get(key)
+            if block is None:
+                continue
+            better = 0
+            for other in models:
+                found = _pair_of(out_pairs, other.name, unit.name) if other is not unit else None
+                if found and key in found[0]["metrics"]:
+                    rec, sign = found
+                    d = rec["metrics"][key]["difference"]
+                    if d is not None and sign * d > 0 and rec["metrics"][key]["p_holm"] < alpha:
+                        better += 1
+            block["rank_shared"] = 1 + better
+        if key == AVERAGE_KEY:
+            for unit in models:
+                if key in out_models[unit.name]["metrics"]:
+                    out_models[unit.name]["rank_shared"] = out_models[unit.name]["metrics"][key]["rank_shared"]
+
+
+def sweep_units(result: Any, names: list[str], joined: list[Any], aggregates: list[dict]) -> list[ModelUnits]:
+    """Each scored prediction file of a sweep (engine.pipeline.SweepScores) as ModelUnits: its scored
+    ids, their task families (the GT's ``type``, else the prediction's, as by_type groups them), the
+    alignment metrics' ratios, the joined judged values and the published aggregate."""
+    tables = result.tables
+    units = []
+    for f, name in enumerate(names):
+        samples = result.samples_of(f)
+        ids = [tables.task_ids[tables.sample_task[s]] for s in samples.tolist()]
+        families = [tables.task_types[tables.sample_task[s]] or tables.sample_pred[s].type or "unknown"
+                    for s in samples.tolist()]
+        judged = joined[f].per_id if joined[f] is not None else {}
+        units.append(model_units(name, ids, families, alignment_parts(result.scores, samples), judged,
+                                 aggregates[f], result.settings.profile))
+    return units

@@ -1,0 +1,233 @@
+"""The statistics step (engine.statistics, kernels.bootstrap): the batched bootstrap equals a plain
+per-resample loop given the same resample matrix, and its intervals and tests are valid by simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from engine.statistics import AVERAGE_KEY, StatsSettings, bootstrap_stats, model_units
+from kernels import bootstrap as bs
+
+KEYS = ("recall", "precision", "avg_sim_all_cov", "avg_sim_strong_cov", "step_coherence_cov",
+        "order_consistency_cov", "merge_purity_cov")
+
+
+def _models(seed: int = 0) -> list:
+    """Three models on 14 ids in 5 families; the third misses two ids and some judge values, one id
+    has no GT call (a zero denominator)."""
+    rng = np.random.default_rng(seed)
+    ids = [f"t{i:02d}" for i in range(14)]
+    families = [f"f{i % 5}" for i in range(14)]
+    out = []
+    for m in range(3):
+        keep = [i for i in range(14) if not (m == 2 and i in (3, 9))]
+        n_gt = rng.integers(1, 5, 14).astype(float)
+        n_gt[5] = 0.0
+        matched = np.minimum(n_gt, rng.integers(0, 5, 14)).astype(float)
+        n_pred = matched + rng.integers(0, 3, 14)
+        parts = {"recall": (matched, n_gt), "precision": (matched, n_pred)}
+        for key in KEYS[2:]:
+            parts[key] = (rng.random(14) * n_gt, n_gt)
+        parts = {k: (a[keep], b[keep]) for k, (a, b) in parts.items()}
+        judged = {ids[i]: {"task_completion": float(rng.random()), "information_grounding": float(rng.random())}
+                  for i in keep if not (m == 1 and i % 4 == 0)}
+        published = {k: float(a.sum() / b.sum()) for k, (a, b) in parts.items()}
+        for key in ("task_completion", "information_grounding"):
+            published[key] = float(np.mean([v[key] for v in judged.values()]))
+        out.append(model_units(f"m{m}", [ids[i] for i in keep], [families[i] for i in keep], parts, judged,
+                               published, "reference"))
+    return out
+
+
+def _loop_values(unit, weight_of: dict[str, float], ids: set[str]) -> dict[str, float]:
+    """One resample's value of every metric of a model on `ids`, summed id by id."""
+    out = {}
+    for key in unit.num:
+        top = bottom = 0.0
+        for j, tid in enumerate(unit.ids):
+            if tid in ids:
+                top += weight_of[tid] * unit.num[key][j]
+                bottom += weight_of[tid] * unit.den[key][j]
+        out[key] = top / bottom if bottom != 0 else math.nan
+    parts = [out[k] for k in unit.average]
+    out[AVERAGE_KEY] = sum(parts) / len(parts)
+    return out
+
+
+def _quantile(values: list[float], q: float) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return float(np.quantile(kept, q)) if kept else math.nan
+
+
+@pytest.mark.parametrize("cluster", ["family", "sample"])
+def test_batched_equals_loop(cluster: str) -> None:
+    models = _models()
+    settings = StatsSettings(resamples=200, cluster=cluster, seed=3)
+    clusters = sorted({i if cluster == "sample" else c for m in models for i, c in zip(m.ids, m.clusters)})
+    counts = bs.resample_counts(200, len(clusters), 3)
+    out = bootstrap_stats(models, settings)
+    assert out == bootstrap_stats(models, settings, counts=counts)  # the same seed draws the same matrix
+    key_of = {i: (i if cluster == "sample" else c) for m in models for i, c in zip(m.ids, m.clusters)}
+    col = {c: j for j, c in enumerate(clusters)}
+    per_b = []
+    for b in range(200):
+        weight_of = {i: float(counts[b, col[key_of[i]]]) for i in key_of}
+        per_b.append(weight_of)
+    lo, hi = 0.025, 0.975
+    # per model intervals and ranks
+    draws = {m.name: [_loop_values(m, w, set(m.ids)) for w in per_b] for m in models}
+    for m in models:
+        for key, block in out["models"][m.name]["metrics"].items():
+            series = [d[key] for d in draws[m.name]]
+            assert block["low"] == pytest.approx(_quantile(series, lo), abs=1e-12, nan_ok=True)
+            assert block["high"] == pytest.approx(_quantile(series, hi), abs=1e-12, nan_ok=True)
+            assert block["resamples_left_out"] == sum(math.isnan(v) for v in series)
+            ranks = []
+            for b in range(200):
+                mine = draws[m.name][b][key]
+                mine = -math.inf if math.isnan(mine) else mine
+                others = [draws[o.name][b][key] for o in models if key in o.published]
+                ranks.append(1 + sum((-math.inf if math.isnan(v) else v) > mine for v in others))
+            assert block["rank_low"] == math.floor(np.quantile(ranks, lo))
+            assert block["rank_high"] == math.ceil(np.quantile(ranks, hi))
+    # pairs on the shared ids, with Holm over the pairs of each metric
+    raw_p: dict[str, list[float]] = {}
+    for record in out["pairs"]:
+        a = next(m for m in models if m.name == record["a"])
+        b_ = next(m for m in models if m.name == record["b"])
+        shared = set(a.ids) & set(b_.ids)
+        assert record["ids"] == len(shared)
+        for key, block in record["metrics"].items():
+            d = [_loop_values(a, w, shared)[key] - _loop_values(b_, w, shared)[key] for w in per_b]
+            valid = [x for x in d if not math.isnan(x)]
+            n = len(valid)
+            p = min(1.0, 2 * min(sum(x <= 0 for x in valid) + 1, sum(x >= 0 for x in valid) + 1) / (n + 1))
+            if all(x == 0 for x in valid):
+                p = 1.0
+            assert block["p"] == pytest.approx(p, abs=1e-12)
+            win = (sum(x > 0 for x in valid) + 0.5 * sum(x == 0 for x in valid)) / n
+            assert block["win_probability"] == pytest.approx(win, abs=1e-12)
+            assert block["low"] == pytest.approx(_quantile(d, lo), abs=1e-12)
+            assert block["high"] == pytest.approx(_quantile(d, hi), abs=1e-12)
+            assert block["se"] == pytest.approx(float(np.std(valid, ddof=1)), abs=1e-12)
+            raw_p.setdefault(key, []).append(p)
+    for key, ps in raw_p.items():
+        order = sorted(range(len(ps)), key=lambda i: ps[i])
+        adjusted, running = [0.0] * len(ps), 0.0
+        for r, i in enumerate(order):
+            running = max(running, min(1.0, (len(ps) - r) * ps[i]))
+            adjusted[i] = running
+        got = [record["metrics"][key]["p_holm"] for record in out["pairs"]]
+        assert got == pytest.approx(adjusted, abs=1e-12)
+
+
+def test_coverage_and_false_positives_by_simulation(gt_path) -> None:
+    """A short run of scripts/stats_simulation.py (300 draws, not 2,000): bounds three Monte Carlo
+    standard errors wide around the 95% target and the 5% false positive rate."""
+    from engine.synthetic.population import family_shapes, make_population, simulate
+
+    pop = make_population(family_shapes(gt_path), seed=0)
+    result = simulate(pop, clusters=31, draws=300, resamples=500, seed=1)
+    for key in ("recall", "average"):
+        assert 0.91 <= result.coverage[key] <= 0.99, result
+        assert 0.01 <= result.false_positive[key] <= 0.09, result
+
+
+def test_bootstrap_se_matches_clustered_se_and_scipy() -> None:
+    """A plain mean over 31 clusters: the bootstrap SE is within 3% of the analytic clustered SE
+    (Miller 2024), and with one id per cluster the percentile interval is scipy.stats.bootstrap's
+    within Monte Carlo error."""
+    from scipy import stats
+
+    from engine.synthetic.population import clustered_se
+
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(3, 12, 31)
+    cluster = np.repeat(np.arange(31), sizes)
+    x = rng.beta(2, 3, 31)[cluster] + rng.normal(0, 0.1, len(cluster))
+    ids = [f"i{j}" for j in range(len(x))]
+    unit = model_units("m", ids, [f"c{c:02d}" for c in cluster], {"recall": (x, np.ones_like(x))}, {},
+                       {"recall": float(x.mean())}, "reference")
+    out = bootstrap_stats([unit], StatsSettings(resamples=20_000, seed=11))
+    se = out["models"]["m"]["metrics"]["recall"]["se"]
+    assert se == pytest.approx(clustered_se(x, cluster), rel=0.03)
+
+    y = x[:120]
+    flat = model_units("m", ids[:120], ids[:120], {"recall": (y, np.ones_like(y))}, {}, {"recall": float(y.mean())},
+                       "reference")
+    ours = bootstrap_stats([flat], StatsSettings(resamples=20_000, seed=5, cluster="sample"))["models"]["m"]
+    ref = stats.bootstrap((y,), np.mean, n_resamples=20_000, method="percentile", confidence_level=0.95,
+                          random_state=np.random.default_rng(3)).confidence_interval
+    scale = ours["metrics"]["recall"]["se"]
+    assert abs(ours["metrics"]["recall"]["low"] - ref.low) < 0.1 * scale
+    assert abs(ours["metrics"]["recall"]["high"] - ref.high) < 0.1 * scale
+
+
+def test_kernel_edge_cases() -> None:
+    """Identical predictions give p = 1 and win probability 0.5; a resample with denominator 0 is left
+    out and counted; Holm keeps the order of the p-values; CPU draws do not depend on the device."""
+    zero = torch.zeros(50, 2, dtype=torch.float64)
+    assert bs.two_sided_p(zero).tolist() == [1.0, 1.0]
+    assert bs.win_probability(zero).tolist() == [0.5, 0.5]
+    counts = torch.tensor([[1, 0], [0, 1], [2, 0]])
+    values = bs.ratios(counts.double(), torch.tensor([[1.0], [2.0]], dtype=torch.float64),
+                       torch.tensor([[2.0], [0.0]], dtype=torch.float64))
+    assert math.isnan(values[1, 0]) and values[0, 0] == 0.5
+    assert bs.holm(torch.tensor([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert torch.equal(bs.resample_counts(10, 4, 1), bs.resample_counts(10, 4, 1))
+    assert bs.resample_counts(10, 4, 1).sum(1).tolist() == [4] * 10
+
+
+def _score(capsys, *overrides: str) -> tuple[int, str]:
+    from hydra import compose, initialize_config_dir
+
+    from engine.apps.score import run
+    from tests.script_runs import ROOT
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    code = run(cfg)
+    return code, capsys.readouterr().err
+
+
+def test_stats_on_adds_files_and_changes_no_other(tmp_path, capsys, embedding_cache) -> None:
+    """stats=on writes stats.json and the leaderboard with intervals; every other file is byte for byte
+    the stats=off run's (the default)."""
+    base = [f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=12", "device=cpu", "progress=false",
+            f"encoder.cache_dir={embedding_cache}"]
+    assert _score(capsys, *base, f"output_dir={tmp_path / 'off'}")[0] == 0
+    assert _score(capsys, *base, "stats=on", "stats.resamples=500", f"output_dir={tmp_path / 'on'}")[0] == 0
+    files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*")  # noqa: E731
+                          if p.is_file() and p.suffix != ".png" and p.name not in ("score.log", ".m3bench-outputs.json")}
+    off, on = files(tmp_path / "off"), files(tmp_path / "on")
+    added = {str(p) for p in set(on) - set(off)}
+    assert added == {"stats.json", "leaderboard_intervals.md", "leaderboard_intervals.csv",
+                     "leaderboard_intervals.json"}
+    assert {p: on[p] for p in off} == off
+    import json
+
+    stats = json.loads(on[next(p for p in on if str(p) == "stats.json")])
+    assert stats["settings"]["resamples"] == 500 and stats["settings"]["cluster"] == "family"
+    assert set(stats["models"]) == {"demo_strong", "demo_medium", "demo_hasty", "demo_weak", "demo_chaotic"}
+    board = json.loads(off[next(p for p in off if str(p) == "leaderboard.json")])
+    for row in board["rows"]:
+        block = stats["models"][row["Model"]]["metrics"]["average_score"]
+        assert block["value"] == pytest.approx(row["Average Score"], abs=1e-12)
+        assert block["low"] <= block["value"] <= block["high"]
+    assert len(stats["pairs"]) == 10
+    assert {"difference", "low", "high", "p", "p_holm", "win_probability"} <= set(stats["pairs"][0]["metrics"]["recall"])
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("stats.level=1.5", "stats.level=1.5: must lie strictly between 0 and 1"),
+    ("stats.cluster=domain", "stats.cluster='domain': expected one of family, sample"),
+    ("stats.resamples=1", "stats.resamples"),
+])
+def test_bad_stats_setting_is_one_line(tmp_path, capsys, setting: str, message: str) -> None:
+    code, err = _score(capsys, "stats=on", setting, f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=3",
+                       f"output_dir={tmp_path / 'out'}")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
