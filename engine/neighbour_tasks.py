@@ -23,8 +23,9 @@ folder under `root` it lies in (the family folders); ``image`` = the first input
 suffix; ``check`` = its ``check`` field, else ``<task file stem>.py`` beside a one-task file when there
 is one (TOBench publishes no verifier code: a check module follows engine.evaluators.verifiers).
 
-Script paths are relative to `root`, as the evaluators resolve them against the tasks "file" (here
-the folder). Bad input (no task, a missing column or field, a repeated id, an unknown eval_method, a
+Script and input file paths are relative to `root`, as the evaluators resolve them against the tasks
+"file" (here the folder), and must stay inside it (`engine.contract.contained_path`: no '..' or absolute
+path leading out, no symlink out), checked when the folder is read. Bad input (no task, a missing column or field, a repeated id, an unknown eval_method, a
 missing check script) is an InputError naming the file, the id and the field.
 """
 
@@ -34,7 +35,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, Task, read_json
+from engine.contract import InputError, Task, contained_path, read_json
 
 REQUIRED = ("question_id", "question", "complexity", "answer", "eval_method")
 METHODS = ("llm_as_a_judge", "eval_script")
@@ -74,15 +75,17 @@ def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[
         "required_tools": (row.get("tool") or "").strip() or None,
         "time_sensitive": (row.get("time-sensitive") or "No").strip() != "No"}
     if method == "eval_script":
-        if not (folder / "eval_scripts" / f"{tid}.py").is_file():
-            raise InputError(path, f"no check script {folder / 'eval_scripts' / f'{tid}.py'}", task_id=tid,
-                             field="eval_method")
+        script = contained_path(folder / "eval_scripts", f"{tid}.py", file=path, task=tid, field="question_id",
+                                folder="check scripts' folder")
+        if not script.is_file():
+            raise InputError(path, f"no check script {script}", task_id=tid, field="eval_method")
         record["eval_script"] = f"{prefix}eval_scripts/{tid}.py"
     template = (row.get("get_answer_id") or "").strip()
     if template:
-        if not (folder / "templates" / f"{template}.py").is_file():
-            raise InputError(path, f"no answer template {folder / 'templates' / f'{template}.py'}", task_id=tid,
-                             field="get_answer_id")
+        script = contained_path(folder / "templates", f"{template}.py", file=path, task=tid, field="get_answer_id",
+                                folder="answer templates' folder")
+        if not script.is_file():
+            raise InputError(path, f"no answer template {script}", task_id=tid, field="get_answer_id")
         record["answer_template"] = f"{prefix}templates/{template}.py"
     return record
 
@@ -122,6 +125,9 @@ def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) ->
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         raise InputError(path, "must be a list of paths", task_id=tid, field="input_files")
     relative = path.parent.relative_to(root)
+    for k, name in enumerate(files):
+        contained_path(root, (relative / name).as_posix(), file=path, task=tid, field=f"input_files[{k}]",
+                       folder="task folder (tasks.root)")
     family = obj.get("task_family") or obj.get("category") or (relative.parts[0] if relative.parts else None)
     image = next((f for f in files if Path(f).suffix.lower() in IMAGE_SUFFIXES), None)
     check = obj.get("check")
@@ -129,6 +135,7 @@ def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) ->
         check = path.with_suffix(".py").relative_to(root).as_posix()
     elif isinstance(check, str):
         check = (relative / check).as_posix()
+        contained_path(root, check, file=path, task=tid, field="check", folder="task folder (tasks.root)")
     return {**obj, "id": tid, "question": request, "type": family, "check": check,
             "image": None if image is None else (relative / image).as_posix()}
 
@@ -176,7 +183,8 @@ def task_dir_tasks(root: str | Path, ids: list[str] | None = None) -> list[Task]
         if wanted is not None and tid not in wanted:
             continue
         image = r.get("image")
-        image_path = (Path(root) / image).resolve() if image else None
+        image_path = contained_path(root, image, file=root, task=tid, field="input_files",
+                                    folder="task folder (tasks.root)") if image else None
         if image_path is not None and not image_path.is_file():
             raise InputError(root, f"input file {image_path} not found", task_id=tid, field="input_files")
         tasks.append(Task(tid, r["question"], image, image_path, r.get("type") or r.get("level"), index))

@@ -10,6 +10,7 @@ from engine.contract.failures import (AGENT, CUT_SHORT, ERROR_KINDS, MODEL_API, 
                                       record_error, server_down, task_error, without_lost)
 from engine.contract.jsonio import (MAX_DEPTH, append_line, canonical_json, checked_canonical_json, digest,
                                     dumps_json, lenient_canonical_json, read_json, read_keyed_lines, strict_value)
+from engine.contract.paths import contained_path
 from engine.contract.tasks import Task, read_tasks, task_id_of, task_records
 from engine.contract.trajectory import (SAFE_NAME_CHARS, Call, Step, Trajectory, TrajectoryFile, dumps_trajectories,
                                         file_objects, parse_call, parse_trajectories, read_trajectories, safe_name, set_steps,
@@ -20,7 +21,7 @@ __all__ = [
     "server_down", "task_error", "without_lost",
     "Call", "ConfigError", "InputError", "MAX_DEPTH", "SAFE_NAME_CHARS", "Step", "Task", "Trajectory", "TrajectoryFile",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
-    "canonical_json", "check_choice", "check_name", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
+    "canonical_json", "check_choice", "contained_path", "check_name", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
     "digest", "dumps_json", "dumps_trajectories", "file_objects", "is_number", "lenient_canonical_json", "parse_call",
     "parse_trajectories", "read_json", "read_keyed_lines", "read_tasks", "read_trajectories", "safe_name", "set_steps", "shown",
     "strict_value", "task_id_of", "task_records", "trajectory_record", "write_trajectories",
