@@ -32,6 +32,7 @@ missing check script) is an InputError naming the file, the id and the field.
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
@@ -97,18 +98,67 @@ def read_mcpverse(root: str | Path) -> dict[str, dict[str, Any]]:
     prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
     out: dict[str, dict[str, Any]] = {}
     for path in sorted((folder / "data").glob("*.csv")):
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        for row in csv_rows(path):
+            record = _record(path, row, folder, prefix)
+            if record["id"] in out:
+                raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=record["id"],
+                                 field="question_id")
+            out[record["id"]] = record
+    return out
+
+
+def _line_id(data: bytes, line: int) -> str | None:
+    """The first field of a line of raw CSV bytes (its question id, where it is one), or None."""
+    lines = data.split(b"\n")
+    first = lines[line - 1].split(b",")[0].strip(b'"\r ') if 0 < line <= len(lines) else b""
+    text = first.decode("utf-8", "replace")
+    return text if text and text.isprintable() and "\ufffd" not in text and len(text) <= 40 else None
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of an MCPVerse CSV (UTF-8, a BOM allowed), checked: invalid UTF-8, a quote left open (it
+    would swallow the rows after it), a stray quote, a row spanning lines with more or fewer fields than
+    the header and a missing column are InputErrors naming the file, the line and the task where known.
+    A long field is read whole (the csv module's 131,072-character limit is lifted to the file's size)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(path, f"line {line}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})",
+                         task_id=_line_id(data, line)) from None
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[dict[str, str]] = []
+    header: list[str] = []
+    start = 1
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise InputError(path, f"line {start}: {exc} (a quote opened on this line is not closed where it "
+                             f"should be; the rows after it would be read as its text)",
+                             task_id=_line_id(data, start)) from None
+        end, first = reader.line_num, start
+        start = end + 1
+        if not values:
+            continue  # a blank line
+        if not header:
+            header = values
+            missing = [c for c in REQUIRED if c not in header]
             if missing:
                 raise InputError(path, "missing column(s) " + ", ".join(missing), field=missing[0])
-            for row in reader:
-                record = _record(path, row, folder, prefix)
-                if record["id"] in out:
-                    raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=record["id"],
-                                     field="question_id")
-                out[record["id"]] = record
-    return out
+            continue
+        if end > first and len(values) != len(header):
+            raise InputError(path, f"lines {first}-{end}: one row of {len(values)} field(s) for the header's "
+                             f"{len(header)} (a quote left open swallows the rows after it)",
+                             task_id=_line_id(data, first))
+        rows.append(dict(zip(header, values)))
+    if not header:
+        raise InputError(path, "missing column(s) " + ", ".join(REQUIRED), field=REQUIRED[0])
+    return rows
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
