@@ -22,7 +22,8 @@ Per task (an entry of ``<predictions stem>_answers.json``):
 - a time-dependent answer (``answer_template``: MCPVerse's ``templates/<id>.py``, whose
   ``get_reference()`` fetches it): the template runs at scoring time in its own process (as check
   scripts run, ``timeout``), its answer is the ground truth, recorded with ``reference_fetched_at``;
-  a template that fails leaves the task unjudged with its ``error`` (counted apart);
+  a template that fails, or returns what a tasks file's ground truth could not be (nothing, NaN, a list),
+  leaves the task unjudged with its ``error`` (counted apart);
 - a state check (``eval_script``: MCPVerse's ``eval_scripts/Q*.py``, ``run_test(pred, path)``): the
   script runs in its own process with a time limit (engine.evaluators.verifiers), ``path`` being the
   task's ground truth resolved in the task's final workspace; E = 1 when it returns a true value; a
@@ -133,6 +134,13 @@ def parser_of(options: Mapping[str, Any]) -> str:
     return parser
 
 
+def usable_truth(value: Any) -> bool:
+    """Whether a ground truth (a tasks file's, or what an answer template returned) can be judged against:
+    a non-empty string or a finite number (NaN, infinities, booleans, lists and blanks cannot)."""
+    return (isinstance(value, (str, int, float)) and not isinstance(value, bool)
+            and not (isinstance(value, float) and not math.isfinite(value)) and bool(str(value).strip()))
+
+
 def _task_fields(ctx: JudgeContext, inputs: TaskInputs,
                  parser: str) -> tuple[str | None, str | None, str]:
     """The task's level, ground truth and question, checked (InputError naming the tasks file); a task
@@ -140,9 +148,7 @@ def _task_fields(ctx: JudgeContext, inputs: TaskInputs,
     where = ctx.options.get("tasks_file", "tasks file")
     task = inputs.task or {}
     truth = task.get("ground_truth")
-    if truth is not None and (not isinstance(truth, (str, int, float)) or isinstance(truth, bool)
-                              or (isinstance(truth, float) and not math.isfinite(truth))
-                              or not str(truth).strip()):
+    if truth is not None and not usable_truth(truth):
         raise InputError(where, f"must be a non-empty string, a finite number or null, got {truth!r}",
                          task_id=inputs.task_id, field="ground_truth")
     level = task.get("level")
@@ -170,8 +176,9 @@ async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: CheckS
                                 package=True)
     except ValueError as exc:
         return {"error": f"answer template: {exc}"}
-    if value is None or not str(value).strip():
-        return {"error": f"answer template: returned {value!r}, no answer"}
+    if not usable_truth(value):
+        return {"error": f"answer template: returned {repr(value)[:80]}, no answer (a ground truth is a non-empty "
+                         "string or a finite number)"}
     return {"ground_truth": str(value), "reference_fetched_at": when}
 
 
