@@ -7,7 +7,8 @@ from engine.contract.atomic import (atomic_write_bytes, atomic_write_csv, atomic
                                     csv_text, default_file_mode)
 from engine.contract.errors import ConfigError, InputError, check_choice, check_name, config_int, is_number, shown
 from engine.contract.failures import (AGENT, CUT_SHORT, ERROR_KINDS, MODEL_API, REPLAY, SERVER, is_lost, lost_tasks,
-                                      record_error, server_down, task_error, without_lost)
+                                      record_error, scorable, server_down, task_error,
+                                      without_lost)
 from engine.contract.jsonio import (MAX_DEPTH, append_line, canonical_json, checked_canonical_json, digest,
                                     dumps_json, lenient_canonical_json, read_json, read_keyed_lines, strict_value)
 from engine.contract.paths import contained_path
@@ -18,7 +19,7 @@ from engine.contract.trajectory import (SAFE_NAME_CHARS, Call, Step, Trajectory,
 
 __all__ = [
     "AGENT", "CUT_SHORT", "ERROR_KINDS", "MODEL_API", "REPLAY", "SERVER", "is_lost", "lost_tasks", "record_error",
-    "server_down", "task_error", "without_lost",
+    "scorable", "server_down", "task_error", "without_lost",
     "Call", "ConfigError", "InputError", "MAX_DEPTH", "SAFE_NAME_CHARS", "Step", "Task", "Trajectory", "TrajectoryFile",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
     "canonical_json", "check_choice", "contained_path", "check_name", "checked_canonical_json", "config_int", "csv_text", "default_file_mode",
