@@ -22,6 +22,8 @@ of them, with the fields of the paper's section 3.2: ``task_name``, ``task_diffi
 folder under `root` it lies in (the family folders); ``image`` = the first input file with an image
 suffix; ``check`` = its ``check`` field, else ``<task file stem>.py`` beside a one-task file when there
 is one (TOBench publishes no verifier code: a check module follows engine.evaluators.verifiers).
+A file some task names in ``input_files`` is that task's data, never read as a task; another ``*.json``
+that is not valid JSON is left out with a warning naming it (the tasks of the other files run).
 
 Script and input file paths are relative to `root`, as the evaluators resolve them against the tasks
 "file" (here the folder), and must stay inside it (`engine.contract.contained_path`: no '..' or absolute
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,8 @@ from engine.contract import InputError, Task, contained_path, read_json
 REQUIRED = ("question_id", "question", "complexity", "answer", "eval_method")
 METHODS = ("llm_as_a_judge", "eval_script")
 OUTPUT_FOLDER = "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs"
+
+log = logging.getLogger(__name__)
 
 
 def mcpverse_folder(root: Path) -> Path:
@@ -193,12 +198,27 @@ def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) ->
 def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
     """id -> task record of every TOBench task file under `root` (paths in sorted order)."""
     root = Path(root)
-    out: dict[str, dict[str, Any]] = {}
+    parsed: dict[Path, list[Any]] = {}
+    broken: dict[Path, InputError] = {}
     for path in sorted(root.rglob("*.json")):
-        data = read_json(path, "task file")
+        try:
+            data = read_json(path, "task file")
+        except InputError as exc:
+            broken[path] = exc
+            continue
         items = data if isinstance(data, list) else [data]
-        if not all(isinstance(o, dict) and "task_name" in o for o in items):
-            continue  # not a task file (a fixture or an input file of a task)
+        if all(isinstance(o, dict) and "task_name" in o for o in items):
+            parsed[path] = items  # else not a task file (a fixture, a task's data)
+    inputs = {(path.parent / name).resolve() for path, items in parsed.items() for obj in items
+              for name in (obj.get("input_files") if isinstance(obj.get("input_files"), list) else [])
+              if isinstance(name, str)}
+    for path, exc in broken.items():
+        if path.resolve() not in inputs:
+            log.warning("%s (not read as a task file; any task it holds is left out)", exc)
+    out: dict[str, dict[str, Any]] = {}
+    for path, items in parsed.items():
+        if path.resolve() in inputs:
+            continue  # a task's input file is its data, never a task description
         for obj in items:
             record = _tobench_record(root, path, obj, len(items) == 1)
             if record["id"] in out:
@@ -206,8 +226,9 @@ def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
                                  field="task_name")
             out[record["id"]] = record
     if not out:
+        why = f" ({len(broken)} *.json not valid JSON, first: {next(iter(broken.values()))})" if broken else ""
         raise InputError(root, "no TOBench task file (*.json objects with task_name and user_request) and no "
-                         "mcpverse/data/*.csv", field="tasks.root")
+                         f"mcpverse/data/*.csv{why}", field="tasks.root")
     return out
 
 
