@@ -141,27 +141,37 @@ def usable_truth(value: Any) -> bool:
             and not (isinstance(value, float) and not math.isfinite(value)) and bool(str(value).strip()))
 
 
-def _task_fields(ctx: JudgeContext, inputs: TaskInputs,
-                 parser: str) -> tuple[str | None, str | None, str]:
+def task_check(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None) -> None:
+    """Raise the InputError the judge would raise on this task's fields (the judge app checks every task
+    before the first judge is asked), and on the scripts it names."""
+    task_fields(options, task_id, task, parser_of(options))
+    tasks_file = Path(options.get("tasks_file") or "tasks file")
+    for name in ("answer_template", "eval_script"):
+        if (task or {}).get(name) is not None:
+            task_script(tasks_file, task_id, (task or {})[name], name)
+
+
+def task_fields(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None,
+                parser: str) -> tuple[str | None, str | None, str]:
     """The task's level, ground truth and question, checked (InputError naming the tasks file); a task
     without ground truth needs no level, nor does any task under the published reading."""
-    where = ctx.options.get("tasks_file", "tasks file")
-    task = inputs.task or {}
+    where = options.get("tasks_file", "tasks file")
+    task = task or {}
     truth = task.get("ground_truth")
     if truth is not None and not usable_truth(truth):
         raise InputError(where, f"must be a non-empty string, a finite number or null, got {truth!r}",
-                         task_id=inputs.task_id, field="ground_truth")
+                         task_id=task_id, field="ground_truth")
     level = task.get("level")
     if parser == "published":
         if level is not None and (not isinstance(level, str) or not level.strip()):
-            raise InputError(where, f"must be a level label or null, got {level!r}", task_id=inputs.task_id,
+            raise InputError(where, f"must be a level label or null, got {level!r}", task_id=task_id,
                              field="level")
     elif level not in LEVELS and (truth is not None or level is not None):
-        raise InputError(where, f"must be one of {', '.join(LEVELS)}, got {level!r}", task_id=inputs.task_id,
+        raise InputError(where, f"must be one of {', '.join(LEVELS)}, got {level!r}", task_id=task_id,
                          field="level")
     question = task.get("question")
     if not isinstance(question, str) or not question.strip():
-        raise InputError(where, "missing or empty text", task_id=inputs.task_id, field="question")
+        raise InputError(where, "missing or empty text", task_id=task_id, field="question")
     return level, None if truth is None else str(truth), question
 
 
@@ -202,7 +212,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     """One task's entry: level, score (0, 1, a fraction under the published reading, or null when skipped
     or erred), each judge's score and reply, and why no judge was asked when none was."""
     parser = parser_of(ctx.options)
-    level, truth, question = _task_fields(ctx, inputs, parser)
+    level, truth, question = task_fields(ctx.options, inputs.task_id, inputs.task, parser)
     task = inputs.task or {}
     settings = check_settings(ctx.options, f"evaluators.{NAME}")
     fetched: dict[str, Any] = {}
@@ -357,4 +367,5 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
                       aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
-                      columns=("answer_level", "answer_success"), one_judge=one_judge, display=display)
+                      columns=("answer_level", "answer_success"), one_judge=one_judge, display=display,
+                      task_check=task_check)

@@ -236,7 +236,9 @@ class Evaluator:
     bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted);
     display: how the viewer shows it: ``display(task, meta) -> [block, ...]`` from one task's values and
     detail as ``read`` (or ``compute``) gives them merged (``task`` None: the file as a whole, on a model's
-    page) and the file's meta; each block JSON-ready, as `Display` says.
+    page) and the file's meta; each block JSON-ready, as `Display` says; task_check: ``task_check(options,
+    task_id, task)`` raises the InputError its judge would raise on a task record, so the judge app checks
+    every task before it starts a judge or a script (None: nothing to check beyond the tasks file's reader).
     """
 
     name: str
@@ -262,6 +264,7 @@ class Evaluator:
     stale: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] | None = None
     asks_always: bool = True
     display: Display | None = None
+    task_check: Callable[[Mapping[str, Any], str, Mapping[str, Any] | None], None] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

@@ -134,3 +134,19 @@ def test_a_field_over_the_csv_modules_limit_is_read_whole(tmp_path: Path) -> Non
     question = "What is 2+2? " + "Think it over. " * 10_000
     data.write_text(data.read_text().replace("What is 2+2?", question))
     assert read_mcpverse(root)["Q2"]["question"] == question and len(question) > 131_072
+
+
+def test_a_bad_task_field_is_refused_before_any_judge_is_asked(tmp_path: Path) -> None:
+    demo = json.loads((ROOT / "rollout" / "demo" / "mcpverse" / "tasks.json").read_text())
+    demo[1]["level"] = 5
+    tasks = write_json(tmp_path / "tasks.json", demo)
+    preds = write_json(tmp_path / "m_test_mcp_fuzzy.json",
+                       [{"id": t["id"], "steps": [], "final_reply": str(t["ground_truth"])} for t in demo])
+    done = _app("judge", "judges=scripted", "data=mcpverse_demo", f"data.tasks={tasks}", f"predictions={preds}",
+                "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}",
+                f"workspace_dir={tmp_path / 'ws'}", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "client has been closed" not in done.stdout + done.stderr and "not judged" not in done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: {tasks}: id {demo[1]['id']}: field 'level': must be a level label or null, got 5"]
+    assert not (tmp_path / "m_test_mcp_fuzzy_answers.json").exists()  # no judge asked, no file begun
