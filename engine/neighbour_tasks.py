@@ -27,8 +27,9 @@ that is not valid JSON is left out with a warning naming it (the tasks of the ot
 
 Script and input file paths are relative to `root`, as the evaluators resolve them against the tasks
 "file" (here the folder), and must stay inside it (`engine.contract.contained_path`: no '..' or absolute
-path leading out, no symlink out), checked when the folder is read. Bad input (no task, a missing column or field, a repeated id, an unknown eval_method, a
-missing check script) is an InputError naming the file, the id and the field.
+path leading out, no symlink out), checked when the folder is read. Bad input (no task, a missing column
+or field, a repeated id, an unknown eval_method, a missing check script, a CSV that is not UTF-8 or
+leaves a quote open) is an InputError naming the file, the id and the field (and the line of a CSV).
 """
 
 from __future__ import annotations
