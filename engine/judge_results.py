@@ -68,13 +68,17 @@ def joined_files(predictions: Path, explicit: Mapping[str, Any] | None = None) -
 @dataclass
 class Joined:
     """Joined values: per task id, and file totals of the keys no task has; `verdicts` keeps the
-    values of each evaluator that aggregates them itself, and `expected` (file, per-task keys) of
-    the files with values per task, which every scored task should have."""
+    values of each evaluator that aggregates them itself, `expected` (file, per-task keys) of
+    the files with values per task, which every scored task should have, and `listed` the entries of
+    the files of every task."""
 
     per_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     totals: dict[str, Any] = field(default_factory=dict)
     verdicts: dict[str, Verdicts] = field(default_factory=dict)
     expected: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    listed: list[tuple[str, frozenset[str], str]] = field(default_factory=list)
+    """(file, the ids it has an entry for, its headline metric) of the files of the evaluators that judge
+    every task (answers, checks): every scored task should have an entry, and the headline a value."""
 
     def add(self, evaluator: Evaluator, values: Verdicts) -> None:
         """Join one evaluator's values."""
@@ -113,6 +117,8 @@ def load_joined(files: JoinedFiles | None, predictions: TrajectoryFile | None = 
             expected = tuple(m.key for m in e.metrics if m.aggregation != "evaluator")
             if expected and (values.per_id or not values.totals):
                 joined.expected.append((str(path), expected))
+            if e.all_tasks and e.metrics:
+                joined.listed.append((str(path), frozenset(values.per_id) | frozenset(values.detail), e.metrics[0].key))
         elif e.compute is not None and predictions is not None:
             values = e.compute(predictions)
         else:

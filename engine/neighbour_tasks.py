@@ -22,23 +22,31 @@ of them, with the fields of the paper's section 3.2: ``task_name``, ``task_diffi
 folder under `root` it lies in (the family folders); ``image`` = the first input file with an image
 suffix; ``check`` = its ``check`` field, else ``<task file stem>.py`` beside a one-task file when there
 is one (TOBench publishes no verifier code: a check module follows engine.evaluators.verifiers).
+A file some task names in ``input_files`` is that task's data, never read as a task; another ``*.json``
+that is not valid JSON is left out with a warning naming it (the tasks of the other files run).
 
-Script paths are relative to `root`, as the evaluators resolve them against the tasks "file" (here
-the folder). Bad input (no task, a missing column or field, a repeated id, an unknown eval_method, a
-missing check script) is an InputError naming the file, the id and the field.
+Script and input file paths are relative to `root`, as the evaluators resolve them against the tasks
+"file" (here the folder), and must stay inside it (`engine.contract.contained_path`: no '..' or absolute
+path leading out, no symlink out), checked when the folder is read. Bad input (no task, a missing column
+or field, a repeated id, an unknown eval_method, a missing check script, a CSV that is not UTF-8 or
+leaves a quote open) is an InputError naming the file, the id and the field (and the line of a CSV).
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import logging
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, Task, read_json
+from engine.contract import InputError, Task, contained_path, read_json
 
 REQUIRED = ("question_id", "question", "complexity", "answer", "eval_method")
 METHODS = ("llm_as_a_judge", "eval_script")
 OUTPUT_FOLDER = "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs"
+
+log = logging.getLogger(__name__)
 
 
 def mcpverse_folder(root: Path) -> Path:
@@ -74,15 +82,17 @@ def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[
         "required_tools": (row.get("tool") or "").strip() or None,
         "time_sensitive": (row.get("time-sensitive") or "No").strip() != "No"}
     if method == "eval_script":
-        if not (folder / "eval_scripts" / f"{tid}.py").is_file():
-            raise InputError(path, f"no check script {folder / 'eval_scripts' / f'{tid}.py'}", task_id=tid,
-                             field="eval_method")
+        script = contained_path(folder / "eval_scripts", f"{tid}.py", file=path, task=tid, field="question_id",
+                                folder="check scripts' folder")
+        if not script.is_file():
+            raise InputError(path, f"no check script {script}", task_id=tid, field="eval_method")
         record["eval_script"] = f"{prefix}eval_scripts/{tid}.py"
     template = (row.get("get_answer_id") or "").strip()
     if template:
-        if not (folder / "templates" / f"{template}.py").is_file():
-            raise InputError(path, f"no answer template {folder / 'templates' / f'{template}.py'}", task_id=tid,
-                             field="get_answer_id")
+        script = contained_path(folder / "templates", f"{template}.py", file=path, task=tid, field="get_answer_id",
+                                folder="answer templates' folder")
+        if not script.is_file():
+            raise InputError(path, f"no answer template {script}", task_id=tid, field="get_answer_id")
         record["answer_template"] = f"{prefix}templates/{template}.py"
     return record
 
@@ -94,18 +104,67 @@ def read_mcpverse(root: str | Path) -> dict[str, dict[str, Any]]:
     prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
     out: dict[str, dict[str, Any]] = {}
     for path in sorted((folder / "data").glob("*.csv")):
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        for row in csv_rows(path):
+            record = _record(path, row, folder, prefix)
+            if record["id"] in out:
+                raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=record["id"],
+                                 field="question_id")
+            out[record["id"]] = record
+    return out
+
+
+def _line_id(data: bytes, line: int) -> str | None:
+    """The first field of a line of raw CSV bytes (its question id, where it is one), or None."""
+    lines = data.split(b"\n")
+    first = lines[line - 1].split(b",")[0].strip(b'"\r ') if 0 < line <= len(lines) else b""
+    text = first.decode("utf-8", "replace")
+    return text if text and text.isprintable() and "\ufffd" not in text and len(text) <= 40 else None
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of an MCPVerse CSV (UTF-8, a BOM allowed), checked: invalid UTF-8, a quote left open (it
+    would swallow the rows after it), a stray quote, a row spanning lines with more or fewer fields than
+    the header and a missing column are InputErrors naming the file, the line and the task where known.
+    A long field is read whole (the csv module's 131,072-character limit is lifted to the file's size)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(path, f"line {line}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})",
+                         task_id=_line_id(data, line)) from None
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[dict[str, str]] = []
+    header: list[str] = []
+    start = 1
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise InputError(path, f"line {start}: {exc} (a quote opened on this line is not closed where it "
+                             f"should be; the rows after it would be read as its text)",
+                             task_id=_line_id(data, start)) from None
+        end, first = reader.line_num, start
+        start = end + 1
+        if not values:
+            continue  # a blank line
+        if not header:
+            header = values
+            missing = [c for c in REQUIRED if c not in header]
             if missing:
                 raise InputError(path, "missing column(s) " + ", ".join(missing), field=missing[0])
-            for row in reader:
-                record = _record(path, row, folder, prefix)
-                if record["id"] in out:
-                    raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=record["id"],
-                                     field="question_id")
-                out[record["id"]] = record
-    return out
+            continue
+        if end > first and len(values) != len(header):
+            raise InputError(path, f"lines {first}-{end}: one row of {len(values)} field(s) for the header's "
+                             f"{len(header)} (a quote left open swallows the rows after it)",
+                             task_id=_line_id(data, first))
+        rows.append(dict(zip(header, values)))
+    if not header:
+        raise InputError(path, "missing column(s) " + ", ".join(REQUIRED), field=REQUIRED[0])
+    return rows
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
@@ -122,6 +181,9 @@ def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) ->
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         raise InputError(path, "must be a list of paths", task_id=tid, field="input_files")
     relative = path.parent.relative_to(root)
+    for k, name in enumerate(files):
+        contained_path(root, (relative / name).as_posix(), file=path, task=tid, field=f"input_files[{k}]",
+                       folder="task folder (tasks.root)")
     family = obj.get("task_family") or obj.get("category") or (relative.parts[0] if relative.parts else None)
     image = next((f for f in files if Path(f).suffix.lower() in IMAGE_SUFFIXES), None)
     check = obj.get("check")
@@ -129,6 +191,7 @@ def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) ->
         check = path.with_suffix(".py").relative_to(root).as_posix()
     elif isinstance(check, str):
         check = (relative / check).as_posix()
+        contained_path(root, check, file=path, task=tid, field="check", folder="task folder (tasks.root)")
     return {**obj, "id": tid, "question": request, "type": family, "check": check,
             "image": None if image is None else (relative / image).as_posix()}
 
@@ -136,12 +199,27 @@ def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) ->
 def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
     """id -> task record of every TOBench task file under `root` (paths in sorted order)."""
     root = Path(root)
-    out: dict[str, dict[str, Any]] = {}
+    parsed: dict[Path, list[Any]] = {}
+    broken: dict[Path, InputError] = {}
     for path in sorted(root.rglob("*.json")):
-        data = read_json(path, "task file")
+        try:
+            data = read_json(path, "task file")
+        except InputError as exc:
+            broken[path] = exc
+            continue
         items = data if isinstance(data, list) else [data]
-        if not all(isinstance(o, dict) and "task_name" in o for o in items):
-            continue  # not a task file (a fixture or an input file of a task)
+        if all(isinstance(o, dict) and "task_name" in o for o in items):
+            parsed[path] = items  # else not a task file (a fixture, a task's data)
+    inputs = {(path.parent / name).resolve() for path, items in parsed.items() for obj in items
+              for name in (obj.get("input_files") if isinstance(obj.get("input_files"), list) else [])
+              if isinstance(name, str)}
+    for path, exc in broken.items():
+        if path.resolve() not in inputs:
+            log.warning("%s (not read as a task file; any task it holds is left out)", exc)
+    out: dict[str, dict[str, Any]] = {}
+    for path, items in parsed.items():
+        if path.resolve() in inputs:
+            continue  # a task's input file is its data, never a task description
         for obj in items:
             record = _tobench_record(root, path, obj, len(items) == 1)
             if record["id"] in out:
@@ -149,8 +227,9 @@ def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
                                  field="task_name")
             out[record["id"]] = record
     if not out:
+        why = f" ({len(broken)} *.json not valid JSON, first: {next(iter(broken.values()))})" if broken else ""
         raise InputError(root, "no TOBench task file (*.json objects with task_name and user_request) and no "
-                         "mcpverse/data/*.csv", field="tasks.root")
+                         f"mcpverse/data/*.csv{why}", field="tasks.root")
     return out
 
 
@@ -176,7 +255,8 @@ def task_dir_tasks(root: str | Path, ids: list[str] | None = None) -> list[Task]
         if wanted is not None and tid not in wanted:
             continue
         image = r.get("image")
-        image_path = (Path(root) / image).resolve() if image else None
+        image_path = contained_path(root, image, file=root, task=tid, field="input_files",
+                                    folder="task folder (tasks.root)") if image else None
         if image_path is not None and not image_path.is_file():
             raise InputError(root, f"input file {image_path} not found", task_id=tid, field="input_files")
         tasks.append(Task(tid, r["question"], image, image_path, r.get("type") or r.get("level"), index))

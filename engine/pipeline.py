@@ -15,7 +15,7 @@ import torch
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
 from engine.judge_results import Joined, JoinedFiles, load_joined
-from engine.contract import TrajectoryFile, read_trajectories, without_lost
+from engine.contract import TrajectoryFile, read_trajectories, scorable
 from engine.metrics import TaskScores, task_scores
 from engine.references import check_select, chosen_samples, read_references
 from engine.results import SampleView, write_file_results
@@ -132,7 +132,7 @@ def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path]
         gt, alternatives = read_references(gt_path)
         many = settings.progress and len(pred_paths) > 4
         # tasks lost to the infrastructure are reported apart, not scored (a rerun retries them)
-        preds = [without_lost(read_trajectories(p, lenient=True))[0] for p in progress_bar(pred_paths, "load", many)]
+        preds = [scorable(read_trajectories(p, lenient=True)) for p in progress_bar(pred_paths, "load", many)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile, alternatives)
     with timer.stage("embed"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -130,6 +131,19 @@ def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, judge:
     return out
 
 
+def _warn_unlisted(path: str, ids: list[str], listed: frozenset[str], headline: str, value: Any) -> None:
+    """Warn when a file of every task (answers, checks) lacks entries for scored tasks (a judge run that
+    stopped early), and, in one line, when nothing in it can be scored (its headline is null)."""
+    missing = [i for i in ids if i not in listed]
+    if missing:
+        log.warning("%s: %d of %d scored task(s) have an entry, %d have none (judge them: run the judge app "
+                    "again): %s", path, len(ids) - len(missing), len(ids), len(missing),
+                    ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+    if value is None:
+        log.warning("%s: nothing in it can be scored: %s is null (%d entr(ies), none with a score)", path,
+                    headline, len(listed))
+
+
 def write_file_results(directory: Path, view: SampleView, scores: TaskScores, samples: np.ndarray,
                        tau_strong: float, meta: dict, judge: Joined | None = None) -> dict:
     """Write the five output files for one prediction file; returns its aggregate.
@@ -152,6 +166,8 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
         for entry in per_id:
             entry.update(judge.per_id.get(entry["id"], {}))
         agg.update(joined_aggregate(judge, ids))
+        for path, listed, headline in judge.listed:
+            _warn_unlisted(path, ids, listed, headline, agg.get(headline))
         columns += judge.keys()
     result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
               "meta": meta}

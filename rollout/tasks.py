@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, read_trajectories, task_records
+from engine.contract import InputError, contained_path, read_trajectories, task_records
+from engine.contract.tasks import images_folder
 
 
 def read_reference_tools(path: str | Path) -> dict[str, list[str]]:
@@ -41,25 +42,27 @@ class Turn:
 
 def read_turns(path: str | Path, images_dir: str | Path | None = None) -> dict[str, list[Turn]]:
     """Per id, the turns of the tasks of a task file that have two or more (VisualToolBench's shape:
-    ``turns: [{"prompt", "images": [path, ...]}, ...]``, images resolved like the task's ``image``).
-    A task with one turn or none runs as a single question. InputError naming the file, the task id
-    and the field otherwise."""
+    ``turns: [{"prompt", "images": [path, ...]}, ...]``, images resolved like the task's ``image``: inside
+    their folder, `engine.contract.contained_path`).
+    A task with one turn runs as a single question (an empty list is refused by `task_records`).
+    InputError naming the file, the task id and the field otherwise."""
     path = Path(path)
     base = Path(images_dir) if images_dir else path.parent
+    folder = images_folder(images_dir)
     out: dict[str, list[Turn]] = {}
     for task_id, obj in task_records(path).items():
         if "turns" not in obj:
             continue
         turns = obj["turns"]
         if not isinstance(turns, list):
-            raise InputError(path, "must be a list of turns", task_id=task_id, field="turns")
+            raise InputError(path, "must be a non-empty list of turns", task_id=task_id, field="turns")
         if len(turns) < 2:
             continue
-        out[task_id] = [_turn(path, base, task_id, k, turn) for k, turn in enumerate(turns)]
+        out[task_id] = [_turn(path, base, folder, task_id, k, turn) for k, turn in enumerate(turns)]
     return out
 
 
-def _turn(path: Path, base: Path, task_id: str, k: int, turn: Any) -> Turn:
+def _turn(path: Path, base: Path, folder: str, task_id: str, k: int, turn: Any) -> Turn:
     where = f"turns[{k}]"
     if not isinstance(turn, dict):
         raise InputError(path, "must be an object with a prompt", task_id=task_id, field=where)
@@ -71,7 +74,7 @@ def _turn(path: Path, base: Path, task_id: str, k: int, turn: Any) -> Turn:
         raise InputError(path, "must be a list of image paths", task_id=task_id, field=f"{where}.images")
     resolved = []
     for i, image in enumerate(images):
-        full = (base / image).resolve()
+        full = contained_path(base, image, file=path, task=task_id, field=f"{where}.images[{i}]", folder=folder)
         if not full.is_file():
             raise InputError(path, f"image file {full} not found (set tasks.images_dir)", task_id=task_id,
                              field=f"{where}.images[{i}]")

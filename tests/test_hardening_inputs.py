@@ -48,6 +48,10 @@ REFUSED: dict[str, tuple[bytes, tuple[str, ...]]] = {
     "number ids, no overlap": (json.dumps([{"id": 40000, "steps": []}, {"id": 40001, "steps": []}]).encode(),
                                ("none of its 2 task id(s) is in the GT", "leading zeros", "JSON numbers")),
     "no task": (b"[]", ("nothing to score: the file holds no task",)),
+    "every task lost": (json.dumps([{"id": f"0004000{i}", "steps": [], "error": {
+        "kind": "model_api", "reason": "HTTP 503 after 3 attempts", "attempts": 3}} for i in range(2)]).encode(),
+                        ("nothing to score: every one of its 2 task(s) was lost to the infrastructure",
+                         "first: 00040000, model_api: HTTP 503 after 3 attempts", "a rerun of the rollout retries")),
     "root string": (b'"hello"', ("root must be a list",)),
     "empty file": (b"  \n", ("empty trajectory file",)),
     "not UTF-8": (call_task('{"q": "caf\xe9"}').encode("latin-1"), ("not UTF-8 text (byte 0xe9",)),

@@ -104,6 +104,18 @@ def test_check_scripts_and_templates_run_in_their_own_processes(tmp_path: Path) 
     assert slow["score"] is None and "timed out" in slow["error"]
 
 
+@pytest.mark.parametrize("returned", ["float('nan')", "float('inf')", "['x']"])
+def test_a_template_answer_a_tasks_file_could_not_hold_is_not_judged(tmp_path: Path, returned: str) -> None:
+    root = tmp_path / "mcpverse"
+    (root / "templates").mkdir(parents=True)
+    (root / "templates" / "tq.py").write_text(f"def get_reference():\n    return {returned}\n")
+    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(root), "timeout": 5})
+    task = {"question": "Which train?", "level": "L3", "ground_truth": "stale", "answer_template": "templates/tq.py"}
+    entry = asyncio.run(ae.judge(ctx, TaskInputs("Q9", task=task)))
+    assert entry["score"] is None and "ground_truth" not in entry
+    assert entry["error"].startswith("answer template: returned ") and "no answer" in entry["error"]
+
+
 def plain_tau2(rewards: dict[str, list[float]]) -> dict[str, float]:
     """tau2's figures one simulation at a time."""
     sims = [(t, r) for t, rs in rewards.items() for r in rs]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,26 @@ def test_outcomes_table_shows_the_columns_some_model_has() -> None:
                              "Evaluator Errors"]
     assert table.rows == [["a", 0.5, 1.0, 0.0, 0.75, None, None], ["b", None, None, None, None, 0.4, 1]]
     assert outcomes_table([none]) is None
+
+
+@pytest.mark.slow
+def test_a_partial_answers_file_is_scored_with_a_warning_naming_what_is_missing(tmp_path: Path,
+                                                                                embedding_cache: Path) -> None:
+    """A judge run that stopped after one task left one entry of seven: the score names the six without an
+    answer and says that nothing in the file can be scored (its one entry is skipped)."""
+    root = Path(__file__).resolve().parents[1]
+    reference = root / "rollout" / "demo" / "mcpverse" / "reference.json"
+    preds = tmp_path / "m_test_mcp_fuzzy.json"
+    preds.write_text(reference.read_text())
+    ids = list(read_trajectories(reference).tasks)
+    (tmp_path / "m_test_mcp_fuzzy_answers.json").write_text(json.dumps(ae.document(
+        {ids[-1]: {"level": "L3", "score": None, "judges": {}, "reason": "no ground truth (skipped)"}}, {})))
+    done = subprocess.run([sys.executable, str(root / "scripts" / "score.py"), f"data.gt={reference}",
+                           f"model.predictions={preds}", f"output_dir={tmp_path / 'out'}",
+                           f"encoder.cache_dir={embedding_cache}", "device=cpu", "reports=false", "progress=false"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    answers = tmp_path / "m_test_mcp_fuzzy_answers.json"
+    assert (f"{answers}: 1 of 7 scored task(s) have an entry, 6 have none (judge them: run the judge app again): "
+            + ", ".join(sorted(ids)[:-1])) in done.stderr
+    assert f"{answers}: nothing in it can be scored: answer_sr is null (1 entr(ies), none with a score)" in done.stderr

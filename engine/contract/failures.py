@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine.contract.errors import InputError, shown
 from engine.contract.trajectory import TrajectoryFile
 
 log = logging.getLogger(__name__)
@@ -93,3 +94,15 @@ def without_lost(predictions: TrajectoryFile) -> tuple[TrajectoryFile, dict[str,
                 "them): %s%s", predictions.path, len(lost), counts, names, " ..." if len(lost) > 10 else "")
     kept = {tid: t for tid, t in predictions.tasks.items() if tid not in lost}
     return dataclasses.replace(predictions, tasks=kept), lost
+
+
+def scorable(predictions: TrajectoryFile) -> TrajectoryFile:
+    """The predictions to score: `without_lost`; an InputError saying so (and naming the first loss) when
+    every task of the file was lost to the infrastructure, so nothing is left to score."""
+    kept, lost = without_lost(predictions)
+    if lost and not kept.tasks:
+        first, (kind, reason) = next(iter(lost.items()))
+        raise InputError(predictions.path, f"nothing to score: every one of its {len(lost)} task(s) was lost to the "
+                         f"infrastructure (first: {shown(first)}, {kind}: {shown(reason)}); a rerun of the rollout "
+                         "retries them")
+    return kept

@@ -3,8 +3,9 @@ the judges (each evaluator's task record) and the rollout's multi-turn tasks.
 
 A tasks file is a list of task objects, each with its id (``id``, or ``task_id`` as some released files
 name it), or an object of id -> task (the key is the id where the task names none). A task that is not an
-object, one without an id and an id given twice are refused with an `InputError` naming the file, the
-task and the field.
+object, one without an id, an id given twice and a ``turns`` field that is not a non-empty list are refused
+with an `InputError` naming the file, the task and the field. Every path a task names (its scripts here, its
+image and its turns' images where they are resolved) is read through `engine.contract.contained_path`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ from typing import Any
 
 from engine.contract.errors import InputError
 from engine.contract.jsonio import read_json
+from engine.contract.paths import contained_path
 
 WHAT = "tasks file"
+SCRIPT_FIELDS = ("check", "eval_script", "answer_template")
+"""The fields naming a script the judges run (engine.evaluators.verifiers, answer_equivalence), relative to the
+tasks file's folder."""
 
 
 def task_id_of(record: Any) -> Any:
@@ -45,6 +50,13 @@ def task_records(path: str | Path) -> dict[str, dict[str, Any]]:
             raise InputError(path, "a task needs an id (a string or an integer)", task_id=label, field="id")
         if str(tid) in out:
             raise InputError(path, f"the id is given twice (again at #{position})", task_id=str(tid), field="id")
+        for name in SCRIPT_FIELDS:
+            if record.get(name) is not None:
+                contained_path(path.parent, record[name], file=path, task=str(tid), field=name)
+        turns = record.get("turns")
+        if turns is not None and (not isinstance(turns, list) or not turns):
+            raise InputError(path, "must be a non-empty list of turns (or no turns field: one question)",
+                             task_id=str(tid), field="turns")
         out[str(tid)] = record
     return out
 
@@ -61,13 +73,19 @@ class Task:
     index: int
 
 
+def images_folder(images_dir: str | Path | None) -> str:
+    """What the folder a task's image paths are relative to is, as a message names it."""
+    return "images folder (tasks.images_dir)" if images_dir else "tasks file's folder"
+
+
 def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_field: str = "question",
                ids: Iterable[str] | None = None) -> list[Task]:
     """The tasks to roll out of a tasks file (`task_records`; {id, image, type, question, ...}), in file order.
 
     `question_field` names the field given to the model ("question", or "prompt" for the explicit
     instructions of tasks_fuzzy.json). Images are resolved against `images_dir` (default: the
-    file's folder) and must exist. `ids`, when given, keeps only those ids (all must exist).
+    file's folder), must stay inside it (`contained_path`) and must exist. `ids`, when given, keeps only
+    those ids (all must exist).
     """
     path = Path(path)
     kept = task_records(path)
@@ -90,7 +108,8 @@ def read_tasks(path: str | Path, images_dir: str | Path | None = None, question_
         if image is not None:
             if not isinstance(image, str) or not image:
                 raise InputError(path, "must be a path string or null", task_id=task_id, field="image")
-            image_path = (base / image).resolve()
+            image_path = contained_path(base, image, file=path, task=task_id, field="image",
+                                        folder=images_folder(images_dir))
             if not image_path.is_file():
                 missing.append((task_id, image_path))
         family = obj.get("type")

@@ -22,7 +22,8 @@ Per task (an entry of ``<predictions stem>_answers.json``):
 - a time-dependent answer (``answer_template``: MCPVerse's ``templates/<id>.py``, whose
   ``get_reference()`` fetches it): the template runs at scoring time in its own process (as check
   scripts run, ``timeout``), its answer is the ground truth, recorded with ``reference_fetched_at``;
-  a template that fails leaves the task unjudged with its ``error`` (counted apart);
+  a template that fails, or returns what a tasks file's ground truth could not be (nothing, NaN, a list),
+  leaves the task unjudged with its ``error`` (counted apart);
 - a state check (``eval_script``: MCPVerse's ``eval_scripts/Q*.py``, ``run_test(pred, path)``): the
   script runs in its own process with a time limit (engine.evaluators.verifiers), ``path`` being the
   task's ground truth resolved in the task's final workspace; E = 1 when it returns a true value; a
@@ -133,29 +134,44 @@ def parser_of(options: Mapping[str, Any]) -> str:
     return parser
 
 
-def _task_fields(ctx: JudgeContext, inputs: TaskInputs,
-                 parser: str) -> tuple[str | None, str | None, str]:
+def usable_truth(value: Any) -> bool:
+    """Whether a ground truth (a tasks file's, or what an answer template returned) can be judged against:
+    a non-empty string or a finite number (NaN, infinities, booleans, lists and blanks cannot)."""
+    return (isinstance(value, (str, int, float)) and not isinstance(value, bool)
+            and not (isinstance(value, float) and not math.isfinite(value)) and bool(str(value).strip()))
+
+
+def task_check(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None) -> None:
+    """Raise the InputError the judge would raise on this task's fields (the judge app checks every task
+    before the first judge is asked), and on the scripts it names."""
+    task_fields(options, task_id, task, parser_of(options))
+    tasks_file = Path(options.get("tasks_file") or "tasks file")
+    for name in ("answer_template", "eval_script"):
+        if (task or {}).get(name) is not None:
+            task_script(tasks_file, task_id, (task or {})[name], name)
+
+
+def task_fields(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None,
+                parser: str) -> tuple[str | None, str | None, str]:
     """The task's level, ground truth and question, checked (InputError naming the tasks file); a task
     without ground truth needs no level, nor does any task under the published reading."""
-    where = ctx.options.get("tasks_file", "tasks file")
-    task = inputs.task or {}
+    where = options.get("tasks_file", "tasks file")
+    task = task or {}
     truth = task.get("ground_truth")
-    if truth is not None and (not isinstance(truth, (str, int, float)) or isinstance(truth, bool)
-                              or (isinstance(truth, float) and not math.isfinite(truth))
-                              or not str(truth).strip()):
+    if truth is not None and not usable_truth(truth):
         raise InputError(where, f"must be a non-empty string, a finite number or null, got {truth!r}",
-                         task_id=inputs.task_id, field="ground_truth")
+                         task_id=task_id, field="ground_truth")
     level = task.get("level")
     if parser == "published":
         if level is not None and (not isinstance(level, str) or not level.strip()):
-            raise InputError(where, f"must be a level label or null, got {level!r}", task_id=inputs.task_id,
+            raise InputError(where, f"must be a level label or null, got {level!r}", task_id=task_id,
                              field="level")
     elif level not in LEVELS and (truth is not None or level is not None):
-        raise InputError(where, f"must be one of {', '.join(LEVELS)}, got {level!r}", task_id=inputs.task_id,
+        raise InputError(where, f"must be one of {', '.join(LEVELS)}, got {level!r}", task_id=task_id,
                          field="level")
     question = task.get("question")
     if not isinstance(question, str) or not question.strip():
-        raise InputError(where, "missing or empty text", task_id=inputs.task_id, field="question")
+        raise InputError(where, "missing or empty text", task_id=task_id, field="question")
     return level, None if truth is None else str(truth), question
 
 
@@ -170,8 +186,9 @@ async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: CheckS
                                 package=True)
     except ValueError as exc:
         return {"error": f"answer template: {exc}"}
-    if value is None or not str(value).strip():
-        return {"error": f"answer template: returned {value!r}, no answer"}
+    if not usable_truth(value):
+        return {"error": f"answer template: returned {repr(value)[:80]}, no answer (a ground truth is a non-empty "
+                         "string or a finite number)"}
     return {"ground_truth": str(value), "reference_fetched_at": when}
 
 
@@ -195,7 +212,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     """One task's entry: level, score (0, 1, a fraction under the published reading, or null when skipped
     or erred), each judge's score and reply, and why no judge was asked when none was."""
     parser = parser_of(ctx.options)
-    level, truth, question = _task_fields(ctx, inputs, parser)
+    level, truth, question = task_fields(ctx.options, inputs.task_id, inputs.task, parser)
     task = inputs.task or {}
     settings = check_settings(ctx.options, f"evaluators.{NAME}")
     fetched: dict[str, Any] = {}
@@ -351,4 +368,4 @@ EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", 
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
                       aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
                       columns=("answer_level", "answer_success"), one_judge=one_judge, display=display,
-                      task_files=("eval_script", "answer_template"))
+                      task_files=("eval_script", "answer_template"), task_check=task_check)

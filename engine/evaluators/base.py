@@ -242,7 +242,10 @@ class Evaluator:
     detail as ``read`` (or ``compute``) gives them merged (``task`` None: the file as a whole, on a model's
     page) and the file's meta; each block JSON-ready, as `Display` says; task_files: the task fields that
     name a file beside the tasks file its verdict depends on (a check script), whose content is part of each
-    verdict's input key (rollout.judges.inputs.input_key), so that a changed file judges its tasks again.
+    verdict's input key (rollout.judges.inputs.input_key), so that a changed file judges its tasks again;
+    task_check: ``task_check(options, task_id, task)`` raises the InputError its judge would raise on a task
+    record, so the judge app checks every task before it starts a judge or a script (None: nothing to check
+    beyond the tasks file's reader).
     """
 
     name: str
@@ -269,6 +272,7 @@ class Evaluator:
     asks_always: bool = True
     display: Display | None = None
     task_files: tuple[str, ...] = ()
+    task_check: Callable[[Mapping[str, Any], str, Mapping[str, Any] | None], None] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

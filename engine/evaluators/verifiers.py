@@ -44,7 +44,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, is_number
+from engine.contract import InputError, contained_path, is_number
 from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_document,
                                     file_entries, format_record)
 from engine.evaluators._check_runner import CheckSettings, check_settings, run_contained
@@ -58,16 +58,14 @@ GROUP_BY: tuple[str, ...] = ("type", "task_difficulty")
 
 def task_script(tasks_file: Path, task_id: str, value: Any, field: str = "check") -> Path:
     """A Python file a task names in `field`, resolved against the tasks file's folder (the folder
-    itself when `tasks_file` is one); InputError when it is not a relative path to a .py file inside it."""
+    itself when `tasks_file` is one); InputError when it is not a relative path to a .py file inside it
+    (the rule of every path a task names: `engine.contract.contained_path`)."""
     tasks_file = Path(tasks_file)
     base = tasks_file.resolve() if tasks_file.is_dir() else tasks_file.resolve().parent
     if not isinstance(value, str) or not value.strip():
         raise InputError(tasks_file, f"must be a path to a .py file or null, got {value!r}", task_id=task_id,
                          field=field)
-    target = (base / value).resolve()
-    if Path(value).is_absolute() or not target.is_relative_to(base):
-        raise InputError(tasks_file, f"{value!r} leaves the tasks folder {base} (scripts lie beside the "
-                         "tasks file)", task_id=task_id, field=field)
+    target = contained_path(base, value, file=tasks_file, task=task_id, field=field)
     if target.suffix != ".py" or not target.is_file():
         raise InputError(tasks_file, f"no Python file {target}", task_id=task_id, field=field)
     return target

@@ -146,10 +146,11 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     """One task's entry: its breakdown fields, per turn whether it was answered and its rubrics, each with
     every judge's label and explanation (or error) and its verdict under the profile (``met``: true,
     false, null), the turns' and the task's score and pass, and the counts."""
+    where = ctx.options.get("tasks_file") or "tasks file"
     if inputs.task is None:
-        raise InputError("tasks", "no task record for this prediction", task_id=inputs.task_id)
+        raise InputError(where, "no task record for this prediction", task_id=inputs.task_id)
     profile = profile_of(ctx.options)
-    turns = task_turns("tasks", inputs.task, inputs.task_id, profile)
+    turns = task_turns(where, inputs.task, inputs.task_id, profile)
     log_mismatches(inputs.task_id, [r for turn in turns for r in turn.rubrics], profile)
     answers = turn_answers(inputs, len(turns))
     specs = list(ctx.pool.specs)

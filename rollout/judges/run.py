@@ -204,6 +204,9 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         await bounded(todo, config_int(cfg, "concurrency"), one)
         write(pool)
 
+    if judged.task_check is not None:  # every task's fields, before a judge or a script is started
+        for tid in todo:
+            judged.task_check(options, tid, tasks.get(tid))
     asked = ""
     if specs:
         async with JudgePool.from_config(cfg, specs) as pool:

@@ -12,14 +12,23 @@ R = TypeVar("R")
 
 
 async def bounded(items: list[T], limit: int, work: Callable[[T], Awaitable[R]]) -> list[R]:
-    """`await work(item)` for every item, at most `limit` at once; the outcomes in item order."""
+    """`await work(item)` for every item, at most `limit` at once; the outcomes in item order. When one
+    raises, the others are cancelled (and awaited) before the error goes on: none runs on past it, into
+    clients its caller then closes."""
     semaphore = asyncio.Semaphore(limit)
 
     async def one(item: T) -> R:
         async with semaphore:
             return await work(item)
 
-    return list(await asyncio.gather(*(one(i) for i in items)))
+    jobs = [asyncio.ensure_future(one(i)) for i in items]
+    try:
+        return list(await asyncio.gather(*jobs))
+    except BaseException:
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+        raise
 
 
 def quiet_client_loggers() -> None:

@@ -5,10 +5,12 @@ the judge app's answer_equivalence with the published reading, over a real judge
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import compose_judge
+from rollout_helpers import ROOT, compose_judge, write_json
 
 from engine.contract import InputError
 from engine.neighbour_tasks import read_mcpverse, task_dir_tasks
@@ -93,3 +95,58 @@ def test_the_judge_app_scores_the_checkout_as_published(tmp_path: Path, chat_ser
     assert out["aggregate"]["answer_sr"] == pytest.approx(3.5 / 4)
     assert out["aggregate"]["levels"]["(no level)"] == 1 and out["meta"]["parser"] == "published"
     assert len(server.requests) == 4  # Q3's check script asks no judge
+
+
+def _app(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{script}.py"), *overrides], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_csv_that_is_not_text_or_leaves_a_quote_open_is_refused_in_one_line(tmp_path: Path) -> None:
+    root = checkout(tmp_path / "repo")
+    data = root / "mcpverse" / "data" / "set_v1.csv"
+    good = data.read_bytes()
+    data.write_bytes(good.replace(b"What is 2+2?", b"What is 2\xff2?"))
+    done = _app("rollout", "model=scripted", f"tasks.root={root}", f"results_dir={tmp_path / 'out'}", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [f"error: {data}: id Q2: line 3: not UTF-8 text (byte 0xff at offset "
+                                                f"{good.index(b'2+2') + 1})"]
+    # Q1's question opens a quote that is never closed: Q2 to Q5 would be read as its text
+    data.write_bytes(good.replace(b"Which city", b'"Which city'))
+    preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [{"id": "Q1", "steps": [], "final_reply": "x"}])
+    done = _app("judge", "judges=scripted", "data=mcpverse", f"data.tasks={root}", f"predictions={preds}",
+                "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}",
+                cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"error: {data}: id Q1: line 2: unexpected end of data")
+    # the quote closed four rows later: one row spanning lines with too few fields
+    data.write_bytes(good.replace(b"Which city", b'"Which city').replace(b"Capital of", b'Capital" of'))
+    with pytest.raises(InputError, match=r"set_v1.csv: id Q1: line 2: ',' expected after"):
+        read_mcpverse(root)
+    data.write_bytes(good.replace(b"Which city", b'"Which city').replace(b"Capital of France?", b'Capital",x'))
+    with pytest.raises(InputError, match=r"set_v1.csv: id Q1: lines 2-5: one row of 10 field\(s\) for the header's 9"):
+        read_mcpverse(root)
+
+
+def test_a_field_over_the_csv_modules_limit_is_read_whole(tmp_path: Path) -> None:
+    root = checkout(tmp_path / "repo")
+    data = root / "mcpverse" / "data" / "set_v1.csv"
+    question = "What is 2+2? " + "Think it over. " * 10_000
+    data.write_text(data.read_text().replace("What is 2+2?", question))
+    assert read_mcpverse(root)["Q2"]["question"] == question and len(question) > 131_072
+
+
+def test_a_bad_task_field_is_refused_before_any_judge_is_asked(tmp_path: Path) -> None:
+    demo = json.loads((ROOT / "rollout" / "demo" / "mcpverse" / "tasks.json").read_text())
+    demo[1]["level"] = 5
+    tasks = write_json(tmp_path / "tasks.json", demo)
+    preds = write_json(tmp_path / "m_test_mcp_fuzzy.json",
+                       [{"id": t["id"], "steps": [], "final_reply": str(t["ground_truth"])} for t in demo])
+    done = _app("judge", "judges=scripted", "data=mcpverse_demo", f"data.tasks={tasks}", f"predictions={preds}",
+                "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}",
+                f"workspace_dir={tmp_path / 'ws'}", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "client has been closed" not in done.stdout + done.stderr and "not judged" not in done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: {tasks}: id {demo[1]['id']}: field 'level': must be a level label or null, got 5"]
+    assert not (tmp_path / "m_test_mcp_fuzzy_answers.json").exists()  # no judge asked, no file begun

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -11,6 +12,7 @@ from engine.contract import InputError, Task, read_tasks
 from rollout import prompts
 from rollout.exposure import select_tools
 from rollout.mcp.protocol import ToolInfo
+from rollout.models.clients import bounded
 from rollout.models.replies import parse_tool_calls
 from rollout.output import ResultFile
 from rollout.tasks import read_reference_tools
@@ -119,3 +121,22 @@ def test_result_file_is_ordered_locked_and_resumable(tmp_path):
     path.write_text('{"not": "a list"}')
     with pytest.raises(InputError, match="must be a JSON list"):
         ResultFile(path, {}).__enter__()
+
+
+def test_bounded_cancels_the_other_jobs_when_one_raises() -> None:
+    finished: list[int] = []
+
+    async def work(i: int) -> int:
+        if i == 0:
+            raise InputError("tasks.json", "bad", task_id="t0", field="level")
+        await asyncio.sleep(0.2)
+        finished.append(i)
+        return i
+
+    async def main() -> None:
+        with pytest.raises(InputError, match="id t0"):
+            await bounded([0, 1, 2, 3], 4, work)
+        await asyncio.sleep(0.3)  # a job left running would finish here
+
+    asyncio.run(main())
+    assert finished == []

@@ -65,3 +65,27 @@ def test_the_judge_app_checks_them_by_family_and_difficulty(tmp_path: Path) -> N
     assert {g: v["check_accuracy_evaluated"] for g, v in agg["check_by_group"].items()} == {
         "Customer Service / easy": 1.0, "Customer Service / hard": 0.0, "Intelligent Creation / easy": 1.0}
     assert agg["check_usage"] == {"tool_calls": 1.0, "tokens_k": 2.5, "cost_usd": pytest.approx(0.004)}
+
+
+def test_input_files_are_data_and_a_broken_task_file_is_left_out_with_a_warning(tmp_path: Path, caplog) -> None:
+    root = task_files(tmp_path / "tobench")
+    folder = root / "Customer Service"
+    (folder / "data").mkdir()
+    (folder / "data" / "orders.json").write_text('{"orders": [1, 2,')  # a task's own input, not JSON at all
+    (folder / "data" / "ticket.json").write_text(json.dumps({"task_name": "not-a-task", "user_request": "data"}))
+    refund = json.loads((folder / "refund.json").read_text())
+    (folder / "refund.json").write_text(json.dumps({**refund, "input_files": ["data/orders.json",
+                                                                              "data/ticket.json"]}))
+    (folder / "draft.json").write_text('{"task_name": "draft", ')
+    with caplog.at_level("WARNING"):
+        records = read_task_dir(root)
+    assert list(records) == ["invoice", "refund", "poster"]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and warned[0].startswith(f"{folder / 'draft.json'}: ") and "left out" in warned[0]
+    for data in ("orders", "ticket"):
+        (folder / "data" / f"{data}.json").unlink()
+    for name in ("invoice", "refund", "poster"):
+        for path in root.rglob(f"{name}.json"):
+            path.write_text("{")
+    with pytest.raises(InputError, match=r"no TOBench task file .*\(4 \*\.json not valid JSON, first: "):
+        read_task_dir(root)
