@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.contract import Trajectory
+from engine.contract import Trajectory, contained_path
 from engine.evaluators._agreement import agreement, judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_score
 from engine.evaluators._prompts import (COMPLETION, GROUNDING, INFORMATION_GROUNDING, TASK_COMPLETION,
@@ -44,14 +44,17 @@ def question_of(reference: Trajectory | None, prediction: Trajectory) -> str:
     return ""
 
 
-def task_image(reference: Trajectory | None, prediction: Trajectory, images_dir: str | Path | None) -> str | None:
-    """The absolute path of the task's input image (the reference's ``image``, else the prediction's;
-    a relative one is taken under images_dir), or None when the task names none."""
-    for source in (reference, prediction):
+def task_image(reference: Trajectory | None, prediction: Trajectory, images_dir: str | Path | None,
+               files: tuple[str | Path, str | Path] = ("reference", "predictions")) -> str | None:
+    """The absolute path of the task's input image (the reference's ``image``, else the prediction's),
+    taken under images_dir by the one path rule (engine.contract.contained_path): InputError naming the
+    file of `files` (reference, predictions) it came from, the task and ``image`` when it is absolute or
+    leads out of that folder; None when the task names none."""
+    for source, file in zip((reference, prediction), files):
         image = source.raw.get("image") if source is not None else None
         if isinstance(image, str) and image.strip():
-            path = Path(image)
-            return str(path if path.is_absolute() else (Path(images_dir or ".") / path).absolute())
+            return str(contained_path(images_dir or ".", image, file=file, task=prediction.id, field="image",
+                                      folder="images folder"))
     return None
 
 

@@ -168,13 +168,14 @@ def complete(entry: Mapping[str, Any], names: Sequence[str]) -> bool:
 async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
     """One task's entry in the published shape ({final, judges, info_grounding: {final, judges}}) from
     every judge of the pool, shown the task's input image (a relative ``image`` is taken under the
-    option ``images_dir``, else the reference file's folder); the pool's JudgeFailure when some judge has
-    no answer."""
+    option ``images_dir``, else the reference file's folder, and refused by the one path rule when it leads
+    out of that folder); the pool's JudgeFailure when some judge has no answer."""
     if task.prediction is None or task.reference is None:
         raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
     images = context.options.get("images_dir") or (Path(context.options["reference_file"]).parent
                                                    if context.options.get("reference_file") else None)
-    image = task_image(task.reference, task.prediction, images)
+    files = (context.options.get("reference_file") or "reference", context.options.get("predictions_file") or "predictions")
+    image = task_image(task.reference, task.prediction, images, files)
     return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars,
                             (image,) if image else ())
 

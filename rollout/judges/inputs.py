@@ -111,7 +111,7 @@ def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
 
 INPUT_KEYS = "input_keys"
 """The meta key of an evaluator file's input keys: task id -> `input_key` of what its verdict judged."""
-NOT_KEYED = ("output", "tasks_file", "reference_file", "agreement_top", "attempts")
+NOT_KEYED = ("output", "tasks_file", "reference_file", "predictions_file", "agreement_top", "attempts")
 """An evaluator's settings that change no verdict, left out of the input keys (where its file goes, the
 paths of files whose content is in the key, how much of the agreement its meta lists, how often a judge
 is asked again after a failed reply)."""

@@ -47,6 +47,8 @@ log = logging.getLogger("judge")
 
 ALIASES = {"judge": "m3_judges", "calls": "call_outcomes"}
 """Stage names of two evaluators, kept from the app's first stages; ``both`` runs every configured one."""
+FILE_OPTIONS = ("tasks_file", "reference_file", "predictions_file", "output")
+"""Options naming the run's files (``output``: the evaluator's own), kept out of its file's meta."""
 
 
 class Catalogues:
@@ -73,12 +75,13 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     The tasks: those of the predictions (and of the reference, when it reads it, and of the tasks
     file, when it reads the task), or every task of the tasks file for an evaluator of all tasks, less
     the tasks `lost` to the infrastructure (named in the file's meta: a rerun of the rollout retries them). Its
-    context has its config entry (and ``tasks_file``), its ``attempts`` and ``max_result_chars`` (else the
-    app's), the pool (none for an evaluator that asks no judge; its one judge for one that asks one) and
+    context has its config entry (and the run's files, FILE_OPTIONS), its ``attempts`` and ``max_result_chars``
+    (else the app's), the pool (none for an evaluator that asks no judge; its one judge for one that asks one) and
     the catalogue for one that reads it (meta ``catalogue``: its source)."""
     assert judged.judge is not None and judged.document is not None
     data = cfg.get("data") or {}
     options = evaluator_options(cfg, judged.name)
+    options["predictions_file"] = str(preds.path)
     if gt is not None:
         options["reference_file"] = str(gt.path)
     tasks: dict[str, dict[str, Any]] = {}
@@ -115,7 +118,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
                             **({"tool_log_dir": str(logs)} if logs else {}),
                             **({"judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
                                            for s in specs]} if specs else {}),
-                            **{k: v for k, v in options.items() if k not in ("tasks_file", "reference_file", "output")},
+                            **{k: v for k, v in options.items() if k not in FILE_OPTIONS},
                             "attempts": attempts, **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
     catalogue = None
     if "catalogue" in judged.reads:

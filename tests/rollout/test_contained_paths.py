@@ -110,3 +110,27 @@ def test_an_empty_turns_list_is_refused_by_both_apps_naming_the_file(tmp_path: P
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (f"error: {tasks}: id vtb-09: field 'turns': must be a non-empty "
                                                     "list of turns (or no turns field: one question)")
+
+
+def test_a_reference_image_outside_the_images_folder_is_refused_by_the_m3_judges(tmp_path: Path) -> None:
+    """The task image the M3 judges are shown follows the same rule: a reference naming '../secret.png' (or an
+    absolute path) stops the judge app in one line naming the reference file, the task and 'image'."""
+    (tmp_path / "secret.png").write_bytes(SECRET)
+    data = tmp_path / "data"
+    make_image(data / "images" / "fine.png")
+    step = [{"calls": [{"name": "math.add", "arguments": {"a": 1, "b": 2}, "result": "3"}]}]
+    for image in ("../secret.png", str(tmp_path / "secret.png")):
+        ref = write_json(data / "ref.json", [{"id": "t1", "image": image, "question": QUESTION, "steps": step,
+                                              "final_reply": "3"}])
+        preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [{"id": "t1", "image": "images/fine.png",
+                                                                "question": QUESTION, "steps": step,
+                                                                "final_reply": "3"}])
+        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "judge.py"), "judges=scripted",
+                               "evaluators=[m3_judges]", f"data.gt={ref}", f"data.images_dir={data}",
+                               f"predictions={preds}", f"results_dir={tmp_path}", f"cache_dir={tmp_path / 'cache'}"],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"error: {ref}: id t1: field 'image': ") and "leaves the images folder" in last, last
+        assert not (tmp_path / "m_test_mcp_fuzzy_taskcompletion.json").exists() or SECRET not in (
+            tmp_path / "m_test_mcp_fuzzy_taskcompletion.json").read_bytes()
