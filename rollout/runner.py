@@ -122,8 +122,8 @@ def _trial_configs(cfg: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], int 
             for i in range(1, config_int(cfg, "trials") + 1)]
 
 
-TRANSPORT_KEYS = ("delay", "timeout", "max_retries", "backoff")
-"""Model settings that change how a reply comes, not what it is: a part made with others merges."""
+TRANSPORT_KEYS = ("delay", "timeout", "max_retries", "backoff", "base_url")
+"""Model settings that change how (and from where) a reply comes, not what it is: parts made with others merge."""
 
 
 def part_settings(cfg: Mapping[str, Any], shard: Shard, trial: int | None) -> dict[str, Any]:
