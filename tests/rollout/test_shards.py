@@ -68,7 +68,7 @@ def sharded_run(tmp_path: Path, launcher: str, lone: dict[str, bytes]) -> Path:
     sweep = ["-m", "shard=0/3,1/3,2/3", f"hydra/launcher={launcher}", f"results_dir={results}"]
     app("rollout", *sweep, *ROLLOUT, f"hydra.sweep.dir={tmp_path / 'sweep-rollout'}", cwd=tmp_path,
         home=tmp_path / "home")
-    assert sorted(p.name for p in (results / "rollout" / "scripted" / "parts").iterdir()) == [
+    assert sorted(p.name for p in (results / "rollout" / "scripted" / "parts").glob("*.json")) == [
         f"scripted_test_mcp_fuzzy.shard{i}of3.json" for i in range(3)]
     assert (results / PREDICTIONS).read_bytes() == lone[PREDICTIONS]
     # the lone verdicts of these predictions (the files name their path), then the shards' on a fresh cache
