@@ -2,7 +2,8 @@
 
 A rerun loads the file, skips the ids it already holds and adds the others; records are kept in
 the order of the tasks file, so a run gives the same bytes however its tasks interleave. A hidden
-lock file next to the output (``.<name>.lock``) keeps two runs from writing the same file.
+lock file next to the output (``.<name>.lock``) keeps two runs from writing the same file. A shard's part
+file (rollout.shards) is the object ``{"part": <the settings that made it>, "records": [...]}``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from engine.contract import InputError, atomic_write_text, dumps_json, read_json
+from rollout.shards import Shard, check_part
 
 
 def dumps_record(record: dict[str, Any]) -> str:
@@ -21,12 +23,23 @@ def dumps_record(record: dict[str, Any]) -> str:
     return dumps_json(record, indent=1)
 
 
-class ResultFile:
-    """A resumable result file: a JSON list of records with string ids (predictions, verdicts, ...)."""
+def list_text(texts: list[str]) -> str:
+    """The text of a result file of these record texts, in order."""
+    body = ",\n".join(texts)
+    return f"[\n{body}\n]\n" if body else "[]\n"
 
-    def __init__(self, path: str | Path, order: dict[str, int]) -> None:
+
+class ResultFile:
+    """A resumable result file: a JSON list of records with string ids (predictions, verdicts, ...); with
+    `part` (the settings of a shard's part file, and its `shard`), the part file ``{"part", "records"}``, which
+    an earlier file made with other settings is refused."""
+
+    def __init__(self, path: str | Path, order: dict[str, int], part: dict[str, Any] | None = None,
+                 shard: Shard | None = None) -> None:
         self.path = Path(path)
         self._order = order
+        self._part = part
+        self._shard = shard
         self._texts: dict[str, str] = {}
         self._records: dict[str, dict[str, Any]] = {}
         self._lock = FileLock(str(self.path.with_name(f".{self.path.name}.lock")))
@@ -52,6 +65,12 @@ class ResultFile:
         if not self.path.exists():
             return
         data = read_json(self.path, "result file")
+        if self._part is not None:
+            if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+                raise InputError(self.path, "an existing part file must be an object with a records list (move it "
+                                 "away)", field="records")
+            check_part(self.path, data.get("part"), self._part, self._shard or Shard(0, 1))
+            data = data["records"]
         if not isinstance(data, list):
             raise InputError(self.path, "an existing result file must be a JSON list (move it away "
                              "or choose another output path)")
@@ -84,5 +103,15 @@ class ResultFile:
         with self._write_lock:
             self._records[record["id"]] = record
             self._texts[record["id"]] = text
-            body = ",\n".join(self._texts[i] for i in self._ordered_ids())
-            atomic_write_text(self.path, f"[\n{body}\n]\n" if body else "[]\n")
+            self._write()
+
+    def save(self) -> None:
+        """Write the file as it is (a part file with no record yet included)."""
+        with self._write_lock:
+            self._write()
+
+    def _write(self) -> None:
+        text = list_text([self._texts[i] for i in self._ordered_ids()])
+        if self._part is not None:
+            text = f'{{"part": {dumps_json(self._part)},\n"records": {text.rstrip()}}}\n'
+        atomic_write_text(self.path, text)

@@ -22,8 +22,8 @@ from typing import Any
 
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
 from engine.contract import (AGENT, CUT_SHORT, MODEL_API, REPLAY, InputError, Task, Trajectory, atomic_write_json,
-                             check_choice, check_name, config_int, is_lost, read_tasks, read_trajectories,
-                             record_error, safe_name, task_error)
+                             check_choice, check_name, config_int, digest, is_lost, read_json, read_tasks,
+                             read_trajectories, record_error, safe_name, task_error)
 from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
@@ -37,8 +37,10 @@ from rollout.models.base import settings_from_config
 from rollout.models.clients import bounded, quiet_client_loggers
 from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver
-from rollout.output import ResultFile
+from rollout.output import ResultFile, dumps_record, list_text
 from rollout.record import CachedModel, RolloutCache
+from rollout.shards import (PartPending, Shard, check_part, file_sha256, missing_ids, parse_shard, part_path,
+                            write_merged)
 from rollout.tasks import Turn, read_reference_tools, read_turns
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace
@@ -97,21 +99,105 @@ async def run_rollout(cfg: Mapping[str, Any]) -> int:
     With `trials` = N, every task runs N independent times: trial i writes <predictions stem>_trial<i>.json
     (each record with "trial": i), in its own workspace, cache and tool logs (<workspace>/trial<i>,
     <cache_dir>/trial<i>, <tool_logs>/trial<i>), its model config given ``trial``: i (a seeded model's noise
-    follows it), each resumable and replayable like a single run.
+    follows it), each resumable and replayable like a single run. With `shard` = i/n, only the tasks of part i
+    run, into its part file (rollout.shards), and the job that finds every part complete merges them.
     """
-    if cfg.get("trials") is None:
-        return await _rollout_trial(cfg, None)
-    n = config_int(cfg, "trials")
     status = 0
-    for i in range(1, n + 1):
-        trial_cfg = {**cfg, "predictions": str(trial_path(_path(cfg, "predictions"), i)),
-                     "workspace": str(_path(cfg, "workspace") / f"trial{i}"),
-                     "cache_dir": str(_path(cfg, "cache_dir") / f"trial{i}"),
-                     "tool_logs": str(_path(cfg, "tool_logs") / f"trial{i}"),
-                     "model": {**cfg["model"], "trial": i}}
-        log.info("trial %d of %d -> %s", i, n, trial_cfg["predictions"])
-        status = max(status, await _rollout_trial(trial_cfg, i))
+    for trial_cfg, trial in _trial_configs(cfg):
+        if trial is not None:
+            log.info("trial %d of %s -> %s", trial, cfg["trials"], trial_cfg["predictions"])
+        status = max(status, await _rollout_trial(trial_cfg, trial))
     return status
+
+
+def _trial_configs(cfg: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], int | None]]:
+    """The config of each trial of a run (the run's own when it has no `trials`), with the trial's number."""
+    if cfg.get("trials") is None:
+        return [(cfg, None)]
+    return [({**cfg, "predictions": str(trial_path(_path(cfg, "predictions"), i)),
+              "workspace": str(_path(cfg, "workspace") / f"trial{i}"),
+              "cache_dir": str(_path(cfg, "cache_dir") / f"trial{i}"),
+              "tool_logs": str(_path(cfg, "tool_logs") / f"trial{i}"),
+              "model": {**cfg["model"], "trial": i}}, i)
+            for i in range(1, config_int(cfg, "trials") + 1)]
+
+
+TRANSPORT_KEYS = ("delay", "timeout", "max_retries", "backoff", "base_url")
+"""Model settings that change how (and from where) a reply comes, not what it is: parts made with others merge."""
+
+
+def part_settings(cfg: Mapping[str, Any], shard: Shard, trial: int | None) -> dict[str, Any]:
+    """The settings a part file of this run records and a merge checks: the shard, the model's name, the
+    SHA-256 of the tasks file (folder) and of the servers config, the trials, and the settings a preset sets
+    (exposure, steps, calls per step, prepare, result length, the question field, the task ids, the servers'
+    environment, the model's other settings)."""
+    data, model = cfg["tasks"], cfg["model"]
+    return {"shard": str(shard), "model": model.get("name"),
+            "tasks": file_sha256(data.get("root") or data.get("file")), "servers": file_sha256(cfg.get("servers")),
+            "trials": cfg.get("trials"), "trial": trial,
+            "settings": {"exposure": cfg.get("exposure") or {"mode": "all"},
+                         **{k: cfg.get(k) for k in ("max_step", "max_concurrent", "prepare", "max_result_chars",
+                                                    "server_environment")},
+                         "question_field": data.get("question_field"), "ids": data.get("ids"),
+                         "model": digest({k: v for k, v in model.items() if k not in TRANSPORT_KEYS})}}
+
+
+def _parts_dir(cfg: Mapping[str, Any]) -> Path:
+    return _path(cfg, "parts_dir")
+
+
+def merge_parts(cfg: Mapping[str, Any], count: int, tasks: list[Task], trial: int | None) -> Path:
+    """Merge the `count` part files of a run (trial) into its predictions file, records in the order one run
+    of every task writes them; InputError naming a part made with other settings or holding another part's
+    task, PartPending naming one missing or lacking tasks."""
+    output = _path(cfg, "predictions")
+    order = {t.id: t.index for t in tasks}
+    references = (read_reference_tools(cfg["tasks"]["reference"])
+                  if (cfg.get("exposure") or {}).get("mode") == "oracle" else None)
+    texts: dict[str, str] = {}
+    for shard in Shard(0, count).siblings():
+        path = part_path(_parts_dir(cfg), output, shard)
+        if not path.is_file():
+            raise PartPending(path, f"part {shard} is missing: run shard={shard} with the same settings",
+                              field="shard")
+        data = read_json(path, "part file")
+        if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+            raise InputError(path, f"part {shard} is not a part file (an object with a records list)",
+                             field="records")
+        check_part(path, data.get("part"), part_settings(cfg, shard, trial), shard)
+        records = {r.get("id"): r for r in data["records"] if isinstance(r, dict)}
+        wanted = [t.id for t in tasks if shard.owns(t.id) and (references is None or t.id in references)]
+        stray = sorted(str(i) for i in records if i not in set(wanted))
+        if stray:
+            raise InputError(path, f"part {shard} holds a task of no part of this split", task_id=stray[0],
+                             field="id")
+        missing_ids(path, shard, records, wanted)
+        texts.update((i, dumps_record(r)) for i, r in records.items())
+    write_merged(output, list_text([texts[i] for i in sorted(texts, key=lambda i: (order[i], i))]))
+    return output
+
+
+def merge_run(cfg: Mapping[str, Any]) -> int:
+    """The merge command (``merge=N``): merge the N parts of each trial of the run; 0, or InputError."""
+    count = config_int(cfg, "merge")
+    for trial_cfg, trial in _trial_configs(cfg):
+        tasks, _ = _run_tasks(trial_cfg)
+        print(f"rollout: {count} part(s) merged -> {merge_parts(trial_cfg, count, tasks, trial)}")
+    return 0
+
+
+def _merge_if_complete(cfg: Mapping[str, Any], shard: Shard, tasks: list[Task], trial: int | None) -> None:
+    """Merge the parts when every one is complete (this job finished last); say why not otherwise."""
+    try:
+        output = merge_parts(cfg, shard.count, tasks, trial)
+    except PartPending as exc:
+        log.info("not merged yet: %s", exc)
+        print(f"rollout: part {shard} done; the merge waits for the other parts")
+        return
+    except InputError as exc:
+        print(f"rollout: not merged: {exc}", file=sys.stderr)
+        return
+    print(f"rollout: every part is complete; {shard.count} part(s) merged -> {output}")
 
 
 def _run_tasks(cfg: Mapping[str, Any]) -> tuple[list[Task], dict[str, list[Turn]]]:
@@ -134,7 +220,9 @@ def _run_tasks(cfg: Mapping[str, Any]) -> tuple[list[Task], dict[str, list[Turn]
 async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
     """One rollout of the tasks not yet in cfg's predictions file; records carry `trial` when given."""
     data = cfg["tasks"]
-    tasks, turns = _run_tasks(cfg)
+    all_tasks, turns = _run_tasks(cfg)
+    shard = parse_shard(cfg.get("shard"))
+    tasks = [t for t in all_tasks if shard is None or shard.owns(t.id)]
     exposure = cfg.get("exposure") or {"mode": "all"}
     references = read_reference_tools(data["reference"]) if exposure.get("mode") == "oracle" else None
     output, workspace_base = _path(cfg, "predictions"), _path(cfg, "workspace")
@@ -145,12 +233,20 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                                 prepare=bool(cfg.get("prepare", True)),
                                 max_result_chars=config_int(cfg, "max_result_chars", default=4000, minimum=0))
     concurrency = config_int(cfg, "concurrency", default=4)
-    with ResultFile(output, {t.id: t.index for t in tasks}) as results:
+    if shard is not None:
+        output = part_path(_parts_dir(cfg), output, shard)
+        log.info("shard %s: %d of %d task(s) -> %s", shard, len(tasks), len(all_tasks), output)
+    part = part_settings(cfg, shard, trial) if shard is not None else None
+    with ResultFile(output, {t.id: t.index for t in tasks}, part, shard) as results:
         todo = [t for t in tasks if results.get(t.id) is None or is_lost(results.get(t.id))]
         if len(todo) < len(tasks):
             log.info("%d of %d tasks already in %s; they are skipped", len(tasks) - len(todo), len(tasks), output)
+        if part is not None and not output.exists():
+            results.save()
         if not todo:
             print(f"rollout: nothing to do, all {len(tasks)} tasks are in {output}")
+            if shard is not None:
+                _merge_if_complete(cfg, shard, all_tasks, trial)
             return 0
         async with AsyncExitStack() as stack:
             model = await stack.enter_async_context(_open_model(cfg["model"], cache))
@@ -206,6 +302,8 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
             outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, work)
             retries = model.driver.retries if model.driver is not None else 0
     print(_summary(outcomes, total, len(unreferenced), retries, output))
+    if shard is not None:
+        _merge_if_complete(cfg, shard, all_tasks, trial)
     return 1 if any(o not in ("finished", AGENT) for o in outcomes) else 0
 
 
@@ -268,6 +366,11 @@ def run(cfg: Mapping[str, Any]) -> int:
     recorded as cut short, and a rerun does them)."""
     stage = check_choice(cfg.get("stage", "rollout"), STAGES, "stage", "stage")
     check_name((cfg.get("model") or {}).get("name"), "model.name")
+    if cfg.get("merge") is not None:
+        return merge_run(cfg)
+    if parse_shard(cfg.get("shard")) is not None and stage != "rollout":
+        raise InputError("config", "a shard only rolls out: curate the merged predictions (stage=curate, no "
+                         "shard) once every part is merged", field="stage")
     quiet_client_loggers()
     status = 0
     try:

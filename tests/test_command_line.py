@@ -91,7 +91,7 @@ def test_a_multirun_job_folder_names_only_its_swept_settings() -> None:
     argv = ["-m", "model=gpt5,claude", "concurrency=2", "results_dir=/r"]
     assert check_command_line("rollout", argv, OPEN["rollout"])[-1] == (
         "hydra.job.config.override_dirname.exclude_keys=[results_dir,predictions,run_dir,workspace,cache_dir,"
-        "server_logs,curate.verdicts,curate.optimal,concurrency]")
+        "server_logs,curate.verdicts,curate.optimal,parts_dir,concurrency]")
 
 
 def run(app: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ from rollout.judges.inputs import (INPUT_KEYS, NOT_KEYED, evaluator_options, eva
                                    predictions_path, previous_keys, previous_meta, previous_usage, read_task_records,
                                    rollout_folder, tool_log, wanted_ids)
 from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
+from rollout.judges.shards import merge_verdicts, part_document, part_inputs
+from rollout.shards import PartPending, Shard, parse_shard, part_path
 from rollout.models.clients import bounded, quiet_client_loggers
 
 log = logging.getLogger("judge")
@@ -142,6 +145,19 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
                           tool_log=tool_log(logs / f"{safe_name(tid)}.json") if logs else None,
                           file_entries=objects.get(tid, ()))
 
+    shard, parts_dir = parse_shard(cfg.get("shard")), Path(cfg.get("parts_dir") or output.parent / "parts")
+
+    def inputs(part: Shard) -> dict[str, Any]:
+        return part_inputs(part, preds.path, gt.path if gt else None, options.get("tasks_file"))
+
+    if cfg.get("merge") is not None:
+        merged = merge_verdicts(judged, output, parts_dir, config_int(cfg, "merge"), order, meta, inputs, specs, names)
+        print(f"{judged.name}: {cfg['merge']} part(s) merged -> {merged}")
+        return 0
+    merged, all_order = output, order
+    if shard is not None:
+        order = [i for i in order if shard.owns(i)]
+        output = part_path(parts_dir, output, shard)
     keys = {i: input_key(inputs_of(i), settings, judged.task_files, tasks_base) for i in order}
     earlier = previous_meta(output, str(judged.suffix)) if judged.entries is not None else {}
     previous = judged.entries(output) if judged.entries is not None and output.is_file() else {}
@@ -187,7 +203,10 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
             extra["incomplete"] = incomplete()
         if pool is not None:
             extra["usage"] = pool.usage_totals(usage_before)
-        atomic_write_json(output, judged.document(ordered, {**meta, **extra}))
+        document = judged.document(ordered, {**meta, **extra})
+        if shard is not None:
+            document = part_document(document, inputs(shard), meta, extra, ordered)
+        atomic_write_json(output, document)
 
     async def judge_all(pool: JudgePool | None) -> None:
         if pool is not None and judged.rubrics:
@@ -222,6 +241,15 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     done = sum(1 for i in order if i in entries) - len(left)
     print(f"{judged.name}: {done} of {len(order)} task(s) judged ({len(todo) - len(failed)} now, {len(failed)} "
           f"failed, {len(left)} incomplete){asked} -> {output}")
+    if shard is not None:
+        try:
+            merge_verdicts(judged, merged, parts_dir, shard.count, all_order, meta, inputs, specs, names)
+            print(f"{judged.name}: every part is complete; {shard.count} part(s) merged -> {merged}")
+        except PartPending as exc:
+            log.info("not merged yet: %s", exc)
+            print(f"{judged.name}: part {shard} done; the merge waits for the other parts")
+        except InputError as exc:
+            print(f"{judged.name}: not merged: {exc}", file=sys.stderr)
     return 1 if failed or left else 0
 
 

@@ -1,0 +1,129 @@
+"""Shards of a run: ``shard=i/n`` runs the i-th of n disjoint parts of the tasks, each writing its own part
+file; merging the n parts gives the file one run of every task writes.
+
+A task belongs to part ``int(sha256(id)) mod n``: the split depends on the id alone (not on the order of the
+tasks file, nor on the other tasks), every task is in exactly one part, and all trials of a task are in the
+same one. A part file records the settings that made it (``part``: the shard, and what the app counts as
+its identity: model, tasks file, servers config, trials, ...); a merge refuses, in one line naming it, a
+part that is missing, lacks some of its tasks, or was made with other settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from engine.contract import InputError, atomic_write_text
+
+SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+MERGE_WAIT_S = 120.0
+"""How long a merge waits for the merged file's lock (another job merging, a run writing it)."""
+
+
+class PartPending(InputError):
+    """A part is missing or lacks some of its tasks: the merge waits for its shard."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The i-th (0-based) of n parts of a run's tasks."""
+
+    index: int
+    count: int
+
+    def owns(self, task_id: str) -> bool:
+        """Whether a task id is in this part."""
+        return shard_of(task_id, self.count) == self.index
+
+    @property
+    def label(self) -> str:
+        """The part's name in file names: shard<i>of<n>."""
+        return f"shard{self.index}of{self.count}"
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def siblings(self) -> list[Shard]:
+        """Every part of the same split, this one included, in order."""
+        return [Shard(i, self.count) for i in range(self.count)]
+
+
+def shard_of(task_id: str, count: int) -> int:
+    """The part (0-based) of a task id among `count` parts."""
+    return int(hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest(), 16) % count
+
+
+def parse_shard(value: Any, field: str = "shard") -> Shard | None:
+    """The shard a ``shard`` setting names ("i/n", 0 <= i < n), None when unset; InputError naming the setting
+    otherwise."""
+    if value is None or value == "":
+        return None
+    m = SHARD_RE.match(str(value))
+    if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise InputError("config", f"must be i/n with 0 <= i < n (e.g. 0/3), got {value!r}", field=field)
+    return Shard(int(m.group(1)), int(m.group(2)))
+
+
+def part_path(parts_dir: Path, output: Path, shard: Shard) -> Path:
+    """The part file of `output` written by `shard`: <parts_dir>/<output stem>.shard<i>of<n>.json."""
+    return Path(parts_dir) / f"{output.stem}.{shard.label}{output.suffix or '.json'}"
+
+
+def file_sha256(path: str | Path | None) -> str | None:
+    """The SHA-256 of a file's bytes (of the sorted names and bytes of a folder's files); None when absent."""
+    if not path:
+        return None
+    path = Path(path)
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_dir():
+        h = hashlib.sha256()
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+            h.update(str(file.relative_to(path)).encode() + b"\0" + file.read_bytes() + b"\0")
+        return h.hexdigest()
+    return None
+
+
+def check_part(path: Path, found: Any, expected: Mapping[str, Any], shard: Shard) -> None:
+    """Refuse a part whose recorded settings (`found`) are not `expected`: InputError naming the part and the
+    first setting that differs."""
+    if not isinstance(found, Mapping):
+        raise InputError(path, f"part {shard} has no 'part' settings: not a part file", field="part")
+    key, was, now = _first_difference(found, expected, "")
+    if key:
+        raise InputError(path, f"part {shard} was made with other settings ({key} {was!r}, this run {now!r}): "
+                         f"rerun shard={shard} with these settings, or merge with the settings that made it",
+                         field=f"part.{key}")
+
+
+def _first_difference(found: Mapping[str, Any], expected: Mapping[str, Any], prefix: str) -> tuple[str, Any, Any]:
+    """The first key (dotted, nested mappings entered) whose values differ, with both values; ("", ...) if none."""
+    for key in sorted({*found, *expected}):
+        was, now = found.get(key), expected.get(key)
+        if was != now:
+            if isinstance(was, Mapping) and isinstance(now, Mapping):
+                return _first_difference(was, now, f"{prefix}{key}.")
+            return f"{prefix}{key}", was, now
+    return "", None, None
+
+
+def missing_ids(path: Path, shard: Shard, have: Iterable[str], wanted: Iterable[str]) -> None:
+    """PartPending naming the part when it lacks some of the ids `wanted`."""
+    lacking = sorted(set(wanted) - set(have))
+    if lacking:
+        raise PartPending(path, f"part {shard} lacks {len(lacking)} of its tasks (e.g. {lacking[0]}): run "
+                          f"shard={shard} again to finish it", field="records")
+
+
+def write_merged(output: Path, text: str) -> None:
+    """Write a merged file atomically, under the lock a run writing it holds (so two jobs finishing together
+    write it one after the other)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(output.with_name(f".{output.name}.lock")), timeout=MERGE_WAIT_S):
+        atomic_write_text(output, text)

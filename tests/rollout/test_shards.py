@@ -1,0 +1,157 @@
+"""Shards of a rollout and of a judge run (rollout.shards): the split by task id, the part files, the merge
+(byte-identical to one run of every task), through submitit's local executor and joblib, a killed shard
+resumed, and parts made with other settings refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.contract import InputError
+from rollout.models.loopback import ScriptedChatServer
+from rollout.scripted import PlanPolicy
+from rollout.shards import Shard, parse_shard, shard_of
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "rollout" / "demo"
+PREDICTIONS = "scripted_test_mcp_fuzzy.json"
+VERDICTS = ("scripted_test_mcp_fuzzy_taskcompletion.json", "scripted_test_mcp_fuzzy_callanalysis.json")
+ROLLOUT = ["model=scripted", "tasks=demo"]
+JUDGE = ["model=scripted", "judges=scripted", "data=rollout_demo"]
+
+
+def app(name: str, *args: str, cwd: Path, home: Path, status: int = 0) -> subprocess.CompletedProcess:
+    """Run scripts/<name>.py with these settings; its exit status must be `status`."""
+    env = {**os.environ, "M3BENCH_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    return proc
+
+
+def test_split_by_id_alone() -> None:
+    ids = [f"task-{i}" for i in range(200)]
+    parts = {n: [shard_of(i, n) for i in ids] for n in (1, 2, 3, 7)}
+    for n, owners in parts.items():
+        assert set(owners) <= set(range(n)) and len(set(owners)) == n
+        for i, task in enumerate(ids):  # exactly one part owns a task, whatever the other tasks or their order
+            assert [k for k in range(n) if Shard(k, n).owns(task)] == [owners[i]]
+    assert [shard_of(i, 3) for i in reversed(ids)] == parts[3][::-1]
+
+
+@pytest.mark.parametrize("value", ["3/3", "1", "-1/2", "a/b", "0/0", "1/2/3"])
+def test_bad_shard_is_refused(value: str) -> None:
+    with pytest.raises(InputError, match="field 'shard': must be i/n"):
+        parse_shard(value)
+
+
+@pytest.fixture(scope="module")
+def lone(tmp_path_factory) -> dict[str, bytes]:
+    """The demo rolled out and judged in one run each: the predictions and the verdict files."""
+    base = tmp_path_factory.mktemp("lone")
+    app("rollout", *ROLLOUT, f"results_dir={base}", cwd=base, home=base / "home")
+    app("judge", *JUDGE, f"results_dir={base}", cwd=base, home=base / "home")
+    return {name: (base / name).read_bytes() for name in (PREDICTIONS, *VERDICTS)}
+
+
+def sharded_run(tmp_path: Path, launcher: str, lone: dict[str, bytes]) -> Path:
+    """The demo rolled out as 3 shards through `launcher`, compared with the lone run; then judged as 3 shards
+    through it, compared with the lone verdicts judged on the same predictions path."""
+    results = tmp_path / "results"
+    sweep = ["-m", "shard=0/3,1/3,2/3", f"hydra/launcher={launcher}", f"results_dir={results}"]
+    app("rollout", *sweep, *ROLLOUT, f"hydra.sweep.dir={tmp_path / 'sweep-rollout'}", cwd=tmp_path,
+        home=tmp_path / "home")
+    assert sorted(p.name for p in (results / "rollout" / "scripted" / "parts").glob("*.json")) == [
+        f"scripted_test_mcp_fuzzy.shard{i}of3.json" for i in range(3)]
+    assert (results / PREDICTIONS).read_bytes() == lone[PREDICTIONS]
+    # the lone verdicts of these predictions (the files name their path), then the shards' on a fresh cache
+    app("judge", *JUDGE, f"results_dir={results}", cwd=tmp_path, home=tmp_path / "home-lone")
+    expected = {name: (results / name).read_bytes() for name in VERDICTS}
+    for name in VERDICTS:
+        (results / name).unlink()
+    app("judge", *sweep, *JUDGE, f"hydra.sweep.dir={tmp_path / 'sweep-judge'}", cwd=tmp_path,
+        home=tmp_path / "home-shards")
+    for name in VERDICTS:
+        assert (results / name).read_bytes() == expected[name], name
+    return results
+
+
+@pytest.mark.slow
+def test_three_shards_through_submitit_merge_to_the_lone_run(tmp_path: Path, lone: dict[str, bytes]) -> None:
+    results = sharded_run(tmp_path, "local_submitit", lone)
+    # the merge as a command gives the same bytes; with other settings it is refused in one line
+    (results / PREDICTIONS).unlink()
+    app("rollout", *ROLLOUT, f"results_dir={results}", "merge=3", cwd=tmp_path, home=tmp_path / "home")
+    assert (results / PREDICTIONS).read_bytes() == lone[PREDICTIONS]
+    refused = app("rollout", *ROLLOUT, f"results_dir={results}", "merge=3", "max_step=4", cwd=tmp_path,
+                  home=tmp_path / "home", status=2)
+    assert refused.stderr.count("\n") == 1 and "shard0of3.json: field 'part.settings.max_step': part 0/3 was made " \
+        "with other settings (settings.max_step 5, this run 4)" in refused.stderr, refused.stderr
+    missing = app("rollout", *ROLLOUT, f"results_dir={results}", "merge=4", cwd=tmp_path, home=tmp_path / "home",
+                  status=2)
+    assert missing.stderr.count("\n") == 1 and "part 0/4 is missing: run shard=0/4" in missing.stderr
+    judged = app("judge", *JUDGE, f"results_dir={results}", "merge=3", "attempts=3", cwd=tmp_path,
+                 home=tmp_path / "home-shards", status=2)
+    assert judged.stderr.count("\n") == 1 and "field 'part.meta.attempts': part 0/3 was made with other " \
+        "settings (meta.attempts 5, this run 3)" in judged.stderr, judged.stderr
+
+
+@pytest.mark.slow
+def test_three_shards_through_joblib_merge_to_the_lone_run(tmp_path: Path, lone: dict[str, bytes]) -> None:
+    sharded_run(tmp_path, "local_parallel", lone)
+
+
+def bigger_demo(folder: Path, copies: int) -> tuple[Path, Path]:
+    """The demo tasks and references `copies` times over, each copy's ids suffixed (-c<k>)."""
+    tasks = json.loads((DEMO / "tasks.json").read_text())
+    refs = json.loads((DEMO / "reference.json").read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, records in (("tasks.json", tasks), ("reference.json", refs)):
+        path = folder / name
+        path.write_text(json.dumps([{**r, "id": f"{r['id']}-c{k}"} for k in range(copies) for r in records]))
+        out.append(path)
+    return out[0], out[1]
+
+
+@pytest.mark.slow
+def test_killed_shard_rerun_redoes_only_its_missing_tasks(tmp_path: Path) -> None:
+    tasks, reference = bigger_demo(tmp_path / "data", 4)
+    asked: list[str | None] = []
+    plans = PlanPolicy.from_file(reference)
+
+    def policy(request: dict) -> str:
+        asked.append(next((m["task"] for m in request["messages"] if isinstance(m.get("task"), str)), None))
+        return plans(request)
+
+    results = tmp_path / "results"
+    with ScriptedChatServer(policy, delay=0.2) as server:
+        settings = [*ROLLOUT, f"tasks.file={tasks}", f"tasks.reference={reference}", f"tasks.images_dir={DEMO}",
+                    f"model.base_url={server.base_url}", f"results_dir={results}", "shard=0/2", "concurrency=1"]
+        part = results / "rollout" / "scripted" / "parts" / "scripted_test_mcp_fuzzy.shard0of2.json"
+        mine = sorted(r["id"] for r in json.loads(tasks.read_text()) if shard_of(r["id"], 2) == 0)
+        env = {**os.environ, "M3BENCH_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "rollout.py"), *settings], cwd=tmp_path,
+                                env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "killed.log").open("w"))
+        done: list[str] = []
+        deadline = time.monotonic() + 300
+        while len(done) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            if part.is_file():
+                done = [r["id"] for r in json.loads(part.read_text())["records"]]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        done = [r["id"] for r in json.loads(part.read_text())["records"]]
+        assert 2 <= len(done) < len(mine), (done, mine)
+        asked.clear()
+        app("rollout", *settings, cwd=tmp_path, home=tmp_path / "home")
+    assert set(asked) == set(mine) - set(done), "the rerun asked the model about exactly the missing tasks"
+    assert sorted(r["id"] for r in json.loads(part.read_text())["records"]) == mine
+    assert not (results / PREDICTIONS).exists(), "shard 1/2 has not run: nothing is merged"
