@@ -266,6 +266,7 @@ def stats_settings(cfg: DictConfig) -> StatsSettings | None:
     return StatsSettings(resamples=config_int(group, "resamples", minimum=2, default=10_000, where="stats.resamples"),
                          seed=config_int(group, "seed", minimum=0, default=0, where="stats.seed"),
                          cluster=str(group.get("cluster", "family")), method=str(group.get("method", "percentile")),
+                         correction=str(group.get("correction", "expanded")),
                          scheme=str(group.get("scheme", "multinomial")), shared_rank=bool(group.get("shared_rank")),
                          **number).check()
 
