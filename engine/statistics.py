@@ -22,6 +22,7 @@ import torch
 from engine.contract import ConfigError
 from engine.metricspec import AVERAGE, BY_KEY, EVALUATOR_KEYS, alignment_keys
 from engine.metrics import TaskScores
+from engine.trial_estimators import ESTIMATORS, rate
 from kernels import bootstrap as bs
 
 STATS_FILE = "stats.json"
@@ -312,6 +313,40 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
     return {"settings": {**asdict(settings), "clusters": c, "device": str(device)},
             "metrics": {k: (AVERAGE if k == AVERAGE_KEY else BY_KEY[k].label) for k in key_index},
             "models": out_models, "pairs": out_pairs, "tied_with_top": tied, "power": adjacent}
+
+
+def trial_intervals(counts: list[tuple[int, int]], clusters: list[str], settings: StatsSettings,
+                    device: torch.device | str = "cpu", resample: torch.Tensor | None = None) -> dict[str, Any]:
+    """Intervals of a model's pass@k, pass^k and avg@k (k = 1 .. its trials, losses as failures): each a
+    plain mean over the tasks with n >= k of the task's estimator from its (n trials, c successes), so a
+    task's trials move together with the task; tasks are resampled by `clusters` (each task's family,
+    or the task itself) like the leaderboard's ids. resample: the (B x C) count matrix to use (default:
+    drawn from settings, clusters in sorted order). Per estimator and k: value, low, high, tasks."""
+    settings.check()
+    device = torch.device(device)
+    names = sorted(set(clusters))
+    where = np.array([names.index(c) for c in clusters], dtype=np.int64)
+    trials = max((n for n, _ in counts), default=0)
+    columns = [(name, k) for name in ESTIMATORS for k in range(1, trials + 1)]
+    num = np.zeros((len(names), len(columns)))
+    den = np.zeros((len(names), len(columns)))
+    for q, (name, k) in enumerate(columns):
+        for t, (n, c) in enumerate(counts):
+            if n >= k:
+                num[where[t], q] += ESTIMATORS[name](n, c, k)
+                den[where[t], q] += 1
+    if resample is None:
+        resample = bs.resample_counts(settings.resamples, len(names), settings.seed, settings.scheme)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float64, device=device)  # noqa: E731
+    rows = bs.ratios(resample.to(device=device, dtype=torch.float64), as_t(num), as_t(den))
+    clusters_of = as_t((den != 0).sum(0))
+    low, high = bs.percentile_interval(rows, settings.level, clusters_of if settings.correction == "expanded" else None)
+    out: dict[str, Any] = {name: {} for name in ESTIMATORS}
+    for q, (name, k) in enumerate(columns):
+        value, tasks = rate(counts, k, name)
+        out[name][str(k)] = {"value": value, "low": _clean(float(low[q])), "high": _clean(float(high[q])),
+                             "tasks": tasks}
+    return out
 
 
 def _rank(value: float) -> int | None:

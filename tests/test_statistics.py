@@ -197,6 +197,37 @@ def test_bootstrap_se_matches_clustered_se_and_scipy() -> None:
     assert abs(ours["metrics"]["recall"]["high"] - ref.high) < 0.1 * scale
 
 
+@pytest.mark.parametrize("correction", ["expanded", "none"])
+def test_trial_intervals_resample_tasks_with_their_trials(correction: str) -> None:
+    """pass@k, pass^k and avg@k intervals equal a per-resample loop over tasks (each task's trials
+    counted with it) given the same resample matrix; the values are trials.json's."""
+    from engine.trial_estimators import ESTIMATORS, rate
+    from engine.statistics import trial_intervals
+
+    rng = np.random.default_rng(4)
+    counts = [(4, int(c)) for c in rng.integers(0, 5, 17)] + [(3, 1), (2, 2)]   # two tasks lost trials
+    clusters = [f"f{i % 6}" for i in range(len(counts))]
+    settings = StatsSettings(resamples=300, seed=2, correction=correction)
+    resample = bs.resample_counts(300, 6, 2)
+    out = trial_intervals(counts, clusters, settings)
+    assert out == trial_intervals(counts, clusters, settings, resample=resample)
+    col = {c: j for j, c in enumerate(sorted(set(clusters)))}
+    for name, fn in ESTIMATORS.items():
+        for k in range(1, 5):
+            series = []
+            for b in range(300):
+                weight = [float(resample[b, col[c]]) for c in clusters]
+                top = sum(w * fn(n, c, k) for w, (n, c) in zip(weight, counts) if n >= k)
+                bottom = sum(w for w, (n, _) in zip(weight, counts) if n >= k)
+                series.append(top / bottom if bottom else math.nan)
+            used = {c for c, (n, _) in zip(clusters, counts) if n >= k}
+            lo, hi = _levels(len(used), correction)
+            block = out[name][str(k)]
+            assert (block["value"], block["tasks"]) == rate(counts, k, name)
+            assert block["low"] == pytest.approx(_quantile(series, lo), abs=1e-12)
+            assert block["high"] == pytest.approx(_quantile(series, hi), abs=1e-12)
+
+
 def test_kernel_edge_cases() -> None:
     """Identical predictions give p = 1 and win probability 0.5; a resample with denominator 0 is left
     out and counted; Holm keeps the order of the p-values; CPU draws do not depend on the device."""
