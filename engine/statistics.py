@@ -22,12 +22,14 @@ import torch
 from engine.contract import ConfigError
 from engine.metricspec import AVERAGE, BY_KEY, EVALUATOR_KEYS, alignment_keys
 from engine.metrics import TaskScores
+from engine.trial_estimators import ESTIMATORS, rate
 from kernels import bootstrap as bs
 
 STATS_FILE = "stats.json"
 AVERAGE_KEY = "average_score"
 CLUSTERINGS = ("family", "sample")
 METHODS = ("percentile", "bca")
+CORRECTIONS = bs.CORRECTIONS
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class StatsSettings:
     seed: int = 0
     cluster: str = "family"        # family | sample
     method: str = "percentile"     # percentile | bca
+    correction: str = "expanded"   # expanded (small-sample: sqrt(C/(C-1)) and Student's t) | none
     scheme: str = "multinomial"    # multinomial | poisson
     shared_rank: bool = False      # also each model's LMArena rank: 1 + models significantly better
     power: float = 0.8
@@ -51,6 +54,7 @@ class StatsSettings:
             if not 0.0 < value < 1.0:
                 raise ConfigError(f"stats.{key}={value}: must lie strictly between 0 and 1")
         for key, value, choices in (("cluster", self.cluster, CLUSTERINGS), ("method", self.method, METHODS),
+                                    ("correction", self.correction, CORRECTIONS),
                                     ("scheme", self.scheme, bs.SCHEMES)):
             if value not in choices:
                 raise ConfigError(f"stats.{key}={value!r}: expected one of {', '.join(choices)}")
@@ -163,24 +167,24 @@ class _Design:
 
 
 def evaluate(weights: torch.Tensor, num: torch.Tensor, den: torch.Tensor, average: torch.Tensor) -> torch.Tensor:
-    """Every quantity at each row of weights (R x C): (R x E x K+1), the last metric the Average Score
-    (the mean of the entity's averaged metrics; NaN when one is NaN or it has none)."""
+    """Every quantity at each row of weights (R x C), as rows: (E x K+1 x R), the last metric the Average
+    Score (the mean of the entity's averaged metrics; NaN when one is NaN or it has none)."""
     e, k = average.shape
-    values = bs.ratios(weights, num, den).reshape(-1, e, k)
-    mask = average[None].expand_as(values)
+    values = bs.ratios(weights, num, den).reshape(e, k, -1)
     count = average.sum(-1).to(values.dtype)
-    total = torch.where(mask, values, torch.zeros_like(values)).sum(-1)
-    bad = (mask & torch.isnan(values)).any(-1) | (count == 0)[None]
-    avg = torch.where(bad, torch.full_like(total, math.nan), total / count.clamp(min=1))
-    return torch.cat([values, avg[..., None]], dim=-1)
+    total = torch.where(average[..., None], values, 0.0).sum(1)
+    avg = torch.where(count[:, None] > 0, total / count.clamp(min=1)[:, None], math.nan)
+    return torch.cat([values, avg[:, None]], dim=1)
 
 
-def _interval(values: torch.Tensor, point: torch.Tensor, jack: torch.Tensor | None, settings: StatsSettings
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def _interval(rows: torch.Tensor, point: torch.Tensor, jack: torch.Tensor | None, clusters: torch.Tensor,
+              settings: StatsSettings) -> tuple[torch.Tensor, torch.Tensor]:
+    """The interval of each row (K x B) by the settings' method and correction (clusters: each row's)."""
+    per_row = clusters if settings.correction == "expanded" else None
     if settings.method == "bca":
         assert jack is not None
-        return bs.bca_interval(values, point, jack, settings.level)
-    return bs.percentile_interval(values, settings.level)
+        return bs.bca_interval(rows, point, jack, settings.level, per_row)
+    return bs.percentile_interval(rows, settings.level, per_row)
 
 
 def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: torch.device | str = "cpu",
@@ -222,70 +226,83 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
     if counts.shape[1] != c:
         raise ValueError(f"the resample matrix has {counts.shape[1]} columns for {c} clusters")
     weights = counts.to(device=device, dtype=torch.float64)
-    values = evaluate(weights, num, den, average)                       # B x E x K+1
-    ones = torch.ones(1, c, dtype=torch.float64, device=device)
-    point = evaluate(ones, num, den, average)[0]                        # E x K+1
-    jack = evaluate(bs.leave_one_out(c, device=device), num, den, average) if settings.method == "bca" else None
-    b, e, k1 = values.shape
+    rows = evaluate(weights, num, den, average)                         # E x K+1 x B
+    e, k1, b = rows.shape
+    point = evaluate(torch.ones(1, c, dtype=torch.float64, device=device), num, den, average)[..., 0]  # E x K+1
+    jack = (evaluate(bs.leave_one_out(c, device=device), num, den, average).reshape(e * k1, c).T
+            if settings.method == "bca" else None)                      # C x E*(K+1)
+    present = (den != 0).reshape(c, e, k1 - 1)                          # the clusters each quantity has
+    present = torch.cat([present, (present & average[None]).any(-1, keepdim=True)], dim=-1)
     m = len(models)
-    flat = values[:, :m].reshape(b, m * k1)
-    low, high = _interval(flat, point[:m].reshape(-1), None if jack is None else jack[:, :m].reshape(c, -1), settings)
+    flat = rows[:m].reshape(m * k1, b)
+    low, high = _interval(flat, point[:m].reshape(-1), None if jack is None else jack[:, :m * k1],
+                          present[:, :m].sum(0).reshape(-1), settings)
     low, high = low.reshape(m, k1), high.reshape(m, k1)
-    left_out = torch.isnan(values[:, :m]).sum(0)
+    left_out = (b - bs.valid_counts(flat)).reshape(m, k1)
     se = bs.standard_deviation(flat).reshape(m, k1)
 
-    # pairs: differences on the same resamples
+    # pairs: differences on the same resamples, every pair at once
     ia = torch.tensor([p[2] for p in pairs], dtype=torch.long, device=device)
     ib = torch.tensor([p[3] for p in pairs], dtype=torch.long, device=device)
     npairs = len(pairs)
     if npairs:
-        diff = values[:, ia] - values[:, ib]                            # B x P x K+1
-        dpoint = point[ia] - point[ib]
-        djack = None if jack is None else (jack[:, ia] - jack[:, ib]).reshape(c, -1)
-        dlow, dhigh = _interval(diff.reshape(b, -1), dpoint.reshape(-1), djack, settings)
+        diff = (rows[ia] - rows[ib]).reshape(npairs * k1, b)            # P*(K+1) x B
+        dpoint = (point[ia] - point[ib]).reshape(-1)
+        djack = None if jack is None else (jack.reshape(c, e, k1)[:, ia] - jack.reshape(c, e, k1)[:, ib]).reshape(c, -1)
+        dclusters = (present[:, ia] | present[:, ib]).sum(0).reshape(-1)
+        dlow, dhigh = _interval(diff, dpoint, djack, dclusters, settings)
         dlow, dhigh = dlow.reshape(npairs, k1), dhigh.reshape(npairs, k1)
-        p = bs.two_sided_p(diff.reshape(b, -1)).reshape(npairs, k1)
+        signs = bs.sign_counts(diff)
+        p = bs.two_sided_p(diff, signs)
+        if settings.correction == "expanded":
+            p = bs.expanded_p(p, dclusters)
+        p = p.reshape(npairs, k1)
         p_holm = bs.holm(p.T).T
-        win = bs.win_probability(diff.reshape(b, -1)).reshape(npairs, k1)
-        dse = bs.standard_deviation(diff.reshape(b, -1)).reshape(npairs, k1)
+        win = bs.win_probability(diff, signs).reshape(npairs, k1)
+        dse = bs.standard_deviation(diff).reshape(npairs, k1)
     # ranks per metric over the models, in every resample
-    rank_b = bs.ranks(values[:, :m].permute(0, 2, 1).reshape(b * k1, m)).reshape(b, k1, m).to(torch.float64)
-    rq = bs.quantiles(rank_b.reshape(b, -1), torch.tensor([(1 - settings.level) / 2, (1 + settings.level) / 2],
-                                                          dtype=torch.float64)).reshape(2, k1, m)
-    rank_low, rank_high = rq[0].floor(), rq[1].ceil()
+    rank_b = bs.ranks(rows[:m]).to(torch.float64)                      # M x K+1 x B
+    levels = bs.interval_levels(settings.level, present[:, :m].sum(0).reshape(-1)
+                                if settings.correction == "expanded" else None)
+    rq = bs.quantiles(rank_b.reshape(m * k1, b), levels).reshape(m, k1, 2)
+    rank_low, rank_high = rq[..., 0].floor().T, rq[..., 1].ceil().T      # K+1 x M
     pub = torch.tensor([[m_.published.get(k, math.nan) for k in key_index] for m_ in models], dtype=torch.float64)
-    point_rank = bs.ranks(pub.T)                                          # K+1 x M
+    point_rank = bs.ranks(pub).T                                          # K+1 x M
 
-    z = bs._normal()
-    z_sum = float(z.icdf(torch.tensor(1 - (1 - settings.level) / 2, dtype=torch.float64))
-                  + z.icdf(torch.tensor(settings.power, dtype=torch.float64)))
     alpha = 1 - settings.level
+    z_power = float(bs._normal().icdf(torch.tensor(settings.power, dtype=torch.float64)))
+    low, high, se, left_out = (t.cpu().tolist() for t in (low, high, se, left_out))
+    rank_low, rank_high, point_rank = (t.cpu().tolist() for t in (rank_low, rank_high, point_rank))
     out_models: dict[str, Any] = {}
     for i, unit in enumerate(models):
         metrics = {}
         for key, q in key_index.items():
             if key not in unit.published:
                 continue
-            metrics[key] = {"value": unit.published[key], "low": _clean(low[i, q].item()),
-                            "high": _clean(high[i, q].item()), "se": _clean(se[i, q].item()),
-                            "rank": int(point_rank[q, i]), "rank_low": _rank(rank_low[q, i]),
-                            "rank_high": _rank(rank_high[q, i]), "resamples_left_out": int(left_out[i, q])}
+            metrics[key] = {"value": unit.published[key], "low": _clean(low[i][q]), "high": _clean(high[i][q]),
+                            "se": _clean(se[i][q]), "rank": int(point_rank[q][i]), "rank_low": _rank(rank_low[q][i]),
+                            "rank_high": _rank(rank_high[q][i]), "resamples_left_out": int(left_out[i][q])}
         record: dict[str, Any] = {"ids": len(unit.ids), "clusters": len({cluster_of[x] for x in unit.ids}),
                                   "metrics": metrics}
         if AVERAGE_KEY in metrics:
             record.update({r: metrics[AVERAGE_KEY][r] for r in ("rank", "rank_low", "rank_high")})
         out_models[unit.name] = record
     out_pairs = []
+    if npairs:
+        # the test's critical value: z_{1-alpha/2}, or the expanded interval's sqrt(C/(C-1)) t_{C-1}
+        crit = -bs._normal().icdf(bs.interval_levels(settings.level, dclusters if settings.correction == "expanded"
+                                                     else None)[0]).expand(npairs * k1).reshape(npairs, k1)
+        dpoint, dlow, dhigh, p, p_holm, win, dse, crit = (
+            t.cpu().reshape(npairs, k1).tolist() for t in (dpoint, dlow, dhigh, p, p_holm, win, dse, crit))
     for j, (a, bb, _, _, shared) in enumerate(pairs):
         metrics = {}
         for key, q in key_index.items():
             if key not in models[a].published or key not in models[bb].published:
                 continue
-            d = point[pairs[j][2], q].item() - point[pairs[j][3], q].item()
-            sd = dse[j, q].item()
-            mde = z_sum * sd if not math.isnan(sd) else math.nan
-            metrics[key] = {"difference": _clean(d), "low": _clean(dlow[j, q].item()), "high": _clean(dhigh[j, q].item()),
-                            "p": float(p[j, q]), "p_holm": float(p_holm[j, q]), "win_probability": float(win[j, q]),
+            d, sd = dpoint[j][q], dse[j][q]
+            mde = (crit[j][q] + z_power) * sd if not math.isnan(sd) else math.nan
+            metrics[key] = {"difference": _clean(d), "low": _clean(dlow[j][q]), "high": _clean(dhigh[j][q]),
+                            "p": float(p[j][q]), "p_holm": float(p_holm[j][q]), "win_probability": float(win[j][q]),
                             "se": _clean(sd), "mde": _clean(mde),
                             "clusters_needed": (None if d == 0 or math.isnan(mde) or math.isnan(d)
                                                 else math.ceil(c * (mde / abs(d)) ** 2))}
@@ -298,7 +315,41 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
             "models": out_models, "pairs": out_pairs, "tied_with_top": tied, "power": adjacent}
 
 
-def _rank(value: torch.Tensor) -> int | None:
+def trial_intervals(counts: list[tuple[int, int]], clusters: list[str], settings: StatsSettings,
+                    device: torch.device | str = "cpu", resample: torch.Tensor | None = None) -> dict[str, Any]:
+    """Intervals of a model's pass@k, pass^k and avg@k (k = 1 .. its trials, losses as failures): each a
+    plain mean over the tasks with n >= k of the task's estimator from its (n trials, c successes), so a
+    task's trials move together with the task; tasks are resampled by `clusters` (each task's family,
+    or the task itself) like the leaderboard's ids. resample: the (B x C) count matrix to use (default:
+    drawn from settings, clusters in sorted order). Per estimator and k: value, low, high, tasks."""
+    settings.check()
+    device = torch.device(device)
+    names = sorted(set(clusters))
+    where = np.array([names.index(c) for c in clusters], dtype=np.int64)
+    trials = max((n for n, _ in counts), default=0)
+    columns = [(name, k) for name in ESTIMATORS for k in range(1, trials + 1)]
+    num = np.zeros((len(names), len(columns)))
+    den = np.zeros((len(names), len(columns)))
+    for q, (name, k) in enumerate(columns):
+        for t, (n, c) in enumerate(counts):
+            if n >= k:
+                num[where[t], q] += ESTIMATORS[name](n, c, k)
+                den[where[t], q] += 1
+    if resample is None:
+        resample = bs.resample_counts(settings.resamples, len(names), settings.seed, settings.scheme)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float64, device=device)  # noqa: E731
+    rows = bs.ratios(resample.to(device=device, dtype=torch.float64), as_t(num), as_t(den))
+    clusters_of = as_t((den != 0).sum(0))
+    low, high = bs.percentile_interval(rows, settings.level, clusters_of if settings.correction == "expanded" else None)
+    out: dict[str, Any] = {name: {} for name in ESTIMATORS}
+    for q, (name, k) in enumerate(columns):
+        value, tasks = rate(counts, k, name)
+        out[name][str(k)] = {"value": value, "low": _clean(float(low[q])), "high": _clean(float(high[q])),
+                             "tasks": tasks}
+    return out
+
+
+def _rank(value: float) -> int | None:
     v = float(value)
     return None if math.isnan(v) or math.isinf(v) else int(v)
 

@@ -341,6 +341,43 @@ def scored_values(task_ids: Sequence[str], sample_task: Sequence[int], values: M
     return out
 
 
+def trial_items(result: SweepScores, paths: Sequence[Path], position: Mapping[Path, int],
+                judges: Sequence[JoinedFiles], joined: Sequence[Joined | None], rule: SuccessRule
+                ) -> tuple[list[Trial], list[int]]:
+    """One model's Trial per trial file (its scored values; None for a file not there) and the sweep
+    positions of the files present (`position`: scored file -> its index in the sweep)."""
+    tables, scores = result.tables, result.scores
+    items, present = [], []
+    for trial in paths:
+        f = position.get(Path(trial))
+        if f is None:
+            items.append(Trial(Path(trial), None, {}))
+            continue
+        values = scored_values(tables.task_ids, tables.sample_task, scores.values,
+                               result.samples_of(f).tolist(), joined[f].per_id if joined[f] else None)
+        source = next((path for name, path in judges[f].files.items()
+                       if rule.field in (*(m.key for m in evaluator(name).metrics), *evaluator(name).columns)),
+                      Path(trial))
+        items.append(Trial(Path(trial), result.preds[f], values, source))
+        present.append(f)
+    return items, present
+
+
+def success_counts(result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
+                   judges: Sequence[JoinedFiles], joined: Sequence[Joined | None], cfg: Mapping[str, Any]
+                   ) -> dict[str, list[tuple[int, int]]]:
+    """Per model of `trials`, (trials, successes) of every reference task in sorted id order, losses
+    counted as failures (the counts behind pass@k, pass^k and avg@k)."""
+    rule = success_rule(cfg.get("success"))
+    position = {Path(p): f for f, p in enumerate(scored)}
+    task_ids = sorted(result.gt.tasks)
+    out = {}
+    for model, paths in trials.items():
+        items, _ = trial_items(result, paths, position, judges, joined, rule)
+        out[model] = counts_per_task(inventory(task_ids, items, rule), task_ids, len(paths), "failures")
+    return out
+
+
 def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
                  judges: Sequence[JoinedFiles], joined: Sequence[Joined | None],
                  aggregates: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -349,25 +386,13 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
     values, as write_sweep joined them) and `aggregates` theirs."""
     rule = success_rule(cfg.get("success"))
     position = {Path(p): f for f, p in enumerate(scored)}
-    tables, scores = result.tables, result.scores
+    scores = result.scores
     models = {}
     for model, paths in trials.items():
-        items, present = [], []
-        for trial in paths:
-            f = position.get(Path(trial))
-            if f is None:
-                items.append(Trial(Path(trial), None, {}))
-                continue
-            values = scored_values(tables.task_ids, tables.sample_task, scores.values,
-                                   result.samples_of(f).tolist(), joined[f].per_id if joined[f] else None)
-            source = next((path for name, path in judges[f].files.items()
-                           if rule.field in (*(m.key for m in evaluator(name).metrics), *evaluator(name).columns)),
-                          Path(trial))
-            items.append(Trial(Path(trial), result.preds[f], values, source))
-            present.append(aggregates[f])
+        items, present = trial_items(result, paths, position, judges, joined, rule)
         keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
                                             if k not in scores.names and _numeric(v[k])})
-        models[model] = trials_document(sorted(result.gt.tasks), items, rule, present, keys,
+        models[model] = trials_document(sorted(result.gt.tasks), items, rule, [aggregates[f] for f in present], keys,
                                         conventions=conventions_of(cfg))
     document = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
     atomic_write_json(path, document)

@@ -1,5 +1,6 @@
 """Batched cluster bootstrap: one (B x C) matrix of cluster counts, aggregates as ratios of resampled
-sums, and the quantiles, p-values, win probabilities and ranks over the (B x K) result.
+sums, and the quantiles, p-values, win probabilities and ranks over the result, held as rows (K x B:
+each quantity's resamples along the last dimension).
 
 Every function works on whole tensors (no loop over resamples); a quantity whose resampled
 denominator is 0 has no value in that resample (NaN) and is left out of what is computed over it.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 SCHEMES = ("multinomial", "poisson")
@@ -47,65 +49,134 @@ def cluster_sums(values: torch.Tensor, cluster: torch.Tensor, clusters: int) -> 
 
 
 def ratios(weights: torch.Tensor, num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    """(weights @ num) / (weights @ den): each row of weights (R x C) gives a value of every quantity
-    (columns of the C x K sums); NaN where the resampled denominator is 0."""
-    top = weights @ num
-    bottom = weights @ den
+    """(weights @ num) / (weights @ den) as rows (K x R): each row of weights (R x C) gives a value of
+    every quantity (columns of the C x K sums); NaN where the resampled denominator is 0."""
+    top = num.T @ weights.T
+    bottom = den.T @ weights.T
     return torch.where(bottom != 0, top / torch.where(bottom != 0, bottom, torch.ones_like(bottom)),
                        torch.full_like(top, math.nan))
 
 
-def quantiles(values: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Quantiles of each column of values (B x K) over its non-NaN entries, by linear interpolation
-    (numpy's default); q is (Q,) for every column or (Q x K) per column. NaN for a column with no value."""
-    b, k = values.shape
-    q = q.to(values.dtype).to(values.device)
-    if q.dim() == 1:
-        q = q[:, None].expand(-1, k)
-    rows = _rows(values)  # K x B: each quantity's resamples contiguous
-    ordered, _ = torch.sort(torch.where(torch.isnan(rows), torch.full_like(rows, math.inf), rows), dim=1)
-    count = (~torch.isnan(rows)).sum(1)
-    pos = q.T * (count - 1).clamp(min=0).to(values.dtype)[:, None]       # K x Q
+CORRECTIONS = ("expanded", "none")
+
+
+def interval_levels(level: float, clusters: torch.Tensor | None) -> torch.Tensor:
+    """The quantile levels (2 x K) of each quantity's interval at `level`.
+
+    clusters None: the percentile interval's (1 - level)/2 and (1 + level)/2. Else, per quantity, the
+    expanded percentile interval's (Hesterberg 2015, "What teachers should know about the bootstrap"):
+    Phi(-/+ sqrt(C/(C-1)) t_{C-1, (1+level)/2}) with C its clusters, which widens the interval by the
+    small-sample factor sqrt(C/(C-1)) of the clustered variance and by Student's t in place of the normal
+    (plain levels where C < 2).
+    """
+    from scipy.special import ndtr, stdtrit
+
+    alpha = 1.0 - level
+    if clusters is None:
+        return torch.tensor([[alpha / 2], [1 - alpha / 2]], dtype=torch.float64)
+    c = clusters.detach().cpu().to(torch.float64).numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.sqrt(c / (c - 1)) * stdtrit(np.maximum(c - 1, 1), 1 - alpha / 2)
+    low = np.where(c >= 2, ndtr(-z), alpha / 2)
+    return torch.as_tensor(np.stack([low, 1 - low]), dtype=torch.float64)
+
+
+def expanded_p(p: torch.Tensor, clusters: torch.Tensor) -> torch.Tensor:
+    """The p-values of the expanded percentile interval (interval_levels): the smallest 1 - level at which
+    it leaves 0 out, from the percentile p-values `p`: 2 (1 - T_{C-1}(Phi^-1(1 - p/2) sqrt((C-1)/C)));
+    p itself where C < 2."""
+    from scipy.special import ndtri, stdtr
+
+    c = clusters.detach().cpu().to(torch.float64).numpy()
+    plain = p.detach().cpu().numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = ndtri(1 - plain / 2) * np.sqrt((c - 1) / c)
+        out = np.where(c >= 2, 2 * (1 - stdtr(np.maximum(c - 1, 1), t)), plain)
+    return torch.as_tensor(np.minimum(out, 1.0), dtype=p.dtype, device=p.device)
+
+
+def has_nan(rows: torch.Tensor) -> bool:
+    """Whether rows may hold a NaN (its sum is NaN: one reduction, no mask; +inf beside -inf also says yes)."""
+    return bool(torch.isnan(rows.sum()))
+
+
+def valid_counts(rows: torch.Tensor) -> torch.Tensor:
+    """The number of non-NaN resamples of each row (K x B: a quantity's resamples along the last dim)."""
+    if not has_nan(rows):
+        return torch.full(rows.shape[:-1], rows.shape[-1], dtype=torch.long, device=rows.device)
+    return rows.shape[-1] - torch.count_nonzero(torch.isnan(rows), dim=-1)
+
+
+def order_statistics(rows: torch.Tensor, index: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """Per row of rows (K x B), the values at the ascending positions `index` (K x J) among its `count`
+    non-NaN values. Positions in the lower half come from the row's smallest values and the others from
+    its largest (two partial selections); a full sort when they reach far into the row."""
+    b = rows.shape[-1]
+    if has_nan(rows):
+        high_filled = torch.where(torch.isnan(rows), math.inf, rows)
+        low_filled = torch.where(torch.isnan(rows), -math.inf, rows)
+    else:
+        high_filled = low_filled = rows
+    low_side = 2 * index < count[:, None]
+    from_top = (count[:, None] - 1 - index).clamp(min=0)
+    k_low = int(torch.where(low_side, index + 1, 0).max()) if index.numel() else 0
+    k_high = int(torch.where(low_side, 0, from_top + 1).max()) if index.numel() else 0
+    if 4 * (k_low + k_high) > b:
+        ordered = torch.sort(high_filled, dim=-1).values
+        return ordered.gather(-1, index.clamp(0, b - 1))
+    out = torch.zeros(index.shape, dtype=rows.dtype, device=rows.device)
+    if k_low:
+        smallest = torch.topk(high_filled, k_low, dim=-1, largest=False).values
+        out = torch.where(low_side, smallest.gather(-1, index.clamp(0, k_low - 1)), out)
+    if k_high:
+        largest = torch.topk(low_filled, k_high, dim=-1, largest=True).values
+        out = torch.where(low_side, out, largest.gather(-1, from_top.clamp(max=k_high - 1)))
+    return out
+
+
+def quantiles(rows: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Quantiles (K x Q) of each row of rows (K x B) over its non-NaN entries, by linear interpolation
+    (numpy's default); q is (Q,) for every row or (Q x K) per row. NaN for a row with no value."""
+    k, b = rows.shape
+    q = q.to(dtype=rows.dtype, device=rows.device)
+    q = (q[:, None].expand(-1, k) if q.dim() == 1 else q).T            # K x Q
+    count = valid_counts(rows)
+    pos = q * (count - 1).clamp(min=0).to(rows.dtype)[:, None]
     lower = pos.floor().long().clamp(0, b - 1)
     upper = pos.ceil().long().clamp(0, b - 1)
-    frac = pos - lower.to(values.dtype)
-    lo = ordered.gather(1, lower)
-    hi = ordered.gather(1, upper)
+    frac = pos - lower.to(rows.dtype)
+    both = order_statistics(rows, torch.cat([lower, upper], dim=1), count)
+    lo, hi = both[:, :q.shape[1]], both[:, q.shape[1]:]
     out = torch.where(frac == 0, lo, lo + (hi - lo) * frac)  # an exact order statistic needs no neighbour
-    return torch.where(count[:, None] > 0, out, torch.full_like(out, math.nan)).T
+    return torch.where(count[:, None] > 0, out, torch.full_like(out, math.nan))
 
 
-def _rows(values: torch.Tensor) -> torch.Tensor:
-    """values (B x K) as K contiguous rows of B resamples (reductions over resamples run along rows)."""
-    return values.T.contiguous()
-
-
-def percentile_interval(values: torch.Tensor, level: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The (1 - level)/2 and (1 + level)/2 quantiles of each column."""
-    alpha = 1.0 - level
-    qs = quantiles(values, torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64))
-    return qs[0], qs[1]
+def percentile_interval(rows: torch.Tensor, level: float, clusters: torch.Tensor | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's interval at `level`: its percentile interval, or with `clusters` (K) the expanded one
+    (interval_levels)."""
+    qs = quantiles(rows, interval_levels(level, clusters))
+    return qs[:, 0], qs[:, 1]
 
 
 def _normal() -> torch.distributions.Normal:
     return torch.distributions.Normal(torch.tensor(0.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64))
 
 
-def bca_interval(values: torch.Tensor, point: torch.Tensor, jackknife: torch.Tensor, level: float
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Bias-corrected and accelerated interval of each column of values (B x K).
+def bca_interval(rows: torch.Tensor, point: torch.Tensor, jackknife: torch.Tensor, level: float,
+                 clusters: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bias-corrected and accelerated interval of each row of rows (K x B).
 
     point: the estimates (K); jackknife: the leave-one-cluster-out estimates (C x K). The bias z0 is
     Phi^-1 of the share of resamples below the point (ties counted half, the share kept inside
     (0, 1)); the acceleration is sum(d^3) / (6 sum(d^2)^1.5) with d the jackknife's deviations from
-    their mean. A column whose resamples all equal the point gets [point, point].
+    their mean. With `clusters`, the normal quantiles are the expanded interval's (interval_levels).
+    A row whose resamples all equal the point gets [point, point].
     """
     normal = _normal()
-    rows = _rows(values)
-    valid = ~torch.isnan(rows)
-    n = valid.sum(1).to(values.dtype)
-    below = (rows < point[:, None]).sum(1).to(values.dtype)
-    equal = (rows == point[:, None]).sum(1).to(values.dtype)
+    n = valid_counts(rows).to(rows.dtype)
+    below = (rows < point[:, None]).sum(1).to(rows.dtype)
+    equal = (rows == point[:, None]).sum(1).to(rows.dtype)
     share = ((below + 0.5 * equal) / n.clamp(min=1)).clamp(1.0 / (n + 1), n / (n + 1))
     z0 = normal.icdf(share)
     jk_ok = ~torch.isnan(jackknife)
@@ -113,40 +184,46 @@ def bca_interval(values: torch.Tensor, point: torch.Tensor, jackknife: torch.Ten
     d = torch.where(jk_ok, jk_mean - jackknife, 0.0)
     spread = (d ** 2).sum(0)
     accel = torch.where(spread > 0, (d ** 3).sum(0) / (6 * spread.clamp(min=1e-300) ** 1.5), 0.0)
-    alpha = 1.0 - level
-    z = normal.icdf(torch.tensor([alpha / 2, 1 - alpha / 2], dtype=values.dtype, device=values.device))[:, None]
+    z = normal.icdf(interval_levels(level, clusters).to(rows.device))      # 2 x 1 or 2 x K
     levels = normal.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z)))
-    qs = quantiles(values, levels)
+    qs = quantiles(rows, levels)
     constant = equal == n
-    return torch.where(constant, point, qs[0]), torch.where(constant, point, qs[1])
+    return torch.where(constant, point, qs[:, 0]), torch.where(constant, point, qs[:, 1])
 
 
-def two_sided_p(diff: torch.Tensor) -> torch.Tensor:
-    """p = min(1, 2 min(#(d <= 0) + 1, #(d >= 0) + 1) / (B + 1)) per column of diff (B x K), over its
-    non-NaN resamples; 1 where every resample's difference is exactly 0 (or none has a value)."""
-    rows = _rows(diff)
-    n = (~torch.isnan(rows)).sum(1).to(diff.dtype)
-    le = (rows <= 0).sum(1).to(diff.dtype)  # NaN compares false
-    ge = (rows >= 0).sum(1).to(diff.dtype)
-    p = (2 * torch.minimum(le + 1, ge + 1) / (n + 1)).clamp(max=1.0)
-    zero = ((rows != 0) & ~torch.isnan(rows)).sum(1) == 0
-    return torch.where(zero, torch.ones_like(p), p)
+def sign_counts(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per row of rows (K x B): how many non-NaN resamples are below 0, exactly 0 and above 0."""
+    below = torch.count_nonzero(rows < 0, dim=-1)
+    above = torch.count_nonzero(rows > 0, dim=-1)  # NaN compares false
+    return below, valid_counts(rows) - below - above, above
 
 
-def win_probability(diff: torch.Tensor) -> torch.Tensor:
-    """Share of the non-NaN resamples with d > 0, plus half the share with d = 0, per column."""
-    rows = _rows(diff)
-    n = (~torch.isnan(rows)).sum(1).to(diff.dtype).clamp(min=1)
-    return ((rows > 0).sum(1) + 0.5 * (rows == 0).sum(1)).to(diff.dtype) / n
+def two_sided_p(rows: torch.Tensor, counts: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
+    """p = min(1, 2 min(#(d <= 0) + 1, #(d >= 0) + 1) / (B + 1)) per row of rows (K x B), over its
+    non-NaN resamples; 1 where every resample's difference is exactly 0 (or none has a value).
+    counts: the rows' sign_counts, when already known."""
+    below, equal, above = sign_counts(rows) if counts is None else counts
+    n = (below + equal + above).to(rows.dtype)
+    p = (2 * torch.minimum(below + equal + 1, above + equal + 1).to(rows.dtype) / (n + 1)).clamp(max=1.0)
+    return torch.where(below + above == 0, torch.ones_like(p), p)
 
 
-def standard_deviation(values: torch.Tensor) -> torch.Tensor:
-    """Standard deviation (n - 1) of each column of values (B x K) over its non-NaN entries; NaN below 2."""
-    rows = _rows(values)
+def win_probability(rows: torch.Tensor, counts: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
+    """Share of the non-NaN resamples with d > 0, plus half the share with d = 0, per row."""
+    below, equal, above = sign_counts(rows) if counts is None else counts
+    n = (below + equal + above).to(rows.dtype).clamp(min=1)
+    return (above + 0.5 * equal).to(rows.dtype) / n
+
+
+def standard_deviation(rows: torch.Tensor) -> torch.Tensor:
+    """Standard deviation (n - 1) of each row of rows (K x B) over its non-NaN entries; NaN below 2."""
+    if not has_nan(rows):
+        return rows.std(-1) if rows.shape[-1] > 1 else torch.full(rows.shape[:1], math.nan, dtype=rows.dtype,
+                                                                   device=rows.device)
     valid = ~torch.isnan(rows)
-    n = valid.sum(1).to(values.dtype)
-    mean = torch.where(valid, rows, 0.0).sum(1) / n.clamp(min=1)
-    sq = torch.where(valid, (rows - mean[:, None]) ** 2, 0.0).sum(1)
+    n = valid.sum(-1).to(rows.dtype)
+    mean = torch.nansum(rows, -1) / n.clamp(min=1)
+    sq = torch.where(valid, (rows - mean[:, None]) ** 2, 0.0).sum(-1)
     return torch.where(n > 1, (sq / (n - 1).clamp(min=1)).sqrt(), torch.full_like(mean, math.nan))
 
 
@@ -163,8 +240,14 @@ def holm(p: torch.Tensor) -> torch.Tensor:
 
 
 def ranks(values: torch.Tensor) -> torch.Tensor:
-    """Per row of values (R x M, higher is better) each column's rank: 1 + the number of columns with a
-    strictly higher value (ties share the smaller rank); a NaN ranks below every value."""
-    filled = torch.where(torch.isnan(values), torch.full_like(values, -math.inf), values)
-    better = filled[:, None, :] > filled[:, :, None]  # [r, i, j]: j beats i
-    return 1 + better.sum(-1)
+    """Each model's rank (M x ...) in values (M x ...: higher is better, models along the first dim): 1 +
+    the number of models with a strictly higher value (ties share the smaller rank); a NaN ranks below
+    every value. One sort along the models: a position starts a new rank where its value differs from
+    the one before."""
+    filled = torch.where(torch.isnan(values), -math.inf, values)
+    ordered, order = torch.sort(filled, dim=0, descending=True)
+    position = torch.arange(1, values.shape[0] + 1, device=values.device).reshape(-1, *([1] * (values.dim() - 1)))
+    new = torch.ones_like(ordered, dtype=torch.bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    shared = torch.cummax(torch.where(new, position, 0), dim=0).values
+    return torch.empty_like(shared).scatter_(0, order, shared)

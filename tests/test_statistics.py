@@ -63,10 +63,30 @@ def _quantile(values: list[float], q: float) -> float:
     return float(np.quantile(kept, q)) if kept else math.nan
 
 
+def _present(unit, key: str, ids: set[str], key_of: dict[str, str]) -> set[str]:
+    """The clusters in which the model has a nonzero denominator of `key` on `ids` (the Average Score:
+    of any of its components)."""
+    keys = unit.average if key == AVERAGE_KEY else (key,)
+    return {key_of[i] for j, i in enumerate(unit.ids) if i in ids and any(unit.den[k][j] != 0 for k in keys)}
+
+
+def _levels(clusters: int, correction: str) -> tuple[float, float]:
+    """The interval's quantile levels: 2.5% and 97.5%, or the expanded percentile interval's."""
+    from scipy import stats
+
+    if correction == "none":
+        return 0.025, 0.975
+    low = stats.norm.cdf(-math.sqrt(clusters / (clusters - 1)) * stats.t.ppf(0.975, clusters - 1))
+    return low, 1 - low
+
+
+@pytest.mark.parametrize("correction", ["expanded", "none"])
 @pytest.mark.parametrize("cluster", ["family", "sample"])
-def test_batched_equals_loop(cluster: str) -> None:
+def test_batched_equals_loop(cluster: str, correction: str) -> None:
+    from scipy import stats
+
     models = _models()
-    settings = StatsSettings(resamples=200, cluster=cluster, seed=3)
+    settings = StatsSettings(resamples=200, cluster=cluster, seed=3, correction=correction)
     clusters = sorted({i if cluster == "sample" else c for m in models for i, c in zip(m.ids, m.clusters)})
     counts = bs.resample_counts(200, len(clusters), 3)
     out = bootstrap_stats(models, settings)
@@ -77,11 +97,11 @@ def test_batched_equals_loop(cluster: str) -> None:
     for b in range(200):
         weight_of = {i: float(counts[b, col[key_of[i]]]) for i in key_of}
         per_b.append(weight_of)
-    lo, hi = 0.025, 0.975
     # per model intervals and ranks
     draws = {m.name: [_loop_values(m, w, set(m.ids)) for w in per_b] for m in models}
     for m in models:
         for key, block in out["models"][m.name]["metrics"].items():
+            lo, hi = _levels(len(_present(m, key, set(m.ids), key_of)), correction)
             series = [d[key] for d in draws[m.name]]
             assert block["low"] == pytest.approx(_quantile(series, lo), abs=1e-12, nan_ok=True)
             assert block["high"] == pytest.approx(_quantile(series, hi), abs=1e-12, nan_ok=True)
@@ -108,12 +128,18 @@ def test_batched_equals_loop(cluster: str) -> None:
             p = min(1.0, 2 * min(sum(x <= 0 for x in valid) + 1, sum(x >= 0 for x in valid) + 1) / (n + 1))
             if all(x == 0 for x in valid):
                 p = 1.0
+            c = len(_present(a, key, shared, key_of) | _present(b_, key, shared, key_of))
+            if correction == "expanded":
+                p = 2 * (1 - stats.t.cdf(stats.norm.ppf(1 - p / 2) * math.sqrt((c - 1) / c), c - 1))
+            lo, hi = _levels(c, correction)
             assert block["p"] == pytest.approx(p, abs=1e-12)
             win = (sum(x > 0 for x in valid) + 0.5 * sum(x == 0 for x in valid)) / n
             assert block["win_probability"] == pytest.approx(win, abs=1e-12)
             assert block["low"] == pytest.approx(_quantile(d, lo), abs=1e-12)
             assert block["high"] == pytest.approx(_quantile(d, hi), abs=1e-12)
             assert block["se"] == pytest.approx(float(np.std(valid, ddof=1)), abs=1e-12)
+            crit = -stats.norm.ppf(lo) + stats.norm.ppf(0.8)
+            assert block["mde"] == pytest.approx(crit * block["se"], abs=1e-12)
             raw_p.setdefault(key, []).append(p)
     for key, ps in raw_p.items():
         order = sorted(range(len(ps)), key=lambda i: ps[i])
@@ -125,13 +151,16 @@ def test_batched_equals_loop(cluster: str) -> None:
         assert got == pytest.approx(adjusted, abs=1e-12)
 
 
-def test_coverage_and_false_positives_by_simulation(gt_path) -> None:
-    """A short run of scripts/stats_simulation.py (300 draws, not 2,000): bounds three Monte Carlo
-    standard errors wide around the 95% target and the 5% false positive rate."""
+@pytest.mark.parametrize("clusters", [31, 10])
+def test_coverage_and_false_positives_by_simulation(gt_path, clusters: int) -> None:
+    """A short run of scripts/stats_simulation.py (300 draws, not 2,000) with the default small-sample
+    correction: bounds three Monte Carlo standard errors wide around the 95% target and the 5% false
+    positive rate, at the reference's 31 families and at 10 (where the plain percentile interval covers
+    about 89%)."""
     from engine.synthetic.population import family_shapes, make_population, simulate
 
     pop = make_population(family_shapes(gt_path), seed=0)
-    result = simulate(pop, clusters=31, draws=300, resamples=500, seed=1)
+    result = simulate(pop, clusters=clusters, draws=300, resamples=500, seed=1)
     for key in ("recall", "average"):
         assert 0.91 <= result.coverage[key] <= 0.99, result
         assert 0.01 <= result.false_positive[key] <= 0.09, result
@@ -159,7 +188,8 @@ def test_bootstrap_se_matches_clustered_se_and_scipy() -> None:
     y = x[:120]
     flat = model_units("m", ids[:120], ids[:120], {"recall": (y, np.ones_like(y))}, {}, {"recall": float(y.mean())},
                        "reference")
-    ours = bootstrap_stats([flat], StatsSettings(resamples=20_000, seed=5, cluster="sample"))["models"]["m"]
+    plain = StatsSettings(resamples=20_000, seed=5, cluster="sample", correction="none")  # scipy's interval
+    ours = bootstrap_stats([flat], plain)["models"]["m"]
     ref = stats.bootstrap((y,), np.mean, n_resamples=20_000, method="percentile", confidence_level=0.95,
                           random_state=np.random.default_rng(3)).confidence_interval
     scale = ours["metrics"]["recall"]["se"]
@@ -167,16 +197,47 @@ def test_bootstrap_se_matches_clustered_se_and_scipy() -> None:
     assert abs(ours["metrics"]["recall"]["high"] - ref.high) < 0.1 * scale
 
 
+@pytest.mark.parametrize("correction", ["expanded", "none"])
+def test_trial_intervals_resample_tasks_with_their_trials(correction: str) -> None:
+    """pass@k, pass^k and avg@k intervals equal a per-resample loop over tasks (each task's trials
+    counted with it) given the same resample matrix; the values are trials.json's."""
+    from engine.trial_estimators import ESTIMATORS, rate
+    from engine.statistics import trial_intervals
+
+    rng = np.random.default_rng(4)
+    counts = [(4, int(c)) for c in rng.integers(0, 5, 17)] + [(3, 1), (2, 2)]   # two tasks lost trials
+    clusters = [f"f{i % 6}" for i in range(len(counts))]
+    settings = StatsSettings(resamples=300, seed=2, correction=correction)
+    resample = bs.resample_counts(300, 6, 2)
+    out = trial_intervals(counts, clusters, settings)
+    assert out == trial_intervals(counts, clusters, settings, resample=resample)
+    col = {c: j for j, c in enumerate(sorted(set(clusters)))}
+    for name, fn in ESTIMATORS.items():
+        for k in range(1, 5):
+            series = []
+            for b in range(300):
+                weight = [float(resample[b, col[c]]) for c in clusters]
+                top = sum(w * fn(n, c, k) for w, (n, c) in zip(weight, counts) if n >= k)
+                bottom = sum(w for w, (n, _) in zip(weight, counts) if n >= k)
+                series.append(top / bottom if bottom else math.nan)
+            used = {c for c, (n, _) in zip(clusters, counts) if n >= k}
+            lo, hi = _levels(len(used), correction)
+            block = out[name][str(k)]
+            assert (block["value"], block["tasks"]) == rate(counts, k, name)
+            assert block["low"] == pytest.approx(_quantile(series, lo), abs=1e-12)
+            assert block["high"] == pytest.approx(_quantile(series, hi), abs=1e-12)
+
+
 def test_kernel_edge_cases() -> None:
     """Identical predictions give p = 1 and win probability 0.5; a resample with denominator 0 is left
     out and counted; Holm keeps the order of the p-values; CPU draws do not depend on the device."""
-    zero = torch.zeros(50, 2, dtype=torch.float64)
+    zero = torch.zeros(2, 50, dtype=torch.float64)
     assert bs.two_sided_p(zero).tolist() == [1.0, 1.0]
     assert bs.win_probability(zero).tolist() == [0.5, 0.5]
     counts = torch.tensor([[1, 0], [0, 1], [2, 0]])
     values = bs.ratios(counts.double(), torch.tensor([[1.0], [2.0]], dtype=torch.float64),
                        torch.tensor([[2.0], [0.0]], dtype=torch.float64))
-    assert math.isnan(values[1, 0]) and values[0, 0] == 0.5
+    assert math.isnan(values[0, 1]) and values[0, 0] == 0.5
     assert bs.holm(torch.tensor([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
     assert torch.equal(bs.resample_counts(10, 4, 1), bs.resample_counts(10, 4, 1))
     assert bs.resample_counts(10, 4, 1).sum(1).tolist() == [4] * 10

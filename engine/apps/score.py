@@ -30,12 +30,12 @@ from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScor
 from engine.references import check_select
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
-from engine.statistics import STATS_FILE, StatsSettings, bootstrap_stats, sweep_units
+from engine.statistics import STATS_FILE, StatsSettings, bootstrap_stats, sweep_units, trial_intervals
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
 from kernels.device import cpu_threads, resolve_device
 from engine.trials import (TRIALS_FILE, check_distinct, check_trial_files, find_trials, model_name, trial_count,
-                           write_trials)
+                           success_counts, write_trials)
 
 log = logging.getLogger("score")
 
@@ -266,6 +266,7 @@ def stats_settings(cfg: DictConfig) -> StatsSettings | None:
     return StatsSettings(resamples=config_int(group, "resamples", minimum=2, default=10_000, where="stats.resamples"),
                          seed=config_int(group, "seed", minimum=0, default=0, where="stats.seed"),
                          cluster=str(group.get("cluster", "family")), method=str(group.get("method", "percentile")),
+                         correction=str(group.get("correction", "expanded")),
                          scheme=str(group.get("scheme", "multinomial")), shared_rank=bool(group.get("shared_rank")),
                          **number).check()
 
@@ -289,8 +290,15 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
         aggregates = write_sweep(result, dirs, inputs.names, inputs.judges, joined)
     if (stats := stats_settings(cfg)) is not None:
         with timer.stage("stats"), cpu_threads(prepared.threads):
+            device = resolve_device(str(cfg.device))
             units = sweep_units(result, inputs.names, joined, aggregates)
-            atomic_write_json(folder / STATS_FILE, bootstrap_stats(units, stats, resolve_device(str(cfg.device))))
+            document = bootstrap_stats(units, stats, device)
+            if inputs.trials:
+                counts = success_counts(result, inputs.trials, inputs.predictions, inputs.judges, joined, cfg.trials)
+                clusters = [tid if stats.cluster == "sample" else (result.gt.tasks[tid].type or "unknown")
+                            for tid in sorted(result.gt.tasks)]
+                document["trials"] = {model: trial_intervals(c, clusters, stats, device) for model, c in counts.items()}
+            atomic_write_json(folder / STATS_FILE, document)
     weak_grid, strong_grid = grids
     if weak_grid or strong_grid:
         rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],

@@ -224,7 +224,10 @@ def intervals_table(board: Table, stats: dict[str, Any]) -> Table:
         rows.append([name + (" *" if name in tied else ""), record.get("rank"), span,
                      *(interval_cell(metrics.get(key_of[label])) for label in labels)])
     level = settings.get("level", 0.95)
-    note = (f"{level:.0%} {settings.get('method', 'percentile')} intervals of a cluster bootstrap over "
+    method = settings.get("method", "percentile")
+    if settings.get("correction") == "expanded":
+        method = f"small-sample expanded {method}"
+    note = (f"{level:.0%} {method} intervals of a cluster bootstrap over "
             f"{settings.get('clusters')} {'task families' if settings.get('cluster') == 'family' else 'ids'} "
             f"({settings.get('resamples')} resamples, seed {settings.get('seed')}); rank interval by the "
             f"{AVERAGE}; * tied with the top (Holm-adjusted p >= {1 - level:.2f} against the best).")

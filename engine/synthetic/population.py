@@ -108,11 +108,14 @@ class SimulationResult:
 
 
 def simulate(pop: Population, clusters: int = 31, draws: int = 2000, resamples: int = 2000, level: float = 0.95,
-             method: str = "percentile", seed: int = 0, chunk: int = 50) -> SimulationResult:
-    """Coverage and false positive rate over `draws` benchmarks, each with its own resample matrix."""
+             method: str = "percentile", correction: str = "expanded", seed: int = 0, chunk: int = 50
+             ) -> SimulationResult:
+    """Coverage and false positive rate over `draws` benchmarks, each with its own resample matrix;
+    `method` and `correction` as the statistics step's settings."""
     truth = pop.truth()
     names = ("recall", "judge", "average")
     target = torch.tensor([truth[k] for k in names], dtype=torch.float64)
+    per_row = torch.full((3,), clusters) if correction == "expanded" else None
     covered = torch.zeros(3)
     rejected = torch.zeros(3)
     done = 0
@@ -122,16 +125,18 @@ def simulate(pop: Population, clusters: int = 31, draws: int = 2000, resamples: 
         for d in range(n):
             counts = bs.resample_counts(resamples, clusters, seed * 1_000_003 + start + d)
             values = resampled(sums[d:d + 1], counts)[0]                  # B x models x 3
-            a = values[:, 0]
+            a = values[:, 0].T.contiguous()                               # 3 x B
             if method == "bca":
                 est = point(sums[d:d + 1])[0, 0]
                 jack = resampled(sums[d:d + 1], bs.leave_one_out(clusters))[0][:, 0]
-                low, high = bs.bca_interval(a, est, jack, level)
+                low, high = bs.bca_interval(a, est, jack, level, per_row)
             else:
-                low, high = bs.percentile_interval(a, level)
+                low, high = bs.percentile_interval(a, level, per_row)
             covered += ((low <= target) & (target <= high)).double()
-            diff = values[:, 0] - values[:, 1]
-            rejected += (bs.two_sided_p(diff) < 1 - level).double()
+            p = bs.two_sided_p((values[:, 0] - values[:, 1]).T.contiguous())
+            if per_row is not None:
+                p = bs.expanded_p(p, per_row)
+            rejected += (p < 1 - level).double()
             done += 1
     cover = (covered / done).tolist()
     fp = (rejected / done).tolist()
