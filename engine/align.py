@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from engine.serialize import SweepTables
-from kernels.assignment import solve_buckets
+from kernels.assignment import AssignmentPlan, plan_assignment, solve_buckets
 from kernels.buckets import Buckets, build_buckets
 from kernels.similarity import pair_similarity
 
@@ -19,6 +19,10 @@ class Candidates:
 
     buckets: Buckets
     similarity: torch.Tensor  # (P,) float32
+    plan: AssignmentPlan = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.plan = plan_assignment(self.buckets)
 
 
 @dataclass
@@ -42,7 +46,8 @@ def candidate_pairs(tables: SweepTables, embeddings: np.ndarray | torch.Tensor,
         return torch.as_tensor(a, device=device)
 
     buckets = build_buckets(t(tables.gt_task), t(tables.gt_rank), len(tables.task_ids),
-                            t(tables.pred_sample), t(tables.pred_rank), t(tables.sample_task))
+                            t(tables.pred_sample), t(tables.pred_rank), t(tables.sample_task),
+                            int(tables.gt_rank.max()) + 1 if len(tables.gt_rank) else 1)
     gt_text = t(tables.gt_text)
     pred_text = t(tables.pred_text)
     similarity = pair_similarity(torch.as_tensor(embeddings, device=device), gt_text[buckets.pair_gt],
@@ -52,7 +57,7 @@ def candidate_pairs(tables: SweepTables, embeddings: np.ndarray | torch.Tensor,
 
 def match(candidates: Candidates, tau_weak: float) -> Matches:
     """Solve every bucket at threshold tau_weak and return the kept pairs."""
-    pairs = solve_buckets(candidates.similarity, candidates.buckets, tau_weak)
+    pairs = solve_buckets(candidates.similarity, candidates.buckets, tau_weak, candidates.plan)
     b = candidates.buckets
     bucket_of_pair = torch.searchsorted(b.pair_start, pairs, right=True) - 1
     return Matches(sample=b.sample[bucket_of_pair], gt=b.pair_gt[pairs], pred=b.pair_pred[pairs],

@@ -6,6 +6,8 @@ import hashlib
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +19,21 @@ log = logging.getLogger(__name__)
 
 _IDENTITY_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json",
                    "tokenizer_config.json", "vocab.txt", "1_Pooling/config.json")
-_RECIPE = b"batches of one token length, unpadded"
-"""How texts are batched; part of the cache key, as vectors encoded another way may differ in the last bits."""
+_RECIPE = b"token-budget batches, right-padded within a length window; float32, highest matmul precision"
+"""How texts are batched and computed; part of the cache key with the device type. Padding changes the
+last bits of a vector on CPU (up to about 1.2e-7 on the raw all-MiniLM-L6-v2 vectors), so a text's
+vector may differ by that much with the texts batched with it: far below the golden tolerance (1e-5)."""
+
+TOKEN_BUDGET = 8192
+"""Most token positions (rows x padded length) in one encoder batch."""
+
+CHUNK = 4096
+"""Texts tokenized by one call of the model's `preprocess`."""
+
+
+def length_window(length: int) -> int:
+    """How many tokens shorter than a batch's longest text its other texts may be (padding <= 1/8)."""
+    return max(2, length // 8)
 
 
 def default_model_path() -> Path:
@@ -60,9 +75,11 @@ class TextEncoder:
 
     @property
     def identity(self) -> str:
-        """A short digest of the model's files and the batching: the cache key of its embeddings."""
+        """A short digest of the model's files, the batching and the device type (CPU and CUDA vectors
+        differ in their last bits): the cache key of its embeddings."""
         if self._identity is None:
             h = hashlib.sha256(_RECIPE)
+            h.update(f"device={self.device.split(':')[0]}".encode())
             for name in _IDENTITY_FILES:
                 f = self.model_path / name
                 if f.is_file():
@@ -87,24 +104,39 @@ class TextEncoder:
                      time.perf_counter() - start)
         return self._model
 
-    def token_lengths(self, texts: list[str], chunk: int = 4096) -> np.ndarray:
+    def tokenize(self, texts: list[str]) -> Tokens:
+        """Every text tokenized once, by the model's own `preprocess` (in chunks of CHUNK texts)."""
+        model = self.model
+        probe = model.preprocess(["a", "a a a a a a"])
+        pad = {k: int(v[0, -1]) for k, v in probe.items() if _is_matrix(v)}
+        right = bool(probe["attention_mask"][0, -1] == 0) if "attention_mask" in probe else False
+        parts: dict[str, list[np.ndarray]] = {k: [] for k in pad} if right else {}
+        lengths = []
+        for start in range(0, len(texts), CHUNK):
+            features = model.preprocess(texts[start:start + CHUNK])
+            if not right:  # lengths (padded ones) only steer the batching; batches call preprocess
+                lengths.append(np.full(len(features["input_ids"]), features["input_ids"].shape[1]))
+                continue
+            mask = features["attention_mask"].numpy().astype(bool)
+            lengths.append(mask.sum(axis=1))
+            for key in parts:
+                parts[key].append(_narrow(features[key].numpy()[mask]))
+        return Tokens(texts=texts, lengths=np.concatenate(lengths).astype(np.int64),
+                      values={k: np.concatenate(v) for k, v in parts.items()}, pad=pad,
+                      extra={k: v for k, v in probe.items() if not _is_matrix(v)}, right_padded=right,
+                      model=model)
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
         """Token count of each text after the model's truncation (special tokens included)."""
-        tokenizer, limit = self.model.tokenizer, self.model.max_seq_length
-        lengths = np.empty(len(texts), dtype=np.int64)
-        for start in range(0, len(texts), chunk):
-            ids = tokenizer(texts[start:start + chunk], truncation=True, max_length=limit)["input_ids"]
-            lengths[start:start + len(ids)] = [len(row) for row in ids]
-        return lengths
+        return self.tokenize(texts).lengths
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Raw float32 embeddings (n, dim), encoded in batches of texts of one token length.
+        """Raw float32 embeddings (n, dim): texts tokenized once, then encoded in `token_batches`.
 
-        The model is sentence-transformers' own (its `preprocess` and forward pass); only the
-        batching differs from its `encode`, which pads each batch of length-sorted texts to the
-        longest. With no padding, a text's vector does not depend on the texts batched with it,
-        and fewer positions are computed (30% fewer on the benchmark's call texts). The token
-        lengths only steer the batching: were one off, `preprocess` would pad that batch and the
-        vectors would still be right.
+        The model is sentence-transformers' own (its `preprocess` and forward pass); a batch's
+        features are exactly what `preprocess` gives for its texts. Vectors stay on the model's
+        device until all are encoded; matmuls run at full float32 precision whatever the global
+        setting (`full_precision`).
         """
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -113,27 +145,100 @@ class TextEncoder:
         from tqdm.auto import tqdm
 
         model = self.model
-        batches = length_batches(self.token_lengths(texts), self.batch_size)
-        vectors = np.zeros((len(texts), 0), dtype=np.float32)
-        with torch.inference_mode(), tqdm(total=len(texts), desc="Encoding", unit="text", delay=PROGRESS_DELAY,
-                                          disable=not self.progress) as bar:
-            for rows in batches:
-                features = batch_to_device(model.preprocess([texts[i] for i in rows]), model.device)
-                batch = model(features)["sentence_embedding"].float().cpu().numpy()
-                vectors = _place(vectors, rows, batch)
+        tokens = self.tokenize(texts)
+        vectors = None
+        with torch.inference_mode(), full_precision(), tqdm(total=len(texts), desc="Encoding", unit="text",
+                                                            delay=PROGRESS_DELAY, disable=not self.progress) as bar:
+            for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET):
+                batch = model(batch_to_device(tokens.batch(rows), model.device))["sentence_embedding"].float()
+                if vectors is None:
+                    vectors = torch.empty((len(texts), batch.shape[1]), dtype=torch.float32, device=batch.device)
+                vectors[torch.as_tensor(rows, device=batch.device)] = batch
                 bar.update(len(rows))
-        return vectors
+        return vectors.cpu().numpy()
 
 
-def length_batches(lengths: np.ndarray, max_rows: int) -> list[np.ndarray]:
-    """Row indices of the encoder's batches: rows of one token length each, longest first,
-    at most max_rows rows per batch, in input order within a length."""
+def _is_matrix(value: object) -> bool:
+    return hasattr(value, "ndim") and value.ndim == 2
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Token ids kept as int32 when they fit (half the memory); widened again per batch."""
+    if values.dtype == np.int64 and (not len(values) or (values.min() >= -(1 << 31) and values.max() < (1 << 31))):
+        return values.astype(np.int32)
+    return values
+
+
+@dataclass
+class Tokens:
+    """Texts tokenized once: each per-token feature stored without padding, its pad value apart."""
+
+    texts: list[str]
+    lengths: np.ndarray             # (n,) tokens of each text
+    values: dict[str, np.ndarray]   # feature -> the texts' tokens, concatenated
+    pad: dict[str, int]             # feature -> its padding value
+    extra: dict[str, object]        # features that are not per token (e.g. the modality)
+    right_padded: bool
+    model: object
+
+    def batch(self, rows: np.ndarray) -> dict:
+        """The features `preprocess` gives for these texts: each padded to the batch's longest."""
+        import torch
+
+        if not self.right_padded:  # a tokenizer padding on the left: its own call, per batch
+            return self.model.preprocess([self.texts[i] for i in rows])
+        lengths = self.lengths[rows]
+        starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1]))[rows]
+        width = int(lengths.max())
+        row = np.repeat(np.arange(len(rows)), lengths)
+        col = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        source = np.repeat(starts, lengths) + col
+        out: dict = dict(self.extra)
+        for key, values in self.values.items():
+            block = np.full((len(rows), width), self.pad[key], dtype=np.int64)
+            block[row, col] = values[source]
+            out[key] = torch.from_numpy(block)
+        return out
+
+
+@contextmanager
+def full_precision() -> Iterator[None]:
+    """Float32 matmuls at full precision in the block, whatever the global setting: precision
+    "highest", which also turns TF32 off for CUDA matmuls (`torch.backends.cuda.matmul.allow_tf32`
+    reads False); the setting is restored after. (The model has no convolution, so cuDNN's own
+    TF32 switch does not apply.)"""
+    import torch
+
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(precision)
+
+
+def token_batches(lengths: np.ndarray, max_rows: int, token_budget: int) -> list[np.ndarray]:
+    """Row indices of the encoder's batches, longest texts first (input order within a length).
+
+    A batch starts at the longest text left, of length L, and takes the next texts (by length)
+    while they are at most `length_window(L)` tokens shorter (twice that when the batch would
+    otherwise hold that text alone), it holds at most max_rows rows and rows x L stays within
+    token_budget (one row at least).
+    """
     lengths = np.asarray(lengths)
     order = np.argsort(-lengths, kind="stable")
     ordered = lengths[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(order) else np.zeros(0, dtype=np.int64)
-    ends = np.r_[starts[1:], len(order)].astype(np.int64)
-    return [order[i:min(i + max_rows, end)] for start, end in zip(starts, ends) for i in range(start, end, max_rows)]
+    batches, i = [], 0
+    while i < len(order):
+        longest = int(ordered[i])
+        rows = max(1, min(max_rows, token_budget // max(longest, 1)))
+        near = ordered[i:min(i + rows, len(order))]
+        end = i + int(np.searchsorted(-near, -(longest - length_window(longest)), side="right"))
+        if end == i + 1:
+            end = i + int(np.searchsorted(-near, -(longest - 2 * length_window(longest)), side="right"))
+        batches.append(order[i:end])
+        i = end
+    return batches
 
 
 @dataclass

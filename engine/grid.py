@@ -6,7 +6,7 @@ from pathlib import Path
 
 from engine.align import match
 from engine.contract import ConfigError, atomic_write_csv, atomic_write_json
-from engine.metrics import aggregate, task_scores
+from engine.metrics import aggregate, match_structure, task_scores
 from engine.pipeline import PreparedSweep, progress_bar, selected_samples
 from engine.thresholds import Thresholds
 
@@ -17,7 +17,8 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
                    names: list[str], progress: bool = False) -> list[dict]:
     """Aggregate metrics of every prediction file at every grid point (rows: model, tau_weak, tau_strong, ...).
 
-    The assignment is solved once per tau_weak; tau_strong only changes the strong-similarity metric.
+    The assignment and the step structure are computed once per tau_weak; tau_strong only changes
+    the strong-similarity metrics.
     """
     tables = prepared.tables
     rows = []
@@ -28,9 +29,11 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
         tau_weak = points[0].tau_weak
         with prepared.kernel_stage("align"):
             matches = match(prepared.candidates, tau_weak)
+        with prepared.kernel_stage("metrics"):
+            structure = match_structure(tables, matches)
         for point in points:
             with prepared.kernel_stage("metrics"):
-                scores = task_scores(tables, matches, point.tau_strong, prepared.settings.profile)
+                scores = task_scores(tables, matches, point.tau_strong, prepared.settings.profile, structure)
                 for f, name in enumerate(names):
                     idx = selected_samples(tables, scores, f, prepared.settings)
                     rows.append({"model": name, "tau_weak": tau_weak, "tau_strong": point.tau_strong,

@@ -11,7 +11,7 @@ from engine.align import Matches
 from engine.metricspec import BY_KEY, alignment_keys, metrics_of
 from engine.serialize import SweepTables
 from kernels.segment import segment_count, segment_sum
-from kernels.structure import step_structure
+from kernels.structure import StepStructure, step_structure
 
 
 
@@ -39,9 +39,26 @@ def _safe_div(num: torch.Tensor, den: torch.Tensor, empty: float) -> torch.Tenso
                        torch.full_like(num, empty))
 
 
+def _width(steps: np.ndarray) -> int:
+    return int(steps.max()) + 1 if len(steps) else 1
+
+
+def match_structure(tables: SweepTables, matches: Matches) -> StepStructure:
+    """The step structure of the matches (it depends on tau_weak only, not on tau_strong)."""
+    device = matches.sample.device
+    gt_step = torch.as_tensor(tables.gt_step, device=device)[matches.gt]
+    pred_step = torch.as_tensor(tables.pred_step, device=device)[matches.pred]
+    return step_structure(matches.sample, gt_step, pred_step, matches.similarity, tables.num_samples,
+                          (_width(tables.gt_step), _width(tables.pred_step)))
+
+
 def task_scores(tables: SweepTables, matches: Matches, tau_strong: float,
-                profile: str = "reference") -> TaskScores:
-    """Every per-task metric of the spec for all samples, with segment reductions."""
+                profile: str = "reference", structure: StepStructure | None = None) -> TaskScores:
+    """Every per-task metric of the spec for all samples, with segment reductions.
+
+    `structure` (from `match_structure` of the same matches) is computed when not given. The
+    results come to the host in one read.
+    """
     device = matches.sample.device
     n = tables.num_samples
     st = torch.as_tensor(tables.sample_task, device=device)
@@ -56,9 +73,7 @@ def task_scores(tables: SweepTables, matches: Matches, tau_strong: float,
     m_strong = segment_sum(strong.long(), matches.sample, n).double()
     sum_strong = segment_sum(torch.where(strong, sim64, torch.zeros_like(sim64)), matches.sample, n)
 
-    gt_step = torch.as_tensor(tables.gt_step, device=device)[matches.gt]
-    pred_step = torch.as_tensor(tables.pred_step, device=device)[matches.pred]
-    structure = step_structure(matches.sample, gt_step, pred_step, sim, n)
+    structure = match_structure(tables, matches) if structure is None else structure
 
     empty = (n_gt == 0) & (n_pred == 0)
     recall = torch.where(empty, torch.ones_like(m), _safe_div(m, n_gt, 0.0))
@@ -85,12 +100,12 @@ def task_scores(tables: SweepTables, matches: Matches, tau_strong: float,
         values["merge_purity_cov"] = purity * recall
     for key in ("step_coherence_cov", "order_consistency_cov", "merge_purity_cov"):
         values[key] = torch.where(empty, torch.ones_like(m), values[key])
-    host = {k: v.cpu().numpy() for k, v in values.items()}
-    return TaskScores(profile=profile, n_gt=n_gt.cpu().numpy().astype(np.int64),
-                      n_pred=n_pred.cpu().numpy().astype(np.int64), n_pred_steps=tables.sample_steps,
-                      matched=m.cpu().numpy().astype(np.int64),
-                      strong_matches=m_strong.cpu().numpy().astype(np.int64),
-                      strong_similarity=sum_strong.cpu().numpy(), values=host)
+    read = torch.stack([*values.values(), m, m_strong, sum_strong]).numpy(force=True)
+    host = dict(zip(values, read))
+    return TaskScores(profile=profile, n_gt=np.asarray(tables.task_calls)[tables.sample_task].astype(np.int64),
+                      n_pred=np.asarray(tables.sample_calls).astype(np.int64), n_pred_steps=tables.sample_steps,
+                      matched=read[-3].astype(np.int64), strong_matches=read[-2].astype(np.int64),
+                      strong_similarity=read[-1], values=host)
 
 
 def aggregate(scores: TaskScores, select: np.ndarray | None = None) -> dict:

@@ -3,10 +3,13 @@
 Cost = 1 - S, or 1e6 where S < tau_weak, in float64; each bucket is solved as SciPy's
 ``linear_sum_assignment`` would (min(rows, cols) pairs of minimum total cost) and
 only pairs with S >= tau_weak are kept. Buckets of one row or one column are settled
-with tensor ops (first minimum, SciPy's tie rule); the others are grouped by exact
-shape, identical problems are solved once, and each group goes to
-SciPy's solver on CPU, or to torch-linear-assignment in one batch on CUDA (Triton), so every
-solved problem is exactly the published scorer's problem and ties break the same way.
+with tensor ops (first minimum, SciPy's tie rule). The others are grouped by exact shape
+once per sweep (`plan_assignment`, independent of the thresholds). At each threshold the
+costs of every group solved on the host travel there in one transfer and SciPy itself
+solves each distinct problem; on CUDA a shape group of at least `DEVICE_MIN_PROBLEMS`
+problems goes to torch-linear-assignment in one batch instead (Triton compiles its kernel
+once per shape: the shapes compiled are counted and logged). Every solved problem is
+exactly the published scorer's problem and ties break the same way.
 """
 
 from __future__ import annotations
@@ -14,17 +17,29 @@ from __future__ import annotations
 import functools
 import importlib.machinery
 import importlib.util
+import logging
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from kernels.buckets import Buckets
-from kernels.segment import expand_segments, segment_first_argmin
+from kernels.segment import segment_first_argmin
+
+log = logging.getLogger(__name__)
 
 PENALTY = 1e6
+
+DEVICE_MIN_PROBLEMS = 20_000
+"""Problems a shape group needs on CUDA before it is solved on the device rather than by SciPy on
+the host. A Triton compile of the device solver for a new shape costs about 0.3-1 s; SciPy solves
+a small problem (the buckets hold a few calls a side) in 5-20 us with the loop around it, so a
+group of fewer problems is solved sooner on the host than the compile alone takes."""
+
+_COMPILED_SHAPES: set[tuple[int, int, torch.dtype]] = set()
 
 
 @functools.cache
@@ -54,19 +69,43 @@ def scipy_linear_sum_assignment() -> Callable[[np.ndarray], tuple[np.ndarray, np
     return linear_sum_assignment
 
 
+def compiled_shapes() -> int:
+    """Distinct (rows, cols, dtype) problems this process has sent to the device solver (one Triton
+    compile each, unless Triton's on-disk cache already held it)."""
+    return len(_COMPILED_SHAPES)
+
+
+def _device_assignment(cost: torch.Tensor) -> torch.Tensor:
+    """torch-linear-assignment's batched solver on CUDA, each new shape counted and logged."""
+    from torch_linear_assignment import batch_linear_assignment
+
+    shape = (int(cost.shape[1]), int(cost.shape[2]), cost.dtype)
+    if shape not in _COMPILED_SHAPES:
+        _COMPILED_SHAPES.add(shape)
+        log.info("assignment: device solver for %d x %d problems (%d shapes compiled in this process)",
+                 shape[0], shape[1], len(_COMPILED_SHAPES))
+    return batch_linear_assignment(cost)
+
+
+def host_assignment(blocks: np.ndarray) -> np.ndarray:
+    """Column assigned to each row of each (rows, cols) problem of `blocks` (-1 for none), by SciPy;
+    identical problems are solved once."""
+    solve = scipy_linear_sum_assignment()
+    n, rows, cols = blocks.shape
+    unique, inverse = np.unique(blocks.reshape(n, rows * cols), axis=0, return_inverse=True)
+    assigned = np.full((len(unique), rows), -1, dtype=np.int64)
+    for problem, block in enumerate(unique.reshape(-1, rows, cols)):
+        r, c = solve(block)
+        assigned[problem, r] = c
+    return assigned[inverse.reshape(-1)]
+
+
 def batch_assignment(cost: torch.Tensor) -> torch.Tensor:
     """Column assigned to each row of each (rows, cols) problem of `cost` (-1 for none), as SciPy's
     ``linear_sum_assignment`` assigns it: SciPy itself on CPU, torch-linear-assignment on CUDA."""
     if cost.device.type == "cuda":
-        from torch_linear_assignment import batch_linear_assignment
-
-        return batch_linear_assignment(cost)
-    solve = scipy_linear_sum_assignment()
-    assigned = torch.full(cost.shape[:2], -1, dtype=torch.long)
-    for problem, block in enumerate(cost.numpy()):
-        rows, cols = solve(block)
-        assigned[problem, torch.from_numpy(rows)] = torch.from_numpy(cols)
-    return assigned
+        return _device_assignment(cost)
+    return torch.from_numpy(host_assignment(cost.numpy()))
 
 
 def bucket_costs(similarity: torch.Tensor, tau_weak: float) -> torch.Tensor:
@@ -75,40 +114,111 @@ def bucket_costs(similarity: torch.Tensor, tau_weak: float) -> torch.Tensor:
     return torch.where(similarity < tau_weak, torch.full_like(s, PENALTY), 1.0 - s)
 
 
-def _solve_vectors(cost: torch.Tensor, buckets: Buckets, which: torch.Tensor) -> torch.Tensor:
-    """Chosen pair of each 1 x c or r x 1 bucket in `which`: its first minimum-cost pair."""
-    seg, local = expand_segments(buckets.rows[which] * buckets.cols[which])
-    pairs = buckets.pair_start[which][seg] + local
-    first = segment_first_argmin(cost[pairs], seg, which.numel())
-    return pairs[first]
+@dataclass
+class ShapeGroup:
+    """Buckets of one (rows, cols) shape: their first pairs, on the host and on the device."""
+
+    rows: int
+    cols: int
+    starts: np.ndarray
+    device_starts: torch.Tensor | None = None  # set for a group solved on the device
 
 
-def _solve_shape(cost: torch.Tensor, starts: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
-    """Chosen pairs of all buckets with exactly this (rows, cols) shape, via batched LSAP."""
-    offsets = starts[:, None] + torch.arange(rows * cols, device=cost.device)
-    blocks = cost[offsets]
-    unique, inverse = torch.unique(blocks, dim=0, return_inverse=True)
-    assigned = batch_assignment(unique.view(-1, rows, cols))[inverse]  # (n, rows)
-    row = torch.arange(rows, device=cost.device).expand_as(assigned)
-    keep = assigned >= 0
-    return (starts[:, None] + row * cols + assigned)[keep]
+@dataclass
+class AssignmentPlan:
+    """How a sweep's buckets are solved, whatever the threshold (built once by `plan_assignment`)."""
+
+    vector_pairs: torch.Tensor      # pairs of the 1 x c and r x 1 buckets, bucket by bucket
+    vector_segment: torch.Tensor    # the bucket (0..vector_buckets-1) of each of those pairs
+    vector_buckets: int
+    host_pairs: torch.Tensor        # pairs of the host-solved groups, group by group, row-major
+    host_groups: list[ShapeGroup] = field(default_factory=list)
+    device_groups: list[ShapeGroup] = field(default_factory=list)
 
 
-def solve_buckets(similarity: torch.Tensor, buckets: Buckets, tau_weak: float) -> torch.Tensor:
-    """Indices (ascending: bucket by bucket, GT-row order) of the pairs that become matches."""
+def _pair_ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The pair indices start..start+size-1 of each bucket, concatenated."""
+    total = int(sizes.sum())
+    first = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return first + np.arange(total, dtype=np.int64)
+
+
+def plan_assignment(buckets: Buckets, device_min_problems: int = DEVICE_MIN_PROBLEMS) -> AssignmentPlan:
+    """Group the buckets by shape (one read of their shapes to the host), each group to the host or
+    (on CUDA, with at least device_min_problems problems) to the device solver."""
+    device = buckets.rows.device
+    shapes = torch.stack([buckets.rows, buckets.cols, buckets.pair_start]).numpy(force=True)
+    rows, cols, starts = shapes[0], shapes[1], shapes[2]
+    vector = (rows == 1) | (cols == 1)
+    sizes = rows * cols
+    vector_sizes = sizes[vector]
+    vector_pairs = _pair_ranges(starts[vector], vector_sizes)
+    vector_segment = np.repeat(np.arange(len(vector_sizes), dtype=np.int64), vector_sizes)
+    host_groups, device_groups, host_pairs = [], [], []
+    general = np.flatnonzero(~vector)
+    if len(general):
+        width = int(cols.max()) + 1
+        keys, group = np.unique(rows[general] * width + cols[general], return_inverse=True)
+        for k, key in enumerate(keys.tolist()):
+            members = general[group.reshape(-1) == k]
+            shape = ShapeGroup(rows=key // width, cols=key % width, starts=starts[members])
+            if device.type == "cuda" and len(members) >= device_min_problems:
+                shape.device_starts = torch.as_tensor(shape.starts, device=device)
+                device_groups.append(shape)
+            else:
+                host_groups.append(shape)
+                host_pairs.append(_pair_ranges(shape.starts, sizes[members]))
+    pairs = np.concatenate(host_pairs) if host_pairs else np.zeros(0, dtype=np.int64)
+
+    def t(a: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(a, dtype=torch.long, device=device)
+
+    return AssignmentPlan(vector_pairs=t(vector_pairs), vector_segment=t(vector_segment),
+                          vector_buckets=int(vector.sum()), host_pairs=t(pairs),
+                          host_groups=host_groups, device_groups=device_groups)
+
+
+def _solve_host_groups(cost: torch.Tensor, plan: AssignmentPlan) -> np.ndarray:
+    """Chosen pairs of every host-solved group: their costs read to the host at once, SciPy on each."""
+    if not plan.host_groups:
+        return np.zeros(0, dtype=np.int64)
+    flat = cost[plan.host_pairs].numpy(force=True)
+    chosen, offset = [], 0
+    for g in plan.host_groups:
+        n, size = len(g.starts), g.rows * g.cols
+        assigned = host_assignment(flat[offset:offset + n * size].reshape(n, g.rows, g.cols))
+        offset += n * size
+        pairs = g.starts[:, None] + np.arange(g.rows)[None, :] * g.cols + assigned
+        chosen.append(pairs[assigned >= 0])
+    return np.concatenate(chosen)
+
+
+def _solve_device_group(cost: torch.Tensor, g: ShapeGroup) -> torch.Tensor:
+    """Chosen pair (-1 for none) of each row of each bucket of a device-solved group, in one batch."""
+    starts = g.device_starts
+    offsets = starts[:, None] + torch.arange(g.rows * g.cols, device=cost.device)
+    assigned = _device_assignment(cost[offsets].view(-1, g.rows, g.cols))
+    row = torch.arange(g.rows, device=cost.device)
+    pairs = starts[:, None] + row * g.cols + assigned
+    return torch.where(assigned >= 0, pairs, torch.full_like(pairs, -1)).reshape(-1)
+
+
+def solve_buckets(similarity: torch.Tensor, buckets: Buckets, tau_weak: float,
+                  plan: AssignmentPlan | None = None) -> torch.Tensor:
+    """Indices (ascending: bucket by bucket, GT-row order) of the pairs that become matches.
+
+    With a plan, two reads to the host whatever the number of buckets and shapes: the host
+    groups' costs and the size of the result (plus the device solver's own, per device group).
+    """
     device = similarity.device
     if buckets.rows.numel() == 0:
         return torch.zeros(0, dtype=torch.long, device=device)
+    plan = plan_assignment(buckets) if plan is None else plan
     cost = bucket_costs(similarity, tau_weak)
-    vector = (buckets.rows == 1) | (buckets.cols == 1)
-    chosen = [_solve_vectors(cost, buckets, torch.nonzero(vector).squeeze(1))]
-    general = torch.nonzero(~vector).squeeze(1)
-    if general.numel():
-        width = int(buckets.cols.max()) + 1
-        keys, group = torch.unique(buckets.rows[general] * width + buckets.cols[general], return_inverse=True)
-        for k, key in enumerate(keys.tolist()):
-            members = general[group == k]
-            chosen.append(_solve_shape(cost, buckets.pair_start[members], key // width, key % width))
+    first = segment_first_argmin(cost[plan.vector_pairs], plan.vector_segment, plan.vector_buckets)
+    chosen = [plan.vector_pairs[first],
+              torch.as_tensor(_solve_host_groups(cost, plan), dtype=torch.long, device=device)]
+    chosen += [_solve_device_group(cost, g) for g in plan.device_groups]
     pairs = torch.cat(chosen)
-    pairs = pairs[similarity[pairs] >= tau_weak]
-    return torch.sort(pairs).values
+    keep = (pairs >= 0) & (similarity[pairs.clamp(min=0)] >= tau_weak)
+    return torch.sort(pairs[keep]).values

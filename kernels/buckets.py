@@ -34,15 +34,17 @@ class Buckets:
 
 def build_buckets(gt_task: torch.Tensor, gt_rank: torch.Tensor, num_tasks: int,
                   pred_sample: torch.Tensor, pred_rank: torch.Tensor,
-                  sample_task: torch.Tensor) -> Buckets:
+                  sample_task: torch.Tensor, num_ranks: int | None = None) -> Buckets:
     """Group calls into tool buckets and enumerate each bucket's GT x prediction pairs.
 
     gt_task/gt_rank: per GT call (flat, in global order within each task), its task and
     the rank of its tool's first appearance in that task. pred_sample/pred_rank: per
     predicted call (flat, in global order within each sample), its sample and the rank
-    of its tool in the sample's GT task (-1 when the GT task lacks the tool).
+    of its tool in the sample's GT task (-1 when the GT task lacks the tool). num_ranks: a bound
+    (exclusive) of the ranks when the caller knows it, sparing a read to the host.
     """
-    num_ranks = int(gt_rank.max().item()) + 1 if gt_rank.numel() else 1
+    if num_ranks is None:
+        num_ranks = int(gt_rank.max()) + 1 if gt_rank.numel() else 1
     gt_key = gt_task * num_ranks + gt_rank
     gt_order = torch.sort(gt_key, stable=True).indices
     gt_count = torch.bincount(gt_key, minlength=num_tasks * num_ranks)

@@ -12,9 +12,9 @@ def segment_sum(values: torch.Tensor, segment: torch.Tensor, n: int) -> torch.Te
 
 
 def segment_count(segment: torch.Tensor, n: int) -> torch.Tensor:
-    """Number of entries per segment id in [0, n) (int64)."""
-    return torch.bincount(segment, minlength=n)[:n] if segment.numel() else torch.zeros(
-        n, dtype=torch.long, device=segment.device)
+    """Number of entries per segment id in [0, n) (int64), with no read to the host (a CUDA
+    ``bincount`` reads the largest id first)."""
+    return segment_sum(torch.ones_like(segment), segment, n)
 
 
 def segment_first_argmin(values: torch.Tensor, segment: torch.Tensor, n: int) -> torch.Tensor:
@@ -39,9 +39,13 @@ def exclusive_cumsum(counts: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def expand_segments(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """For consecutive segments of the given sizes: each position's segment and its index within it."""
-    segment = torch.repeat_interleave(torch.arange(sizes.numel(), device=sizes.device), sizes)
+def expand_segments(sizes: torch.Tensor, total: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """For consecutive segments of the given sizes: each position's segment and its index within it.
+
+    `total` (the sum of sizes) spares the read of that sum to the host when the caller knows it.
+    """
+    segment = torch.repeat_interleave(torch.arange(sizes.numel(), device=sizes.device), sizes,
+                                      output_size=total)
     local = torch.arange(segment.numel(), device=sizes.device) - exclusive_cumsum(sizes)[segment]
     return segment, local
 
@@ -52,7 +56,8 @@ def segment_cumsum(values: torch.Tensor, starts: torch.Tensor, segment: torch.Te
     `starts[k]` is the first position of segment k and `segment[i]` the segment of entry i.
     """
     total = torch.cumsum(values, 0)
-    before = torch.zeros(starts.numel(), dtype=values.dtype, device=values.device)
-    nonzero = starts > 0
-    before[nonzero] = total[starts[nonzero] - 1]
+    if total.numel() == 0:
+        return total
+    previous = total[(starts - 1).clamp(min=0)]
+    before = torch.where(starts > 0, previous, torch.zeros_like(previous))
     return total - before[segment]

@@ -28,13 +28,12 @@ class StepStructure:
     merge_entropy: torch.Tensor     # normalized column entropy of W (0 when <= 1 active row)
 
 
-def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int):
+def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int, width: int):
     """Dense ids of distinct (sample, step) pairs, their count per sample and first id.
 
-    Ids follow (sample, step) order. A presence table is used when the key space is
-    small (the usual case), a sort otherwise.
+    Ids follow (sample, step) order; every step is below `width`. A presence table is used
+    when the key space is small (the usual case; no read to the host), a sort otherwise.
     """
-    width = int(step.max().item()) + 1 if step.numel() else 1
     key = sample * width + step
     space = num_samples * width
     if space <= 8 * key.numel() + 1024:
@@ -50,34 +49,40 @@ def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int):
 
 
 def step_structure(sample: torch.Tensor, gt_step: torch.Tensor, pred_step: torch.Tensor,
-                   similarity: torch.Tensor, num_samples: int) -> StepStructure:
-    """Step coherence, order inversions and merge entropy ingredients per sample."""
+                   similarity: torch.Tensor, num_samples: int,
+                   step_widths: tuple[int, int] | None = None) -> StepStructure:
+    """Step coherence, order inversions and merge entropy ingredients per sample.
+
+    step_widths: bounds (exclusive) of the GT and predicted step ids, when the caller knows them
+    (else read from the steps). With them, one read to the host (the sizes of the step blocks).
+    """
     n = num_samples
-    row, rows_per, row_first = _compress(sample, gt_step, n)
-    col, cols_per, col_first = _compress(sample, pred_step, n)
+    if step_widths is None:
+        step_widths = tuple(int(v) + 1 for v in torch.stack([
+            gt_step.max(), pred_step.max()]).tolist()) if sample.numel() else (1, 1)
+    row, rows_per, row_first = _compress(sample, gt_step, n, step_widths[0])
+    col, cols_per, col_first = _compress(sample, pred_step, n, step_widths[1])
     block = rows_per * cols_per
     block_start = exclusive_cumsum(block)
     local_r = row - row_first[sample]
     local_c = col - col_first[sample]
     entry = block_start[sample] + local_r * cols_per[sample] + local_c
-    size = int(block.sum().item())
+    size, num_rows, num_cols = torch.stack([block.sum(), rows_per.sum(), cols_per.sum()]).tolist()
     counts = segment_sum(torch.ones_like(entry), entry, size)
     mass = segment_sum(similarity.to(torch.float32), entry, size)
 
-    pos_sample, local = expand_segments(block)
+    pos_sample, local = expand_segments(block, size)
     ncols = cols_per[pos_sample]
     nrows = rows_per[pos_sample]
     pr = torch.div(local, ncols, rounding_mode="floor")
     pc = local - pr * ncols
     pos_row = row_first[pos_sample] + pr
     pos_col = col_first[pos_sample] + pc
-    num_rows = int(rows_per.sum().item())
-    num_cols = int(cols_per.sum().item())
 
     # step coherence: sum_g m_g / k_g
     m_g = segment_sum(counts, pos_row, num_rows)
     k_g = segment_sum((counts > 0).long(), pos_row, num_rows)
-    row_sample, row_local = expand_segments(rows_per)
+    row_sample, row_local = expand_segments(rows_per, num_rows)
     coherent = segment_sum(m_g.double() / k_g.clamp(min=1).double(), row_sample, n)
     m_g_sq = segment_sum(m_g * m_g, row_sample, n)
 
@@ -87,7 +92,7 @@ def step_structure(sample: torch.Tensor, gt_step: torch.Tensor, pred_step: torch
     colmajor = block_start[pos_sample] + pc * nrows + pr
     by_col = torch.empty_like(left)
     by_col[colmajor] = left
-    col_sample, col_local = expand_segments(cols_per)
+    col_sample, col_local = expand_segments(cols_per, num_cols)
     col_start = block_start[col_sample] + col_local * rows_per[col_sample]
     by_col_seg = torch.empty_like(pos_col)
     by_col_seg[colmajor] = pos_col

@@ -6,14 +6,22 @@
     python scripts/bench.py --synthetic 1000000 --pseudo-embeddings # align+metrics on a generated 1M-call sweep
     python scripts/bench.py --trials 4 --models 14 --rounds 3  # 4 trials of 14 models against one trial each
     python scripts/bench.py --references 3 --models 14 --rounds 3  # 3 references per task against one
+    python scripts/bench.py --gpu-report [--gt GT P1 P2 ...]  # on a CUDA machine: tests, parity, timings
 
 Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
 load, serialize, embed, align, metrics, write) and then a process that only imports the
 encoder, loads it and embeds the same distinct texts with sentence-transformers' `encode`, then
-with the engine's (batches of one token length), --rounds times alternating, and prints the
+with the engine's (token-budget batches), --rounds times alternating, and prints the
 ratios of the scoring process to each bare call. Warm mode fills a cache, then times whole
 scoring processes that find every text in it: the sweep (reports=false) and a threshold grid
 with its reports and plots.
+
+--gpu-report (on a CUDA machine; on CPU it says so and exits 0) runs tests/test_cuda.py (golden
+parity with device=cuda among them), then whole scoring processes on CUDA: cold (a fresh
+embedding cache and a fresh Triton cache, TRITON_CACHE_DIR) and warm, and in this process the
+align and metrics stages timed under torch.cuda.synchronize with the synchronizations they make
+(torch's sync debug mode) and the shapes the device solver compiled. It writes gpu_report.json and
+gpu_report.md (a table) into --report-dir. Without --gt it uses the golden cases of ../shared.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -127,8 +136,8 @@ def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
             encode.append(call)
             ours.append(engine_call)
             print(f"round {round_ + 1}: encoder-alone process on the same {len(texts)} distinct texts: import + load "
-                  f"{load:.3f} s, sentence-transformers' encode {call:.3f} s, then the engine's encode (one token "
-                  f"length a batch) {engine_call:.3f} s; scoring process / library encode call "
+                  f"{load:.3f} s, sentence-transformers' encode {call:.3f} s, then the engine's encode (token-budget "
+                  f"batches) {engine_call:.3f} s; scoring process / library encode call "
                   f"{scoring[-1] / call:.3f}")
     print(f"scoring process: {spread(scoring)}")
     if encode:
@@ -267,6 +276,93 @@ def bench_repeats(args: argparse.Namespace, settings: ScoreSettings) -> None:
               f"{many['cold'] / one['cold']:.2f}x, embed stage {many['embed'] / one['embed']:.2f}x")
 
 
+def gpu_stage_times(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
+    """Align and metrics of the sweep on CUDA, in this process: seconds per stage (each under
+    torch.cuda.synchronize), synchronizations per stage and device-solver shapes compiled."""
+    import warnings
+
+    from engine.metrics import match_structure
+    from kernels.assignment import compiled_shapes
+
+    gt, preds = read_trajectories(args.gt), [read_trajectories(p, lenient=True) for p in args.predictions]
+    tables = flatten_sweep(gt, preds, settings.profile)
+    embeddings, _ = embed_distinct(tables.texts, TextEncoder(settings.encoder_model, device="cuda"), settings.cache_dir)
+    out: dict = {"seconds": {}, "synchronizations": {}}
+
+    def stage(name: str, run):
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                start = time.perf_counter()
+                value = run()
+                torch.cuda.synchronize()
+                seconds = time.perf_counter() - start
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        out["seconds"][name] = round(seconds, 4)
+        out["synchronizations"][name] = sum("synchroniz" in str(w.message) for w in caught)
+        return value
+
+    cuda = torch.device("cuda")
+    candidates = stage("candidates", lambda: candidate_pairs(tables, embeddings, cuda))
+    matches = stage("align", lambda: match(candidates, thresholds.tau_weak))
+    structure = stage("structure", lambda: match_structure(tables, matches))
+    stage("metrics", lambda: task_scores(tables, matches, thresholds.tau_strong, settings.profile, structure))
+    stage("align again", lambda: match(candidates, thresholds.tau_weak))
+    out["shape_groups"] = {"host": len(candidates.plan.host_groups), "device": len(candidates.plan.device_groups)}
+    out["compiled_shapes"] = compiled_shapes()
+    return out
+
+
+def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> int:
+    """The --gpu-report run (see the module's docstring); 0 when every check passed or no GPU is present."""
+    if not torch.cuda.is_available():
+        print("gpu report: torch sees no CUDA device, so there is nothing to measure here")
+        return 0
+    if not args.gt:
+        golden = ROOT.parent / "shared" / "golden"
+        args.gt = str(ROOT.parent / "shared" / "data" / "m3bench" / "test_mcp_GT.json")
+        args.predictions = [str(p) for p in sorted(golden.glob("m*/pred.json"))]
+    report_dir = Path(args.report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    report: dict = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                    "predictions": args.predictions}
+    start = time.perf_counter()
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_cuda.py")],
+                           cwd=ROOT, capture_output=True, text=True)
+    summary = (tests.stdout.strip().splitlines() or [""])[-1]
+    report["cuda_tests"] = {"returncode": tests.returncode, "summary": summary,
+                            "seconds": round(time.perf_counter() - start, 1)}
+    cuda = dataclasses.replace(settings, device="cuda")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {}
+        for kind in ("cold", "warm"):
+            warm_settings = dataclasses.replace(cuda, cache_dir=f"{tmp}/embeddings")
+            env = {**os.environ, "TRITON_CACHE_DIR": f"{tmp}/triton"}
+            begin = time.perf_counter()
+            proc = subprocess.run(score_command(args, warm_settings, thresholds, Path(tmp) / kind), capture_output=True,
+                                  text=True, env=env)
+            stages = next((line for line in proc.stdout.splitlines() if line.startswith("texts:")), proc.stderr[-300:])
+            runs[kind] = {"seconds": round(time.perf_counter() - begin, 3), "returncode": proc.returncode,
+                          "stages": stages}
+        report["sweep"] = runs
+        report["in_process"] = gpu_stage_times(args, dataclasses.replace(cuda, cache_dir=f"{tmp}/embeddings"),
+                                               thresholds)
+    (report_dir / "gpu_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    rows = [("card", report["device"]), ("CUDA tests (golden parity included)", summary),
+            *((f"{kind} sweep process", f"{r['seconds']:.2f} s ({r['stages']})") for kind, r in report["sweep"].items()),
+            *((f"{name} (synchronized)", f"{sec:.4f} s, {report['in_process']['synchronizations'][name]} syncs")
+              for name, sec in report["in_process"]["seconds"].items()),
+            ("device-solver shapes compiled", str(report["in_process"]["compiled_shapes"]))]
+    table = "| measure | value |\n|---|---|\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
+    (report_dir / "gpu_report.md").write_text(table)
+    print(table)
+    ok = tests.returncode == 0 and all(r["returncode"] == 0 for r in report["sweep"].values())
+    return 0 if ok else 1
+
+
 def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -295,7 +391,14 @@ def main() -> None:
                         help="reference tasks of the --trials / --references benchmark")
     parser.add_argument("--grid", default="0.45,0.5,0.55,0.6,0.65,0.7,0.75,0.8,0.85,0.9",
                         help="tau_weak grid of the warm grid run")
+    parser.add_argument("--gpu-report", action="store_true",
+                        help="on a CUDA machine: CUDA tests, golden parity, cold and warm sweeps, stage times")
+    parser.add_argument("--report-dir", default=".", help="where --gpu-report writes gpu_report.json and .md")
     args = parser.parse_args()
+    if args.gpu_report:
+        with tempfile.TemporaryDirectory() as tmp:
+            sys.exit(gpu_report(args, ScoreSettings(profile=args.profile, cache_dir=args.cache_dir or tmp),
+                                Thresholds(args.tau_weak, args.tau_strong)))
     if not (args.synthetic or args.trials or args.references) and (not args.gt or not args.predictions):
         parser.error("give --gt and prediction files, or --synthetic N")
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,7 +19,7 @@ from engine.align import Candidates, candidate_pairs, match
 from engine.encode import TextEncoder
 from engine.pipeline import ScoreSettings, embed_tables, prepare_sweep
 from engine.serialize import SweepTables
-from kernels.assignment import solve_buckets
+from kernels.assignment import compiled_shapes, plan_assignment, solve_buckets
 from kernels.buckets import Buckets, build_buckets
 from kernels.segment import exclusive_cumsum
 from kernels.similarity import pair_similarity
@@ -150,6 +150,34 @@ def test_solve_buckets_on_cuda_matches_cpu(levels: np.ndarray, seed: int) -> Non
         assert torch.equal(on_cuda.cpu(), on_cpu), tau
 
 
+@pytest.mark.parametrize("levels", [COARSE, FINE], ids=["coarse", "fine"])
+def test_device_and_host_shape_groups_agree_with_scipy(levels: np.ndarray) -> None:
+    """Every general shape group forced to the device solver, or all to SciPy on the host: the
+    CPU's pairs either way; each shape sent to the device is counted once."""
+    buckets, similarity = random_problems(np.random.default_rng(5), levels)
+    on_cuda = buckets_to(buckets, CUDA)
+    all_device = plan_assignment(on_cuda, device_min_problems=1)
+    all_host = plan_assignment(on_cuda, device_min_problems=1 << 40)
+    assert not all_host.device_groups and len(all_device.device_groups) > 20 and not all_device.host_groups
+    before = compiled_shapes()
+    for tau in (0.6, 0.75):
+        on_cpu = solve_buckets(similarity, buckets, tau)
+        for plan in (all_device, all_host):
+            assert torch.equal(solve_buckets(similarity.to(CUDA), on_cuda, tau, plan).cpu(), on_cpu), tau
+    assert compiled_shapes() - before <= len(all_device.device_groups)
+    assert compiled_shapes() >= len(all_device.device_groups)
+
+
+def test_the_default_plan_sends_small_groups_to_the_host(real_sweep: tuple[SweepTables, np.ndarray]) -> None:
+    """The golden sweep's buckets are far below DEVICE_MIN_PROBLEMS a shape: nothing is compiled."""
+    tables, embeddings = real_sweep
+    before = compiled_shapes()
+    candidates = candidate_pairs(tables, embeddings, CUDA)
+    assert not candidates.plan.device_groups and len(candidates.plan.host_groups) > 20
+    match(candidates, 0.6)
+    assert compiled_shapes() == before
+
+
 @pytest.mark.parametrize("spread", [1, 1 << 17], ids=["dense-steps", "sparse-steps"])
 def test_step_structure_on_cuda_matches_cpu(spread: int) -> None:
     """Matches sorted by sample; widely spread step indices take the sorting path of the step compression."""
@@ -186,8 +214,8 @@ def test_encoder_on_cuda_matches_cpu(real_sweep: tuple[SweepTables, np.ndarray])
     np.testing.assert_allclose(on_cuda, on_cpu, rtol=0, atol=1e-4)
 
 
-def test_unpadded_batches_on_cuda_match_the_library_encode(real_sweep: tuple[SweepTables, np.ndarray]) -> None:
-    """On the GPU too, batches of one token length give the library's vectors (its kernels vary by shape)."""
+def test_token_budget_batches_on_cuda_match_the_library_encode(real_sweep: tuple[SweepTables, np.ndarray]) -> None:
+    """On the GPU too, the engine's batches give the library's vectors (its kernels vary by shape)."""
     tables, _ = real_sweep
     picked = sorted(tables.texts, key=len)[::7]
     encoder = TextEncoder(device="cuda")
