@@ -41,9 +41,9 @@ def threshold_note(rule: str, threshold: float) -> str | None:
     if rule != "task_completion" or threshold == PEER_THRESHOLD:
         return None
     return (f"trials.success.threshold={threshold:g}: a trial succeeds at Task Completion >= {threshold:g}, so a "
-            f"fractional result counts as a success here, while tau2-bench and MCPMark count success only at "
-            f"{PEER_THRESHOLD:g} (their blocks in trials.json keep their rule); set trials.success.threshold="
-            f"{PEER_THRESHOLD:g} for theirs in the main table")
+            f"fractional result counts as a success here, while tau2-bench counts success only at "
+            f"{PEER_THRESHOLD:g} (its block in trials.json keeps that rule) and MCPMark's tasks pass or fail; set "
+            f"trials.success.threshold={PEER_THRESHOLD:g} for their rule in the main table")
 
 
 def conventions_of(cfg: Mapping[str, Any]) -> tuple[str, ...]:
