@@ -26,6 +26,24 @@ from engine.contract import ConfigError
 
 CONVENTIONS: tuple[str, ...] = ("project", "tau2", "mcpmark", "all")
 _TOLERANCE = 1e-6
+PEER_THRESHOLD = 1.0
+"""The Task Completion a trial needs to succeed as the peers count it (tau2-bench: reward == 1; MCPMark: a
+task passes or fails, a fraction is no pass)."""
+
+
+def threshold_note(rule: str, threshold: float) -> str | None:
+    """What a Task Completion threshold other than the peers' does to the success rates, in one line;
+    None under another rule or the peers' threshold.
+
+    >>> threshold_note("task_completion", 1.0) is None, threshold_note("outcome_checks", 0.5) is None
+    (True, True)
+    """
+    if rule != "task_completion" or threshold == PEER_THRESHOLD:
+        return None
+    return (f"trials.success.threshold={threshold:g}: a trial succeeds at Task Completion >= {threshold:g}, so a "
+            f"fractional result counts as a success here, while tau2-bench counts success only at "
+            f"{PEER_THRESHOLD:g} (its block in trials.json keeps that rule) and MCPMark's tasks pass or fail; set "
+            f"trials.success.threshold={PEER_THRESHOLD:g} for their rule in the main table")
 
 
 def conventions_of(cfg: Mapping[str, Any]) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ enter the rate at k, and the number of tasks that do is written beside it).
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass
@@ -31,10 +32,12 @@ from engine.contract import (AGENT, ConfigError, InputError, TrajectoryFile, ato
 from engine.evaluators import evaluator
 from engine.judge_results import Joined, JoinedFiles
 from engine.trial_estimators import ESTIMATORS, rate
-from engine.trial_conventions import conventions_of, peer_blocks
+from engine.trial_conventions import conventions_of, peer_blocks, threshold_note
 
 if TYPE_CHECKING:
     from engine.pipeline import SweepScores
+
+log = logging.getLogger(__name__)
 
 FINISHED, AGENT_FAILURE, INFRASTRUCTURE = "finished", "agent_failure", "infrastructure"
 STATES = (FINISHED, AGENT_FAILURE, INFRASTRUCTURE)
@@ -385,6 +388,9 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
     order), its trials document; `scored` are the sweep's files in order, `judges`, `joined` (their
     values, as write_sweep joined them) and `aggregates` theirs."""
     rule = success_rule(cfg.get("success"))
+    note = threshold_note(rule.rule, rule.threshold)
+    if note is not None:
+        log.warning(note)
     position = {Path(p): f for f, p in enumerate(scored)}
     scores = result.scores
     models = {}

@@ -258,3 +258,18 @@ def test_a_partial_answers_file_is_scored_with_a_warning_naming_what_is_missing(
     assert (f"{answers}: 1 of 7 scored task(s) have an entry, 6 have none (judge them: run the judge app again): "
             + ", ".join(sorted(ids)[:-1])) in done.stderr
     assert f"{answers}: nothing in it can be scored: answer_sr is null (1 entr(ies), none with a score)" in done.stderr
+
+
+def test_replies_the_published_judger_reads_otherwise_are_counted_in_the_aggregate() -> None:
+    fenced = "Same.\n```json\n{\"score\": %s}\n```"
+    assert ae.published_oddity(fenced % "true") == "score_boolean" and ae.parse_published(fenced % "true") == 1
+    assert ae.published_oddity(fenced % "2") == "score_out_of_range"
+    with pytest.raises(ValueError, match="outside"):
+        ae.parse_published(fenced % "2")
+    assert ae.published_oddity(fenced % "1") is None and ae.published_oddity("no block") is None
+    per_id = {"a": {"level": "L1", "score": 1, "judges": {"j": 1}, "odd_scores": {"score_boolean": 1}},
+              "b": {"level": "L1", "score": 0, "judges": {"j": 0},
+                    "odd_scores": {"score_out_of_range": 2, "score_boolean": 1}},
+              "c": {"level": "L2", "score": 1, "judges": {"j": 1}}}
+    agg = ae.document(per_id, {})["aggregate"]
+    assert (agg["score_boolean"], agg["score_out_of_range"]) == (2, 2)

@@ -213,6 +213,9 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     assert {f"m_test_mcp_fuzzy_trial{i}" for i in range(1, 5)} <= {p.name for p in out.iterdir()}
     board = (out / "leaderboard_trials.md").read_text()
     assert "m_test_mcp_fuzzy | 4 | 1.000 ± 0.000 |" in board and "pass^k" in board
+    # the main table names its success rule in its header; the default threshold (0.5, not the peers' 1) warns once
+    assert "| pass^1 [success: task_completion >= 0.5] | pass^k [success: task_completion >= 0.5] |" in board
+    assert proc.stderr.count("trials.success.threshold=0.5: a trial succeeds at Task Completion >= 0.5") == 1
     assert "| m_test_mcp_fuzzy | 3 | 2 | 0 | 1 |" in (out / "trial_inventory.md").read_text()
     # tau2-bench: the lost slot dropped, success only at Task Completion 1, pass^k up to 3 (task 1 has 3 slots)
     tau2 = doc["conventions"]["tau2"]

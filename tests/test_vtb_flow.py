@@ -155,8 +155,15 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     assert aggregate["rubrics"]["profile"] == "published" and result["meta"]["rubrics_profile"] == "published"
     assert aggregate["rubrics"]["by_turncase"]["multi-turn"]["tasks"] == 2
     # 14 calls, one on a missing file (is_error true): 13/14 over all calls and over the flagged ones
+    split = aggregate["tool_use"].pop("by_turncase")
     assert aggregate["tool_use"] == pytest.approx({"proactivity": 1.0, "success_rate": 13 / 14,
                                                    "success_rate_flagged": 13 / 14, "volume": 14 / 6})
+    assert split["multi-turn"]["tasks"] == 2 and split["single-turn"]["tasks"] == 4
+    assert split["single-turn"]["calls"] + split["multi-turn"]["calls"] == 14
+    table8 = json.loads((out / "vtb_table8.json").read_text())["rows"][0]
+    assert table8["Total #"] == 14 and table8["Multi-turn Volume"] == split["multi-turn"]["volume"]
+    table3 = json.loads((out / "vtb_table3.json").read_text())["rows"][0]
+    assert table3["Overall"] == pytest.approx(100 * aggregate["pass_rate"])
     board = json.loads((out / "leaderboard.json").read_text())["rows"][0]
     assert board["Average Pass Rate"] == aggregate["pass_rate"]
     turns = json.loads((out / "vtb_turns.json").read_text())

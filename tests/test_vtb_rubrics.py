@@ -325,3 +325,19 @@ def test_verdict_replies_record_any_label_and_need_a_judge_result() -> None:
     for bad in ("Met", '{"verdict": "Met"}', "[]"):
         with pytest.raises(ValueError):
             vtb.parse_verdict(bad)
+
+
+def test_weights_written_as_a_float_or_as_text_are_scored_as_numbers(caplog: pytest.LogCaptureFixture) -> None:
+    rubrics = {"r1": {"description": "a", "weight": 4.0}, "r2": {"description": "b", "weight": "5"},
+               "r3": {"description": "c", "weight": 2}}
+    task = {"id": "t", "turn_prompts": ["q"], "turn_golden_answers": ["g"], "rubrics_by_turn": [json.dumps(rubrics)]}
+    with caplog.at_level(logging.WARNING):
+        items = task_turns("tasks.json", task, "t")[0].rubrics
+    assert [(r.weight, r.critical) for r in items] == [(4, True), (5, True), (2, False)]
+    assert "task t, field rubrics_by_turn[0][r2].weight: weight given as text '5', read as 5" in caplog.text
+    # as the published script adds the weights: (4 + 2) / 11 with r2 Not Met, which fails the task
+    score = task_score(items, [True, False, True], "published")
+    assert (score.score, score.passed) == ((4 + 2) / 11, False)
+    for bad in ("five", 0, 6.5, True):
+        with pytest.raises(InputError, match=r"must be a number 1-5"):
+            task_turns("tasks.json", {**task, "rubrics_by_turn": [[{"description": "a", "weight": bad}]]}, "t")

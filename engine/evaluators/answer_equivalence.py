@@ -125,6 +125,26 @@ def parse_published(text: str) -> float:
     return int(score) if score in (0.0, 1.0) else score
 
 
+ODD_SCORES: tuple[str, ...] = ("score_boolean", "score_out_of_range")
+"""The judge replies MCPVerse's published judger reads otherwise than this project: a score of true/false
+(it keeps the boolean, which its mean counts as 1/0: the same here) and a number outside [0, 1] (it keeps the
+number, so a 2 adds 2 to the level's mean; here the reply is a failed attempt, asked again)."""
+
+
+def published_oddity(text: str) -> str | None:
+    """Which of ODD_SCORES a reply's first fenced ```json {...}``` block's score is, else None."""
+    block = _FENCED.search(text or "")
+    try:
+        value = json.loads(block.group(1)).get("score") if block else None
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(value, bool):
+        return "score_boolean"
+    if isinstance(value, (int, float)) and not 0.0 <= value <= 1.0:
+        return "score_out_of_range"
+    return None
+
+
 def parser_of(options: Mapping[str, Any]) -> str:
     """The ``parser`` setting (default ``published``); ConfigError naming it when unknown."""
     parser = options.get("parser") or "published"
@@ -236,7 +256,15 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     prompt, parse = (PUBLISHED_PROMPT, parse_published) if parser == "published" else (PROMPT, parse_verdict)
     ask = Question(prompt, {"question": question, "reference_answer": truth, "agent_answer": answer})
     specs = list(ctx.pool.specs)[:1] if parser == "published" else list(ctx.pool.specs)
-    answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, lambda t: (parse(t), t))
+    odd: dict[str, int] = {}
+
+    def read_reply(text: str) -> tuple[float, str]:
+        kind = published_oddity(text)
+        if kind is not None:
+            odd[kind] = odd.get(kind, 0) + 1
+        return parse(text), text
+
+    answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, read_reply)
                                      for spec in specs), return_exceptions=True)
     for outcome in answers:
         if isinstance(outcome, BaseException):
@@ -244,7 +272,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     names = [spec.identity["model"] for spec in specs]
     scores = {name: score for name, (score, _) in zip(names, answers, strict=True)}
     score = reducer(REDUCERS[parser])(list(scores.values()))
-    return {"level": level, "score": score, "judges": scores, **fetched,
+    return {"level": level, "score": score, "judges": scores, **fetched, **({"odd_scores": odd} if odd else {}),
             "replies": {name: reply for name, (_, reply) in zip(names, answers, strict=True)}}
 
 
@@ -321,8 +349,8 @@ def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
 
 
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The file: aggregate (over every entry; with the SR of every level group and the ids whose check
-    script or answer template failed), per_id and meta."""
+    """The file: aggregate (over every entry; with the SR of every level group, the ids whose check
+    script or answer template failed and the counts of ODD_SCORES replies), per_id and meta."""
     levels = {i: e["level"] for i, e in per_id.items()}
     rates = success_rates(levels, {i: e["score"] for i, e in per_id.items()})
     groups: dict[str, list[float]] = {}
@@ -331,6 +359,8 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
             groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(e["score"])
     rates["levels"] = {level: mean_or_none(values) for level, values in groups.items()}
     rates["error_ids"] = [i for i, e in per_id.items() if e.get("error")]
+    for kind in ODD_SCORES:
+        rates[kind] = sum(int((e.get("odd_scores") or {}).get(kind, 0)) for e in per_id.values())
     parser = parser_of(meta)
     prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
     return {"aggregate": rates, "per_id": per_id,

@@ -15,7 +15,11 @@ A call's error is its ``"is_error": true`` as the rollout records it (MCP's ``is
 errors), never a guess from the result text. Computed from the predictions alone at scoring time:
 nothing is written beside them. Each task of ``per_id`` gets its counts ``tool_use: {calls, flagged,
 valid}`` (valid: calls whose is_error is false), every aggregate (overall and per family) ``tool_use:
-{proactivity, success_rate, success_rate_flagged, volume}`` (metric keys ``tool_use.<name>``).
+{proactivity, success_rate, success_rate_flagged, volume}`` (metric keys ``tool_use.<name>``). Where some
+prediction says whether its task is single- or multi-turn (its ``turncase``, else a ``turns`` list of one or
+more replies), its task gets ``turncase`` and the aggregate ``tool_use.by_turncase: {single-turn, multi-turn:
+{calls, tasks, proactivity, ...}}`` (a task that does not say counting as single-turn): VisualToolBench's
+Table 8.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from engine.contract import Trajectory, TrajectoryFile
 from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts
+from engine.evaluators.vtb_records import MULTI_TURN, SINGLE_TURN
 
 KEY = "tool_use"
 METRICS: tuple[Metric, ...] = (
@@ -65,16 +70,39 @@ def tool_use(counts: Sequence[Mapping[str, int]]) -> dict[str, float | None]:
             "volume": calls / n if n else None}
 
 
+def turncase(trajectory: Trajectory) -> str | None:
+    """Whether a prediction's task is single- or multi-turn, as it says (its ``turncase``, else the length of
+    its ``turns`` list); None when it does not say."""
+    given, turns = trajectory.raw.get("turncase"), trajectory.raw.get("turns")
+    if given in (SINGLE_TURN, MULTI_TURN):
+        return str(given)
+    if isinstance(turns, list) and turns:
+        return MULTI_TURN if len(turns) > 1 else SINGLE_TURN
+    return None
+
+
 def compute(predictions: TrajectoryFile) -> Verdicts:
-    """Per task id of the file, its call counts under ``tool_use``."""
-    return Verdicts(per_id={tid: {KEY: call_counts(t)} for tid, t in predictions.tasks.items()})
+    """Per task id of the file, its call counts under ``tool_use`` (and its ``turncase`` where it says)."""
+    per_id: dict[str, dict[str, Any]] = {}
+    for tid, t in predictions.tasks.items():
+        case = turncase(t)
+        per_id[tid] = {KEY: call_counts(t), **({"turncase": case} if case is not None else {})}
+    return Verdicts(per_id=per_id)
 
 
 def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
     """``{"tool_use": {proactivity, success_rate, success_rate_flagged, volume}}`` over these ids (an id
-    without counts has no call)."""
+    without counts has no call), with ``by_turncase`` when some of them says its turncase."""
     empty = {k: 0 for k in COUNTS}
-    return {KEY: tool_use([values.per_id.get(i, {}).get(KEY, empty) for i in ids])}
+    counts = {i: values.per_id.get(i, {}).get(KEY, empty) for i in ids}
+    out: dict[str, Any] = tool_use(list(counts.values()))
+    cases = {i: values.per_id.get(i, {}).get("turncase") for i in ids}
+    if any(cases.values()):
+        out["by_turncase"] = {}
+        for case in (SINGLE_TURN, MULTI_TURN):
+            part = [counts[i] for i in ids if (cases[i] or SINGLE_TURN) == case]
+            out["by_turncase"][case] = {"calls": sum(c["calls"] for c in part), "tasks": len(part), **tool_use(part)}
+    return {KEY: out}
 
 
 _COUNT_HEADS = {"calls": ("Tool calls", "the task's predicted calls"),

@@ -10,7 +10,7 @@ Two task shapes are read as they are:
   "task_id"), "turncase", "prompt_category", "eval_focus", "turn_prompts": [str], "turn_golden_answers":
   [str], "rubrics_by_turn": [JSON text of {rubric id: rubric}], "image_paths", "images_by_turn_paths"}``.
 
-A rubric is ``{description, weight: 1..5, critical?, category?}``: ``critical`` is true/false or the
+A rubric is ``{description, weight: 1..5 (an integer, ``4.0`` or the text ``"5"``), critical?, category?}``: ``critical`` is true/false or the
 released "yes"/"no"; ``category`` a name or a list of names. Rubrics come as a list, or as an object of
 rubric id -> rubric (the released shape), or as JSON text of either; a rubric id given twice in one
 JSON text is refused, as is a task id given twice in one file.
@@ -49,7 +49,7 @@ class RubricItem:
     names its rubrics)."""
 
     description: str
-    weight: int
+    weight: int | float
     critical: bool
     flag: bool | None
     categories: tuple[str, ...]
@@ -104,14 +104,30 @@ def critical_flag(path: Path | str, value: Any, task_id: str, where: str) -> boo
                      field=where)
 
 
+def rubric_weight(path: Path | str, value: Any, task_id: str, where: str) -> int | float:
+    """A rubric's weight, a number in [1, 5]: an integer, a float (``4.0`` is 4, as the published scripts'
+    arithmetic takes it) or a numeric string (``"5"``, read as its number with a warning: the published
+    scripts stop on it); InputError naming the field otherwise."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 1 <= number <= 5:
+        raise InputError(path, f"must be a number 1-5, got {value!r}", task_id=task_id, field=where)
+    if isinstance(value, str):
+        log.warning("%s: task %s, field %s: weight given as text %r, read as %g (VisualToolBench's judge scripts "
+                    "stop on it)", path, task_id, where, value, number)
+    return int(number) if float(number).is_integer() else float(number)
+
+
 def rubric_item(path: Path | str, raw: Any, task_id: str, where: str, turn: int = 0, need_text: bool = True,
                 profile: str = "published", rid: str | None = None) -> RubricItem:
-    """One rubric object, checked (weight an integer 1-5, critical a flag or absent)."""
+    """One rubric object, checked (weight a number 1-5, rubric_weight; critical a flag or absent)."""
     if not isinstance(raw, Mapping):
         raise InputError(path, "a rubric must be an object", task_id=task_id, field=where)
-    weight = raw.get("weight")
-    if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 5:
-        raise InputError(path, f"must be an integer 1-5, got {weight!r}", task_id=task_id, field=f"{where}.weight")
+    weight = rubric_weight(path, raw.get("weight"), task_id, f"{where}.weight")
     flag = critical_flag(path, raw.get("critical"), task_id, f"{where}.critical")
     description = _text(path, raw.get("description"), task_id, f"{where}.description", need_text)
     return RubricItem(description, weight, critical_of(weight, flag, profile), flag,

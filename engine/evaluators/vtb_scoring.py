@@ -207,9 +207,18 @@ def breakdown(scored: Sequence[Mapping[str, Any]], group: str) -> dict[str, dict
     return {name: _means(buckets[name]) for name in sorted(buckets)}
 
 
+def domain_turn_breakdown(scored: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """ARS, APR and tasks per domain (with the STEM merge) and, within it, per single/multi-turn: the
+    cells of VisualToolBench's Tables 3 and 7."""
+    buckets: dict[str, list[Mapping[str, Any]]] = {}
+    for v in scored:
+        buckets.setdefault(domain_group(v["groups"]["domain"]), []).append(v)
+    return {name: breakdown(buckets[name], "turncase") for name in sorted(buckets)}
+
+
 def aggregate_values(present: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The ``rubrics`` block over some tasks' values: ARS, APR, the counts, and the breakdowns by
-    category, domain, evaluation focus and single/multi-turn."""
+    category, domain, evaluation focus, single/multi-turn and domain x single/multi-turn."""
     scored = [v for v in present if "rubric_score" in v]
     by_category: dict[str, list[list[float]]] = {}
     for v in scored:
@@ -226,4 +235,5 @@ def aggregate_values(present: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "critical_mismatches": sum(v["critical_mismatches"] for v in present),
         "by_category": {c: {"ARS": mean_or_none([p[0] for p in pairs]), "APR": mean_or_none([p[1] for p in pairs]),
                             "tasks": len(pairs)} for c, pairs in sorted(by_category.items())},
-        **{f"by_{group}": breakdown(scored, group) for group in GROUPS}}
+        **{f"by_{group}": breakdown(scored, group) for group in GROUPS},
+        "by_domain_turncase": domain_turn_breakdown(scored)}

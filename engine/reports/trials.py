@@ -38,7 +38,8 @@ def _spread(block: dict[str, Any] | None) -> str | None:
 
 def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table:
     """One row per model: each leaderboard column and the Average Score as mean ± std over its
-    trials, pass^1 and pass^N (losses counted as failures; losses excluded in brackets), lost slots."""
+    trials, pass^1 and pass^N (losses counted as failures; losses excluded in brackets; their headers name the
+    success rule), lost slots."""
     columns = [*leaderboard_columns("alignment"), *evaluator_columns()]
     present = [c for c in columns if any(next((k for k in c.keys if k in d["aggregate"]), None)
                                          for d in models.values())]
@@ -47,7 +48,10 @@ def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table
         m = TRIAL_ROW.match(str(name))
         if m and m.group("model") in models and average is not None:
             averages.setdefault(m.group("model"), []).append(float(average))
-    labels = ["Model", "Trials", *(c.label for c in present), AVERAGE, "pass^1", "pass^k", "k", "Lost slots"]
+    rules = sorted({str(d["meta"].get("success_rule")) for d in models.values() if d["meta"].get("success_rule")})
+    said = f" [success: {'; '.join(rules)}]" if rules else ""
+    labels = ["Model", "Trials", *(c.label for c in present), AVERAGE, f"pass^1{said}", f"pass^k{said}", "k",
+              "Lost slots"]
     rows, rank = [], {}
     for model, doc in models.items():
         n = doc["meta"]["trials"]

@@ -1,6 +1,8 @@
 """VisualToolBench report tables: APR and ARS per model overall and single-turn vs multi-turn, per domain
-(chemistry, maths, biology, engineering and physics as STEM) and per evaluation focus, the breakdowns the
-paper's Tables 3, 7 and 8 report, read from each model's ``rubrics`` block (engine.evaluators.vtb_scoring)."""
+(chemistry, maths, biology, engineering and physics as STEM) and per evaluation focus, and the paper's
+Tables 3 (APR) and 7 (ARS) as printed: Overall, then single- and multi-turn cells for each domain; read from
+each model's ``rubrics`` block (engine.evaluators.vtb_scoring). Every table is ordered by APR, the paper's
+headline metric, best first."""
 
 from __future__ import annotations
 
@@ -41,14 +43,96 @@ def _breakdown_table(used: list[ModelResult], group: str, title: str, order: lis
     return Table(columns=columns, rows=rows, title=title, note=_NOTE.format(profile=_profile(used)))
 
 
-def vtb_tables(results: list[ModelResult]) -> dict[str, Table]:
-    """The VisualToolBench tables of the models that have rubric verdicts (in the given order), by report
-    stem: ``vtb_turns`` (overall, single-turn, multi-turn), ``vtb_domains`` and ``vtb_focus``; empty when no
-    model has any."""
-    used = [r for r in results if _block(r) is not None]
+PAPER_DOMAINS: tuple[str, ...] = ("STEM", "Medical", "Finance", "Sports", "Generalist")
+"""The domains of Tables 3 and 7, in the paper's order (a task's domain matches one without regard to case)."""
+_PAPER_NOTE = ("Laid out as VisualToolBench's Table {number}: {metric} over all scored tasks (Overall), then per "
+               "domain (chemistry, maths, biology, engineering and physics as STEM) over its single-turn and "
+               "multi-turn tasks; {unit}. Rows by Overall APR, best first. After the paper's columns: {metric} over "
+               "all single-turn and all multi-turn tasks, and the tasks scored. Profile: {profile}.")
+
+
+def _ranked(used: list[ModelResult]) -> list[ModelResult]:
+    """The models by overall APR (then ARS, then name), best first; a model without APR last."""
+    def key(r: ModelResult) -> tuple[Any, ...]:
+        apr, ars = _pair(_block(r))
+        return (apr is None, -(apr or 0.0), -(ars or 0.0), r.name)
+    return sorted(used, key=key)
+
+
+def _domains(used: list[ModelResult]) -> list[tuple[str, str]]:
+    """(label, name in the data) of every domain some model has: the paper's five first in its order,
+    then the others by name."""
+    names = sorted({n for r in used for n in (_block(r) or {}).get("by_domain_turncase") or {}})
+    known = {n.casefold(): n for n in names}
+    paper = [(label, known.pop(label.casefold())) for label in PAPER_DOMAINS if label.casefold() in known]
+    return paper + [(n, n) for n in names if n.casefold() in known]
+
+
+def paper_table(used: list[ModelResult], metric: str) -> Table:
+    """Table 3 (``metric`` "APR", in % to 2 decimals) or Table 7 ("ARS", 4 decimals) as printed."""
+    domains = _domains(used)
+    percent = metric == "APR"
+    scale = 100.0 if percent else 1.0
+    turns = ((SINGLE_TURN, "Single"), (MULTI_TURN, "Multi"))
+
+    def cell(block: dict[str, Any] | None) -> float | None:
+        value = (block or {}).get(metric)
+        return None if value is None else scale * value
+
+    rows = []
+    for r in _ranked(used):
+        block = _block(r) or {}
+        cells = block.get("by_domain_turncase") or {}
+        by_turn = block.get("by_turncase") or {}
+        rows.append([r.name, cell(block),
+                     *(cell((cells.get(name) or {}).get(turn)) for _, name in domains for turn, _ in turns),
+                     *(cell(by_turn.get(turn)) for turn, _ in turns), block.get("tasks")])
+    columns = ["Model", "Overall", *(f"{label} {short}" for label, _ in domains for _, short in turns),
+               "Single-turn", "Multi-turn", "Tasks"]
+    note = _PAPER_NOTE.format(number=3 if percent else 7, metric=metric, profile=_profile(used),
+                              unit="in %" if percent else "a fraction")
+    return Table(columns=columns, rows=rows, title=f"VisualToolBench Table {3 if percent else 7}: {metric}",
+                 digits=2 if percent else 4, note=note)
+
+
+def table8(results: list[ModelResult]) -> Table | None:
+    """Table 8 as printed: per model the total tool calls (Total #), then for single-turn and multi-turn
+    tasks the Proactivity, Success Rate and Volume (tool_use.by_turncase); after them the tasks of each.
+    Models by overall APR where they have it, the others after by name; None when no model has the split."""
+    used = [r for r in results if isinstance((r.aggregate.get("tool_use") or {}).get("by_turncase"), dict)]
     if not used:
-        return {}
-    return {"vtb_turns": _breakdown_table(used, "turncase", "VisualToolBench: overall, single-turn and multi-turn",
+        return None
+    scored = _ranked([r for r in used if _block(r) is not None])
+    used = scored + sorted((r for r in used if r not in scored), key=lambda r: r.name)
+    turns = ((SINGLE_TURN, "Single-turn"), (MULTI_TURN, "Multi-turn"))
+    metrics = (("proactivity", "Proactivity"), ("success_rate", "Success Rate"), ("volume", "Volume"))
+    rows = []
+    for r in used:
+        split = r.aggregate["tool_use"]["by_turncase"]
+        parts = [split.get(turn) or {} for turn, _ in turns]
+        rows.append([r.name, sum(int(p.get("calls") or 0) for p in parts),
+                     *(p.get(key) for p in parts for key, _ in metrics), *(p.get("tasks") for p in parts)])
+    columns = ["Model", "Total #", *(f"{label} {name}" for _, label in turns for _, name in metrics),
+               *(f"{label} Tasks" for _, label in turns)]
+    note = ("Laid out as VisualToolBench's Table 8: Total # = tool calls over all tasks; Proactivity = share of "
+            "tasks with a call, Success Rate = calls not reporting an error over all calls (micro), Volume = calls "
+            "per task, each over the single-turn and the multi-turn tasks (a prediction that does not say counts "
+            "as single-turn). After the paper's columns: the tasks of each.")
+    return Table(columns=columns, rows=rows, title="VisualToolBench Table 8: tool use", note=note)
+
+
+def vtb_tables(results: list[ModelResult]) -> dict[str, Table]:
+    """The VisualToolBench tables of the models that have rubric verdicts (by APR, best first), by report
+    stem: ``vtb_table3`` (APR), ``vtb_table7`` (ARS) and ``vtb_table8`` (tool use, where the predictions say which
+    tasks are multi-turn) as the paper prints them, ``vtb_turns`` (overall,
+    single-turn, multi-turn), ``vtb_domains`` and ``vtb_focus``; empty when no model has any."""
+    used = _ranked([r for r in results if _block(r) is not None])
+    tools = table8(results)
+    out = {"vtb_table8": tools} if tools is not None else {}
+    if not used:
+        return out
+    return {"vtb_table3": paper_table(used, "APR"), "vtb_table7": paper_table(used, "ARS"), **out,
+            "vtb_turns": _breakdown_table(used, "turncase", "VisualToolBench: overall, single-turn and multi-turn",
                                           [SINGLE_TURN, MULTI_TURN]),
             "vtb_domains": _breakdown_table(used, "domain", "VisualToolBench: per domain"),
             "vtb_focus": _breakdown_table(used, "eval_focus", "VisualToolBench: per evaluation focus")}

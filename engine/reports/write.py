@@ -13,6 +13,7 @@ from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, 
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    intervals_table, leaderboard_table, outcomes_table, tool_use_table)
+from engine.reports.mcpverse import mcpverse_table
 from engine.reports.tobench import tobench_table
 from engine.reports.trials import conventions_table, inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
 from engine.reports.vtb import vtb_tables
@@ -22,8 +23,9 @@ from engine.trials import TRIALS_FILE
 
 def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
     """Write the run's leaderboard, family and budget tables (md/csv/json) and plots, and the call
-    outcomes, tool-use, outcome checks and VisualToolBench (vtb_turns, vtb_domains, vtb_focus) tables and
-    plots, and TOBench's Table 2 (tobench.md), when some model has them; returns the paths.
+    outcomes, tool-use, outcome checks and VisualToolBench (vtb_table3, vtb_table7, vtb_table8, vtb_turns,
+    vtb_domains, vtb_focus) tables and plots, TOBench's Table 2 (tobench.md) and MCPVerse's Table 2
+    (mcpverse.md), when some model has them; returns the paths.
 
     Files go to out_dir (default: run_dir), each written atomically.
     """
@@ -39,6 +41,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     tools = tool_use_table(ranked)
     outcomes = outcomes_table(ranked)
     tobench = tobench_table(ranked)
+    mcpverse = mcpverse_table(ranked)
     intervals = _intervals(run_dir / STATS_FILE, board)
     written: list[Path] = []
 
@@ -51,7 +54,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written.append(out / name)
 
     for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals), ("budget", budget), ("calls", calls), ("tool_use", tools),
-                        ("outcomes", outcomes), ("tobench", tobench), *vtb_tables(ranked).items()):
+                        ("outcomes", outcomes), ("tobench", tobench), ("mcpverse", mcpverse), *vtb_tables(ranked).items()):
         if table is None:
             continue
         text(f"{stem}.md", table.to_markdown())
