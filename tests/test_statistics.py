@@ -292,3 +292,52 @@ def test_bad_stats_setting_is_one_line(tmp_path, capsys, setting: str, message: 
     code, err = _score(capsys, "stats=on", setting, f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=3",
                        f"output_dir={tmp_path / 'out'}")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_threshold_robustness_on_the_demo(tmp_path, capsys, embedding_cache) -> None:
+    """stats=on with a grid: per grid point Kendall's tau-b of each metric's ranking with the default's
+    (scipy's, on the grid's own values), 1 at the default's own point, where every pair's conclusion
+    also holds; a pair whose better model changes at a point does not hold; the robustness table and
+    the statistics plots are written."""
+    import json
+
+    from scipy.stats import kendalltau
+
+    out = tmp_path / "on"
+    code, err = _score(capsys, f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=12", "device=cpu", "progress=false",
+                       f"encoder.cache_dir={embedding_cache}", "stats=on", "stats.resamples=300",
+                       "align.tau_weak_grid=[0.3,0.6]", "align.tau_strong_grid=[0.8]", f"output_dir={out}")
+    assert code == 0, err
+    stats = json.loads((out / "stats.json").read_text())
+    grid = json.loads((out / "threshold_grid.json").read_text())
+    robust = stats["robustness"]
+    assert robust["default"] == {"tau_weak": 0.6, "tau_strong": 0.8}
+    assert [(p["tau_weak"], p["tau_strong"]) for p in robust["points"]] == [(0.3, 0.8), (0.6, 0.8)]
+    names = list(stats["models"])
+    for point in robust["points"]:
+        at = {r["model"]: r for r in grid if (r["tau_weak"], r["tau_strong"]) == (point["tau_weak"], point["tau_strong"])}
+        expected = kendalltau([stats["models"][n]["metrics"]["recall"]["value"] for n in names],
+                              [at[n]["recall"] for n in names]).statistic
+        assert point["kendall_tau"]["recall"] == pytest.approx(expected, abs=1e-12)
+    assert all(t == pytest.approx(1.0) for t in robust["points"][1]["kendall_tau"].values() if t is not None)
+    moved = 0
+    for record in robust["pairs"]:
+        for key, block in record["metrics"].items():
+            assert [0.6, 0.8] not in block["changed_at"]
+            assert block["holds"] == (not block["changed_at"])
+            if key == "recall":
+                low = {r["model"]: r["recall"] for r in grid if r["tau_weak"] == 0.3}
+                d = low[record["a"]] - low[record["b"]]
+                if d and (d > 0) != (block["better"] == record["a"]):
+                    moved += 1
+                    assert block["changed_at"] == [[0.3, 0.8]] and not block["holds"]
+    assert moved >= 1  # on this demo demo_strong and demo_medium swap their recall at tau_weak 0.3
+    assert robust["pairs_holding"]["recall"] == [sum(r["metrics"]["recall"]["holds"] for r in robust["pairs"]), 10]
+    table = (out / "threshold_robustness.md").read_text()
+    assert table.startswith("| Metric | Kendall tau (min) |") and "Recall" in table
+    from matplotlib.image import imread
+
+    for png in ("leaderboard_forest.png", "rank_intervals.png", "pairwise.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        height, width, _ = imread(out / png).shape  # decodes as a whole
+        assert height > 200 and width > 400

@@ -10,6 +10,7 @@ from engine.contract import InputError, atomic_write_json, atomic_write_text, re
 from engine.metricspec import AVERAGE
 from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
                                   tool_use_chart)
+from engine.reports.intervals import robustness_table, write_stats_plots
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    intervals_table, leaderboard_table, outcomes_table, tool_use_table)
@@ -39,7 +40,9 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     tools = tool_use_table(ranked)
     outcomes = outcomes_table(ranked)
     tobench = tobench_table(ranked)
-    intervals = _intervals(run_dir / STATS_FILE, board)
+    stats = _stats(run_dir / STATS_FILE)
+    intervals = None if stats is None else intervals_table(board, stats)
+    robustness = None if stats is None else robustness_table(stats)
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -50,7 +53,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_json(out / name, content)
         written.append(out / name)
 
-    for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals), ("budget", budget), ("calls", calls), ("tool_use", tools),
+    for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals),
+                        ("threshold_robustness", robustness), ("budget", budget), ("calls", calls), ("tool_use", tools),
                         ("outcomes", outcomes), ("tobench", tobench), *vtb_tables(ranked).items()):
         if table is None:
             continue
@@ -60,6 +64,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     text("families.md", families_markdown(families))
     obj("families.json", {family: table.to_json() for family, table in families.items()})
     written.append(leaderboard_chart(board, out / "leaderboard.png"))
+    if stats is not None:
+        written += write_stats_plots(stats, out)
     if families:
         written.append(family_chart(families, out / "families.png", models=board.column("Model")))
     if calls is not None:
@@ -76,14 +82,14 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     return written
 
 
-def _intervals(path: Path, board: Table) -> Table | None:
-    """The leaderboard with intervals of a run's stats.json; None when the run has none."""
+def _stats(path: Path) -> dict[str, Any] | None:
+    """A run's stats.json, checked to be the score app's; None when the run has none."""
     if not path.is_file():
         return None
     stats = read_json(path, "statistics file")
     if not isinstance(stats, dict) or not isinstance(stats.get("models"), dict):
         raise InputError(path, "expected an object with 'models' (a stats.json of the score app)", field="models")
-    return intervals_table(board, stats)
+    return stats
 
 
 def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:
