@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from engine.metricspec import metric_value
 from engine.statistics import AVERAGE_KEY, StatsSettings, bootstrap_stats, model_units
 from kernels import bootstrap as bs
 
@@ -266,8 +267,8 @@ def test_stats_on_adds_files_and_changes_no_other(tmp_path, capsys, embedding_ca
                           if p.is_file() and p.suffix != ".png" and p.name not in ("score.log", ".m3bench-outputs.json")}
     off, on = files(tmp_path / "off"), files(tmp_path / "on")
     added = {str(p) for p in set(on) - set(off)}
-    assert added == {"stats.json", "leaderboard_intervals.md", "leaderboard_intervals.csv",
-                     "leaderboard_intervals.json"}
+    assert added == {"stats.json", *(f"{stem}.{suffix}" for stem in ("leaderboard_intervals", "neighbour_intervals")
+                                     for suffix in ("md", "csv", "json"))}
     assert {p: on[p] for p in off} == off
     import json
 
@@ -341,3 +342,67 @@ def test_threshold_robustness_on_the_demo(tmp_path, capsys, embedding_cache) -> 
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         height, width, _ = imread(out / png).shape  # decodes as a whole
         assert height > 200 and width > 400
+
+
+def test_neighbour_aggregates_resample_as_their_evaluators_aggregate() -> None:
+    """Tool use, MCPVerse's SR per level and TOBench's accuracy: the point is what each evaluator's own
+    aggregate gives (answers and checks over every task of their file, scored or not), and every resample's
+    value is that aggregate over the resampled tasks (each task repeated as often as its family is drawn),
+    so the interval ends are the quantiles of those."""
+    from engine.evaluators.answer_equivalence import success_rates
+    from engine.evaluators.tool_use import tool_use
+    from engine.evaluators.verifiers import accuracy
+    from engine.statistics import NEIGHBOUR_KEYS
+
+    rng = np.random.default_rng(9)
+    ids = [f"t{i:02d}" for i in range(16)]
+    families = [f"f{i % 6}" for i in range(16)]
+    extra = [("u0", "f1"), ("u1", "f4")]           # answered and checked, never scored
+    units, published = [], {}
+    for m in range(2):
+        judged: dict = {}
+        for j, tid in enumerate([*ids, "u0", "u1"]):
+            calls = int(rng.integers(0, 4))
+            flagged = int(rng.integers(0, calls + 1))
+            block = {"answer_level": ["L1", "L2", "L3"][j % 3],
+                     "answer_success": None if j % 7 == 3 else int(rng.integers(0, 2)),
+                     "check_success": None if j % 5 == 2 else int(rng.integers(0, 2))}
+            if tid in ids:
+                block["tool_use"] = {"calls": calls, "flagged": flagged, "valid": int(rng.integers(0, flagged + 1))}
+            judged[tid] = block
+        every = list(judged)
+        agg = {"tool_use": tool_use([judged[i]["tool_use"] for i in ids]),
+               **success_rates({i: judged[i]["answer_level"] for i in every},
+                               {i: judged[i]["answer_success"] for i in every}),
+               **accuracy([judged[i]["check_success"] for i in every])}
+        n_gt = rng.integers(1, 4, 16).astype(float)
+        parts = {"recall": (np.minimum(n_gt, rng.integers(0, 4, 16)), n_gt)}
+        units.append(model_units(f"m{m}", ids, families, parts, judged, {**agg, "recall": 0.5}, "reference", extra))
+        published[f"m{m}"] = (judged, agg)
+    for unit in units:
+        assert set(NEIGHBOUR_KEYS) <= set(unit.num) and len(unit.ids) == 18
+        for key in NEIGHBOUR_KEYS:
+            assert unit.num[key].sum() / unit.den[key].sum() == pytest.approx(
+                metric_value(published[unit.name][1], key), abs=1e-12)
+    settings = StatsSettings(resamples=150, seed=4, correction="none")
+    out = bootstrap_stats(units, settings)
+    counts = bs.resample_counts(150, 6, 4)
+    cluster_of = dict(zip([*ids, "u0", "u1"], [*families, "f1", "f4"]))
+    col = {c: j for j, c in enumerate(sorted(set(families)))}
+    for unit in units:
+        judged = published[unit.name][0]
+        draws = []
+        for b in range(150):
+            copies = {f"{i}#{r}": judged[i] for i in judged for r in range(int(counts[b, col[cluster_of[i]]]))}
+            scored = [v for k, v in copies.items() if k.split("#")[0] in ids]
+            draws.append({"tool_use": tool_use([v["tool_use"] for v in scored]),
+                          **success_rates({k: v["answer_level"] for k, v in copies.items()},
+                                          {k: v["answer_success"] for k, v in copies.items()}),
+                          **accuracy([v["check_success"] for v in copies.values()])})
+        for key in NEIGHBOUR_KEYS:
+            block = out["models"][unit.name]["metrics"][key]
+            series = [math.nan if metric_value(d, key) is None else float(metric_value(d, key)) for d in draws]
+            assert block["value"] == metric_value(published[unit.name][1], key)
+            assert block["low"] == pytest.approx(_quantile(series, 0.025), abs=1e-12)
+            assert block["high"] == pytest.approx(_quantile(series, 0.975), abs=1e-12)
+    assert {"tool_use.volume", "answer_sr_l2", "check_accuracy"} <= set(out["pairs"][0]["metrics"])

@@ -13,8 +13,8 @@ from matplotlib.figure import Figure
 
 from engine.metricspec import AVERAGE
 from engine.reports.plots import model_colors, save_figure
-from engine.reports.tables import Table
-from engine.statistics import AVERAGE_KEY
+from engine.reports.tables import Table, interval_cell
+from engine.statistics import AVERAGE_KEY, NEIGHBOUR_KEYS
 
 FOREST_FILE = "leaderboard_forest.png"
 RANKS_FILE = "rank_intervals.png"
@@ -44,6 +44,22 @@ def robustness_table(stats: dict[str, Any]) -> Table | None:
             "when the better model and whether the difference is significant (Holm) are the same at every point.")
     return Table(columns=["Metric", "Kendall tau (min)", "Kendall tau (mean)", "Pairs holding", "Pairs",
                           "Pairs changing"], rows=rows, title="Threshold robustness", note=note)
+
+
+def neighbour_intervals_table(stats: dict[str, Any], models: list[str]) -> Table | None:
+    """The neighbour aggregates with intervals (tool use, SR per level, accuracy: NEIGHBOUR_KEYS) of a
+    stats.json, `value [low, high]` per model (in the given order) and aggregate some model has; None
+    when none has any."""
+    records = stats.get("models", {})
+    keys = [k for k in NEIGHBOUR_KEYS if any(k in records.get(n, {}).get("metrics", {}) for n in models)]
+    if not keys:
+        return None
+    rows = [[name, *(interval_cell(records[name]["metrics"].get(k)) for k in keys)] for name in models
+            if name in records and any(k in records[name]["metrics"] for k in keys)]
+    labels = stats.get("metrics", {})
+    return Table(columns=["Model", *(labels.get(k, k) for k in keys)], rows=rows,
+                 title="Neighbour aggregates with intervals",
+                 note="Intervals as in leaderboard_intervals; each aggregate resampled as a ratio of resampled sums.")
 
 
 def _ranked(stats: dict[str, Any]) -> list[str]:

@@ -10,7 +10,7 @@ from engine.contract import InputError, atomic_write_json, atomic_write_text, re
 from engine.metricspec import AVERAGE
 from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
                                   tool_use_chart)
-from engine.reports.intervals import robustness_table, write_stats_plots
+from engine.reports.intervals import neighbour_intervals_table, robustness_table, write_stats_plots
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    intervals_table, leaderboard_table, outcomes_table, tool_use_table)
@@ -43,6 +43,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     stats = _stats(run_dir / STATS_FILE)
     intervals = None if stats is None else intervals_table(board, stats)
     robustness = None if stats is None else robustness_table(stats)
+    neighbours = None if stats is None else neighbour_intervals_table(stats, board.column("Model"))
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -54,7 +55,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written.append(out / name)
 
     for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals),
-                        ("threshold_robustness", robustness), ("budget", budget), ("calls", calls), ("tool_use", tools),
+                        ("threshold_robustness", robustness), ("neighbour_intervals", neighbours), ("budget", budget), ("calls", calls), ("tool_use", tools),
                         ("outcomes", outcomes), ("tobench", tobench), *vtb_tables(ranked).items()):
         if table is None:
             continue
