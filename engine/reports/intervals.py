@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from engine.contract import InputError, read_json
 from engine.metricspec import AVERAGE
 from engine.reports.plots import model_colors, save_figure
 from engine.reports.tables import Table, interval_cell
@@ -19,6 +20,16 @@ from engine.statistics import AVERAGE_KEY, NEIGHBOUR_KEYS
 FOREST_FILE = "leaderboard_forest.png"
 RANKS_FILE = "rank_intervals.png"
 PAIRS_FILE = "pairwise.png"
+
+
+def read_stats(path: Path) -> dict[str, Any] | None:
+    """A run's stats.json, checked to be the score app's; None when the run has none."""
+    if not path.is_file():
+        return None
+    stats = read_json(path, "statistics file")
+    if not isinstance(stats, dict) or not isinstance(stats.get("models"), dict):
+        raise InputError(path, "expected an object with 'models' (a stats.json of the score app)", field="models")
+    return stats
 
 
 def robustness_table(stats: dict[str, Any]) -> Table | None:

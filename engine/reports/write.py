@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, atomic_write_json, atomic_write_text, read_json
+from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
 from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
                                   tool_use_chart)
-from engine.reports.intervals import neighbour_intervals_table, robustness_table, write_stats_plots
+from engine.reports.intervals import neighbour_intervals_table, read_stats, robustness_table, write_stats_plots
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    intervals_table, leaderboard_table, outcomes_table, tool_use_table)
@@ -40,7 +40,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     tools = tool_use_table(ranked)
     outcomes = outcomes_table(ranked)
     tobench = tobench_table(ranked)
-    stats = _stats(run_dir / STATS_FILE)
+    stats = read_stats(run_dir / STATS_FILE)
     intervals = None if stats is None else intervals_table(board, stats)
     robustness = None if stats is None else robustness_table(stats)
     neighbours = None if stats is None else neighbour_intervals_table(stats, board.column("Model"))
@@ -82,15 +82,6 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written += write_trial_reports(run_dir / TRIALS_FILE, board, out)
     return written
 
-
-def _stats(path: Path) -> dict[str, Any] | None:
-    """A run's stats.json, checked to be the score app's; None when the run has none."""
-    if not path.is_file():
-        return None
-    stats = read_json(path, "statistics file")
-    if not isinstance(stats, dict) or not isinstance(stats.get("models"), dict):
-        raise InputError(path, "expected an object with 'models' (a stats.json of the score app)", field="models")
-    return stats
 
 
 def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:
