@@ -241,6 +241,10 @@ def test_kernel_edge_cases() -> None:
     assert math.isnan(values[0, 1]) and values[0, 0] == 0.5
     assert bs.holm(torch.tensor([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
     assert torch.equal(bs.resample_counts(10, 4, 1), bs.resample_counts(10, 4, 1))
+    rows = torch.stack([torch.full((40,), math.nan, dtype=torch.float64), torch.linspace(0, 1, 40, dtype=torch.float64)])
+    low, high = bs.bca_interval(rows, torch.tensor([math.nan, 0.5], dtype=torch.float64),
+                                torch.tensor([[math.nan, 0.4], [math.nan, 0.6]], dtype=torch.float64), 0.95)
+    assert math.isnan(low[0]) and math.isnan(high[0]) and 0 < low[1] < high[1] < 1  # a quantity with no value
     assert bs.resample_counts(10, 4, 1).sum(1).tolist() == [4] * 10
 
 
