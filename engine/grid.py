@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.align import match
 from engine.contract import ConfigError, atomic_write_csv, atomic_write_json
-from engine.metrics import aggregate, match_structure, task_scores
+from engine.metrics import TaskScores, aggregate, match_structure, task_scores
 from engine.pipeline import PreparedSweep, progress_bar, selected_samples
 from engine.thresholds import Thresholds
 
@@ -14,11 +15,13 @@ GRID_FILES = ("threshold_grid.json", "threshold_grid.csv")
 
 
 def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_strong_grid: list[float],
-                   names: list[str], progress: bool = False) -> list[dict]:
+                   names: list[str], progress: bool = False,
+                   each: Callable[[Thresholds, TaskScores, list[dict]], None] | None = None) -> list[dict]:
     """Aggregate metrics of every prediction file at every grid point (rows: model, tau_weak, tau_strong, ...).
 
     The assignment and the step structure are computed once per tau_weak; tau_strong only changes
-    the strong-similarity metrics.
+    the strong-similarity metrics. each: called at every grid point with its thresholds, its per-sample
+    scores and its rows (one per file).
     """
     tables = prepared.tables
     rows = []
@@ -34,10 +37,14 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
         for point in points:
             with prepared.kernel_stage("metrics"):
                 scores = task_scores(tables, matches, point.tau_strong, prepared.settings.profile, structure)
+                here = []
                 for f, name in enumerate(names):
                     idx = selected_samples(tables, scores, f, prepared.settings)
-                    rows.append({"model": name, "tau_weak": tau_weak, "tau_strong": point.tau_strong,
+                    here.append({"model": name, "tau_weak": tau_weak, "tau_strong": point.tau_strong,
                                  **aggregate(scores, idx)})
+                rows += here
+            if each is not None:
+                each(point, scores, here)
     return rows
 
 

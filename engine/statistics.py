@@ -20,7 +20,9 @@ import numpy as np
 import torch
 
 from engine.contract import ConfigError
-from engine.metricspec import AVERAGE, BY_KEY, EVALUATOR_KEYS, alignment_keys
+from engine.evaluators.answer_equivalence import LEVELS
+from engine.evaluators.tool_use import KEY as TOOL_USE
+from engine.metricspec import AVERAGE, BY_KEY, EVALUATOR_KEYS, alignment_keys, metric_value
 from engine.metrics import TaskScores
 from engine.trial_estimators import ESTIMATORS, rate
 from kernels import bootstrap as bs
@@ -101,19 +103,84 @@ JUDGED_KEYS: tuple[str, ...] = tuple(k for k in EVALUATOR_KEYS
 """The evaluators' plain means over the judged ids that the leaderboards show."""
 
 
+NEIGHBOUR_KEYS: tuple[str, ...] = (*(f"{TOOL_USE}.{k}" for k in ("proactivity", "success_rate", "success_rate_flagged",
+                                                                  "volume")),
+                                   *(f"answer_sr_{level.lower()}" for level in LEVELS), "answer_sr_micro",
+                                   "check_accuracy_evaluated", "check_accuracy")
+"""The neighbour benchmarks' aggregates resampled as ratios: tool use (VisualToolBench), MCPVerse's SR per level
+and over every judged answer, TOBench's accuracy (evaluated tasks, and errors counted as failures)."""
+WHOLE_FILE_KEYS = ("answer_level", "check_success")
+"""The per-task keys of the evaluators that judge every task of their file (their aggregates count every
+task of it, scored or not)."""
+
+
+def neighbour_parts(ids: list[str], judged: dict[str, dict[str, Any]], scored: int) -> dict[str, tuple[np.ndarray,
+                                                                                                    np.ndarray]]:
+    """Per neighbour aggregate some id has (NEIGHBOUR_KEYS), the per-id numerator and denominator of its
+    ratio from the joined values (`judged`: id -> values), over the first `scored` ids for tool use (the
+    scored ids) and over every id for answers and checks:
+
+    - Proactivity: calls > 0 over 1; Success Rate: calls not reporting an error over calls; Success Rate
+      (flagged calls): valid over flagged; Volume: calls over 1 (an id without counts has no call);
+    - SR of a level: the answer's score over 1, for the judged answers of that level; SR (micro): over
+      every judged answer;
+    - Accuracy: the check's success over 1 for the tasks without an evaluator error; Accuracy (errors as
+      failures): over every checked task.
+    """
+    n = len(ids)
+    values = [judged.get(i, {}) for i in ids]
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if any(isinstance(v.get(TOOL_USE), dict) for v in values[:scored]):
+        counts = np.zeros((n, 3))
+        for j, v in enumerate(values[:scored]):
+            block = v.get(TOOL_USE) or {}
+            counts[j] = [block.get("calls", 0), block.get("flagged", 0), block.get("valid", 0)]
+        calls, flagged, valid = counts.T
+        one = np.r_[np.ones(scored), np.zeros(n - scored)]
+        for name, num, den in (("proactivity", (calls > 0).astype(np.float64), one),
+                               ("success_rate", calls - (flagged - valid), calls),
+                               ("success_rate_flagged", valid, flagged), ("volume", calls, one)):
+            out[f"{TOOL_USE}.{name}"] = num, den
+    scores = np.array([float(v.get("answer_success")) if v.get("answer_success") is not None else 0.0
+                       for v in values])
+    judged_answer = np.array(["answer_level" in v and v.get("answer_success") is not None for v in values])
+    if judged_answer.any():
+        for level in LEVELS:
+            at = judged_answer & np.array([v.get("answer_level") == level for v in values])
+            if at.any():
+                out[f"answer_sr_{level.lower()}"] = np.where(at, scores, 0.0), at.astype(np.float64)
+        out["answer_sr_micro"] = np.where(judged_answer, scores, 0.0), judged_answer.astype(np.float64)
+    checked = np.array(["check_success" in v for v in values])
+    if checked.any():
+        success = np.array([float(v.get("check_success") or 0) for v in values])
+        evaluated = checked & np.array([v.get("check_success") is not None for v in values])
+        out["check_accuracy_evaluated"] = np.where(evaluated, success, 0.0), evaluated.astype(np.float64)
+        out["check_accuracy"] = np.where(checked, success, 0.0), checked.astype(np.float64)
+    return out
+
+
 def model_units(name: str, ids: list[str], clusters: list[str], parts: dict[str, tuple[np.ndarray, np.ndarray]],
-                judged: dict[str, dict[str, Any]], published: dict[str, Any], profile: str) -> ModelUnits:
-    """One model's units: alignment `parts` (alignment_parts) and the judged values per id (`judged`: id ->
-    {key: value}); a judged key counts where the id has it (denominator 1), nowhere else."""
-    num = {k: np.asarray(v[0], dtype=np.float64) for k, v in parts.items()}
-    den = {k: np.asarray(v[1], dtype=np.float64) for k, v in parts.items()}
+                judged: dict[str, dict[str, Any]], published: dict[str, Any], profile: str,
+                extra: list[tuple[str, str]] = ()) -> ModelUnits:
+    """One model's units: alignment `parts` (alignment_parts) and the joined values per id (`judged`: id ->
+    {key: value}); a judged key counts where the id has it (denominator 1), nowhere else; the neighbour
+    aggregates by neighbour_parts. extra: (id, cluster) of the tasks that only the evaluators judging every
+    task of their file count (answers, checks), beyond the scored `ids`."""
+    scored = len(ids)
+    ids = [*ids, *(i for i, _ in extra)]
+    clusters = [*clusters, *(c for _, c in extra)]
+    pad = np.zeros(len(ids) - scored)
+    num = {k: np.r_[np.asarray(v[0], dtype=np.float64), pad] for k, v in parts.items()}
+    den = {k: np.r_[np.asarray(v[1], dtype=np.float64), pad] for k, v in parts.items()}
     for key in JUDGED_KEYS:
-        has = np.array([key in judged.get(i, {}) for i in ids], dtype=bool)
+        has = np.array([key in judged.get(i, {}) and j < scored for j, i in enumerate(ids)], dtype=bool)
         if has.any():
             num[key] = np.array([float(judged[i][key]) if h else 0.0 for i, h in zip(ids, has)])
             den[key] = has.astype(np.float64)
+    for key, (top, bottom) in neighbour_parts(ids, judged, scored).items():
+        num[key], den[key] = top, bottom
     average = tuple(k for k in (*alignment_keys(profile), *JUDGED_KEYS) if BY_KEY[k].in_average and k in num)
-    values = {k: float(published[k]) for k in num if published.get(k) is not None}
+    values = {k: float(metric_value(published, k)) for k in num if metric_value(published, k) is not None}
     if average and all(k in values for k in average):
         values[AVERAGE_KEY] = sum(values[k] for k in average) / len(average)
     return ModelUnits(name, list(ids), list(clusters), num, den, values, average)
@@ -206,7 +273,7 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
     names = sorted(set(cluster_names.values()))
     position = {c: j for j, c in enumerate(names)}
     cluster_of = {i: position[c] for i, c in cluster_names.items()}
-    keys = [k for k in (*alignment_keys("reference"), *alignment_keys("paper"), *JUDGED_KEYS)
+    keys = [k for k in (*alignment_keys("reference"), *alignment_keys("paper"), *JUDGED_KEYS, *NEIGHBOUR_KEYS)
             if any(k in m.num for m in models)]
     keys = list(dict.fromkeys(keys))
     key_index = {k: q for q, k in enumerate([*keys, AVERAGE_KEY])}
@@ -349,6 +416,67 @@ def trial_intervals(counts: list[tuple[int, int]], clusters: list[str], settings
     return out
 
 
+def _conclusion(document: dict[str, Any], a: str, b: str, key: str) -> tuple[str | None, bool] | None:
+    """Which of a and b is better by `key` in a stats document (None for no difference) and whether the
+    difference is significant (p_holm < 1 - level); None when the document has no such pair."""
+    found = _pair_of(document["pairs"], a, b)
+    if found is None or key not in found[0]["metrics"]:
+        return None
+    block, sign = found[0]["metrics"][key], found[1]
+    d = block["difference"]
+    better = None if not d else (a if sign * d > 0 else b)
+    return better, block["p_holm"] < 1 - document["settings"]["level"]
+
+
+def _kendall(x: list[float], y: list[float]) -> float | None:
+    """Kendall's tau-b of two rankings' values (None with fewer than two models or a constant one)."""
+    from scipy.stats import kendalltau
+
+    if len(x) < 2:
+        return None
+    return _clean(float(kendalltau(x, y).statistic))
+
+
+def threshold_robustness(document: dict[str, Any], default: tuple[float, float],
+                         points: list[tuple[tuple[float, float], list[ModelUnits]]], settings: StatsSettings,
+                         device: torch.device | str = "cpu") -> dict[str, Any]:
+    """How the run's conclusions (`document`, bootstrap_stats at the `default` thresholds) hold over a grid
+    of (tau_weak, tau_strong) `points`, each with its models' units: per point and metric Kendall's
+    tau-b of the models' values with the default's; per pair and metric the default conclusion (which
+    model is better, significant or not), whether it holds at every point, and the points where it
+    does not. Every point uses the same resamples (the settings' seed over the same clusters)."""
+    keys = list(document["metrics"])
+    at_points = []
+    out_points = []
+    for (tau_weak, tau_strong), units in points:
+        doc = bootstrap_stats(units, settings, device)
+        at_points.append(((tau_weak, tau_strong), doc))
+        taus = {}
+        for key in keys:
+            shared = [n for n, r in document["models"].items()
+                      if key in r["metrics"] and key in doc["models"].get(n, {}).get("metrics", {})]
+            taus[key] = _kendall([document["models"][n]["metrics"][key]["value"] for n in shared],
+                                 [doc["models"][n]["metrics"][key]["value"] for n in shared])
+        out_points.append({"tau_weak": tau_weak, "tau_strong": tau_strong, "kendall_tau": taus})
+    pairs = []
+    holding: dict[str, list[int]] = {key: [0, 0] for key in keys}
+    for record in document["pairs"]:
+        a, b = record["a"], record["b"]
+        metrics = {}
+        for key in record["metrics"]:
+            expected = _conclusion(document, a, b, key)
+            changed = [[w, s] for (w, s), doc in at_points if _conclusion(doc, a, b, key) != expected]
+            better, significant = expected
+            metrics[key] = {"better": better, "significant": significant, "holds": not changed, "changed_at": changed}
+            holding[key][0] += not changed
+            holding[key][1] += 1
+        pairs.append({"a": a, "b": b, "metrics": metrics})
+    minimum = {key: min((t for p in out_points if (t := p["kendall_tau"][key]) is not None), default=None)
+               for key in keys}
+    return {"default": {"tau_weak": default[0], "tau_strong": default[1]}, "points": out_points,
+            "kendall_tau_min": minimum, "pairs_holding": holding, "pairs": pairs}
+
+
 def _rank(value: float) -> int | None:
     v = float(value)
     return None if math.isnan(v) or math.isinf(v) else int(v)
@@ -420,7 +548,8 @@ def _shared_ranks(models: list[ModelUnits], out_models: dict, out_pairs: list[di
 def sweep_units(result: Any, names: list[str], joined: list[Any], aggregates: list[dict]) -> list[ModelUnits]:
     """Each scored prediction file of a sweep (engine.pipeline.SweepScores) as ModelUnits: its scored
     ids, their task families (the GT's ``type``, else the prediction's, as by_type groups them), the
-    alignment metrics' ratios, the joined judged values and the published aggregate."""
+    alignment metrics' ratios, the joined judged values and the published aggregate; the tasks of an answer
+    or check file that were not scored count for those aggregates alone (in the GT's family, else "unknown")."""
     tables = result.tables
     units = []
     for f, name in enumerate(names):
@@ -429,6 +558,9 @@ def sweep_units(result: Any, names: list[str], joined: list[Any], aggregates: li
         families = [tables.task_types[tables.sample_task[s]] or tables.sample_pred[s].type or "unknown"
                     for s in samples.tolist()]
         judged = joined[f].per_id if joined[f] is not None else {}
+        scored = set(ids)
+        extra = [(i, (result.gt.tasks[i].type if i in result.gt.tasks else None) or "unknown") for i in judged
+                 if i not in scored and any(k in judged[i] for k in WHOLE_FILE_KEYS)]
         units.append(model_units(name, ids, families, alignment_parts(result.scores, samples), judged,
-                                 aggregates[f], result.settings.profile))
+                                 aggregates[f], result.settings.profile, extra))
     return units

@@ -178,6 +178,7 @@ def bca_interval(rows: torch.Tensor, point: torch.Tensor, jackknife: torch.Tenso
     below = (rows < point[:, None]).sum(1).to(rows.dtype)
     equal = (rows == point[:, None]).sum(1).to(rows.dtype)
     share = ((below + 0.5 * equal) / n.clamp(min=1)).clamp(1.0 / (n + 1), n / (n + 1))
+    share = torch.where(n > 0, share, 0.5)  # a row with no value has no interval (its quantiles are NaN)
     z0 = normal.icdf(share)
     jk_ok = ~torch.isnan(jackknife)
     jk_mean = torch.where(jk_ok, jackknife, 0.0).sum(0) / jk_ok.sum(0).clamp(min=1)

@@ -256,3 +256,52 @@ def scored_on_cuda(gt_path: Path, golden_dir: Path, tmp_path_factory) -> dict[st
 def test_golden_parity_on_cuda(scored_on_cuda: dict[str, dict], golden_dir: Path) -> None:
     assert_matches_golden(scored_on_cuda, golden_dir)
     assert agreeing_similarities(scored_on_cuda, golden_dir) > 3000
+
+
+def _close(cpu: object, cuda: object, where: str = "") -> None:
+    """Two stats documents agree: equal keys, strings, integers and booleans, floats within 1e-12."""
+    if isinstance(cpu, dict):
+        assert isinstance(cuda, dict) and set(cpu) == set(cuda), where
+        for key in cpu:
+            _close(cpu[key], cuda[key], f"{where}.{key}")
+    elif isinstance(cpu, list):
+        assert isinstance(cuda, list) and len(cpu) == len(cuda), where
+        for i, (a, b) in enumerate(zip(cpu, cuda)):
+            _close(a, b, f"{where}[{i}]")
+    elif isinstance(cpu, float):
+        assert cuda == pytest.approx(cpu, abs=1e-12, nan_ok=True), where
+    else:
+        assert cpu == cuda, where
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_statistics_on_cuda_match_cpu(method: str) -> None:
+    """The statistics step on CUDA gives the CPU's numbers for the same seed (the resample matrix is drawn on
+    the CPU generator): intervals, pairs, Holm, win probabilities, ranks, power, and the trial rates."""
+    from engine.statistics import StatsSettings, bootstrap_stats, model_units, trial_intervals
+
+    rng = np.random.default_rng(6)
+    ids = [f"t{i:03d}" for i in range(90)]
+    families = [f"f{i % 17}" for i in range(90)]
+    models = []
+    for m in range(6):
+        n_gt = rng.integers(1, 6, 90).astype(float)
+        matched = np.minimum(n_gt, rng.integers(0, 6, 90)).astype(float)
+        parts = {"recall": (matched, n_gt), "precision": (matched, matched + rng.integers(0, 3, 90)),
+                 "step_coherence_cov": (rng.random(90) * n_gt, n_gt)}
+        judged = {i: {"task_completion": float(rng.random()), "information_grounding": float(rng.random()),
+                      "tool_use": {"calls": int(rng.integers(0, 4)), "flagged": 0, "valid": 0},
+                      "check_success": int(rng.integers(0, 2))} for i in ids}
+        published = {k: float(a.sum() / b.sum()) for k, (a, b) in parts.items()}
+        published.update({k: float(np.mean([v[k] for v in judged.values()]))
+                          for k in ("task_completion", "information_grounding")})
+        published["check_accuracy"] = float(np.mean([v["check_success"] for v in judged.values()]))
+        models.append(model_units(f"m{m}", ids, families, parts, judged, published, "reference"))
+    settings = StatsSettings(resamples=3000, seed=13, method=method, shared_rank=True)
+    on_cpu = bootstrap_stats(models, settings, CPU)
+    on_cuda = bootstrap_stats(models, settings, CUDA)
+    assert on_cuda["settings"].pop("device") == "cuda" and on_cpu["settings"].pop("device") == "cpu"
+    _close(on_cpu, on_cuda)
+    counts = [(4, int(c)) for c in rng.integers(0, 5, 40)]
+    clusters = [f"f{i % 9}" for i in range(40)]
+    _close(trial_intervals(counts, clusters, settings, CPU), trial_intervals(counts, clusters, settings, CUDA))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from engine.metricspec import metric_value
 from engine.statistics import AVERAGE_KEY, StatsSettings, bootstrap_stats, model_units
 from kernels import bootstrap as bs
 
@@ -240,6 +241,10 @@ def test_kernel_edge_cases() -> None:
     assert math.isnan(values[0, 1]) and values[0, 0] == 0.5
     assert bs.holm(torch.tensor([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
     assert torch.equal(bs.resample_counts(10, 4, 1), bs.resample_counts(10, 4, 1))
+    rows = torch.stack([torch.full((40,), math.nan, dtype=torch.float64), torch.linspace(0, 1, 40, dtype=torch.float64)])
+    low, high = bs.bca_interval(rows, torch.tensor([math.nan, 0.5], dtype=torch.float64),
+                                torch.tensor([[math.nan, 0.4], [math.nan, 0.6]], dtype=torch.float64), 0.95)
+    assert math.isnan(low[0]) and math.isnan(high[0]) and 0 < low[1] < high[1] < 1  # a quantity with no value
     assert bs.resample_counts(10, 4, 1).sum(1).tolist() == [4] * 10
 
 
@@ -266,8 +271,8 @@ def test_stats_on_adds_files_and_changes_no_other(tmp_path, capsys, embedding_ca
                           if p.is_file() and p.suffix != ".png" and p.name not in ("score.log", ".m3bench-outputs.json")}
     off, on = files(tmp_path / "off"), files(tmp_path / "on")
     added = {str(p) for p in set(on) - set(off)}
-    assert added == {"stats.json", "leaderboard_intervals.md", "leaderboard_intervals.csv",
-                     "leaderboard_intervals.json"}
+    assert added == {"stats.json", *(f"{stem}.{suffix}" for stem in ("leaderboard_intervals", "neighbour_intervals")
+                                     for suffix in ("md", "csv", "json"))}
     assert {p: on[p] for p in off} == off
     import json
 
@@ -292,3 +297,116 @@ def test_bad_stats_setting_is_one_line(tmp_path, capsys, setting: str, message: 
     code, err = _score(capsys, "stats=on", setting, f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=3",
                        f"output_dir={tmp_path / 'out'}")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_threshold_robustness_on_the_demo(tmp_path, capsys, embedding_cache) -> None:
+    """stats=on with a grid: per grid point Kendall's tau-b of each metric's ranking with the default's
+    (scipy's, on the grid's own values), 1 at the default's own point, where every pair's conclusion
+    also holds; a pair whose better model changes at a point does not hold; the robustness table and
+    the statistics plots are written."""
+    import json
+
+    from scipy.stats import kendalltau
+
+    out = tmp_path / "on"
+    code, err = _score(capsys, f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=12", "device=cpu", "progress=false",
+                       f"encoder.cache_dir={embedding_cache}", "stats=on", "stats.resamples=300",
+                       "align.tau_weak_grid=[0.3,0.6]", "align.tau_strong_grid=[0.8]", f"output_dir={out}")
+    assert code == 0, err
+    stats = json.loads((out / "stats.json").read_text())
+    grid = json.loads((out / "threshold_grid.json").read_text())
+    robust = stats["robustness"]
+    assert robust["default"] == {"tau_weak": 0.6, "tau_strong": 0.8}
+    assert [(p["tau_weak"], p["tau_strong"]) for p in robust["points"]] == [(0.3, 0.8), (0.6, 0.8)]
+    names = list(stats["models"])
+    for point in robust["points"]:
+        at = {r["model"]: r for r in grid if (r["tau_weak"], r["tau_strong"]) == (point["tau_weak"], point["tau_strong"])}
+        expected = kendalltau([stats["models"][n]["metrics"]["recall"]["value"] for n in names],
+                              [at[n]["recall"] for n in names]).statistic
+        assert point["kendall_tau"]["recall"] == pytest.approx(expected, abs=1e-12)
+    assert all(t == pytest.approx(1.0) for t in robust["points"][1]["kendall_tau"].values() if t is not None)
+    moved = 0
+    for record in robust["pairs"]:
+        for key, block in record["metrics"].items():
+            assert [0.6, 0.8] not in block["changed_at"]
+            assert block["holds"] == (not block["changed_at"])
+            if key == "recall":
+                low = {r["model"]: r["recall"] for r in grid if r["tau_weak"] == 0.3}
+                d = low[record["a"]] - low[record["b"]]
+                if d and (d > 0) != (block["better"] == record["a"]):
+                    moved += 1
+                    assert block["changed_at"] == [[0.3, 0.8]] and not block["holds"]
+    assert moved >= 1  # on this demo demo_strong and demo_medium swap their recall at tau_weak 0.3
+    assert robust["pairs_holding"]["recall"] == [sum(r["metrics"]["recall"]["holds"] for r in robust["pairs"]), 10]
+    table = (out / "threshold_robustness.md").read_text()
+    assert table.startswith("| Metric | Kendall tau (min) |") and "Recall" in table
+    from matplotlib.image import imread
+
+    for png in ("leaderboard_forest.png", "rank_intervals.png", "pairwise.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        height, width, _ = imread(out / png).shape  # decodes as a whole
+        assert height > 200 and width > 400
+
+
+def test_neighbour_aggregates_resample_as_their_evaluators_aggregate() -> None:
+    """Tool use, MCPVerse's SR per level and TOBench's accuracy: the point is what each evaluator's own
+    aggregate gives (answers and checks over every task of their file, scored or not), and every resample's
+    value is that aggregate over the resampled tasks (each task repeated as often as its family is drawn),
+    so the interval ends are the quantiles of those."""
+    from engine.evaluators.answer_equivalence import success_rates
+    from engine.evaluators.tool_use import tool_use
+    from engine.evaluators.verifiers import accuracy
+    from engine.statistics import NEIGHBOUR_KEYS
+
+    rng = np.random.default_rng(9)
+    ids = [f"t{i:02d}" for i in range(16)]
+    families = [f"f{i % 6}" for i in range(16)]
+    extra = [("u0", "f1"), ("u1", "f4")]           # answered and checked, never scored
+    units, published = [], {}
+    for m in range(2):
+        judged: dict = {}
+        for j, tid in enumerate([*ids, "u0", "u1"]):
+            calls = int(rng.integers(0, 4))
+            flagged = int(rng.integers(0, calls + 1))
+            block = {"answer_level": ["L1", "L2", "L3"][j % 3],
+                     "answer_success": None if j % 7 == 3 else int(rng.integers(0, 2)),
+                     "check_success": None if j % 5 == 2 else int(rng.integers(0, 2))}
+            if tid in ids:
+                block["tool_use"] = {"calls": calls, "flagged": flagged, "valid": int(rng.integers(0, flagged + 1))}
+            judged[tid] = block
+        every = list(judged)
+        agg = {"tool_use": tool_use([judged[i]["tool_use"] for i in ids]),
+               **success_rates({i: judged[i]["answer_level"] for i in every},
+                               {i: judged[i]["answer_success"] for i in every}),
+               **accuracy([judged[i]["check_success"] for i in every])}
+        n_gt = rng.integers(1, 4, 16).astype(float)
+        parts = {"recall": (np.minimum(n_gt, rng.integers(0, 4, 16)), n_gt)}
+        units.append(model_units(f"m{m}", ids, families, parts, judged, {**agg, "recall": 0.5}, "reference", extra))
+        published[f"m{m}"] = (judged, agg)
+    for unit in units:
+        assert set(NEIGHBOUR_KEYS) <= set(unit.num) and len(unit.ids) == 18
+        for key in NEIGHBOUR_KEYS:
+            assert unit.num[key].sum() / unit.den[key].sum() == pytest.approx(
+                metric_value(published[unit.name][1], key), abs=1e-12)
+    settings = StatsSettings(resamples=150, seed=4, correction="none")
+    out = bootstrap_stats(units, settings)
+    counts = bs.resample_counts(150, 6, 4)
+    cluster_of = dict(zip([*ids, "u0", "u1"], [*families, "f1", "f4"]))
+    col = {c: j for j, c in enumerate(sorted(set(families)))}
+    for unit in units:
+        judged = published[unit.name][0]
+        draws = []
+        for b in range(150):
+            copies = {f"{i}#{r}": judged[i] for i in judged for r in range(int(counts[b, col[cluster_of[i]]]))}
+            scored = [v for k, v in copies.items() if k.split("#")[0] in ids]
+            draws.append({"tool_use": tool_use([v["tool_use"] for v in scored]),
+                          **success_rates({k: v["answer_level"] for k, v in copies.items()},
+                                          {k: v["answer_success"] for k, v in copies.items()}),
+                          **accuracy([v["check_success"] for v in copies.values()])})
+        for key in NEIGHBOUR_KEYS:
+            block = out["models"][unit.name]["metrics"][key]
+            series = [math.nan if metric_value(d, key) is None else float(metric_value(d, key)) for d in draws]
+            assert block["value"] == metric_value(published[unit.name][1], key)
+            assert block["low"] == pytest.approx(_quantile(series, 0.025), abs=1e-12)
+            assert block["high"] == pytest.approx(_quantile(series, 0.975), abs=1e-12)
+    assert {"tool_use.volume", "answer_sr_l2", "check_accuracy"} <= set(out["pairs"][0]["metrics"])

@@ -725,3 +725,36 @@ def test_a_call_never_made_is_shown_so_and_never_matched(tmp_path: Path, embeddi
     assert view_main([str(run)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "matched predicted call #0, which was never made" in err and "score it again" in err
+
+
+@pytest.mark.slow
+def test_leaderboard_intervals_and_the_group_tied_with_the_top(tmp_path: Path, embedding_cache: Path, page) -> None:
+    """A run scored with stats=on: the leaderboard shows each value's interval from stats.json beside it, the
+    rank interval, and marks the models tied with the top; the forest, rank and pairwise plots are listed."""
+    run = tmp_path / "run"
+    _run(["scripts/score.py", f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=12", "device=cpu", "stats=on",
+          "stats.resamples=2000", "stats.cluster=sample", "stats.correction=none", f"output_dir={run}",
+          f"encoder.cache_dir={embedding_cache}"])
+    assert view_main([str(run)]) == 0
+    stats = json.loads((run / "stats.json").read_text(encoding="utf-8"))
+    board = _site(run)["board"]
+    tied = set(stats["tied_with_top"]["average_score"])
+    assert 1 <= len(tied) < len(board["rows"])
+    for row in board["rows"]:
+        block = stats["models"][row["model"]]["metrics"]["average_score"]
+        assert row["intervals"][-1] == [block["low"], block["high"]] and row["tied"] == (row["model"] in tied)
+    page.goto((run / "viewer" / "index.html").as_uri())
+    page.wait_for_selector("#leaderboard tbody tr")
+    cells = _rows(page, "leaderboard")
+    average = len(board["columns"])
+    for row, cell in zip(board["rows"], cells):
+        block = stats["models"][row["model"]]["metrics"]["average_score"]
+        assert cell[average] == f"{block['value']:.4f} [{block['low']:.4f}, {block['high']:.4f}]"
+        record = stats["models"][row["model"]]
+        assert f"#{record['rank']} ({record['rank_low']}\u2013{record['rank_high']})" in cell[0]
+        assert ("tied with top" in cell[0]) == (row["model"] in tied)
+    assert page.locator("#leaderboard tr.tied").count() == len(tied)
+    assert "[low, high]" in page.text_content("#intervals-note")
+    for png in ("leaderboard_forest.png", "rank_intervals.png", "pairwise.png"):
+        assert page.locator(f".plots img[alt='{png}']").count() == 1
+    assert page.errors == []

@@ -30,7 +30,9 @@ from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScor
 from engine.references import check_select
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
-from engine.statistics import STATS_FILE, StatsSettings, bootstrap_stats, sweep_units, trial_intervals
+from engine.metrics import TaskScores
+from engine.statistics import (STATS_FILE, ModelUnits, StatsSettings, bootstrap_stats, sweep_units,
+                               threshold_robustness, trial_intervals)
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
 from kernels.device import cpu_threads, resolve_device
@@ -288,24 +290,36 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
         dirs = [folder / name for name in inputs.names] if inputs.per_file_dirs else [folder]
         joined = load_sweep_joined(result, inputs.judges)
         aggregates = write_sweep(result, dirs, inputs.names, inputs.judges, joined)
-    if (stats := stats_settings(cfg)) is not None:
+    stats = stats_settings(cfg)
+    weak_grid, strong_grid = grids
+    at_points: list[tuple[tuple[float, float], list[ModelUnits]]] = []  # with stats: each grid point's units
+
+    def keep(point: Thresholds, scores: TaskScores, rows: list[dict]) -> None:
+        published = [{**agg, **row} for agg, row in zip(aggregates, rows)]
+        at_points.append(((point.tau_weak, point.tau_strong),
+                          sweep_units(replace(result, scores=scores, thresholds=point), inputs.names, joined,
+                                      published)))
+
+    if weak_grid or strong_grid:
+        rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],
+                              strong_grid or [result.thresholds.tau_strong], inputs.names,
+                              progress=bool(cfg.progress), each=keep if stats is not None else None)
+        with timer.stage("write"):
+            write_grid(rows, folder)
+    if stats is not None:
         with timer.stage("stats"), cpu_threads(prepared.threads):
             device = resolve_device(str(cfg.device))
             units = sweep_units(result, inputs.names, joined, aggregates)
             document = bootstrap_stats(units, stats, device)
+            if at_points:
+                document["robustness"] = threshold_robustness(
+                    document, (result.thresholds.tau_weak, result.thresholds.tau_strong), at_points, stats, device)
             if inputs.trials:
                 counts = success_counts(result, inputs.trials, inputs.predictions, inputs.judges, joined, cfg.trials)
                 clusters = [tid if stats.cluster == "sample" else (result.gt.tasks[tid].type or "unknown")
                             for tid in sorted(result.gt.tasks)]
                 document["trials"] = {model: trial_intervals(c, clusters, stats, device) for model, c in counts.items()}
             atomic_write_json(folder / STATS_FILE, document)
-    weak_grid, strong_grid = grids
-    if weak_grid or strong_grid:
-        rows = threshold_grid(prepared, weak_grid or [result.thresholds.tau_weak],
-                              strong_grid or [result.thresholds.tau_strong], inputs.names,
-                              progress=bool(cfg.progress))
-        with timer.stage("write"):
-            write_grid(rows, folder)
     if inputs.trials:
         with timer.stage("write"):
             write_trials(folder / TRIALS_FILE, result, inputs.trials, inputs.predictions, inputs.judges, joined,

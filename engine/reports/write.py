@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, atomic_write_json, atomic_write_text, read_json
+from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
 from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
                                   tool_use_chart)
+from engine.reports.intervals import neighbour_intervals_table, read_stats, robustness_table, write_stats_plots
 from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    intervals_table, leaderboard_table, outcomes_table, tool_use_table)
@@ -42,7 +43,10 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     outcomes = outcomes_table(ranked)
     tobench = tobench_table(ranked)
     mcpverse = mcpverse_table(ranked)
-    intervals = _intervals(run_dir / STATS_FILE, board)
+    stats = read_stats(run_dir / STATS_FILE)
+    intervals = None if stats is None else intervals_table(board, stats)
+    robustness = None if stats is None else robustness_table(stats)
+    neighbours = None if stats is None else neighbour_intervals_table(stats, board.column("Model"))
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -53,8 +57,10 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_json(out / name, content)
         written.append(out / name)
 
-    for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals), ("budget", budget), ("calls", calls), ("tool_use", tools),
-                        ("outcomes", outcomes), ("tobench", tobench), ("mcpverse", mcpverse), *vtb_tables(ranked).items()):
+    for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals),
+                        ("threshold_robustness", robustness), ("neighbour_intervals", neighbours), ("budget", budget),
+                        ("calls", calls), ("tool_use", tools), ("outcomes", outcomes), ("tobench", tobench),
+                        ("mcpverse", mcpverse), *vtb_tables(ranked).items()):
         if table is None:
             continue
         text(f"{stem}.md", table.to_markdown())
@@ -63,6 +69,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     text("families.md", families_markdown(families))
     obj("families.json", {family: table.to_json() for family, table in families.items()})
     written.append(leaderboard_chart(board, out / "leaderboard.png"))
+    if stats is not None:
+        written += write_stats_plots(stats, out)
     if families:
         written.append(family_chart(families, out / "families.png", models=board.column("Model")))
     if calls is not None:
@@ -78,15 +86,6 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written += write_trial_reports(run_dir / TRIALS_FILE, board, out)
     return written
 
-
-def _intervals(path: Path, board: Table) -> Table | None:
-    """The leaderboard with intervals of a run's stats.json; None when the run has none."""
-    if not path.is_file():
-        return None
-    stats = read_json(path, "statistics file")
-    if not isinstance(stats, dict) or not isinstance(stats.get("models"), dict):
-        raise InputError(path, "expected an object with 'models' (a stats.json of the score app)", field="models")
-    return intervals_table(board, stats)
 
 
 def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:

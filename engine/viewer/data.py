@@ -23,7 +23,9 @@ from engine.contract.trajectory import Trajectory
 from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
 from engine.references import read_references
 from engine.reports.read import ModelResult, collect_run
-from engine.reports.tables import leaderboard_table
+from engine.reports.intervals import read_stats
+from engine.reports.tables import intervals_table, leaderboard_table
+from engine.statistics import AVERAGE_KEY, STATS_FILE
 from engine.viewer.evaluations import evaluations_of, shown_keys, task_columns
 from engine.viewer.text import cut
 
@@ -140,19 +142,34 @@ def _extra_cell(aggregate: dict[str, Any], column: dict[str, Any]) -> Any:
 
 
 def board(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
-    """The leaderboard as the reports compute it (Table 2), plus the extra aggregate columns."""
+    """The leaderboard as the reports compute it (Table 2), plus the extra aggregate columns; with the run's
+    stats.json, each row's [low, high] per column (null where it has none), its rank interval and whether it
+    is tied with the top, and the intervals' note."""
     table = leaderboard_table(run.results)
     extra = _extra_columns(run.results)
     by_name = {r.name: r for r in run.results}
+    stats = read_stats(run.folder / STATS_FILE)
     rows = []
     for row in table.rows:
         result = by_name[row[0]]
         rows.append({"model": row[0], "slug": slugs[row[0]], "cells": row[1:],
                      "extra": [_extra_cell(result.aggregate, c) for c in extra],
                      "tasks": result.aggregate.get("num_ids")})
-    return {"columns": table.columns[1:], "average": AVERAGE, "note": table.note,
-            "extra": [{"key": c["key"], "label": c["label"], "std": bool(c.get("std"))} for c in extra],
-            "rows": rows}
+    out = {"columns": table.columns[1:], "average": AVERAGE, "note": table.note,
+           "extra": [{"key": c["key"], "label": c["label"], "std": bool(c.get("std"))} for c in extra],
+           "rows": rows}
+    if stats is not None:
+        key_of = {label: key for key, label in stats.get("metrics", {}).items()}
+        tied = set(stats.get("tied_with_top", {}).get(AVERAGE_KEY, []))
+        for row in rows:
+            record = stats["models"].get(row["model"], {})
+            blocks = [record.get("metrics", {}).get(key_of.get(label, "")) for label in table.columns[1:]]
+            row["intervals"] = [[_number(b.get("low")), _number(b.get("high"))] if isinstance(b, dict) else None
+                                for b in blocks]
+            row["rank"] = [record.get(k) for k in ("rank", "rank_low", "rank_high")] if "rank" in record else None
+            row["tied"] = row["model"] in tied
+        out["stats"] = intervals_table(table, stats).note
+    return out
 
 
 def _task_average(record: dict[str, Any]) -> float | None:

@@ -14,12 +14,19 @@ function viewBoard(app) {
     h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", { "data-col": i === 0 ? "name" : i - 1, "data-text": i === 0 ? "1" : null,
       title: "sort by " + label }, label)))), h("tbody"));
   const rows = b.rows.map((r) => ({ r, key: (c) => c === "name" ? r.model.toLowerCase() : num([...r.cells, ...r.extra, r.tasks][c]) }));
-  sortable(table, rows, ({ r }) => h("tr", {}, h("td", {}, h("a", { href: modelHref(r.slug), class: "model" }, r.model)),
-    [...r.cells, ...r.extra].map((v, i) => h("td", { class: i === n - 1 ? "num avg" : "num" }, fmtCell(v))),
+  // with the run's stats.json: each value's interval beside it, the rank interval and the group tied with the top
+  const ci = (r, i) => r.intervals && r.intervals[i] && r.intervals[i][0] !== null
+    ? h("span", { class: "ci" }, " [" + fmt(r.intervals[i][0]) + ", " + fmt(r.intervals[i][1]) + "]") : null;
+  const rank = (r) => r.rank && r.rank[1] !== null
+    ? h("span", { class: "rank", title: "rank and its interval by " + b.average }, " #" + r.rank[0] + " (" + r.rank[1] + "\u2013" + r.rank[2] + ")") : null;
+  sortable(table, rows, ({ r }) => h("tr", { class: r.tied ? "tied" : null }, h("td", {}, h("a", { href: modelHref(r.slug), class: "model" }, r.model),
+    rank(r), r.tied ? h("span", { class: "badge tied", title: "not separable from the best model (Holm-adjusted p \u2265 alpha)" }, "tied with top") : null),
+    [...r.cells, ...r.extra].map((v, i) => h("td", { class: i === n - 1 ? "num avg" : "num" }, fmtCell(v), i < n ? ci(r, i) : null)),
     h("td", { class: "num" }, fmt(r.tasks, 0))), [b.columns.indexOf(b.average), -1]);
   const differ = SITE.index.tasks.slice().sort((x, y) => spread(y) - spread(x) || (x.id < y.id ? -1 : 1)).slice(0, 15);
   fill(app,
     h("h1", {}, "Leaderboard"), trialsBoard(), table, h("p", { class: "note" }, b.note, " Click a column to sort, a model to see its tasks."),
+    b.stats ? h("p", { class: "note", id: "intervals-note" }, "[low, high]: " + b.stats) : null,
     b.columns.includes("Order Consistency") ? h("p", { class: "note", id: "one-step" }, "Order Consistency (reference profile): a task whose " +
       "reference has its calls in one step scores 0 under the published rule (no pair of steps to compare, hence no " +
       "coverage), so a perfect replay of a set with such tasks averages below 1; its task pages mark them n/a (single step).") : null,
