@@ -97,8 +97,16 @@ class TextEncoder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
+            from transformers.utils import logging as hf_logging
+
             start = time.perf_counter()
-            self._model = SentenceTransformer(str(self.model_path), device=self.device)
+            shown = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()  # its per-weight loading bar says nothing of use here
+            try:
+                self._model = SentenceTransformer(str(self.model_path), device=self.device)
+            finally:
+                if shown:
+                    hf_logging.enable_progress_bar()
             self._model.eval()
             log.info("encoder %s loaded on %s in %.2fs", self.model_path.name, self.device,
                      time.perf_counter() - start)

@@ -104,12 +104,13 @@ def selected_samples(tables: SweepTables, scores: TaskScores, file_index: int, s
 
 
 def progress_bar(items: list, label: str, show: bool, unit: str = "file") -> list | Iterator:
-    """items, wrapped in a tqdm progress bar when show is true."""
+    """items, wrapped in a tqdm progress bar when show is true; the bar appears only once the stage has
+    taken a second (a few small files show none)."""
     if not show:
         return items
     from tqdm import tqdm
 
-    return tqdm(items, desc=label, unit=unit)
+    return tqdm(items, desc=label, unit=unit, delay=1.0)
 
 
 def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.device

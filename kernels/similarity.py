@@ -5,12 +5,6 @@ from __future__ import annotations
 import torch
 
 
-def unit_rows(embeddings: torch.Tensor) -> torch.Tensor:
-    """Each row divided by (its L2 norm + 1e-8), in float32."""
-    emb = embeddings.to(torch.float32)
-    return emb / (torch.linalg.vector_norm(emb, dim=1, keepdim=True) + 1e-8)
-
-
 def pair_similarity(embeddings: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
                     chunk: int = 1 << 14) -> torch.Tensor:
     """Cosine of rows `left[k]` and `right[k]`: each row divided by (its norm + 1e-8), dot, clip to [-1, 1].
