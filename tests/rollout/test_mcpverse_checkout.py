@@ -91,6 +91,29 @@ def _judged(tmp_path: Path, chat_server) -> tuple[Path, Path, object]:
     return root, preds, server
 
 
+def test_an_earlier_release_reads_as_its_runner_read_it(tmp_path: Path, caplog) -> None:
+    """MCPVerse's earlier releases (282-283 rows): test_case rows checked by the module their answer names
+    under test_cases/, rows of empty fields, get_answer_id "-" or naming no template (its answer kept)."""
+    folder = tmp_path / "mcpverse"
+    (folder / "data").mkdir(parents=True)
+    (folder / "test_cases").mkdir()
+    (folder / "test_cases" / "Q101.py").write_text("import os\n\ndef run_test(pred, answer) -> bool:\n"
+                                                   "    return os.path.isdir('./hello')\n")
+    (folder / "data" / "old.csv").write_text(
+        "question_id,question,local file related,MCP,t1,t2,tool,complexity,answer,get_answer_id,eval_method,"
+        "time-sensitive,\n"
+        "Q1,Capital of France?,,wikipedia,,,search,L1,Paris,-,llm_as_a_judge,No,\n"
+        "Q170,Make ./hello,Yes,filesystem,,,write_file,L2,Q101,-,test_case,No,\n"
+        ",,,,,,,,,,,,\n"
+        "Q7,Fastest train?,,12306-mcp,,,get-tickets,L3,G1,q7,llm_as_a_judge,Yes,\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="engine.neighbour_tasks"):
+        records = read_mcpverse(tmp_path)
+    assert list(records) == ["Q1", "Q170", "Q7"]
+    assert records["Q170"]["eval_script"] == "mcpverse/test_cases/Q101.py" and records["Q170"]["ground_truth"] is None
+    assert "answer_template" not in records["Q1"] and records["Q7"]["ground_truth"] == "G1"
+    assert "1 row(s) of empty fields left out" in caplog.text and "Q7 (q7)" in caplog.text
+
+
 def test_the_judge_app_scores_the_checkout_as_published(tmp_path: Path, chat_server) -> None:
     _, _, server = _judged(tmp_path, chat_server)
     out = json.loads((tmp_path / "m_test_mcp_fuzzy_answers.json").read_text())
