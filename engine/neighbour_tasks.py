@@ -43,7 +43,10 @@ from typing import Any
 from engine.contract import InputError, Task, contained_path, read_json
 
 REQUIRED = ("question_id", "question", "complexity", "answer", "eval_method")
-METHODS = ("llm_as_a_judge", "eval_script")
+METHODS = ("llm_as_a_judge", "eval_script", "test_case")
+"""``test_case``: the earlier releases' state checks, ``test_cases/<answer>.py`` (else ``eval_scripts/``)."""
+NO_TEMPLATE = ("", "-")
+"""``get_answer_id`` values of the earlier releases that name no template."""
 OUTPUT_FOLDER = "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs"
 
 log = logging.getLogger(__name__)
@@ -66,7 +69,10 @@ def _split(value: str) -> list[str]:
     return [value.strip()] if value.strip() else []
 
 
-def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[str, Any]:
+def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[str, Any] | None:
+    """A row's task record; None for a row of empty fields (the earlier releases' separator rows)."""
+    if not any((v or "").strip() for v in row.values()):
+        return None
     tid = (row.get("question_id") or "").strip()
     if not tid:
         raise InputError(path, "missing or empty id", field="question_id")
@@ -87,13 +93,22 @@ def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[
         if not script.is_file():
             raise InputError(path, f"no check script {script}", task_id=tid, field="eval_method")
         record["eval_script"] = f"{prefix}eval_scripts/{tid}.py"
+    elif method == "test_case":  # the answer names the module; its run_test(pred, "") checks paths itself
+        where = "test_cases" if (folder / "test_cases" / f"{answer}.py").is_file() else "eval_scripts"
+        script = contained_path(folder / where, f"{answer}.py", file=path, task=tid, field="answer",
+                                folder="check scripts' folder")
+        if not answer or not script.is_file():
+            raise InputError(path, f"no check script {answer!r} under test_cases/ or eval_scripts/", task_id=tid,
+                             field="answer")
+        record.update(eval_script=f"{prefix}{where}/{answer}.py", ground_truth=None)
     template = (row.get("get_answer_id") or "").strip()
-    if template:
+    if template not in NO_TEMPLATE:
         script = contained_path(folder / "templates", f"{template}.py", file=path, task=tid, field="get_answer_id",
                                 folder="answer templates' folder")
-        if not script.is_file():
-            raise InputError(path, f"no answer template {script}", task_id=tid, field="get_answer_id")
-        record["answer_template"] = f"{prefix}templates/{template}.py"
+        if script.is_file():
+            record["answer_template"] = f"{prefix}templates/{template}.py"
+        else:  # the published runner's import fails too: the row keeps its answer
+            record["missing_template"] = template
     return record
 
 
@@ -104,12 +119,24 @@ def read_mcpverse(root: str | Path) -> dict[str, dict[str, Any]]:
     prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
     out: dict[str, dict[str, Any]] = {}
     for path in sorted((folder / "data").glob("*.csv")):
+        blank, missing = 0, []
         for row in csv_rows(path):
             record = _record(path, row, folder, prefix)
+            if record is None:
+                blank += 1
+                continue
+            if "missing_template" in record:
+                missing.append(f"{record['id']} ({record.pop('missing_template')})")
             if record["id"] in out:
                 raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=record["id"],
                                  field="question_id")
             out[record["id"]] = record
+        if blank:
+            log.warning("%s: %d row(s) of empty fields left out", path, blank)
+        if missing:
+            log.warning("%s: %d task(s) name an answer template that is not under templates/ and are judged "
+                        "against their answer column, as the published runner falls back: %s", path, len(missing),
+                        ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
     return out
 
 

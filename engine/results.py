@@ -144,6 +144,23 @@ def _warn_unlisted(path: str, ids: list[str], listed: frozenset[str], headline: 
                     headline, len(listed))
 
 
+def join_values(per_id: list[dict], agg: dict, judge: Joined) -> list[str]:
+    """Join the evaluator values to each per_id entry and to the file's aggregate `agg` (in place),
+    naming in warnings the scored ids an evaluator file lacks; returns the joined per-task columns."""
+    ids = [entry["id"] for entry in per_id]
+    for path, keys in judge.expected:
+        missing = [i for i in ids if not any(k in judge.per_id.get(i, {}) for k in keys)]
+        if missing:
+            log.warning("%s: %d scored id(s) have no judge record: %s", path, len(missing),
+                        ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+    for entry in per_id:
+        entry.update(judge.per_id.get(entry["id"], {}))
+    agg.update(joined_aggregate(judge, ids))
+    for path, listed, headline in judge.listed:
+        _warn_unlisted(path, ids, listed, headline, agg.get(headline))
+    return judge.keys()
+
+
 def write_file_results(directory: Path, view: SampleView, scores: TaskScores, samples: np.ndarray,
                        tau_strong: float, meta: dict, judge: Joined | None = None) -> dict:
     """Write the five output files for one prediction file; returns its aggregate.
@@ -157,18 +174,7 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
     agg = aggregate(scores, samples)
     columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     if judge:
-        ids = [entry["id"] for entry in per_id]
-        for path, keys in judge.expected:
-            missing = [i for i in ids if not any(k in judge.per_id.get(i, {}) for k in keys)]
-            if missing:
-                log.warning("%s: %d scored id(s) have no judge record: %s", path, len(missing),
-                            ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
-        for entry in per_id:
-            entry.update(judge.per_id.get(entry["id"], {}))
-        agg.update(joined_aggregate(judge, ids))
-        for path, listed, headline in judge.listed:
-            _warn_unlisted(path, ids, listed, headline, agg.get(headline))
-        columns += judge.keys()
+        columns += join_values(per_id, agg, judge)
     result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
               "meta": meta}
     for name, records in zip(RESULT_FILES[:3], (strong, weak, unmatched)):

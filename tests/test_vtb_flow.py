@@ -188,3 +188,49 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
                cwd=tmp_path)
     result = json.loads((one / "results_eval.json").read_text())
     assert result["aggregate"]["rubric_score"] == 2 / 6 and result["aggregate"]["pass_rate"] == 1.0
+
+
+def _released_task(tid: str, prompts: list[str], turncase: str) -> dict:
+    rubric = {"description": "States the answer.", "weight": 5, "category": "Truthfulness"}
+    return {"id": tid, "turncase": turncase, "prompt_category": "Finance", "eval_focus": "hybrid_tool",
+            "turn_prompts": prompts, "turn_golden_answers": [f"{p} answer" for p in prompts],
+            "rubrics_by_turn": [json.dumps({"r1": rubric}) for _ in prompts]}
+
+
+def _tool_use(name: str, observation: Any) -> dict:
+    return {"function_name": name, "function_args": {"image": "a.png"}, "observation": observation}
+
+
+def test_vtb_response_files_are_judged_and_scored_without_references(tmp_path: Path) -> None:
+    """VisualToolBench's own files drop in: its released tasks and the response files its
+    run_model_response_*.py write (single-turn answers at the top, multi-turn ones per turn), judged, then
+    scored into its tables without reference trajectories."""
+    tasks = _write(tmp_path / "dataset.json", [_released_task("s1", ["q1"], "single-turn"),
+                                               _released_task("m1", ["q2", "q3"], "multi-turn")])
+    responses = _write(tmp_path / "gpt_trial_1.json", [
+        {"id": "s1", "task_id": "s1", "prompt": "q1", "turncase": "single-turn", "prompt_category": "Finance",
+         "eval_focus": "hybrid_tool", "model_answer": "the answer",
+         "tool_use_list": [_tool_use("crop", {"output_paths": []}), _tool_use("crop", {"error": "bad box"})],
+         "num_tool_calls": 2, "content_list": []},
+        {"id": "m1", "task_id": "m1", "turncase": "multi-turn", "prompt_category": "Finance",
+         "eval_focus": "hybrid_tool", "total_turns": 2,
+         "turns": [{"turn_number": 0, "prompt": "q2", "model_answer": "first", "num_tool_calls": 1,
+                    "tool_use_list": [_tool_use("zoom", "ok")]},
+                   {"turn_number": 1, "prompt": "q3", "model_answer": "second", "num_tool_calls": 0,
+                    "tool_use_list": []}]}])
+    run_script("judge", "judges=scripted", "data=vtb", f"data.tasks={tasks}", f"predictions={responses}",
+               "evaluators=[vtb_rubrics]", f"results_dir={tmp_path}", f"cache_dir={tmp_path / 'cache'}", cwd=tmp_path)
+    verdicts = json.loads((tmp_path / "gpt_trial_1_rubrics.json").read_text())
+    assert [len(verdicts["per_id"][t]["turns"]) for t in ("s1", "m1")] == [1, 2]
+    assert all(turn["answered"] for turn in verdicts["per_id"]["m1"]["turns"])
+    out = tmp_path / "board"
+    proc = run_script("score", "data=vtb", f"model.predictions={responses}", f"output_dir={out}", "device=cpu",
+                      cwd=tmp_path)
+    assert proc.stderr.count("no reference trajectories") == 1
+    aggregate = json.loads((out / "results_eval.json").read_text())["aggregate"]
+    assert aggregate["rubrics"]["tasks"] == 2 and "pass_rate" in aggregate
+    assert aggregate["tool_use"]["success_rate"] == 2 / 3 and aggregate["tool_use"]["volume"] == 1.5
+    table8 = json.loads((out / "vtb_table8.json").read_text())["rows"][0]
+    assert table8["Total #"] == 3 and table8["Multi-turn Volume"] == 1.0
+    assert json.loads((out / "vtb_table3.json").read_text())["rows"][0]["Overall"] == pytest.approx(
+        100 * aggregate["pass_rate"])

@@ -341,3 +341,21 @@ def test_weights_written_as_a_float_or_as_text_are_scored_as_numbers(caplog: pyt
     for bad in ("five", 0, 6.5, True):
         with pytest.raises(InputError, match=r"must be a number 1-5"):
             task_turns("tasks.json", {**task, "rubrics_by_turn": [[{"description": "a", "weight": bad}]]}, "t")
+
+
+def test_the_one_prompt_schema_with_turn_markers_is_one_turn_with_a_warning(tmp_path: Path, caplog) -> None:
+    """The earlier schema's "[Turn N]" markers in one prompt: one turn, as VisualToolBench's scripts send it,
+    said once per file with the count of such tasks."""
+    from engine.evaluators.vtb_records import read_task_records
+
+    rubric = {"description": "x", "weight": 3}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps([{"id": "a", "prompt": "[Turn 1] Crop it. [Turn 2] Now count.", "rubrics": [rubric]},
+                                {"id": "b", "prompt": "[Turn 1] Zoom. [Turn 2] Read. [Turn 3] Sum.", "rubrics": [rubric]},
+                                {"id": "c", "prompt": "Plain.", "rubrics": [rubric]}]))
+    with caplog.at_level(logging.WARNING, logger="engine.evaluators.vtb_records"):
+        records = read_task_records(path)
+    assert len(records) == 3
+    assert [r.message for r in caplog.records].count(
+        f"{path}: 2 task(s) give several turns in one prompt ([Turn N] markers, the earlier one-prompt schema): "
+        "each is put and judged as one turn, as VisualToolBench's scripts send it") == 1

@@ -36,6 +36,7 @@ from engine.statistics import (STATS_FILE, ModelUnits, StatsSettings, bootstrap_
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
 from kernels.device import cpu_threads, resolve_device
+from engine.unreferenced import NO_REFERENCE, write_unreferenced
 from engine.trials import (TRIALS_FILE, check_distinct, check_trial_files, find_trials, model_name, trial_count,
                            success_counts, write_trials)
 
@@ -46,7 +47,7 @@ log = logging.getLogger("score")
 class Inputs:
     """What one run scores: the GT, the prediction files with model names and judge files."""
 
-    gt: Path | list[Path]
+    gt: Path | list[Path] | None  # None: no reference trajectories, the evaluator files only (engine.unreferenced)
     predictions: list[Path]
     names: list[str]
     judges: list[JoinedFiles]
@@ -95,7 +96,7 @@ def _published_files(results: Path, models: list[str], discover: bool) -> list[t
     return found
 
 
-def _trial_inputs(gt: Path | list[Path], groups: list[tuple[str, list[Path]]], setting: str,
+def _trial_inputs(gt: Path | list[Path] | None, groups: list[tuple[str, list[Path]]], setting: str,
                   trials_of: set[str] | None = None) -> Inputs:
     """Inputs of models scored as trials (`trials_of`, default all): each model's trial files that
     exist, output to <model>_trial<i>/; a model not in `trials_of` has its one file, output to <model>/.
@@ -161,8 +162,9 @@ def _check_one_source(cfg: DictConfig) -> None:
                           f"be scored: give one of {', '.join(PREDICTION_SETTINGS)}")
 
 
-def _reference(cfg: DictConfig) -> Path | list[Path]:
-    """The reference the config names: data.references, else data.gt (which must exist)."""
+def _reference(cfg: DictConfig) -> Path | list[Path] | None:
+    """The reference the config names: data.references, else data.gt (which must exist); None when the
+    data set names none (MCPVerse, VisualToolBench publish no reference trajectories)."""
     if cfg.data.get("references"):
         return [Path(p) for p in cfg.data.references]
     if cfg.data.get("gt"):
@@ -170,7 +172,7 @@ def _reference(cfg: DictConfig) -> Path | list[Path]:
         if not gt.is_file():
             raise ConfigError(missing_reference(gt))
         return gt
-    raise ConfigError("no reference file: set data.gt=PATH (or data.references=[PATH, ...])")
+    return None
 
 
 def resolve_inputs(cfg: DictConfig) -> Inputs:
@@ -351,6 +353,8 @@ def _run(cfg: DictConfig) -> int:
         inputs.judges = [replace(j, settings=reading) for j in inputs.judges]
         out = output_folder(cfg)
         stats_settings(cfg)
+        if inputs.gt is None:
+            return _run_unreferenced(cfg, inputs, out, grids)
         check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES,
                                   TRIALS_FILE, STATS_FILE])
         timer = StageTimer()
@@ -370,6 +374,33 @@ def _run(cfg: DictConfig) -> int:
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
     return 0
+
+
+def _run_unreferenced(cfg: DictConfig, inputs: Inputs, out: Path, grids: tuple[list[float], list[float]]) -> int:
+    """Score the evaluator files of the predictions without reference trajectories (engine.unreferenced):
+    results_eval.json per file and the reports; the settings that need the alignment are refused."""
+    needs = [key for key, given in (("align.tau_weak_grid", grids[0]), ("align.tau_strong_grid", grids[1]),
+                                    ("stats", stats_settings(cfg) is not None), ("trials", inputs.trials))
+             if given]
+    if needs:
+        raise ConfigError(f"{needs[0]} needs reference trajectories (set data.gt=PATH), and this run has none")
+    log.warning(NO_REFERENCE)
+    check_output_folder(out, inputs.names if inputs.per_file_dirs else ["results_eval.json", "results_eval.csv"])
+    dirs = [Path(name) for name in inputs.names] if inputs.per_file_dirs else [Path(".")]
+    with staged_folder(out) as folder:
+        aggregates = write_unreferenced(inputs.predictions, [folder / d for d in dirs], inputs.names, inputs.judges)
+        if cfg.reports:
+            write_reports(folder)
+    keys = [k for k in ("answer_sr", "pass_rate", "rubric_score", "check_accuracy_evaluated")
+            if any(k in a for a in aggregates)]
+    print("\n".join(f"{name}: {a['num_ids']} tasks" + "".join(f", {k} {_number(a.get(k))}" for k in keys)
+                    for name, a in zip(inputs.names, aggregates)))
+    print(f"outputs: {out}")
+    return 0
+
+
+def _number(value: Any) -> str:
+    return "–" if value is None else f"{value:.4f}"
 
 
 OPEN_KEYS = tuple(f"model.{e.option}" for e in evaluators())

@@ -201,6 +201,51 @@ def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = F
     return Call(name=name.strip(), arguments=arguments, text=text, warning=warning, made=call_made(obj))
 
 
+VTB_ANSWER = "model_answer"
+"""The reply field of VisualToolBench's model-response records (its scripts/run_model_response_*.py)."""
+
+
+def _vtb_calls(path: Path, task_id: str, where: str, listed: Any) -> list[dict[str, Any]]:
+    """The calls of a VisualToolBench ``tool_use_list`` ([{function_name, function_args, observation}]) as
+    call objects; an observation that is an object with an ``error`` key (how its tool loop records a
+    failed call) sets ``is_error``."""
+    if listed in (None, {}):
+        return []
+    if not isinstance(listed, list):
+        raise InputError(path, f"must be a list of tool uses, got {type(listed).__name__}", task_id=task_id,
+                         field=where)
+    calls = []
+    for i, use in enumerate(listed):
+        if not isinstance(use, dict):
+            raise InputError(path, "a tool use must be an object", task_id=task_id, field=f"{where}[{i}]")
+        observation = use.get("observation")
+        calls.append({"name": use.get("function_name"), "arguments": use.get("function_args"),
+                      "is_error": isinstance(observation, dict) and "error" in observation,
+                      "result": observation if isinstance(observation, str) else dumps_json(observation)})
+    return calls
+
+
+def vtb_response(path: Path, task_id: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A VisualToolBench model-response record (single-turn: ``model_answer`` and ``tool_use_list`` at
+    its top level; multi-turn: ``turns`` of such objects) as a trajectory object: one step per tool use,
+    ``final_reply`` the last turn's answer and ``turns`` each turn's ``{"final_reply"}``; None for any
+    other object."""
+    turns = obj.get("turns")
+    if VTB_ANSWER in obj:
+        listed = [(obj, "")]
+    elif isinstance(turns, list) and turns and all(isinstance(t, dict) and VTB_ANSWER in t for t in turns):
+        listed = [(t, f"turns[{k}].") for k, t in enumerate(turns)]
+    else:
+        return None
+    steps = [[call] for turn, where in listed
+             for call in _vtb_calls(path, task_id, f"{where}tool_use_list", turn.get("tool_use_list"))]
+    record = {k: v for k, v in obj.items() if k not in ("turns", VTB_ANSWER)}
+    record["final_reply"] = listed[-1][0][VTB_ANSWER]
+    if VTB_ANSWER not in obj:
+        record["turns"] = [{"final_reply": turn[VTB_ANSWER]} for turn, _ in listed]
+    return set_steps(record, steps)
+
+
 def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False) -> Trajectory:
     """Validate one trajectory object and build a Trajectory (`lenient`: see `parse_call`)."""
     family = obj.get("type")
@@ -209,6 +254,8 @@ def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False)
                          task_id=task_id, field="type")
     if family is not None:
         check_text(path, task_id, "type", family)
+    if "steps" not in obj and (response := vtb_response(path, task_id, obj)) is not None:
+        obj = response
     if "steps" not in obj:
         raise InputError(path, "task has no 'steps'", task_id=task_id, field="steps")
     raw_steps = obj["steps"]

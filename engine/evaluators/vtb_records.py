@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ STEM_DOMAINS: frozenset[str] = frozenset({"chemistry", "maths", "biology", "engi
 """The released ``prompt_category`` values the published analysis reports together as STEM."""
 STEM = "STEM"
 GROUPS: tuple[str, ...] = ("domain", "eval_focus", "turncase")
+TURN_MARKER = re.compile(r"\[Turn (\d+)\]")
+"""The turn markers of the earlier one-prompt schema (all turns in one prompt)."""
 """The task fields results are broken down by."""
 
 
@@ -264,8 +267,13 @@ def read_task_records(path: str | Path) -> dict[str, dict[str, Any]]:
     rubrics (either shape)."""
     path = Path(path)
     records = task_records(path)
+    marked = 0
     for tid, record in records.items():
-        task_turns(path, record, tid)
+        turns = task_turns(path, record, tid)
+        marked += len(turns) == 1 and len(set(TURN_MARKER.findall(turns[0].prompt))) > 1
+    if marked:
+        log.warning("%s: %d task(s) give several turns in one prompt ([Turn N] markers, the earlier one-prompt "
+                    "schema): each is put and judged as one turn, as VisualToolBench's scripts send it", path, marked)
     return records
 
 

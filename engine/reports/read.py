@@ -45,11 +45,13 @@ def _range(metric: Metric) -> str:
     return f"a number in [{metric.low:g}, {metric.high:g}]"
 
 
-def _check_block(path: Path, block: Any, where: str) -> None:
-    """Raise InputError unless block holds every metric the tables read, as numbers."""
+def _check_block(path: Path, block: Any, where: str, aligned: bool = True) -> None:
+    """Raise InputError unless block holds every metric the tables read, as numbers (the alignment
+    metrics only when `aligned`: a result scored without reference has none)."""
     if not isinstance(block, dict):
         raise InputError(path, "expected an object", field=where)
-    for column in (*leaderboard_columns("alignment"), *leaderboard_columns("budget")):
+    sources = ("alignment", "budget") if aligned else ("budget",)
+    for column in (c for source in sources for c in leaderboard_columns(source)):
         key = next((k for k in column.keys if k in block), None)
         if key is None:
             expected = " or ".join(repr(k) for k in column.keys)
@@ -76,12 +78,14 @@ def load_result(path: Path, name: str | None = None) -> ModelResult:
         raise InputError(path, "expected a JSON object with 'aggregate', 'by_type' and 'meta'")
     if "aggregate" not in data:
         raise InputError(path, "missing", field="aggregate")
-    _check_block(path, data["aggregate"], "aggregate")
+    # a run without reference trajectories (engine.unreferenced) says so with meta.gt null
+    aligned = not (isinstance(data.get("meta"), dict) and "gt" in data["meta"] and data["meta"]["gt"] is None)
+    _check_block(path, data["aggregate"], "aggregate", aligned)
     by_type = data.get("by_type", {})
     if not isinstance(by_type, dict):
         raise InputError(path, "expected an object of per-family aggregates", field="by_type")
     for family, block in by_type.items():
-        _check_block(path, block, f"by_type.{family}")
+        _check_block(path, block, f"by_type.{family}", aligned)
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise InputError(path, "expected an object", field="meta")

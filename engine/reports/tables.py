@@ -79,7 +79,7 @@ def _score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by:
     for name, block in entries:
         cells = [_cell(block, c) for c in columns]
         averaged = [v for v, c in zip(cells, columns) if c.in_average and v is not None]
-        rows.append([name, *cells, sum(averaged) / len(averaged)])
+        rows.append([name, *cells, sum(averaged) / len(averaged) if averaged else None])
     key = labels.index(sort_by)
     rows.sort(key=lambda row: (row[key] is None, -(row[key] or 0.0), row[0]))
     averaged = [c.label for c in columns if c.in_average]

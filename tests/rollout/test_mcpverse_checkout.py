@@ -61,7 +61,8 @@ def test_the_checkout_reads_as_tasks(tmp_path: Path) -> None:
         read_mcpverse(bad)
 
 
-def test_the_judge_app_scores_the_checkout_as_published(tmp_path: Path, chat_server) -> None:
+def _judged(tmp_path: Path, chat_server) -> tuple[Path, Path, object]:
+    """The checkout, its predictions and the loopback judge server, after the judge app judged them."""
     root = checkout(tmp_path / "repo")
     preds = tmp_path / "m_test_mcp_fuzzy.json"
     preds.write_text(json.dumps([{"id": i, "steps": [], "final_reply": r} for i, r in
@@ -87,6 +88,34 @@ def test_the_judge_app_scores_the_checkout_as_published(tmp_path: Path, chat_ser
         "provider": "openai", "api_name": "j", "base_url": server.base_url, "api_key_env": None, "params": {},
         "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
     assert run_judge(cfg) == 0
+    return root, preds, server
+
+
+def test_an_earlier_release_reads_as_its_runner_read_it(tmp_path: Path, caplog) -> None:
+    """MCPVerse's earlier releases (282-283 rows): test_case rows checked by the module their answer names
+    under test_cases/, rows of empty fields, get_answer_id "-" or naming no template (its answer kept)."""
+    folder = tmp_path / "mcpverse"
+    (folder / "data").mkdir(parents=True)
+    (folder / "test_cases").mkdir()
+    (folder / "test_cases" / "Q101.py").write_text("import os\n\ndef run_test(pred, answer) -> bool:\n"
+                                                   "    return os.path.isdir('./hello')\n")
+    (folder / "data" / "old.csv").write_text(
+        "question_id,question,local file related,MCP,t1,t2,tool,complexity,answer,get_answer_id,eval_method,"
+        "time-sensitive,\n"
+        "Q1,Capital of France?,,wikipedia,,,search,L1,Paris,-,llm_as_a_judge,No,\n"
+        "Q170,Make ./hello,Yes,filesystem,,,write_file,L2,Q101,-,test_case,No,\n"
+        ",,,,,,,,,,,,\n"
+        "Q7,Fastest train?,,12306-mcp,,,get-tickets,L3,G1,q7,llm_as_a_judge,Yes,\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="engine.neighbour_tasks"):
+        records = read_mcpverse(tmp_path)
+    assert list(records) == ["Q1", "Q170", "Q7"]
+    assert records["Q170"]["eval_script"] == "mcpverse/test_cases/Q101.py" and records["Q170"]["ground_truth"] is None
+    assert "answer_template" not in records["Q1"] and records["Q7"]["ground_truth"] == "G1"
+    assert "1 row(s) of empty fields left out" in caplog.text and "Q7 (q7)" in caplog.text
+
+
+def test_the_judge_app_scores_the_checkout_as_published(tmp_path: Path, chat_server) -> None:
+    _, _, server = _judged(tmp_path, chat_server)
     out = json.loads((tmp_path / "m_test_mcp_fuzzy_answers.json").read_text())
     scores = {i: e["score"] for i, e in out["per_id"].items()}
     assert scores == {"Q1": 1, "Q2": 0.5, "Q3": 1, "Q4": 1, "Q5": 1}
@@ -95,6 +124,25 @@ def test_the_judge_app_scores_the_checkout_as_published(tmp_path: Path, chat_ser
     assert out["aggregate"]["answer_sr"] == pytest.approx(3.5 / 4)
     assert out["aggregate"]["levels"]["(no level)"] == 1 and out["meta"]["parser"] == "published"
     assert len(server.requests) == 4  # Q3's check script asks no judge
+
+
+def test_the_score_app_gives_the_sr_table_from_the_answers_file_alone(tmp_path: Path, chat_server) -> None:
+    """MCPVerse publishes no reference trajectories: the score app joins the judge app's answers file and
+    prints MCPVerse's table without them, the alignment metrics absent (said once)."""
+    root, preds, _ = _judged(tmp_path, chat_server)
+    out = tmp_path / "score"
+    proc = _app("score", "data=mcpverse", f"data.tasks={root}", f"model.predictions={preds}", f"output_dir={out}",
+                "device=cpu", cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("no reference trajectories") == 1
+    result = json.loads((out / "results_eval.json").read_text())
+    assert result["meta"]["gt"] is None and "recall" not in result["aggregate"]
+    assert result["aggregate"]["answer_sr"] == pytest.approx(3.5 / 4) and result["aggregate"]["num_ids"] == 5
+    table = json.loads((out / "mcpverse.json").read_text())["rows"][0]
+    assert table["SR"] == pytest.approx(87.5) and table["L2"] == pytest.approx(50.0)
+    board = json.loads((out / "leaderboard.json").read_text())["rows"][0]
+    assert board["Recall"] is None and board["Average Score"] is None
+    assert "answer_sr 0.8750" in proc.stdout
 
 
 def _app(script: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
