@@ -91,6 +91,9 @@ def test_score_run_writes_log_and_config_only_into_its_output_dir(tmp_path: Path
     assert (out / "demo_strong" / "results_eval.json").is_file()
     assert list(cwd.iterdir()) == []
     assert "WARNING" not in proc.stderr, "the demo runs clean"
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("Model"))
+    assert header.split("  ")[:4] == ["Model", "Tasks", "Recall", "Precision"] and header.endswith("Average Score")
+    assert "Argument Similarity" in header and "avg_sim_all_cov" not in proc.stdout, "the papers' names, not keys"
 
 
 def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:

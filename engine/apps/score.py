@@ -28,6 +28,7 @@ from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, load_sweep_joined, output_dirs,
                              prepare_sweep, score_prepared, write_sweep)
 from engine.references import check_select
+from engine.reports.summary import headline
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
 from engine.metrics import TaskScores
@@ -243,17 +244,6 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     return Inputs(gt, preds, list(demo_models), _judges(preds), True)
 
 
-def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[str, ...]) -> str:
-    """A plain-text table of the aggregates, one row per prediction file."""
-    cols = ["model", "ids", *metric_names, "avg_Rounds", "avg_tool_calls"]
-    rows = [[name, str(a["num_ids"])] + [f"{a[m]:.4f}" for m in metric_names]
-            + [f"{a['avg_Rounds']:.2f}", f"{a['avg_tool_calls']:.2f}"] for name, a in zip(names, aggregates)]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
-    return "\n".join(lines)
-
-
 def stats_settings(cfg: DictConfig) -> StatsSettings | None:
     """The statistics step's settings (the `stats` group), checked; None with stats=off."""
     group = cfg.get("stats") or {}
@@ -365,7 +355,7 @@ def _run(cfg: DictConfig) -> int:
         print("error: out of memory (the inputs are too large for this machine)", file=sys.stderr)
         return 2
     stats = result.embedding
-    print(summary_table(inputs.names, aggregates, result.scores.names))
+    print(headline(inputs.names, aggregates, out / TRIALS_FILE if inputs.trials else None))
     print(f"texts: {stats.distinct_texts} distinct, {stats.cached} cached, {stats.encoded} encoded; "
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
