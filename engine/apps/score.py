@@ -65,7 +65,8 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model, select=select,
                          encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
-                         progress=bool(cfg.get("progress", False)))
+                         progress=bool(cfg.get("progress", False)),
+                         parse_string_arguments=bool((cfg.get("predictions") or {}).get("parse_string_arguments")))
 
 
 def evaluator_settings(cfg: DictConfig) -> dict[str, dict[str, Any]]:
@@ -136,7 +137,7 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
 
 
 HOW_SETTINGS = ("device", "home", "output_dir", "reports", "progress", "encoder", "align", "metrics", "demo",
-                "stats")
+                "stats", "predictions")
 """The settings (and groups of settings) that say how to score, not what: every other setting changed from
 its default names what to score, so that the built-in demo is never scored in its place."""
 
