@@ -20,7 +20,7 @@ from typing import Any
 from engine.contract import TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.base import Evaluator, Verdicts, mean
-from engine.metricspec import metrics_of
+from engine.metricspec import metric_value, metrics_of
 
 log = logging.getLogger(__name__)
 
@@ -148,3 +148,26 @@ def joined_aggregate(joined: Joined | Verdicts, ids: Sequence[str], totals: bool
             verdicts = own[e.name]
             out.update(e.aggregate(verdicts, list(verdicts.per_id) if e.all_tasks and totals else ids))
     return out
+
+
+HEADLINE_KEYS: tuple[str, ...] = ("answer_sr", "check_accuracy_evaluated")
+"""The outcome checks' headline numbers: MCPVerse's SR and TOBench's accuracy over the evaluated tasks."""
+
+
+def verdict_headline(evaluator: Evaluator, path: Path) -> str:
+    """One line of an evaluator's file's headline numbers under the papers' names, over the tasks it has:
+    its leaderboard columns (Task Completion, Information Grounding; VisualToolBench's rubric scores), else
+    its HEADLINE_KEYS (SR, Accuracy), else every metric it reports (the call outcome counts)."""
+    values = evaluator.read(path) if evaluator.read is not None else Verdicts()
+    joined = Joined()
+    joined.add(evaluator, values)
+    aggregate = joined_aggregate(joined, list(values.per_id))
+    metrics = metrics_of(evaluator.name)
+    shown = ([m for m in metrics if m.column] or [m for m in metrics if m.key in HEADLINE_KEYS] or list(metrics))
+
+    def cell(value: Any) -> str:
+        if value is None:
+            return "–"
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    return ", ".join(f"{m.label} {cell(metric_value(aggregate, m.key))}" for m in shown)

@@ -35,6 +35,7 @@ class ScoreSettings:
     encoder_model: str | None = None
     encoder_batch_size: int = 128
     progress: bool = False
+    parse_string_arguments: bool = False  # predicted arguments given as a JSON string scored as their object
     cache_dir: str | None = None
     select: tuple[str, ...] | None = None  # a task's best reference by these metrics (None: Recall, ArgSim)
 
@@ -133,7 +134,8 @@ def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path]
         gt, alternatives = read_references(gt_path)
         many = settings.progress and len(pred_paths) > 4
         # tasks lost to the infrastructure are reported apart, not scored (a rerun retries them)
-        preds = [scorable(read_trajectories(p, lenient=True)) for p in progress_bar(pred_paths, "load", many)]
+        preds = [scorable(read_trajectories(p, lenient=True, parse_strings=settings.parse_string_arguments))
+                 for p in progress_bar(pred_paths, "load", many)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile, alternatives)
     with timer.stage("embed"):

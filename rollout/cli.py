@@ -5,8 +5,8 @@ sets of conf/shared/data/ (shared with the score and judge apps) are its tasks: 
 (the shorthand of ``data=NAME``; ``tasks=demo`` is ``rollout_demo``); `--help` lists every setting. A run
 writes its predictions to ``<results_dir>/<model.name>_test_mcp_fuzzy.json`` and everything else, Hydra's
 log and config included, to its run folder ``<results_dir>/rollout/<model.name>``. Bad input ends the run
-with one line on stderr and exit status 2; a run where some tasks failed exits with 1 (run it again to retry
-them), else 0.
+with one line on stderr and exit status 2; a run where some tasks were lost to the infrastructure exits with 1
+(run it again to retry them), else 0.
 """
 
 from __future__ import annotations

@@ -213,6 +213,10 @@ def _run_tasks(cfg: Mapping[str, Any]) -> tuple[list[Task], dict[str, list[Turn]
         name = (cfg.get("data") or {}).get("name")
         raise InputError("config", f"no tasks to run{f' (data set {name} names none)' if name else ''}: set "
                          "tasks.file=PATH, or tasks.root=DIR for a folder of tasks", field="tasks.file")
+    if not Path(file).exists():
+        raise InputError(file, "tasks file not found: set tasks.file=PATH, or M3BENCH_DATA to the folder holding "
+                         "tasks_fuzzy.json (the published M3-Bench files: README, \"Where the data come from\"; "
+                         "tasks=demo runs the built-in demo)")
     return (read_tasks(file, data.get("images_dir"), data.get("question_field") or "question", data.get("ids")),
             read_turns(file, data.get("images_dir")))
 

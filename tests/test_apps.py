@@ -91,6 +91,10 @@ def test_score_run_writes_log_and_config_only_into_its_output_dir(tmp_path: Path
     assert (out / "demo_strong" / "results_eval.json").is_file()
     assert list(cwd.iterdir()) == []
     assert "WARNING" not in proc.stderr, "the demo runs clean"
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("Model"))
+    assert re.split(r"\s{2,}", header)[:4] == ["Model", "Tasks", "Recall", "Precision"]
+    assert header.endswith("Average Score")
+    assert "Argument Similarity" in header and "avg_sim_all_cov" not in proc.stdout, "the papers' names, not keys"
 
 
 def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
@@ -119,6 +123,32 @@ def test_missing_reference_says_which_setting_and_where_the_data_come_from(tmp_p
         'from"; data=demo scores the built-in demo)']
     assert "### Where the data come from" in (ROOT / "README.md").read_text()
     assert not (tmp_path / "out").exists()
+
+
+def test_rollout_without_data_names_m3bench_data(tmp_path: Path) -> None:
+    """As the score app does: a fresh clone's rollout says where the tasks file comes from."""
+    empty = tmp_path / "data"
+    empty.mkdir()
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rollout.py"), "model=gpt5",
+                           f"results_dir={tmp_path / 'results'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "M3BENCH_DATA": str(empty)})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {empty / 'tasks_fuzzy.json'}: tasks file not found: set tasks.file=PATH, or M3BENCH_DATA to the "
+        'folder holding tasks_fuzzy.json (the published M3-Bench files: README, "Where the data come from"; '
+        "tasks=demo runs the built-in demo)"]
+
+
+@pytest.mark.parametrize(("script", "argv", "written"), [("rollout", ["--model", "gpt5"], "model=gpt5"),
+                                                        ("score", ["--model=gpt5", "device=cpu"], "model=gpt5"),
+                                                        ("judge", ["--results-dir"], "results_dir=VALUE")])
+def test_a_flag_for_a_setting_is_one_line_saying_how_to_write_it(script: str, argv: list[str], written: str,
+                                                                 tmp_path: Path) -> None:
+    proc = run_script(script, *argv, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {argv[0]}: settings are written key=value, not as flags: write {written} (--help lists the settings)"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def score_in_process(capsys, *overrides: str) -> tuple[int, str]:

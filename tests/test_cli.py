@@ -48,7 +48,7 @@ def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
     result = json.loads((out / "results_eval.json").read_text())
     assert result["aggregate"]["num_ids"] == 4 and result["aggregate"]["avg_sim_all_cov"] < 0.99
     assert result["per_id"][1]["order_consistency_cov"] < result["per_id"][2]["order_consistency_cov"]
-    assert "recall" in proc.stdout and "outputs:" in proc.stdout
+    assert "Recall" in proc.stdout and "Average Score" in proc.stdout and "outputs:" in proc.stdout
 
 
 @pytest.mark.slow

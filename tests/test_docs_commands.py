@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "rollout" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -180,3 +181,22 @@ def test_relative_links_resolve(page: Path) -> None:
         if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in heading_anchors(dest)):
             broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)}: broken links {broken}"
+
+
+def test_the_rollout_readme_names_every_model_option() -> None:
+    """The model row of the rollout README's settings table lists every option of conf/rollout/model/."""
+    row = next(line for line in (ROOT / "rollout" / "README.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| `model` |"))
+    named = set(re.findall(r"`([a-z0-9_]+)`", row.split("|")[2]))
+    assert {p.stem for p in (ROOT / "conf" / "rollout" / "model").glob("*.yaml")} <= named
+
+
+def test_rollout_help_and_readme_say_the_same_exit_status() -> None:
+    """What exit status 1 (and 130) of a rollout means, said alike by --help's footer and the README."""
+    footer = " ".join(yaml.safe_load((ROOT / "conf" / "rollout" / "hydra" / "help" / "rollout.yaml").read_text(
+        encoding="utf-8"))["footer"].split())
+    readme = " ".join((ROOT / "rollout" / "README.md").read_text(encoding="utf-8").split())
+    for said in ("Exit status: 0 when no task was lost to the infrastructure, 1 when some were (a model API error "
+                 "that outlived its retries, say; run the same command again to retry just those), 2 for bad input",
+                 "130 when interrupted"):
+        assert said in footer and said in readme, said

@@ -61,6 +61,12 @@ REFUSED: dict[str, tuple[bytes, tuple[str, ...]]] = {
     "trailing data": (call_task("{}").encode() + b" ]", ("not valid JSON", "Extra data")),
     "id with a newline": (call_task("{}", task_id='"a\\nb"', name="3").encode(),
                           ('id "a\\nb"', "a call needs a non-empty string 'name'")),
+    "predictions under results": (('{"results": ' + call_task("{}") + "}").encode(),
+                                  ("id results: a task must be an object, got list; the file must be a list of task "
+                                   "objects (or an object of id -> task), and the list under 'results' looks like one",)),
+    "JSON Lines": ((call_task("{}")[1:-1] + "\n" + call_task("{}", task_id='"00040001"')[1:-1] + "\n").encode(),
+                   ("one JSON object a line (JSON Lines): a trajectory file is one JSON document, a list of task "
+                    "objects (or an object of id -> task)",)),
 }
 
 
@@ -71,10 +77,10 @@ def gt_file(tmp_path_factory) -> Path:
     return path
 
 
-def score_in_process(gt: Path, pred: Path, out: Path, cache: Path, capsys) -> tuple[int, str, str]:
-    """The scoring app's run() on a composed config: (exit code, stdout, stderr)."""
+def score_in_process(gt: Path, pred: Path, out: Path, cache: Path, capsys, *extra: str) -> tuple[int, str, str]:
+    """The scoring app's run() on a composed config, with `extra` overrides: (exit code, stdout, stderr)."""
     overrides = [f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={out}", f"encoder.cache_dir={cache}",
-                 "device=cpu", "reports=false", "progress=false"]
+                 "device=cpu", "reports=false", "progress=false", *extra]
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
         cfg = compose(config_name="config", overrides=overrides)
     capsys.readouterr()
@@ -165,6 +171,33 @@ def test_warnings_are_counted_past_the_first_ten(gt_file: Path, tmp_path: Path, 
                                                   "NaN is not a JSON number (strict JSON has no NaN or Infinity); "
                                                   "scored as the published scorer reads and serializes it")
     assert lines[10] == f"{pred}: 3 more call(s) with arguments beyond strict JSON, scored likewise"
+
+
+def test_string_arguments_are_scored_as_given_with_one_warning_or_parsed(gt_file: Path, tmp_path: Path,
+                                                                         embedding_cache: Path, capsys, caplog) -> None:
+    """OpenAI-style arguments (a JSON string): scored as strings, as published, with one warning naming the
+    count and the setting; predictions.parse_string_arguments=true scores them as the objects they hold."""
+    as_strings = json.loads(json.dumps(GT))
+    for task in as_strings:
+        for step in task["steps"]:
+            step["calls"][0]["arguments"] = json.dumps(step["calls"][0]["arguments"])
+    objects = scored(gt_file, json.dumps(GT).encode(), tmp_path, "objects", embedding_cache, capsys)
+    caplog.clear()
+    strings = scored(gt_file, json.dumps(as_strings).encode(), tmp_path, "strings", embedding_cache, capsys)
+    said = [r.getMessage() for r in caplog.records if "JSON string" in r.getMessage()]
+    assert said == [f"{tmp_path / 'strings.json'}: 4 call(s) give their arguments as a JSON string (OpenAI-style); "
+                    "they are scored as strings, as the published scorer scores what it is given: set "
+                    "predictions.parse_string_arguments=true to score them as objects"]
+    assert strings["aggregate"]["avg_sim_all_cov"] < objects["aggregate"]["avg_sim_all_cov"] == pytest.approx(1.0)
+    pred = tmp_path / "parsed.json"
+    pred.write_text(json.dumps(as_strings))
+    caplog.clear()
+    code, _, err = score_in_process(gt_file, pred, tmp_path / "parsed", embedding_cache, capsys,
+                                    "predictions.parse_string_arguments=true")
+    assert code == 0, err
+    assert not [r for r in caplog.records if "JSON string" in r.getMessage()]
+    parsed = json.loads((tmp_path / "parsed" / "results_eval.json").read_text(encoding="utf-8"))
+    assert parsed["aggregate"] == objects["aggregate"]
 
 
 def test_unreadable_paths_are_one_line(gt_file: Path, tmp_path: Path, embedding_cache: Path, capsys) -> None:

@@ -213,6 +213,10 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     assert {f"m_test_mcp_fuzzy_trial{i}" for i in range(1, 5)} <= {p.name for p in out.iterdir()}
     board = (out / "leaderboard_trials.md").read_text()
     assert "m_test_mcp_fuzzy | 4 | 1.000 ± 0.000 |" in board and "pass^k" in board
+    closing = proc.stdout.splitlines()
+    header = next(line for line in closing if line.startswith("Model") and "pass^1" in line)
+    assert header.split()[:4] == ["Model", "Trials", "Average", "Score"] and "pass^k" in header
+    assert any(line.startswith("m_test_mcp_fuzzy ") and " 4 " in line and "0.583 (0.611)" in line for line in closing)
     # the main table names its success rule in its header; the default threshold (0.5, not the peers' 1) warns once
     assert "| pass^1 [success: task_completion >= 0.5] | pass^k [success: task_completion >= 0.5] |" in board
     assert proc.stderr.count("trials.success.threshold=0.5: a trial succeeds at Task Completion >= 0.5") == 1

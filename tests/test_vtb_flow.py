@@ -144,6 +144,7 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     judged = run_script("judge", "model=scripted", "judges=scripted", "data=vtb_demo", "evaluators=[vtb_rubrics]",
                         f"results_dir={results}", cwd=tmp_path)
     assert "vtb_rubrics: 6 of 6 task(s) judged (6 now, 0 failed, 0 incomplete)" in judged.stdout
+    assert "vtb_rubrics: Average Rubric Score 0." in judged.stdout and ", Average Pass Rate 0.1667" in judged.stdout
     run_script("score", "sweep=leaderboard", "data=vtb_demo", f"results_dir={results}", f"output_dir={out}",
                f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     values = vtb.read(results / "scripted_test_mcp_fuzzy_rubrics.json")

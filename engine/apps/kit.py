@@ -214,6 +214,20 @@ def _check_run_folder(app: str, keys: Sequence[str]) -> None:
                                f"{hydra_keys[0]} would be used: give {setting} alone")
 
 
+def check_flags(argv: Sequence[str]) -> None:
+    """Refuse a flag Hydra lacks (``--model gpt5``, ``--model=gpt5``) with the one line that says how a
+    setting is written (``model=gpt5``), in place of Hydra's usage text."""
+    known = hydra_arguments()._option_string_actions
+    for i, token in enumerate(argv):
+        if not token.startswith("--") or token.split("=", 1)[0] in known:
+            continue
+        key, _, value = token[2:].partition("=")
+        if not value and i + 1 < len(argv) and not argv[i + 1].startswith("-") and "=" not in argv[i + 1]:
+            value = argv[i + 1]
+        raise CommandLineError(f"{token}: settings are written key=value, not as flags: write "
+                               f"{key.replace('-', '_')}={value or 'VALUE'} (--help lists the settings)")
+
+
 def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = (),
                        names: Sequence[str] = ()) -> list[str]:
     """Check a Hydra app's command line against its config root before Hydra runs it; returns the
@@ -229,6 +243,7 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
         try:
             args = hydra_arguments().parse_args(list(argv))
         except (SystemExit, argparse.ArgumentError):
+            check_flags(argv)
             return list(argv)
     if any(getattr(args, flag, None) for flag in _OWN_FLAGS):
         return list(argv)

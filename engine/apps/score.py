@@ -28,6 +28,7 @@ from engine.metricspec import check_profile
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, load_sweep_joined, output_dirs,
                              prepare_sweep, score_prepared, write_sweep)
 from engine.references import check_select
+from engine.reports.summary import headline
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
 from engine.metrics import TaskScores
@@ -65,7 +66,8 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model, select=select,
                          encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
-                         progress=bool(cfg.get("progress", False)))
+                         progress=bool(cfg.get("progress", False)),
+                         parse_string_arguments=bool((cfg.get("predictions") or {}).get("parse_string_arguments")))
 
 
 def evaluator_settings(cfg: DictConfig) -> dict[str, dict[str, Any]]:
@@ -136,7 +138,7 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
 
 
 HOW_SETTINGS = ("device", "home", "output_dir", "reports", "progress", "encoder", "align", "metrics", "demo",
-                "stats")
+                "stats", "predictions")
 """The settings (and groups of settings) that say how to score, not what: every other setting changed from
 its default names what to score, so that the built-in demo is never scored in its place."""
 
@@ -243,17 +245,6 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         return Inputs(gt, preds, [m for m, _ in present], _judges(preds), True)
     preds = list(demo_models.values())
     return Inputs(gt, preds, list(demo_models), _judges(preds), True)
-
-
-def summary_table(names: list[str], aggregates: list[dict], metric_names: tuple[str, ...]) -> str:
-    """A plain-text table of the aggregates, one row per prediction file."""
-    cols = ["model", "ids", *metric_names, "avg_Rounds", "avg_tool_calls"]
-    rows = [[name, str(a["num_ids"])] + [f"{a[m]:.4f}" for m in metric_names]
-            + [f"{a['avg_Rounds']:.2f}", f"{a['avg_tool_calls']:.2f}"] for name, a in zip(names, aggregates)]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
-    return "\n".join(lines)
 
 
 def stats_settings(cfg: DictConfig) -> StatsSettings | None:
@@ -369,7 +360,7 @@ def _run(cfg: DictConfig) -> int:
         print("error: out of memory (the inputs are too large for this machine)", file=sys.stderr)
         return 2
     stats = result.embedding
-    print(summary_table(inputs.names, aggregates, result.scores.names))
+    print(headline(inputs.names, aggregates, out / TRIALS_FILE if inputs.trials else None))
     print(f"texts: {stats.distinct_texts} distinct, {stats.cached} cached, {stats.encoded} encoded; "
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")

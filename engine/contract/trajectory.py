@@ -12,6 +12,7 @@ run) has the same roots with ``{id, question | prompt, image, type}`` objects. E
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract.atomic import atomic_write_text
-from engine.contract.errors import InputError
+from engine.contract.errors import InputError, shown
 from engine.contract.jsonio import (ValueProblem, checked_canonical_json, dumps_json, lenient_canonical_json,
                                     lone_surrogate, read_json)
 
@@ -107,7 +108,10 @@ def _entries(path: Path, root: Any) -> list[tuple[str, dict]]:
     for position, (key, obj) in enumerate(items):
         label = key if key is not None else f"#{position}"
         if not isinstance(obj, dict):
-            raise InputError(path, f"a task must be an object, got {type(obj).__name__}", task_id=label)
+            wrapped = (f"; the file must be a list of task objects (or an object of id -> task), and the list "
+                       f"under {shown(str(key))!r} looks like one" if key is not None and isinstance(obj, list)
+                       and obj and all(isinstance(o, dict) for o in obj) else "")
+            raise InputError(path, f"a task must be an object, got {type(obj).__name__}{wrapped}", task_id=label)
         value = obj.get("id")
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -171,10 +175,23 @@ def not_made_calls(record: Mapping[str, Any]) -> int:
                if isinstance(call, dict) and not call_made(call))
 
 
-def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = False) -> Call:
+def string_object(value: Any) -> dict[str, Any] | None:
+    """The object a JSON string holds (OpenAI-style `arguments`, '{"city": "Paris"}'); None for any other value."""
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = False,
+               parse_strings: bool = False) -> Call:
     """Validate one call object: a non-empty string name, and arguments (default null) that strict
     UTF-8 JSON can hold, nested at most MAX_DEPTH levels; `lenient` (model output): arguments the
-    published scorer scores (NaN, infinities, deeper nesting) are kept, the departure in `warning`."""
+    published scorer scores (NaN, infinities, deeper nesting) are kept, the departure in `warning`;
+    `parse_strings`: arguments given as a JSON string of an object are scored as that object."""
     if not isinstance(obj, dict):
         raise InputError(path, f"a call must be an object, got {type(obj).__name__}",
                          task_id=task_id, field=where)
@@ -186,6 +203,8 @@ def parse_call(path: Path, task_id: str, where: str, obj: Any, lenient: bool = F
     if MADE in obj and not isinstance(obj[MADE], bool):
         raise InputError(path, f"must be true or false, got {obj[MADE]!r}", task_id=task_id, field=f"{where}.{MADE}")
     arguments = obj.get("arguments")
+    if parse_strings and (parsed := string_object(arguments)) is not None:
+        arguments = parsed
     departure = None
     try:
         if lenient:
@@ -246,8 +265,9 @@ def vtb_response(path: Path, task_id: str, obj: Mapping[str, Any]) -> dict[str, 
     return set_steps(record, steps)
 
 
-def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False) -> Trajectory:
-    """Validate one trajectory object and build a Trajectory (`lenient`: see `parse_call`)."""
+def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False,
+                     parse_strings: bool = False) -> Trajectory:
+    """Validate one trajectory object and build a Trajectory (`lenient`, `parse_strings`: see `parse_call`)."""
     family = obj.get("type")
     if family is not None and not isinstance(family, str):
         raise InputError(path, f"type must be a string, got {type(family).__name__}",
@@ -275,20 +295,27 @@ def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False)
         if not isinstance(calls, list):
             raise InputError(path, f"calls must be a list, got {type(calls).__name__}",
                              task_id=task_id, field=f"steps[{si}].calls")
-        steps.append(Step(tuple(parse_call(path, task_id, f"steps[{si}].calls[{ci}]", c, lenient)
-                                for ci, c in enumerate(calls)), step.get("step")))
+        steps.append(Step(tuple(parse_call(path, task_id, f"steps[{si}].calls[{ci}]", c, lenient,
+                                           parse_strings) for ci, c in enumerate(calls)), step.get("step")))
     return Trajectory(id=task_id, type=family, steps=tuple(steps), raw=obj)
 
 
-def parse_trajectories(path: Path, root: Any, lenient: bool = False) -> TrajectoryFile:
+def parse_trajectories(path: Path, root: Any, lenient: bool = False, parse_strings: bool = False) -> TrajectoryFile:
     """Validate a parsed trajectory file's root (a list of tasks or an object of id -> task).
 
     `path` names the source in errors and warnings; a repeated id keeps its last object. `lenient`
     (for model output) scores call arguments the published scorer scores, with a warning per call
-    (the first `MAX_WARNINGS`, then their count).
+    (the first `MAX_WARNINGS`, then their count), and one warning for the calls whose arguments are a
+    JSON string of an object, scored as that string unless `parse_strings`.
     """
     kept, repeated = _last_of_each(path, _entries(path, root))
-    tasks = {task_id: parse_trajectory(path, task_id, obj, lenient) for task_id, obj in kept.items()}
+    tasks = {task_id: parse_trajectory(path, task_id, obj, lenient, parse_strings) for task_id, obj in kept.items()}
+    if lenient and not parse_strings:
+        strings = sum(1 for t in tasks.values() for c in t.calls if string_object(c.arguments) is not None)
+        if strings:
+            log.warning("%s: %d call(s) give their arguments as a JSON string (OpenAI-style); they are scored as "
+                        "strings, as the published scorer scores what it is given: set "
+                        "predictions.parse_string_arguments=true to score them as objects", path, strings)
     if lenient:
         warnings = [c.warning for t in tasks.values() for c in t.calls if c.warning is not None]
         for warning in warnings[:MAX_WARNINGS]:
@@ -299,13 +326,31 @@ def parse_trajectories(path: Path, root: Any, lenient: bool = False) -> Trajecto
     return TrajectoryFile(path=path, tasks=tasks, duplicate_ids=repeated)
 
 
-def read_trajectories(path: str | Path, lenient: bool = False) -> TrajectoryFile:
+def _json_lines(path: Path) -> bool:
+    """Whether a file that is not one JSON document holds JSON Lines (its first line an object)."""
+    try:
+        first = path.read_text(encoding="utf-8-sig").lstrip().split("\n", 1)[0]
+        return first.startswith("{") and isinstance(json.loads(first), dict)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def read_trajectories(path: str | Path, lenient: bool = False, parse_strings: bool = False) -> TrajectoryFile:
     """Read a trajectory file (reference or predicted); a repeated id keeps its last object.
 
-    `lenient`: the file is model output (predictions), read as `parse_trajectories` says.
+    `lenient`, `parse_strings`: the file is model output (predictions), read as `parse_trajectories` says.
+    A JSON Lines file is an InputError saying the shape expected.
     """
     path = Path(path)
-    return parse_trajectories(path, read_json(path, "trajectory file"), lenient)
+    try:
+        root = read_json(path, "trajectory file")
+    except InputError:
+        if not _json_lines(path):
+            raise
+        raise InputError(path, "one JSON object a line (JSON Lines): a trajectory file is one JSON document, a "
+                         "list of task objects (or an object of id -> task); wrap the lines in [ ... ] with "
+                         "commas") from None
+    return parse_trajectories(path, root, lenient, parse_strings)
 
 
 def file_objects(path: str | Path) -> dict[str, list[tuple[int, dict]]]:

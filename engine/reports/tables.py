@@ -54,6 +54,12 @@ class Table:
         body = ["| " + " | ".join(self._cell(v) for v in row) + " |" for row in self.rows]
         return "\n".join([header, rule, *body]) + "\n" + (f"\n{self.note}\n" if self.note else "")
 
+    def to_text(self) -> str:
+        """Aligned plain text for a terminal: a header line, then one line per row (missing cells as '-')."""
+        cells = [list(self.columns)] + [["-" if v is None else self._cell(v) for v in row] for row in self.rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+
     def to_csv(self) -> str:
         """CSV text with full-precision numbers and empty missing cells."""
         return csv_text(self.columns, self.rows)
@@ -63,7 +69,7 @@ class Table:
         return {"title": self.title, "columns": list(self.columns), "rows": self.records(), "note": self.note}
 
 
-def _score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: str) -> Table:
+def score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: str = AVERAGE) -> Table:
     """Rows of the alignment columns, the judge and rubric columns some entry has, and the Average Score.
 
     The Average Score is the plain mean of a row's cells whose metric is in the average (the six
@@ -100,13 +106,13 @@ def leaderboard_table(results: list[ModelResult], sort_by: str = AVERAGE) -> Tab
     The judge columns (Task Completion, Information Grounding) appear only when some model has
     them; Average Score is the plain mean of a row's metric cells that are present.
     """
-    return _score_table([(r.name, r.aggregate) for r in results], "Leaderboard", sort_by)
+    return score_table([(r.name, r.aggregate) for r in results], "Leaderboard", sort_by)
 
 
 def family_tables(results: list[ModelResult], sort_by: str = AVERAGE) -> dict[str, Table]:
     """Paper Tables 5-32: per task family (sorted by name), the leaderboard of the models that have it."""
     families = sorted({family for r in results for family in r.by_type})
-    return {family: _score_table([(r.name, r.by_type[family]) for r in results if family in r.by_type],
+    return {family: score_table([(r.name, r.by_type[family]) for r in results if family in r.by_type],
                                  family, sort_by) for family in families}
 
 

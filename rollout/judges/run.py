@@ -35,6 +35,7 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators._judging import JudgeFailure
+from engine.judge_results import verdict_headline
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
@@ -241,6 +242,8 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     done = sum(1 for i in order if i in entries) - len(left)
     print(f"{judged.name}: {done} of {len(order)} task(s) judged ({len(todo) - len(failed)} now, {len(failed)} "
           f"failed, {len(left)} incomplete){asked} -> {output}")
+    if shard is None and done:
+        print(f"{judged.name}: {verdict_headline(judged, output)}")
     if shard is not None:
         try:
             merge_verdicts(judged, merged, parts_dir, shard.count, all_order, meta, inputs, specs, names)

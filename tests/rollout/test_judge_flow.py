@@ -17,10 +17,13 @@ def test_rollout_judge_score(tmp_path: Path, embedding_cache: Path) -> None:
     judged = run_script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
                         cwd=tmp_path)
     assert "m3_judges: 4 of 4 task(s) judged" in judged.stdout and "call_outcomes: 4 of 4 task(s) judged" in judged.stdout
+    assert "m3_judges: Task Completion 0.9750, Information Grounding 0.9750" in judged.stdout
+    assert "call_outcomes: Illegal Calling Format 0, " in judged.stdout and "Successful Call 9" in judged.stdout
     for suffix in ("taskcompletion", "callanalysis"):
         assert (results / f"scripted_test_mcp_fuzzy_{suffix}.json").is_file()
-    run_script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}", f"output_dir={out}",
-               f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    scored = run_script("score", "sweep=leaderboard", "data=rollout_demo", f"results_dir={results}",
+                        f"output_dir={out}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+    assert "Task Completion" in scored.stdout and "Information Grounding  Average Score" in scored.stdout
 
     result = json.loads((out / "scripted" / "results_eval.json").read_text())
     aggregate = result["aggregate"]
