@@ -154,14 +154,41 @@ HEADLINE_KEYS: tuple[str, ...] = ("answer_sr", "check_accuracy_evaluated")
 """The outcome checks' headline numbers: MCPVerse's SR and TOBench's accuracy over the evaluated tasks."""
 
 
+ODD_COUNTS: tuple[str, ...] = ("score_boolean", "score_out_of_range", "fenced_replies", "empty_replies",
+                                "unanswered_middle_turns")
+"""The counts of what the neighbours' published code reads otherwise than this project (MCPVerse's boolean and
+out-of-range judge scores; VisualToolBench's fenced and empty judge replies and middle turns never answered),
+in an evaluator's aggregate or its ``rubrics`` block when not zero; docs/judges.md says what each would do."""
+
+
+def _file_aggregate(evaluator: Evaluator, path: Path) -> dict[str, Any]:
+    """The joined aggregate of an evaluator's file over the tasks it has."""
+    values = evaluator.read(path) if evaluator.read is not None else Verdicts()
+    joined = Joined()
+    joined.add(evaluator, values)
+    return joined_aggregate(joined, list(values.per_id))
+
+
+def odd_counts(aggregate: Mapping[str, Any]) -> dict[str, int]:
+    """The ODD_COUNTS an aggregate gives (at its top or in its ``rubrics`` block), those not zero, in order."""
+    found = {**aggregate, **(aggregate.get("rubrics") if isinstance(aggregate.get("rubrics"), Mapping) else {})}
+    return {k: found[k] for k in ODD_COUNTS if found.get(k)}
+
+
+def verdict_odd_line(evaluator: Evaluator, path: Path) -> str | None:
+    """One line of the ODD_COUNTS of an evaluator's file, None when there are none."""
+    counts = odd_counts(_file_aggregate(evaluator, path))
+    if not counts:
+        return None
+    return ("read otherwise by the published code (docs/judges.md): "
+            + ", ".join(f"{k} {n}" for k, n in counts.items()))
+
+
 def verdict_headline(evaluator: Evaluator, path: Path) -> str:
     """One line of an evaluator's file's headline numbers under the papers' names, over the tasks it has:
     its leaderboard columns (Task Completion, Information Grounding; VisualToolBench's rubric scores), else
     its HEADLINE_KEYS (SR, Accuracy), else every metric it reports (the call outcome counts)."""
-    values = evaluator.read(path) if evaluator.read is not None else Verdicts()
-    joined = Joined()
-    joined.add(evaluator, values)
-    aggregate = joined_aggregate(joined, list(values.per_id))
+    aggregate = _file_aggregate(evaluator, path)
     metrics = metrics_of(evaluator.name)
     shown = ([m for m in metrics if m.column] or [m for m in metrics if m.key in HEADLINE_KEYS] or list(metrics))
 

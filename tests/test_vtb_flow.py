@@ -81,6 +81,40 @@ def test_a_rerun_judges_again_the_tasks_a_judge_left_unanswered(tmp_path: Path, 
     assert again["meta"]["usage"]["scripted_a"]["cached"] > 0
 
 
+def test_the_judge_app_warns_of_turn_markers_and_shows_the_replies_read_otherwise(tmp_path: Path, chat_server,
+                                                                                   capsys, caplog) -> None:
+    """The judge app reads the tasks as the evaluator does (the one-prompt schema's "[Turn N]" markers said
+    once, with their count) and ends with the counts of the replies the published scripts read otherwise."""
+    from rollout.judges.cli import compose_config
+    from rollout.judges.run import run
+
+    rubric = {"description": "x", "weight": 3}
+    tasks = _write(tmp_path / "tasks.json", [
+        {"id": "a", "prompt": "[Turn 1] Crop it. [Turn 2] Now count.", "rubrics": [rubric]},
+        {"id": "b", "prompt": "[Turn 1] Zoom. [Turn 2] Read.", "rubrics": [rubric, rubric]},
+        {"id": "c", "prompt": "Plain.", "rubrics": [rubric]}])
+    preds = _write(tmp_path / "p_test_mcp_fuzzy.json", [{"id": i, "steps": [], "final_reply": "x"} for i in "abc"])
+    fenced = chat_server(lambda request: '```json\n{"explanation": "ok", "judge_result": "Met"}\n```')
+    cfg = compose_config(["evaluators=[vtb_rubrics]", "stage=vtb_rubrics", "data=vtb_demo", f"data.tasks={tasks}",
+                          f"results_dir={tmp_path}", f"predictions={preds}", f"cache_dir={tmp_path / 'cache'}"])
+    cfg["judges"] = {"max_requests": 2, "pool": {"j": {
+        "provider": "openai", "api_name": "fenced", "base_url": fenced.base_url, "api_key_env": None, "params": {},
+        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
+    with caplog.at_level(logging.WARNING, logger="engine.evaluators.vtb_records"):
+        assert run(cfg) == 0
+    assert [r.message for r in caplog.records].count(
+        f"{tasks}: 2 task(s) give several turns in one prompt ([Turn N] markers, the earlier one-prompt schema): "
+        "each is put and judged as one turn, as VisualToolBench's scripts send it") == 1
+    out = capsys.readouterr().out
+    assert "vtb_rubrics: read otherwise by the published code (docs/judges.md): fenced_replies 4" in out
+    doc = json.loads((tmp_path / "p_test_mcp_fuzzy_rubrics.json").read_text())
+    assert doc["aggregate"]["fenced_replies"] == 4 and doc["aggregate"]["ARS"] == 1.0
+    fenced.policy = lambda request: '{"explanation": "ok", "judge_result": "Met"}'
+    (tmp_path / "p_test_mcp_fuzzy_rubrics.json").unlink()
+    assert run(dict(cfg, cache_dir=str(tmp_path / "cache2"))) == 0
+    assert "read otherwise" not in capsys.readouterr().out
+
+
 def test_a_tasks_file_with_a_repeated_id_is_refused_by_the_judge_app(tmp_path: Path) -> None:
     task = {"id": "vtb-01", "turns": [{"prompt": "q", "rubrics": [{"description": "d", "weight": 2}]}]}
     tasks = _write(tmp_path / "tasks.json", [task, {**task, "turns": []}])

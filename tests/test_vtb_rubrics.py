@@ -22,6 +22,7 @@ from engine.evaluators import vtb_rubrics as vtb
 from engine.evaluators.base import JudgeContext, TaskInputs
 from engine.evaluators.vtb_records import read_task_records, task_groups, task_turns
 from engine.evaluators.vtb_scoring import task_score
+from engine.judge_results import JoinedFiles, joined_aggregate, load_joined
 
 LABELS = ["Met", "Not Met", "Partially Met", "met", " Not  met"]
 
@@ -359,3 +360,44 @@ def test_the_one_prompt_schema_with_turn_markers_is_one_turn_with_a_warning(tmp_
     assert [r.message for r in caplog.records].count(
         f"{path}: 2 task(s) give several turns in one prompt ([Turn N] markers, the earlier one-prompt schema): "
         "each is put and judged as one turn, as VisualToolBench's scripts send it") == 1
+
+
+def test_fenced_and_empty_replies_and_middle_turns_never_answered_are_counted_not_rescored(tmp_path: Path,
+                                                                                         chat_server) -> None:
+    """A reply fenced in ```json and an empty reply (which VisualToolBench's scripts lose the chunk on) and a
+    middle turn never answered are counted apart in the entry and the aggregate; the scores stay the
+    project's reading."""
+    seen: set[str] = set()
+
+    def empty_first(request: dict[str, Any]) -> str:
+        asked = request["messages"][-1]["content"]
+        if asked not in seen:
+            seen.add(asked)
+            return ""
+        return '{"explanation": "ok", "judge_result": "Met"}'
+
+    fenced = chat_server(lambda request: '```json\n{"explanation": "ok", "judge_result": "Met"}\n```')
+    plain = chat_server(lambda request: '{"explanation": "ok", "judge_result": "Met"}')
+    preds = _predictions(["101 x 81 pixels", "red_box.png"], "")
+    entries = {name: _judge(tmp_path / name, {"x": _loopback(server, "x")}, preds)
+               for name, server in (("fenced", fenced), ("empty", chat_server(empty_first)), ("plain", plain))}
+    assert entries["fenced"]["odd_replies"] == {"fenced_replies": 4}
+    assert entries["empty"]["odd_replies"] == {"empty_replies": 4}
+    assert "odd_replies" not in entries["plain"]
+    for entry in entries.values():
+        assert (entry["score"], entry["pass"], entry["unanswered"]) == (1.0, True, 0)
+    doc = vtb.document({"a": entries["fenced"], "b": entries["empty"], "c": entries["plain"]}, {})
+    assert (doc["aggregate"]["fenced_replies"], doc["aggregate"]["empty_replies"]) == (4, 4)
+    assert doc["aggregate"]["ARS"] == 1.0 and "unanswered_middle_turns" not in doc["aggregate"]
+    assert not {"fenced_replies", "empty_replies"} & set(vtb.document({"c": entries["plain"]}, {})["aggregate"])
+    path = _write(tmp_path / "own.json", doc)
+    joined = load_joined(JoinedFiles({"vtb_rubrics": path}))
+    rubrics = joined_aggregate(joined, ["a", "b", "c"])["rubrics"]
+    assert (rubrics["fenced_replies"], rubrics["empty_replies"]) == (4, 4)
+    assert joined_aggregate(joined, ["c"])["rubrics"].keys().isdisjoint({"fenced_replies", "empty_replies"})
+    # a middle turn never answered (the third answers): dropped as published, counted; a last one is not middle
+    first, second = entries["plain"]["turns"]
+    middle = vtb.document({"m": {**entries["plain"], "turns": [first, {**second, "answered": False}, first]},
+                           "l": {**entries["plain"], "turns": [first, {**second, "answered": False}]}}, {})
+    assert middle["aggregate"]["unanswered_middle_turns"] == 1 and middle["aggregate"]["dropped_turns"] == 2
+    assert middle["aggregate"]["ARS"] == 1.0

@@ -342,10 +342,16 @@ def success_rates(levels: Mapping[str, str | None], scores: Mapping[str, float |
 
 
 def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """`success_rates` over these ids (ids without an entry are left out)."""
+    """`success_rates` over these ids (ids without an entry are left out), and the counts of ODD_SCORES
+    replies among them when not zero."""
     known = [i for i in ids if i in verdicts.per_id]
-    return success_rates({i: verdicts.per_id[i]["answer_level"] for i in known},
-                         {i: verdicts.per_id[i].get("answer_success") for i in known})
+    out = success_rates({i: verdicts.per_id[i]["answer_level"] for i in known},
+                        {i: verdicts.per_id[i].get("answer_success") for i in known})
+    for kind in ODD_SCORES:
+        count = sum(int((verdicts.detail.get(i, {}).get("odd_scores") or {}).get(kind, 0)) for i in known)
+        if count:
+            out[kind] = count
+    return out
 
 
 def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:

@@ -245,7 +245,9 @@ class Evaluator:
     verdict's input key (rollout.judges.inputs.input_key), so that a changed file judges its tasks again;
     task_check: ``task_check(options, task_id, task)`` raises the InputError its judge would raise on a task
     record, so the judge app checks every task before it starts a judge or a script (None: nothing to check
-    beyond the tasks file's reader).
+    beyond the tasks file's reader); read_tasks: ``read_tasks(path) -> {id: record}``, the tasks file as its
+    judge reads it, checked, with its warnings once per file (None: the judge app's reader,
+    rollout.judges.inputs.read_task_records).
     """
 
     name: str
@@ -273,6 +275,7 @@ class Evaluator:
     display: Display | None = None
     task_files: tuple[str, ...] = ()
     task_check: Callable[[Mapping[str, Any], str, Mapping[str, Any] | None], None] | None = None
+    read_tasks: Callable[[Path], dict[str, dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))

@@ -26,7 +26,7 @@ from typing import Any
 from engine.contract import InputError, read_json
 from engine.evaluators.base import Verdicts, file_meta, format_version
 from engine.evaluators.vtb_records import listed_records, log_mismatches, rubric_entries, rubric_item, task_groups
-from engine.evaluators.vtb_scoring import FAILED, MET, NOT_MET, TaskVerdicts, other_label, task_values
+from engine.evaluators.vtb_scoring import FAILED, MET, NOT_MET, ODD_REPLIES, TaskVerdicts, other_label, task_values
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,17 @@ def own_verdicts(path: Path, tid: str, entry: Mapping[str, Any], profile: str) -
             if answered[-1] and other_label(votes, profile) is not None:
                 odd.append(f"per_id.{tid}.{where}.judges")
             rubrics.append((item, votes))
-    return TaskVerdicts(tuple(rubrics), tuple(answered), task_groups(entry, len(turns)), failed), odd
+    return TaskVerdicts(tuple(rubrics), tuple(answered), task_groups(entry, len(turns)), failed,
+                        _odd_replies(path, tid, entry.get("odd_replies", {}))), odd
+
+
+def _odd_replies(path: Path, tid: str, raw: Any) -> dict[str, int]:
+    """An entry's ``odd_replies`` ({kind: count} of ODD_REPLIES), checked."""
+    if not isinstance(raw, Mapping) or any(k not in ODD_REPLIES or isinstance(n, bool) or not isinstance(n, int)
+                                           or n < 0 for k, n in raw.items()):
+        raise InputError(path, f"must be an object of {', '.join(ODD_REPLIES)} -> count, got {raw!r}",
+                         task_id=tid, field="odd_replies")
+    return dict(raw)
 
 
 def dropin_verdicts(path: Path, tid: str, record: Mapping[str, Any], position: int,

@@ -20,6 +20,7 @@ results (engine.evaluators.vtb_files).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,9 +32,10 @@ from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, 
 from engine.evaluators._agreement import agreement as agreement_of, judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, Rubric, first_answer, json_object
 from engine.evaluators.vtb_files import SUFFIX, entries, own_verdicts, read_verdicts
-from engine.evaluators.vtb_records import RubricItem, Turn, log_mismatches, task_groups, task_turns
-from engine.evaluators.vtb_scoring import (DEFAULT_PROFILE, FAILED, MET, NOT_MET, aggregate_values, check_profile,
-                                           rubric_outcome, task_values)
+from engine.evaluators.vtb_records import (RubricItem, Turn, log_mismatches, read_task_records, task_groups,
+                                          task_turns)
+from engine.evaluators.vtb_scoring import (DEFAULT_PROFILE, FAILED, MET, NOT_MET, ODD_REPLIES, aggregate_values,
+                                           check_profile, rubric_outcome, task_values)
 
 NAME = "vtb_rubrics"
 
@@ -129,10 +131,31 @@ def rubric_payload(turn: Turn, rubric: RubricItem, answer: str) -> dict[str, Any
             "answer": answer}
 
 
-async def _one_verdict(ctx: JudgeContext, spec: Any, question: Question) -> dict[str, Any]:
+def published_oddity(text: str | None) -> str | None:
+    """Which of ODD_REPLIES a judge reply is (an empty one, or one fenced with ``` that is no JSON as it
+    stands), else None."""
+    body = (text or "").strip()
+    if not body:
+        return "empty_replies"
+    if "```" in body:
+        try:
+            json.loads(body)
+        except ValueError:
+            return "fenced_replies"
+    return None
+
+
+async def _one_verdict(ctx: JudgeContext, spec: Any, question: Question, odd: dict[str, int]) -> dict[str, Any]:
     name = spec.identity["model"]
+
+    def read_reply(text: str) -> tuple[Any, str]:
+        kind = published_oddity(text)
+        if kind is not None:
+            odd[kind] = odd.get(kind, 0) + 1
+        return parse_verdict(text)
+
     try:
-        label, explanation = await first_answer(ctx.pool, spec, question, ctx.attempts, parse_verdict)
+        label, explanation = await first_answer(ctx.pool, spec, question, ctx.attempts, read_reply)
     except JudgeFailure as exc:
         return {"name": name, "error": str(exc)}
     return {"name": name, "verdict": label, "explanation": explanation}
@@ -157,7 +180,8 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     jobs = [(k, j, spec, Question(RUBRIC, rubric_payload(turn, r, answers[k] or "")))
             for k, turn in enumerate(turns) if answers[k] is not None for j, r in enumerate(turn.rubrics)
             for spec in specs]
-    verdicts = await asyncio.gather(*(_one_verdict(ctx, spec, q) for _, _, spec, q in jobs))
+    odd: dict[str, int] = {}
+    verdicts = await asyncio.gather(*(_one_verdict(ctx, spec, q, odd) for _, _, spec, q in jobs))
     by_rubric: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for (k, j, _, _), verdict in zip(jobs, verdicts):
         by_rubric.setdefault((k, j), []).append(verdict)
@@ -173,7 +197,8 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
                             **({"rubric_id": r.rid} if r.rid is not None else {}),
                             "met": met if isinstance(met, bool) else None, "judges": judged})
         out_turns.append({"answered": answers[k] is not None, "rubrics": rubrics})
-    entry: dict[str, Any] = {**task_groups(inputs.task, len(turns)), "profile": profile, "turns": out_turns}
+    entry: dict[str, Any] = {**task_groups(inputs.task, len(turns)), "profile": profile, "turns": out_turns,
+                             **({"odd_replies": {k: odd[k] for k in ODD_REPLIES if k in odd}} if odd else {})}
     values = _entry_values(inputs.task_id, entry, profile)
     for turn, scored in zip(out_turns, values["turns"]):
         turn.update(scored)
@@ -298,4 +323,4 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}), metrics=METRICS,
                       suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
                       option="rubrics", position=30, scripted={RUBRIC.purpose: scripted_answer},
-                      complete=complete, one_judge=one_judge, display=display)
+                      complete=complete, one_judge=one_judge, display=display, read_tasks=read_task_records)

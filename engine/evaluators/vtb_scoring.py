@@ -27,7 +27,7 @@ means over their tasks, a category's with each task scored on its rubrics of tha
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from engine.evaluators.base import mean_or_none
@@ -39,6 +39,16 @@ DEFAULT_PROFILE = "published"
 REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
 """The reducer (engine.evaluators._reducers) each profile combines a rubric's judges with."""
 MET, NOT_MET = "Met", "Not Met"
+
+ODD_REPLIES: tuple[str, ...] = ("fenced_replies", "empty_replies")
+"""The judge replies VisualToolBench's published judge scripts read otherwise than this project: a reply
+fenced in ```json ... ``` (its ``json.loads`` raises and the chunk of tasks is lost; here the object is read
+from the fence) and an empty reply (retried, then ``json.loads(None)`` raises: the chunk is lost; here a
+failed attempt, asked again). Counted per reply read, in a judged entry's ``odd_replies`` and the
+aggregate."""
+COUNTS: tuple[str, ...] = (*ODD_REPLIES, "unanswered_middle_turns")
+"""The counts the aggregate gives only when not zero: ODD_REPLIES and the turns never answered that a later
+turn answers (the published scripts judge such a turn on whatever text the response file holds)."""
 
 
 class _Failed:
@@ -141,13 +151,14 @@ def task_score(items: Sequence[RubricItem], outcomes: Sequence[bool | str | None
 @dataclass(frozen=True)
 class TaskVerdicts:
     """What a verdicts file says of one task: its rubrics with their votes (labels or FAILED, in judge
-    order), which turns the model answered, its breakdown fields, and the (judge, rubric) pairs without
-    usable reply."""
+    order), which turns the model answered, its breakdown fields, the (judge, rubric) pairs without
+    usable reply, and the counts of ODD_REPLIES its judges gave."""
 
     rubrics: tuple[tuple[RubricItem, tuple[Any, ...]], ...]
     answered: tuple[bool, ...]
     groups: Mapping[str, str]
     failed_judges: int = 0
+    odd_replies: Mapping[str, int] = field(default_factory=dict)
 
 
 def _score_json(score: TaskScore) -> dict[str, Any]:
@@ -185,6 +196,9 @@ def task_values(verdicts: TaskVerdicts, profile: str) -> dict[str, Any]:
         "no_critical": score.no_critical, "unanswered": verdicts.failed_judges, "other_labels": others,
         "dropped_turns": sum(1 for a in verdicts.answered if not a) if profile == "published" else 0,
         "unanswered_turns": sum(1 for a in verdicts.answered if not a),
+        "unanswered_middle_turns": sum(1 for k, a in enumerate(verdicts.answered) if not a and any(
+            verdicts.answered[k + 1:])),
+        **{k: verdicts.odd_replies.get(k, 0) for k in ODD_REPLIES},
         "critical_mismatches": sum(r.mismatch for r, _ in verdicts.rubrics),
         "groups": dict(verdicts.groups), "by_category": by_category, "profile": profile}
     if score.score is not None:
@@ -217,8 +231,9 @@ def domain_turn_breakdown(scored: Sequence[Mapping[str, Any]]) -> dict[str, dict
 
 
 def aggregate_values(present: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``rubrics`` block over some tasks' values: ARS, APR, the counts, and the breakdowns by
-    category, domain, evaluation focus, single/multi-turn and domain x single/multi-turn."""
+    """The ``rubrics`` block over some tasks' values: ARS, APR, the counts (those of COUNTS when not zero),
+    and the breakdowns by category, domain, evaluation focus, single/multi-turn and domain x
+    single/multi-turn."""
     scored = [v for v in present if "rubric_score" in v]
     by_category: dict[str, list[list[float]]] = {}
     for v in scored:
@@ -233,6 +248,7 @@ def aggregate_values(present: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "other_labels": sum(v["other_labels"] for v in present),
         "dropped_turns": sum(v["dropped_turns"] for v in present),
         "critical_mismatches": sum(v["critical_mismatches"] for v in present),
+        **{k: n for k in COUNTS if (n := sum(v.get(k, 0) for v in present))},
         "by_category": {c: {"ARS": mean_or_none([p[0] for p in pairs]), "APR": mean_or_none([p[1] for p in pairs]),
                             "tasks": len(pairs)} for c, pairs in sorted(by_category.items())},
         **{f"by_{group}": breakdown(scored, group) for group in GROUPS},

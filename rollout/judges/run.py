@@ -35,7 +35,7 @@ from engine.contract import (InputError, TrajectoryFile, atomic_write_json, chec
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators._judging import JudgeFailure
-from engine.judge_results import verdict_headline
+from engine.judge_results import verdict_headline, verdict_odd_line
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
@@ -92,7 +92,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     if "task" in judged.reads:
         if not data.get("tasks"):
             raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
-        tasks = read_task_records(Path(data["tasks"]))
+        tasks = (judged.read_tasks or read_task_records)(Path(data["tasks"]))
         options["tasks_file"] = str(data["tasks"])
     workspaces = rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.reads else None
     logs = rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.reads else None
@@ -244,6 +244,9 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
           f"failed, {len(left)} incomplete){asked} -> {output}")
     if shard is None and done:
         print(f"{judged.name}: {verdict_headline(judged, output)}")
+        odd = verdict_odd_line(judged, output)
+        if odd is not None:
+            print(f"{judged.name}: {odd}")
     if shard is not None:
         try:
             merge_verdicts(judged, merged, parts_dir, shard.count, all_order, meta, inputs, specs, names)

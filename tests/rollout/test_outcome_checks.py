@@ -137,3 +137,49 @@ def test_demo_sets_rollout_judge_score_reports(tmp_path) -> None:
             assert checks["aggregate"]["error_ids"] == ["tb-04"]
             assert checks["per_id"]["tb-04"]["error"] == "KeyError: 'answer'"
             assert "| scripted | 0.5000 | 0.4000 | 5 | 1 |" in table
+
+
+def test_boolean_and_out_of_range_scores_are_shown_and_carried_into_the_results(tmp_path, chat_server,
+                                                                                capsys) -> None:
+    """MCPVerse judge scores given as true or outside [0, 1]: a line at the end of the judge app's run, and
+    the counts in results_eval.json's aggregate (none of either where no such reply occurs)."""
+    from engine.judge_results import JoinedFiles
+    from engine.unreferenced import write_unreferenced
+
+    tasks = write_json(tmp_path / "data" / "tasks.json", [
+        {"id": "a", "question": "1 + 1?", "level": "L1", "ground_truth": "2"},
+        {"id": "c", "question": "2 + 2?", "level": "L1", "ground_truth": "4"}])
+    preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [{"id": "a", "steps": [], "final_reply": "2"},
+                                                            {"id": "c", "steps": [], "final_reply": "4"}])
+    asked: list[str] = []
+
+    def odd(request: dict) -> str:
+        asked.append(request["messages"][-1]["content"])
+        if "1 + 1?" in asked[-1]:
+            return 'Same.\n```json\n{"score": true}\n```'
+        return 'Same.\n```json\n{"score": %d}\n```' % (2 if sum("2 + 2?" in a for a in asked) == 1 else 1)
+
+    server = chat_server(odd)
+    cfg = compose_judge(f"predictions={preds}", f"data.tasks={tasks}", "stage=answer_equivalence",
+                        "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}",
+                        f"run_dir={tmp_path / 'run'}", "attempts=2", f"workspace_dir={tmp_path / 'ws'}")
+    cfg["judges"] = {"max_requests": 2, "pool": {"j": {
+        "provider": "openai", "api_name": "odd", "base_url": server.base_url, "api_key_env": None, "params": {},
+        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
+    assert run_judge(cfg) == 0
+    out = capsys.readouterr().out
+    assert ("answer_equivalence: read otherwise by the published code (docs/judges.md): score_boolean 1, "
+            "score_out_of_range 1") in out
+    answers = tmp_path / "m_test_mcp_fuzzy_answers.json"
+    assert json.loads(answers.read_text())["aggregate"]["answer_sr"] == 1.0
+    for folder, keep in (("odd", {"a", "c"}), ("plain", set())):
+        doc = json.loads(answers.read_text())
+        doc["per_id"] = {i: e if i in keep else {k: v for k, v in e.items() if k != "odd_scores"}
+                         for i, e in doc["per_id"].items()}
+        named = write_json(tmp_path / f"{folder}_answers.json", doc)
+        (tmp_path / folder).mkdir()
+        write_unreferenced([preds], [tmp_path / folder], ["m"], [JoinedFiles({"answer_equivalence": named})])
+    agg = json.loads((tmp_path / "odd" / "results_eval.json").read_text())["aggregate"]
+    assert (agg["score_boolean"], agg["score_out_of_range"], agg["answer_sr"]) == (1, 1, 1.0)
+    plain = json.loads((tmp_path / "plain" / "results_eval.json").read_text())["aggregate"]
+    assert not {"score_boolean", "score_out_of_range"} & set(plain)
