@@ -19,7 +19,9 @@ from typing import Any
 
 from engine.contract import TrajectoryFile
 from engine.evaluators import evaluators
+from engine.evaluators.answer_equivalence import ODD_SCORES
 from engine.evaluators.base import Evaluator, Verdicts, mean
+from engine.evaluators.vtb_scoring import COUNTS as VTB_COUNTS
 from engine.metricspec import metric_value, metrics_of
 
 log = logging.getLogger(__name__)
@@ -154,8 +156,7 @@ HEADLINE_KEYS: tuple[str, ...] = ("answer_sr", "check_accuracy_evaluated")
 """The outcome checks' headline numbers: MCPVerse's SR and TOBench's accuracy over the evaluated tasks."""
 
 
-ODD_COUNTS: tuple[str, ...] = ("score_boolean", "score_out_of_range", "fenced_replies", "empty_replies",
-                                "unanswered_middle_turns")
+ODD_COUNTS: tuple[str, ...] = (*ODD_SCORES, *VTB_COUNTS)
 """The counts of what the neighbours' published code reads otherwise than this project (MCPVerse's boolean and
 out-of-range judge scores; VisualToolBench's fenced and empty judge replies and middle turns never answered),
 in an evaluator's aggregate or its ``rubrics`` block when not zero; docs/judges.md says what each would do."""
