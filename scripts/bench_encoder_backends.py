@@ -13,9 +13,9 @@ with torch's thread count. All three encode the same texts tokenized once by the
 Parity: the largest difference between each backend's cosine similarities (all pairs of texts) and
 torch's, and every golden case scored from the backend's vectors (put in a temporary embedding
 cache) against the published results, as tests/test_golden.py checks them. Timing: --rounds
-rounds, the backends alternating within a round, on the machine as it is (its load average is
-printed), then again with --busy processes spinning beside it (each ends by itself after
---busy-seconds and is killed when the measurement ends). Prints the times and the ratios
+rounds, the backends alternating within a round (--threads N: each on N threads), on the machine
+as it is (its load average is printed), then again with --busy processes spinning beside it (each
+ends by itself after --busy-seconds and is killed when the measurement ends). Prints the times and the ratios
 torch / backend (above 1: the backend is faster).
 
 onnxruntime, openvino, onnx and onnxscript are not dependencies of the project: without them the
@@ -205,6 +205,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--busy", type=int, default=2, help="spinning processes in the contention phase (0: none)")
     parser.add_argument("--busy-seconds", type=float, default=600.0, help="longest life of a spinning process")
+    parser.add_argument("--threads", type=int, help="threads of every backend (default: torch's default)")
     parser.add_argument("--skip-golden", action="store_true", help="skip scoring the golden cases per backend")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
@@ -220,6 +221,8 @@ def main() -> int:
 
     texts = golden_texts(args.shared)
     encoder = TextEncoder(device="cpu")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
     print(f"{len(texts)} distinct golden call texts; {os.cpu_count()} CPUs, {threads} threads per backend")
     with tempfile.TemporaryDirectory() as tmp:
