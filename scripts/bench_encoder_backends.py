@@ -1,0 +1,251 @@
+"""Time the encoder through torch, ONNX Runtime and OpenVINO on the golden call texts, with parity.
+
+    python scripts/bench_encoder_backends.py [--rounds 5] [--busy 2] [--busy-seconds 600] [--json OUT]
+
+The texts are every distinct call text that scoring the golden cases embeds (the reference GT and
+the four golden prediction files, serialized as the scorer serializes them). The bundled model is
+exported once, from the local weights, with `torch.onnx.export` into a temporary folder: the whole
+sentence-transformers forward pass (transformer, mean pooling, normalization), fp32. ONNX Runtime
+runs it with every graph optimization (ORT_ENABLE_ALL), OpenVINO with fp32 inference precision; both
+with torch's thread count. All three encode the same texts tokenized once by the model's own
+`preprocess`, in the engine's token-budget batches; torch is the engine's own `TextEncoder.encode`.
+
+Parity: the largest difference between each backend's cosine similarities (all pairs of texts) and
+torch's, and every golden case scored from the backend's vectors (put in a temporary embedding
+cache) against the published results, as tests/test_golden.py checks them. Timing: --rounds
+rounds, the backends alternating within a round (--threads N: each on N threads), on the machine
+as it is (its load average is printed), then again with --busy processes spinning beside it (each
+ends by itself after --busy-seconds and is killed when the measurement ends). Prints the times and the ratios
+torch / backend (above 1: the backend is faster).
+
+onnxruntime, openvino, onnx and onnxscript are not dependencies of the project: without them the
+script says how to install them into a scratch virtualenv and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+NEEDED = ("onnxruntime", "openvino", "onnx", "onnxscript")
+INSTALL = """the encoder backends are not installed; in a scratch virtualenv that sees the project's packages:
+    python -m venv /tmp/onnxenv
+    python -c "import site; print(site.getsitepackages()[0])" > "$(/tmp/onnxenv/bin/python -c 'import site; print(site.getsitepackages()[0])')/project.pth"
+    /tmp/onnxenv/bin/pip install onnxruntime openvino onnx onnxscript
+    /tmp/onnxenv/bin/python scripts/bench_encoder_backends.py
+(not sentence-transformers[onnx] nor optimum-onnx: they pin transformers back)"""
+
+SPIN = "import time, sys\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass"
+
+Backend = Callable[[list[str]], "np.ndarray"]
+
+
+def golden_texts(shared: Path) -> list[str]:
+    """Every distinct call text scoring the golden cases embeds, in the scorer's order."""
+    from engine.contract import read_trajectories
+    from engine.serialize import flatten_sweep
+
+    golden = shared / "golden"
+    manifest = json.loads((golden / "manifest.json").read_text())
+    gt = read_trajectories((golden / manifest["gt"]).resolve())
+    preds = [read_trajectories(golden / name / "pred.json", lenient=True) for name in sorted(manifest["cases"])]
+    return flatten_sweep(gt, preds, "reference").texts
+
+
+def export_onnx(model, path: Path) -> None:
+    """The sentence-transformers forward pass (token ids -> normalized sentence embedding) as ONNX."""
+    import torch
+
+    class Forward(torch.nn.Module):
+        def __init__(self, inner) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            features = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+            return self.inner(features)["sentence_embedding"]
+
+    sample = model.preprocess(["an example", "a longer example text for the export"])
+    args = tuple(sample[k] for k in ("input_ids", "attention_mask", "token_type_ids"))
+    axes = {k: {0: "batch", 1: "tokens"} for k in ("input_ids", "attention_mask", "token_type_ids")}
+    with torch.inference_mode():
+        torch.onnx.export(Forward(model).eval(), args, str(path), input_names=list(axes),
+                          output_names=["sentence_embedding"], dynamic_axes=axes | {"sentence_embedding": {0: "batch"}},
+                          opset_version=17, dynamo=False)
+
+
+def batched(encoder, run: Callable[[dict], "np.ndarray"]) -> Backend:
+    """An encode function: texts tokenized once, run in the engine's token-budget batches."""
+    import numpy as np
+
+    from engine.encode import TOKEN_BUDGET, token_batches
+
+    def encode(texts: list[str]) -> np.ndarray:
+        tokens = encoder.tokenize(texts)
+        out = None
+        for rows in token_batches(tokens.lengths, encoder.batch_size, TOKEN_BUDGET):
+            batch = tokens.batch(rows)
+            feats = {k: batch[k].numpy() for k in ("input_ids", "attention_mask", "token_type_ids")}
+            vec = run(feats)
+            if out is None:
+                out = np.empty((len(texts), vec.shape[1]), dtype=np.float32)
+            out[rows] = vec
+        return out
+
+    return encode
+
+
+def backends(encoder, onnx_path: Path, threads: int) -> dict[str, Backend]:
+    """torch (the engine's encode), ONNX Runtime (ORT_ENABLE_ALL) and OpenVINO (fp32)."""
+    import onnxruntime as ort
+    import openvino as ov
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    compiled = ov.Core().compile_model(str(onnx_path), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                               "INFERENCE_NUM_THREADS": threads,
+                                                               "PERFORMANCE_HINT": "LATENCY"})
+    request = compiled.create_infer_request()
+    return {
+        "torch": encoder.encode,
+        "onnxruntime": batched(encoder, lambda f: session.run(None, f)[0]),
+        "openvino": batched(encoder, lambda f: request.infer(f)[0].copy()),
+    }
+
+
+def similarity_gap(reference: "np.ndarray", other: "np.ndarray") -> float:
+    """Largest |cos(a_i, a_j) - cos(b_i, b_j)| over all pairs of texts (float64)."""
+    import numpy as np
+
+    a = reference.astype(np.float64)
+    b = other.astype(np.float64)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    return float(np.abs(a @ a.T - b @ b.T).max())
+
+
+def golden_unchanged(shared: Path, encoder, texts: list[str], vectors: "np.ndarray") -> str:
+    """'yes', or the first difference: the golden cases scored from these vectors against the published results."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from golden import agreeing_similarities, assert_matches_golden, score_golden
+
+    from engine.embedding_cache import EmbeddingCache, text_keys
+
+    golden = shared / "golden"
+    gt = (golden / json.loads((golden / "manifest.json").read_text())["gt"]).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        EmbeddingCache(f"{tmp}/cache", encoder.identity).store(text_keys(texts), vectors)
+        try:
+            scored = score_golden(gt, golden, Path(tmp) / "out", "cpu", f"{tmp}/cache")
+            assert_matches_golden(scored, golden)
+            agreeing_similarities(scored, golden)
+        except AssertionError as err:
+            return f"no: {err!r}"[:200]
+    return "yes"
+
+
+def time_rounds(runs: dict[str, Backend], texts: list[str], rounds: int) -> dict[str, list[float]]:
+    """Seconds of each backend's encode of all texts, the backends alternating within each round."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(rounds):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run(texts)
+            times[name].append(time.perf_counter() - start)
+        print(f"  round {round_ + 1}: " + ", ".join(f"{n} {t[-1]:.3f} s" for n, t in times.items()), flush=True)
+    return times
+
+
+def phase(runs: dict[str, Backend], texts: list[str], rounds: int, busy: int, busy_seconds: float) -> dict:
+    """One timing phase with `busy` spinning processes beside it; its times, ratios and load averages."""
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN, str(busy_seconds)]) for _ in range(busy)]
+    try:
+        if busy:
+            time.sleep(2.0)
+        load_before = os.getloadavg()
+        print(f"{busy} busy processes beside it; load average {load_before[0]:.2f} {load_before[1]:.2f} "
+              f"{load_before[2]:.2f}", flush=True)
+        times = time_rounds(runs, texts, rounds)
+        load_after = os.getloadavg()
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    summary = {"busy": busy, "load_before": load_before, "load_after": load_after, "seconds": times,
+               "min": {n: min(t) for n, t in times.items()}, "median": {n: statistics.median(t) for n, t in times.items()}}
+    summary["torch_over"] = {n: {"min": summary["min"]["torch"] / summary["min"][n],
+                                 "median": summary["median"]["torch"] / summary["median"][n]}
+                             for n in times if n != "torch"}
+    for n, r in summary["torch_over"].items():
+        print(f"  torch / {n}: {r['min']:.3f} (min), {r['median']:.3f} (median); "
+              f"{n} min {summary['min'][n]:.3f} s, torch min {summary['min']['torch']:.3f} s")
+    print(f"  load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}", flush=True)
+    return summary
+
+
+def main() -> int:
+    """Parity, then timing phases; 0 also when the backends are not installed."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data folder")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--busy", type=int, default=2, help="spinning processes in the contention phase (0: none)")
+    parser.add_argument("--busy-seconds", type=float, default=600.0, help="longest life of a spinning process")
+    parser.add_argument("--threads", type=int, help="threads of every backend (default: torch's default)")
+    parser.add_argument("--skip-golden", action="store_true", help="skip scoring the golden cases per backend")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"missing: {', '.join(missing)}")
+        print(INSTALL)
+        return 0
+
+    import torch
+
+    from engine.encode import TextEncoder
+
+    texts = golden_texts(args.shared)
+    encoder = TextEncoder(device="cpu")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
+    print(f"{len(texts)} distinct golden call texts; {os.cpu_count()} CPUs, {threads} threads per backend")
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx_path = Path(tmp) / "model.onnx"
+        export_onnx(encoder.model, onnx_path)
+        runs = backends(encoder, onnx_path, threads)
+        vectors = {name: run(texts) for name, run in runs.items()}  # also the warm-up
+        report: dict = {"texts": len(texts), "threads": threads, "parity": {}}
+        for name in runs:
+            if name == "torch":
+                continue
+            gap = similarity_gap(vectors["torch"], vectors[name])
+            golden = "skipped" if args.skip_golden else golden_unchanged(args.shared, encoder, texts, vectors[name])
+            report["parity"][name] = {"similarity_gap": gap, "golden_unchanged": golden}
+            print(f"{name}: cosine similarities within {gap:.2e} of torch's; golden cases unchanged: {golden}")
+        report["phases"] = [phase(runs, texts, args.rounds, busy, args.busy_seconds)
+                            for busy in sorted({0, args.busy})]
+    if args.json:
+        from engine.contract.atomic import atomic_write_json
+
+        atomic_write_json(args.json, report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
