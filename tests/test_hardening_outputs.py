@@ -222,3 +222,26 @@ def test_a_viewer_site_is_carried_into_the_new_set(tmp_path: Path) -> None:
     (target / "viewer" / "mine.txt").write_text("keep")
     publish(target, {"a.json": "2"})
     assert snapshot(target) == {"a.json": b"2", f"viewer/{staged.SITE_MARKER}": b"{}", "viewer/mine.txt": b"keep"}
+
+
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under folder: a file's bytes, None for a folder."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize("previous", [False, True], ids=["foreign-folder", "previous-run-with-foreign-file"])
+def test_a_refused_output_dir_is_left_byte_for_byte(small_sweep, tmp_path: Path, embedding_cache: Path,
+                                                     previous: bool) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    if previous:  # a previous run's folder, with its .hydra/ and log, to which a user added a file
+        (out / ".hydra").mkdir()
+        (out / ".hydra" / "config.yaml").write_text("old: 1\n")
+        (out / "score.log").write_text("old log\n")
+    (out / "notes.txt").write_text("mine")
+    before = _tree(out)
+    proc = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: output_dir {out} holds 1 entry"), proc.stderr
+    assert _tree(out) == before

@@ -96,10 +96,19 @@ class RunFolder(Callback):
     (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created."""
 
     created: Path | None = None  # the outermost folder this run created, None when it created none
+    check: Callable[[DictConfig, Path], None] | None = None  # the app's check of an existing run folder
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Called before Hydra creates the run folder."""
+        """Called before Hydra creates the run folder (or writes into it): an existing folder the app
+        refuses (`check`, raising a ValueError such as ConfigError, or an OSError) ends the run with one line and status 2
+        before Hydra writes `.hydra/` and the log into it."""
         folder = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
+        if RunFolder.check is not None and folder.is_dir():
+            try:
+                RunFolder.check(config, folder)
+            except (ValueError, OSError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                sys.exit(2)
         outermost = None
         for path in (folder, *folder.parents):
             if path.exists():
@@ -362,13 +371,15 @@ def interrupted(exc: KeyboardInterrupt) -> int:
 
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
               open_keys: Sequence[str] = (), names: Sequence[str] = (),
-              rewrite: Callable[[list[str]], list[str]] | None = None) -> Callable[[], None]:
+              rewrite: Callable[[list[str]], list[str]] | None = None,
+              check_folder: Callable[[DictConfig, Path], None] | None = None) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
     (`rewrite` first, when given: the app's shorthands spelt out; then check_command_line, with the
     app's open_keys and names, before Hydra makes a run folder of them),
     then runs `run` (each job of a multirun) and exits with its status; a run stopped by bad input
     (status 2) removes the run folder it created when that holds nothing but Hydra's own files
-    (RunFolder). Ctrl-C ends it with one line and status 130 (`interrupted`). With `quick_exit`, the
+    (RunFolder); `check_folder(cfg, folder)`, when given, checks an existing run folder before Hydra
+    writes into it (RunFolder.check). Ctrl-C ends it with one line and status 130 (`interrupted`). With `quick_exit`, the
     process ends through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
@@ -386,6 +397,7 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
         except CommandLineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
+        RunFolder.check = check_folder
         try:
             task()
         except KeyboardInterrupt as exc:
