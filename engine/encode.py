@@ -316,18 +316,18 @@ def embed_distinct(texts: list[str], encoder: TextEncoder,
             vectors = _place(vectors, missing[stored], stored_vectors[stored])
             missing = missing[~stored]
             if len(missing):
-                saved = 0
+                saved = np.zeros(len(missing), dtype=bool)
 
                 def save(rows: np.ndarray, values: np.ndarray) -> None:
-                    nonlocal saved
                     cache.store(keys[missing[rows]], values)
-                    saved += len(rows)
+                    saved[rows] = True
 
                 try:
                     fresh = encoder.encode([texts[i] for i in missing], save=save)
                 except KeyboardInterrupt:
-                    done = len(texts) - len(missing) + saved
+                    done = len(texts) - len(missing) + int(saved.sum())
                     raise Interrupted(f"{done} of {len(texts)} texts encoded and saved to the embedding cache "
                                       f"{cache.directory}; rerun to go on") from None
+                cache.store(keys[missing[~saved]], fresh[~saved])  # what the encoder did not hand to save
                 vectors = _place(vectors, missing, fresh)
     return vectors, EmbeddingStats(len(texts), len(texts) - len(missing), len(missing))
