@@ -6,13 +6,14 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engine.contract import Interrupted
 from engine.embedding_cache import EmbeddingCache, text_keys
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ def _weights_fingerprint(path: Path, h: "hashlib._Hash") -> None:
         with weights.open("rb") as fh:
             h.update(fh.read(1 << 20))
 
+
+SAVE_EVERY = 5.0
+"""Seconds between two saves of the vectors encoded so far (`TextEncoder.encode`'s `save`)."""
 
 PROGRESS_DELAY = 2.0
 """Seconds of encoding before its progress bar shows (on stderr; with progress on): a short run shows none."""
@@ -138,13 +142,16 @@ class TextEncoder:
         """Token count of each text after the model's truncation (special tokens included)."""
         return self.tokenize(texts).lengths
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], save: Callable[[np.ndarray, np.ndarray], None] | None = None,
+               every: float = SAVE_EVERY) -> np.ndarray:
         """Raw float32 embeddings (n, dim): texts tokenized once, then encoded in `token_batches`.
 
         The model is sentence-transformers' own (its `preprocess` and forward pass); a batch's
         features are exactly what `preprocess` gives for its texts. Vectors stay on the model's
-        device until all are encoded; matmuls run at full float32 precision whatever the global
-        setting (`full_precision`).
+        device until saved; matmuls run at full float32 precision whatever the global setting
+        (`full_precision`). With `save`, the rows encoded so far and their vectors are handed to it
+        every `every` seconds, at the end, and when the encoding stops early (Ctrl-C, an error), so
+        that no finished batch is lost.
         """
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -155,14 +162,32 @@ class TextEncoder:
         model = self.model
         tokens = self.tokenize(texts)
         vectors = None
+        done: list[np.ndarray] = []  # rows encoded and not yet saved
+        last = time.monotonic()
+
+        def flush() -> None:
+            nonlocal last
+            if save is not None and done and vectors is not None:
+                rows = np.concatenate(done)
+                save(rows, vectors[torch.as_tensor(rows, device=vectors.device)].cpu().numpy())
+                done.clear()
+            last = time.monotonic()
+
         with torch.inference_mode(), full_precision(), tqdm(total=len(texts), desc="Encoding", unit="text",
                                                             delay=PROGRESS_DELAY, disable=not self.progress) as bar:
-            for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET):
-                batch = model(batch_to_device(tokens.batch(rows), model.device))["sentence_embedding"].float()
-                if vectors is None:
-                    vectors = torch.empty((len(texts), batch.shape[1]), dtype=torch.float32, device=batch.device)
-                vectors[torch.as_tensor(rows, device=batch.device)] = batch
-                bar.update(len(rows))
+            try:
+                for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET):
+                    batch = model(batch_to_device(tokens.batch(rows), model.device))["sentence_embedding"].float()
+                    if vectors is None:
+                        vectors = torch.empty((len(texts), batch.shape[1]), dtype=torch.float32,
+                                              device=batch.device)
+                    vectors[torch.as_tensor(rows, device=batch.device)] = batch
+                    done.append(rows)
+                    bar.update(len(rows))
+                    if time.monotonic() - last >= every:
+                        flush()
+            finally:
+                flush()
         return vectors.cpu().numpy()
 
 
@@ -274,7 +299,9 @@ def embed_distinct(texts: list[str], encoder: TextEncoder,
 
     With every text cached, the encoder model is never loaded. Texts the cache lacks are
     encoded under the cache's lock, after looking again for those another process stored
-    meanwhile, so processes sharing a cache encode each text once in total.
+    meanwhile, so processes sharing a cache encode each text once in total. Their vectors are
+    stored as they are encoded (every SAVE_EVERY seconds): a run stopped by Ctrl-C raises
+    `Interrupted` (saying how many texts are saved), and a rerun encodes only the others.
     """
     if not cache_dir:
         vectors = encoder.encode(texts) if texts else np.zeros((0, 0), dtype=np.float32)
@@ -289,7 +316,18 @@ def embed_distinct(texts: list[str], encoder: TextEncoder,
             vectors = _place(vectors, missing[stored], stored_vectors[stored])
             missing = missing[~stored]
             if len(missing):
-                fresh = encoder.encode([texts[i] for i in missing])
+                saved = np.zeros(len(missing), dtype=bool)
+
+                def save(rows: np.ndarray, values: np.ndarray) -> None:
+                    cache.store(keys[missing[rows]], values)
+                    saved[rows] = True
+
+                try:
+                    fresh = encoder.encode([texts[i] for i in missing], save=save)
+                except KeyboardInterrupt:
+                    done = len(texts) - len(missing) + int(saved.sum())
+                    raise Interrupted(f"{done} of {len(texts)} texts encoded and saved to the embedding cache "
+                                      f"{cache.directory}; rerun to go on") from None
+                cache.store(keys[missing[~saved]], fresh[~saved])  # what the encoder did not hand to save
                 vectors = _place(vectors, missing, fresh)
-                cache.store(keys[missing], fresh)
     return vectors, EmbeddingStats(len(texts), len(texts) - len(missing), len(missing))

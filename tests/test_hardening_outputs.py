@@ -189,3 +189,59 @@ def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_pa
     subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), cwd=tmp_path, check=True,
                    capture_output=True)
     assert snapshot(out) == sets[0.5] and not (tmp_path / STAGING).exists()
+
+
+@pytest.mark.slow
+def test_rescoring_keeps_the_viewer_site_and_the_files_a_user_put_there(small_sweep, tmp_path: Path,
+                                                                         embedding_cache: Path) -> None:
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), capture_output=True, text=True,
+                           env=env)
+    assert first.returncode == 0, first.stderr
+    view = subprocess.run([sys.executable, str(ROOT / "scripts" / "view.py"), str(out)], capture_output=True,
+                          text=True, env=env)
+    assert view.returncode == 0, view.stderr
+    (out / "viewer" / "notes.txt").write_text("mine")
+    site = {p.relative_to(out).as_posix(): p.read_bytes() for p in (out / "viewer").rglob("*") if p.is_file()}
+    again = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.6), capture_output=True, text=True,
+                           env=env)
+    assert again.returncode == 0, again.stderr
+    assert {p.relative_to(out).as_posix(): p.read_bytes() for p in (out / "viewer").rglob("*") if p.is_file()} == site
+    third = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.7), capture_output=True, text=True,
+                           env=env)
+    assert third.returncode == 0, third.stderr
+    assert (out / "viewer" / "notes.txt").read_text() == "mine"
+
+
+def test_a_viewer_site_is_carried_into_the_new_set(tmp_path: Path) -> None:
+    target = tmp_path / "run"
+    publish(target, {"a.json": "1"})
+    (target / "viewer").mkdir()
+    (target / "viewer" / staged.SITE_MARKER).write_text("{}")
+    (target / "viewer" / "mine.txt").write_text("keep")
+    publish(target, {"a.json": "2"})
+    assert snapshot(target) == {"a.json": b"2", f"viewer/{staged.SITE_MARKER}": b"{}", "viewer/mine.txt": b"keep"}
+
+
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under folder: a file's bytes, None for a folder."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize("previous", [False, True], ids=["foreign-folder", "previous-run-with-foreign-file"])
+def test_a_refused_output_dir_is_left_byte_for_byte(small_sweep, tmp_path: Path, embedding_cache: Path,
+                                                     previous: bool) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    if previous:  # a previous run's folder, with its .hydra/ and log, to which a user added a file
+        (out / ".hydra").mkdir()
+        (out / ".hydra" / "config.yaml").write_text("old: 1\n")
+        (out / "score.log").write_text("old log\n")
+    (out / "notes.txt").write_text("mine")
+    before = _tree(out)
+    proc = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: output_dir {out} holds 1 entry"), proc.stderr
+    assert _tree(out) == before

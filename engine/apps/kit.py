@@ -38,6 +38,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from engine.apps.overrides import (CommandLineError, check_names, hydra_arguments, override_values, sweep_jobs,
                                    unparsable)
+from engine.contract import Interrupted
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
@@ -95,10 +96,19 @@ class RunFolder(Callback):
     (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created."""
 
     created: Path | None = None  # the outermost folder this run created, None when it created none
+    check: Callable[[DictConfig, Path], None] | None = None  # the app's check of an existing run folder
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Called before Hydra creates the run folder."""
+        """Called before Hydra creates the run folder (or writes into it): an existing folder the app
+        refuses (`check`, raising a ValueError such as ConfigError, or an OSError) ends the run with one line and status 2
+        before Hydra writes `.hydra/` and the log into it."""
         folder = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
+        if RunFolder.check is not None and folder.is_dir():
+            try:
+                RunFolder.check(config, folder)
+            except (ValueError, OSError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                sys.exit(2)
         outermost = None
         for path in (folder, *folder.parents):
             if path.exists():
@@ -347,15 +357,30 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
     return f"hydra.job.config.override_dirname.exclude_keys=[{','.join(excluded)}]"
 
 
+INTERRUPTED = 130
+"""The exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell gives)."""
+
+
+def interrupted(exc: KeyboardInterrupt) -> int:
+    """Say in one line on stderr that Ctrl-C stopped the run (with what was kept, when the run says:
+    engine.contract.Interrupted); the exit status to end with."""
+    print(f"interrupted: {exc}" if isinstance(exc, Interrupted) and str(exc) else
+          "interrupted (Ctrl-C): the run stopped before its outputs were written", file=sys.stderr)
+    return INTERRUPTED
+
+
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
               open_keys: Sequence[str] = (), names: Sequence[str] = (),
-              rewrite: Callable[[list[str]], list[str]] | None = None) -> Callable[[], None]:
+              rewrite: Callable[[list[str]], list[str]] | None = None,
+              check_folder: Callable[[DictConfig, Path], None] | None = None) -> Callable[[], None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
     (`rewrite` first, when given: the app's shorthands spelt out; then check_command_line, with the
     app's open_keys and names, before Hydra makes a run folder of them),
     then runs `run` (each job of a multirun) and exits with its status; a run stopped by bad input
     (status 2) removes the run folder it created when that holds nothing but Hydra's own files
-    (RunFolder). With `quick_exit`, the process ends through exit_now."""
+    (RunFolder); `check_folder(cfg, folder)`, when given, checks an existing run folder before Hydra
+    writes into it (RunFolder.check). Ctrl-C ends it with one line and status 130 (`interrupted`). With `quick_exit`, the
+    process ends through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
@@ -372,7 +397,11 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
         except CommandLineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
-        task()
+        RunFolder.check = check_folder
+        try:
+            task()
+        except KeyboardInterrupt as exc:
+            sys.exit(interrupted(exc))
 
     def main() -> None:
         if not quick_exit:
@@ -394,10 +423,14 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
 
 def command_app(app: str, run: Callable[[list[str] | None], int]) -> Callable[[], None]:
     """The entry point of a plain command line app: runs `run` on the process's arguments and exits
-    with its status."""
+    with its status (130 after one line on Ctrl-C)."""
 
     def main() -> None:
-        sys.exit(run(None))
+        try:
+            code = run(None)
+        except KeyboardInterrupt as exc:
+            code = interrupted(exc)
+        sys.exit(code)
 
     main.__doc__ = f"Entry point of m3bench-{app} (a plain command line)."
     return main

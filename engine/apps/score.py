@@ -323,6 +323,19 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
     return aggregates
 
 
+def planned_outputs(inputs: Inputs) -> list[str]:
+    """The entries a run scoring `inputs` may write into its output folder."""
+    if inputs.gt is None:
+        return inputs.names if inputs.per_file_dirs else ["results_eval.json", "results_eval.csv"]
+    return [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES, TRIALS_FILE, STATS_FILE]
+
+
+def check_existing_folder(cfg: DictConfig, folder: Path) -> None:
+    """Before Hydra writes into an existing output folder: ConfigError unless this run's outputs may
+    replace it (engine.contract.staged.check_output_folder), so a refused folder is left as it was."""
+    check_output_folder(folder, planned_outputs(resolve_inputs(cfg)))
+
+
 def run(cfg: DictConfig) -> int:
     """Score what the config names and write the outputs; returns the process exit code.
 
@@ -346,8 +359,7 @@ def _run(cfg: DictConfig) -> int:
         stats_settings(cfg)
         if inputs.gt is None:
             return _run_unreferenced(cfg, inputs, out, grids)
-        check_output_folder(out, [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES,
-                                  TRIALS_FILE, STATS_FILE])
+        check_output_folder(out, planned_outputs(inputs))
         timer = StageTimer()
         prepared = prepare_sweep(inputs.gt, inputs.predictions, settings, timer)
         result = score_prepared(prepared, thresholds)
@@ -376,7 +388,7 @@ def _run_unreferenced(cfg: DictConfig, inputs: Inputs, out: Path, grids: tuple[l
     if needs:
         raise ConfigError(f"{needs[0]} needs reference trajectories (set data.gt=PATH), and this run has none")
     log.warning(NO_REFERENCE)
-    check_output_folder(out, inputs.names if inputs.per_file_dirs else ["results_eval.json", "results_eval.csv"])
+    check_output_folder(out, planned_outputs(inputs))
     dirs = [Path(name) for name in inputs.names] if inputs.per_file_dirs else [Path(".")]
     with staged_folder(out) as folder:
         aggregates = write_unreferenced(inputs.predictions, [folder / d for d in dirs], inputs.names, inputs.judges)
@@ -397,4 +409,5 @@ def _number(value: Any) -> str:
 OPEN_KEYS = tuple(f"model.{e.option}" for e in evaluators())
 """New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
 
-main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS, rewrite=score_shorthands)
+main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS, rewrite=score_shorthands,
+                check_folder=check_existing_folder)

@@ -5,7 +5,8 @@ Nothing here imports the scoring stages, so the rollout side depends on this pac
 
 from engine.contract.atomic import (atomic_write_bytes, atomic_write_csv, atomic_write_json, atomic_write_text,
                                     csv_text, default_file_mode)
-from engine.contract.errors import ConfigError, InputError, check_choice, check_name, config_int, is_number, shown
+from engine.contract.errors import (ConfigError, InputError, Interrupted, check_choice, check_name, config_int,
+                                    is_number, shown)
 from engine.contract.failures import (AGENT, CUT_SHORT, ERROR_KINDS, MODEL_API, REPLAY, SERVER, is_lost, lost_tasks,
                                       record_error, scorable, server_down, task_error, without_lost)
 from engine.contract.jsonio import (MAX_DEPTH, append_line, canonical_json, checked_canonical_json, digest,
@@ -20,7 +21,7 @@ from engine.contract.trajectory import (MADE, NOT_MADE_RESULT, SAFE_NAME_CHARS, 
 __all__ = [
     "AGENT", "CUT_SHORT", "ERROR_KINDS", "MODEL_API", "REPLAY", "SERVER", "is_lost", "lost_tasks", "record_error",
     "scorable", "server_down", "task_error", "without_lost",
-    "Call", "ConfigError", "InputError", "MADE", "MAX_DEPTH", "NOT_MADE_RESULT", "SAFE_NAME_CHARS", "Step", "Task",
+    "Call", "ConfigError", "InputError", "Interrupted", "MADE", "MAX_DEPTH", "NOT_MADE_RESULT", "SAFE_NAME_CHARS", "Step", "Task",
     "Trajectory", "TrajectoryFile",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
     "call_made", "canonical_json", "check_choice", "check_name", "checked_canonical_json", "config_int",

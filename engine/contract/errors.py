@@ -76,6 +76,10 @@ class ConfigError(ValueError):
     """A configuration value that cannot be used."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with one line saying what was kept (the apps print it: ``interrupted: <line>``)."""
+
+
 def is_number(value: Any) -> bool:
     """A finite int or float (booleans excluded); an integer too large for a float is not one."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):

@@ -9,7 +9,9 @@ killed run leaves behind is removed by the next run on the same target.
 
 The target may hold only what scoring runs put there: the outputs a run listed in its manifest
 (`MANIFEST`), the outputs this run writes, and the run's bookkeeping (Hydra's ``.hydra/`` and
-``*.log`` files, carried into the new set by hard links so an open log keeps its file), and a
+``*.log`` files, carried into the new set by hard links so an open log keeps its file), the viewer's
+sites (folders holding `SITE_MARKER`: carried into the new set as they are, with any file a user put there;
+the viewer rebuilds its own site, engine.viewer.folder), and a
 staging container holding only folders of dead processes (a killed build of an output inside the
 folder, such as the viewer's site; it goes with the previous set), as are the staging folders of older
 viewers' killed builds (`OLD_SITE_STAGE`). Anything else is refused with a
@@ -35,6 +37,8 @@ from engine.contract.atomic import atomic_write_json
 from engine.contract.errors import ConfigError
 
 MANIFEST = ".m3bench-outputs.json"
+SITE_MARKER = ".m3bench-viewer.json"
+"""The marker file of a viewer's site (engine.viewer.folder.MARKER)."""
 STAGING = ".m3bench-staging"
 OLD_SITE_STAGE = re.compile(r"\.(?P<target>.+)\.building-(?P<pid>\d+)")
 """The staging folder of a site built by older versions of the viewer: ``.<site folder>.building-<pid>``
@@ -45,6 +49,11 @@ _AT_FDCWD = -100
 
 def _is_bookkeeping(name: str) -> bool:
     return name == ".hydra" or name.endswith(".log")
+
+
+def _is_site(entry: Path) -> bool:
+    """Whether an entry of the folder is a viewer's site (a real folder holding its marker): kept as it is."""
+    return entry.is_dir() and not entry.is_symlink() and (entry / SITE_MARKER).is_file()
 
 
 def listed_outputs(target: Path) -> set[str]:
@@ -70,6 +79,7 @@ def check_output_folder(target: Path, planned: Iterable[str] = ()) -> None:
             raise ConfigError(f"output_dir {target} is not a folder")
         return
     ours = listed_outputs(target) | set(planned) | {MANIFEST}
+    ours.update(e.name for e in os.scandir(target) if _is_site(Path(e.path)))
     if _only_abandoned(target / STAGING):
         ours.add(STAGING)  # left by a killed run of an output inside the folder (the viewer's site)
     ours.update(e.name for e in os.scandir(target) if old_site_stage(Path(e.path)))  # the same, of older viewers
@@ -121,7 +131,7 @@ def _only_abandoned(container: Path) -> bool:
 
 
 def _carry(source: Path, destination: Path) -> None:
-    """Bookkeeping entry `source` into `destination`: files hard-linked (copied across devices)."""
+    """Bookkeeping entry or site `source` into `destination`: files hard-linked (copied across devices)."""
     if source.is_dir() and not source.is_symlink():
         destination.mkdir()
         for child in source.iterdir():
@@ -215,7 +225,7 @@ def staged_folder(target: Path) -> Iterator[Path]:
         check_output_folder(target, outputs)
         if target.is_dir():
             for entry in os.scandir(target):
-                if _is_bookkeeping(entry.name) and entry.name not in outputs:
+                if (_is_bookkeeping(entry.name) or _is_site(Path(entry.path))) and entry.name not in outputs:
                     _carry(Path(entry.path), stage / entry.name)
         atomic_write_json(stage / MANIFEST, {"outputs": outputs})
         _fsync_tree(stage)

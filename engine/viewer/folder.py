@@ -25,9 +25,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engine.contract import ConfigError, shown
-from engine.contract.staged import MANIFEST, listed_outputs, old_site_stage
+from engine.contract.staged import MANIFEST, SITE_MARKER, listed_outputs, old_site_stage
 
-MARKER = ".m3bench-viewer.json"
+MARKER = SITE_MARKER
 """The file every site holds: {"site": "m3bench-viewer", "run": the run folder it shows, "files": {relative
 path: {"size": bytes, "sha256": hex}} of every other file the viewer wrote into it}."""
 SITE_LAYOUT = ("index.html", "core.js", "blocks.js", "task.js", "trials.js", "viewer.js", "viewer.css", MARKER,

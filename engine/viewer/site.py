@@ -55,7 +55,8 @@ def _plots(run: Run, stage: Path) -> list[str]:
 
 
 def _note_in_manifest(run_dir: Path, site: Path) -> None:
-    """List the site among a scoring run's outputs, so that scoring into the folder again replaces it."""
+    """List the site among a scoring run's outputs (a site without its marker is then known as the run's);
+    scoring into the folder again keeps a site as it is (engine.contract.staged)."""
     manifest = run_dir / MANIFEST
     if site.parent.resolve() != run_dir.resolve() or not manifest.is_file():
         return
