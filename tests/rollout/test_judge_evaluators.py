@@ -10,7 +10,7 @@ import pytest
 from rollout_helpers import ROOT, compose_judge
 
 from engine.contract import InputError, read_trajectories
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs
+from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
 from engine.evaluators._judging import Question, first_answer, parse_score
 from engine.evaluators._prompts import COMPLETION, completion_payload
 from rollout.judges.run import configured, evaluator_stage
@@ -30,7 +30,7 @@ PROBE = Evaluator(name="probe", reads=frozenset({"prediction", "final_answer", "
                   metrics=(Metric("probe_score", "Probe", "probe", ("reference", "paper"), "judged_mean", False,
                                   False, 0.0, 1.0),),
                   suffix="probe", judge=_judge, document=lambda entries, meta: {"per_id": entries, "meta": meta},
-                  entries=lambda path: json.loads(path.read_text())["per_id"], read=lambda path: None)
+                  entries=lambda path: json.loads(path.read_text())["per_id"], read=lambda path: Verdicts())
 
 
 def test_an_evaluator_judges_every_task_and_resumes(tmp_path):
