@@ -35,7 +35,7 @@ HELP = "; --help lists its settings"
      "model=gpt5,grok44: group model has no option 'grok44'; closest: grok4, grok4_fast"),
     ("score", ["metrics=papers"], "metrics=papers: group metrics has no option 'papers'; closest: paper"),
     ("score", ["data=xyz"], "data=xyz: group data has no option 'xyz'; options: demo, m3bench, mcpverse, "
-                            "mcpverse_demo, rollout_demo, tobench, tobench_demo, vtb_demo"),
+                            "mcpverse_demo, rollout_demo, tobench, tobench_demo, vtb, vtb_demo"),
     ("score", ["~align.tau_wek"], f"~align.tau_wek: m3bench-score has no setting align.tau_wek (closest: "
                                   f"align.tau_weak){HELP}"),
     ("score", ["-m", "hydra/launcher=local_paralel"], "hydra/launcher=local_paralel: group hydra/launcher has no "

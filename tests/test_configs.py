@@ -80,7 +80,7 @@ def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
 def test_the_data_sets_are_shared_by_the_score_judge_and_rollout_apps() -> None:
     assert [app for app in APPS if SHARED in config_roots(app)] == SHARING
     assert DATA_SETS == ["demo", "m3bench", "mcpverse", "mcpverse_demo", "rollout_demo", "tobench", "tobench_demo",
-                         "vtb_demo"]
+                         "vtb", "vtb_demo"]
     for app in SHARING:
         assert config_groups(app)["data"] == DATA_SETS
 

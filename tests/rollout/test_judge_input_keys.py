@@ -31,7 +31,8 @@ def _judge(capsys, output: Path, *overrides: str) -> tuple[dict[str, Any], str, 
     before = _requests(json.loads(output.read_text())) if output.is_file() else 0
     assert run(compose_judge("judges=scripted", "cache_dir=null", *overrides)) == 0
     doc = json.loads(output.read_text())
-    return doc, capsys.readouterr().out.strip().splitlines()[-1], _requests(doc) - before
+    judged = [ln for ln in capsys.readouterr().out.splitlines() if " task(s) judged (" in ln]  # not the headline
+    return doc, judged[-1], _requests(doc) - before
 
 
 def _entries(doc: dict[str, Any]) -> dict[str, Any]:
