@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.apps import report
+from engine.apps import report, view
 from engine.reports.groups import group_results
 from engine.reports.index import read_index
 from engine.reports.read import collect_run
@@ -57,6 +57,10 @@ def test_runs_of_other_thresholds_are_separated_and_named(tmp_path: Path, embedd
     assert report.run(["--list", str(tmp_path / "index")]) == 0
     listed = capsys.readouterr().out
     assert str(runs / "align.tau_weak=0.5") in listed and str(runs / "align.tau_weak=0.7") in listed
+    assert view.run([str(runs / "align.tau_weak=0.5")]) == 0
+    assert view.run([str(tmp_path / "index")]) == 0
+    page = (tmp_path / "index" / "runs.html").read_text()
+    assert page.count("<tr><td>") == 10 and page.count(">site</a>") == 5 and page.count("not built") == 5
 
 
 @pytest.mark.slow

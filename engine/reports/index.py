@@ -8,11 +8,12 @@ runs are serialised by a lock file beside the index, and the index is replaced a
 from __future__ import annotations
 
 import fcntl
+import html
 import time
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, atomic_write_json, read_json
+from engine.contract import InputError, atomic_write_json, atomic_write_text, read_json
 from engine.metricspec import AVERAGE
 from engine.reports.groups import COMPARED, group_results
 from engine.reports.read import collect_run
@@ -21,6 +22,7 @@ from engine.reports.tables import Table, leaderboard_table
 INDEX_FILE = "index.json"
 LOCK_FILE = ".index.lock"
 SITE = "viewer/index.html"
+PAGE = "runs.html"
 
 
 def run_entry(run_dir: Path) -> dict[str, Any]:
@@ -73,3 +75,29 @@ def index_table(entries: list[dict[str, Any]]) -> Table:
             rows.append([entry["run"], entry.get("time"), model, scores.get(model),
                          *(settings.get(key) for key in COMPARED), str(site) if site.is_file() else None])
     return Table(["Run", "Time", "Model", AVERAGE, *COMPARED, "Site"], rows, title="Scoring runs")
+
+
+def write_index_page(index_dir: Path, out: Path | None = None) -> Path:
+    """A static page listing every run of index_dir/index.json with its settings and Average Scores, each
+    run's viewer site linked when built; written to out (default: index_dir)/runs.html, returned."""
+    index_dir = Path(index_dir)
+    entries = read_index(index_dir)
+    if not entries:
+        raise InputError(index_dir / INDEX_FILE, "no run index here (score runs add to <index_dir>/index.json, "
+                                                 "by default <home>/runs)")
+    table = index_table(entries)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+    body = []
+    for row in table.rows:
+        cells = [html.escape("–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row[:-1]]
+        site = row[-1]
+        link = f'<a href="{html.escape(Path(site).as_uri())}">site</a>' if site else "not built"
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{link}</td></tr>")
+    page = ("<!doctype html><meta charset=\"utf-8\"><title>Scoring runs</title>"
+            "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style>"
+            f"<h1>Scoring runs ({len(entries)})</h1><p>{html.escape(str(index_dir / INDEX_FILE))}; runs are "
+            "comparable when reference, tau_weak, tau_strong, profile and encoder agree.</p>"
+            f"<table><tr>{head}</tr>{''.join(body)}</table>\n")
+    path = Path(out or index_dir) / PAGE
+    atomic_write_text(path, page)
+    return path
