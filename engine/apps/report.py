@@ -13,7 +13,13 @@ from pathlib import Path
 from engine.apps.kit import command_app
 from engine.contract import InputError
 from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
-from engine.reports.write import write_reports
+from engine.reports.groups import group_results, run_folder
+from engine.reports.index import index_table, read_index
+from engine.reports.read import collect_run
+from engine.reports.write import write_comparison
+
+REPORT_FOLDER = "report"
+"""Where the reports of a folder of several runs go by default: RUN_DIR/report/."""
 
 SORT_COLUMNS = {label.lower().replace(" ", "_"): label for label in
                 (AVERAGE, *(c.label for c in (*leaderboard_columns("alignment"), *evaluator_columns())))}
@@ -24,21 +30,47 @@ def run(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="m3bench-report", description="Write the leaderboard, per-family and budget tables and the plots "
         "of a finished scoring run (a folder holding results_eval.json files).")
-    parser.add_argument("run_dir", type=Path, help="a finished scoring run (results_eval.json files, up to two "
-                                                   "folder levels down)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUN_DIR)")
+    parser.add_argument("run_dir", type=Path, help="a finished scoring run, or a folder of runs (results_eval.json "
+                                                   "files, up to two folder levels down); with --list, a run index "
+                                                   "folder")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUN_DIR for one run, "
+                        "RUN_DIR/report for a folder of several runs)")
     parser.add_argument("--sort-by", choices=sorted(SORT_COLUMNS), default="average_score",
                         help="leaderboard order, best first (default: average_score)")
+    parser.add_argument("--one-table", action="store_true", help="refuse (exit status 2) when the runs are not "
+                        "comparable, instead of writing one leaderboard per group of comparable runs")
+    parser.add_argument("--list", action="store_true", help="print the run index of RUN_DIR (its index.json: "
+                        "every score run with its settings and Average Score) and exit")
     args = parser.parse_args(argv)
     try:
-        written = write_reports(args.run_dir, args.out, SORT_COLUMNS[args.sort_by])
+        if args.list:
+            entries = read_index(args.run_dir)
+            if not entries:
+                raise InputError(args.run_dir / "index.json", "no run index here (score runs add to "
+                                 "<index_dir>/index.json, by default <home>/runs)")
+            print(index_table(entries).to_text())
+            return 0
+        out = args.out or default_out(args.run_dir)
+        groups, written = write_comparison(args.run_dir, out, SORT_COLUMNS[args.sort_by], args.one_table)
     except (InputError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = args.out or args.run_dir
-    print((out / "leaderboard.md").read_text(encoding="utf-8"))
+    if len(groups) == 1:
+        print((out / "leaderboard.md").read_text(encoding="utf-8"))
+    else:
+        print((out / "groups.md").read_text(encoding="utf-8"))
+        print(f"one leaderboard per group in {out}/<group>/; all rows side by side in {out / 'comparison.md'}")
     print(f"wrote {len(written)} files to {out}")
     return 0
+
+
+def default_out(run_dir: Path) -> Path:
+    """RUN_DIR when it is one run (its results share their settings and none lies in a run folder of its
+    own below it), else RUN_DIR/report: the reports of several runs never land among them."""
+    run_dir = Path(run_dir)
+    results = collect_run(run_dir)
+    below = any(folder not in (None, run_dir) for folder in (run_folder(r, run_dir) for r in results))
+    return run_dir / REPORT_FOLDER if below or len(group_results(results, run_dir)) > 1 else run_dir
 
 
 main = command_app("report", run)

@@ -29,6 +29,7 @@ from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScor
                              prepare_sweep, score_prepared, write_sweep)
 from engine.references import check_select
 from engine.reports.summary import headline
+from engine.reports.index import append_run, run_entry
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
 from engine.metrics import TaskScores
@@ -137,7 +138,7 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
                           f"drop model.{option}")
 
 
-HOW_SETTINGS = ("device", "home", "output_dir", "reports", "progress", "encoder", "align", "metrics", "demo",
+HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics", "demo",
                 "stats", "predictions")
 """The settings (and groups of settings) that say how to score, not what: every other setting changed from
 its default names what to score, so that the built-in demo is never scored in its place."""
@@ -376,7 +377,18 @@ def _run(cfg: DictConfig) -> int:
     print(f"texts: {stats.distinct_texts} distinct, {stats.cached} cached, {stats.encoded} encoded; "
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
+    _index(cfg, out)
     return 0
+
+
+def _index(cfg: DictConfig, out: Path) -> None:
+    """Add the finished run to the run index of cfg.index_dir (none when null); a failure is a warning."""
+    if cfg.get("index_dir") is None:
+        return
+    try:
+        append_run(Path(cfg.index_dir), run_entry(out))
+    except (InputError, OSError) as exc:
+        log.warning("run not added to the run index: %s", exc)
 
 
 def _run_unreferenced(cfg: DictConfig, inputs: Inputs, out: Path, grids: tuple[list[float], list[float]]) -> int:
@@ -399,6 +411,7 @@ def _run_unreferenced(cfg: DictConfig, inputs: Inputs, out: Path, grids: tuple[l
     print("\n".join(f"{name}: {a['num_ids']} tasks" + "".join(f", {k} {_number(a.get(k))}" for k in keys)
                     for name, a in zip(inputs.names, aggregates)))
     print(f"outputs: {out}")
+    _index(cfg, out)
     return 0
 
 

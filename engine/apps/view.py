@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine.apps.kit import command_app
 from engine.contract import InputError
+from engine.reports.index import INDEX_FILE, write_index_page
 from engine.viewer.site import build_site
 
 
@@ -34,7 +35,8 @@ def run(argv: list[str] | None = None) -> int:
         prog="m3bench-view", description="Write a static site of a finished scoring run (leaderboard, per-model "
         "tasks with their alignment drawn, judges, plots) that opens from the file system.")
     parser.add_argument("run_dir", type=Path, help="a finished scoring run (results_eval.json files, up to two "
-                                                   "folder levels down)")
+                                                   "folder levels down), or a run index folder (index.json: "
+                                                   "writes its runs.html, every run with its settings and site)")
     parser.add_argument("--out", type=Path, default=None, help="site folder (default: RUN_DIR/viewer): a new or "
                         "empty folder, or an earlier site holding only the files the viewer wrote, which is "
                         "replaced (any other file there: refused, exit status 2)")
@@ -45,6 +47,10 @@ def run(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
+        if (args.run_dir / INDEX_FILE).is_file():
+            page = write_index_page(args.run_dir, args.out)
+            print(f"wrote {page} (open it in a browser)", flush=True)
+            return 0
         index = build_site(args.run_dir, args.out, args.images)
     except (InputError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

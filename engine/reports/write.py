@@ -11,7 +11,8 @@ from engine.metricspec import AVERAGE
 from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
                                   tool_use_chart)
 from engine.reports.intervals import neighbour_intervals_table, read_stats, robustness_table, write_stats_plots
-from engine.reports.read import GRID_FILE, collect_run, load_threshold_grid
+from engine.reports.groups import Group, differing, group_results, run_folder, why_not_comparable
+from engine.reports.read import GRID_FILE, ModelResult, collect_run, load_threshold_grid
 from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
                                    intervals_table, leaderboard_table, outcomes_table, tool_use_table)
 from engine.reports.mcpverse import mcpverse_table
@@ -22,17 +23,19 @@ from engine.statistics import STATS_FILE
 from engine.trials import TRIALS_FILE
 
 
-def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE) -> list[Path]:
+def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE,
+                  results: list[ModelResult] | None = None) -> list[Path]:
     """Write the run's leaderboard, family and budget tables (md/csv/json) and plots, and the call
     outcomes, tool-use, outcome checks and VisualToolBench (vtb_table3, vtb_table7, vtb_table8, vtb_turns,
     vtb_domains, vtb_focus) tables and plots, TOBench's Table 2 (tobench.md) and MCPVerse's Table 2
     (mcpverse.md), when some model has them; returns the paths.
 
-    Files go to out_dir (default: run_dir), each written atomically.
+    Files go to out_dir (default: run_dir), each written atomically. `results` (default: every result of
+    run_dir, read by collect_run) are the results the tables show.
     """
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir
-    results = collect_run(run_dir)
+    results = collect_run(run_dir) if results is None else results
     board = leaderboard_table(results, sort_by)
     families = family_tables(results, sort_by)
     rank = {name: i for i, name in enumerate(board.column("Model"))}
@@ -86,6 +89,56 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         written += write_trial_reports(run_dir / TRIALS_FILE, board, out)
     return written
 
+
+class NotComparable(ValueError):
+    """A folder's runs cannot share one leaderboard (raised when one table was asked for)."""
+
+
+GROUPS_FILE = "groups.md"
+COMPARISON = "comparison"
+
+
+def write_comparison(run_dir: Path, out: Path, sort_by: str = AVERAGE,
+                     one_table: bool = False) -> tuple[list[Group], list[Path]]:
+    """The reports of a folder of runs, one leaderboard per group of comparable results
+    (engine.reports.groups); returns the groups and the paths written.
+
+    One group: its reports go to `out`. Several: each group's reports go to `out/<settings digest>/`,
+    with groups.md (a line per group: its digest, size and settings) and comparison.{md,csv,json} (every
+    group's leaderboard rows, with the group and the settings that differ) in `out`; with `one_table`
+    they are refused (NotComparable, naming the settings that differ).
+    """
+    run_dir = Path(run_dir)
+    results = collect_run(run_dir)
+    groups = group_results(results, run_dir)
+    if len(groups) == 1:
+        return groups, write_reports(run_dir, out, sort_by, results)
+    reason = why_not_comparable(groups)
+    if one_table:
+        raise NotComparable(f"{run_dir}: its runs are not comparable ({reason}); one leaderboard would mix them "
+                            "(leave out --one-table to write one per group)")
+    written: list[Path] = []
+    columns = differing(groups)
+    boards = []
+    for group in groups:
+        runs = {run_folder(r, run_dir) for r in group.results}
+        source = runs.pop() if len(runs) == 1 and None not in runs else run_dir
+        written += write_reports(source, out / group.digest, sort_by, group.results)
+        boards.append(leaderboard_table(group.results, sort_by))
+    board_columns = list(dict.fromkeys(c for board in boards for c in board.columns[1:]))
+    rows = [[record["Model"], group.digest, *(group.settings[c] for c in columns),
+             *(record.get(c) for c in board_columns)]
+            for group, board in zip(groups, boards) for record in board.records()]
+    table = Table(["Model", "Group", *columns, *board_columns], rows, title="Runs compared by group",
+                  note=f"Not one leaderboard: {reason}. Each group's own reports are in its folder.")
+    lines = [f"# Groups of comparable runs in {run_dir}", "", f"Not comparable: {reason}.", "",
+             *(f"- {g.line()}" for g in groups), ""]
+    atomic_write_text(out / GROUPS_FILE, "\n".join(lines))
+    atomic_write_text(out / f"{COMPARISON}.md", table.to_markdown())
+    atomic_write_text(out / f"{COMPARISON}.csv", table.to_csv())
+    atomic_write_json(out / f"{COMPARISON}.json", table.to_json())
+    written += [out / GROUPS_FILE, *(out / f"{COMPARISON}.{s}" for s in ("md", "csv", "json"))]
+    return groups, written
 
 
 def write_trial_reports(path: Path, board: Table, out: Path) -> list[Path]:

@@ -1,0 +1,103 @@
+"""The run index: one folder's index.json listing every scoring run with its settings and headline.
+
+Each score run appends its entry (run folder, time, models, compared settings, Average Score per
+model); the report app prints it (`report.py --list`) and the viewer lists it. Appends from concurrent
+runs are serialised by a lock file beside the index, and the index is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import html
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, atomic_write_json, atomic_write_text, read_json
+from engine.metricspec import AVERAGE
+from engine.reports.groups import COMPARED, group_results
+from engine.reports.read import collect_run
+from engine.reports.tables import Table, leaderboard_table
+
+INDEX_FILE = "index.json"
+LOCK_FILE = ".index.lock"
+SITE = "viewer/index.html"
+PAGE = "runs.html"
+
+
+def run_entry(run_dir: Path) -> dict[str, Any]:
+    """The index entry of a finished scoring run: its folder, the time, its models with their Average
+    Score, and its compared settings (engine.reports.groups)."""
+    run_dir = Path(run_dir).resolve()
+    results = collect_run(run_dir)
+    board = leaderboard_table(results)
+    scores = dict(zip(board.column("Model"), board.column(AVERAGE))) if AVERAGE in board.columns else {}
+    settings = group_results(results, run_dir)[0].settings
+    return {"run": str(run_dir), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "models": [r.name for r in results], "settings": settings,
+            "average_score": {r.name: scores.get(r.name) for r in results}}
+
+
+def read_index(index_dir: Path) -> list[dict[str, Any]]:
+    """The entries of index_dir/index.json (none when there is no index), checked to be a list of objects."""
+    path = Path(index_dir) / INDEX_FILE
+    if not path.is_file():
+        return []
+    entries = read_json(path, "run index")
+    if not isinstance(entries, list):
+        raise InputError(path, "expected a list of run entries")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("run"), str):
+            raise InputError(path, "expected an object with a 'run' folder", field=f"[{i}]")
+    return entries
+
+
+def append_run(index_dir: Path, entry: dict[str, Any]) -> Path:
+    """Add (or replace, for the same run folder) one entry of index_dir/index.json; returns its path."""
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        entries = [e for e in read_index(index_dir) if e["run"] != entry["run"]]
+        atomic_write_json(index_dir / INDEX_FILE, [*entries, entry])
+    return index_dir / INDEX_FILE
+
+
+def index_table(entries: list[dict[str, Any]]) -> Table:
+    """One row per run and model: run folder, time, model, Average Score, the compared settings, and the
+    run's viewer site when built."""
+    rows = []
+    for entry in entries:
+        settings = entry.get("settings") if isinstance(entry.get("settings"), dict) else {}
+        scores = entry.get("average_score") if isinstance(entry.get("average_score"), dict) else {}
+        site = Path(entry["run"]) / SITE
+        for model in entry.get("models") or ["–"]:
+            rows.append([entry["run"], entry.get("time"), model, scores.get(model),
+                         *(settings.get(key) for key in COMPARED), str(site) if site.is_file() else None])
+    return Table(["Run", "Time", "Model", AVERAGE, *COMPARED, "Site"], rows, title="Scoring runs")
+
+
+def write_index_page(index_dir: Path, out: Path | None = None) -> Path:
+    """A static page listing every run of index_dir/index.json with its settings and Average Scores, each
+    run's viewer site linked when built; written to out (default: index_dir)/runs.html, returned."""
+    index_dir = Path(index_dir)
+    entries = read_index(index_dir)
+    if not entries:
+        raise InputError(index_dir / INDEX_FILE, "no run index here (score runs add to <index_dir>/index.json, "
+                                                 "by default <home>/runs)")
+    table = index_table(entries)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+    body = []
+    for row in table.rows:
+        cells = [html.escape("–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row[:-1]]
+        site = row[-1]
+        link = f'<a href="{html.escape(Path(site).as_uri())}">site</a>' if site else "not built"
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{link}</td></tr>")
+    page = ("<!doctype html><meta charset=\"utf-8\"><title>Scoring runs</title>"
+            "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style>"
+            f"<h1>Scoring runs ({len(entries)})</h1><p>{html.escape(str(index_dir / INDEX_FILE))}; runs are "
+            "comparable when reference, tau_weak, tau_strong, profile and encoder agree.</p>"
+            f"<table><tr>{head}</tr>{''.join(body)}</table>\n")
+    path = Path(out or index_dir) / PAGE
+    atomic_write_text(path, page)
+    return path

@@ -1,0 +1,103 @@
+"""Comparing runs: the report app groups results by the settings that make them comparable, the score app's
+multirun gets one combined table, and every score run is listed in the run index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.apps import report, view
+from engine.reports.groups import group_results
+from engine.reports.index import read_index
+from engine.reports.read import collect_run
+from tests.test_reports import block
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _score_multirun(tmp_path: Path, cache: Path, sweep: str) -> Path:
+    """A score multirun of the 3-task demo sweeping `sweep`; returns its folder."""
+    runs = tmp_path / "runs"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "-m", f"demo.dir={tmp_path / 'demo'}",
+                           "demo.n_tasks=3", f"encoder.cache_dir={cache}", f"output_dir={runs}",
+                           f"index_dir={tmp_path / 'index'}", "device=cpu", "progress=false", sweep],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return runs
+
+
+@pytest.mark.slow
+def test_runs_of_other_thresholds_are_separated_and_named(tmp_path: Path, embedding_cache: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs with other align.tau_weak: the multirun's table and report.py on their parent give one
+    leaderboard per group and say that tau_weak differs; --one-table refuses; the index lists both runs."""
+    runs = _score_multirun(tmp_path, embedding_cache, "align.tau_weak=0.5,0.7")
+    combined = json.loads((runs / "report" / "comparison.json").read_text())
+    assert {row["tau_weak"] for row in combined["rows"]} == {0.5, 0.7} and len(combined["rows"]) == 10
+    assert "tau_weak differs (0.5, 0.7)" in combined["note"]
+
+    assert report.run([str(runs), "--out", str(tmp_path / "again")]) == 0
+    groups = (tmp_path / "again" / "groups.md").read_text()
+    assert "tau_weak differs (0.5, 0.7)" in groups and groups.count("- ") == 2
+    boards = sorted((tmp_path / "again").glob("*/leaderboard.json"))
+    assert [len(json.loads(b.read_text())["rows"]) for b in boards] == [5, 5]
+
+    assert report.run([str(runs), "--one-table"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "tau_weak differs (0.5, 0.7)" in err
+    assert not (runs / "leaderboard.md").exists()  # nothing written into the folder of the runs
+
+    entries = read_index(tmp_path / "index")
+    assert sorted(e["settings"]["tau_weak"] for e in entries) == [0.5, 0.7]
+    assert all(len(e["average_score"]) == 5 for e in entries)
+    assert report.run(["--list", str(tmp_path / "index")]) == 0
+    listed = capsys.readouterr().out
+    assert str(runs / "align.tau_weak=0.5") in listed and str(runs / "align.tau_weak=0.7") in listed
+    assert view.run([str(runs / "align.tau_weak=0.5")]) == 0
+    assert view.run([str(tmp_path / "index")]) == 0
+    page = (tmp_path / "index" / "runs.html").read_text()
+    assert page.count("<tr><td>") == 10 and page.count(">site</a>") == 5 and page.count("not built") == 5
+
+
+@pytest.mark.slow
+def test_runs_of_the_same_settings_share_one_table(tmp_path: Path, embedding_cache: Path) -> None:
+    """Two runs differing only in how they were computed (encoder.batch_size): one leaderboard of both, in
+    the folder's report/ and not among the runs."""
+    runs = _score_multirun(tmp_path, embedding_cache, "encoder.batch_size=16,32")
+    assert report.run([str(runs), "--one-table"]) == 0
+    board = json.loads((runs / "report" / "leaderboard.json").read_text())
+    assert len(board["rows"]) == 10
+    assert not (runs / "report" / "groups.md").exists() and not (runs / "leaderboard.md").exists()
+
+
+def _result(folder: Path, gt: Path, **meta: object) -> None:
+    folder.mkdir(parents=True)
+    data = {"aggregate": block(0.5), "by_type": {}, "per_id": [],
+            "meta": {"model": folder.name, "gt": str(gt), "tau_weak": 0.5, "tau_strong": 0.8, "profile": "reference",
+                     **meta}}
+    (folder / "results_eval.json").write_text(json.dumps(data))
+
+
+def test_the_reference_is_compared_by_content(tmp_path: Path) -> None:
+    """The same reference file at two paths is one reference set; another content, or another profile or
+    encoder (read from the run's .hydra/config.yaml), is another group."""
+    same_a, same_b, other = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    same_a.write_text("[1]")
+    same_b.write_text("[1]")
+    other.write_text("[2]")
+    _result(tmp_path / "runs" / "one", same_a)
+    _result(tmp_path / "runs" / "two", same_b)
+    _result(tmp_path / "runs" / "three", other)
+    _result(tmp_path / "runs" / "four", same_a, profile="paper")
+    run = tmp_path / "runs" / "five"
+    _result(run / "m", same_a)
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "config.yaml").write_text("encoder:\n  model: /models/other-encoder\n")
+    groups = group_results(collect_run(tmp_path / "runs"), tmp_path / "runs")
+    assert sorted(sorted(r.name for r in g.results) for g in groups) == [["four"], ["m"], ["one", "two"], ["three"]]
+    encoders = {g.results[0].name: g.settings["encoder"] for g in groups}
+    assert encoders["m"] == "/models/other-encoder" and encoders["one"] == "unrecorded"
