@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.contract import Interrupted
+from engine import onnx_backend
+from engine.contract import ConfigError, Interrupted
 from engine.embedding_cache import EmbeddingCache, text_keys
 
 log = logging.getLogger(__name__)
@@ -61,29 +63,45 @@ PROGRESS_DELAY = 2.0
 
 
 class TextEncoder:
-    """A sentence-transformers encoder loaded lazily from a local directory (no network)."""
+    """A sentence-transformers encoder loaded lazily from a local directory (no network).
+
+    backend: `torch` (default; `auto` means torch for now) or `onnxruntime` (CPU only, the model
+    exported on first use into export_dir, or a temporary folder without one: engine.onnx_backend).
+    """
 
     def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 128,
-                 progress: bool = False) -> None:
+                 progress: bool = False, backend: str = "torch", export_dir: str | Path | None = None) -> None:
         self.model_path = Path(model).expanduser() if model else default_model_path()
         if not self.model_path.is_dir():
             raise ValueError(f"encoder.model={model}: not a local model directory "
                              "(models are never downloaded at run time)")
         if batch_size < 1:
             raise ValueError(f"encoder batch size {batch_size}: expected a positive integer")
+        self.backend = onnx_backend.check_backend(backend)
+        if self.backend == "onnxruntime":
+            if device.split(":")[0] != "cpu":
+                raise ConfigError(f"encoder.backend=onnxruntime runs on the CPU only, not device={device}: "
+                                  "set device=cpu or encoder.backend=torch")
+            onnx_backend.require_onnxruntime()
         self.device = device
         self.batch_size = batch_size
         self.progress = progress
+        self.export_dir = Path(export_dir).expanduser() if export_dir else None
         self._model = None
+        self._session = None
+        self._scratch: tempfile.TemporaryDirectory | None = None
         self._identity: str | None = None
 
     @property
     def identity(self) -> str:
-        """A short digest of the model's files, the batching and the device type (CPU and CUDA vectors
-        differ in their last bits): the cache key of its embeddings."""
+        """A short digest of the model's files, the batching, the device type (CPU and CUDA vectors
+        differ in their last bits) and a backend other than torch with its version: the cache key of
+        its embeddings."""
         if self._identity is None:
             h = hashlib.sha256(_RECIPE)
             h.update(f"device={self.device.split(':')[0]}".encode())
+            if self.backend != "torch":
+                h.update(f"backend={self.backend} {onnx_backend.runtime_version()}".encode())
             for name in _IDENTITY_FILES:
                 f = self.model_path / name
                 if f.is_file():
@@ -161,6 +179,8 @@ class TextEncoder:
 
         model = self.model
         tokens = self.tokenize(texts)
+        if self.backend == "onnxruntime":
+            return self._encode_onnx(tokens, save, every)
         vectors = None
         done: list[np.ndarray] = []  # rows encoded and not yet saved
         last = time.monotonic()
@@ -189,6 +209,72 @@ class TextEncoder:
             finally:
                 flush()
         return vectors.cpu().numpy()
+
+    def _inputs(self) -> list[str]:
+        """The per-token features the model's forward pass takes, in `preprocess` order."""
+        return [k for k, v in self.model.preprocess(["a"]).items() if _is_matrix(v)]
+
+    def _onnx_session(self):
+        """The ONNX Runtime session, on first use: the model exported (or its export found) and checked
+        against torch on PARITY_TEXTS; a gap above PARITY refuses the backend."""
+        if self._session is None:
+            import torch
+
+            root = self.export_dir
+            if root is None:
+                self._scratch = tempfile.TemporaryDirectory(prefix="m3bench-onnx-")
+                root = Path(self._scratch.name)
+            inputs = self._inputs()
+            path = onnx_backend.exported_model(self.model, inputs, self.model_path, root)
+            self._session = (onnx_backend.session(path, torch.get_num_threads()), inputs)
+            texts = list(onnx_backend.PARITY_TEXTS)
+            backend, self.backend = self.backend, "torch"
+            try:
+                reference = self.encode(texts)
+            finally:
+                self.backend = backend
+            gap = onnx_backend.cosine_gap(reference, self._encode_onnx(self.tokenize(texts)))
+            if not gap <= onnx_backend.PARITY:
+                self._session = None
+                raise ConfigError(f"encoder.backend=onnxruntime: its vectors differ from torch's (cosine gap "
+                                  f"{gap:.1e} > {onnx_backend.PARITY:.0e} on fixed texts); use encoder.backend=torch")
+        return self._session
+
+    def _encode_onnx(self, tokens: Tokens, save: Callable[[np.ndarray, np.ndarray], None] | None = None,
+                     every: float = SAVE_EVERY) -> np.ndarray:
+        """Raw float32 embeddings through ONNX Runtime: the same tokens and `token_batches` as torch, and
+        the rows done handed to `save` as `encode` hands them."""
+        from tqdm.auto import tqdm
+
+        session, inputs = self._onnx_session()
+        vectors = None
+        done: list[np.ndarray] = []
+        last = time.monotonic()
+
+        def flush() -> None:
+            nonlocal last
+            if save is not None and done and vectors is not None:
+                rows = np.concatenate(done)
+                save(rows, vectors[rows])
+                done.clear()
+            last = time.monotonic()
+
+        with tqdm(total=len(tokens.texts), desc="Encoding", unit="text", delay=PROGRESS_DELAY,
+                  disable=not self.progress) as bar:
+            try:
+                for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET):
+                    batch = tokens.batch(rows)
+                    batch = session.run(None, {k: batch[k].numpy().astype(np.int64, copy=False) for k in inputs})[0]
+                    if vectors is None:
+                        vectors = np.empty((len(tokens.texts), batch.shape[1]), dtype=np.float32)
+                    vectors[rows] = batch
+                    done.append(np.asarray(rows))
+                    bar.update(len(rows))
+                    if time.monotonic() - last >= every:
+                        flush()
+            finally:
+                flush()
+        return vectors
 
 
 def _is_matrix(value: object) -> bool:

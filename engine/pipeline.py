@@ -34,6 +34,7 @@ class ScoreSettings:
     device: str = "auto"
     encoder_model: str | None = None
     encoder_batch_size: int = 128
+    encoder_backend: str = "torch"  # or onnxruntime (engine.onnx_backend; `auto` is torch for now)
     progress: bool = False
     parse_string_arguments: bool = False  # predicted arguments given as a JSON string scored as their object
     cache_dir: str | None = None
@@ -118,7 +119,7 @@ def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.dev
                  ) -> tuple[np.ndarray, EmbeddingStats]:
     """Embeddings of the sweep's distinct texts (cached on disk when a cache_dir is set)."""
     encoder = TextEncoder(settings.encoder_model, device=str(device), batch_size=settings.encoder_batch_size,
-                          progress=settings.progress)
+                          progress=settings.progress, backend=settings.encoder_backend, export_dir=settings.cache_dir)
     return embed_distinct(tables.texts, encoder, settings.cache_dir)
 
 

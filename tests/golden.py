@@ -22,12 +22,17 @@ def golden_cases(golden: Path) -> dict[tuple[float, float], list[str]]:
     return groups
 
 
-def score_golden(gt_path: Path, golden: Path, out: Path, device: str, cache_dir: str | None) -> dict[str, dict]:
-    """Every golden case scored (one sweep per threshold pair) and written under out; name -> results_eval."""
+def score_golden(gt_path: Path, golden: Path, out: Path, device: str, cache_dir: str | None,
+                 backend: str = "torch", only: set[str] | None = None) -> dict[str, dict]:
+    """Every golden case (or those named in only) scored (one sweep per threshold pair) with this encoder
+    backend and written under out; name -> results_eval."""
     results = {}
     for (tau_weak, tau_strong), names in golden_cases(golden).items():
+        names = [n for n in names if only is None or n in only]
+        if not names:
+            continue
         preds = [golden / n / "pred.json" for n in names]
-        settings = ScoreSettings(device=device, cache_dir=cache_dir)
+        settings = ScoreSettings(device=device, cache_dir=cache_dir, encoder_backend=backend)
         result = score_sweep(gt_path, preds, Thresholds(tau_weak, tau_strong), settings)
         dirs = [out / n for n in names]
         write_sweep(result, dirs)

@@ -23,8 +23,9 @@ def run(cfg: DictConfig) -> int:
     try:
         profile = check_profile(str(cfg.profile))
         pairs = load_pairs(cfg.pairs)
-        encoder = TextEncoder(cfg.encoder.model, device=str(resolve_device(str(cfg.device))))
         cache_dir = None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir)
+        encoder = TextEncoder(cfg.encoder.model, device=str(resolve_device(str(cfg.device))),
+                              backend=str(cfg.encoder.get("backend") or "torch"), export_dir=cache_dir)
         similarity = pair_similarities(pairs, encoder, cache_dir, profile)
         rows = calibrate(similarity, pairs.labels, list(cfg.tau_weak_grid), list(cfg.tau_strong_grid))
         best = best_point(rows)

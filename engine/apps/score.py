@@ -25,6 +25,7 @@ from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as DEFAULT_VTB_PROFILE
 from engine.evaluators.vtb_scoring import check_profile as check_vtb_profile
 from engine.judge_results import JoinedFiles, joined_files
 from engine.metricspec import check_profile
+from engine.onnx_backend import check_backend
 from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, load_sweep_joined, output_dirs,
                              prepare_sweep, score_prepared, write_sweep)
 from engine.references import check_select
@@ -66,6 +67,7 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
     select = check_select(list(cfg.align.get("select") or []), profile)
     return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model, select=select,
                          encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
+                         encoder_backend=check_backend(cfg.encoder.get("backend")),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)),
                          parse_string_arguments=bool((cfg.get("predictions") or {}).get("parse_string_arguments")))
