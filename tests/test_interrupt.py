@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _score(tmp_path: Path, out: str) -> list[str]:
-    return [sys.executable, str(ROOT / "scripts" / "score.py"), "data=demo", "demo.n_tasks=60",
+    """The demo scored with enough tasks that encoding outlasts the first save (SAVE_EVERY) on an idle machine."""
+    return [sys.executable, str(ROOT / "scripts" / "score.py"), "data=demo", "demo.n_tasks=400",
             f"demo.dir={tmp_path / 'demo'}", f"encoder.cache_dir={tmp_path / 'cache'}", f"output_dir={tmp_path / out}"]
 
 
