@@ -87,7 +87,7 @@ def test_a_good_command_line_runs_as_written(app: str, argv: list[str]) -> None:
 def test_a_multirun_job_folder_names_only_its_swept_settings() -> None:
     argv = ["-m", "align.tau_weak=0.5,0.7", "metrics=reference,paper", "device=cpu", "output_dir=/o", "demo.n_tasks=4"]
     assert check_command_line("score", argv, OPEN["score"]) == [
-        *argv, "hydra.job.config.override_dirname.exclude_keys=[output_dir,progress,demo.n_tasks,device]"]
+        *argv, "hydra.job.config.override_dirname.exclude_keys=[output_dir,index_dir,progress,demo.n_tasks,device]"]
     argv = ["-m", "model=gpt5,claude", "concurrency=2", "results_dir=/r"]
     assert check_command_line("rollout", argv, OPEN["rollout"])[-1] == (
         "hydra.job.config.override_dirname.exclude_keys=[results_dir,predictions,run_dir,workspace,cache_dir,"

@@ -83,7 +83,7 @@ def test_readme_trials_command_scores_its_reference(files: Path, capsys) -> None
         assert sorted(e["id"] for e in doc["per_id"]) == ["g0", "g1", "g2"]
     trials = json.loads((files / "D" / "trials.json").read_text())
     assert trials["meta"]["gt"] == "G" and trials["models"]["P1"]["meta"]["trials"] == 4
-    assert not (files / "home").exists(), "the demo was generated"
+    assert not (files / "home" / "demo").exists(), "the demo was generated"  # (home/runs: the run index)
 
 
 def test_the_demo_is_scored_only_when_nothing_is_named(files: Path) -> None:
