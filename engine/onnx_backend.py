@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.contract import ConfigError
+from engine.contract import ConfigError, file_digest
 from engine.contract.atomic import atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -79,14 +79,6 @@ def runtime_version() -> str:
     return onnxruntime.__version__
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def export_key(model_path: Path) -> str:
     """Digest of the model's files (every byte), the torch, onnx and onnxruntime versions and the recipe."""
     import onnx
@@ -95,7 +87,7 @@ def export_key(model_path: Path) -> str:
     h = hashlib.sha256(EXPORT_RECIPE.encode())
     h.update(f"torch={torch.__version__};onnx={onnx.__version__};onnxruntime={runtime_version()}".encode())
     for f in sorted(p for p in model_path.rglob("*") if p.is_file()):
-        h.update(f"{f.relative_to(model_path).as_posix()}:{_sha256(f)}".encode())
+        h.update(f"{f.relative_to(model_path).as_posix()}:{file_digest(f)}".encode())
     return h.hexdigest()[:20]
 
 
@@ -105,7 +97,7 @@ def valid_export(folder: Path, key: str) -> bool:
         manifest = json.loads((folder / MANIFEST).read_text())
         model = folder / MODEL_FILE
         return (manifest.get("key") == key and model.stat().st_size == manifest.get("size")
-                and _sha256(model) == manifest.get("sha256"))
+                and file_digest(model) == manifest.get("sha256"))
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -162,7 +154,7 @@ def exported_model(model, inputs: list[str], model_path: Path, root: Path) -> Pa
         import onnx
         import torch
 
-        atomic_write_json(tmp / MANIFEST, {"key": key, "sha256": _sha256(model_file), "size": model_file.stat().st_size,
+        atomic_write_json(tmp / MANIFEST, {"key": key, "sha256": file_digest(model_file), "size": model_file.stat().st_size,
                                            "recipe": EXPORT_RECIPE, "torch": torch.__version__,
                                            "onnx": onnx.__version__, "onnxruntime": runtime_version()})
         try:

@@ -19,7 +19,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from engine.contract import InputError, atomic_write_text
+from engine.contract import InputError, atomic_write_text, file_digest
 
 SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 MERGE_WAIT_S = 120.0
@@ -81,7 +81,7 @@ def file_sha256(path: str | Path | None) -> str | None:
         return None
     path = Path(path)
     if path.is_file():
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_digest(path)
     if path.is_dir():
         h = hashlib.sha256()
         for file in sorted(p for p in path.rglob("*") if p.is_file()):

@@ -54,6 +54,15 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
+def file_digest(path: str | Path) -> str:
+    """SHA-256 hex digest of a file's bytes, read in 1 MiB blocks."""
+    sha = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
 def lone_surrogate(text: str) -> str | None:
     """A description of the first lone surrogate in text, or None when text is valid Unicode."""
     found = _SURROGATE.search(text)

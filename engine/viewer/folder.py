@@ -15,7 +15,6 @@ folders older viewers' killed builds left beside the site are removed (`remove_o
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,7 +23,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from engine.contract import ConfigError, shown
+from engine.contract import ConfigError, file_digest, shown
 from engine.contract.staged import MANIFEST, SITE_MARKER, listed_outputs, old_site_stage
 
 MARKER = SITE_MARKER
@@ -35,14 +34,6 @@ SITE_LAYOUT = ("index.html", "core.js", "blocks.js", "task.js", "trials.js", "vi
 """The names of the files a site holds (the patterns match one path segment each): what an earlier site
 whose marker lists no files may hold to be replaced."""
 _RESULTS = "results_eval.json"
-
-
-def _sha256(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _walk(folder: Path) -> Iterator[tuple[str, Path, bool]]:
@@ -56,7 +47,7 @@ def _walk(folder: Path) -> Iterator[tuple[str, Path, bool]]:
 
 def site_files(site: Path) -> dict[str, dict[str, Any]]:
     """{relative path: {size, sha256}} of every file of a site being built, its marker left out."""
-    return {rel: {"size": path.stat().st_size, "sha256": _sha256(path)}
+    return {rel: {"size": path.stat().st_size, "sha256": file_digest(path)}
             for rel, path, is_dir in _walk(site) if not is_dir and rel != MARKER}
 
 
@@ -81,7 +72,7 @@ def _same(path: Path, recorded: Any) -> bool:
     if not isinstance(recorded, dict) or path.is_symlink() or not path.is_file():
         return False
     try:
-        return path.stat().st_size == recorded.get("size") and _sha256(path) == recorded.get("sha256")
+        return path.stat().st_size == recorded.get("size") and file_digest(path) == recorded.get("sha256")
     except OSError:
         return False
 

@@ -4,14 +4,13 @@ earlier run of it recorded."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_name, digest, read_json, task_records
+from engine.contract import InputError, check_name, digest, file_digest, read_json, task_records
 from engine.evaluators.base import Evaluator, TaskInputs, file_meta, format_version
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
@@ -117,14 +116,6 @@ paths of files whose content is in the key, how much of the agreement its meta l
 is asked again after a failed reply)."""
 
 
-def _file_digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
 def folder_digest(folder: Path | None) -> list[list[str]] | None:
     """[relative path, SHA-256 of its bytes (a link: its target)] of every file under a folder, sorted;
     None when there is no such folder."""
@@ -137,7 +128,7 @@ def folder_digest(folder: Path | None) -> list[list[str]] | None:
             path = Path(root) / name
             rel = path.relative_to(folder).as_posix()
             try:
-                out.append([rel, "link:" + os.readlink(path) if path.is_symlink() else _file_digest(path)])
+                out.append([rel, "link:" + os.readlink(path) if path.is_symlink() else file_digest(path)])
             except OSError as exc:
                 out.append([rel, f"unreadable: {exc.strerror}"])
     return sorted(out)
@@ -149,7 +140,7 @@ def named_file_digest(base: Path, value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip() or Path(value).is_absolute():
         return None
     target = (base / value).resolve()
-    return _file_digest(target) if target.is_relative_to(base) and target.is_file() else None
+    return file_digest(target) if target.is_relative_to(base) and target.is_file() else None
 
 
 def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Sequence[str] = (),
