@@ -4,14 +4,15 @@
 
 The texts are every distinct call text that scoring the golden cases embeds (the reference GT and
 the four golden prediction files, serialized as the scorer serializes them). The bundled model is
-exported once, from the local weights, with `torch.onnx.export` into a temporary folder: the whole
-sentence-transformers forward pass (transformer, mean pooling, normalization), fp32. ONNX Runtime
+exported once, from the local weights, by the engine's own export (engine.onnx_backend) into a
+temporary folder: the whole sentence-transformers forward pass (transformer, mean pooling,
+normalization), fp32. ONNX Runtime
 runs it with every graph optimization (ORT_ENABLE_ALL), OpenVINO with fp32 inference precision; both
 with torch's thread count. All three encode the same texts tokenized once by the model's own
 `preprocess`, in the engine's token-budget batches; torch is the engine's own `TextEncoder.encode`.
 
-Parity: the largest difference between each backend's cosine similarities (all pairs of texts) and
-torch's, and every golden case scored from the backend's vectors (put in a temporary embedding
+Parity: the largest difference between each backend's cosine similarities and torch's (all pairs of
+texts, and each text with its torch vector: engine.onnx_backend.cosine_gap), and every golden case scored from the backend's vectors (put in a temporary embedding
 cache) against the published results, as tests/test_golden.py checks them. Timing: --rounds
 rounds, the backends alternating within a round (--threads N: each on N threads), on the machine
 as it is (its load average is printed), then again with --busy processes spinning beside it (each
@@ -50,6 +51,8 @@ INSTALL = """the encoder backends are not installed; in a scratch virtualenv tha
 SPIN = "import time, sys\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass"
 
 Backend = Callable[[list[str]], "np.ndarray"]
+FEATURES = ("input_ids", "attention_mask", "token_type_ids")
+"""The model's per-token inputs, in its `preprocess` order."""
 
 
 def golden_texts(shared: Path) -> list[str]:
@@ -64,28 +67,6 @@ def golden_texts(shared: Path) -> list[str]:
     return flatten_sweep(gt, preds, "reference").texts
 
 
-def export_onnx(model, path: Path) -> None:
-    """The sentence-transformers forward pass (token ids -> normalized sentence embedding) as ONNX."""
-    import torch
-
-    class Forward(torch.nn.Module):
-        def __init__(self, inner) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            features = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
-            return self.inner(features)["sentence_embedding"]
-
-    sample = model.preprocess(["an example", "a longer example text for the export"])
-    args = tuple(sample[k] for k in ("input_ids", "attention_mask", "token_type_ids"))
-    axes = {k: {0: "batch", 1: "tokens"} for k in ("input_ids", "attention_mask", "token_type_ids")}
-    with torch.inference_mode():
-        torch.onnx.export(Forward(model).eval(), args, str(path), input_names=list(axes),
-                          output_names=["sentence_embedding"], dynamic_axes=axes | {"sentence_embedding": {0: "batch"}},
-                          opset_version=17, dynamo=False)
-
-
 def batched(encoder, run: Callable[[dict], "np.ndarray"]) -> Backend:
     """An encode function: texts tokenized once, run in the engine's token-budget batches."""
     import numpy as np
@@ -97,7 +78,7 @@ def batched(encoder, run: Callable[[dict], "np.ndarray"]) -> Backend:
         out = None
         for rows in token_batches(tokens.lengths, encoder.batch_size, TOKEN_BUDGET):
             batch = tokens.batch(rows)
-            feats = {k: batch[k].numpy() for k in ("input_ids", "attention_mask", "token_type_ids")}
+            feats = {k: batch[k].numpy() for k in FEATURES}
             vec = run(feats)
             if out is None:
                 out = np.empty((len(texts), vec.shape[1]), dtype=np.float32)
@@ -108,35 +89,21 @@ def batched(encoder, run: Callable[[dict], "np.ndarray"]) -> Backend:
 
 
 def backends(encoder, onnx_path: Path, threads: int) -> dict[str, Backend]:
-    """torch (the engine's encode), ONNX Runtime (ORT_ENABLE_ALL) and OpenVINO (fp32)."""
-    import onnxruntime as ort
+    """torch (the engine's encode), ONNX Runtime (the engine's session: ORT_ENABLE_ALL) and OpenVINO (fp32)."""
     import openvino as ov
 
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    from engine.onnx_backend import session
+
+    ort_session = session(onnx_path, threads)
     compiled = ov.Core().compile_model(str(onnx_path), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
                                                                "INFERENCE_NUM_THREADS": threads,
                                                                "PERFORMANCE_HINT": "LATENCY"})
     request = compiled.create_infer_request()
     return {
         "torch": encoder.encode,
-        "onnxruntime": batched(encoder, lambda f: session.run(None, f)[0]),
+        "onnxruntime": batched(encoder, lambda f: ort_session.run(None, f)[0]),
         "openvino": batched(encoder, lambda f: request.infer(f)[0].copy()),
     }
-
-
-def similarity_gap(reference: "np.ndarray", other: "np.ndarray") -> float:
-    """Largest |cos(a_i, a_j) - cos(b_i, b_j)| over all pairs of texts (float64)."""
-    import numpy as np
-
-    a = reference.astype(np.float64)
-    b = other.astype(np.float64)
-    a /= np.linalg.norm(a, axis=1, keepdims=True)
-    b /= np.linalg.norm(b, axis=1, keepdims=True)
-    return float(np.abs(a @ a.T - b @ b.T).max())
 
 
 def golden_unchanged(shared: Path, encoder, texts: list[str], vectors: "np.ndarray") -> str:
@@ -218,6 +185,7 @@ def main() -> int:
     import torch
 
     from engine.encode import TextEncoder
+    from engine.onnx_backend import cosine_gap, exported_model
 
     texts = golden_texts(args.shared)
     encoder = TextEncoder(device="cpu")
@@ -226,15 +194,14 @@ def main() -> int:
     threads = torch.get_num_threads()
     print(f"{len(texts)} distinct golden call texts; {os.cpu_count()} CPUs, {threads} threads per backend")
     with tempfile.TemporaryDirectory() as tmp:
-        onnx_path = Path(tmp) / "model.onnx"
-        export_onnx(encoder.model, onnx_path)
+        onnx_path = exported_model(encoder.model, list(FEATURES), encoder.model_path, Path(tmp))
         runs = backends(encoder, onnx_path, threads)
         vectors = {name: run(texts) for name, run in runs.items()}  # also the warm-up
         report: dict = {"texts": len(texts), "threads": threads, "parity": {}}
         for name in runs:
             if name == "torch":
                 continue
-            gap = similarity_gap(vectors["torch"], vectors[name])
+            gap = cosine_gap(vectors["torch"], vectors[name])
             golden = "skipped" if args.skip_golden else golden_unchanged(args.shared, encoder, texts, vectors[name])
             report["parity"][name] = {"similarity_gap": gap, "golden_unchanged": golden}
             print(f"{name}: cosine similarities within {gap:.2e} of torch's; golden cases unchanged: {golden}")
