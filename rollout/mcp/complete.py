@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, read_json
+from engine.contract import read_json
 from rollout.mcp.derive import (Derived, local_path, mcp_pin, node_install, own_output_folder, python_files,
                                 python_install, read_package)
 from rollout.mcp.environments import PYTHON_NAMES
 from rollout.mcp.envhints import read_in_file, read_in_files
+from rollout.mcp.published import npm_pin, plain_entry, root_variables, servers_of
 from rollout.mcp.requirements import (distributions_of, lock_pins, module_distribution, requirement_lines,
                                       requirement_name, system_packages, vendored_project)
 
@@ -291,9 +292,40 @@ def _system(requirements: list[str], out: Completion) -> None:
         out.added.append(f"system packages: {' '.join(packages)} (python scripts/servers.py system-deps)")
 
 
-def _package(entry: dict[str, Any], base: Path, root: Path, out: Completion) -> None:
+def _registry_pin(entry: dict[str, Any], package: str | None, lines: dict[str, str] | None, registry: bool,
+                  out: Completion) -> None:
+    """An ``uvx PKG`` or ``npx PKG`` entry no folder vendors: an install block with PKG at the version it names,
+    else the requirements file's line or the registry's newest (so ``install`` fetches it once and the server
+    starts offline); nothing when none is known."""
+    found: tuple[dict[str, Any], str] | None = None
+    why = "" if registry else "; the registry was not asked"
+    if package and entry["command"] == "npx":
+        pin = npm_pin(package, registry)
+        if isinstance(pin, str) and " has no " in pin:
+            out.missing.append(f"install: {pin}, so npx cannot fetch it either")
+            return
+        found, why = (({"npm": [pin[0]]}, f"{pin[0]}, {pin[1]}"), "") if isinstance(pin, tuple) else (None, f"; {pin}")
+    elif package:
+        name = re.split(r"[<>=!~\[;@ ]", package, maxsplit=1)[0]
+        named = re.fullmatch(r"([A-Za-z0-9._-]+)(?:==|@)([A-Za-z0-9.+!-]+)", package)
+        if named and named.group(2) != "latest":
+            found = ({"requirements": [f"{named.group(1)}=={named.group(2)}"]},
+                     f"{named.group(1)}=={named.group(2)}, the version it names")
+        elif (release := module_distribution(name, lines, registry)) is not None:
+            found = ({"requirements": release[0]}, f"{', '.join(release[0])}, from {release[1]}")
+    if found is None:
+        out.added.append(f"nothing to install: {entry['command']} fetches its package when the server starts "
+                         f"(an install block with the package pinned would run it offline{why})")
+        return
+    entry["install"] = found[0]
+    out.added.append(f"install: {found[1]} (fetched once by install instead of at every start)")
+
+
+def _package(entry: dict[str, Any], base: Path, root: Path, lines: dict[str, str] | None, registry: bool,
+             out: Completion) -> None:
     """An ``uvx PKG`` entry runs the folder under DIR that vendors PKG (the version the benchmark was built
-    with, with the SDK versions of its ``uv.lock``) instead of the newest release fetched at start."""
+    with, with the SDK versions of its ``uv.lock``) instead of the newest release fetched at start; other
+    ``uvx`` and ``npx`` entries get their package pinned (`_registry_pin`)."""
     out.kind = "package"
     args = [a for a in entry.get("args") or [] if isinstance(a, str)]
     package = args[args.index("--from") + 1] if "--from" in args[:-1] else next(
@@ -301,8 +333,7 @@ def _package(entry: dict[str, Any], base: Path, root: Path, out: Completion) -> 
     vendored = vendored_project(re.split(r"[=<>@\[ ]", package)[0], root) if entry["command"] == "uvx" and \
         package else None
     if vendored is None:
-        out.added.append(f"nothing to install: {entry['command']} fetches its package when the server starts "
-                         "(an install block with the package pinned would run it offline)")
+        _registry_pin(entry, package, lines, registry, out)
         return
     folder, data = vendored
     project = data["project"]
@@ -337,17 +368,18 @@ def _module(entry: dict[str, Any], lines: dict[str, str] | None, registry: bool,
 
 
 def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: Path | None,
-                   registry: bool = True) -> tuple[Any, Completion]:
-    """One entry completed (a new object; the given one is unchanged) and how."""
+                   registry: bool = True, rewritten: list[str] | None = None) -> tuple[Any, Completion]:
+    """One entry completed (a new object; the given one is unchanged) and how; `rewritten` says how the entry
+    was already rewritten into a form this reads (`rollout.mcp.published.plain_entry`)."""
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str) or not entry["command"]:
         return entry, Completion(name, "other", False, missing=["not an entry with a command"])
-    out = Completion(name, "other", entry.get("disabled") is True)
+    out = Completion(name, "other", entry.get("disabled") is True, added=list(rewritten or []))
     entry = {k: (list(v) if isinstance(v, list) else v) for k, v in entry.items()}
     if "install" in entry or "python" in entry:
         out.kind = "kept"
         out.added.append(f"kept: it names its own {'install block' if 'install' in entry else 'python'}")
     elif entry["command"] in PACKAGE_RUNNERS:
-        _package(entry, base, root, out)
+        _package(entry, base, root, requirement_lines(requirements) if requirements else None, registry, out)
     else:
         pointed = _pointed(entry, base, root)
         lines = requirement_lines(requirements) if requirements else None
@@ -363,7 +395,7 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
             _file(entry, pointed[0], lines, requirements, out)
         else:
             _folder(entry, pointed[0], base, out)
-    if out.added and "install" in entry and out.kind != "kept":
+    if out.added and ("install" in entry or rewritten) and out.kind != "kept":
         entry["_derived"] = "; ".join(out.added)
     return entry, out
 
@@ -373,16 +405,18 @@ def complete_config(root: Path, config: Path, requirements: Path | None = None,
     """The config at `config` with each entry completed from the server folders and files directly under
     `root` (the written file goes beside it: its relative paths stay as they are), and how each entry was."""
     data = read_json(config, "servers config")
-    servers = data.get("servers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise InputError(config, "expected an object with a 'servers' object", field="servers")
+    key, servers = servers_of(data, config)
+    variables = root_variables(config)
     base, root = config.resolve().parent, root.resolve()
     completed, how = {}, []
     for name, entry in servers.items():
-        completed[name], one = complete_entry(name, entry, base, root,
-                                              requirements.resolve() if requirements else None, registry)
+        plain, rewritten = plain_entry(f"{key}.{name}", entry, variables, config)
+        completed[name], one = complete_entry(name, plain, base, root,
+                                              requirements.resolve() if requirements else None, registry, rewritten)
         how.append(one)
     out = {**data, "_derived": f"completed by scripts/servers.py init from the server folders under {root} "
                                f"(Python {sys.version_info.major}.{sys.version_info.minor}); review before use",
            "servers": completed}
+    if key != "servers":
+        del out[key]  # written under the key the reader reads
     return out, how

@@ -14,7 +14,8 @@ per-server environments go), ``inherit`` (what every server inherits) and ``envi
 
 A bare ``python`` in an entry that names no environment keeps its published meaning: the first
 ``python`` on PATH. Environment values may use ``${VAR}`` and ``${VAR:-default}``; a variable that is
-unset (without default) makes that server fail to start with the reason, not the whole run.
+unset (without default) makes that server fail to start with the reason, not the whole run; so may its
+arguments (``"--key", "${SMITHERY_API_KEY}"``).
 """
 
 from __future__ import annotations
@@ -208,6 +209,8 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     missing: list[str] = []
     secrets = [v for v in inherited(extra).values() if len(v) >= _MIN_SECRET]
     own = {k: _expand(v, missing, secrets) for k, v in env.items()}
+    in_args: list[str] = []
+    args = [_expand(a, in_args, secrets) for a in args]
     if mode == "whole":
         secrets += [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET]
         full = {**os.environ, **own}
@@ -222,6 +225,8 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     problem = None
     if missing:
         problem = f"environment variable {', '.join(dict.fromkeys(missing))} is not set (field {where}.env)"
+    elif in_args:
+        problem = f"environment variable {', '.join(dict.fromkeys(in_args))} is not set (field {where}.args)"
     elif folder is not None and not (folder / STAMP).is_file():
         problem = not_installed(folder, path)
     elif entry.get("python") not in (None, "host") and runtime is not None and not Path(runtime.python or "").exists():
