@@ -226,7 +226,7 @@ def test_init_completes_single_files_from_a_requirements_file(tmp_path):
     write_json(config, data)
     output = tmp_path / "complete.json"
     done = _init(str(tmp_path / "servers"), "--complete", str(config), "--requirements", str(tmp_path / "reqs.txt"),
-                 "--output", str(output))
+                 "--output", str(output), "--offline")  # uvx/npx packages: the registry is not asked
     assert done.returncode == 0 and "could not derive" not in done.stdout, done.stdout + done.stderr
     assert "11 of 11 entries covered (6 from their folders, 2 single files, 0 python -m of a distribution, " \
            "2 uvx/npx" in done.stdout
