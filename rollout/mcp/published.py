@@ -134,7 +134,7 @@ def npm_pin(spec: str, registry: bool, timeout: float = 10.0) -> tuple[str, str]
         return "the registry was not asked"
     url = NPM_REGISTRY.format(name=urllib.parse.quote(name, safe="@"))
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (a fixed https registry)
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             latest = json.load(response).get("version")
     except urllib.error.HTTPError as exc:
         return f"the npm registry has no {name} ({exc.code})" if exc.code == 404 else \

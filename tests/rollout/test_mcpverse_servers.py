@@ -24,7 +24,7 @@ from rollout.runner import run
 
 def _init(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(ROOT / "scripts" / "servers.py"), "init", *args], capture_output=True,
-                          text=True, timeout=120)
+                          check=False, text=True, timeout=120)
 
 
 def _checkout(root: Path, servers: dict) -> Path:
@@ -97,7 +97,7 @@ def test_mcpverse_config_is_completed_into_one_the_reader_loads(tmp_path: Path, 
 class _Registry(BaseHTTPRequestHandler):
     """The npm registry's ``/<name>/latest`` for one package; 404 for the rest."""
 
-    def do_GET(self) -> None:  # noqa: N802 (the handler's name)
+    def do_GET(self) -> None:
         found = self.path == "/@scope%2Fmaps/latest"
         body = json.dumps({"version": "1.4.0"} if found else {"error": "Not found"}).encode()
         self.send_response(200 if found else 404)
