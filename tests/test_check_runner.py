@@ -21,8 +21,8 @@ import pytest
 
 from engine.contract import InputError, read_trajectories
 from engine.evaluators import verifiers as vf
-from engine.evaluators.base import JudgeContext, TaskInputs
 from engine.evaluators._check_runner import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
+from engine.evaluators.base import JudgeContext, TaskInputs
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-4f1c9a7e2b-do-not-leak"

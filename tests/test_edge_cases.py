@@ -11,8 +11,8 @@ from memory import score_memory
 from test_oracle import oracle_scores
 
 from engine.pipeline import ScoreSettings, score_sweep, write_sweep
-from engine.thresholds import Thresholds
 from engine.serialize import call_text
+from engine.thresholds import Thresholds
 
 
 def task(tid: str, steps: list[list[tuple[str, object]]], family: str | None = None) -> dict:

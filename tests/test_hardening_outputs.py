@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.contract import ConfigError
-from engine.contract import staged
+from engine.contract import ConfigError, staged
 from engine.contract.staged import MANIFEST, STAGING, check_output_folder, staged_folder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -202,8 +202,8 @@ def test_bootstrap_se_matches_clustered_se_and_scipy() -> None:
 def test_trial_intervals_resample_tasks_with_their_trials(correction: str) -> None:
     """pass@k, pass^k and avg@k intervals equal a per-resample loop over tasks (each task's trials
     counted with it) given the same resample matrix; the values are trials.json's."""
-    from engine.trial_estimators import ESTIMATORS, rate
     from engine.statistics import trial_intervals
+    from engine.trial_estimators import ESTIMATORS, rate
 
     rng = np.random.default_rng(4)
     counts = [(4, int(c)) for c in rng.integers(0, 5, 17)] + [(3, 1), (2, 2)]   # two tasks lost trials

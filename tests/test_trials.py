@@ -13,9 +13,23 @@ import pytest
 
 from engine.contract import ConfigError, InputError, parse_trajectories
 from engine.trial_estimators import pass_at_k, pass_hat_k, rate
-from engine.trials import (AGENT_FAILURE, FINISHED, INFRASTRUCTURE, SuccessRule, Trial, check_distinct,
-                           check_trial_files, find_trials, inventory, mean_std, rates, slot_state, success_rule,
-                           trial_path, trials_document)
+from engine.trials import (
+    AGENT_FAILURE,
+    FINISHED,
+    INFRASTRUCTURE,
+    SuccessRule,
+    Trial,
+    check_distinct,
+    check_trial_files,
+    find_trials,
+    inventory,
+    mean_std,
+    rates,
+    slot_state,
+    success_rule,
+    trial_path,
+    trials_document,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

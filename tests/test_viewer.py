@@ -14,14 +14,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from chromium import browser, page  # noqa: F401  (fixtures)
 
 from engine.apps.view import run as view_main
 from engine.contract import InputError, read_trajectories
 from engine.contract.staged import check_output_folder
 from engine.synthetic import write_demo
 from engine.viewer.text import MAX_TEXT
-
-from chromium import browser, page  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("demo_strong", "demo_weak", "demo_chaotic")

@@ -18,13 +18,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from chromium import browser, page  # noqa: F401  (fixtures)
 
 from engine.apps.view import run as view_main
 from engine.contract.staged import STAGING, check_output_folder
 from engine.viewer.folder import MARKER
 from engine.viewer.site import SCRIPTS
-
-from chromium import browser, page  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 PWN = "window.__pwned=1"
@@ -153,7 +152,7 @@ def _open(page, url: str, view: str) -> None:
 
 
 @pytest.mark.slow
-def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> None:  # noqa: F811
+def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> None:
     run, _ = hostile_run
     site = run / "viewer"
     seen = _watch(page, site)

@@ -14,13 +14,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from chromium import browser, page  # noqa: F401  (fixtures)
 from script_runs import run_script
 
 from engine.apps.view import run as view_main
 from engine.reports.trials import conventions_table, read_trials
 from engine.trials import TRIALS_FILE
-
-from chromium import browser, page  # noqa: F401  (fixtures)
 
 MODEL = "scripted_noisy"
 PWN = "window.__pwned=1"

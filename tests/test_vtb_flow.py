@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from script_runs import run_script
 
 from engine.evaluators import vtb_rubrics as vtb
 from engine.evaluators.vtb_records import read_task_records
 from engine.judge_results import JoinedFiles, joined_aggregate, load_joined
-from script_runs import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,16 @@ from engine.contract import csv_text
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
 from engine.evaluators.tool_use import KEY as TOOL_USE
 from engine.evaluators.tool_use import METRICS as TOOL_USE_METRICS
-from engine.metricspec import (AVERAGE, CORE_SOURCES, Column, evaluator_columns, label_of, leaderboard_columns,
-                               metric_value, metrics_of)
+from engine.metricspec import (
+    AVERAGE,
+    CORE_SOURCES,
+    Column,
+    evaluator_columns,
+    label_of,
+    leaderboard_columns,
+    metric_value,
+    metrics_of,
+)
 from engine.reports.read import ModelResult
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))

@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from engine.contract import trajectory_record
 from engine.synthetic.catalogue import (
-    _CITIES, _CONDITIONS, _CRYPTO, _CURRENCIES, _DRIFT_WORDS, _DRUGS, _FOODS, _IMAGE_SUBJECTS, _LANDMARKS,
-    _MARKETPLACES, _MOVIES, _PAPER_TOPICS, _PLACE_TYPES, _PRODUCTS, _SHEET_TOPICS, _TICKERS, _TRAVEL_MODES, _call,
-    _location)
-from engine.synthetic.draws import _Draws, _REFERENCE_STREAM
+    _CITIES,
+    _CONDITIONS,
+    _CRYPTO,
+    _CURRENCIES,
+    _DRIFT_WORDS,
+    _DRUGS,
+    _FOODS,
+    _IMAGE_SUBJECTS,
+    _LANDMARKS,
+    _MARKETPLACES,
+    _MOVIES,
+    _PAPER_TOPICS,
+    _PLACE_TYPES,
+    _PRODUCTS,
+    _SHEET_TOPICS,
+    _TICKERS,
+    _TRAVEL_MODES,
+    _call,
+    _location,
+)
+from engine.synthetic.draws import _REFERENCE_STREAM, _Draws
 
 # --------------------------------------------------------------------------
 # Task families: each returns (question, steps as lists of calls, final reply)

@@ -11,8 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import (ROOT, compose, compose_judge, local_overrides, plan_policy, plan_tasks,
-                             run_dir_of, write_json)
+from rollout_helpers import (
+    ROOT,
+    compose,
+    compose_judge,
+    local_overrides,
+    plan_policy,
+    plan_tasks,
+    run_dir_of,
+    write_json,
+)
 
 from rollout.judges.run import run as run_judge
 from rollout.runner import run

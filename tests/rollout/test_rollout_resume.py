@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from rollout_helpers import (kill_when_written, local_overrides, plan_policy, plan_tasks, predictions_of,
-                             start_rollout, written_records)
+from rollout_helpers import (
+    kill_when_written,
+    local_overrides,
+    plan_policy,
+    plan_tasks,
+    predictions_of,
+    start_rollout,
+    written_records,
+)
 
 from rollout.models.loopback import message_texts
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rollout_helpers import (compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of,
-                             write_json)
+from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of, write_json
 
 from engine.trials import find_trials, trial_path
 from rollout.runner import run
