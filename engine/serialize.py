@@ -159,7 +159,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Prof
 
     g_task, g_rank, g_step, g_index, g_text = [], [], [], [], []
     task_calls, task_steps, task_sq, gt_tasks, ranks_of = [], [], [], [], []
-    for t, (tid, _, task) in enumerate(rows):
+    for t, (_, _, task) in enumerate(rows):
         gt_tasks.append(task)
         ranks: dict[str, int] = {}
         index = 0
@@ -183,7 +183,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Prof
     p_sample, p_rank, p_step, p_index, p_text = [], [], [], [], []
     for f, (pred, file_ids) in enumerate(zip(preds, per_file_ids)):
         warn_not_made(pred, file_ids)
-        for tid, t in ((tid, t) for tid in file_ids for t in task_of[tid]):
+        for tid, t in ((i, t) for i in file_ids for t in task_of[i]):
             sample = len(s_task)
             ranks = ranks_of[t]
             task = pred.tasks[tid]

@@ -100,8 +100,8 @@ def time_browser(index: Path, rounds: int) -> dict[str, list[float]]:
             context = browser.new_context(viewport={"width": 1400, "height": 900})
             page = context.new_page()
             errors: list[str] = []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
             t0 = time.perf_counter()
             page.goto(url, wait_until="commit")
             page.wait_for_selector("#leaderboard tbody tr")

@@ -17,7 +17,8 @@ from engine.thresholds import Thresholds
 
 def task(tid: str, steps: list[list[tuple[str, object]]], family: str | None = None) -> dict:
     return {"id": tid, "type": family,
-            "steps": [{"step": i + 1, "calls": [{"name": n, "arguments": a} for n, a in s]} for i, s in enumerate(steps)]}
+            "steps": [{"step": i + 1, "calls": [{"name": n, "arguments": a} for n, a in s]}
+                      for i, s in enumerate(steps)]}
 
 
 def test_empty_predictions_and_call_less_tasks() -> None:

@@ -51,9 +51,11 @@ def _write_hostile_inputs(base: Path) -> Path:
     gt.write_text(json.dumps([{"id": tid, "type": HOSTILE, "question": HOSTILE, "image": image,
                                "steps": [{"calls": [_call(0), _call(1)]}, {"calls": [_call(2)]}]}
                               for tid, image in zip(IDS, ("../../etc/passwd", "/etc/hostname"))]))
-    judges = [{"name": HOSTILE, "score": 0.5, "reply": HOSTILE}, {"name": HOSTILE + "b", "score": 0.25, "reply": HOSTILE}]
+    judges = [{"name": HOSTILE, "score": 0.5, "reply": HOSTILE}, {"name": HOSTILE + "b", "score": 0.25,
+                                                                  "reply": HOSTILE}]
     rubric = {"description": HOSTILE, "weight": 4, "category": [HOSTILE], "critical_flag": True, "met": False,
-              "judges": [{"name": HOSTILE, "verdict": "Not Met", "explanation": HOSTILE}, {"name": HOSTILE, "error": HOSTILE}]}
+              "judges": [{"name": HOSTILE, "verdict": "Not Met", "explanation": HOSTILE}, {"name": HOSTILE,
+                                                                                           "error": HOSTILE}]}
     files = {
         "": [{"id": tid, "final_reply": HOSTILE, "steps": [{"calls": [{**_call(0), "is_error": True}, _call(3)]}]}
              for tid in IDS],

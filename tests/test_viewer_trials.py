@@ -81,7 +81,8 @@ def test_trials_summary_equals_trials_json(trials_run: Path) -> None:
 
 
 def _cells(page, selector: str) -> list[list[str]]:
-    return page.eval_on_selector_all(f"{selector} tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))")
+    return page.eval_on_selector_all(f"{selector} tbody tr",
+                                     "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))")
 
 
 @pytest.mark.slow

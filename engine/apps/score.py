@@ -164,8 +164,8 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
                           f"drop model.{option}")
 
 
-HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics", "demo",
-                "stats", "predictions")
+HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics",
+                "demo", "stats", "predictions")
 """The settings (and groups of settings) that say how to score, not what: every other setting changed from
 its default names what to score, so that the built-in demo is never scored in its place."""
 

@@ -75,13 +75,15 @@ from engine.contract.trajectory import (
 __all__ = [
     "AGENT", "CUT_SHORT", "ERROR_KINDS", "MODEL_API", "REPLAY", "SERVER", "is_lost", "lost_tasks", "record_error",
     "scorable", "server_down", "task_error", "without_lost",
-    "Call", "ConfigError", "InputError", "Interrupted", "MADE", "MAX_DEPTH", "NOT_MADE_RESULT", "SAFE_NAME_CHARS", "Step", "Task",
+    "Call", "ConfigError", "InputError", "Interrupted", "MADE", "MAX_DEPTH", "NOT_MADE_RESULT", "SAFE_NAME_CHARS",
+    "Step", "Task",
     "Trajectory", "TrajectoryFile",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
     "call_made", "canonical_json", "check_choice", "check_name", "checked_canonical_json", "config_int",
     "contained_path", "csv_text", "default_file_mode",
     "digest", "dumps_json", "dumps_trajectories", "file_digest", "file_objects", "is_number", "lenient_canonical_json",
     "not_made_calls", "parse_call",
-    "parse_trajectories", "read_json", "read_keyed_lines", "read_tasks", "read_trajectories", "safe_name", "set_steps", "shown",
+    "parse_trajectories", "read_json", "read_keyed_lines", "read_tasks", "read_trajectories", "safe_name", "set_steps",
+    "shown",
     "strict_value", "task_id_of", "task_records", "trajectory_record", "write_trajectories",
 ]
