@@ -179,7 +179,8 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Prof
         task_steps.append(len(task.steps))
         task_sq.append(sq)
 
-    s_file, s_task, s_pred, s_calls, s_steps = [], [], [], [], []
+    s_task: list[int] = []
+    s_file, s_pred, s_calls, s_steps = [], [], [], []
     p_sample, p_rank, p_step, p_index, p_text = [], [], [], [], []
     for f, (pred, file_ids) in enumerate(zip(preds, per_file_ids)):
         warn_not_made(pred, file_ids)
