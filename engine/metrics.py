@@ -14,7 +14,6 @@ from kernels.segment import segment_count, segment_sum
 from kernels.structure import StepStructure, step_structure
 
 
-
 @dataclass
 class TaskScores:
     """Per-sample counts and metrics (numpy arrays of length num_samples)."""

@@ -27,10 +27,13 @@ illegal calling format and the predicted calls of each of the four classes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.evaluators import evaluators
 from engine.evaluators.base import PROFILES, Metric
+
+if TYPE_CHECKING:
+    from engine.serialize import Profile
 
 __all__ = ["AVERAGE", "BY_KEY", "CORE_SOURCES", "EVALUATOR_KEYS", "METRICS", "PROFILES", "Column", "Metric",
            "alignment_keys", "check_profile", "evaluator_columns", "label_of", "leaderboard_columns", "metric_value",
@@ -57,11 +60,11 @@ METRICS: tuple[Metric, ...] = (*_ALIGNMENT, *(m for e in evaluators() for m in e
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 
 
-def check_profile(profile: str) -> str:
+def check_profile(profile: str) -> Profile:
     """The profile, or a ValueError naming the choices."""
     if profile not in PROFILES:
         raise ValueError(f"unknown metrics profile {profile!r}; expected one of {', '.join(PROFILES)}")
-    return profile
+    return cast("Profile", profile)
 
 
 def metrics_of(source: str, profile: str | None = None) -> tuple[Metric, ...]:

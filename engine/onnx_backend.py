@@ -154,7 +154,8 @@ def exported_model(model, inputs: list[str], model_path: Path, root: Path) -> Pa
         import onnx
         import torch
 
-        atomic_write_json(tmp / MANIFEST, {"key": key, "sha256": file_digest(model_file), "size": model_file.stat().st_size,
+        atomic_write_json(tmp / MANIFEST, {"key": key, "sha256": file_digest(model_file),
+                                           "size": model_file.stat().st_size,
                                            "recipe": EXPORT_RECIPE, "torch": torch.__version__,
                                            "onnx": onnx.__version__, "onnxruntime": runtime_version()})
         try:

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import torch
 
 from engine.align import Candidates, Matches, candidate_pairs, match
+from engine.contract import TrajectoryFile, read_trajectories, scorable
 from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
 from engine.judge_results import Joined, JoinedFiles, load_joined
-from engine.contract import TrajectoryFile, read_trajectories, scorable
 from engine.metrics import TaskScores, task_scores
 from engine.references import check_select, chosen_samples, read_references
 from engine.results import SampleView, write_file_results
-from engine.serialize import SweepTables, flatten_sweep
+from engine.serialize import Profile, SweepTables, flatten_sweep
 from engine.thresholds import Thresholds
 from kernels.device import cpu_threads, kernel_threads, resolve_device
 
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 class ScoreSettings:
     """How a sweep is serialized and embedded, and where: everything but the thresholds."""
 
-    profile: str = "reference"
+    profile: Profile = "reference"
     device: str = "auto"
     encoder_model: str | None = None
     encoder_batch_size: int = 128

@@ -10,8 +10,9 @@ default Recall, ties broken by Argument Similarity, then by the reference's orde
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def _read_file(path: Path) -> tuple[TrajectoryFile, Alternatives]:
                 raise InputError(path, f"reference {r} of the list says id {obj['id']!r}", task_id=str(tid),
                                  field="id")
     first = parse_trajectories(path, {k: (v[0] if k in lists else v) for k, v in root.items()})
-    alternatives = {tid: (task,) for tid, task in first.tasks.items()}
+    alternatives: dict[str, tuple[Trajectory, ...]] = {tid: (task,) for tid, task in first.tasks.items()}
     for key, items in lists.items():
         for obj in items[1:]:
             (task,) = parse_trajectories(path, {key: obj}).tasks.values()
@@ -65,10 +66,10 @@ def _read_file(path: Path) -> tuple[TrajectoryFile, Alternatives]:
 def read_references(paths: str | Path | Sequence[str | Path]) -> tuple[TrajectoryFile, Alternatives | None]:
     """The reference set: a file of each id's first reference (what a single-reference scorer reads),
     and every id's references in order, or None when each id has exactly one."""
-    paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
-    if not paths:
+    listed = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    if not listed:
         raise ConfigError("no reference file: set data.gt=PATH or data.references=[PATH, ...]")
-    files = [_read_file(p) for p in paths]
+    files = [_read_file(p) for p in listed]
     alternatives: dict[str, tuple[Trajectory, ...]] = {}
     for _, alts in files:
         for tid, refs in alts.items():

@@ -60,7 +60,10 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
                    tau_strong: float) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
     """per_id entries and the strong / weak / unmatched-prediction records of these samples."""
     t = view.tables
-    per_id, strong, weak, unmatched = [], [], [], []
+    per_id: list[dict] = []
+    strong: list[dict] = []
+    weak: list[dict] = []
+    unmatched: list[dict] = []
     names = scores.names
     several = t.several_references
     for s in samples.tolist():

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -158,7 +159,7 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Prof
 
     g_task, g_rank, g_step, g_index, g_text = [], [], [], [], []
     task_calls, task_steps, task_sq, gt_tasks, ranks_of = [], [], [], [], []
-    for t, (tid, _, task) in enumerate(rows):
+    for t, (_, _, task) in enumerate(rows):
         gt_tasks.append(task)
         ranks: dict[str, int] = {}
         index = 0
@@ -178,11 +179,12 @@ def flatten_sweep(gt: TrajectoryFile, preds: list[TrajectoryFile], profile: Prof
         task_steps.append(len(task.steps))
         task_sq.append(sq)
 
-    s_file, s_task, s_pred, s_calls, s_steps = [], [], [], [], []
+    s_task: list[int] = []
+    s_file, s_pred, s_calls, s_steps = [], [], [], []
     p_sample, p_rank, p_step, p_index, p_text = [], [], [], [], []
     for f, (pred, file_ids) in enumerate(zip(preds, per_file_ids)):
         warn_not_made(pred, file_ids)
-        for tid, t in ((tid, t) for tid in file_ids for t in task_of[tid]):
+        for tid, t in ((i, t) for i in file_ids for t in task_of[i]):
             sample = len(s_task)
             ranks = ranks_of[t]
             task = pred.tasks[tid]

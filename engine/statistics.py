@@ -22,8 +22,8 @@ import torch
 from engine.contract import ConfigError
 from engine.evaluators.answer_equivalence import LEVELS
 from engine.evaluators.tool_use import KEY as TOOL_USE
-from engine.metricspec import AVERAGE, BY_KEY, EVALUATOR_KEYS, alignment_keys, metric_value
 from engine.metrics import TaskScores
+from engine.metricspec import AVERAGE, BY_KEY, EVALUATOR_KEYS, alignment_keys, metric_value
 from engine.trial_estimators import ESTIMATORS, rate
 from kernels import bootstrap as bs
 
@@ -48,7 +48,7 @@ class StatsSettings:
     shared_rank: bool = False      # also each model's LMArena rank: 1 + models significantly better
     power: float = 0.8
 
-    def check(self) -> "StatsSettings":
+    def check(self) -> StatsSettings:
         """The settings, or a ConfigError naming the one that is wrong."""
         if self.resamples < 2:
             raise ConfigError(f"stats.resamples={self.resamples}: need at least 2 resamples")

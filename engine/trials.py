@@ -23,16 +23,26 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from engine.contract import (AGENT, ConfigError, InputError, TrajectoryFile, atomic_write_json, is_number,
-                             not_made_calls, record_error, server_down)
+from engine.contract import (
+    AGENT,
+    ConfigError,
+    InputError,
+    TrajectoryFile,
+    atomic_write_json,
+    is_number,
+    not_made_calls,
+    record_error,
+    server_down,
+)
 from engine.evaluators import evaluator
 from engine.judge_results import Joined, JoinedFiles
-from engine.trial_estimators import ESTIMATORS, rate
 from engine.trial_conventions import conventions_of, peer_blocks, threshold_note
+from engine.trial_estimators import ESTIMATORS, rate
 
 if TYPE_CHECKING:
     from engine.pipeline import SweepScores

@@ -58,8 +58,8 @@ def step_structure(sample: torch.Tensor, gt_step: torch.Tensor, pred_step: torch
     """
     n = num_samples
     if step_widths is None:
-        step_widths = tuple(int(v) + 1 for v in torch.stack([
-            gt_step.max(), pred_step.max()]).tolist()) if sample.numel() else (1, 1)
+        gt_max, pred_max = torch.stack([gt_step.max(), pred_step.max()]).tolist() if sample.numel() else (0, 0)
+        step_widths = (int(gt_max) + 1, int(pred_max) + 1)
     row, rows_per, row_first = _compress(sample, gt_step, n, step_widths[0])
     col, cols_per, col_first = _compress(sample, pred_step, n, step_widths[1])
     block = rows_per * cols_per

@@ -22,8 +22,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.contract import (InputError, append_line, atomic_write_bytes, atomic_write_text, check_choice,
-                             digest, dumps_json, read_json, read_keyed_lines)
+from engine.contract import (
+    InputError,
+    append_line,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_choice,
+    digest,
+    dumps_json,
+    read_json,
+    read_keyed_lines,
+)
 from rollout.errors import CacheMiss
 from rollout.models.base import Completion, ModelDriver
 

@@ -21,9 +21,27 @@ from pathlib import Path
 from typing import Any
 
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
-from engine.contract import (AGENT, CUT_SHORT, MODEL_API, REPLAY, InputError, Task, Trajectory, atomic_write_json,
-                             check_choice, check_name, config_int, digest, is_lost, read_json, read_tasks,
-                             read_trajectories, record_error, safe_name, task_error)
+from engine.contract import (
+    AGENT,
+    CUT_SHORT,
+    MODEL_API,
+    REPLAY,
+    InputError,
+    Task,
+    Trajectory,
+    atomic_write_json,
+    check_choice,
+    check_name,
+    config_int,
+    digest,
+    is_lost,
+    read_json,
+    read_tasks,
+    read_trajectories,
+    record_error,
+    safe_name,
+    task_error,
+)
 from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
@@ -39,8 +57,16 @@ from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver
 from rollout.output import ResultFile, dumps_record, list_text
 from rollout.record import CachedModel, RolloutCache
-from rollout.shards import (PartPending, Shard, check_part, file_sha256, missing_ids, parse_shard, part_path,
-                            write_merged)
+from rollout.shards import (
+    PartPending,
+    Shard,
+    check_part,
+    file_sha256,
+    missing_ids,
+    parse_shard,
+    part_path,
+    write_merged,
+)
 from rollout.tasks import Turn, read_reference_tools, read_turns
 from rollout.toolrunner import ToolRunner
 from rollout.workspace import Workspace

@@ -46,14 +46,14 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from engine.align import candidate_pairs, match  # noqa: E402
+from engine.contract import TrajectoryFile, parse_trajectories, read_trajectories  # noqa: E402
 from engine.encode import TextEncoder, embed_distinct  # noqa: E402
-from engine.contract import TrajectoryFile, read_trajectories, parse_trajectories  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
 from engine.synthetic import demo_models, make_reference, perturb, scale_predictions  # noqa: E402
-from engine.trials import trial_path  # noqa: E402
 from engine.thresholds import Thresholds  # noqa: E402
+from engine.trials import trial_path  # noqa: E402
 from kernels.device import resolve_device  # noqa: E402
 
 
@@ -330,7 +330,8 @@ def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
     report: dict = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                     "predictions": args.predictions}
     start = time.perf_counter()
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_cuda.py")],
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            str(ROOT / "tests" / "test_cuda.py")],
                            cwd=ROOT, capture_output=True, text=True)
     summary = (tests.stdout.strip().splitlines() or [""])[-1]
     report["cuda_tests"] = {"returncode": tests.returncode, "summary": summary,
@@ -352,7 +353,8 @@ def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
                                                thresholds)
     (report_dir / "gpu_report.json").write_text(json.dumps(report, indent=2) + "\n")
     rows = [("card", report["device"]), ("CUDA tests (golden parity included)", summary),
-            *((f"{kind} sweep process", f"{r['seconds']:.2f} s ({r['stages']})") for kind, r in report["sweep"].items()),
+            *((f"{kind} sweep process", f"{r['seconds']:.2f} s ({r['stages']})")
+              for kind, r in report["sweep"].items()),
             *((f"{name} (synchronized)", f"{sec:.4f} s, {report['in_process']['synchronizations'][name]} syncs")
               for name, sec in report["in_process"]["seconds"].items()),
             ("device-solver shapes compiled", str(report["in_process"]["compiled_shapes"]))]

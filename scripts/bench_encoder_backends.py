@@ -12,9 +12,10 @@ with torch's thread count. All three encode the same texts tokenized once by the
 `preprocess`, in the engine's token-budget batches; torch is the engine's own `TextEncoder.encode`.
 
 Parity: the largest difference between each backend's cosine similarities and torch's (all pairs of
-texts, and each text with its torch vector: engine.onnx_backend.cosine_gap), and every golden case scored from the backend's vectors (put in a temporary embedding
-cache) against the published results, as tests/test_golden.py checks them. Timing: --rounds
-rounds, the backends alternating within a round (--threads N: each on N threads), on the machine
+texts, and each text with its torch vector: engine.onnx_backend.cosine_gap), and every golden case
+scored from the backend's vectors (put in a temporary embedding cache) against the published results,
+as tests/test_golden.py checks them. Timing: --rounds rounds, the backends alternating within a round
+(--threads N: each on N threads), on the machine
 as it is (its load average is printed), then again with --busy processes spinning beside it (each
 ends by itself after --busy-seconds and is killed when the measurement ends). Prints the times and the ratios
 torch / backend (above 1: the backend is faster).
@@ -36,6 +37,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 NEEDED = ("onnxruntime", "openvino", "onnx", "onnxscript")
 INSTALL = """the encoder backends are not installed; in a scratch virtualenv that sees the project's packages:
     python -m venv /tmp/onnxenv
-    python -c "import site; print(site.getsitepackages()[0])" > "$(/tmp/onnxenv/bin/python -c 'import site; print(site.getsitepackages()[0])')/project.pth"
+    SITE="$(python -c 'import site; print(site.getsitepackages()[0])')"
+    echo "$SITE" > "$(/tmp/onnxenv/bin/python -c 'import site; print(site.getsitepackages()[0])')/project.pth"
     /tmp/onnxenv/bin/pip install onnxruntime openvino onnx onnxscript
     /tmp/onnxenv/bin/python scripts/bench_encoder_backends.py
 (not sentence-transformers[onnx] nor optimum-onnx: they pin transformers back)"""
@@ -67,7 +73,7 @@ def golden_texts(shared: Path) -> list[str]:
     return flatten_sweep(gt, preds, "reference").texts
 
 
-def batched(encoder, run: Callable[[dict], "np.ndarray"]) -> Backend:
+def batched(encoder, run: Callable[[dict], np.ndarray]) -> Backend:
     """An encode function: texts tokenized once, run in the engine's token-budget batches."""
     import numpy as np
 
@@ -106,7 +112,7 @@ def backends(encoder, onnx_path: Path, threads: int) -> dict[str, Backend]:
     }
 
 
-def golden_unchanged(shared: Path, encoder, texts: list[str], vectors: "np.ndarray") -> str:
+def golden_unchanged(shared: Path, encoder, texts: list[str], vectors: np.ndarray) -> str:
     """'yes', or the first difference: the golden cases scored from these vectors against the published results."""
     sys.path.insert(0, str(ROOT / "tests"))
     from golden import agreeing_similarities, assert_matches_golden, score_golden
@@ -154,7 +160,8 @@ def phase(runs: dict[str, Backend], texts: list[str], rounds: int, busy: int, bu
             p.kill()
             p.wait()
     summary = {"busy": busy, "load_before": load_before, "load_after": load_after, "seconds": times,
-               "min": {n: min(t) for n, t in times.items()}, "median": {n: statistics.median(t) for n, t in times.items()}}
+               "min": {n: min(t) for n, t in times.items()},
+               "median": {n: statistics.median(t) for n, t in times.items()}}
     summary["torch_over"] = {n: {"min": summary["min"]["torch"] / summary["min"][n],
                                  "median": summary["median"]["torch"] / summary["median"][n]}
                              for n in times if n != "torch"}

@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.contract import read_trajectories, write_trajectories  # noqa: E402
-from engine.synthetic import PROFILES, make_reference, perturb  # noqa: E402
-from engine.evaluators._call_rules import decide  # noqa: E402
-from rollout.judges.catalogue import load_catalogue  # noqa: E402
-from rollout.judges.cli import compose_config  # noqa: E402
-from rollout.judges.run import run  # noqa: E402
+from engine.contract import read_trajectories, write_trajectories
+from engine.evaluators._call_rules import decide
+from engine.synthetic import PROFILES, make_reference, perturb
+from rollout.judges.catalogue import load_catalogue
+from rollout.judges.cli import compose_config
+from rollout.judges.run import run
 
 ROOT = Path(__file__).resolve().parent.parent
 LEADERBOARD = ("gpt5", "gpt5_mini", "gpt5_nano", "gemini25_pro", "gemini25_flash", "gemini25_flash_lite",

@@ -23,13 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from rollout.cli import compose_config  # noqa: E402
-from rollout.mcp.host import MCPHost  # noqa: E402
-from rollout.record import CachedModel  # noqa: E402
-from rollout.runner import run_rollout  # noqa: E402
-from rollout.toolrunner import ToolRunner  # noqa: E402
+from rollout.cli import compose_config
+from rollout.mcp.host import MCPHost
+from rollout.record import CachedModel
+from rollout.runner import run_rollout
+from rollout.toolrunner import ToolRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP_CALLS = [

@@ -21,6 +21,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -84,6 +88,12 @@ def size_on_disk(folder: Path) -> tuple[int, int, int]:
     return len(files), sum(p.stat().st_size for p in files), sum(p.stat().st_blocks * 512 for p in files)
 
 
+def _watch(page: Page, errors: list[str]) -> None:
+    """Record the page's console errors and uncaught exceptions in `errors`."""
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+
 def time_browser(index: Path, rounds: int) -> dict[str, list[float]]:
     """Seconds per round: fresh page to the leaderboard; leaderboard to a task view; a task's address direct."""
     from playwright.sync_api import sync_playwright
@@ -100,8 +110,7 @@ def time_browser(index: Path, rounds: int) -> dict[str, list[float]]:
             context = browser.new_context(viewport={"width": 1400, "height": 900})
             page = context.new_page()
             errors: list[str] = []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
+            _watch(page, errors)
             t0 = time.perf_counter()
             page.goto(url, wait_until="commit")
             page.wait_for_selector("#leaderboard tbody tr")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollout.judges.cli import main  # noqa: E402
+from rollout.judges.cli import main
 
 if __name__ == "__main__":
     main()

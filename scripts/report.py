@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.apps.report import main  # noqa: E402
+from engine.apps.report import main
 
 if __name__ == "__main__":
     main()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.apps.score import main  # noqa: E402
+from engine.apps.score import main
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollout.servers_command import main  # noqa: E402
+from rollout.servers_command import main
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.synthetic.population import family_shapes, make_population, simulate  # noqa: E402
+from engine.synthetic.population import family_shapes, make_population, simulate
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -28,8 +28,8 @@ def seeded_vector(text: str, dim: int = 8, spread: float = 0.8) -> np.ndarray:
     return (base + spread * rng.standard_normal(dim).astype(np.float32) / np.sqrt(dim)).astype(np.float32)
 
 
-def score_memory(gt: list[dict], preds: list[list[dict]], vector_of: Callable[[str], np.ndarray] = seeded_vector, tau_weak: float = 0.6,
-                 tau_strong: float = 0.8, profile: str = "reference", device: str = "cpu"):
+def score_memory(gt: list[dict], preds: list[list[dict]], vector_of: Callable[[str], np.ndarray] = seeded_vector,
+                 tau_weak: float = 0.6, tau_strong: float = 0.8, profile: str = "reference", device: str = "cpu"):
     """(tables, matches as numpy, scores) for the given trajectories and text embeddings."""
     tables = flatten_sweep(trajectory_file(gt, "gt"), [trajectory_file(p, f"p{i}") for i, p in enumerate(preds)],
                            profile)

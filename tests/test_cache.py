@@ -77,7 +77,8 @@ def test_concurrent_writers(tmp_path: Path) -> None:
     with mp.get_context("spawn").Pool(4) as pool:
         assert sorted(pool.map(_writer, [(str(tmp_path), w) for w in range(4)])) == [0, 1, 2, 3]
     cache = EmbeddingCache(tmp_path, "concurrent")
-    texts = [f"w{w}-b{b}-{i}" for w in range(4) for b in range(20) for i in range(5)] + [f"shared-{i}" for i in range(5)]
+    texts = [f"w{w}-b{b}-{i}" for w in range(4) for b in range(20) for i in range(5)]
+    texts += [f"shared-{i}" for i in range(5)]
     found, vectors = cache.lookup(text_keys(texts))
     assert found.all()
     np.testing.assert_array_equal(vectors[:, 0], [zlib.crc32(t.encode()) % 997 for t in texts])

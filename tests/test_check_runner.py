@@ -21,8 +21,8 @@ import pytest
 
 from engine.contract import InputError, read_trajectories
 from engine.evaluators import verifiers as vf
-from engine.evaluators.base import JudgeContext, TaskInputs
 from engine.evaluators._check_runner import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
+from engine.evaluators.base import JudgeContext, TaskInputs
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-4f1c9a7e2b-do-not-leak"
@@ -307,7 +307,8 @@ def test_a_key_in_the_judges_environment_reaches_no_file(isolate: bool, tmp_path
         [sys.executable, str(ROOT / "scripts" / "judge.py"), "model=scripted", "judges=scripted", "data=tobench_demo",
          f"data.tasks={data / 'tasks.json'}", "evaluators=[verifiers]", f"results_dir={results}",
          f"workspace_dir={results / 'ws'}", f"tool_log_dir={results / 'logs'}", f"run_dir={tmp_path / 'run'}",
-         f"cache_dir={tmp_path / 'cache'}", f"evaluators.verifiers.bubblewrap={str(isolate).lower()}"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+         f"cache_dir={tmp_path / 'cache'}", f"evaluators.verifiers.bubblewrap={str(isolate).lower()}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
         env={**os.environ, "OPENAI_API_KEY": SECRET})
     assert judge.returncode == 0, judge.stderr[-2000:]
     entries = json.loads((results / "scripted_test_mcp_fuzzy_checks.json").read_text())["per_id"]

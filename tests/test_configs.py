@@ -16,8 +16,8 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
 import engine.apps.score  # noqa: F401  (registers the kit's resolvers)
-import rollout.cli  # noqa: F401  (registers the rollout's resolvers)
-import rollout.judges.cli  # noqa: F401
+import rollout.cli
+import rollout.judges.cli
 from engine.apps import settings
 from engine.apps.kit import CONF_ROOT, config_groups, config_roots
 from rollout.cli import TASKS_ALIASES

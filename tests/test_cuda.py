@@ -91,9 +91,9 @@ def test_pair_similarity_on_cuda_matches_cpu() -> None:
     emb[200:] = emb[:200] * rng.uniform(0.5, 2.0, size=(200, 1)).astype(np.float32)  # parallel rows
     emb[7] = 0.0
     left, right = rng.integers(0, 400, size=30000), rng.integers(0, 400, size=30000)
-    (e, l, r), (ge, gl, gr) = both(emb, left, right)
-    on_cpu = pair_similarity(e, l, r, chunk=4096)
-    on_cuda = pair_similarity(ge, gl, gr, chunk=4096)
+    (e, i, j), (ge, gi, gj) = both(emb, left, right)
+    on_cpu = pair_similarity(e, i, j, chunk=4096)
+    on_cuda = pair_similarity(ge, gi, gj, chunk=4096)
     assert on_cuda.is_cuda
     torch.testing.assert_close(on_cuda.cpu(), on_cpu, rtol=0, atol=1e-6)
     # one value per distinct (left, right) pair: repeats of a pair are bit-identical on the device
@@ -140,7 +140,8 @@ FINE = np.round(np.linspace(0.4, 1.0, 61), 2).astype(np.float32)
 def test_solve_buckets_on_cuda_matches_cpu(levels: np.ndarray, seed: int) -> None:
     buckets, similarity = random_problems(np.random.default_rng(seed), levels)
     starts = buckets.pair_start.tolist()
-    tied = sum(len(np.unique(similarity[s:s + n].numpy())) < n for s, n in zip(starts, (buckets.rows * buckets.cols).tolist()))
+    tied = sum(len(np.unique(similarity[s:s + n].numpy())) < n
+               for s, n in zip(starts, (buckets.rows * buckets.cols).tolist()))
     assert tied > 100  # the problems are full of exact ties
     on_cuda_buckets = buckets_to(buckets, CUDA)
     for tau in (0.6, 0.75):

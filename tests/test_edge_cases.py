@@ -11,13 +11,14 @@ from memory import score_memory
 from test_oracle import oracle_scores
 
 from engine.pipeline import ScoreSettings, score_sweep, write_sweep
-from engine.thresholds import Thresholds
 from engine.serialize import call_text
+from engine.thresholds import Thresholds
 
 
 def task(tid: str, steps: list[list[tuple[str, object]]], family: str | None = None) -> dict:
     return {"id": tid, "type": family,
-            "steps": [{"step": i + 1, "calls": [{"name": n, "arguments": a} for n, a in s]} for i, s in enumerate(steps)]}
+            "steps": [{"step": i + 1, "calls": [{"name": n, "arguments": a} for n, a in s]}
+                      for i, s in enumerate(steps)]}
 
 
 def test_empty_predictions_and_call_less_tasks() -> None:

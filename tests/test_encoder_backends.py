@@ -47,7 +47,8 @@ def test_similarities_match_torch_on_golden_texts(onnx_encoder: TextEncoder, gol
 
 
 @pytest.mark.slow
-def test_golden_case_scored_with_onnxruntime(gt_path: Path, golden_dir: Path, export_root: Path, tmp_path: Path) -> None:
+def test_golden_case_scored_with_onnxruntime(gt_path: Path, golden_dir: Path, export_root: Path,
+                                             tmp_path: Path) -> None:
     """A golden case scored through ONNX Runtime: counts exact, metrics within 1e-5."""
     scored = score_golden(gt_path, golden_dir, tmp_path / "out", "cpu", str(export_root), backend="onnxruntime",
                           only={"m1"})

@@ -63,7 +63,8 @@ REFUSED: dict[str, tuple[bytes, tuple[str, ...]]] = {
                           ('id "a\\nb"', "a call needs a non-empty string 'name'")),
     "predictions under results": (('{"results": ' + call_task("{}") + "}").encode(),
                                   ("id results: a task must be an object, got list; the file must be a list of task "
-                                   "objects (or an object of id -> task), and the list under 'results' looks like one",)),
+                                   "objects (or an object of id -> task), and the list under 'results' looks like "
+                                   "one",)),
     "JSON Lines": ((call_task("{}")[1:-1] + "\n" + call_task("{}", task_id='"00040001"')[1:-1] + "\n").encode(),
                    ("one JSON object a line (JSON Lines): a trajectory file is one JSON document, a list of task "
                     "objects (or an object of id -> task)",)),
@@ -154,7 +155,7 @@ def test_nan_and_infinity_are_echoed_as_strings(tmp_path: Path) -> None:
 def test_the_reference_keeps_the_strict_policy(tmp_path: Path, embedding_cache: Path, capsys) -> None:
     pred = tmp_path / "pred.json"
     pred.write_text(json.dumps(GT))
-    for case, (arguments, expected) in LENIENT.items():
+    for arguments, expected in LENIENT.values():
         gt = tmp_path / "gt.json"
         gt.write_text(call_task(arguments))
         code, _, err = score_in_process(gt, pred, tmp_path / "out", embedding_cache, capsys)

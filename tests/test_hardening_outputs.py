@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.contract import ConfigError
-from engine.contract import staged
+from engine.contract import ConfigError, staged
 from engine.contract.staged import MANIFEST, STAGING, check_output_folder, staged_folder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,7 +138,8 @@ def staging_started(out: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_path: Path, embedding_cache: Path) -> None:
+def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_path: Path,
+                                                             embedding_cache: Path) -> None:
     """SIGKILL a real scoring run at random moments of its write stage, many times: the output folder
     always holds exactly the previous run's outputs or the new run's."""
     sets: dict[float, dict[str, bytes]] = {}
@@ -243,5 +243,6 @@ def test_a_refused_output_dir_is_left_byte_for_byte(small_sweep, tmp_path: Path,
     proc = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: output_dir {out} holds 1 entry"), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: output_dir {out} holds 1 entry"), proc.stderr
     assert _tree(out) == before

@@ -228,7 +228,8 @@ def test_the_judge_app_refuses_a_folder_in_place_of_a_trial(tmp_path: Path) -> N
     (tmp_path / "m.json").write_text("[]")
     (tmp_path / "m_trial1.json").write_text("[]")
     (tmp_path / "m_trial2.json").mkdir()
-    with pytest.raises(InputError, match="m_trial2.json: field 'predictions': not a file: a trial is a prediction file"):
+    with pytest.raises(InputError,
+                       match="m_trial2.json: field 'predictions': not a file: a trial is a prediction file"):
         judge_run(compose_config("judge", [f"predictions={tmp_path / 'm.json'}", "judges=scripted",
                                            "data=rollout_demo", f"results_dir={tmp_path}"]))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m_trial1.json", "m_trial2.json"]

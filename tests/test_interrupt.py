@@ -38,7 +38,8 @@ def test_sigint_during_encoding_keeps_the_batches_done(tmp_path: Path) -> None:
     lines = [line for line in err.splitlines() if line.startswith("interrupted")]
     assert len(lines) == 1 and re.match(r"interrupted: \d+ of \d+ texts encoded and saved", lines[0]), err
     assert err.rstrip().endswith(lines[0])
-    assert not (tmp_path / "first" / "results_eval.json").exists() and not any((tmp_path / "first").glob("*/results_eval.json"))
+    assert not (tmp_path / "first" / "results_eval.json").exists()
+    assert not any((tmp_path / "first").glob("*/results_eval.json"))
 
     again = subprocess.run(_score(tmp_path, "second"), cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=600)

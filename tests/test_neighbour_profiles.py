@@ -82,7 +82,8 @@ def test_check_scripts_and_templates_run_in_their_own_processes(tmp_path: Path) 
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "a.txt").write_text("hello\n")
-    task = {"question": "Write hello", "level": "L1", "ground_truth": "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs/a.txt",
+    task = {"question": "Write hello", "level": "L1",
+            "ground_truth": "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs/a.txt",
             "eval_script": "eval_scripts/Q1.py"}
     ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(root), "timeout": 5})
     one = asyncio.run(ae.judge(ctx, TaskInputs("Q1", prediction=_prediction("done"), task=task, workspace=workspace)))
@@ -95,7 +96,8 @@ def test_check_scripts_and_templates_run_in_their_own_processes(tmp_path: Path) 
     assert erred["score"] == 0 and "KeyError" in erred["error"]  # published: counted 0, named
     strict = JudgeContext(pool=None, attempts=1, options={**ctx.options, "parser": "strict"})
     assert asyncio.run(ae.judge(strict, TaskInputs("Q2", prediction=_prediction("done"), workspace=workspace,
-                                                   task={**task, "eval_script": "eval_scripts/Q2.py"})))["score"] is None
+                                                   task={**task,
+                                                         "eval_script": "eval_scripts/Q2.py"})))["score"] is None
     templ = {"question": "Which city?", "level": "L2", "ground_truth": "stale", "answer_template": "templates/tq1.py"}
     fetched = asyncio.run(ae.judge(ctx, TaskInputs("Q3", task=templ)))
     assert fetched["ground_truth"] == "Chengdu" and fetched["score"] == 0 and fetched["reference_fetched_at"]

@@ -217,7 +217,8 @@ def test_rubrics_agreement_block() -> None:
         return {"judges": [{"name": n, "verdict": v} if v != "error" else {"name": n, "error": "x"}
                            for n, v in labels.items()]}
 
-    per_id = {"v2": {"turns": [{"rubrics": [rubric(a="Met", b="Not Met", c="Met"), rubric(a="Met", b="Met", c="Met")]}]},
+    per_id = {"v2": {"turns": [{"rubrics": [rubric(a="Met", b="Not Met", c="Met"), rubric(a="Met", b="Met",
+                                                                                          c="Met")]}]},
               "v1": {"turns": [{"rubrics": [rubric(a="Not Met", b="Met", c="error")]},
                                {"rubrics": [rubric(a="Partially Met", b="Not Met", c="Not Met")]}]}}
     block = rubrics_agreement(per_id, top=5)

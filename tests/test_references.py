@@ -53,7 +53,8 @@ def per_id(tables, scores, samples) -> dict[str, dict[str, float]]:
 
 def test_best_reference_against_each_reference_alone() -> None:
     alone = [memory_scores(ref, PREDS) for ref in (REF_A, REF_B)]
-    alternatives = {t["id"]: tuple(trajectory_file(ref, name).tasks[t["id"]] for ref, name in ((REF_A, "a"), (REF_B, "b")))
+    alternatives = {t["id"]: tuple(trajectory_file(ref, name).tasks[t["id"]] for ref, name in ((REF_A, "a"), (REF_B,
+                                                                                                              "b")))
                     for t in REF_A}
     tables, scores = memory_scores(REF_A, PREDS, alternatives)
     select = check_select(None, "reference")

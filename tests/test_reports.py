@@ -113,7 +113,8 @@ def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) 
     assert len(grid) == 2 * 2 * 5 and {r["tau_strong"] for r in grid} == {0.8, 0.9}
     assert (run / "threshold_ablation.png").read_bytes()[:4] == b"\x89PNG"
     assert (run / "leaderboard.md").read_text().startswith("| Model |")
-    again = subprocess.run([sys.executable, str(root / "scripts" / "report.py"), str(run), "--out", str(tmp_path / "r")],
+    again = subprocess.run([sys.executable, str(root / "scripts" / "report.py"), str(run), "--out",
+                            str(tmp_path / "r")],
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and (tmp_path / "r" / "leaderboard.csv").is_file()
 

@@ -202,8 +202,8 @@ def test_bootstrap_se_matches_clustered_se_and_scipy() -> None:
 def test_trial_intervals_resample_tasks_with_their_trials(correction: str) -> None:
     """pass@k, pass^k and avg@k intervals equal a per-resample loop over tasks (each task's trials
     counted with it) given the same resample matrix; the values are trials.json's."""
-    from engine.trial_estimators import ESTIMATORS, rate
     from engine.statistics import trial_intervals
+    from engine.trial_estimators import ESTIMATORS, rate
 
     rng = np.random.default_rng(4)
     counts = [(4, int(c)) for c in rng.integers(0, 5, 17)] + [(3, 1), (2, 2)]   # two tasks lost trials
@@ -241,7 +241,8 @@ def test_kernel_edge_cases() -> None:
     assert math.isnan(values[0, 1]) and values[0, 0] == 0.5
     assert bs.holm(torch.tensor([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
     assert torch.equal(bs.resample_counts(10, 4, 1), bs.resample_counts(10, 4, 1))
-    rows = torch.stack([torch.full((40,), math.nan, dtype=torch.float64), torch.linspace(0, 1, 40, dtype=torch.float64)])
+    rows = torch.stack([torch.full((40,), math.nan, dtype=torch.float64), torch.linspace(0, 1, 40,
+                                                                                         dtype=torch.float64)])
     low, high = bs.bca_interval(rows, torch.tensor([math.nan, 0.5], dtype=torch.float64),
                                 torch.tensor([[math.nan, 0.4], [math.nan, 0.6]], dtype=torch.float64), 0.95)
     assert math.isnan(low[0]) and math.isnan(high[0]) and 0 < low[1] < high[1] < 1  # a quantity with no value
@@ -268,7 +269,8 @@ def test_stats_on_adds_files_and_changes_no_other(tmp_path, capsys, embedding_ca
     assert _score(capsys, *base, f"output_dir={tmp_path / 'off'}")[0] == 0
     assert _score(capsys, *base, "stats=on", "stats.resamples=500", f"output_dir={tmp_path / 'on'}")[0] == 0
     files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*")  # noqa: E731
-                          if p.is_file() and p.suffix != ".png" and p.name not in ("score.log", ".m3bench-outputs.json")}
+                          if p.is_file() and p.suffix != ".png" and p.name not in ("score.log",
+                                                                                   ".m3bench-outputs.json")}
     off, on = files(tmp_path / "off"), files(tmp_path / "on")
     added = {str(p) for p in set(on) - set(off)}
     assert added == {"stats.json", *(f"{stem}.{suffix}" for stem in ("leaderboard_intervals", "neighbour_intervals")
@@ -285,7 +287,8 @@ def test_stats_on_adds_files_and_changes_no_other(tmp_path, capsys, embedding_ca
         assert block["value"] == pytest.approx(row["Average Score"], abs=1e-12)
         assert block["low"] <= block["value"] <= block["high"]
     assert len(stats["pairs"]) == 10
-    assert {"difference", "low", "high", "p", "p_holm", "win_probability"} <= set(stats["pairs"][0]["metrics"]["recall"])
+    assert {"difference", "low", "high", "p", "p_holm",
+            "win_probability"} <= set(stats["pairs"][0]["metrics"]["recall"])
 
 
 @pytest.mark.parametrize(("setting", "message"), [
@@ -320,7 +323,8 @@ def test_threshold_robustness_on_the_demo(tmp_path, capsys, embedding_cache) -> 
     assert [(p["tau_weak"], p["tau_strong"]) for p in robust["points"]] == [(0.3, 0.8), (0.6, 0.8)]
     names = list(stats["models"])
     for point in robust["points"]:
-        at = {r["model"]: r for r in grid if (r["tau_weak"], r["tau_strong"]) == (point["tau_weak"], point["tau_strong"])}
+        at = {r["model"]: r for r in grid if (r["tau_weak"], r["tau_strong"]) == (point["tau_weak"],
+                                                                                  point["tau_strong"])}
         expected = kendalltau([stats["models"][n]["metrics"]["recall"]["value"] for n in names],
                               [at[n]["recall"] for n in names]).statistic
         assert point["kendall_tau"]["recall"] == pytest.approx(expected, abs=1e-12)

@@ -13,9 +13,23 @@ import pytest
 
 from engine.contract import ConfigError, InputError, parse_trajectories
 from engine.trial_estimators import pass_at_k, pass_hat_k, rate
-from engine.trials import (AGENT_FAILURE, FINISHED, INFRASTRUCTURE, SuccessRule, Trial, check_distinct,
-                           check_trial_files, find_trials, inventory, mean_std, rates, slot_state, success_rule,
-                           trial_path, trials_document)
+from engine.trials import (
+    AGENT_FAILURE,
+    FINISHED,
+    INFRASTRUCTURE,
+    SuccessRule,
+    Trial,
+    check_distinct,
+    check_trial_files,
+    find_trials,
+    inventory,
+    mean_std,
+    rates,
+    slot_state,
+    success_rule,
+    trial_path,
+    trials_document,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -241,7 +255,8 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     # a leaderboard sweep finds the trials by name beside a model with one plain file
     (tmp_path / "plain_test_mcp_fuzzy.json").write_text(json.dumps(gt))
     sweep = score(f"data.gt={tmp_path / 'gt.json'}", "sweep.models=[m,plain]", f"results_dir={tmp_path}",
-                  f"output_dir={tmp_path / 'sweep'}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
+                  f"output_dir={tmp_path / 'sweep'}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
+                  cwd=tmp_path)
     assert sweep.returncode == 0, sweep.stderr
     models = json.loads((tmp_path / "sweep" / "trials.json").read_text())["models"]
     assert list(models) == ["m"] and models["m"]["pass_hat_k"] == doc["pass_hat_k"]

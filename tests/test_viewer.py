@@ -14,14 +14,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from chromium import browser, page  # noqa: F401  (fixtures)
 
 from engine.apps.view import run as view_main
 from engine.contract import InputError, read_trajectories
 from engine.contract.staged import check_output_folder
 from engine.synthetic import write_demo
 from engine.viewer.text import MAX_TEXT
-
-from chromium import browser, page  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("demo_strong", "demo_weak", "demo_chaotic")
@@ -93,7 +92,8 @@ def _known(run: Path, model: str, kind: str) -> dict:
     out = {"id": record["id"], "pred": _flat(Path(meta["predictions"]), record["id"], record["pred"]["step_index"],
                                              record["pred"]["call_index_in_step"])}
     if "gt" in record:
-        out["gt"] = _flat(Path(meta["gt"]), record["id"], record["gt"]["step_index"], record["gt"]["call_index_in_step"])
+        out["gt"] = _flat(Path(meta["gt"]), record["id"], record["gt"]["step_index"],
+                          record["gt"]["call_index_in_step"])
     return out
 
 
@@ -199,7 +199,8 @@ def test_serve_on_loopback(tmp_path: Path) -> None:
 
 
 def _rows(page, table: str) -> list[list[str]]:
-    return page.eval_on_selector_all(f"#{table} tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    return page.eval_on_selector_all(f"#{table} tbody tr",
+                                     "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
 
 
 @pytest.mark.slow
@@ -419,7 +420,8 @@ def test_site_holds_the_evaluators_verdicts(evaluated_runs: dict[str, Path]) -> 
             description, weight, _, critical, verdict, judges = table["rows"][j]
             entry = file[tid]["turns"][turn]["rubrics"][j]
             assert (description, weight, critical["badge"], verdict) == (entry["description"], entry["weight"],
-                                                                         "critical", {"badge": "Not Met", "pass": False})
+                                                                         "critical", {"badge": "Not Met",
+                                                                                      "pass": False})
             assert j in table["marked"]
             assert judges["rows"] == [[v["name"], v["verdict"], {"reply": v["explanation"]}] for v in entry["judges"]]
             assert _parts(data["tasks"][tid]["blocks"], "vtb_rubrics", "verdict")[0]["pass"] is False
@@ -454,7 +456,8 @@ def test_rubrics_outcomes_and_call_errors_in_the_browser(page, evaluated_runs: d
     row.wait_for()
     assert "marked" in row.get_attribute("class")
     assert row.locator("> td").first.text_content() == 'Also reports "5.69".'
-    assert row.locator(".badge.fail").text_content() == "Not Met" and row.locator(".badge:text-is('critical')").count() == 1
+    assert row.locator(".badge.fail").text_content() == "Not Met"
+    assert row.locator(".badge:text-is('critical')").count() == 1
     assert not row.locator("table.inner").is_visible()
     row.locator("summary").first.click()
     assert row.locator("table.inner > tbody > tr").count() == 4
@@ -630,7 +633,8 @@ def display(task, meta):
         return [{"title": "Reply length overall", "parts": [{"kind": "note", "text": meta.get("note", "")}]}]
     return [{"title": "Reply length", "id": "reply-length", "parts": [
         {"kind": "verdict", "label": "short enough", "pass": task["chars"] < 100, "text": str(task["chars"])},
-        {"kind": "rows", "rows": [["counted by", task["by"]]]}, {"kind": "reply", "label": "reply", "text": task["text"]},
+        {"kind": "rows", "rows": [["counted by", task["by"]]]},
+        {"kind": "reply", "label": "reply", "text": task["text"]},
         {"kind": "calls", "labels": [[0, 0, "long", "came before a long reply"]]}]}]
 
 

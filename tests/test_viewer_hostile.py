@@ -18,13 +18,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from chromium import browser, page  # noqa: F401  (fixtures)
 
 from engine.apps.view import run as view_main
 from engine.contract.staged import STAGING, check_output_folder
 from engine.viewer.folder import MARKER
 from engine.viewer.site import SCRIPTS
-
-from chromium import browser, page  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 PWN = "window.__pwned=1"
@@ -52,9 +51,11 @@ def _write_hostile_inputs(base: Path) -> Path:
     gt.write_text(json.dumps([{"id": tid, "type": HOSTILE, "question": HOSTILE, "image": image,
                                "steps": [{"calls": [_call(0), _call(1)]}, {"calls": [_call(2)]}]}
                               for tid, image in zip(IDS, ("../../etc/passwd", "/etc/hostname"))]))
-    judges = [{"name": HOSTILE, "score": 0.5, "reply": HOSTILE}, {"name": HOSTILE + "b", "score": 0.25, "reply": HOSTILE}]
+    judges = [{"name": HOSTILE, "score": 0.5, "reply": HOSTILE}, {"name": HOSTILE + "b", "score": 0.25,
+                                                                  "reply": HOSTILE}]
     rubric = {"description": HOSTILE, "weight": 4, "category": [HOSTILE], "critical_flag": True, "met": False,
-              "judges": [{"name": HOSTILE, "verdict": "Not Met", "explanation": HOSTILE}, {"name": HOSTILE, "error": HOSTILE}]}
+              "judges": [{"name": HOSTILE, "verdict": "Not Met", "explanation": HOSTILE}, {"name": HOSTILE,
+                                                                                           "error": HOSTILE}]}
     files = {
         "": [{"id": tid, "final_reply": HOSTILE, "steps": [{"calls": [{**_call(0), "is_error": True}, _call(3)]}]}
              for tid in IDS],
@@ -153,7 +154,7 @@ def _open(page, url: str, view: str) -> None:
 
 
 @pytest.mark.slow
-def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> None:  # noqa: F811
+def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> None:
     run, _ = hostile_run
     site = run / "viewer"
     seen = _watch(page, site)

@@ -14,13 +14,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from chromium import browser, page  # noqa: F401  (fixtures)
 from script_runs import run_script
 
 from engine.apps.view import run as view_main
 from engine.reports.trials import conventions_table, read_trials
 from engine.trials import TRIALS_FILE
-
-from chromium import browser, page  # noqa: F401  (fixtures)
 
 MODEL = "scripted_noisy"
 PWN = "window.__pwned=1"
@@ -82,7 +81,8 @@ def test_trials_summary_equals_trials_json(trials_run: Path) -> None:
 
 
 def _cells(page, selector: str) -> list[list[str]]:
-    return page.eval_on_selector_all(f"{selector} tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))")
+    return page.eval_on_selector_all(f"{selector} tbody tr",
+                                     "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))")
 
 
 @pytest.mark.slow

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from script_runs import run_script
 
 from engine.evaluators import vtb_rubrics as vtb
 from engine.evaluators.vtb_records import read_task_records
 from engine.judge_results import JoinedFiles, joined_aggregate, load_joined
-from script_runs import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +75,8 @@ def test_a_rerun_judges_again_the_tasks_a_judge_left_unanswered(tmp_path: Path, 
     assert doc["aggregate"]["unanswered"] == sum(len(t["rubrics"]) for e in doc["per_id"].values()
                                                  for t in e["turns"])
     capsys.readouterr()
-    status, again = _stage(tmp_path, "scripted", strict)  # the pool without the mute judge: judged again, from the cache
+    status, again = _stage(tmp_path, "scripted",
+                           strict)  # the pool without the mute judge: judged again, from the cache
     assert status == 0 and again["meta"]["incomplete"] == [] and again["aggregate"]["unanswered"] == 0
     assert "(2 now, 0 failed, 0 incomplete)" in capsys.readouterr().out
     assert again["meta"]["usage"]["scripted_a"]["cached"] > 0

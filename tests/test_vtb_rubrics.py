@@ -352,7 +352,8 @@ def test_the_one_prompt_schema_with_turn_markers_is_one_turn_with_a_warning(tmp_
     rubric = {"description": "x", "weight": 3}
     path = tmp_path / "old.json"
     path.write_text(json.dumps([{"id": "a", "prompt": "[Turn 1] Crop it. [Turn 2] Now count.", "rubrics": [rubric]},
-                                {"id": "b", "prompt": "[Turn 1] Zoom. [Turn 2] Read. [Turn 3] Sum.", "rubrics": [rubric]},
+                                {"id": "b", "prompt": "[Turn 1] Zoom. [Turn 2] Read. [Turn 3] Sum.",
+                                 "rubrics": [rubric]},
                                 {"id": "c", "prompt": "Plain.", "rubrics": [rubric]}]))
     with caplog.at_level(logging.WARNING, logger="engine.evaluators.vtb_records"):
         records = read_task_records(path)

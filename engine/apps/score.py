@@ -13,35 +13,59 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from engine.apps.kit import hydra_app, output_folder
-from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
 from engine.apps.settings import changed_settings
+from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
 from engine.contract import ConfigError, InputError, atomic_write_json, check_name, config_int
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
-from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.evaluators import evaluators
 from engine.evaluators.vtb_rubrics import NAME as VTB
 from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as DEFAULT_VTB_PROFILE
 from engine.evaluators.vtb_scoring import check_profile as check_vtb_profile
+from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.judge_results import JoinedFiles, joined_files
+from engine.metrics import TaskScores
 from engine.metricspec import check_profile
 from engine.onnx_backend import check_backend
-from engine.pipeline import (PreparedSweep, ScoreSettings, StageTimer, SweepScores, load_sweep_joined, output_dirs,
-                             prepare_sweep, score_prepared, write_sweep)
+from engine.pipeline import (
+    PreparedSweep,
+    ScoreSettings,
+    StageTimer,
+    SweepScores,
+    load_sweep_joined,
+    output_dirs,
+    prepare_sweep,
+    score_prepared,
+    write_sweep,
+)
 from engine.references import check_select
-from engine.reports.summary import headline
 from engine.reports.index import append_run, run_entry
+from engine.reports.summary import headline
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
-from engine.metrics import TaskScores
-from engine.statistics import (STATS_FILE, ModelUnits, StatsSettings, bootstrap_stats, sweep_units,
-                               threshold_robustness, trial_intervals)
+from engine.statistics import (
+    STATS_FILE,
+    ModelUnits,
+    StatsSettings,
+    bootstrap_stats,
+    sweep_units,
+    threshold_robustness,
+    trial_intervals,
+)
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
-from kernels.device import cpu_threads, resolve_device
+from engine.trials import (
+    TRIALS_FILE,
+    check_distinct,
+    check_trial_files,
+    find_trials,
+    model_name,
+    success_counts,
+    trial_count,
+    write_trials,
+)
 from engine.unreferenced import NO_REFERENCE, write_unreferenced
-from engine.trials import (TRIALS_FILE, check_distinct, check_trial_files, find_trials, model_name, trial_count,
-                           success_counts, write_trials)
+from kernels.device import cpu_threads, resolve_device
 
 log = logging.getLogger("score")
 
@@ -140,8 +164,8 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
                           f"drop model.{option}")
 
 
-HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics", "demo",
-                "stats", "predictions")
+HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics",
+                "demo", "stats", "predictions")
 """The settings (and groups of settings) that say how to score, not what: every other setting changed from
 its default names what to score, so that the built-in demo is never scored in its place."""
 

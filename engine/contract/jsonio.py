@@ -21,6 +21,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,22 @@ def lenient_canonical_json(value: Any) -> tuple[str, tuple[str, str] | None]:
     if _SURROGATE.search(text):
         raise ValueProblem(*(value_problem(value, sys.maxsize, nonfinite=False) or departure))
     return text, departure
+
+
+def json_strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, depth first in document order (object keys left out).
+
+    >>> list(json_strings({"a": ["x", {"b": "y"}, 3], "c": "z"}))
+    ['x', 'y', 'z']
+    """
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_strings(item)
 
 
 def strict_value(value: Any) -> Any:

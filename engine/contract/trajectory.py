@@ -22,8 +22,14 @@ from typing import Any
 
 from engine.contract.atomic import atomic_write_text
 from engine.contract.errors import InputError, shown
-from engine.contract.jsonio import (ValueProblem, checked_canonical_json, dumps_json, lenient_canonical_json,
-                                    lone_surrogate, read_json)
+from engine.contract.jsonio import (
+    ValueProblem,
+    checked_canonical_json,
+    dumps_json,
+    lenient_canonical_json,
+    lone_surrogate,
+    read_json,
+)
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,16 @@ from engine.contract import csv_text
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
 from engine.evaluators.tool_use import KEY as TOOL_USE
 from engine.evaluators.tool_use import METRICS as TOOL_USE_METRICS
-from engine.metricspec import (AVERAGE, CORE_SOURCES, Column, evaluator_columns, label_of, leaderboard_columns,
-                               metric_value, metrics_of)
+from engine.metricspec import (
+    AVERAGE,
+    CORE_SOURCES,
+    Column,
+    evaluator_columns,
+    label_of,
+    leaderboard_columns,
+    metric_value,
+    metrics_of,
+)
 from engine.reports.read import ModelResult
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
@@ -171,8 +179,8 @@ def tool_use_table(results: list[ModelResult]) -> Table | None:
                                                       for cell in _tool_use_cells(r.by_type.get(family)))]
             for r in used]
     note = ("Proactivity: share of tasks with at least one call; Success Rate: calls not reporting an error over "
-            "all calls (VisualToolBench eq. 4), over all tasks' calls (micro); Success Rate (flagged calls): calls with "
-            "is_error false over the calls that carry is_error; Volume: calls per task, all tasks.")
+            "all calls (VisualToolBench eq. 4), over all tasks' calls (micro); Success Rate (flagged calls): calls "
+            "with is_error false over the calls that carry is_error; Volume: calls per task, all tasks.")
     return Table(columns=columns, rows=rows, title="Tool use", note=note)
 
 

@@ -55,8 +55,8 @@ def tobench_table(results: list[ModelResult]) -> Table | None:
                      r.aggregate.get("check_tasks"), r.aggregate.get("check_errors")])
     note = ("Laid out as TOBench's Table 2, models by Avg: one column per task family / difficulty (easy, medium, "
             "hard), then Avg = tasks whose checks all pass over the tasks evaluated (eq. 10-11; "
-            "a task whose verifier failed is left out and counted under Evaluator Errors), in %; Tool Calls, Tokens (k) and Cost ($) "
-            "are means per task over the runs whose usage the rollout recorded (cost at the verifiers' price "
-            "setting).")
+            "a task whose verifier failed is left out and counted under Evaluator Errors), in %; Tool Calls, "
+            "Tokens (k) and Cost ($) are means per task over the runs whose usage the rollout recorded (cost at the "
+            "verifiers' price setting).")
     return Table(columns=["Model", *groups, "Avg", "Tool Calls", "Tokens (k)", "Cost ($)", "Tasks Checked",
                           "Evaluator Errors"], rows=rows, title="TOBench Table 2", digits=2, note=note)

@@ -34,6 +34,13 @@ def _spread(block: dict[str, Any] | None) -> str | None:
     return None if block is None else f"{block['mean']:.3f} ± {block['std']:.3f}"
 
 
+def _pass_hat(doc: dict[str, Any], k: int) -> str | None:
+    """pass^k with lost slots counted as failures, and in brackets without them where that differs."""
+    failures = doc["pass_hat_k"]["losses_as_failures"][str(k)]["value"]
+    excluded = doc["pass_hat_k"]["losses_excluded"][str(k)]["value"]
+    if failures is None:
+        return None
+    return f"{failures:.3f}" + (f" ({excluded:.3f})" if excluded is not None and excluded != failures else "")
 
 
 def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table:
@@ -57,16 +64,10 @@ def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table
         n = doc["meta"]["trials"]
         cells = [_spread(next((doc["aggregate"][k] for k in c.keys if k in doc["aggregate"]), None)) for c in present]
 
-        def pass_hat(k: int) -> str | None:
-            failures = doc["pass_hat_k"]["losses_as_failures"][str(k)]["value"]
-            excluded = doc["pass_hat_k"]["losses_excluded"][str(k)]["value"]
-            if failures is None:
-                return None
-            return f"{failures:.3f}" + (f" ({excluded:.3f})" if excluded is not None and excluded != failures else "")
-
         average = mean_std(averages[model]) if averages.get(model) else None
         rank[model] = -average["mean"] if average else float("inf")
-        rows.append([model, n, *cells, _spread(average), pass_hat(1), pass_hat(n), n, doc["inventory"][INFRASTRUCTURE]])
+        rows.append([model, n, *cells, _spread(average), _pass_hat(doc, 1), _pass_hat(doc, n), n,
+                     doc["inventory"][INFRASTRUCTURE]])
     rows.sort(key=lambda row: (rank[row[0]], row[0]))
     note = ("Cells: mean ± sample standard deviation over the model's trials. pass^k: all k trials succeed "
             "(unbiased estimator), with infrastructure losses counted as failures; in brackets, with them "
@@ -85,12 +86,14 @@ def conventions_table(models: dict[str, dict[str, Any]]) -> Table | None:
     for model, doc in models.items():
         n = doc["meta"]["trials"]
         block = doc["pass_hat_k"]["losses_as_failures"]
-        rows.append([model, "project", f"pass^1 {_value(block['1']['value'])}, pass^{n} {_value(block[str(n)]['value'])}"])
+        rows.append([model, "project",
+                     f"pass^1 {_value(block['1']['value'])}, pass^{n} {_value(block[str(n)]['value'])}"])
         peers = doc.get("conventions") or {}
         if "tau2" in peers:
             t = peers["tau2"]
             hats = ", ".join(f"pass^{k} {_value(v)}" for k, v in t["pass_hat_k"].items())
-            rows.append([model, "tau2", f"avg_reward {_value(t['avg_reward'])}, {hats or 'no pass^k'} (max_k {t['max_k']})"])
+            rows.append([model, "tau2",
+                         f"avg_reward {_value(t['avg_reward'])}, {hats or 'no pass^k'} (max_k {t['max_k']})"])
         if "mcpmark" in peers:
             m = peers["mcpmark"]
             if "refused" in m:

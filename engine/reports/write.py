@@ -8,16 +8,38 @@ from typing import Any
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
-from engine.reports.plots import (calls_chart, family_chart, leaderboard_chart, outcomes_chart, threshold_chart,
-                                  tool_use_chart)
-from engine.reports.intervals import neighbour_intervals_table, read_stats, robustness_table, write_stats_plots
 from engine.reports.groups import Group, differing, group_results, run_folder, why_not_comparable
-from engine.reports.read import GRID_FILE, ModelResult, collect_run, load_threshold_grid
-from engine.reports.tables import (Table, budget_table, calls_table, families_markdown, family_tables,
-                                   intervals_table, leaderboard_table, outcomes_table, tool_use_table)
+from engine.reports.intervals import neighbour_intervals_table, read_stats, robustness_table, write_stats_plots
 from engine.reports.mcpverse import mcpverse_table
+from engine.reports.plots import (
+    calls_chart,
+    family_chart,
+    leaderboard_chart,
+    outcomes_chart,
+    threshold_chart,
+    tool_use_chart,
+)
+from engine.reports.read import GRID_FILE, ModelResult, collect_run, load_threshold_grid
+from engine.reports.tables import (
+    Table,
+    budget_table,
+    calls_table,
+    families_markdown,
+    family_tables,
+    intervals_table,
+    leaderboard_table,
+    outcomes_table,
+    tool_use_table,
+)
 from engine.reports.tobench import tobench_table
-from engine.reports.trials import conventions_table, inventory_table, pass_k_chart, read_trials, spread_chart, trials_leaderboard
+from engine.reports.trials import (
+    conventions_table,
+    inventory_table,
+    pass_k_chart,
+    read_trials,
+    spread_chart,
+    trials_leaderboard,
+)
 from engine.reports.vtb import vtb_tables
 from engine.statistics import STATS_FILE
 from engine.trials import TRIALS_FILE

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.synthetic.draws import _copy_json, _Draws
 
@@ -128,7 +129,8 @@ def _location(city: tuple[str, str, str, float, float], d: _Draws) -> dict[str, 
 
 def _expression(d: _Draws) -> str:
     a, b, c = d.randint(2, 999), d.uniform(0.5, 99.0), d.randint(1, 50)
-    return d.pick((f"{a} * {b:.2f} + {c}", f"({a} + {c}) / {b:.2f}", f"{a} * {c} - {b:.2f}", f"sum([{a}, {c}, {b:.2f}])"))
+    return d.pick((f"{a} * {b:.2f} + {c}", f"({a} + {c}) / {b:.2f}", f"{a} * {c} - {b:.2f}",
+                   f"sum([{a}, {c}, {b:.2f}])"))
 
 
 # --------------------------------------------------------------------------
@@ -150,7 +152,8 @@ _TOOLS: dict[str, _ArgGen] = {
     "maps/places_nearby": lambda d: {
         "location": _location(d.pick(_CITIES), d), "radius": d.pick((500, 1000, 1500, 2000, 5000)),
         "type": d.pick(_PLACE_TYPES), "keyword": d.pick(_PLACE_KEYWORDS)},
-    "maps/place_details": lambda d: {"place_id": "pl_" + d.hexid(10), "fields": d.sample(_PLACE_FIELDS, d.randint(2, 4))},
+    "maps/place_details": lambda d: {
+        "place_id": "pl_" + d.hexid(10), "fields": d.sample(_PLACE_FIELDS, d.randint(2, 4))},
     "maps/directions": lambda d: {
         "origin": f"{d.pick(_LANDMARKS)}, {d.pick(_CITIES)[0]}", "destination": d.pick(_LANDMARKS),
         "mode": d.pick(_TRAVEL_MODES)},
@@ -159,28 +162,32 @@ _TOOLS: dict[str, _ArgGen] = {
         "mode": d.pick(_TRAVEL_MODES)},
     "weather/get_forecast": lambda d: {
         "city": d.pick(_CITIES)[0], "days": d.randint(1, 10), "units": d.pick(("metric", "imperial"))},
-    "weather/air_quality": lambda d: {"location": _location(d.pick(_CITIES), d), "pollutants": d.sample(("pm25", "pm10", "o3", "no2"), 2)},
+    "weather/air_quality": lambda d: {
+        "location": _location(d.pick(_CITIES), d), "pollutants": d.sample(("pm25", "pm10", "o3", "no2"), 2)},
     "weather/list_stations": lambda d: None,
     "flights/search": lambda d: {
         "origin": d.pick(_CITIES)[2], "destination": d.pick(_CITIES)[2], "date": _date(d, 2025, 2026),
         "passengers": {"adults": d.randint(1, 3), "children": d.randint(0, 2)},
         "cabin": d.pick(("economy", "economy", "premium_economy", "business"))},
     "arxiv/search": lambda d: {
-        "query": d.pick(_PAPER_TOPICS), "max_results": d.randint(3, 10), "sort_by": d.pick(("relevance", "submittedDate"))},
+        "query": d.pick(_PAPER_TOPICS), "max_results": d.randint(3, 10),
+        "sort_by": d.pick(("relevance", "submittedDate"))},
     "arxiv/read_paper": lambda d: {
         "paper_id": f"{d.randint(19, 25)}{d.randint(1, 12):02d}.{d.randint(10000, 99999)}",
         "sections": d.sample(_PAPER_SECTIONS, d.randint(1, 3))},
     "scholar/citations": lambda d: {
         "paper_id": f"{d.randint(19, 25)}{d.randint(1, 12):02d}.{d.randint(10000, 99999)}", "limit": d.randint(5, 20)},
     "notes/write": lambda d: {
-        "title": f"Notes on {d.pick(_PAPER_TOPICS)}", "content": f"Key points: {d.pick(_DRIFT_WORDS)} {d.pick(_DRIFT_WORDS)}.",
+        "title": f"Notes on {d.pick(_PAPER_TOPICS)}",
+        "content": f"Key points: {d.pick(_DRIFT_WORDS)} {d.pick(_DRIFT_WORDS)}.",
         "tags": d.sample(("reading", "todo", "summary", "ml", "travel", "health"), d.randint(1, 3))},
     "crypto/get_price": lambda d: {"symbols": d.sample(_CRYPTO, d.randint(1, 4)), "vs_currency": d.pick(_FIAT)},
     "crypto/market_chart": lambda d: {
         "symbol": d.pick(_CRYPTO), "days": d.pick((1, 7, 14, 30, 90, 365)), "interval": d.pick(("hourly", "daily"))},
     "crypto/list_markets": lambda d: None,
     "news/search": lambda d: {
-        "query": d.pick((d.pick(_CRYPTO), d.pick(_TICKERS), d.pick(_CONDITIONS))) + " " + d.pick(("news", "outlook", "analysis")),
+        "query": d.pick((d.pick(_CRYPTO), d.pick(_TICKERS), d.pick(_CONDITIONS))) + " "
+        + d.pick(("news", "outlook", "analysis")),
         "from_date": _date(d), "language": d.pick(_NEWS_LANGS), "page_size": d.randint(5, 20)},
     "pubmed/search": lambda d: {
         "term": f"{d.pick(_CONDITIONS)} {d.pick(('treatment', 'diagnosis', 'risk factors', 'guidelines'))}",
@@ -199,12 +206,15 @@ _TOOLS: dict[str, _ArgGen] = {
                   for _ in range(d.randint(1, 3))]},
     "excel/create_chart": lambda d: {
         "path": f"reports/{d.pick(_SHEET_TOPICS)}_{d.randint(2021, 2025)}.xlsx", "sheet": d.pick(_SHEETS),
-        "chart": {"type": d.pick(_CHART_TYPES), "range": f"A1:{d.pick('BCD')}{d.randint(6, 30)}", "title": d.pick(_CHART_TITLES)}},
+        "chart": {"type": d.pick(_CHART_TYPES), "range": f"A1:{d.pick('BCD')}{d.randint(6, 30)}",
+                  "title": d.pick(_CHART_TITLES)}},
     "calculator/evaluate": lambda d: {"expression": _expression(d)},
-    "images/info": lambda d: {"path": f"inputs/{d.pick(_IMAGE_SUBJECTS).replace(' ', '_')}_{d.randint(1, 9999):04d}.jpg"},
+    "images/info": lambda d: {
+        "path": f"inputs/{d.pick(_IMAGE_SUBJECTS).replace(' ', '_')}_{d.randint(1, 9999):04d}.jpg"},
     "images/crop": lambda d: {
         "path": f"inputs/{d.pick(_IMAGE_SUBJECTS).replace(' ', '_')}_{d.randint(1, 9999):04d}.jpg",
-        "box": {"x": d.randint(0, 800), "y": d.randint(0, 600), "width": d.randint(100, 1200), "height": d.randint(100, 900)}},
+        "box": {"x": d.randint(0, 800), "y": d.randint(0, 600), "width": d.randint(100, 1200),
+                "height": d.randint(100, 900)}},
     "images/resize": lambda d: {
         "path": f"outputs/edit_{d.randint(1, 9999):04d}.png", "width": d.pick((256, 512, 640, 800, 1024, 1920)),
         "height": d.pick((256, 480, 512, 600, 768, 1080)), "keep_aspect": d.u() < 0.7},
@@ -214,17 +224,24 @@ _TOOLS: dict[str, _ArgGen] = {
     "images/ocr": lambda d: {"path": f"outputs/edit_{d.randint(1, 9999):04d}.png", "lang": d.pick(_OCR_LANGS)},
     "images/list_filters": lambda d: None,
     "movies/search": lambda d: {"title": d.pick(_MOVIES), "year": d.randint(1995, 2025)},
-    "movies/details": lambda d: {"movie_id": d.randint(1000, 999999), "append": d.sample(_MOVIE_APPENDS, d.randint(1, 3))},
-    "movies/showtimes": lambda d: {"movie_id": d.randint(1000, 999999), "city": d.pick(_CITIES)[0], "date": _date(d, 2025, 2025)},
-    "movies/reviews": lambda d: {"movie_id": d.randint(1000, 999999), "page": d.randint(1, 3), "language": d.pick(_NEWS_LANGS)},
-    "nutrition/search_food": lambda d: {"query": d.pick(_FOODS), "brand": d.pick(_FOOD_BRANDS), "page_size": d.randint(3, 10)},
-    "nutrition/food_details": lambda d: {"fdc_id": d.randint(100000, 2999999), "nutrients": d.sample(_NUTRIENTS, d.randint(2, 5))},
+    "movies/details": lambda d: {
+        "movie_id": d.randint(1000, 999999), "append": d.sample(_MOVIE_APPENDS, d.randint(1, 3))},
+    "movies/showtimes": lambda d: {
+        "movie_id": d.randint(1000, 999999), "city": d.pick(_CITIES)[0], "date": _date(d, 2025, 2025)},
+    "movies/reviews": lambda d: {
+        "movie_id": d.randint(1000, 999999), "page": d.randint(1, 3), "language": d.pick(_NEWS_LANGS)},
+    "nutrition/search_food": lambda d: {
+        "query": d.pick(_FOODS), "brand": d.pick(_FOOD_BRANDS), "page_size": d.randint(3, 10)},
+    "nutrition/food_details": lambda d: {
+        "fdc_id": d.randint(100000, 2999999), "nutrients": d.sample(_NUTRIENTS, d.randint(2, 5))},
     "nutrition/recipe_analysis": lambda d: {
         "title": f"{d.pick(_FOODS)} bowl", "servings": d.randint(1, 6),
-        "ingredients": [{"name": f, "quantity": d.randint(1, 300), "unit": d.pick(_UNITS)} for f in d.sample(_FOODS, d.randint(2, 4))]},
+        "ingredients": [{"name": f, "quantity": d.randint(1, 300), "unit": d.pick(_UNITS)}
+                        for f in d.sample(_FOODS, d.randint(2, 4))]},
     "stocks/quote": lambda d: {"symbol": d.pick(_TICKERS)},
     "stocks/history": lambda d: {
-        "symbol": d.pick(_TICKERS), "start": _date(d, 2022, 2023), "end": _date(d, 2024, 2025), "interval": d.pick(_INTERVALS)},
+        "symbol": d.pick(_TICKERS), "start": _date(d, 2022, 2023), "end": _date(d, 2024, 2025),
+        "interval": d.pick(_INTERVALS)},
     "stocks/financials": lambda d: {
         "symbol": d.pick(_TICKERS), "statement": d.pick(_STATEMENTS), "period": d.pick(("annual", "quarterly"))},
 }

@@ -14,7 +14,7 @@ from engine.contract import atomic_write_bytes
 from engine.contract.pause import gc_paused
 from engine.synthetic.draws import _PERTURB_STREAM
 from engine.synthetic.families import make_reference
-from engine.synthetic.perturb import ErrorProfile, PROFILES, _count_calls, _perturb_copy, perturb
+from engine.synthetic.perturb import PROFILES, ErrorProfile, _count_calls, _perturb_copy, perturb
 
 # --------------------------------------------------------------------------
 # Demo files and benchmark-scale predictions

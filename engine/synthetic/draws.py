@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

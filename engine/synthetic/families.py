@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from engine.contract import trajectory_record
 from engine.synthetic.catalogue import (
-    _CITIES, _CONDITIONS, _CRYPTO, _CURRENCIES, _DRIFT_WORDS, _DRUGS, _FOODS, _IMAGE_SUBJECTS, _LANDMARKS,
-    _MARKETPLACES, _MOVIES, _PAPER_TOPICS, _PLACE_TYPES, _PRODUCTS, _SHEET_TOPICS, _TICKERS, _TRAVEL_MODES, _call,
-    _location)
-from engine.synthetic.draws import _Draws, _REFERENCE_STREAM
+    _CITIES,
+    _CONDITIONS,
+    _CRYPTO,
+    _CURRENCIES,
+    _DRIFT_WORDS,
+    _DRUGS,
+    _FOODS,
+    _IMAGE_SUBJECTS,
+    _LANDMARKS,
+    _MARKETPLACES,
+    _MOVIES,
+    _PAPER_TOPICS,
+    _PLACE_TYPES,
+    _PRODUCTS,
+    _SHEET_TOPICS,
+    _TICKERS,
+    _TRAVEL_MODES,
+    _call,
+    _location,
+)
+from engine.synthetic.draws import _REFERENCE_STREAM, _Draws
 
 # --------------------------------------------------------------------------
 # Task families: each returns (question, steps as lists of calls, final reply)
@@ -50,20 +68,26 @@ def _wf_attraction(d: _Draws) -> _Workflow:
     if d.u() < 0.4:
         steps.append([_call(d, "maps/directions", origin=f"{d.pick(_LANDMARKS)}, {city[0]}")])
     question = f"Which {' or '.join(types)} near the {d.pick(_LANDMARKS)} in {city[0]} is best rated and open now?"
-    return question, steps, f"The best option in {city[0]} is rated {d.uniform(4.0, 4.9):.1f} and open until {d.randint(17, 23)}:00."
+    return question, steps, (f"The best option in {city[0]} is rated {d.uniform(4.0, 4.9):.1f} "
+                             f"and open until {d.randint(17, 23)}:00.")
 
 
 def _wf_weather_trip(d: _Draws) -> _Workflow:
     home, dest = d.sample(_CITIES, 2)
     days = d.randint(2, 7)
     steps = [
-        [_call(d, "weather/get_forecast", city=dest[0], days=days), _call(d, "maps/geocode", address=f"{d.pick(_LANDMARKS)}, {dest[0]}")],
-        [_call(d, "weather/air_quality", location=_location(dest, d)), _call(d, "flights/search", origin=home[2], destination=dest[2])],
+        [_call(d, "weather/get_forecast", city=dest[0], days=days),
+         _call(d, "maps/geocode", address=f"{d.pick(_LANDMARKS)}, {dest[0]}")],
+        [_call(d, "weather/air_quality", location=_location(dest, d)),
+         _call(d, "flights/search", origin=home[2], destination=dest[2])],
     ]
     if d.u() < 0.5:
-        steps.append([_call(d, "currency/convert", **{"from": "EUR"})] if d.u() < 0.5 else [_call(d, "notes/write", tags=["travel"])])
-    question = f"I'm flying from {home[0]} to {dest[0]} for {days} days. What weather should I expect, and which flight is cheapest?"
-    return question, steps, f"Expect {d.randint(-5, 34)}°C in {dest[0]}; the cheapest flight is {d.uniform(80, 1400):.0f} EUR."
+        steps.append([_call(d, "currency/convert", **{"from": "EUR"})] if d.u() < 0.5
+                     else [_call(d, "notes/write", tags=["travel"])])
+    question = (f"I'm flying from {home[0]} to {dest[0]} for {days} days. What weather should I expect, "
+                "and which flight is cheapest?")
+    return question, steps, (f"Expect {d.randint(-5, 34)}°C in {dest[0]}; "
+                             f"the cheapest flight is {d.uniform(80, 1400):.0f} EUR.")
 
 
 def _wf_paper_research(d: _Draws) -> _Workflow:
@@ -79,7 +103,8 @@ def _wf_paper_research(d: _Draws) -> _Workflow:
     if d.u() < 0.4:
         steps.append([_call(d, "notes/write", title=f"Notes on {topics[0]}")])
     question = f"Find recent papers on {' and '.join(topics)} and summarise their main contributions."
-    return question, steps, f"I found {d.randint(2, 9)} relevant papers; the most cited proposes a new benchmark for {topics[0]}."
+    return question, steps, (f"I found {d.randint(2, 9)} relevant papers; "
+                             f"the most cited proposes a new benchmark for {topics[0]}.")
 
 
 def _wf_crypto(d: _Draws) -> _Workflow:
@@ -108,7 +133,8 @@ def _wf_medical(d: _Draws) -> _Workflow:
         third,
     ]
     question = f"What does recent literature say about treating {cond}, and do {' and '.join(drugs)} interact?"
-    return question, steps, f"Recent trials support first-line therapy for {cond}; {drugs[0]} and {drugs[1]} have a {d.pick(('minor', 'moderate', 'major'))} interaction."
+    return question, steps, (f"Recent trials support first-line therapy for {cond}; {drugs[0]} and {drugs[1]} "
+                             f"have a {d.pick(('minor', 'moderate', 'major'))} interaction.")
 
 
 def _wf_spreadsheet_report(d: _Draws) -> _Workflow:
@@ -145,7 +171,8 @@ def _wf_image_edit(d: _Draws) -> _Workflow:
     if d.u() < 0.4:
         steps.append([_call(d, "images/ocr", path=out)])
     question = f"Crop the {subject} in the attached photo, clean it up and tell me what it says."
-    return question, steps, f"I cropped and enhanced the {subject}; it reads: \"{d.pick(_DRIFT_WORDS)} {d.pick(_DRIFT_WORDS)}\"."
+    return question, steps, (f"I cropped and enhanced the {subject}; "
+                             f"it reads: \"{d.pick(_DRIFT_WORDS)} {d.pick(_DRIFT_WORDS)}\".")
 
 
 def _wf_maps(d: _Draws) -> _Workflow:
@@ -157,7 +184,8 @@ def _wf_maps(d: _Draws) -> _Workflow:
         [_call(d, "maps/distance_matrix", origins=spots[:1], destinations=spots[1:], mode=mode)],
     ]
     if d.u() < 0.7:
-        steps.append([_call(d, "maps/directions", origin=f"{spots[0]}, {city[0]}", destination=s, mode=mode) for s in spots[1:]])
+        steps.append([_call(d, "maps/directions", origin=f"{spots[0]}, {city[0]}", destination=s, mode=mode)
+                      for s in spots[1:]])
     question = f"In {city[0]}, how long does it take from the {spots[0]} to {' and '.join(spots[1:])} by {mode}?"
     return question, steps, f"By {mode} it takes about {d.randint(6, 75)} minutes to the farthest stop."
 
@@ -174,7 +202,8 @@ def _wf_movies(d: _Draws) -> _Workflow:
         third,
     ]
     question = f"Is {' or '.join(titles)} playing in {city} this weekend, and is it any good?"
-    return question, steps, f"{titles[0]} plays at {d.randint(12, 22)}:{d.pick(('00', '15', '30', '45'))} and scores {d.uniform(5.5, 8.9):.1f}/10."
+    return question, steps, (f"{titles[0]} plays at {d.randint(12, 22)}:{d.pick(('00', '15', '30', '45'))} "
+                             f"and scores {d.uniform(5.5, 8.9):.1f}/10.")
 
 
 def _wf_nutrition(d: _Draws) -> _Workflow:
@@ -220,7 +249,8 @@ _FAMILIES: dict[str, Callable[[_Draws], _Workflow]] = {
 _FAMILY_NAMES: tuple[str, ...] = tuple(_FAMILIES)
 
 
-def _task(task_id: str, family: str, question: str, steps: list[list[dict[str, Any]]], final_reply: str) -> dict[str, Any]:
+def _task(task_id: str, family: str, question: str, steps: list[list[dict[str, Any]]],
+          final_reply: str) -> dict[str, Any]:
     return trajectory_record(task_id, steps, image=f"images/{task_id}.png", type=family, question=question,
                              final_reply=final_reply)
 

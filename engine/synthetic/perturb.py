@@ -11,8 +11,15 @@ import numpy as np
 from engine.contract import set_steps
 from engine.contract.pause import gc_paused
 from engine.synthetic.catalogue import (
-    _DRIFT_WORDS, _ERROR_RESULTS, _OK_RESULTS, _OTHER_SERVER, _SAME_SERVER, _TOOL_NAMES, _call)
-from engine.synthetic.draws import _Draws, _PERTURB_STREAM, _copy_json
+    _DRIFT_WORDS,
+    _ERROR_RESULTS,
+    _OK_RESULTS,
+    _OTHER_SERVER,
+    _SAME_SERVER,
+    _TOOL_NAMES,
+    _call,
+)
+from engine.synthetic.draws import _PERTURB_STREAM, _copy_json, _Draws
 
 # --------------------------------------------------------------------------
 # Error profiles and perturbation

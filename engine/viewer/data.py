@@ -17,13 +17,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import (InputError, TrajectoryFile, is_number, lost_tasks, read_json, read_trajectories,
-                             record_error, strict_value)
+from engine.contract import (
+    InputError,
+    TrajectoryFile,
+    is_number,
+    lost_tasks,
+    read_json,
+    read_trajectories,
+    record_error,
+    strict_value,
+)
 from engine.contract.trajectory import Trajectory
 from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
 from engine.references import read_references
-from engine.reports.read import ModelResult, collect_run
 from engine.reports.intervals import read_stats
+from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import intervals_table, leaderboard_table
 from engine.statistics import AVERAGE_KEY, STATS_FILE
 from engine.viewer.evaluations import evaluations_of, shown_keys, task_columns

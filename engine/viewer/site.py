@@ -88,7 +88,8 @@ def build_site(run_dir: Path, out: Path | None = None, images_dir: Path | None =
             shutil.copyfile(STATIC / name, stage / name)
         leaderboard = board(run, slugs)
         trials = trials_data(run_dir, slugs, leaderboard)
-        site = {"title": run_dir.resolve().name, "scripts": SCRIPTS, "counts": model_counts(run, trials), "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        site = {"title": run_dir.resolve().name, "scripts": SCRIPTS, "counts": model_counts(run, trials),
+                "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "board": leaderboard, "index": task_index(run, slugs), "plots": _plots(run, stage),
                 "models": {slugs[r.name]: r.name for r in run.results}, "trials": trials, "trial_of": trial_of(trials)}
         env = Environment(loader=PackageLoader("engine.viewer", "templates"), autoescape=True)

@@ -96,7 +96,8 @@ def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> d
     try:
         table = conventions_table(models)
     except (KeyError, TypeError, AttributeError) as exc:
-        raise InputError(path, f"a peer convention's figures are incomplete ({exc!r})", field="models.conventions")
+        raise InputError(path, f"a peer convention's figures are incomplete ({exc!r})",
+                         field="models.conventions") from exc
     for model, summary in out.items():
         rows = [[cut(str(r[1])), cut(str(r[2]))] for r in table.rows if r[0] == model] if table is not None else []
         summary["conventions"] = {"rows": rows, "note": table.note} if rows and table is not None else None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from engine.contract import json_strings
 
 log = logging.getLogger("judge")
 
@@ -19,22 +20,10 @@ log = logging.getLogger("judge")
 _FILE_REFERENCE = re.compile(r"file=(/[^\s\"'<>|,;)\]}]+)")
 
 
-def _texts(value: Any) -> Iterator[str]:
-    """Every string of a JSON value (object keys left out)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _texts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _texts(item)
-
-
 def named_images(payload: Any) -> list[str]:
     """The absolute image paths a payload names as ``file=/abs/path``, in order, each once."""
     seen: dict[str, None] = {}
-    for text in _texts(payload):
+    for text in json_strings(payload):
         for path in _FILE_REFERENCE.findall(text):
             seen.setdefault(path.rstrip(".:"), None)
     return list(seen)

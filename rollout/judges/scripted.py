@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.evaluators import evaluators
-from engine.evaluators._prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
 from engine.evaluators._call_rules import CLASS_OF_DIGIT, decide, error_state, result_text
+from engine.evaluators._prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
 from rollout.models.loopback import message_texts, register_policy, serve
 
 _DIGIT_OF_CLASS = {label: digit for digit, label in CLASS_OF_DIGIT.items()}

@@ -6,7 +6,8 @@ A part file is the evaluator's own document with a ``part`` object beside it: th
 run's inputs (predictions, reference, tasks file), the run's meta (the settings, judges and prompt versions),
 the meta the part's run added (failures, incomplete tasks, usage) and its entries as they were judged. The
 merge checks every part against this run's meta and inputs, takes each part's entries of its own tasks
-and their input keys (rollout.judges.inputs.input_key), adds the judges' usage, and writes the document of all entries with the meta of one run.
+and their input keys (rollout.judges.inputs.input_key), adds the judges' usage, and writes the document of all
+entries with the meta of one run.
 """
 
 from __future__ import annotations

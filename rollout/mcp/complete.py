@@ -36,13 +36,28 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import read_json
-from rollout.mcp.derive import (Derived, local_path, mcp_pin, node_install, own_output_folder, python_files,
-                                python_install, read_package)
-from rollout.mcp.environments import PYTHON_NAMES
+from rollout.mcp.derive import (
+    Derived,
+    local_path,
+    mcp_pin,
+    node_install,
+    own_output_folder,
+    python_files,
+    python_install,
+    read_package,
+)
 from rollout.mcp.envhints import read_in_file, read_in_files
+from rollout.mcp.environments import PYTHON_NAMES
 from rollout.mcp.published import npm_pin, plain_entry, root_variables, servers_of
-from rollout.mcp.requirements import (distributions_of, lock_pins, module_distribution, requirement_lines,
-                                      requirement_name, system_packages, vendored_project)
+from rollout.mcp.requirements import (
+    distributions_of,
+    lock_pins,
+    module_distribution,
+    requirement_lines,
+    requirement_name,
+    system_packages,
+    vendored_project,
+)
 
 _PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?(?:\.exe)?")
 _VENV_BIN = re.compile(r"(?:^|/)\.?venv/(?:bin|Scripts)/([^/]+)$")

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine.contract import json_strings
+
 _PATH_WORDS = {"path", "paths", "file", "files", "filepath", "filepaths", "filename", "filenames", "name", "dir",
                "dirs", "directory", "folder", "uri", "uris"}
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
@@ -76,14 +78,7 @@ def under_kept(value: str, keep: tuple[str, ...]) -> bool:
 
 def _one_line_strings(arguments: Any) -> Iterator[str]:
     """The one-line string arguments of a call, depth first in argument order."""
-    if isinstance(arguments, dict):
-        for value in arguments.values():
-            yield from _one_line_strings(value)
-    elif isinstance(arguments, list):
-        for value in arguments:
-            yield from _one_line_strings(value)
-    elif isinstance(arguments, str) and "\n" not in arguments:
-        yield arguments
+    return (s for s in json_strings(arguments) if "\n" not in s)
 
 
 def kept_paths(arguments: Any, keep: tuple[str, ...]) -> list[str]:

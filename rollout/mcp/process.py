@@ -60,9 +60,9 @@ class ServerProcess:
     def _open_log(self) -> IO[str]:
         """The file this start's stderr goes to, after a header line (the null device without a log folder)."""
         if self.log_path is None:
-            return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (closed when the process ends)
+            return open(os.devnull, "w", encoding="utf-8")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 (closed when the process ends)
+        handle = open(self.log_path, "a", encoding="utf-8")
         handle.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} MCP server '{self.spec.name}', start "
                      f"{self.restarts + 1}: {os.path.basename(self.spec.command)}\n")
         handle.flush()

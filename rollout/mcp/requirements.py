@@ -119,7 +119,7 @@ def _registry_release(name: str, timeout: float) -> tuple[str, list[str]] | None
     """(newest version, its requirements) of a distribution on PyPI; None when it has none (or the registry
     cannot be reached)."""
     try:
-        with urllib.request.urlopen(REGISTRY.format(name=name), timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(REGISTRY.format(name=name), timeout=timeout) as response:
             info: dict[str, Any] = json.load(response).get("info") or {}
     except (OSError, ValueError, AttributeError):
         return None

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, config_int
-from rollout.models.images import ImageEncoder
 from rollout.models.errors import ModelError
+from rollout.models.images import ImageEncoder
 from rollout.models.retry import Failure, RetryPolicy, malformed, retried_status, retry_after
 
 

@@ -93,7 +93,7 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out as separate writes
     server: _ChatHTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's signature)
+    def log_message(self, format: str, *args: Any) -> None:
         """Keep the console quiet."""
 
     def _send(self, status: int, body: dict[str, Any], headers: dict[str, str], reply: Reply | None = None) -> None:
@@ -123,7 +123,7 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
         self.close_connection = True
         self.connection.close()
 
-    def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+    def do_POST(self) -> None:
         """Answer a chat completions or messages request from the policy."""
         length = int(self.headers.get("Content-Length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")

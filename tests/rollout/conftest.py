@@ -14,9 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rollout_helpers import ROOT, THIRD_PARTY, write_json  # noqa: E402
+from rollout_helpers import ROOT, THIRD_PARTY, write_json
 
-from rollout.mcp.environments import default_env_root  # noqa: E402
+from rollout.mcp.environments import default_env_root
 
 
 @pytest.fixture

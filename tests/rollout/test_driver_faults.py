@@ -51,7 +51,7 @@ class FaultyAPI:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 self.rfile.read(int(self.headers["Content-Length"]))
                 outer.times.append(time.monotonic())
                 reply = queue.pop(0) if queue else Reply()

@@ -10,9 +10,9 @@ import pytest
 from rollout_helpers import ROOT, compose_judge
 
 from engine.contract import InputError, read_trajectories
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
 from engine.evaluators._judging import Question, first_answer, parse_score
 from engine.evaluators._prompts import COMPLETION, completion_payload
+from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
 from rollout.judges.run import configured, evaluator_stage
 
 SEEN: list[tuple[str, bool, bool, str | None]] = []

@@ -16,7 +16,8 @@ def test_rollout_judge_score(tmp_path: Path, embedding_cache: Path) -> None:
     run_script("rollout", "model=scripted", "tasks=demo", f"results_dir={results}", cwd=tmp_path)
     judged = run_script("judge", "model=scripted", "judges=scripted", "data=rollout_demo", f"results_dir={results}",
                         cwd=tmp_path)
-    assert "m3_judges: 4 of 4 task(s) judged" in judged.stdout and "call_outcomes: 4 of 4 task(s) judged" in judged.stdout
+    assert "m3_judges: 4 of 4 task(s) judged" in judged.stdout
+    assert "call_outcomes: 4 of 4 task(s) judged" in judged.stdout
     assert "m3_judges: Task Completion 0.9750, Information Grounding 0.9750" in judged.stdout
     assert "call_outcomes: Illegal Calling Format 0, " in judged.stdout and "Successful Call 9" in judged.stdout
     for suffix in ("taskcompletion", "callanalysis"):

@@ -10,13 +10,21 @@ import json
 from pathlib import Path
 
 import pytest
-from rollout_helpers import HERE, compose, compose_judge, local_overrides, plan_policy, plan_tasks, predictions_of
-from rollout_helpers import write_json
+from rollout_helpers import (
+    HERE,
+    compose,
+    compose_judge,
+    local_overrides,
+    plan_policy,
+    plan_tasks,
+    predictions_of,
+    write_json,
+)
 
 from engine.contract import read_trajectories
 from engine.evaluators._call_rules import decide, illegal_format
-from engine.evaluators.call_outcomes import read_callanalysis
 from engine.evaluators._prompts import OUTCOME
+from engine.evaluators.call_outcomes import read_callanalysis
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.run import run as run_judge
 from rollout.mcp.config import read_servers_config

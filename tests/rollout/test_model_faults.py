@@ -11,8 +11,7 @@ import sys
 import time
 
 import pytest
-from fault_server import (CUT_BODY, FaultPolicy, bad_arguments, dated_retry_after, malformed, resets, storm,
-                          trickle)
+from fault_server import CUT_BODY, FaultPolicy, bad_arguments, dated_retry_after, malformed, resets, storm, trickle
 from rollout_helpers import ROOT, compose, local_overrides, plan_policy, plan_tasks, predictions_of
 
 from rollout.runner import run

@@ -11,8 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import (ROOT, compose, compose_judge, local_overrides, plan_policy, plan_tasks,
-                             run_dir_of, write_json)
+from rollout_helpers import (
+    ROOT,
+    compose,
+    compose_judge,
+    local_overrides,
+    plan_policy,
+    plan_tasks,
+    run_dir_of,
+    write_json,
+)
 
 from rollout.judges.run import run as run_judge
 from rollout.runner import run
@@ -157,7 +165,8 @@ def test_boolean_and_out_of_range_scores_are_shown_and_carried_into_the_results(
         asked.append(request["messages"][-1]["content"])
         if "1 + 1?" in asked[-1]:
             return 'Same.\n```json\n{"score": true}\n```'
-        return 'Same.\n```json\n{"score": %d}\n```' % (2 if sum("2 + 2?" in a for a in asked) == 1 else 1)
+        score = 2 if sum("2 + 2?" in a for a in asked) == 1 else 1
+        return f'Same.\n```json\n{{"score": {score}}}\n```'
 
     server = chat_server(odd)
     cfg = compose_judge(f"predictions={preds}", f"data.tasks={tasks}", "stage=answer_equivalence",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from rollout_helpers import compose, flaky_entry, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of
 
 from rollout.runner import run

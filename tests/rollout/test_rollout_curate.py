@@ -12,8 +12,8 @@ from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, r
 from engine.contract import parse_trajectories
 from rollout import prompts
 from rollout.curate import validate_trajectory
-from rollout.runner import run
 from rollout.models.loopback import message_texts
+from rollout.runner import run
 
 A = {"name": "math/mean", "arguments": {"numbers": [1, 2]}}
 B = {"name": "math/median", "arguments": {"numbers": [3, 4, 5]}}

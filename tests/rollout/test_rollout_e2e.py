@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of
 
-from rollout.runner import run
 from rollout.models.loopback import Reply, message_texts
+from rollout.runner import run
 
 PLANS = {
     "t1": [[{"name": "images/crop", "arguments": {"input_path": "media/t1.png", "x1": 0, "y1": 0, "x2": 32, "y2": 24,

@@ -8,8 +8,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import (HERE, TEST_MODEL, compose, local_overrides, plan_policy, plan_tasks, predictions_of,
-                             run_dir_of, write_json)
+from rollout_helpers import (
+    HERE,
+    TEST_MODEL,
+    compose,
+    local_overrides,
+    plan_policy,
+    plan_tasks,
+    predictions_of,
+    run_dir_of,
+    write_json,
+)
 
 from engine.contract import InputError, canonical_json
 from rollout.record import RolloutCache, tool_key

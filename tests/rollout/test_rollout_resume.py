@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from rollout_helpers import (kill_when_written, local_overrides, plan_policy, plan_tasks, predictions_of,
-                             start_rollout, written_records)
+from rollout_helpers import (
+    kill_when_written,
+    local_overrides,
+    plan_policy,
+    plan_tasks,
+    predictions_of,
+    start_rollout,
+    written_records,
+)
 
 from rollout.models.loopback import message_texts
 
@@ -26,7 +32,8 @@ def test_kill_and_resume(tmp_path, chat_server, servers_config):
     assert 3 <= len(before) < len(ids), "the run must be killed while tasks remain"
 
     second = chat_server(policy)
-    proc = start_rollout(local_overrides(second, tasks_file, results, servers, "concurrency=2", "prepare=false"), tmp_path)
+    proc = start_rollout(local_overrides(second, tasks_file, results, servers, "concurrency=2", "prepare=false"),
+                         tmp_path)
     log, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, log
     after = written_records(out)

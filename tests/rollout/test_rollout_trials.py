@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rollout_helpers import (compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of,
-                             write_json)
+from rollout_helpers import compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of, write_json
 
 from engine.trials import find_trials, trial_path
 from rollout.runner import run
@@ -40,7 +39,8 @@ def test_trials_resume_and_replay(tmp_path, chat_server, servers_config):
     recorded = {i: trial_path(pred, i).read_bytes() for i in (1, 2)}
     base_url = server.base_url
     server.stop()
-    broken = write_json(tmp_path / "broken.json", {"servers": {"math": {"command": str(tmp_path / "none"), "args": []}}})
+    broken = write_json(tmp_path / "broken.json", {"servers": {"math": {"command": str(tmp_path / "none"),
+                                                                        "args": []}}})
 
     # replayed offline from the trials' caches, without a model or servers
     replayed = predictions_of(tmp_path / "rep")

@@ -12,8 +12,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from rollout_helpers import (ROOT, compose, kill_when_written, make_image, start_rollout, write_json,
-                             written_records)
+from rollout_helpers import ROOT, compose, kill_when_written, make_image, start_rollout, write_json, written_records
 
 from engine.contract import InputError
 from rollout.runner import run_rollout

@@ -8,9 +8,9 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 
 import pytest
+import tomllib
 from rollout_helpers import ROOT, THIRD_PARTY, third_party_config, write_json
 
 from rollout.servers_command import SHIPPED_CONFIG, main

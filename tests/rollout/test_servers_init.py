@@ -208,8 +208,8 @@ def test_init_completes_a_published_config(tmp_path):
     assert "cannot tell what runs bash" in left["shell"]
     assert "servers/nothing has no pyproject.toml or requirements.txt" in left["bare"]
     assert f"wrote {tmp_path / 'mcp_servers.derived.json'}: 10 of 15 entries covered (6 from their folders, 1 " \
-           "single files, 0 python -m of a distribution, 2 uvx/npx, 1 with their own environment), 5 left (weather, broken, " \
-           "ocr, shell, bare)" in out
+           "single files, 0 python -m of a distribution, 2 uvx/npx, 1 with their own environment), 5 left " \
+           "(weather, broken, ocr, shell, bare)" in out
     specs = {s.name: s for s in read_servers_config(tmp_path / "mcp_servers.derived.json", tmp_path / "envs")}
     assert specs["papers"].cwd == str(tmp_path / "servers" / "papers") and \
         specs["papers"].install.requirements == (str(tmp_path / "servers" / "papers"),)

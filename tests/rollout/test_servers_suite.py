@@ -81,7 +81,7 @@ def registry():
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        def do_GET(self) -> None:
             url = holder["url"]
             bodies = {"/tiny": json.dumps({"name": "tiny", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0": {
                 "name": "tiny", "version": "1.0.0", "main": "index.js",
