@@ -27,13 +27,13 @@ illegal calling format and the predicted calls of each of the four classes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Literal, cast
 
 from engine.evaluators import evaluators
 from engine.evaluators.base import PROFILES, Metric
 
-if TYPE_CHECKING:
-    from engine.serialize import Profile
+Profile = Literal["reference", "paper"]
+"""A metrics profile (one of PROFILES)."""
 
 __all__ = ["AVERAGE", "BY_KEY", "CORE_SOURCES", "EVALUATOR_KEYS", "METRICS", "PROFILES", "Column", "Metric",
            "alignment_keys", "check_profile", "evaluator_columns", "label_of", "leaderboard_columns", "metric_value",

@@ -5,16 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from engine.contract import InputError, Trajectory, TrajectoryFile, canonical_json, shown
-from engine.metricspec import PROFILES
+from engine.metricspec import PROFILES, Profile
 
 log = logging.getLogger(__name__)
-
-Profile = Literal["reference", "paper"]
 
 
 def profile_text(name: str, arguments_text: str, profile: Profile = "reference") -> str:
