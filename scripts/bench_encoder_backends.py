@@ -20,8 +20,19 @@ as it is (its load average is printed), then again with --busy processes spinnin
 ends by itself after --busy-seconds and is killed when the measurement ends). Prints the times and the ratios
 torch / backend (above 1: the backend is faster).
 
-onnxruntime, openvino, onnx and onnxscript are not dependencies of the project: without them the
-script says how to install them into a scratch virtualenv and exits 0.
+Beside them, `library` is sentence-transformers' own `encode` (batch_size=32) of the same texts, the
+baseline the engine's torch path is held to: `torch / library` above 1 means the engine is slower.
+
+--texts FILE encodes other texts instead (timing only, no golden scoring): a JSON list of strings, or
+a tool catalogue (a list of objects with `name` and `description`, as a rollout's `catalogue.json`
+or `servers.py check --json` lists them), each tool as the rollout's retrieval exposure embeds it,
+"name: description". For example, the tool catalogue of a servers config under contention:
+
+    python scripts/bench_encoder_backends.py --texts catalogue.json --busy 2 --rounds 5
+
+onnxruntime, openvino, onnx and onnxscript are not dependencies of the project: the backends that are
+not installed are left out (the script says how to install them into a scratch virtualenv); torch
+and the library always run.
 """
 
 from __future__ import annotations
@@ -45,8 +56,9 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-NEEDED = ("onnxruntime", "openvino", "onnx", "onnxscript")
-INSTALL = """the encoder backends are not installed; in a scratch virtualenv that sees the project's packages:
+OPTIONAL = ("onnxruntime", "openvino", "onnx")
+"""The runtimes measured when installed (onnx: the export both run)."""
+INSTALL = """to measure them too, install them into a scratch virtualenv that sees the project's packages:
     python -m venv /tmp/onnxenv
     SITE="$(python -c 'import site; print(site.getsitepackages()[0])')"
     echo "$SITE" > "$(/tmp/onnxenv/bin/python -c 'import site; print(site.getsitepackages()[0])')/project.pth"
@@ -94,22 +106,45 @@ def batched(encoder, run: Callable[[dict], np.ndarray]) -> Backend:
     return encode
 
 
-def backends(encoder, onnx_path: Path, threads: int) -> dict[str, Backend]:
-    """torch (the engine's encode), ONNX Runtime (the engine's session: ORT_ENABLE_ALL) and OpenVINO (fp32)."""
-    import openvino as ov
-
-    from engine.onnx_backend import session
-
-    ort_session = session(onnx_path, threads)
-    compiled = ov.Core().compile_model(str(onnx_path), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
-                                                               "INFERENCE_NUM_THREADS": threads,
-                                                               "PERFORMANCE_HINT": "LATENCY"})
-    request = compiled.create_infer_request()
-    return {
+def backends(encoder, onnx_path: Path | None, threads: int, installed: set[str]) -> dict[str, Backend]:
+    """torch (the engine's encode), the library's own encode, and those installed of ONNX Runtime (the
+    engine's session: ORT_ENABLE_ALL) and OpenVINO (fp32)."""
+    runs: dict[str, Backend] = {
         "torch": encoder.encode,
-        "onnxruntime": batched(encoder, lambda f: ort_session.run(None, f)[0]),
-        "openvino": batched(encoder, lambda f: request.infer(f)[0].copy()),
+        "library": lambda texts: encoder.model.encode(texts, batch_size=32, convert_to_numpy=True),
     }
+    if onnx_path is not None and "onnxruntime" in installed:
+        from engine.onnx_backend import session
+
+        ort_session = session(onnx_path, threads)
+        runs["onnxruntime"] = batched(encoder, lambda f: ort_session.run(None, f)[0])
+    if onnx_path is not None and "openvino" in installed:
+        import openvino as ov
+
+        compiled = ov.Core().compile_model(str(onnx_path), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                                   "INFERENCE_NUM_THREADS": threads,
+                                                                   "PERFORMANCE_HINT": "LATENCY"})
+        request = compiled.create_infer_request()
+        runs["openvino"] = batched(encoder, lambda f: request.infer(f)[0].copy())
+    return runs
+
+
+def read_texts(path: Path) -> list[str]:
+    """The texts of --texts: a JSON list of strings, or of tools (`name: description` each)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict):
+        data = data.get("tools", data)
+    if not isinstance(data, list) or not data:
+        raise SystemExit(f"{path}: expected a non-empty JSON list of strings or of tools")
+    texts = []
+    for i, item in enumerate(data):
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            texts.append(f"{item['name']}: {item.get('description') or ''}")
+        else:
+            raise SystemExit(f"{path}: item {i}: expected a string or an object with a name")
+    return list(dict.fromkeys(texts))
 
 
 def golden_unchanged(shared: Path, encoder, texts: list[str], vectors: np.ndarray) -> str:
@@ -173,7 +208,7 @@ def phase(runs: dict[str, Backend], texts: list[str], rounds: int, busy: int, bu
 
 
 def main() -> int:
-    """Parity, then timing phases; 0 also when the backends are not installed."""
+    """Parity, then timing phases (the runtimes not installed left out)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data folder")
     parser.add_argument("--rounds", type=int, default=5)
@@ -182,34 +217,40 @@ def main() -> int:
     parser.add_argument("--threads", type=int, help="threads of every backend (default: torch's default)")
     parser.add_argument("--skip-golden", action="store_true", help="skip scoring the golden cases per backend")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--texts", type=Path, help="encode these texts instead of the golden call texts "
+                        "(a JSON list of strings or of tools; timing only)")
     args = parser.parse_args()
-    missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
-    if missing:
-        print(f"missing: {', '.join(missing)}")
+    installed = {m for m in OPTIONAL if importlib.util.find_spec(m) is not None}
+    if len(installed) < len(OPTIONAL):
+        print(f"not installed: {', '.join(m for m in OPTIONAL if m not in installed)}; measured without them")
         print(INSTALL)
-        return 0
 
     import torch
 
     from engine.encode import TextEncoder
     from engine.onnx_backend import cosine_gap, exported_model
 
-    texts = golden_texts(args.shared)
+    texts = read_texts(args.texts) if args.texts else golden_texts(args.shared)
     encoder = TextEncoder(device="cpu")
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
-    print(f"{len(texts)} distinct golden call texts; {os.cpu_count()} CPUs, {threads} threads per backend")
+    lengths = encoder.token_lengths(texts)
+    print(f"{len(texts)} distinct texts ({args.texts or 'the golden call texts'}), {len(set(lengths.tolist()))} "
+          f"distinct token lengths; {os.cpu_count()} CPUs, {threads} threads per backend")
     with tempfile.TemporaryDirectory() as tmp:
-        onnx_path = exported_model(encoder.model, list(FEATURES), encoder.model_path, Path(tmp))
-        runs = backends(encoder, onnx_path, threads)
+        onnx_path = (exported_model(encoder.model, list(FEATURES), encoder.model_path, Path(tmp))
+                     if "onnx" in installed else None)
+        runs = backends(encoder, onnx_path, threads, installed)
         vectors = {name: run(texts) for name, run in runs.items()}  # also the warm-up
-        report: dict = {"texts": len(texts), "threads": threads, "parity": {}}
+        report: dict = {"texts": len(texts), "source": str(args.texts or "golden"), "threads": threads,
+                        "parity": {}}
         for name in runs:
             if name == "torch":
                 continue
             gap = cosine_gap(vectors["torch"], vectors[name])
-            golden = "skipped" if args.skip_golden else golden_unchanged(args.shared, encoder, texts, vectors[name])
+            golden = ("skipped" if args.skip_golden or args.texts
+                      else golden_unchanged(args.shared, encoder, texts, vectors[name]))
             report["parity"][name] = {"similarity_gap": gap, "golden_unchanged": golden}
             print(f"{name}: cosine similarities within {gap:.2e} of torch's; golden cases unchanged: {golden}")
         report["phases"] = [phase(runs, texts, args.rounds, busy, args.busy_seconds)
