@@ -13,7 +13,6 @@ import argparse
 import atexit
 import contextlib
 import difflib
-import functools
 import io
 import logging
 import os
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import hydra
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -36,15 +35,10 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from engine.apps.compose import CONF_ROOT, compose, config_groups
 from engine.apps.overrides import (CommandLineError, check_names, hydra_arguments, override_values, sweep_jobs,
                                    unparsable)
 from engine.contract import Interrupted
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CONF_ROOT = PROJECT_ROOT / "conf"
-
-# ${project_path:rollout/demo/reference.json}: a path inside the project, wherever it is installed.
-OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / rel), replace=True)
 
 # A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
 _OWN_FLAGS = ("config_path", "config_name", "config_dir", "experimental_rerun", "shell_completion")
@@ -140,25 +134,6 @@ def remove_failed_run_folder(cfg: DictConfig) -> None:
             parent.rmdir()
         except OSError:
             break
-
-
-@functools.cache
-def config_roots(app: str) -> tuple[Path, ...]:
-    """The folders of the app's config groups: conf/<app>/, then the folders its config adds to the search
-    path (`hydra.searchpath`, `file://` entries: conf/shared/, whose data sets the score, judge and rollout
-    apps share)."""
-    entries = OmegaConf.select(OmegaConf.load(CONF_ROOT / app / "config.yaml"), "hydra.searchpath") or []
-    return (CONF_ROOT / app, *(Path(e.removeprefix("file://")) for e in entries if e.startswith("file://")))
-
-
-def config_groups(app: str) -> dict[str, list[str]]:
-    """The config groups on the app's search path (not Hydra's) and their options."""
-    groups: dict[str, set[str]] = {}
-    for root in config_roots(app):
-        for d in sorted(root.iterdir()):
-            if d.is_dir() and d.name != "hydra":
-                groups.setdefault(d.name, set()).update(f.stem for f in d.glob("*.yaml"))
-    return {name: sorted(groups[name]) for name in sorted(groups)}
 
 
 def group_lines(app: str) -> str:
@@ -334,8 +309,7 @@ def compose_config(app: str, overrides: Sequence[str]) -> DictConfig | None:
     """The app's config with these (group) overrides and its hydra node, unresolved; None when Hydra
     cannot compose it (Hydra then says why)."""
     try:
-        with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
-            return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+        return compose(app, overrides, hydra=True)
     except HydraException:
         return None
 
