@@ -16,6 +16,7 @@ import difflib
 import io
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -30,10 +31,11 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException, OverrideParseException
+from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import ValidationError
 
 from engine.apps.compose import CONF_ROOT, compose, config_groups
 from engine.apps.overrides import (CommandLineError, check_names, hydra_arguments, override_values, sweep_jobs,
@@ -257,33 +259,72 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
                            else f"{o.get_key_element()}={values[0]}")
     settings = [o for o in ours if o.key_or_group not in groups]
     if settings or args.multirun:
-        cfg = compose_config(app, group_lines)
-        if cfg is None:
-            return list(argv)
-        known = [*(k for k in _dotted_keys(cfg) if not k.startswith("hydra.")), *groups]
+        lines = [*group_lines, *(line for o in settings if (line := _first_value(o)) is not None)]
+        try:
+            cfg = compose(app, lines, hydra=True)
+        except ConfigCompositionException as exc:
+            raise _refused(app, exc, settings, group_lines, open_keys, groups) from None
+        except HydraException:
+            return list(argv)  # Hydra says why
         for o in settings:
-            new = _first_new(cfg, o.key_or_group)
-            if new is None:
-                if o.is_add():
-                    raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
-                                           f"{o.input_line[1:]}")
+            if not (o.is_add() or o.is_force_add()):
                 continue
-            adds = o.is_add() or o.is_force_add()
-            if adds and _is_open(new, open_keys):
+            base = compose_config(app, group_lines)
+            new = _first_new(base, o.key_or_group) if base is not None else None
+            if new is None or _is_open(new, open_keys):  # `++` of a setting, or a new key an app reads
                 continue
-            if not adds and not o.is_delete() and _is_open(new, open_keys):
-                raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with "
-                                       f"+{o.input_line.lstrip('~')}")
-            near = closest(o.key_or_group, known, 1)
-            hint = f" (closest: {near[0]})" if near else ""
-            if adds:
-                raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}{hint}; "
-                                       "--help lists its settings")
-            raise CommandLineError(f"{o.input_line}: m3bench-{app} has no setting {o.key_or_group}{hint}; "
-                                   "--help lists its settings")
+            raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}"
+                                   f"{_closest_hint(o.key_or_group, base, groups)}; --help lists its settings")
         if args.multirun:
             return [*argv, _folder_names(cfg, overrides, ours)]
     return list(argv)
+
+
+def _first_value(override: Override) -> str | None:
+    """The override as one job of it would be given (a choice sweep's first value); None for a sweep
+    whose values cannot be listed (a range, an interval)."""
+    if not override.is_sweep_override():
+        return override.input_line
+    values = override_values(override)
+    return f"{override.get_key_element()}={values[0]}" if values else None
+
+
+def _closest_hint(key: str, base: DictConfig | None, groups: dict[str, list[str]]) -> str:
+    """` (closest: KEY)`: the setting or group of the app nearest to key, if any."""
+    known = [*(k for k in _dotted_keys(base) if not k.startswith("hydra.")), *groups] if base is not None else []
+    near = closest(key, known, 1)
+    return f" (closest: {near[0]})" if near else ""
+
+
+def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Override], group_lines: Sequence[str],
+             open_keys: Sequence[str], groups: dict[str, list[str]]) -> CommandLineError:
+    """Hydra's refusal of a command line's settings, against the app's schema (engine.apps.schemas), as one
+    line naming the override: a setting the app lacks (with the closest), a value of the wrong type, `+key`
+    for a setting the app has, a new key given without `+` where new keys are read."""
+    text = str(exc)
+    cause = exc.__cause__
+    quoted = re.search(r"'([^']+)'", text)
+    key = str(getattr(cause, "full_key", "") or (quoted.group(1) if quoted else ""))
+    given = [o for o in settings if o.key_or_group == key or key.startswith(f"{o.key_or_group}.")]
+    merging = re.match(r"Error merging override (.+)$", text.splitlines()[0])
+    if merging:
+        given = [o for o in settings if o.input_line == merging.group(1)] or given
+    if not given:
+        return CommandLineError(f"m3bench-{app}: {text.splitlines()[0]}")
+    o = given[0]
+    if isinstance(cause, ValidationError):
+        reason = str(cause).splitlines()[0]
+        return CommandLineError(f"{o.input_line}: wrong type for {cause.full_key or o.key_or_group}: {reason}")
+    if "An item is already at" in text:
+        return CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
+                                f"{o.input_line[1:]}")
+    base = compose_config(app, group_lines)
+    if text.startswith("Could not override") and base is not None:
+        new = _first_new(base, o.key_or_group)
+        if new is not None and _is_open(new, open_keys):
+            return CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with +{o.input_line}")
+    return CommandLineError(f"{o.input_line}: m3bench-{app} has no setting {o.key_or_group}"
+                            f"{_closest_hint(o.key_or_group, base, groups)}; --help lists its settings")
 
 
 def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
