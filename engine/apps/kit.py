@@ -2,8 +2,8 @@
 
 Every command of the project is made here: `hydra_app` for the apps with a config root under
 conf/ (score, calibrate, rollout, judge), `command_app` for the plain command lines (report,
-servers: a folder or a servers file and a few switches, nothing to compose); engine.apps.settings
-gives the config a Hydra app's command line would run with. The console scripts (pyproject) and
+servers: a folder or a servers file and a few switches, nothing to compose); engine.apps.compose
+composes every config, engine.apps.shorthands.resolved_config gives the one a command line would run with. The console scripts (pyproject) and
 scripts/*.py call the same `main` of each app.
 """
 
@@ -220,7 +220,8 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     """Check a Hydra app's command line against its config root before Hydra runs it; returns the
     overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
     jobs' folder names). Raises CommandLineError for: an option that its group lacks (naming the
-    closest options), a setting the config lacks (naming the closest setting), a new key (`+key`,
+    closest options), what Hydra refuses when it composes the command line on the app's schema (a setting
+the config lacks, naming the closest setting; a value of the wrong type: engine.apps.schemas), a new key (`+key`,
     `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
     extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), and a multirun
     that would run the same settings twice, an override Hydra cannot parse, and a value of a setting
