@@ -55,6 +55,18 @@ HELP = "; --help lists its settings"
      f"judges.pool.gpt5_mini.tiemout (closest: judges.pool.gpt5_mini.timeout){HELP}"),
     ("judge", ["evaluators=[m3_judges,call_outcome]"], "evaluators=[m3_judges,call_outcome]: group evaluators has "
                                                         "no option 'call_outcome'; closest: call_outcomes"),
+    ("score", ["reports=maybe"], "reports=maybe: wrong type for reports: Value 'maybe' is not a valid bool (type str)"),
+    ("score", ["-m", "demo.n_tasks=many,3"], "demo.n_tasks=many,3: wrong type for demo.n_tasks: Value 'many' of type "
+                                             "'str' could not be converted to Integer"),
+    ("calibrate", ["tau_weak_grid=0.5"], "tau_weak_grid=0.5: wrong type for tau_weak_grid: Invalid value assigned: "
+                                         "float is not a ListConfig, list or tuple."),
+    ("rollout", ["concurrency=many"], "concurrency=many: wrong type for concurrency: Value 'many' of type 'str' could "
+                                      "not be converted to Integer"),
+    ("rollout", ["tasks.question_fild=prompt"], "tasks.question_fild=prompt: m3bench-rollout has no setting "
+     f"tasks.question_fild (closest: tasks.question_field){HELP}"),
+    ("judge", ["attempts=5.5"], "attempts=5.5: wrong type for attempts: Value '5.5' of type 'float' could not be "
+                                "converted to Integer"),
+    ("judge", ["atempts=5"], f"atempts=5: m3bench-judge has no setting atempts (closest: attempts){HELP}"),
     ("score", ["-m", "align.tau_weak=0.5,0.7,0.5"], "the multirun runs align.tau_weak=0.5 twice (each job's folder "
                                                     "is named by its swept settings): drop the repeated value"),
     ("score", ["hydra.run.dir=/tmp/a", "output_dir=/tmp/b"], "hydra.run.dir and output_dir both name the run "
@@ -110,6 +122,23 @@ def test_the_apps_refuse_before_running(tmp_path: Path) -> None:
     proc = run("judge", "model=x", "judges=publshed", cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, "error: judges=publshed: group judges has no option 'publshed'; "
                                                  "closest: published\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("app", "setting", "message"), [
+    ("score", "progress=sometimes", "wrong type for progress"), ("score", "progres=false", "has no setting progres"),
+    ("calibrate", "tau_strong_grid=x", "wrong type for tau_strong_grid"), ("calibrate", "profil=paper", "no setting"),
+    ("rollout", "max_step=few", "wrong type for max_step"), ("rollout", "max_steps=5", "has no setting max_steps"),
+    ("judge", "concurrency=all", "wrong type for concurrency"), ("judge", "concurency=2", "has no setting concurency"),
+])
+def test_hydra_refuses_unknown_settings_and_wrong_types(tmp_path: Path, app: str, setting: str, message: str) -> None:
+    """Each app's schema (engine.apps.schemas) makes Hydra refuse a setting it lacks and a value of the wrong
+    type; the app says so in one line naming the setting, exit status 2, and makes no folder."""
+    proc = run(app, setting, f"{'output_dir' if app in ('score', 'calibrate') else 'results_dir'}={tmp_path / 'o'}",
+               cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "") and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: {setting}: ") and message in proc.stderr
     assert list(tmp_path.iterdir()) == []
 
 

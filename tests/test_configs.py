@@ -6,6 +6,8 @@ each of the three apps that share them."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,10 @@ from omegaconf import OmegaConf
 import engine.apps.score  # noqa: F401  (registers the kit's resolvers)
 import rollout.cli
 import rollout.judges.cli
-from engine.apps import settings
-from engine.apps.kit import CONF_ROOT, config_groups, config_roots
-from rollout.cli import TASKS_ALIASES
+from engine.apps.compose import CONF_ROOT, config_groups, config_roots
+from engine.apps.compose import compose as compose_app
+from engine.apps.schemas import SCHEMAS
+from engine.apps.shorthands import TASKS_ALIASES, resolved_config
 
 APPS = sorted(d.name for d in CONF_ROOT.iterdir() if (d / "config.yaml").is_file())
 CHOICES = [(app, group, option) for app in APPS for group, options in config_groups(app).items()
@@ -118,7 +121,7 @@ def test_every_data_set_composes_in_every_app_that_shares_it(app: str, name: str
                                                              monkeypatch) -> None:
     monkeypatch.setenv("M3BENCH_HOME", str(tmp_path))
     scripted = ["model=scripted"] if app == "rollout" else []
-    cfg = settings.compose_config(app, [f"data={name}", *scripted])
+    cfg = resolved_config(app, [f"data={name}", *scripted])
     assert cfg["data"] == _declared(name)
     if app == "rollout":  # tasks=NAME picks the same data set (tasks=demo: rollout_demo), the tasks node reads it
         spellings = sorted(t for t in {name, *TASKS_ALIASES} if TASKS_ALIASES.get(t, t) == name)
@@ -128,3 +131,26 @@ def test_every_data_set_composes_in_every_app_that_shares_it(app: str, name: str
         assert tasks["file"] == (None if data["tasks"] == "???" else data["tasks"])
         assert (tasks["reference"], tasks["images_dir"]) == (data["gt"], data["images_dir"])
         assert cfg["model"]["script"] == data["gt"]  # the scripted model follows the data set's reference
+
+
+def test_one_compose_function_serves_every_app() -> None:
+    """The apps, their command-line check and their shorthands compose through engine.apps.compose.compose
+    only: no other module of the project imports Hydra's compose (once four compose_config functions)."""
+    root = CONF_ROOT.parent
+    found = []
+    for path in sorted([*root.glob("engine/**/*.py"), *root.glob("rollout/**/*.py"), *root.glob("scripts/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in ("hydra", "hydra.compose"):
+                found += [f"{path.relative_to(root)}: {a.name}" for a in node.names if a.name == "compose"]
+    assert found == ["engine/apps/compose.py: compose"]
+    for module, name in (("engine.apps.kit", "compose"), ("engine.apps.shorthands", "compose"),
+                         ("rollout.cli", "resolved_config"), ("rollout.judges.cli", "resolved_config")):
+        source = Path(importlib.import_module(module).__file__ or "").read_text(encoding="utf-8")
+        assert re.search(rf"\b{name}\(", source), module
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_every_app_composes_on_its_schema(app: str) -> None:
+    """Each config.yaml names its schema (engine.apps.schemas) first, so that Hydra types its settings."""
+    assert OmegaConf.load(CONF_ROOT / app / "config.yaml").defaults[0] == f"{app}_schema"
+    assert OmegaConf.get_type(compose_app(app)) is SCHEMAS[app]

@@ -12,13 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
+from engine.apps.compose import compose
 from engine.apps.kit import CommandLineError, check_command_line
 from engine.apps.score import NAME_KEYS as SCORE_NAMES
-from engine.apps.score import OPEN_KEYS, named_settings, run
-from engine.apps.settings import changed_settings, compose_config
+from engine.apps.score import OPEN_KEYS, run
+from engine.apps.shorthands import resolved_config as compose_config
+from engine.apps.shorthands import score_shorthands
 from engine.contract import InputError
 from rollout.cli import NAME_KEYS as ROLLOUT_NAMES
 from rollout.judges.cli import NAME_KEYS as JUDGE_NAMES
@@ -63,10 +65,9 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedding_cache: Path
 
 
 def score(capsys: pytest.CaptureFixture, overrides: list[str]) -> tuple[int, list[str]]:
-    """The score app's run on the config of these overrides: (status, stderr lines)."""
-    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
-        cfg = compose(config_name="config", overrides=overrides)
-    code = run(cfg)
+    """The score app's run on the config of these overrides, shorthands spelt out as its command line
+    does: (status, stderr lines)."""
+    code = run(compose("score", score_shorthands(overrides)))
     return code, capsys.readouterr().err.strip().splitlines()
 
 
@@ -86,26 +87,26 @@ def test_readme_trials_command_scores_its_reference(files: Path, capsys) -> None
     assert not (files / "home" / "demo").exists(), "the demo was generated"  # (home/runs: the run index)
 
 
-def test_the_demo_is_scored_only_when_nothing_is_named(files: Path) -> None:
-    """named_settings: every setting changed from the defaults but those that say how to score."""
-    def named(*overrides: str) -> list[str]:
-        with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
-            return named_settings(compose(config_name="config", overrides=list(overrides)))
+def test_the_demo_is_the_default_data_set_unless_something_is_named() -> None:
+    """data=demo is the score app's default (its defaults list); a command line naming what to score and
+    no data set runs with data=m3bench, one naming only how to score stays on the demo."""
+    def data(*overrides: str) -> str:
+        return str(compose("score", score_shorthands(list(overrides))).data.name)
 
-    assert named() == [] and named("device=cpu", "align.tau_weak=0.5", "demo.n_tasks=3", "reports=false",
-                                   "output_dir=D", "encoder.batch_size=8", "metrics=paper") == []
-    assert named("data=m3bench", "sweep=none") == []  # the defaults, named
-    assert named("trials.predictions=[P1]") == ["trials.predictions"]
-    assert named("model=gpt5") == ["model.name", "model.predictions"]
-    assert named("data=rollout_demo") == ["data.gt", "data.name", "data.tasks"]
-    assert named("results_dir=R", "trials.n=2") == ["results_dir", "trials.n"]
-    assert named("model.rubrics=r.json") == ["model.rubrics"]
+    assert data() == "demo" and compose("score").data.name == "demo"
+    assert data("device=cpu", "align.tau_weak=0.5", "demo.n_tasks=3", "reports=false", "output_dir=D",
+                "encoder.batch_size=8", "metrics=paper", "stats=on", "predictions.parse_string_arguments=true",
+                "hydra.job.chdir=true") == "demo"
+    for named in (["trials.predictions=[P1]"], ["model=gpt5"], ["data.gt=G"], ["results_dir=R", "trials.n=2"],
+                  ["model.rubrics=r.json"], ["sweep=leaderboard"], ["~model"]):
+        assert data(*named) == "m3bench", named
+    assert data("data=rollout_demo", "model=gpt5") == "rollout_demo"
+    assert data("data=demo", "model=gpt5") == "demo"
     # inside a running app (another config root's Hydra), which is put back afterwards
-    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
-        cfg = compose(config_name="config", overrides=["sweep.models=[a]"])
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "judge")):
-        assert changed_settings("score", cfg) == ["sweep.models"]
-        assert GlobalHydra.instance().is_initialized() and "judges" in compose(config_name="config")
+        assert compose("score", ["sweep.models=[a]"]).sweep.models == ["a"]
+        assert GlobalHydra.instance().is_initialized()
+        assert "judges" in compose("judge")
 
 
 def bad_references(folder: Path) -> str:
@@ -130,11 +131,11 @@ def a_folder(folder: Path) -> str:
 
 
 @pytest.mark.parametrize(("overrides", "make", "line"), [
-    (["data.gt=G"], None, "no predictions named (data.gt set): name them with model=NAME, trials.predictions=..., "
-     "sweep.predictions=..., model.predictions=..., sweep.models=... or sweep=leaderboard (the built-in demo is "
-     "scored when nothing is named, or with data=demo)"),
-    (["results_dir=R"], None, "no predictions named (results_dir set)"),
-    (["trials.n=4"], None, "no predictions named (trials.n set)"),
+    (["data.gt=G"], None, "no predictions named (data=m3bench): name them with model=NAME, trials.predictions=..., "
+     "sweep.predictions=..., model.predictions=..., sweep.models=... or sweep=leaderboard (data=demo, the "
+     "default when nothing is named, scores the built-in demo)"),
+    (["results_dir=R"], None, "no predictions named (data=m3bench)"),
+    (["trials.n=4"], None, "no predictions named (data=m3bench)"),
     (["data=demo", "data.gt=G"], None, "data.gt names a reference and data=demo the built-in demo's: drop one"),
     (["data.gt=G", "model.predictions=P1", "sweep.predictions=[P2]"], None,
      "sweep.predictions and model.predictions both name the files to score, and only sweep.predictions would be "

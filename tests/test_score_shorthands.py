@@ -20,8 +20,10 @@ def test_a_model_name_with_a_prediction_file_is_scored_as_that_file(tmp_path: Pa
     (tmp_path / "scripted_test_mcp_fuzzy.json").write_text("[]")
     path = tmp_path / "scripted_test_mcp_fuzzy.json"
     assert score_shorthands(["model=scripted", f"results_dir={tmp_path}", "output_dir=o"]) == [
-        "model=none", "model.name=scripted", f"model.predictions='{path}'", f"results_dir={tmp_path}", "output_dir=o"]
-    assert score_shorthands(["model=gpt5", "device=cpu"]) == ["model=gpt5", "device=cpu"]  # a leaderboard option
+        "model=none", "model.name=scripted", f"model.predictions='{path}'", f"results_dir={tmp_path}", "output_dir=o",
+        "data=m3bench"]
+    assert score_shorthands(["model=gpt5", "device=cpu"]) == ["model=gpt5", "device=cpu", "data=m3bench"]  # a leaderboard option
+    assert score_shorthands(["model=gpt5", "data=vtb"]) == ["model=gpt5", "data=vtb"]  # a data set named
 
 
 def test_an_unknown_model_without_a_file_names_both(tmp_path: Path) -> None:
@@ -35,7 +37,8 @@ def test_an_unknown_model_without_a_file_names_both(tmp_path: Path) -> None:
     (["results_dir=r"], True), (["results_dir=r", "output_dir=o"], False),
     (["results_dir=r", "hydra.run.dir=o"], False), (["data=demo"], False)])
 def test_scores_go_beside_the_results_named(argv: list[str], added: bool) -> None:
-    assert score_shorthands(argv) == argv + ([f"output_dir={SCORES_DIR}"] if added else [])
+    data = [] if "data=demo" in argv else ["data=m3bench"]  # results_dir names what to score
+    assert score_shorthands(argv) == argv + data + ([f"output_dir={SCORES_DIR}"] if added else [])
 
 
 @pytest.mark.slow

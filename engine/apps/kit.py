@@ -2,9 +2,9 @@
 
 Every command of the project is made here: `hydra_app` for the apps with a config root under
 conf/ (score, calibrate, rollout, judge), `command_app` for the plain command lines (report,
-servers: a folder or a servers file and a few switches, nothing to compose); engine.apps.settings
-gives the config a Hydra app's command line would run with. The console scripts (pyproject) and
-scripts/*.py call the same `main` of each app.
+servers: a folder or a servers file and a few switches, nothing to compose); engine.apps.compose
+composes every config, engine.apps.shorthands.resolved_config gives the one a command line would run
+with. The console scripts (pyproject) and scripts/*.py call the same `main` of each app.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import argparse
 import atexit
 import contextlib
 import difflib
-import functools
 import io
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -26,25 +26,27 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import hydra
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException, OverrideParseException
+from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import ValidationError
 
-from engine.apps.overrides import (CommandLineError, check_names, hydra_arguments, override_values, sweep_jobs,
-                                   unparsable)
+from engine.apps.compose import CONF_ROOT, compose, config_groups
+from engine.apps.overrides import (
+    CommandLineError,
+    check_names,
+    hydra_arguments,
+    override_values,
+    sweep_jobs,
+    unparsable,
+)
 from engine.contract import Interrupted
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CONF_ROOT = PROJECT_ROOT / "conf"
-
-# ${project_path:rollout/demo/reference.json}: a path inside the project, wherever it is installed.
-OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / rel), replace=True)
 
 # A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
 _OWN_FLAGS = ("config_path", "config_name", "config_dir", "experimental_rerun", "shell_completion")
@@ -100,8 +102,8 @@ class RunFolder(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Called before Hydra creates the run folder (or writes into it): an existing folder the app
-        refuses (`check`, raising a ValueError such as ConfigError, or an OSError) ends the run with one line and status 2
-        before Hydra writes `.hydra/` and the log into it."""
+        refuses (`check`, raising a ValueError such as ConfigError, or an OSError) ends the run with one
+        line and status 2 before Hydra writes `.hydra/` and the log into it."""
         folder = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
         if RunFolder.check is not None and folder.is_dir():
             try:
@@ -140,25 +142,6 @@ def remove_failed_run_folder(cfg: DictConfig) -> None:
             parent.rmdir()
         except OSError:
             break
-
-
-@functools.cache
-def config_roots(app: str) -> tuple[Path, ...]:
-    """The folders of the app's config groups: conf/<app>/, then the folders its config adds to the search
-    path (`hydra.searchpath`, `file://` entries: conf/shared/, whose data sets the score, judge and rollout
-    apps share)."""
-    entries = OmegaConf.select(OmegaConf.load(CONF_ROOT / app / "config.yaml"), "hydra.searchpath") or []
-    return (CONF_ROOT / app, *(Path(e.removeprefix("file://")) for e in entries if e.startswith("file://")))
-
-
-def config_groups(app: str) -> dict[str, list[str]]:
-    """The config groups on the app's search path (not Hydra's) and their options."""
-    groups: dict[str, set[str]] = {}
-    for root in config_roots(app):
-        for d in sorted(root.iterdir()):
-            if d.is_dir() and d.name != "hydra":
-                groups.setdefault(d.name, set()).update(f.stem for f in d.glob("*.yaml"))
-    return {name: sorted(groups[name]) for name in sorted(groups)}
 
 
 def group_lines(app: str) -> str:
@@ -243,7 +226,8 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     """Check a Hydra app's command line against its config root before Hydra runs it; returns the
     overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
     jobs' folder names). Raises CommandLineError for: an option that its group lacks (naming the
-    closest options), a setting the config lacks (naming the closest setting), a new key (`+key`,
+    closest options), what Hydra refuses when it composes the command line on the app's schema (a setting
+the config lacks, naming the closest setting; a value of the wrong type: engine.apps.schemas), a new key (`+key`,
     `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
     extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), and a multirun
     that would run the same settings twice, an override Hydra cannot parse, and a value of a setting
@@ -282,33 +266,72 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
                            else f"{o.get_key_element()}={values[0]}")
     settings = [o for o in ours if o.key_or_group not in groups]
     if settings or args.multirun:
-        cfg = compose_config(app, group_lines)
-        if cfg is None:
-            return list(argv)
-        known = [*(k for k in _dotted_keys(cfg) if not k.startswith("hydra.")), *groups]
+        lines = [*group_lines, *(line for o in settings if (line := _first_value(o)) is not None)]
+        try:
+            cfg = compose(app, lines, hydra=True)
+        except ConfigCompositionException as exc:
+            raise _refused(app, exc, settings, group_lines, open_keys, groups) from None
+        except HydraException:
+            return list(argv)  # Hydra says why
         for o in settings:
-            new = _first_new(cfg, o.key_or_group)
-            if new is None:
-                if o.is_add():
-                    raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
-                                           f"{o.input_line[1:]}")
+            if not (o.is_add() or o.is_force_add()):
                 continue
-            adds = o.is_add() or o.is_force_add()
-            if adds and _is_open(new, open_keys):
+            base = compose_config(app, group_lines)
+            new = _first_new(base, o.key_or_group) if base is not None else None
+            if new is None or _is_open(new, open_keys):  # `++` of a setting, or a new key an app reads
                 continue
-            if not adds and not o.is_delete() and _is_open(new, open_keys):
-                raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with "
-                                       f"+{o.input_line.lstrip('~')}")
-            near = closest(o.key_or_group, known, 1)
-            hint = f" (closest: {near[0]})" if near else ""
-            if adds:
-                raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}{hint}; "
-                                       "--help lists its settings")
-            raise CommandLineError(f"{o.input_line}: m3bench-{app} has no setting {o.key_or_group}{hint}; "
-                                   "--help lists its settings")
+            raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}"
+                                   f"{_closest_hint(o.key_or_group, base, groups)}; --help lists its settings")
         if args.multirun:
             return [*argv, _folder_names(cfg, overrides, ours)]
     return list(argv)
+
+
+def _first_value(override: Override) -> str | None:
+    """The override as one job of it would be given (a choice sweep's first value); None for a sweep
+    whose values cannot be listed (a range, an interval)."""
+    if not override.is_sweep_override():
+        return override.input_line
+    values = override_values(override)
+    return f"{override.get_key_element()}={values[0]}" if values else None
+
+
+def _closest_hint(key: str, base: DictConfig | None, groups: dict[str, list[str]]) -> str:
+    """` (closest: KEY)`: the setting or group of the app nearest to key, if any."""
+    known = [*(k for k in _dotted_keys(base) if not k.startswith("hydra.")), *groups] if base is not None else []
+    near = closest(key, known, 1)
+    return f" (closest: {near[0]})" if near else ""
+
+
+def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Override], group_lines: Sequence[str],
+             open_keys: Sequence[str], groups: dict[str, list[str]]) -> CommandLineError:
+    """Hydra's refusal of a command line's settings, against the app's schema (engine.apps.schemas), as one
+    line naming the override: a setting the app lacks (with the closest), a value of the wrong type, `+key`
+    for a setting the app has, a new key given without `+` where new keys are read."""
+    text = str(exc)
+    cause = exc.__cause__
+    quoted = re.search(r"'([^']+)'", text)
+    key = str(getattr(cause, "full_key", "") or (quoted.group(1) if quoted else ""))
+    given = [o for o in settings if o.key_or_group == key or key.startswith(f"{o.key_or_group}.")]
+    merging = re.match(r"Error merging override (.+)$", text.splitlines()[0])
+    if merging:
+        given = [o for o in settings if o.input_line == merging.group(1)] or given
+    if not given:
+        return CommandLineError(f"m3bench-{app}: {text.splitlines()[0]}")
+    o = given[0]
+    if isinstance(cause, ValidationError):
+        reason = str(cause).splitlines()[0]
+        return CommandLineError(f"{o.input_line}: wrong type for {cause.full_key or o.key_or_group}: {reason}")
+    if "An item is already at" in text:
+        return CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
+                                f"{o.input_line[1:]}")
+    base = compose_config(app, group_lines)
+    if text.startswith("Could not override") and base is not None:
+        new = _first_new(base, o.key_or_group)
+        if new is not None and _is_open(new, open_keys):
+            return CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with +{o.input_line}")
+    return CommandLineError(f"{o.input_line}: m3bench-{app} has no setting {o.key_or_group}"
+                            f"{_closest_hint(o.key_or_group, base, groups)}; --help lists its settings")
 
 
 def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
@@ -334,8 +357,7 @@ def compose_config(app: str, overrides: Sequence[str]) -> DictConfig | None:
     """The app's config with these (group) overrides and its hydra node, unresolved; None when Hydra
     cannot compose it (Hydra then says why)."""
     try:
-        with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
-            return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+        return compose(app, overrides, hydra=True)
     except HydraException:
         return None
 
@@ -379,8 +401,8 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
     then runs `run` (each job of a multirun) and exits with its status; a run stopped by bad input
     (status 2) removes the run folder it created when that holds nothing but Hydra's own files
     (RunFolder); `check_folder(cfg, folder)`, when given, checks an existing run folder before Hydra
-    writes into it (RunFolder.check). Ctrl-C ends it with one line and status 130 (`interrupted`). With `quick_exit`, the
-    process ends through exit_now."""
+    writes into it (RunFolder.check). Ctrl-C ends it with one line and status 130 (`interrupted`). With
+    `quick_exit`, the process ends through exit_now."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:

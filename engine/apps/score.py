@@ -13,7 +13,6 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from engine.apps.kit import hydra_app, output_folder
-from engine.apps.settings import changed_settings
 from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
 from engine.contract import ConfigError, InputError, atomic_write_json, check_name, config_int
 from engine.contract.pause import gc_paused
@@ -164,23 +163,11 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
                           f"drop model.{option}")
 
 
-HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics",
-                "demo", "stats", "predictions")
-"""The settings (and groups of settings) that say how to score, not what: every other setting changed from
-its default names what to score, so that the built-in demo is never scored in its place."""
-
 PREDICTION_SETTINGS = ("trials.predictions", "sweep.predictions", "model.predictions", "sweep.models")
 """Where the files to score are named, one of them per run."""
 
 NAME_KEYS = ("model.name", "sweep.models")
 """The settings whose values become part of file and folder names (engine.contract.check_name)."""
-
-
-def named_settings(cfg: DictConfig) -> list[str]:
-    """The settings of cfg that name what to score (a reference, predictions, where to find them):
-    those changed from the score app's defaults other than HOW_SETTINGS."""
-    return [key for key in changed_settings("score", cfg)
-            if not any(key == how or key.startswith(f"{how}.") for how in HOW_SETTINGS)]
 
 
 def _check_one_source(cfg: DictConfig) -> None:
@@ -206,30 +193,28 @@ def _reference(cfg: DictConfig) -> Path | list[Path] | None:
 
 def resolve_inputs(cfg: DictConfig) -> Inputs:
     """The files to score: trials.predictions, sweep.predictions, model.predictions or sweep.models (one
-    of them), else, with nothing named at all (named_settings), the demo models.
+    of them), else, with data=demo (the default), the demo models.
 
-    The GT is data.references or data.gt, or the generated demo reference with data=demo or when
-    nothing is named; a named setting is never replaced by the demo's.
+    The GT is data.references or data.gt, or the generated demo reference with data=demo (a command line
+    that names what to score runs with data=m3bench unless it names a data set: engine.apps.shorthands).
     """
     sweep = [Path(p) for p in (cfg.sweep.get("predictions") or [])]
     models = [check_name(m, "sweep.models") for m in cfg.sweep.get("models") or []]
     if cfg.model.get("name") is not None:
         check_name(cfg.model.name, "model.name")
     _check_one_source(cfg)
-    named = named_settings(cfg)
     demo_models: dict[str, Path] = {}
-    if cfg.data.name == "demo" or not named:
-        if cfg.data.name == "demo" and (cfg.data.get("gt") or cfg.data.get("references")):
+    if cfg.data.name == "demo":
+        if cfg.data.get("gt") or cfg.data.get("references"):
             key = "data.references" if cfg.data.get("references") else "data.gt"
             raise ConfigError(f"{key} names a reference and data=demo the built-in demo's: drop one")
-        if not named:
-            log.info("nothing named to score: scoring the built-in demo (%s)", cfg.demo.dir)
+        log.info("scoring the built-in demo (%s)", cfg.demo.dir)
         gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
                                      seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
     elif not any(OmegaConf.select(cfg, key) for key in PREDICTION_SETTINGS):
-        raise ConfigError(f"no predictions named ({', '.join(named)} set): name them with model=NAME, "
+        raise ConfigError(f"no predictions named (data={cfg.data.name}): name them with model=NAME, "
                           f"{', '.join(f'{key}=...' for key in PREDICTION_SETTINGS)} or sweep=leaderboard "
-                          "(the built-in demo is scored when nothing is named, or with data=demo)")
+                          "(data=demo, the default when nothing is named, scores the built-in demo)")
     else:
         gt = _reference(cfg)
     trials_cfg = cfg.get("trials") or {}

@@ -1,21 +1,30 @@
-"""The score app's command-line shorthands, spelt out before the command line is checked:
+"""The apps' command-line shorthands, spelt out before the command line is checked (`spelt_out`), and
+`resolved_config`, the config a command line runs with. The score app's:
 
+- the demo is the data set by default (`data=demo`, conf/score/config.yaml); a command line that names
+  what to score (any setting but those of HOW_SETTINGS) and no data set runs with `data=m3bench`, so
+  that the built-in demo is never scored in place of what it names;
 - `model=NAME` for any model whose predictions are under results_dir: the file
   ``<results_dir>/NAME_test_mcp_fuzzy.json`` that ``rollout.py model=NAME`` writes (and ``judge.py model=NAME``
   judges), scored as `model.predictions` when NAME is no option of the model group (conf/score/model/);
 - `results_dir=R` without `output_dir`: the scores are written under ``R/scores/<time>/``, beside what they score.
+
+The rollout's: `tasks=NAME` is `data=NAME` (tasks=demo: rollout_demo).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
+from omegaconf import OmegaConf
 
-from engine.apps.kit import closest, compose_config, config_groups
-from engine.apps.overrides import CommandLineError
+from engine.apps.compose import compose, config_groups
+from engine.apps.kit import closest
+from engine.apps.overrides import CommandLineError, override_values
 from engine.contract import InputError, check_name
 
 PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
@@ -39,8 +48,7 @@ def _results_dir(argv: Sequence[str]) -> str:
     given = [v for v in (_value(t) for t in argv if t.startswith("results_dir=")) if v is not None]
     if given:
         return given[-1]
-    cfg = compose_config("score", [])
-    return str(cfg.results_dir) if cfg is not None else "results"
+    return str(compose("score").results_dir)
 
 
 SCORES_DIR = "${results_dir}/scores/${now:%Y-%m-%d_%H-%M-%S}"
@@ -53,11 +61,25 @@ def _key(token: str) -> str:
     return token.split("=", 1)[0].lstrip("+~")
 
 
+HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics",
+                "demo", "stats", "predictions", "hydra")
+"""The score app's settings (and groups of settings) that say how to score, not what: a command line that
+sets any other names what to score, and without a data set of its own it runs with data=m3bench."""
+
+
+def _settings(argv: Sequence[str]) -> set[str]:
+    """The keys (or groups) the overrides of a command line set, `+`, `++` and `~` left out."""
+    return {_key(t) for t in argv if "=" in t or t.startswith("~")}
+
+
 def score_shorthands(argv: list[str]) -> list[str]:
-    """argv with the score app's shorthands spelt out (named_model, then SCORES_DIR as output_dir when
-    argv names results_dir and no output folder)."""
-    keys = {_key(t) for t in argv if "=" in t}
+    """argv with the score app's shorthands spelt out (named_model; data=m3bench when argv names what to
+    score and no data set; SCORES_DIR as output_dir when argv names results_dir and no output folder)."""
+    keys = _settings(argv)
     out = named_model(argv)
+    named = [k for k in keys if not any(k == how or k.startswith((f"{how}.", f"{how}/")) for how in HOW_SETTINGS)]
+    if named and "data" not in keys:
+        out.append("data=m3bench")
     if "results_dir" in keys and not keys.intersection(_OUTPUT_KEYS):
         out.append(f"output_dir={SCORES_DIR}")
     return out
@@ -90,3 +112,48 @@ def named_model(argv: list[str]) -> list[str]:
         quoted = str(path).replace("'", "\\'")
         out += ["model=none", f"model.name={name}", f"model.predictions='{quoted}'"]
     return out
+
+
+TASKS_ALIASES = {"demo": "rollout_demo"}
+"""The rollout's own names of shared data sets: tasks=demo is the rollout demo (data=demo is the score
+app's generated demo, which has no tasks)."""
+
+
+def tasks_shorthand(argv: list[str]) -> list[str]:
+    """argv with `tasks=NAME` (a data set of the shared group data, or a sweep of them) spelt out as
+    `data=NAME` (TASKS_ALIASES first); a NAME the group lacks is a CommandLineError naming the closest."""
+    options = config_groups("rollout")["data"]
+    out = []
+    for token in argv:
+        try:
+            override = OverridesParser.create().parse_override(token) if token.startswith("tasks=") else None
+        except HydraException:
+            override = None  # the kit's check says why
+        values = override_values(override) if override is not None else None
+        if not values:
+            out.append(token)
+            continue
+        names = [TASKS_ALIASES.get(value, value) for value in values]
+        for value, name in zip(values, names):
+            if name not in options:
+                near = closest(value, sorted({*options, *TASKS_ALIASES}), 3)
+                raise CommandLineError(f"{token}: no data set {value!r} (conf/shared/data/); "
+                                       + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
+        out.append(f"data={','.join(names)}")
+    return out
+
+
+SHORTHANDS = {"score": score_shorthands, "rollout": tasks_shorthand}
+"""Each app's shorthands (an app without any runs its command line as written)."""
+
+
+def spelt_out(app: str, argv: Sequence[str]) -> list[str]:
+    """A command line of the app with its shorthands spelt out, as the app runs it."""
+    rewrite = SHORTHANDS.get(app)
+    return rewrite(list(argv)) if rewrite else list(argv)
+
+
+def resolved_config(app: str, argv: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config the command line of app with these overrides would run with (its shorthands
+    spelt out), as a plain dict."""
+    return OmegaConf.to_container(compose(app, spelt_out(app, argv)), resolve=True)  # type: ignore[return-value]

@@ -16,7 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from engine.apps import kit, settings
+from engine.apps import kit
+from engine.apps.shorthands import resolved_config
 from engine.contract import InputError
 from rollout.judges.run import run
 
@@ -27,8 +28,9 @@ OmegaConf.register_new_resolver(
 
 
 def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The resolved config a command line with these overrides would run with, as a plain dict."""
-    return settings.compose_config("judge", overrides)
+    """The resolved config a command line with these overrides would run with, as a plain dict
+    (engine.apps.shorthands.resolved_config)."""
+    return resolved_config("judge", overrides)
 
 
 def run_config(cfg: DictConfig) -> int:

@@ -1,0 +1,54 @@
+"""The one place the Hydra apps' configs are composed: the config roots under conf/, their groups, and
+`compose`, what the apps, their command-line check and the tests compose a config with."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.initialize import get_gh_backup, restore_gh_from_backup
+from omegaconf import DictConfig, OmegaConf
+
+import engine.apps.schemas  # noqa: F401  (stores the apps' schemas in Hydra's ConfigStore)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONF_ROOT = PROJECT_ROOT / "conf"
+
+# ${project_path:rollout/demo/reference.json}: a path inside the project, wherever it is installed.
+OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / rel), replace=True)
+
+
+def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> DictConfig:
+    """The config of conf/<app>/ with these overrides, unresolved (with Hydra's own node when `hydra`),
+    checked against the app's schema (engine.apps.schemas); Hydra's exception when it cannot compose it.
+    Composable inside a running app too: the running app's Hydra is put back afterwards."""
+    backup = get_gh_backup()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
+            return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
+    finally:
+        restore_gh_from_backup(backup)
+
+
+@functools.cache
+def config_roots(app: str) -> tuple[Path, ...]:
+    """The folders of the app's config groups: conf/<app>/, then the folders its config adds to the search
+    path (`hydra.searchpath`, `file://` entries: conf/shared/, whose data sets the score, judge and rollout
+    apps share)."""
+    entries = OmegaConf.select(OmegaConf.load(CONF_ROOT / app / "config.yaml"), "hydra.searchpath") or []
+    return (CONF_ROOT / app, *(Path(e.removeprefix("file://")) for e in entries if e.startswith("file://")))
+
+
+def config_groups(app: str) -> dict[str, list[str]]:
+    """The config groups on the app's search path (not Hydra's) and their options."""
+    groups: dict[str, set[str]] = {}
+    for root in config_roots(app):
+        for d in sorted(root.iterdir()):
+            if d.is_dir() and d.name != "hydra":
+                groups.setdefault(d.name, set()).update(f.stem for f in d.glob("*.yaml"))
+    return {name: sorted(groups[name]) for name in sorted(groups)}
