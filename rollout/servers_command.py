@@ -238,7 +238,8 @@ def _system_deps(specs: list[ServerSpec]) -> int:
     """The system packages of every enabled server on stdout, one line; per server and what is missing on stderr."""
     every: list[str] = []
     for spec in specs:
-        packages = server_system_packages(spec.install.requirements if spec.install else (), spec.env_folder)
+        packages = server_system_packages(spec.install.requirements if spec.install else (), spec.env_folder,
+                                          spec.install.build_dir if spec.install else None)
         if packages:
             lacking = missing_here(packages)
             print(f"{spec.name:<24} {' '.join(packages)}" + (f"   (missing here: {' '.join(lacking)})"

@@ -25,6 +25,7 @@ from filelock import FileLock
 
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.environments import STAMP, InstallSpec, venv_python
+from rollout.mcp.requirements import node_headers_prefix
 
 INSTALLERS = ("auto", "uv", "pip")
 STEP_TIMEOUT = 1800.0
@@ -67,17 +68,6 @@ def find_uv() -> str | None:
 BUILD_ENVIRONMENT = {"npm_config_yes": "true"}
 """Set for every build command unless the environment sets it: a build script's ``npx`` installs what it
 needs instead of asking (a build has no terminal to answer on, so npx would cancel)."""
-
-
-def node_headers_prefix() -> str | None:
-    """The prefix of the ``node`` on PATH when it holds that node's headers (``include/node/node.h``): what
-    ``npm_config_nodedir`` names so that node-gyp builds native modules against them instead of downloading
-    headers from nodejs.org. None without a node or without its headers (Debian's node: ``libnode-dev``)."""
-    found = shutil.which("node")
-    if found is None:
-        return None
-    prefix = Path(found).resolve().parent.parent
-    return str(prefix) if (prefix / "include" / "node" / "node.h").is_file() else None
 
 
 def build_environment_variables() -> dict[str, str]:

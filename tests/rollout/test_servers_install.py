@@ -15,7 +15,13 @@ from rollout_helpers import HERE, ROOT, write_json
 
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.environments import InstallSpec
-from rollout.mcp.install import build_cause, install_server, node_headers_prefix
+from rollout.mcp.install import build_cause, install_server
+from rollout.mcp.requirements import (
+    native_node_build,
+    node_build_packages,
+    node_headers_prefix,
+    server_system_packages,
+)
 
 ADDON = """#include <node_api.h>
 static napi_value init(napi_env env, napi_value exports) { return exports; }
@@ -136,3 +142,36 @@ def test_install_makes_the_first_start_so_the_first_check_passes(tmp_path):
     assert check.returncode == 0 and "1 of 1 server(s) started" in check.stdout, check.stdout
     again = _servers("install", "--config", str(config), env=envs)
     assert "1 up to date" in again.stdout and "first start" not in again.stdout
+
+
+def test_system_deps_and_check_agree_on_what_ocr_needs(tmp_path):
+    # mcp-ocr needs tesseract to start and poppler (through pdf2image) for its perform_pdf_ocr tool: system-deps
+    # says so before the install, as the check does from the installed environment after it
+    requirements = ["mcp-ocr==0.2.0", "mcp<2"]
+    config = write_json(tmp_path / "servers.json", {"servers": {"ocr": {
+        "command": "python", "args": ["-m", "mcp_ocr"], "install": {"requirements": requirements}}}})
+    deps = _servers("system-deps", "--config", str(config), env={"M3BENCH_SERVER_ENVS": str(tmp_path / "envs")})
+    assert deps.returncode == 0 and deps.stdout == "tesseract-ocr poppler-utils\n", deps.stdout + deps.stderr
+    env = tmp_path / "env"
+    for dist in ("mcp_ocr-0.2.0", "pdf2image-1.17.0", "opencv_python-4.10.0.84"):
+        (env / "venv" / "lib" / "python3.11" / "site-packages" / f"{dist}.dist-info").mkdir(parents=True)
+    assert server_system_packages(requirements, None) == \
+        server_system_packages(requirements, env)[:2] == ["tesseract-ocr", "poppler-utils"]
+
+
+def test_native_node_build_needs_debians_node_headers(tmp_path):
+    lock = {"packages": {"": {"dependencies": {"sqlite3": "^5.1.6"}},
+                         "node_modules/sqlite3": {"version": "5.1.7", "hasInstallScript": True,
+                                                  "optionalDependencies": {"node-gyp": "8.x"}},
+                         "node_modules/sharp": {"version": "0.34.4", "hasInstallScript": True}}}
+    native = tmp_path / "native"
+    native.mkdir()
+    (native / "package-lock.json").write_text(json.dumps(lock))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    del lock["packages"]["node_modules/sqlite3"]
+    (plain / "package-lock.json").write_text(json.dumps(lock))
+    assert native_node_build(native) and not native_node_build(plain)
+    assert node_build_packages(native, "18.19.0+dfsg-6~deb12u2") == ["libnode-dev"]
+    assert node_build_packages(native, "20.20.2-1nodesource1") == []  # NodeSource's node ships its headers
+    assert node_build_packages(native, None) == [] and node_build_packages(plain, "18.19.0+dfsg-6~deb12u2") == []
