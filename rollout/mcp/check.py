@@ -36,8 +36,8 @@ class Health:
     detail: str = ""
 
 
-SLOW = ("; it did not answer within the start timeout (the first start after an install compiles its modules, "
-        "slower on a loaded machine): check again, or give a longer --start-timeout")
+SLOW = ("; it did not answer within the start timeout (slower on a loaded machine; a first start, which install "
+        "makes for each server it builds, compiles its modules): check again, or give a longer --start-timeout")
 
 
 async def _probe(host: MCPHost, server: ServerProcess, call_timeout: float) -> Health:
@@ -72,7 +72,7 @@ def with_system_cause(spec: ServerSpec, error: str) -> str:
     """A failed server's reason with the system packages it needs and this machine lacks: first, as the cause,
     when its error speaks of a missing library or program; else after the reason."""
     lacking = missing_here(server_system_packages(spec.install.requirements if spec.install else (),
-                                                  spec.env_folder))
+                                                  spec.env_folder, spec.install.build_dir if spec.install else None))
     if not lacking:
         return error
     said = (f"needs system package(s) {' '.join(lacking)}, missing here (python scripts/servers.py system-deps "

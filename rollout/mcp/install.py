@@ -25,6 +25,7 @@ from filelock import FileLock
 
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.environments import STAMP, InstallSpec, venv_python
+from rollout.mcp.requirements import node_headers_prefix
 
 INSTALLERS = ("auto", "uv", "pip")
 STEP_TIMEOUT = 1800.0
@@ -69,11 +70,47 @@ BUILD_ENVIRONMENT = {"npm_config_yes": "true"}
 needs instead of asking (a build has no terminal to answer on, so npx would cancel)."""
 
 
+def build_environment_variables() -> dict[str, str]:
+    """The variables every build command runs with: `BUILD_ENVIRONMENT`, ``npm_config_nodedir`` from the local
+    node when it has its headers, and this process's environment (which wins)."""
+    nodedir = node_headers_prefix()
+    return {**BUILD_ENVIRONMENT, **({"npm_config_nodedir": nodedir} if nodedir else {}), **os.environ}
+
+
+_RESOLVE_FAILURE = re.compile(r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN) [\w.-]+|connect (?:ECONNREFUSED|ENETUNREACH|"
+                              r"ETIMEDOUT) [\w.:\[\]-]+")
+_HEADERS_FETCH = re.compile(r"gyp http GET (\S+)")
+_GYP_STACK = re.compile(r"gyp ERR! stack (\w*Error: .*)")
+_NPM_PATH = re.compile(r"npm (?:error|ERR!) path \S*node_modules/((?:@[^/\s]+/)?[^/\s]+)\s*$", re.MULTILINE)
+_NPM_LOG = re.compile(r"A complete log of this run can be found in:\s*(\S+)")
+
+
+def build_cause(output: str) -> str | None:
+    """The real cause of a failed npm/node-gyp build, in a few words, when its output says it: the package whose
+    native build failed and the host it could not reach (``getaddrinfo ENOTFOUND nodejs.org``), the headers
+    node-gyp could not download, or node-gyp's error; None when it says none of these."""
+    fetch = _HEADERS_FETCH.search(output)
+    after = output[fetch.end():] if fetch else output
+    unreachable = _RESOLVE_FAILURE.findall(after)
+    if fetch and (unreachable or "network connectivity" in after):
+        host = re.sub(r"^\w+://([^/]+).*", r"\1", fetch.group(1))
+        cause = (f"{unreachable[-1]}: node-gyp could not download node's headers ({fetch.group(1)})" if unreachable
+                 else f"node-gyp could not download node's headers ({fetch.group(1)}): no network to {host}")
+    elif unreachable or _RESOLVE_FAILURE.search(output):
+        cause = (unreachable or _RESOLVE_FAILURE.findall(output))[-1]
+    elif _GYP_STACK.search(output):
+        cause = f"node-gyp: {_GYP_STACK.search(output).group(1).strip()}"  # type: ignore[union-attr]
+    else:
+        return None
+    package = _NPM_PATH.search(output)
+    return f"{package.group(1)}'s native build failed: {cause}" if package else cause
+
+
 def _run(argv: list[str], cwd: Path | None = None, log: IO[str] | None = None) -> None:
     if log is not None:
         log.write(f"$ {' '.join(argv)}" + (f"   (in {cwd})" if cwd else "") + "\n")
         log.flush()
-    env = {**BUILD_ENVIRONMENT, **os.environ}
+    env = build_environment_variables()
     try:
         done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT, env=env,
                               stdin=subprocess.DEVNULL)
@@ -87,8 +124,17 @@ def _run(argv: list[str], cwd: Path | None = None, log: IO[str] | None = None) -
     if done.returncode != 0:
         output = done.stderr or done.stdout
         missing = registry_missing(output)
-        tail = f"the registry has no {missing} (404)" if missing else " | ".join(output.strip().splitlines()[-6:])
-        raise InstallFailed(f"{' '.join(argv)} exited with {done.returncode}: {tail}", missing)
+        cause = build_cause(output)
+        if missing:
+            reason = f"the registry has no {missing} (404)"
+        elif cause:
+            full_log = getattr(log, "name", None) if log is not None else None
+            npm_log = _NPM_LOG.search(output)
+            reason = cause + (f"; full log: {full_log}" if isinstance(full_log, str) else
+                              f"; full log: {npm_log.group(1)}" if npm_log else "")
+        else:
+            reason = " | ".join(output.strip().splitlines()[-6:])
+        raise InstallFailed(f"{' '.join(argv)} exited with {done.returncode}: {reason}", missing)
 
 
 _REGISTRY_MISS = re.compile(r"(?:The requested resource '|No matching version found for |"

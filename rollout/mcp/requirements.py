@@ -9,7 +9,9 @@
   ``uvx PKG`` entry runs, and `lock_pins`: the versions its ``uv.lock`` pins for the MCP SDK it was
   built with (``mcp``, ``fastmcp``, ``pydantic``, ``pydantic-core``);
 - `system_packages`: the system (Debian) packages some distributions load at run time
-  (``pyzbar``: ``libzbar0``), and whether this machine has each.
+  (``pyzbar``: ``libzbar0``), and whether this machine has each;
+- `node_build_packages`: the headers a Node build with a native module compiles against (Debian's node:
+  ``libnode-dev``), and `node_headers_prefix`, the local node's prefix holding them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import ctypes.util
 import json
 import re
 import shutil
+import subprocess
 import urllib.request
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -43,11 +46,16 @@ LOCK_PINNED = ("mcp", "fastmcp", "pydantic", "pydantic-core")
 newer releases change the tools or stop the server starting."""
 
 SYSTEM_PACKAGES: dict[str, tuple[str, ...]] = {
-    "pyzbar": ("libzbar0",), "pytesseract": ("tesseract-ocr",), "mcp-ocr": ("tesseract-ocr",),
+    "pyzbar": ("libzbar0",), "pytesseract": ("tesseract-ocr",), "mcp-ocr": ("tesseract-ocr", "poppler-utils"),
     "tesserocr": ("tesseract-ocr",), "opencv-python": ("libgl1", "libglib2.0-0"),
     "python-magic": ("libmagic1",), "pdf2image": ("poppler-utils",),
 }
-"""Distributions that load a system library or program at run time, and the Debian packages providing it."""
+"""Distributions that load a system library or program at run time, and the Debian packages providing it
+(``mcp-ocr``: tesseract to start, poppler's ``pdfinfo``/``pdftoppm`` for its ``perform_pdf_ocr`` tool, through
+pdf2image)."""
+
+NODE_HEADERS = "libnode-dev"
+"""Debian's package of the headers of Debian's node (``/usr/include/node``), which node-gyp compiles against."""
 
 _PRESENT: dict[str, Callable[[], bool]] = {
     "libzbar0": lambda: ctypes.util.find_library("zbar") is not None,
@@ -56,6 +64,7 @@ _PRESENT: dict[str, Callable[[], bool]] = {
     "libglib2.0-0": lambda: ctypes.util.find_library("glib-2.0") is not None,
     "libmagic1": lambda: ctypes.util.find_library("magic") is not None,
     "poppler-utils": lambda: shutil.which("pdftoppm") is not None,
+    NODE_HEADERS: lambda: node_headers_prefix() is not None,
 }
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 REGISTRY = "https://pypi.org/pypi/{name}/json"
@@ -218,7 +227,63 @@ def environment_distributions(env_folder: str | Path | None) -> list[str]:
     return sorted({normal(p.name[:-len(".dist-info")].split("-")[0]) for p in found})
 
 
-def server_system_packages(requirements: Iterable[str], env_folder: str | Path | None) -> list[str]:
-    """The system packages a server needs: those of its requirements and of what its environment installed."""
+def server_system_packages(requirements: Iterable[str], env_folder: str | Path | None,
+                           build_dir: str | Path | None = None) -> list[str]:
+    """The system packages a server needs: those of its requirements and of what its environment installed, and
+    the node headers of its Node build (see `node_build_packages`)."""
     names = [n for n in map(requirement_name, requirements) if n]
-    return system_packages([*names, *environment_distributions(env_folder)])
+    return system_packages([*names, *environment_distributions(env_folder)]) + \
+        (node_build_packages(build_dir, installed_nodejs_version()) if build_dir else [])
+
+
+def node_headers_prefix() -> str | None:
+    """The prefix of the ``node`` on PATH when it holds that node's headers (``include/node/node.h``): what
+    ``npm_config_nodedir`` names so that node-gyp builds native modules against them instead of downloading
+    headers from nodejs.org. None without a node or without its headers."""
+    found = shutil.which("node")
+    if found is None:
+        return None
+    prefix = Path(found).resolve().parent.parent
+    return str(prefix) if (prefix / "include" / "node" / "node.h").is_file() else None
+
+
+def native_node_build(build_dir: str | Path | None) -> bool:
+    """Whether the Node project in `build_dir` compiles a native module on install: its ``package-lock.json``
+    has a package with an install script that depends on node-gyp (``sqlite3``), or it has a ``binding.gyp``."""
+    if build_dir is None:
+        return False
+    folder = Path(build_dir)
+    if (folder / "binding.gyp").is_file():
+        return True
+    try:
+        lock = json.loads((folder / "package-lock.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    packages = lock.get("packages") if isinstance(lock, dict) else None
+    return isinstance(packages, dict) and any(
+        isinstance(p, dict) and p.get("hasInstallScript") and any(
+            isinstance(p.get(k), dict) and "node-gyp" in p[k]
+            for k in ("dependencies", "optionalDependencies", "peerDependencies"))
+        for p in packages.values())
+
+
+def debian_node(version: str | None) -> bool:
+    """Whether the installed ``nodejs`` package of that version is Debian's own (``18.19.0+dfsg-6~deb12u2``), whose
+    headers are a package of their own, rather than NodeSource's (``20.20.2-1nodesource1``), which has them."""
+    return version is not None and "nodesource" not in version
+
+
+def installed_nodejs_version() -> str | None:
+    """The version of the Debian package ``nodejs`` when it provides the ``node`` on PATH; None otherwise."""
+    found = shutil.which("node")
+    if found is None or not shutil.which("dpkg-query") or Path(found).resolve().parent != Path("/usr/bin"):
+        return None
+    done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "nodejs"], capture_output=True, text=True,
+                          check=False)
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+def node_build_packages(build_dir: str | Path | None, nodejs_version: str | None) -> list[str]:
+    """The system packages a Node build needs: Debian's node headers when it compiles a native module and the
+    node is Debian's (`nodejs_version`, see `installed_nodejs_version`); nothing otherwise."""
+    return [NODE_HEADERS] if native_node_build(build_dir) and debian_node(nodejs_version) else []
