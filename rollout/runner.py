@@ -48,6 +48,9 @@ from rollout.workspace import Workspace
 log = logging.getLogger("rollout")
 
 STAGES = ("rollout", "curate", "both")
+SCRATCH = ".servers"
+"""The folder of the run's workspace holding each server's temp folder while the servers run (no task's
+folder: a task's is named by safe_name, which never starts with a dot)."""
 
 
 def _path(cfg: Mapping[str, Any], key: str, where: str | None = None) -> Path:
@@ -84,7 +87,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
                    start_timeout=float(cfg.get("start_timeout", 30)),
                    max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0),
                    ping_timeout=float(cfg.get("ping_timeout", 5)),
-                   log_dir=_path(cfg, "server_logs"))
+                   log_dir=_path(cfg, "server_logs"), scratch_dir=_path(cfg, "workspace") / SCRATCH)
     await stack.enter_async_context(host)
     catalogue, failures = host.catalogue(), host.failures()
     if cache.recording:
