@@ -35,7 +35,7 @@ from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.models.base import settings_from_config
 from rollout.models.clients import bounded, quiet_client_loggers
-from rollout.models.errors import ModelError
+from rollout.models.errors import LOOPBACK_DOWN, ModelError, loopback_down, on_loopback
 from rollout.models.registry import build_driver
 from rollout.output import ResultFile, dumps_record, list_text
 from rollout.record import CachedModel, RolloutCache
@@ -63,10 +63,15 @@ def _path(cfg: Mapping[str, Any], key: str, where: str | None = None) -> Path:
 
 @asynccontextmanager
 async def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache) -> AsyncIterator[CachedModel]:
-    """The model of a config behind the cache; a replay builds no driver (and needs no key)."""
+    """The model of a config behind the cache; a replay builds no driver (and needs no key). A model on this
+    machine (the scripted one, a local server) that cannot be reached because the loopback interface is down
+    is an InputError saying so, before any task runs."""
     settings = settings_from_config(model_cfg)
     driver = None if cache.replaying else build_driver(model_cfg)
     try:
+        if driver is not None and on_loopback(driver.settings.base_url) and loopback_down():
+            raise InputError("config", f"{LOOPBACK_DOWN}: the model's API at {driver.settings.base_url} cannot be "
+                             "reached, so no task was run", field="model")
         yield CachedModel(driver, cache, settings.name, settings.params)
     finally:
         if driver is not None:
