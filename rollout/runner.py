@@ -78,6 +78,14 @@ async def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache) -> Asyn
             await driver.aclose()
 
 
+def _scratch_dir(cfg: Mapping[str, Any]) -> Path:
+    """The folder of the servers' temp folders: <workspace>/.servers, a shard's own inside it (shards may share a
+    workspace)."""
+    folder = _path(cfg, "workspace") / SCRATCH
+    shard = parse_shard(cfg.get("shard"))
+    return folder / shard.label if shard is not None else folder
+
+
 async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
                       stack: AsyncExitStack) -> tuple[MCPHost | None, list[ToolInfo], dict[str, str]]:
     """The tool catalogue and the servers that failed to start: from the cache when replaying, else from the
@@ -92,7 +100,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
                    start_timeout=float(cfg.get("start_timeout", 30)),
                    max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0),
                    ping_timeout=float(cfg.get("ping_timeout", 5)),
-                   log_dir=_path(cfg, "server_logs"), scratch_dir=_path(cfg, "workspace") / SCRATCH)
+                   log_dir=_path(cfg, "server_logs"), scratch_dir=_scratch_dir(cfg))
     await stack.enter_async_context(host)
     catalogue, failures = host.catalogue(), host.failures()
     if cache.recording:

@@ -5,14 +5,15 @@ name them (by workspace path or file name), else to the step's last call; images
 are saved under media/ and belong to their call. Files a call wrote outside the workspace during the
 step, named by an absolute path in its arguments or result or by a relative one under the server's
 working directory, are copied in once (a file under the server's working directory at its path there,
-however it is named; another at media/<name>) and belong to that call. Workspace files a call names
-inside its server's own folders (``paths.keep``) are copied there before the call; after the step,
-those copies and the files the step wrote there are removed from the server's folder, so each task
-starts from the same folder. Every other write outside the workspace that the step shows (a file
-copied in from elsewhere, a new file in the server's temp folder) is one of the call's `outside`
-writes, which the task's record lists. When recording, each call's outcome and files go to the cache; a replay restores them without
-starting any server. A call to a server that failed to start is an error naming the reason. Each
-call's duration is measured when it runs live and kept in the cache, so a replay logs the recorded one.
+however it is named; another, or one in the server's temp folder, at media/<name>) and belong to that
+call. Workspace files a call names inside its server's own folders (``paths.keep``) are copied there
+before the call; after the step, those copies and the files the step wrote there are removed from the
+server's folder, so each task starts from the same folder. Every other write outside the workspace that
+the step shows (a file copied in from elsewhere, a new file in the server's temp folder) is one of the
+call's `outside` writes, which the task's record lists. When recording, each call's outcome and files go
+to the cache; a replay restores them without starting any server. A call to a server that failed to
+start is an error naming the reason. Each call's duration is measured when it runs live and kept in the
+cache, so a replay logs the recorded one.
 """
 
 from __future__ import annotations
@@ -212,9 +213,12 @@ class ToolRunner:
         served = cwd if cwd is not None and cwd != ws.root else None
         seen: set[Path] = set()
         for named in named_paths(record.result) + argument_paths(record.arguments) + own:
-            if not named.startswith("/") and served is None:
+            if named.startswith("/"):
+                source = Path(named)
+            elif served is not None:
+                source = served / named
+            else:
                 continue
-            source = Path(named) if named.startswith("/") else served / named
             try:
                 stat = source.stat()
                 full = source.resolve()
@@ -224,10 +228,12 @@ class ToolRunner:
             except (OSError, ValueError):  # not a path the file system takes (too long, a NUL byte)
                 continue
             seen.add(full)
-            rel = full.relative_to(served).as_posix() if served and full.is_relative_to(served) \
-                else f"{MEDIA}/{full.name}"
+            temp = self.host.temp_dir(server)
+            rel, in_served = f"{MEDIA}/{full.name}", False
+            if served is not None and full.is_relative_to(served) and not (temp and full.is_relative_to(temp)):
+                rel, in_served = full.relative_to(served).as_posix(), True
             kept = ws.bring_in(source, rel)
-            if served and full.is_relative_to(served) and under_kept(rel, keep):
+            if in_served and under_kept(rel, keep):
                 moved.add(full)
             else:
                 record.outside.append({"path": self._shown(server, full), "copied_to": kept})
@@ -265,7 +271,8 @@ class ToolRunner:
                  for rel in record.files if ws.path(rel).is_file()]
         self.cache.put_tool(key, ws.task_id, server, tool, record.arguments,
                             {"result": record.result, "is_error": record.is_error, "files": files,
-                             "duration_s": record.duration_s, **({"outside": record.outside} if record.outside else {})})
+                             "duration_s": record.duration_s,
+                             **({"outside": record.outside} if record.outside else {})})
 
     def _replay(self, record: CallRecord, ws: Workspace, key: str) -> None:
         cached = self.cache.get_tool(key)

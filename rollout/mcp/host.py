@@ -7,8 +7,9 @@ a call times out the server is pinged, and without an answer it is given up and 
 within `max_restarts`). Path arguments are made absolute in the task workspace for servers in the
 ``workspace`` path mode, and the workspace's absolute path in results is shown as relative paths.
 With a `scratch_dir` (the rollout's: ``<workspace>/.servers``), each server gets a temp folder of its own
-there (TMPDIR, TEMP and TMP), removed when the host closes, so what it writes to its temp folder stays in
-the run's workspace and can be seen (rollout.toolrunner reports it in the task's record).
+there (TMPDIR, TEMP and TMP: ``<scratch_dir>/<server>``, empty at start, removed when the host closes), so
+what it writes to its temp folder stays in the run's workspace, at the same path in every run of the same
+settings, and can be seen (rollout.toolrunner reports it in the task's record).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +59,9 @@ class MCPHost:
         for server in self._servers.values():
             log.info("MCP server %s: %s", server.spec.name, server.spec.note)
             if self.scratch_dir is not None and server.temp_dir is None:
-                self.scratch_dir.mkdir(parents=True, exist_ok=True)
-                server.temp_dir = Path(tempfile.mkdtemp(prefix=f"{file_name(server.spec.name)}-",
-                                                        dir=self.scratch_dir)).resolve()
+                server.temp_dir = (self.scratch_dir / file_name(server.spec.name)).resolve()
+                shutil.rmtree(server.temp_dir, ignore_errors=True)  # what a killed run left
+                server.temp_dir.mkdir(parents=True)
         await asyncio.gather(*(s.start(self.start_timeout) for s in self._servers.values()))
         for server in self._servers.values():
             if server.error:

@@ -2,7 +2,8 @@
 line on stdout at start (as ``print("Starting ...")`` does with ``PYTHONUNBUFFERED=1``); ``save_deck`` saves
 under ``./media`` of its working directory and, like the published PowerPoint server, names a second file of
 the same name ``<stem>-1<suffix>``; ``save_output`` saves at the relative path it is given and answers
-with the file's absolute path; ``scratch`` writes a file into the system's temp folder without naming it; ``write_at``
+with the file's absolute path; ``scratch`` writes a file into the system's temp folder, naming it only when
+asked to (``tell``); ``write_at``
 writes the absolute path it is given."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ _TEXT = {"type": "string"}
 TOOLS = {
     "save_deck": {"file_path": _TEXT, "title": _TEXT},
     "save_output": {"file_path": _TEXT, "text": _TEXT},
-    "scratch": {"name": _TEXT, "text": _TEXT},
+    "scratch": {"name": _TEXT, "text": _TEXT, "tell": {"type": "boolean"}},
     "write_at": {"target": _TEXT, "text": _TEXT},
 }
 
@@ -59,8 +60,9 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         target.write_text(arguments["text"], encoding="utf-8")
         return _text(f"Saved to {target}")
     if params.name == "scratch":
-        (Path(tempfile.gettempdir()) / arguments["name"]).write_text(arguments["text"], encoding="utf-8")
-        return _text("Noted.")
+        target = Path(tempfile.gettempdir()) / arguments["name"]
+        target.write_text(arguments["text"], encoding="utf-8")
+        return _text(f"Noted in {target}." if arguments.get("tell") else "Noted.")
     target = Path(arguments["target"])
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(arguments["text"], encoding="utf-8")

@@ -10,8 +10,8 @@ import json
 import logging
 from pathlib import Path
 
-from rollout_helpers import HERE, compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of, \
-    write_json
+from rollout_helpers import (HERE, compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of,
+                             write_json)
 
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
@@ -61,7 +61,8 @@ def test_two_records_of_the_same_tasks_are_byte_identical(tmp_path, chat_server)
 
 def test_a_file_in_the_servers_folder_keeps_its_path_there(tmp_path, chat_server):
     chart = tmp_path / "server-home" / "media" / "outputs" / "chart.txt"
-    plans = {"o2": [[{"name": "out/write_at", "arguments": {"target": str(chart), "text": "c"}}]]}
+    plans = {"o2": [[{"name": "out/write_at", "arguments": {"target": str(chart), "text": "c"}}],
+                    [{"name": "out/scratch", "arguments": {"name": "cache.bin", "text": "s", "tell": True}}]]}
     tasks_file, ref = plan_tasks(tmp_path, plans)
     server = chat_server(plan_policy(ref))
     assert run(compose(*local_overrides(server, tasks_file, tmp_path / "r", _servers(tmp_path)))) == 0
@@ -69,9 +70,14 @@ def test_a_file_in_the_servers_folder_keeps_its_path_there(tmp_path, chat_server
     assert record["steps"][0]["calls"][0]["result"] == f"Written.\n[{chart} copied to media/outputs/chart.txt]"
     media = run_dir_of(tmp_path / "r") / "workspace" / "o2" / "media"
     assert not (media / "chart.txt").exists() and (media / "outputs" / "chart.txt").read_text() == "c"
-    assert record["outside_writes"] == [{"step": 1, "tool": "out/write_at", "path": str(chart),
-                                         "copied_to": "media/outputs/chart.txt"}]
+    assert record["outside_writes"] == [
+        {"step": 1, "tool": "out/write_at", "path": str(chart), "copied_to": "media/outputs/chart.txt"},
+        {"step": 2, "tool": "out/scratch", "path": "$TMPDIR/cache.bin", "copied_to": "media/cache.bin"}]
     assert chart.read_text() == "c"  # not a kept folder: the server's file stays
+    temp = (run_dir_of(tmp_path / "r") / "workspace" / ".servers" / "out").resolve()
+    assert record["steps"][1]["calls"][0]["result"] == \
+        f"Noted in {temp}/cache.bin.\n[{temp}/cache.bin copied to media/cache.bin]"  # the run's own temp folder
+    assert (media / "cache.bin").read_text() == "s" and not temp.exists()
 
 
 def test_a_server_printing_on_stdout_at_start(tmp_path, monkeypatch, caplog):
