@@ -14,6 +14,11 @@ the model after its final reply to turn k, each turn with up to max_step steps o
 from the turn before); the record's ``turns`` holds each turn's ``final_reply`` and ``num_step``, its
 ``final_reply`` the last turn's.
 
+Files a call wrote outside the task workspace, as far as the step shows them (rollout.toolrunner), are
+listed in the record's ``outside_writes`` (``{"step", "tool", "path"}``, with ``"copied_to"`` when the file
+was copied into the workspace), each also a warning in the rollout's log; a record without such writes has
+no such field.
+
 A reply that is still not tool-call JSON after its retry ends the task as the agent's failure: the
 record keeps its steps (and turns) so far and carries ``error`` (engine.contract.failures, kind
 ``agent``). A task whose calls met an MCP server that is not running ends with kind ``server``.
@@ -21,6 +26,7 @@ record keeps its steps (and turns) so far and carries ``error`` (engine.contract
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +39,8 @@ from rollout.record import CachedModel
 from rollout.tasks import Turn
 from rollout.toolrunner import CallRecord, ToolRunner
 from rollout.workspace import Workspace, is_image
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class TaskRun:
     dialogue: Dialogue
     steps: list[list[dict[str, Any]]] = field(default_factory=list)
     illegal_calls: int = 0
+    outside_writes: list[dict[str, Any]] = field(default_factory=list)
     final_reply: str | None = None
     turns: list[dict[str, Any]] | None = None
 
@@ -77,6 +86,8 @@ class TaskRun:
         fields.update(dialogue=self.dialogue.messages, usage=self.dialogue.usage)
         if self.illegal_calls:
             fields["illegal_calls"] = self.illegal_calls
+        if self.outside_writes:
+            fields["outside_writes"] = self.outside_writes
         if error is not None:
             fields["error"] = error
         return trajectory_record(task.id, self.steps, **fields)
@@ -145,6 +156,7 @@ class Executor:
             records = await self._run_calls(run, calls, exposed_names, step)
             if tool_log is not None:
                 tool_log.extend(r.to_log(step, i) for i, r in enumerate(records, 1))
+            self._note_outside(run, records, step)
             outputs = [r.to_output() for r in records]
             run.steps.append(outputs)
             pending_images = [f for r in records for f in r.files if is_image(f) and f not in images]
@@ -158,6 +170,16 @@ class Executor:
                 break
         run.final_reply = await dialogue.ask(f"{pending}\n\n{prompts.FINAL}" if pending else prompts.FINAL,
                                              "final", images=pending_images)
+
+    @staticmethod
+    def _note_outside(run: TaskRun, records: list[CallRecord], step: int) -> None:
+        """Add the step's writes outside the workspace to the task's `outside_writes`, each with a warning."""
+        for record in records:
+            for write in record.outside:
+                run.outside_writes.append({"step": step, "tool": record.name, **write})
+                copied = f" (copied to {write['copied_to']})" if "copied_to" in write else ""
+                log.warning("task %s, step %d: %s wrote %s outside the task workspace%s", run.task.id, step,
+                            record.name, write["path"], copied)
 
     async def _run_calls(self, run: TaskRun, calls: list[dict[str, Any]], exposed: set[str],
                          step: int) -> list[CallRecord]:

@@ -53,7 +53,7 @@ from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.models.base import settings_from_config
 from rollout.models.clients import bounded, quiet_client_loggers
-from rollout.models.errors import ModelError
+from rollout.models.errors import LOOPBACK_DOWN, ModelError, loopback_down, on_loopback
 from rollout.models.registry import build_driver
 from rollout.output import ResultFile, dumps_record, list_text
 from rollout.record import CachedModel, RolloutCache
@@ -74,6 +74,9 @@ from rollout.workspace import Workspace
 log = logging.getLogger("rollout")
 
 STAGES = ("rollout", "curate", "both")
+SCRATCH = ".servers"
+"""The folder of the run's workspace holding each server's temp folder while the servers run (no task's
+folder: a task's is named by safe_name, which never starts with a dot)."""
 
 
 def _path(cfg: Mapping[str, Any], key: str, where: str | None = None) -> Path:
@@ -86,14 +89,27 @@ def _path(cfg: Mapping[str, Any], key: str, where: str | None = None) -> Path:
 
 @asynccontextmanager
 async def _open_model(model_cfg: Mapping[str, Any], cache: RolloutCache) -> AsyncIterator[CachedModel]:
-    """The model of a config behind the cache; a replay builds no driver (and needs no key)."""
+    """The model of a config behind the cache; a replay builds no driver (and needs no key). A model on this
+    machine (the scripted one, a local server) that cannot be reached because the loopback interface is down
+    is an InputError saying so, before any task runs."""
     settings = settings_from_config(model_cfg)
     driver = None if cache.replaying else build_driver(model_cfg)
     try:
+        if driver is not None and on_loopback(driver.settings.base_url) and loopback_down():
+            raise InputError("config", f"{LOOPBACK_DOWN}: the model's API at {driver.settings.base_url} cannot be "
+                             "reached, so no task was run", field="model")
         yield CachedModel(driver, cache, settings.name, settings.params)
     finally:
         if driver is not None:
             await driver.aclose()
+
+
+def _scratch_dir(cfg: Mapping[str, Any]) -> Path:
+    """The folder of the servers' temp folders: <workspace>/.servers, a shard's own inside it (shards may share a
+    workspace)."""
+    folder = _path(cfg, "workspace") / SCRATCH
+    shard = parse_shard(cfg.get("shard"))
+    return folder / shard.label if shard is not None else folder
 
 
 async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
@@ -110,7 +126,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
                    start_timeout=float(cfg.get("start_timeout", 30)),
                    max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0),
                    ping_timeout=float(cfg.get("ping_timeout", 5)),
-                   log_dir=_path(cfg, "server_logs"))
+                   log_dir=_path(cfg, "server_logs"), scratch_dir=_scratch_dir(cfg))
     await stack.enter_async_context(host)
     catalogue, failures = host.catalogue(), host.failures()
     if cache.recording:

@@ -4,11 +4,16 @@ Files a step creates or changes in the workspace are given to the call whose arg
 name them (by workspace path or file name), else to the step's last call; images returned inline
 are saved under media/ and belong to their call. Files a call wrote outside the workspace during the
 step, named by an absolute path in its arguments or result or by a relative one under the server's
-working directory, are copied in (under the same relative path, or media/<name>) and belong to that
+working directory, are copied in once (a file under the server's working directory at its path there,
+however it is named; another, or one in the server's temp folder, at media/<name>) and belong to that
 call. Workspace files a call names inside its server's own folders (``paths.keep``) are copied there
-before the call. When recording, each call's outcome and files go to the cache; a replay restores them without
-starting any server. A call to a server that failed to start is an error naming the reason. Each
-call's duration is measured when it runs live and kept in the cache, so a replay logs the recorded one.
+before the call; after the step, those copies and the files the step wrote there are removed from the
+server's folder, so each task starts from the same folder. Every other write outside the workspace that
+the step shows (a file copied in from elsewhere, a new file in the server's temp folder) is one of the
+call's `outside` writes, which the task's record lists. When recording, each call's outcome and files go
+to the cache; a replay restores them without starting any server. A call to a server that failed to
+start is an error naming the reason. Each call's duration is measured when it runs live and kept in the
+cache, so a replay logs the recorded one.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 from engine.contract import MADE, canonical_json
 from rollout.errors import CacheMiss
 from rollout.mcp.host import MCPHost
-from rollout.mcp.paths import argument_paths, kept_paths, named_paths
+from rollout.mcp.paths import argument_paths, kept_paths, named_paths, under_kept
 from rollout.mcp.protocol import ToolInfo, ToolOutcome
 from rollout.record import Occurrences, RolloutCache
 from rollout.workspace import MEDIA, Workspace, same_file_bytes
@@ -50,6 +55,9 @@ class CallRecord:
     files: list[str] = field(default_factory=list)
     duration_s: float | None = None
     made: bool = True
+    outside: list[dict[str, str]] = field(default_factory=list)
+    """Writes outside the workspace: ``{"path"}`` (a temp folder's file as ``$TMPDIR/<name>``), with
+    ``"copied_to"`` when the file was copied in."""
 
     def add_note(self, note: str) -> None:
         """Append a line of the host's own to the result text."""
@@ -68,6 +76,14 @@ class CallRecord:
                 "result": self.result, "is_error": self.is_error, "files": list(self.files),
                 "duration_s": self.duration_s}
         return line if self.made else {**line, MADE: False}
+
+
+def _written_since(path: Path, since_ns: int) -> bool:
+    """Whether `path` is a file changed at or after `since_ns` (False when it is gone)."""
+    try:
+        return path.is_file() and path.stat().st_mtime_ns >= since_ns
+    except OSError:
+        return False
 
 
 def _stem(name: str, step: int, index: int) -> str:
@@ -118,8 +134,7 @@ class ToolRunner:
                 self._replay(records[i], ws, keys[i])
             return records
         assert self.host is not None
-        for i in runnable:
-            self._stage_in(records[i], ws)
+        staged = [target for i in runnable for target in self._stage_in(records[i], ws)]
         before, began = ws.snapshot(), time.time_ns() - MTIME_SLACK_NS
         host = self.host
 
@@ -140,8 +155,12 @@ class ToolRunner:
                 inline.add(rel)
                 record.add_note(f"[image saved to {rel}]")
         self._attribute([f for f in ws.changed_since(before) if f not in inline], records, runnable)
+        moved: set[Path] = set()
         for i in runnable:
-            self._bring_in(records[i], ws, began)
+            self._bring_in(records[i], ws, began, moved)
+        self._temp_writes(records, runnable, began)
+        for path in sorted(moved | set(staged)):
+            path.unlink(missing_ok=True)
         if self.cache.recording:
             for i in runnable:
                 self._record(records[i], ws, keys[i])
@@ -157,51 +176,94 @@ class ToolRunner:
                 owner = next((i for i in runnable if base in texts[i]), runnable[-1])
             records[owner].files.append(rel)
 
-    def _stage_in(self, record: CallRecord, ws: Workspace) -> None:
+    def _stage_in(self, record: CallRecord, ws: Workspace) -> list[Path]:
         """Copy the workspace files a call names inside its server's own folders (``paths.keep``) there, when the
-        server's copy is missing or differs, so the server reads the task's file (its time kept: not new)."""
+        server's copy is missing or differs, so the server reads the task's file (its time kept: not new); the
+        copies that were new files there (removed after the step)."""
         assert self.host is not None
         server = record.name.partition("/")[0]
         keep = self.host.kept_folders(server)
         cwd = self.host.server_cwd(server) if keep else None
         if cwd is None or cwd == ws.root:
-            return
+            return []
+        created = []
         for named in kept_paths(record.arguments, keep):
             target = cwd / named
             try:
                 source = ws.inside(named)
                 if source is None or not source.is_file() or same_file_bytes(target, source):
                     continue
+                new = not target.exists()
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
             except (OSError, ValueError):  # not a path the file system takes, or the folder is not writable
                 continue
+            if new:
+                created.append(target.resolve())
+        return created
 
-    def _bring_in(self, record: CallRecord, ws: Workspace, since_ns: int) -> None:
-        """Copy into the workspace the files outside it that the call named and that changed during the step."""
+    def _bring_in(self, record: CallRecord, ws: Workspace, since_ns: int, moved: set[Path]) -> None:
+        """Copy into the workspace, once each, the files outside it that the call named and that changed during the
+        step; those in the server's own folders (``paths.keep``) join `moved`, the others its `outside` writes."""
         assert self.host is not None
         server = record.name.partition("/")[0]
         cwd = self.host.server_cwd(server)
-        own = kept_paths(record.arguments, self.host.kept_folders(server))
+        keep = self.host.kept_folders(server)
+        own = kept_paths(record.arguments, keep)
+        served = cwd if cwd is not None and cwd != ws.root else None
+        seen: set[Path] = set()
         for named in named_paths(record.result) + argument_paths(record.arguments) + own:
             if named.startswith("/"):
-                source, rel = Path(named), f"{MEDIA}/{Path(named).name}"
-            elif cwd is not None and cwd != ws.root:
-                source, rel = cwd / named, named.removeprefix("./")
+                source = Path(named)
+            elif served is not None:
+                source = served / named
             else:
                 continue
             try:
                 stat = source.stat()
+                full = source.resolve()
                 if not source.is_file() or stat.st_mtime_ns < since_ns or stat.st_size > MAX_BROUGHT_IN or \
-                        source.resolve().is_relative_to(ws.root):
+                        full.is_relative_to(ws.root) or full in seen:
                     continue
             except (OSError, ValueError):  # not a path the file system takes (too long, a NUL byte)
                 continue
+            seen.add(full)
+            temp = self.host.temp_dir(server)
+            rel, in_served = f"{MEDIA}/{full.name}", False
+            if served is not None and full.is_relative_to(served) and not (temp and full.is_relative_to(temp)):
+                rel, in_served = full.relative_to(served).as_posix(), True
             kept = ws.bring_in(source, rel)
+            if in_served and under_kept(rel, keep):
+                moved.add(full)
+            else:
+                record.outside.append({"path": self._shown(server, full), "copied_to": kept})
             if kept not in record.files:
                 record.files.append(kept)
                 if kept != rel or named.startswith("/"):
                     record.add_note(f"[{named} copied to {kept}]")
+
+    def _shown(self, server: str, path: Path) -> str:
+        """A path outside the workspace as the record shows it: in the server's temp folder, ``$TMPDIR/<rel>``."""
+        assert self.host is not None
+        temp = self.host.temp_dir(server)
+        return f"$TMPDIR/{path.relative_to(temp).as_posix()}" if temp and path.is_relative_to(temp) else str(path)
+
+    def _temp_writes(self, records: list[CallRecord], runnable: list[int], since_ns: int) -> None:
+        """Add the files new or changed in a server's temp folder during the step to the `outside` writes of the
+        step's first call to that server (unless a call of the step already reports them)."""
+        assert self.host is not None
+        first: dict[str, int] = {}
+        for i in runnable:
+            first.setdefault(records[i].name.partition("/")[0], i)
+        reported = {w["path"] for i in runnable for w in records[i].outside}
+        for server, i in first.items():
+            temp = self.host.temp_dir(server)
+            if temp is None:
+                continue
+            for path in sorted(p for p in temp.rglob("*") if _written_since(p, since_ns)):
+                shown = self._shown(server, path)
+                if shown not in reported:
+                    records[i].outside.append({"path": shown})
 
     def _record(self, record: CallRecord, ws: Workspace, key: str) -> None:
         server, _, tool = record.name.partition("/")
@@ -209,7 +271,8 @@ class ToolRunner:
                  for rel in record.files if ws.path(rel).is_file()]
         self.cache.put_tool(key, ws.task_id, server, tool, record.arguments,
                             {"result": record.result, "is_error": record.is_error, "files": files,
-                             "duration_s": record.duration_s})
+                             "duration_s": record.duration_s,
+                             **({"outside": record.outside} if record.outside else {})})
 
     def _replay(self, record: CallRecord, ws: Workspace, key: str) -> None:
         cached = self.cache.get_tool(key)
@@ -218,6 +281,7 @@ class ToolRunner:
                             f"{ws.task_id} (the run diverged from the recorded one, or it was never recorded)")
         record.result, record.is_error = cached["result"], cached["is_error"]
         record.duration_s = cached.get("duration_s")
+        record.outside = list(cached.get("outside", []))
         for entry in cached["files"]:
             dest = ws.inside(entry["path"])
             if dest is None:

@@ -6,18 +6,23 @@ stderr). A crashed server is restarted on its next call, and so is one that stop
 a call times out the server is pinged, and without an answer it is given up and restarted (both
 within `max_restarts`). Path arguments are made absolute in the task workspace for servers in the
 ``workspace`` path mode, and the workspace's absolute path in results is shown as relative paths.
+With a `scratch_dir` (the rollout's: ``<workspace>/.servers``), each server gets a temp folder of its own
+there (TMPDIR, TEMP and TMP: ``<scratch_dir>/<server>``, empty at start, removed when the host closes), so
+what it writes to its temp folder stays in the run's workspace, at the same path in every run of the same
+settings, and can be seen (rollout.toolrunner reports it in the task's record).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.paths import from_workspace, to_workspace
-from rollout.mcp.process import ServerProcess, redact
+from rollout.mcp.process import ServerProcess, file_name, redact
 from rollout.mcp.protocol import WORKSPACE_META_KEY, ToolInfo, ToolOutcome, describe_error, render_content
 
 log = logging.getLogger(__name__)
@@ -27,7 +32,9 @@ class MCPHost:
     """The MCP servers of a run: start them, expose their tools, call them with a timeout."""
 
     def __init__(self, specs: list[ServerSpec], *, call_timeout: float = 60.0, start_timeout: float = 30.0,
-                 max_restarts: int = 2, ping_timeout: float = 5.0, log_dir: str | Path | None = None) -> None:
+                 max_restarts: int = 2, ping_timeout: float = 5.0, log_dir: str | Path | None = None,
+                 scratch_dir: str | Path | None = None) -> None:
+        self.scratch_dir = Path(scratch_dir) if scratch_dir else None
         self._servers = {s.name: ServerProcess(s, Path(log_dir) if log_dir else None)
                          for s in specs if not s.disabled}
         self.call_timeout = call_timeout
@@ -51,6 +58,10 @@ class MCPHost:
         """Start every enabled server concurrently; failures are kept and logged, not raised."""
         for server in self._servers.values():
             log.info("MCP server %s: %s", server.spec.name, server.spec.note)
+            if self.scratch_dir is not None and server.temp_dir is None:
+                server.temp_dir = (self.scratch_dir / file_name(server.spec.name)).resolve()
+                shutil.rmtree(server.temp_dir, ignore_errors=True)  # what a killed run left
+                server.temp_dir.mkdir(parents=True)
         await asyncio.gather(*(s.start(self.start_timeout) for s in self._servers.values()))
         for server in self._servers.values():
             if server.error:
@@ -60,8 +71,12 @@ class MCPHost:
                          server.started_in)
 
     async def close(self) -> None:
-        """Stop every server."""
+        """Stop every server, then remove their temp folders."""
         await asyncio.gather(*(s.stop() for s in self._servers.values()))
+        for server in self._servers.values():
+            if server.temp_dir is not None:
+                shutil.rmtree(server.temp_dir, ignore_errors=True)
+                server.temp_dir = None
 
     def catalogue(self) -> list[ToolInfo]:
         """Tools of the servers that started, in config order then in each server's order."""
@@ -75,6 +90,11 @@ class MCPHost:
         """The working directory a server was started in (None for an unknown server)."""
         server = self._servers.get(name)
         return Path(server.spec.cwd or ".").resolve() if server is not None else None
+
+    def temp_dir(self, name: str) -> Path | None:
+        """The server's own temp folder (None without one, or for an unknown server)."""
+        server = self._servers.get(name)
+        return server.temp_dir if server is not None else None
 
     def kept_folders(self, name: str) -> tuple[str, ...]:
         """The server's own folders whose path arguments are sent as written (the config's ``paths.keep``)."""

@@ -4,7 +4,10 @@ Each server runs in a task that owns the SDK's async contexts (the stdio client 
 so the process can be stopped from any other task. A server that fails to start keeps the reason in
 `error`, with the tail of what it wrote to stderr and the environment variables it read and did not
 get (`rollout.mcp.envhints`), instead of raising. Each server's stderr goes to
-its own log file (``<log_dir>/<server>.log``), a header line before each start.
+its own log file (``<log_dir>/<server>.log``), a header line before each start. A line a server prints on
+stdout that is no MCP message (``print("Starting server")`` with ``PYTHONUNBUFFERED=1``) is skipped with
+one warning naming the server and the line, in the rollout's log and the server's, instead of the SDK's
+parse traceback.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
+
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.envhints import missing_variables_hint
 from rollout.mcp.protocol import ToolInfo, describe_error
@@ -30,6 +35,41 @@ STDERR_CHARS = 65536
 """The end of a failed start's stderr searched for the environment variables it missed."""
 _STACK_FRAME = re.compile(r"\s+at \S")
 """JavaScript stack frames, left out of stderr tails so the error line stays in them."""
+TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+"""The variables that name the temp folder (Python's tempfile, Node's os.tmpdir(), most C libraries)."""
+STRAY_CHARS = 200
+"""How much of a stray stdout line a warning shows."""
+_SDK_PARSE_FAILURE = "Failed to parse JSONRPC message from server"
+
+
+class _NoParseTraceback(logging.Filter):
+    """Leaves out the MCP client's traceback for a stdout line that is no MCP message: `ServerProcess`
+    reports each such line in one warning that names the server."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != _SDK_PARSE_FAILURE
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoParseTraceback())
+
+
+def stray_line(exc: Exception) -> str:
+    """The stdout line behind the MCP client's parse error (its validation input), else the error's first line."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            value = errors()[0].get("input")
+        except (IndexError, TypeError, AttributeError, ValueError):
+            value = None
+        if isinstance(value, (str, bytes)):
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            return text if len(text) <= STRAY_CHARS else text[:STRAY_CHARS] + "..."
+    return describe_error(exc)
+
+
+def file_name(server: str) -> str:
+    """A server's name as a file or folder name."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", server)
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -51,7 +91,9 @@ class ServerProcess:
         self.restarts = 0
         self.generation = 0
         self.started_in: float | None = None
-        self.log_path = log_dir / f"{re.sub(r'[^A-Za-z0-9._-]', '_', spec.name)}.log" if log_dir else None
+        self.log_path = log_dir / f"{file_name(spec.name)}.log" if log_dir else None
+        self.temp_dir: Path | None = None
+        """The server's own temp folder (its TMPDIR, TEMP and TMP), when the host gives it one."""
         self._log_offset = 0
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -100,8 +142,11 @@ class ServerProcess:
             return
         ready = asyncio.Event()
         self._stop = asyncio.Event()
-        params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args),
-                                       env=dict(self.spec.env), cwd=self.spec.cwd)
+        env = dict(self.spec.env)
+        if self.temp_dir is not None:
+            env.update(dict.fromkeys(TEMP_VARIABLES, str(self.temp_dir)))
+        params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args), env=env,
+                                       cwd=self.spec.cwd)
         errlog = self._open_log()
         began = time.monotonic()
 
@@ -109,6 +154,7 @@ class ServerProcess:
             try:
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+                    read = await self._messages_only(stack, read, errlog)
                     session = await stack.enter_async_context(
                         ClientSession(read, write, read_timeout_seconds=start_timeout))
                     await session.initialize()
@@ -138,6 +184,32 @@ class ServerProcess:
                                           self.spec.cwd, exited="timed out" not in reason and "no answer" not in reason)
             if hint:
                 self.error += f"; {hint}"
+
+    async def _messages_only(self, stack: AsyncExitStack, read: Any, errlog: IO[str]) -> Any:
+        """A stream of the MCP messages of `read`; each stdout line that is no MCP message is warned about (in
+        the rollout's log and the server's) and skipped."""
+        send, receive = anyio.create_memory_object_stream[Any](0)
+        group = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(group.cancel_scope.cancel)
+
+        async def forward() -> None:
+            async with send:
+                try:
+                    async for item in read:
+                        if isinstance(item, Exception):
+                            line = redact(stray_line(item), self.spec.secrets)
+                            log.warning("MCP server %s printed a line that is no MCP message on stdout (skipped): "
+                                        "%r", self.spec.name, line)
+                            if not errlog.closed:
+                                errlog.write(f"[stdout, no MCP message, skipped] {line}\n")
+                                errlog.flush()
+                            continue
+                        await send.send(item)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return  # the session or the transport is gone
+
+        group.start_soon(forward)
+        return receive
 
     async def _list_tools(self, session: Any) -> list[ToolInfo]:
         tools: list[ToolInfo] = []

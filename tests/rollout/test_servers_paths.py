@@ -69,8 +69,8 @@ def test_a_server_keeping_its_own_folder(tmp_path, keep):
     assert refused.is_error and "confined to ./media" in refused.result  # the workspace rewrite leaves ./media
     records = _run(_config(tmp_path, keep), ws, calls)
     assert [r.is_error for r in records] == [False, False], [r.result for r in records]
-    assert (tmp_path / "server-home" / "media" / "deck.pptx").read_text() == "deck: Prices"
     assert (ws.root / "media" / "deck.pptx").read_text() == "deck: Prices"  # collected into the workspace
+    assert not (tmp_path / "server-home" / "media" / "deck.pptx").exists()  # and gone from the server's folder
     assert (ws.root / "media" / "sub" / "other.pptx").read_text() == "deck: Sub"
     assert records[0].files == ["media/deck.pptx"] and records[1].files == ["media/sub/other.pptx"]
     assert records[0].arguments["file_path"] == "./media/deck.pptx"  # the record keeps what the model wrote
@@ -89,7 +89,8 @@ def test_workspace_files_named_in_a_kept_folder_are_copied_there(tmp_path):
     records = _run(_config(tmp_path, ["./media"]), ws, calls)
     assert [r.is_error for r in records] == [False, False], [r.result for r in records]
     assert (ws.root / "media" / "deck.pptx").read_text() == "deck: T, picture of 321 bytes"
-    assert (home / "t1.png").read_bytes() == b"x" * 321  # the task's image, copied for the server to read
+    assert not (home / "t1.png").exists()  # the task's image, copied for the server to read, is removed after
+    assert (home / "old.png").read_bytes() == b"y" * 5  # the server's own file stays
     assert (ws.root / "media" / "b.pptx").read_text() == "deck: B, picture of 5 bytes"  # the server's own file
     assert records[0].files == ["media/deck.pptx"] and records[1].files == ["media/b.pptx"]
     assert not (ws.root / "media" / "old.png").exists()
