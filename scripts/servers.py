@@ -11,7 +11,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollout.servers_command import main  # noqa: E402
+from engine.apps.interrupt import interrupted  # noqa: E402  (the standard library only)
+
+try:  # Ctrl-C while the app loads ends as later: one line, status 130
+    from rollout.servers_command import main  # noqa: E402
+except KeyboardInterrupt as exc:
+    sys.exit(interrupted(exc))
 
 if __name__ == "__main__":
     main()
