@@ -5,11 +5,11 @@ still loading its modules. (A rollout interrupted with tasks under way: tests/ro
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import re
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -84,8 +84,8 @@ def test_sigint_while_the_rollout_starts_its_servers(tmp_path: Path) -> None:
     results = tmp_path / "results"
     _, err = _interrupt_when([str(ROOT / "scripts" / "rollout.py"), "model=scripted", "tasks=demo",
                               f"results_dir={results}"], tmp_path, lambda line: "MCP server excel: python" in line)
-    assert err.splitlines() == ["rollout: interrupted; the tasks under way are recorded as cut short (kind cut_short), "
-                                "and running the same command again does them"], err
+    assert err.splitlines() == [("rollout: interrupted; the tasks under way are recorded as cut short (kind cut_short), "
+                                 "and running the same command again does them")], err
 
 
 def test_sigint_while_judging_keeps_the_tasks_judged(tmp_path: Path) -> None:
@@ -95,8 +95,8 @@ def test_sigint_while_judging_keeps_the_tasks_judged(tmp_path: Path) -> None:
     _, err = _interrupt_when([str(ROOT / "scripts" / "judge.py"), f"predictions={predictions}", "judges=scripted",
                               "data=rollout_demo", f"results_dir={tmp_path}", f"cache_dir={tmp_path / 'cache'}",
                               "judges.pool.scripted_a.delay=5"], tmp_path, lambda line: "task(s) to judge" in line)
-    assert err.splitlines() == ["interrupted: the tasks judged so far are in their files (each is written as a task "
-                                "is judged); running the same command again judges the rest"], err
+    assert err.splitlines() == [("interrupted: the tasks judged so far are in their files (each is written as a task "
+                                 "is judged); running the same command again judges the rest")], err
     verdicts = tmp_path / "x_test_mcp_fuzzy_taskcompletion.json"
     assert not verdicts.exists() or isinstance(json.loads(verdicts.read_text()), dict)
 
@@ -113,8 +113,8 @@ def test_sigint_while_the_viewer_serves(tmp_path: Path) -> None:
     (run / "m" / "results_eval.json").write_text(json.dumps({
         "aggregate": block, "by_type": {}, "per_id": [{"id": "1", **block, "details": {"matches": []}}],
         "meta": {"model": "m", "tau_strong": 0.8, "gt": str(gt), "predictions": str(pred)}}))
-    out, err = _interrupt_when([str(ROOT / "scripts" / "view.py"), str(run), "--serve", "--port", "0"], tmp_path,
-                               lambda line: line.startswith("serving "))
+    _, err = _interrupt_when([str(ROOT / "scripts" / "view.py"), str(run), "--serve", "--port", "0"], tmp_path,
+                             lambda line: line.startswith("serving "))
     assert err.splitlines() == [f"interrupted: stopped serving; the site stays in {run / 'viewer'}"], err
     assert (run / "viewer" / "index.html").is_file()
 
