@@ -17,6 +17,7 @@ import numpy as np
 
 from engine import onnx_backend
 from engine.contract import ConfigError, Interrupted
+from engine.contract.progress import PROGRESS_DELAY
 from engine.embedding_cache import EmbeddingCache, text_keys
 
 if TYPE_CHECKING:
@@ -63,9 +64,6 @@ def _weights_fingerprint(path: Path, h: hashlib._Hash) -> None:
 
 SAVE_EVERY = 5.0
 """Seconds between two saves of the vectors encoded so far (`TextEncoder.encode`'s `save`)."""
-
-PROGRESS_DELAY = 2.0
-"""Seconds of encoding before its progress bar shows (on stderr; with progress on): a short run shows none."""
 
 
 class TextEncoder:

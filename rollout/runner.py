@@ -42,6 +42,7 @@ from engine.contract import (
     safe_name,
     task_error,
 )
+from engine.contract.progress import TaskBar
 from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
@@ -345,7 +346,8 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                     record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
                 return progress(task, await asyncio.to_thread(finish, run, record, calls))
 
-            outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, work)
+            with TaskBar(total, "rollout") as bar:
+                outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, bar.each(work))
             retries = model.driver.retries if model.driver is not None else 0
     print(_summary(outcomes, total, len(unreferenced), retries, output))
     if shard is not None:

@@ -240,6 +240,34 @@ def test_leaderboard_to_task_with_matches(page, scored_run: Path) -> None:
     assert page.errors == []
 
 
+def _open(page, url: str, view: str) -> None:
+    page.evaluate("document.body.dataset.view = ''")
+    page.goto(url)
+    page.wait_for_selector(f"body[data-view='{view}']")
+
+
+@pytest.mark.slow
+def test_a_model_s_address_is_its_name_or_its_slug(page, scored_run: Path) -> None:
+    """`#/m/demo_weak` (the model's name as the user wrote it) opens the model, as its slug does; the links
+    the viewer writes name the model."""
+    index = (scored_run / "viewer" / "index.html").as_uri()
+    page.goto(index)
+    page.wait_for_selector("#leaderboard tbody tr")
+    assert page.get_attribute("#leaderboard a:text-is('demo_weak')", "href") == "#/m/demo_weak"
+    slug = _slug(scored_run, "demo_weak")
+    for key in ("demo_weak", slug):
+        _open(page, f"{index}#/m/{key}", "model")
+        assert page.locator("h1").first.text_content() == "demo_weak"
+        first = page.locator("#task-list tbody a").first
+        assert first.get_attribute("href") == f"#/m/demo_weak/t/{first.text_content()}"
+        _open(page, f"{index}#/m/{key}/t/{first.text_content()}", "task")
+        assert page.locator("h1").first.text_content().startswith("demo_weak \u00b7 task ")
+        assert page.locator("#crumbs a").nth(1).get_attribute("href") == "#/m/demo_weak"
+    _open(page, f"{index}#/m/demo_nobody", "not-found")
+    assert "no model demo_nobody in this run" in page.locator("p.error").text_content()
+    assert page.errors == []
+
+
 @pytest.mark.slow
 def test_filters_and_long_values(page, scored_run: Path) -> None:
     slug = _slug(scored_run, "demo_weak")

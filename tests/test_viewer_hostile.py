@@ -31,7 +31,8 @@ HOSTILE = (f"<!--<script></script><script>{PWN}</script>\"><svg onload={PWN}>\u2
            "<img src=x onerror=alert(1)>'&amp;")
 """A text that runs a script wherever it is taken as markup, and breaks inline data that escapes only </."""
 RUN_NAME = f'<img src=x onerror="{PWN}">'
-MODEL_NAMES = (f'"><svg onload={PWN}>', "<!--<script>")
+MODEL_NAMES = (f'"><svg onload={PWN}>', "<!--<script>", "na\u00efve \u6a21\u578b ?#%41&x=1+")
+"""Model names with markup, and with the characters an address gives a meaning to (and unicode)."""
 IDS = (HOSTILE + " 1", HOSTILE + " 2")
 
 
@@ -164,6 +165,12 @@ def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> Non
     assert page.locator("header .run b").text_content() == RUN_NAME
     assert sorted(page.locator("#leaderboard a.model").all_text_contents()) == sorted(MODEL_NAMES)
     assert page.locator("#differ td.q").first.text_content().startswith(HOSTILE[:100])
+    hrefs = {name: page.get_attribute(f"#leaderboard a.model:text-is('{name}')", "href") for name in MODEL_NAMES}
+    for name, href in hrefs.items():  # each named in its address, URL-encoded
+        assert href == "#/m/" + urllib.parse.quote(name, safe="!'()*-._~"), href
+        _open(page, index + href, "model")
+        assert page.locator("h1").first.text_content() == name
+    _open(page, index, "board")
     page.click(f"#leaderboard a.model:text-is('{MODEL_NAMES[1]}')")
     page.wait_for_selector("#task-list tbody tr")
     assert page.locator("h1").first.text_content() == MODEL_NAMES[1]

@@ -38,6 +38,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
 from engine.apps.compose import CONF_ROOT, compose, config_groups
+from engine.apps.interrupt import interrupted
 from engine.apps.overrides import (
     CommandLineError,
     check_names,
@@ -46,7 +47,6 @@ from engine.apps.overrides import (
     sweep_jobs,
     unparsable,
 )
-from engine.contract import Interrupted
 
 # A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
 _OWN_FLAGS = ("config_path", "config_name", "config_dir", "experimental_rerun", "shell_completion")
@@ -377,18 +377,6 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
                                        "folder is named by its swept settings): drop the repeated value")
             seen.add(job)
     return f"hydra.job.config.override_dirname.exclude_keys=[{','.join(excluded)}]"
-
-
-INTERRUPTED = 130
-"""The exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell gives)."""
-
-
-def interrupted(exc: KeyboardInterrupt) -> int:
-    """Say in one line on stderr that Ctrl-C stopped the run (with what was kept, when the run says:
-    engine.contract.Interrupted); the exit status to end with."""
-    print(f"interrupted: {exc}" if isinstance(exc, Interrupted) and str(exc) else
-          "interrupted (Ctrl-C): the run stopped before its outputs were written", file=sys.stderr)
-    return INTERRUPTED
 
 
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,

@@ -13,20 +13,21 @@ import sys
 from pathlib import Path
 
 from engine.apps.kit import command_app
-from engine.contract import InputError
+from engine.contract import InputError, Interrupted
 from engine.reports.index import INDEX_FILE, write_index_page
 from engine.viewer.site import build_site
 
 
 def serve(site: Path, port: int) -> None:
-    """Serve the site folder on 127.0.0.1 until interrupted (stdlib http.server)."""
+    """Serve the site folder on 127.0.0.1 until Ctrl-C (stdlib http.server), which ends the app as any
+    interrupted run does (one line, status 130)."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
         print(f"serving {site} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
-            pass
+            raise Interrupted(f"stopped serving; the site stays in {site}") from None
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -4,7 +4,8 @@ Its Hydra config root is conf/judge/ (config.yaml and the groups judges, evaluat
 conf/shared/data/); `--help` describes every setting. It writes ``<predictions stem>_taskcompletion.json`` and
 ``<predictions stem>_callanalysis.json`` beside the predictions, where the scoring app finds them,
 and its log and config to its run folder ``<results_dir>/judge/<model>``. Bad input ends the run with
-one line on stderr and exit status 2; a run where some task could not be judged exits with 1.
+one line on stderr and exit status 2; a run where some task could not be judged exits with 1; Ctrl-C
+ends it with one line and 130.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from engine.apps import kit
 from engine.apps.shorthands import resolved_config
-from engine.contract import InputError
+from engine.contract import InputError, Interrupted
 from rollout.judges.run import run
 
 # ${judged_name:${model},${predictions}}: the judged model's name, else its file's stem, for folder names.
@@ -43,6 +44,9 @@ def run_config(cfg: DictConfig) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        raise Interrupted("the tasks judged so far are in their files (each is written as a task is judged); "
+                          "running the same command again judges the rest") from None
 
 
 # New keys the judge app reads: a judge added to the pool, a judge's extra request fields, an

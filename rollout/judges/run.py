@@ -32,6 +32,7 @@ from typing import Any
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, file_objects,
                              read_trajectories, safe_name, without_lost)
+from engine.contract.progress import TaskBar
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators._judging import JudgeFailure
@@ -224,7 +225,8 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
             stored[tid] = keys[tid]
             write(pool)
 
-        await bounded(todo, config_int(cfg, "concurrency"), one)
+        with TaskBar(len(todo), judged.name) as bar:
+            await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
         write(pool)
 
     if judged.task_check is not None:  # every task's fields, before a judge or a script is started

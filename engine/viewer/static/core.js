@@ -54,8 +54,21 @@ const reference = () => need("gt", "", "data/gt.js");
 const fmt = (v, d = 4) => v === null || v === undefined ? "\u2013" : (typeof v === "number" ? v.toFixed(d) : String(v));
 const fmtCell = (v) => Array.isArray(v) ? (v[0] === null ? "\u2013" : fmt(v[0]) + " \u00b1 " + fmt(v[1])) : fmt(v);
 const num = (v) => Array.isArray(v) ? v[0] : v;
-const modelHref = (slug, query) => "#/m/" + encodeURIComponent(slug) + (query ? "?" + query : "");
-const taskHref = (slug, id) => "#/m/" + encodeURIComponent(slug) + "/t/" + encodeURIComponent(id);
+// A model's address names it as the user did (its name, URL-encoded); its slug (the key of its data file) is an
+// address too, of the model whose name it is not. A name that cannot be URL-encoded (a lone surrogate) is
+// written as the slug.
+const SLUG_OF = new Map(Object.entries(SITE.models).map(([slug, name]) => [name, slug]));
+const slugOf = (key) => SLUG_OF.has(key) ? SLUG_OF.get(key) : key;
+function modelKey(slug) {
+  const name = own(SITE.models, slug);
+  try {
+    return name === undefined ? encodeURIComponent(slug) : encodeURIComponent(name);
+  } catch (err) {
+    return encodeURIComponent(slug);
+  }
+}
+const modelHref = (slug, query) => "#/m/" + modelKey(slug) + (query ? "?" + query : "");
+const taskHref = (slug, id) => "#/m/" + modelKey(slug) + "/t/" + encodeURIComponent(id);
 const spread = (t) => { const s = t.scores.filter((x) => x !== null); return s.length > 1 ? Math.max(...s) - Math.min(...s) : 0; };
 const TASKS = new Map(SITE.index.tasks.map((t) => [t.id, t]));
 const ONE_STEP = "Order Consistency as scored (kept in every average): the reference has its calls in one step, so the " +

@@ -1,6 +1,7 @@
 // M3-Bench run viewer: the leaderboard, a model's tasks and the routing (the shared part is core.js).
 // Data: M3V_SITE (inline in index.html; a repeated run's trials summary in M3V_SITE.trials); data/gt.js and data/m/<slug>.js, loaded on demand with
-// <script> tags (they call M3V.put). Routes: #/  #/m/<slug>?filters  #/m/<slug>/t/<id>  #/t/<id>  #/trials/<model>;
+// <script> tags (they call M3V.put). Routes: #/  #/m/<model>?filters  #/m/<model>/t/<id>  #/t/<id>  #/trials/<model>
+// (<model>: its name, or its slug);
 // any other address, or one naming what the run does not hold, shows "not found".
 // Every text of the run goes into the page as a text node or an attribute value (h), never as markup.
 "use strict";
@@ -132,8 +133,8 @@ async function route() {
   try {
     const [name, ...args] = parse(location.hash);
     query = args.pop() || "";
-    if (name === "task") await viewTask(app, args[0], args[1]);
-    else if (name === "model") await viewModel(app, args[0], new URLSearchParams(query));
+    if (name === "task") await viewTask(app, slugOf(args[0]), args[1]);
+    else if (name === "model") await viewModel(app, slugOf(args[0]), new URLSearchParams(query));
     else if (name === "task-all") await viewTaskAll(app, args[0]);
     else if (name === "trials") viewTrials(app, args[0]);
     else viewBoard(app);
