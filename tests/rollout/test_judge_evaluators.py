@@ -10,7 +10,7 @@ import pytest
 from rollout_helpers import ROOT, compose_judge
 
 from engine.contract import InputError, read_trajectories
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.evaluators.base import Evaluator, Judge, JudgeContext, Metric, TaskInputs, Verdict
 from engine.evaluators._judging import Question, first_answer, parse_score
 from engine.evaluators._prompts import COMPLETION, completion_payload
 from rollout.judges.run import configured, evaluator_stage
@@ -18,19 +18,19 @@ from rollout.judges.run import configured, evaluator_stage
 SEEN: list[tuple[str, bool, bool, str | None]] = []
 
 
-async def _judge(ctx: JudgeContext, task: TaskInputs) -> dict:
-    SEEN.append((task.task_id, task.reference is not None, task.task is not None, task.final_answer))
-    question = Question(COMPLETION, completion_payload(task.task["question"], task.prediction.raw))
-    spec = ctx.pool.specs[0]
-    score = await first_answer(ctx.pool, spec, question, ctx.attempts, lambda r: parse_score(r, 0.0, 10.0))
-    return {"score": score / 10.0, "scale": ctx.options.get("scale")}
+class ProbeJudge(Judge):
+    async def verdict(self, ctx: JudgeContext, task: TaskInputs) -> Verdict:
+        SEEN.append((task.task_id, task.reference is not None, task.task is not None, task.final_answer))
+        question = Question(COMPLETION, completion_payload(task.task["question"], task.prediction.raw))
+        spec = ctx.pool.specs[0]
+        score = await first_answer(ctx.pool, spec, question, ctx.attempts, lambda r: parse_score(r, 0.0, 10.0))
+        return Verdict(task.task_id, {"probe_score": score / 10.0, "scale": ctx.options.get("scale")})
 
 
 PROBE = Evaluator(name="probe", reads=frozenset({"prediction", "final_answer", "reference", "task"}),
                   metrics=(Metric("probe_score", "Probe", "probe", ("reference", "paper"), "judged_mean", False,
                                   False, 0.0, 1.0),),
-                  suffix="probe", judge=_judge, document=lambda entries, meta: {"per_id": entries, "meta": meta},
-                  entries=lambda path: json.loads(path.read_text())["per_id"], read=lambda path: Verdicts())
+                  suffix="probe", judge=ProbeJudge())
 
 
 def test_an_evaluator_judges_every_task_and_resumes(tmp_path):
@@ -43,7 +43,9 @@ def test_an_evaluator_judges_every_task_and_resumes(tmp_path):
     assert asyncio.run(evaluator_stage(cfg, PROBE, preds, preds, out)) == 0
     written = json.loads(out.read_text())
     assert list(written["per_id"]) == list(preds.tasks)
-    assert all(0.0 <= e["score"] <= 1.0 and e["scale"] == 2 for e in written["per_id"].values())
+    assert all(0.0 <= e["probe_score"] <= 1.0 and e["scale"] == 2 for e in written["per_id"].values())
+    assert written["meta"]["format"] == {"name": "m3bench.probe", "version": 1}
+    assert PROBE.read(out).per_id == {i: {"probe_score": e["probe_score"]} for i, e in written["per_id"].items()}
     assert sorted(s[0] for s in SEEN) == sorted(preds.tasks) and all(s[1] and s[2] and s[3] for s in SEEN)
     assert sum(u["requests"] for u in written["meta"]["usage"].values()) == len(preds.tasks)
     SEEN.clear()
