@@ -333,13 +333,13 @@ class Evaluator:
         unknown = sorted(set(self.reads) - set(INPUTS))
         if unknown:
             raise ValueError(f"evaluator {self.name}: unknown input(s) {unknown}; expected some of {INPUTS}")
-        if self.judge is not None and self.read is None and self.compute is None and self.suffix:
-            object.__setattr__(self, "read", verdict_reader(self.suffix, [*(m.key for m in self.metrics),
-                                                                          *self.columns]))
-        if (self.read is None) == (self.compute is None):
-            raise ValueError(f"evaluator {self.name}: give exactly one of read (a file) and compute")
         if (self.read is not None or self.judge is not None) and not self.suffix:
             raise ValueError(f"evaluator {self.name}: an evaluator that reads or judges a file names its suffix")
+        if self.judge is not None and self.read is None and self.compute is None:
+            object.__setattr__(self, "read", verdict_reader(str(self.suffix), [*(m.key for m in self.metrics),
+                                                                               *self.columns]))
+        if (self.read is None) == (self.compute is None):
+            raise ValueError(f"evaluator {self.name}: give exactly one of read (a file) and compute")
         foreign = sorted(m.key for m in self.metrics if m.source != self.name)
         if foreign:
             raise ValueError(f"evaluator {self.name}: metric(s) {foreign} must have source {self.name!r}")

@@ -62,3 +62,32 @@ def test_the_configured_evaluators():
         configured({**cfg, "stage": "nope"})
     with pytest.raises(InputError, match="field 'evaluators.nope': unknown evaluator 'nope'"):
         configured({**cfg, "evaluators": {"nope": {}}})
+
+
+class HalfJudge(Judge):
+    uses_pool = False
+
+    async def verdict(self, ctx: JudgeContext, task: TaskInputs) -> Verdict:
+        if task.task_id.endswith(("1", "3", "5", "7", "9")):
+            return Verdict(task.task_id, error="no verdict for odd ids")
+        return Verdict(task.task_id, {"half": 1.0})
+
+
+HALF = Evaluator(name="half", reads=frozenset({"prediction"}), suffix="half", judge=HalfJudge(),
+                 metrics=(Metric("half", "Half", "half", ("reference", "paper"), "judged_mean", False, False, 0.0, 1.0),))
+
+
+def test_a_verdict_with_an_error_is_a_failure_the_rerun_asks_again(tmp_path):
+    reference = ROOT / "rollout" / "demo" / "reference.json"
+    cfg = compose_judge("judges=scripted", "data=rollout_demo", f"predictions={reference}", f"results_dir={tmp_path}")
+    preds = read_trajectories(reference)
+    odd = [i for i in preds.tasks if i.endswith(("1", "3", "5", "7", "9"))]
+    assert odd and len(odd) < len(preds.tasks)
+    out = tmp_path / "half.json"
+    assert asyncio.run(evaluator_stage(cfg, HALF, preds, None, out)) == 1
+    written = json.loads(out.read_text())
+    assert written["meta"]["failed"] == {i: "no verdict for odd ids" for i in odd}
+    assert set(written["per_id"]) == set(preds.tasks) - set(odd)
+    assert set(written["meta"]["input_keys"]) == set(written["per_id"])
+    with pytest.raises(ValueError, match="names its suffix"):
+        Evaluator(name="half", reads=frozenset(), judge=HalfJudge(), metrics=())
