@@ -41,7 +41,7 @@ def test_the_registry_holds_every_evaluator_in_table_order():
                                               "answer_equivalence", "verifiers"]
     assert evaluator("vtb_rubrics").option == "rubrics" and evaluator("tool_use").suffix is None
     assert [e.name for e in evaluators() if e.all_tasks] == ["answer_equivalence", "verifiers"]
-    assert [e.name for e in evaluators() if e.judge is not None and not e.pool] == ["verifiers"]
+    assert [e.name for e in evaluators() if e.judge is not None and not e.judge.uses_pool] == ["verifiers"]
 
 
 def test_a_dotted_key_names_a_nested_value():

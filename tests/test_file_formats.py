@@ -7,29 +7,30 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from engine.contract import InputError, read_tasks, task_records
 from engine.evaluators import evaluator
-from engine.evaluators.call_outcomes import outcome_document
 from engine.evaluators.vtb_records import read_task_records
 from rollout.judges.inputs import read_task_records as judge_task_records
+from rollout.judges.verdicts import earlier_entries, export
 from rollout.tasks import read_turns
 
 RUBRIC_ENTRY = {"turns": [{"answered": True, "rubrics": [{"description": "d", "weight": 2, "critical": False,
                                                           "category": ["c"], "met": True,
                                                           "judges": [{"name": "j", "verdict": "Met"}]}]}]}
 DOCUMENTS = {  # evaluator -> (suffix, the file its writer makes of one task)
-    "m3_judges": ("taskcompletion", lambda: evaluator("m3_judges").document(
+    "m3_judges": ("taskcompletion", lambda: export(evaluator("m3_judges"),
         {"1": {"final": 0.5, "judges": [], "info_grounding": {"final": 0.25, "judges": []}}}, {"num_total": 1})),
-    "call_outcomes": ("callanalysis", lambda: outcome_document(
-        [{"id": "1", "step": 0, "call": 0, "label": "success", "by": "rule"}], {}, ["1"])),
-    "vtb_rubrics": ("rubrics", lambda: evaluator("vtb_rubrics").document({"1": RUBRIC_ENTRY}, {})),
-    "answer_equivalence": ("answers", lambda: evaluator("answer_equivalence").document(
+    "call_outcomes": ("callanalysis", lambda: export(evaluator("call_outcomes"), {"1": {"illegal": None, "calls": [
+        {"id": "1", "step": 0, "call": 0, "label": "success", "by": "rule"}]}}, {})),
+    "vtb_rubrics": ("rubrics", lambda: export(evaluator("vtb_rubrics"), {"1": RUBRIC_ENTRY}, {})),
+    "answer_equivalence": ("answers", lambda: export(evaluator("answer_equivalence"),
         {"1": {"level": "L1", "score": 1, "judges": {"j": 1}}}, {})),
-    "verifiers": ("checks", lambda: evaluator("verifiers").document(
+    "verifiers": ("checks", lambda: export(evaluator("verifiers"),
         {"1": {"check": "c.py", "checks": [1], "passed": True, "error": None}}, {})),
 }
 
@@ -56,7 +57,7 @@ def test_each_file_records_its_format_and_its_reader_checks_it(tmp_path: Path, n
             ("m3bench", "meta.format", "must be")):
         doc["meta"]["format"] = record
         path.write_text(json.dumps(doc), encoding="utf-8")
-        for reader in (read, evaluator(name).entries):  # the score app's reader and the judge app's resume
+        for reader in (read, partial(earlier_entries, evaluator(name))):  # the score app's reader and the judge app's resume
             with pytest.raises(InputError, match=rf"p_{suffix}\.json: field '{field}': {message}") as info:
                 reader(path)
             assert "\n" not in str(info.value)

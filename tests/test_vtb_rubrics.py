@@ -268,7 +268,7 @@ def _judge(tmp_path: Path, judges: dict[str, dict[str, Any]], preds: TrajectoryF
     async def go() -> dict:
         async with JudgePool(judge_specs(judges), ReplyCache(tmp_path / "cache")) as pool:
             ctx = JudgeContext(pool, attempts, {"profile": profile})
-            return await vtb.EVALUATOR.judge(ctx, TaskInputs("mt", prediction=preds.tasks["mt"], task=TASK))
+            return await vtb.judge(ctx, TaskInputs("mt", prediction=preds.tasks["mt"], task=TASK))
 
     return asyncio.run(go())
 

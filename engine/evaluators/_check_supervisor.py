@@ -163,7 +163,7 @@ def _start(command: list[str], memory: int | None, file_size: int | None) -> int
                     resource.setrlimit(limit, (value, value))
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             os.execvp(command[0], command)
-        except BaseException as exc:  # noqa: BLE001 - whatever stops the exec is reported, then the child ends
+        except BaseException as exc:
             os.write(failed_w, str(exc).encode("utf-8", "replace")[:300])
         os._exit(127)
     os.close(failed_w)

@@ -20,8 +20,14 @@ from typing import Any
 from engine.contract import Trajectory, contained_path
 from engine.evaluators._agreement import agreement, judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_score
-from engine.evaluators._prompts import (COMPLETION, GROUNDING, INFORMATION_GROUNDING, TASK_COMPLETION,
-                                        completion_payload, grounding_payload)
+from engine.evaluators._prompts import (
+    COMPLETION,
+    GROUNDING,
+    INFORMATION_GROUNDING,
+    TASK_COMPLETION,
+    completion_payload,
+    grounding_payload,
+)
 from engine.evaluators._reducers import reducer
 
 REDUCER = "trimmed_mean"

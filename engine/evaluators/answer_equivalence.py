@@ -54,11 +54,23 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import ConfigError, InputError
-from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_document,
-                                    file_entries, format_record, mean_or_none, pool_judge)
+from engine.evaluators._check_runner import CheckSettings, check_settings
 from engine.evaluators._judging import Question, Rubric, first_answer
 from engine.evaluators._reducers import reducer
-from engine.evaluators._check_runner import CheckSettings, check_settings
+from engine.evaluators.base import (
+    PROFILES,
+    Evaluator,
+    Judge,
+    JudgeContext,
+    Metric,
+    TaskInputs,
+    Verdict,
+    Verdicts,
+    file_document,
+    file_entries,
+    mean_or_none,
+    pool_judge,
+)
 from engine.evaluators.verifiers import run_check, task_script, task_workspace
 
 NAME = "answer_equivalence"
@@ -370,7 +382,7 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     parser = parser_of(meta)
     prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
     return {"aggregate": rates, "per_id": per_id,
-            "meta": {"format": format_record(SUFFIX), **meta, "parser": parser, "prompt_version": prompt.version}}
+            "meta": {**meta, "parser": parser, "prompt_version": prompt.version}}
 
 
 def normalized(text: str) -> str:
@@ -400,8 +412,29 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
     return pool_judge(judges) if parser_of(options) == "published" else None
 
 
+class AnswerJudge(Judge):
+    """A judge compares each final answer with the ground truth (the pool's first alone under the published
+    reading); check scripts and answer templates run in their own processes, their content in the input key."""
+
+    task_files = ("eval_script", "answer_template")
+
+    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
+        return Verdict(task.task_id, await judge(context, task))
+
+    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+        return document(entries, meta)
+
+    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+        return entries(path)
+
+    def one_judge(self, options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+        return one_judge(options, judges)
+
+    def check_task(self, options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None) -> None:
+        task_check(options, task_id, task)
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
-                      suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read,
-                      aggregate=aggregate, position=50, scripted={NAME: scripted_answer}, all_tasks=True,
-                      columns=("answer_level", "answer_success"), one_judge=one_judge, display=display,
-                      task_files=("eval_script", "answer_template"), task_check=task_check)
+                      suffix=SUFFIX, judge=AnswerJudge(), read=read, aggregate=aggregate, position=50,
+                      scripted={NAME: scripted_answer}, all_tasks=True, columns=("answer_level", "answer_success"),
+                      display=display)

@@ -1,18 +1,20 @@
-"""What an evaluator is: its name, what it reads, the file it writes beside the predictions, its rows
-of the metric table, and the functions that judge one task, read its file back and aggregate it.
+"""What an evaluator is: its name, what it reads, its rows of the metric table, the file of its verdicts
+beside the predictions, how it judges one task (`Judge`: one typed `Verdict` per task) and how the score
+app reads its file back and aggregates it.
 
 An evaluator is one module of this package that defines ``EVALUATOR = Evaluator(...)`` plus one config
-entry naming it. The judge app asks every configured evaluator that has a ``judge`` function about
-every task (with the judge pool in the context) and writes ``<predictions stem>_<suffix>.json``
-beside the predictions; the score app reads that file back with ``read`` (or computes the values
-from the predictions with ``compute``) and joins them to ``results_eval.json`` by the metric table's
-rules, or by the evaluator's own ``aggregate`` where those rules cannot say it. Nothing here imports
-the rollout side: the judge pool reaches an evaluator through its context at run time.
+entry naming it. The judge app asks every configured evaluator that has a `Judge` about every task (with
+the judge pool in the context); the verdict store (rollout.judges.verdicts) keeps the verdicts in
+``<predictions stem>_<suffix>.json`` beside the predictions, in the shape the judge's ``export`` gives;
+the score app reads that file back with ``read`` (or computes the values from the predictions with
+``compute``) and joins them to ``results_eval.json`` by the metric table's rules, or by the evaluator's
+own ``aggregate`` where those rules cannot say it. Nothing here imports the rollout side: the judge pool
+reaches an evaluator through its context at run time. docs/judges.md shows a whole simple evaluator.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -207,56 +209,116 @@ viewer cuts and escapes it."""
 
 
 @dataclass(frozen=True)
-class Evaluator:
-    """One kind of verdict.
+class Verdict:
+    """One task's verdict, as an evaluator's judge gives it: the task's id, its values (the entry its file
+    keeps for the task: the metric keys of a simple verdict, the published entry of a published shape), a
+    short explanation, and the error that left it unjudged (None when judged; such a verdict is kept out of
+    the file, named in its meta ``failed``, and asked again by a rerun)."""
 
-    name: registry key and config entry; reads: the inputs it needs (INPUTS); metrics: its rows of
-    the metric table (their source is the evaluator's name); suffix: its file beside the predictions
-    (None: computed at scoring time); option: the score app's setting ``model.<option>=PATH`` naming
-    its file, and the key of ``meta`` recording it (default: the name); position: its place among the
-    evaluators (metric table, outputs; then by name);
-    judge: one task's entry of its file (raises the pool's failure when no answer could be had);
-    document: the file from the entries and the run's meta; entries: an earlier file's entries (to
-    resume, its judges' usage added to this run's; None: every task judged anew, the usage this run's
-    alone); read: the file's values, checked (``read(path, **settings)``, the settings the score app
-    names for it, e.g. vtb_rubrics' profile); compute: the values from the predictions alone;
-    aggregate: the aggregate over some ids where the metric table's rules cannot say it (joined to the values
-    of its rows the rules give); all_tasks: it judges every task of the tasks file, predicted or not (a task
-    whose run did not end is judged as such, not left out), and its file's aggregate in the outputs is over
-    every task of its file (a family's over the family's scored tasks); columns: its per-task values that are
-    columns of the per-task CSV besides its metric rows' keys; pool: its judge asks the judge pool (False: the
-    judge app gives it none, e.g. checks it runs itself); complete: whether an entry of its file has the
-    answers of every judge named (None: every entry is), an incomplete one (e.g. judged by another pool:
-    the pool's fingerprint is its judges' models) judged again by a rerun; task_count: the number of tasks
-    its document records (meta ``num_total``), from the reference file; rubrics: the prompts its judge
-    asks, their versions as the pool gives them recorded in meta ``prompt_versions``; one_judge: the one
-    judge it asks under its config entry, of the judges config (``judges``: ``pool``, ...), as (name,
-    model config): the judge app builds its pool of that judge alone (None, or no such function: the
-    whole pool); stale: why an earlier file, by its meta, cannot be resumed under this run's meta (e.g.
-    made with other settings; None: it can), its entries then all judged again; asks_always: its judge asks
-    the pool about every task, so the judges' keys are checked before the first task (False: it asks only
-    for what its rules leave, e.g. call outcomes, and a missing key is refused at the first question);
-    scripted: the offline scripted judge's answer per rubric purpose it asks (``answer(payload,
-    bias) -> reply``), registered by the scripted judge policy (rollout.judges.scripted);
-    display: how the viewer shows it: ``display(task, meta) -> [block, ...]`` from one task's values and
-    detail as ``read`` (or ``compute``) gives them merged (``task`` None: the file as a whole, on a model's
-    page) and the file's meta; each block JSON-ready, as `Display` says; task_files: the task fields that
-    name a file beside the tasks file its verdict depends on (a check script), whose content is part of each
-    verdict's input key (rollout.judges.inputs.input_key), so that a changed file judges its tasks again;
-    task_check: ``task_check(options, task_id, task)`` raises the InputError its judge would raise on a task
-    record, so the judge app checks every task before it starts a judge or a script (None: nothing to check
-    beyond the tasks file's reader); read_tasks: ``read_tasks(path) -> {id: record}``, the tasks file as its
-    judge reads it, checked, with its warnings once per file (None: the judge app's reader,
-    rollout.judges.inputs.read_task_records).
+    task_id: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    explanation: str = ""
+    error: str | None = None
+
+    def entry(self) -> dict[str, Any]:
+        """The task's entry of the file: its values, with its explanation when it has one."""
+        return {**self.values, **({"explanation": self.explanation} if self.explanation else {})}
+
+
+class Judge:
+    """How an evaluator judges: `verdict` per task, and its file's shape. Subclass it and override
+    `verdict`; the other methods are the special cases, each with the plain default.
+
+    uses_pool: it asks the judge pool (False: the judge app gives it none, e.g. checks it runs itself);
+    asks_always: it asks the pool about every task, so the judges' keys are checked before the first task
+    (False: only for what its rules leave, a missing key refused at the first question); rubrics: the prompts
+    it asks (their versions recorded in meta ``prompt_versions``); task_files: the task fields naming a file
+    beside the tasks file whose content is part of each verdict's input key (a check script); read_tasks:
+    ``read_tasks(path) -> {id: record}``, the tasks file as it reads it (None: the judge app's reader).
+    """
+
+    uses_pool: bool = True
+    asks_always: bool = True
+    rubrics: tuple[Any, ...] = ()
+    task_files: tuple[str, ...] = ()
+    read_tasks: Callable[[Path], dict[str, dict[str, Any]]] | None = None
+
+    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
+        """One task's verdict (raising the pool's JudgeFailure, or giving a Verdict with an error, when no
+        answer could be had)."""
+        raise NotImplementedError
+
+    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+        """The file of the entries, in order, and the run's meta (the verdict store adds ``meta.format``):
+        ``{"per_id": entries, "meta": meta}`` unless the evaluator has a published shape."""
+        return {"per_id": entries, "meta": meta}
+
+    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+        """The entries of an earlier file, checked (to resume)."""
+        return file_entries(path, "verdict file", _object_entry)
+
+    def complete(self, entry: Mapping[str, Any], names: Sequence[str]) -> bool:
+        """Whether an entry has the answers of every judge named (an incomplete one is judged again)."""
+        return True
+
+    def stale(self, earlier: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+        """Why an earlier file, by its meta, cannot be resumed under this run's meta (None: it can)."""
+        return None
+
+    def one_judge(self, options: Mapping[str, Any],
+                  judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+        """The one judge it asks under its config entry, as (name, model config); None: the whole pool."""
+        return None
+
+    def task_count(self, reference: Path) -> int | None:
+        """The number of tasks its file records (meta ``num_total``) from the reference file; None: none."""
+        return None
+
+    def check_task(self, options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None) -> None:
+        """Raise the InputError its judge would raise on a task record (every task is checked before a
+        judge or a script is started)."""
+
+
+def _object_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise InputError(path, "must be an object", task_id=task_id)
+    return entry
+
+
+def verdict_reader(suffix: str, keys: Sequence[str]) -> Callable[[Path], Verdicts]:
+    """The score app's reader of a file of `Judge.export`'s plain shape: per task the values of `keys` it
+    has, its entry as the detail, and the file's meta."""
+    def read(path: Path) -> Verdicts:
+        found, meta = file_document(Path(path), f"{suffix} file", _object_entry, suffix)
+        return Verdicts(per_id={t: {k: e[k] for k in keys if k in e} for t, e in found.items()}, detail=found,
+                        meta=meta)
+    return read
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """One kind of verdict: what it is and reads, and how the score app gets its values.
+
+    name: registry key and config entry; reads: the inputs it needs (INPUTS); metrics: its rows of the metric
+    table (their source is the evaluator's name); suffix: its file beside the predictions (None: computed at
+    scoring time); judge: how the judge app judges it (`Judge`; its file is the verdict store's,
+    rollout.judges.verdicts); read: the file's values, checked (``read(path, **settings)``, the settings the
+    score app names for it; default for a judge: `verdict_reader` of its metric keys and columns); compute:
+    the values from the predictions alone; aggregate: the aggregate over some ids where the metric table's
+    rules cannot say it; option: the score app's setting ``model.<option>=PATH`` naming its file (default: the
+    name); position: its place among the evaluators (then by name); scripted: the offline scripted judge's
+    answer per rubric purpose (``answer(payload, bias) -> reply``, rollout.judges.scripted); all_tasks: it
+    judges every task of the tasks file, predicted or not, and its file's aggregate in the outputs is over
+    every task of its file; columns: its per-task values that are columns of the per-task CSV besides its
+    metric keys; display: how the viewer shows it (`Display`, from one task's values and detail merged, or
+    None for the file as a whole, and the file's meta).
     """
 
     name: str
     reads: frozenset[str]
     metrics: tuple[Metric, ...]
     suffix: str | None = None
-    judge: Callable[[JudgeContext, TaskInputs], Awaitable[dict[str, Any]]] | None = None
-    document: Callable[[dict[str, dict[str, Any]], dict[str, Any]], dict[str, Any]] | None = None
-    entries: Callable[[Path], dict[str, dict[str, Any]]] | None = None
+    judge: Judge | None = None
     read: Callable[..., Verdicts] | None = None
     compute: Callable[[TrajectoryFile], Verdicts] | None = None
     aggregate: Callable[[Verdicts, Sequence[str]], dict[str, Any]] | None = None
@@ -265,26 +327,19 @@ class Evaluator:
     scripted: Mapping[str, Callable[[dict[str, Any], float], str]] = field(default_factory=dict)
     all_tasks: bool = False
     columns: tuple[str, ...] = ()
-    pool: bool = True
-    complete: Callable[[Mapping[str, Any], Sequence[str]], bool] | None = None
-    task_count: Callable[[Path], int] | None = None
-    rubrics: tuple[Any, ...] = ()
-    one_judge: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, Mapping[str, Any]] | None] | None = None
-    stale: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] | None = None
-    asks_always: bool = True
     display: Display | None = None
-    task_files: tuple[str, ...] = ()
-    task_check: Callable[[Mapping[str, Any], str, Mapping[str, Any] | None], None] | None = None
-    read_tasks: Callable[[Path], dict[str, dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - set(INPUTS))
         if unknown:
             raise ValueError(f"evaluator {self.name}: unknown input(s) {unknown}; expected some of {INPUTS}")
+        if (self.read is not None or self.judge is not None) and not self.suffix:
+            raise ValueError(f"evaluator {self.name}: an evaluator that reads or judges a file names its suffix")
+        if self.judge is not None and self.read is None and self.compute is None:
+            object.__setattr__(self, "read", verdict_reader(str(self.suffix), [*(m.key for m in self.metrics),
+                                                                               *self.columns]))
         if (self.read is None) == (self.compute is None):
             raise ValueError(f"evaluator {self.name}: give exactly one of read (a file) and compute")
-        if self.read is not None and not self.suffix:
-            raise ValueError(f"evaluator {self.name}: an evaluator that reads a file names its suffix")
         foreign = sorted(m.key for m in self.metrics if m.source != self.name)
         if foreign:
             raise ValueError(f"evaluator {self.name}: metric(s) {foreign} must have source {self.name!r}")

@@ -23,13 +23,33 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, call_made, check_choice, read_json
-from engine.evaluators._call_rules import (CALL_CLASSES, CLASS_OF_DIGIT, ILLEGAL_CALLING, NOT_MADE_RULE, UNDECIDED,
-                                          Decision, decide, illegal_format, tally)
+from engine.evaluators._call_rules import (
+    CALL_CLASSES,
+    CLASS_OF_DIGIT,
+    ILLEGAL_CALLING,
+    NOT_MADE_RULE,
+    UNDECIDED,
+    Decision,
+    decide,
+    illegal_format,
+    tally,
+)
 from engine.evaluators._classified_calls import classified_document, classified_entry
 from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
 from engine.evaluators._prompts import CALL_OUTCOME, OUTCOME, outcome_payload
-from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_meta,
-                                    format_record, format_version, pool_judge)
+from engine.evaluators.base import (
+    PROFILES,
+    Evaluator,
+    Judge,
+    JudgeContext,
+    Metric,
+    TaskInputs,
+    Verdict,
+    Verdicts,
+    file_meta,
+    format_version,
+    pool_judge,
+)
 
 NAME = "call_outcomes"
 CALLANALYSIS = "callanalysis"
@@ -125,7 +145,7 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
     return {**head, "illegal_calls": not_made,
             "decided_by": {"rule": decided["rule"], "judge": decided["judge"], UNDECIDED: decided[UNDECIDED]},
             "illegal": illegal, "per_id": per_id, "calls": labels,
-            "meta": {"format": format_record(CALLANALYSIS), **meta}}
+            "meta": meta}
 
 
 def mode_of(options: Mapping[str, Any]) -> str:
@@ -196,7 +216,7 @@ def document(per_task: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[
     version = (meta.get("prompt_versions") or {}).get(CALL_OUTCOME)
     if mode_of(meta) == "published":
         return {**classified_document(per_task), "meta": {
-            "format": format_record(CALLANALYSIS), "mode": "published", "predictions": meta.get("predictions"),
+            "mode": "published", "predictions": meta.get("predictions"),
             "catalogue": meta.get("catalogue"), "classifier": judge_of.get("model"), "prompt_version": version,
             "usage": meta.get("usage", {}), "input_keys": meta.get("input_keys", {})}}
     labels = [label for entry in per_task.values() for label in entry["calls"]]
@@ -249,7 +269,32 @@ def stale(earlier: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
     return None
 
 
+class CallJudge(Judge):
+    """The rules first, one judge for the calls they leave (or the published classifier for every call);
+    resumed unless made under another mode, catalogue or judge."""
+
+    rubrics = (OUTCOME,)
+    asks_always = False
+
+    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
+        return Verdict(task.task_id, await judge(context, task))
+
+    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+        return document(entries, meta)
+
+    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+        return entries(path)
+
+    def complete(self, entry: Mapping[str, Any], names: Sequence[str]) -> bool:
+        return complete(entry, names)
+
+    def stale(self, earlier: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+        return stale(earlier, now)
+
+    def one_judge(self, options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+        return one_judge(options, judges)
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "file_entries", "catalogue"}), metrics=METRICS,
-                      suffix=CALLANALYSIS, judge=judge, document=document, entries=entries, read=read_callanalysis,
-                      option="calls", position=20, complete=complete, rubrics=(OUTCOME,), one_judge=one_judge,
-                      stale=stale, asks_always=False, display=display)
+                      suffix=CALLANALYSIS, judge=CallJudge(), read=read_callanalysis, option="calls", position=20,
+                      display=display)

@@ -13,15 +13,26 @@ setting in the score app is ``model.judge=PATH``.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_meta,
-                                   format_record, format_version, mean)
 from engine.evaluators._ensemble import entry_scores, judge_task, judges_agreement, task_image
 from engine.evaluators._prompts import COMPLETION, GROUNDING, TASK_COMPLETION
+from engine.evaluators.base import (
+    PROFILES,
+    Evaluator,
+    Judge,
+    JudgeContext,
+    Metric,
+    TaskInputs,
+    Verdict,
+    Verdicts,
+    file_meta,
+    format_version,
+    mean,
+)
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +164,7 @@ def document(entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[s
     """The taskcompletion.json of the judge app: the published shape, its meta the run's files, judges,
     prompt versions, attempts, usage, failures and input keys, and the judges' agreement (``agreement_top`` most
     disagreed tasks per metric)."""
-    kept = {"format": format_record(TASKCOMPLETION), **{key: meta[key] for key in _META_KEYS if key in meta}}
+    kept = {key: meta[key] for key in _META_KEYS if key in meta}
     kept["agreement"] = judges_agreement(entries, int(meta.get("agreement_top", 10)))
     return taskcompletion_document(entries, int(meta.get("num_total", len(entries))), meta=kept)
 
@@ -222,7 +233,26 @@ def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dic
              "parts": _judged("Task Completion", task) + _judged("Information Grounding", task.get("info_grounding"))}]
 
 
+class M3Judge(Judge):
+    """Every judge of the pool asks both questions of each task; the file in the published shape."""
+
+    rubrics = (COMPLETION, GROUNDING)
+
+    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
+        return Verdict(task.task_id, await judge(context, task))
+
+    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+        return document(entries, meta)
+
+    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+        return read_taskcompletion(path)
+
+    def complete(self, entry: Mapping[str, Any], names: Sequence[str]) -> bool:
+        return complete(entry, names)
+
+    def task_count(self, reference: Path) -> int:
+        return reference_entries(reference)
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,
-                      suffix=TASKCOMPLETION, judge=judge, document=document, entries=read_taskcompletion, read=read,
-                      option="judge", position=10, complete=complete, task_count=reference_entries,
-                      rubrics=(COMPLETION, GROUNDING), display=display)
+                      suffix=TASKCOMPLETION, judge=M3Judge(), read=read, option="judge", position=10, display=display)

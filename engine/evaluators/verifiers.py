@@ -45,9 +45,19 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, contained_path, is_number
-from engine.evaluators.base import (PROFILES, Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, file_document,
-                                    file_entries, format_record)
 from engine.evaluators._check_runner import CheckSettings, check_settings, run_contained
+from engine.evaluators.base import (
+    PROFILES,
+    Evaluator,
+    Judge,
+    JudgeContext,
+    Metric,
+    TaskInputs,
+    Verdict,
+    Verdicts,
+    file_document,
+    file_entries,
+)
 
 NAME = "verifiers"
 SUFFIX = "checks"
@@ -346,7 +356,7 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     agg = breakdown([(None if e.get("error") is not None else int(e["passed"]), e) for e in checked.values()])
     agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
     agg["skipped"] = len(per_id) - len(checked)
-    return {"aggregate": agg, "per_id": per_id, "meta": {"format": format_record(SUFFIX), **meta}}
+    return {"aggregate": agg, "per_id": per_id, "meta": meta}
 
 
 METRICS: tuple[Metric, ...] = (
@@ -356,7 +366,22 @@ METRICS: tuple[Metric, ...] = (
     Metric("check_errors", "Evaluator Errors", NAME, PROFILES, "evaluator", False, False, 0.0),
 )
 
+class CheckJudge(Judge):
+    """Each task's check module run contained over its trajectory, workspace and tool log; no judge asked."""
+
+    uses_pool = False
+    task_files = ("check",)
+
+    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
+        return Verdict(task.task_id, await judge(context, task))
+
+    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+        return document(entries, meta)
+
+    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+        return entries(path)
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "workspace", "tool_log", "task"}), metrics=METRICS,
-                      suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
-                      position=60, all_tasks=True, columns=("check_success", "check_error"), pool=False,
-                      display=display, task_files=("check",))
+                      suffix=SUFFIX, judge=CheckJudge(), read=read, aggregate=aggregate, position=60, all_tasks=True,
+                      columns=("check_success", "check_error"), display=display)

@@ -27,15 +27,24 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError
-from engine.evaluators.base import PROFILES as METRIC_PROFILES
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts, format_record, pool_judge
-from engine.evaluators._agreement import agreement as agreement_of, judges_matrix
+from engine.evaluators._agreement import agreement as agreement_of
+from engine.evaluators._agreement import judges_matrix
 from engine.evaluators._judging import JudgeFailure, Question, Rubric, first_answer, json_object
+from engine.evaluators.base import PROFILES as METRIC_PROFILES
+from engine.evaluators.base import Evaluator, Judge, JudgeContext, Metric, TaskInputs, Verdict, Verdicts, pool_judge
 from engine.evaluators.vtb_files import SUFFIX, entries, own_verdicts, read_verdicts
-from engine.evaluators.vtb_records import (RubricItem, Turn, log_mismatches, read_task_records, task_groups,
-                                          task_turns)
-from engine.evaluators.vtb_scoring import (DEFAULT_PROFILE, FAILED, MET, NOT_MET, ODD_REPLIES, aggregate_values,
-                                           check_profile, rubric_outcome, task_values)
+from engine.evaluators.vtb_records import RubricItem, Turn, log_mismatches, read_task_records, task_groups, task_turns
+from engine.evaluators.vtb_scoring import (
+    DEFAULT_PROFILE,
+    FAILED,
+    MET,
+    NOT_MET,
+    ODD_REPLIES,
+    aggregate_values,
+    check_profile,
+    rubric_outcome,
+    task_values,
+)
 
 NAME = "vtb_rubrics"
 
@@ -260,7 +269,7 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     values = [_entry_values(tid, e, profile) for tid, e in per_id.items()]
     top = int(meta.get("agreement_top", 10))
     return {"aggregate": aggregate_values(values), "per_id": per_id,
-            "meta": {"format": format_record(SUFFIX), **meta, "profile": profile, "agreement": agreement(per_id, top)}}
+            "meta": {**meta, "profile": profile, "agreement": agreement(per_id, top)}}
 
 
 def _passed(value: Any) -> str:
@@ -320,7 +329,28 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
     return pool_judge(judges) if profile_of(options) == "published" else None
 
 
+class RubricJudge(Judge):
+    """One question per rubric and judge (the pool's first alone under the published profile); the tasks
+    file in either shape."""
+
+    read_tasks = staticmethod(read_task_records)
+
+    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
+        return Verdict(task.task_id, await judge(context, task))
+
+    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+        return document(entries, meta)
+
+    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+        return entries(path)
+
+    def complete(self, entry: Mapping[str, Any], names: Sequence[str]) -> bool:
+        return complete(entry, names)
+
+    def one_judge(self, options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+        return one_judge(options, judges)
+
+
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}), metrics=METRICS,
-                      suffix=SUFFIX, judge=judge, document=document, entries=entries, read=read, aggregate=aggregate,
-                      option="rubrics", position=30, scripted={RUBRIC.purpose: scripted_answer},
-                      complete=complete, one_judge=one_judge, display=display, read_tasks=read_task_records)
+                      suffix=SUFFIX, judge=RubricJudge(), read=read, aggregate=aggregate, option="rubrics",
+                      position=30, scripted={RUBRIC.purpose: scripted_answer}, display=display)

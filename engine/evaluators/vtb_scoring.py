@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from engine.evaluators.base import mean_or_none
 from engine.evaluators._reducers import reducer
+from engine.evaluators.base import mean_or_none
 from engine.evaluators.vtb_records import GROUPS, RubricItem, domain_group
 
 PROFILES: tuple[str, ...] = ("published", "strict")

@@ -1,6 +1,6 @@
 """What the judge app reads besides the evaluators: the predictions file and the ids it judges, the
-tasks file, the rollout's workspace and tool log folders, each evaluator's output file and the usage an
-earlier run of it recorded."""
+tasks file, the rollout's workspace and tool log folders, each evaluator's output file and the input key
+of each task's verdict (its earlier file is the verdict store's, rollout.judges.verdicts)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_name, digest, file_digest, read_json, task_records
-from engine.evaluators.base import Evaluator, TaskInputs, file_meta, format_version
+from engine.evaluators.base import Evaluator, TaskInputs
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
-from rollout.judges.pool import USAGE_COUNTS
 
 log = logging.getLogger("judge")
 
@@ -83,33 +82,6 @@ def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Pat
     return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
 
 
-def previous_meta(output: Path, name: str) -> dict[str, Any]:
-    """The ``meta`` object of an earlier run's output of format `name` (its evaluator's suffix); empty when
-    there is none. InputError for a file of another format or of a version this build does not read (a
-    newer build's file is never resumed and rewritten as this build's)."""
-    if not output.is_file():
-        return {}
-    root = read_json(output, "evaluator file")
-    format_version(output, root, name)
-    return file_meta(root)
-
-
-def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
-    """The judges' usage an earlier run's output records in its `meta`, its counts checked; empty when
-    there is none."""
-    usage = meta.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    for name, block in usage.items():
-        for key, value in (block.items() if isinstance(block, dict) else ()):
-            if key in USAGE_COUNTS and not (isinstance(value, int) and not isinstance(value, bool)
-                                             and 0 <= value < 2 ** 53):
-                raise InputError(output, f"must be a count (an integer >= 0 below 2**53), got {str(value)[:40]!r}",
-                                 field=f"meta.usage.{name}.{key}")
-    return usage
-
-
-INPUT_KEYS = "input_keys"
-"""The meta key of an evaluator file's input keys: task id -> `input_key` of what its verdict judged."""
 NOT_KEYED = ("output", "tasks_file", "reference_file", "predictions_file", "agreement_top", "attempts")
 """An evaluator's settings that change no verdict, left out of the input keys (where its file goes, the
 paths of files whose content is in the key, how much of the agreement its meta lists, how often a judge
@@ -156,14 +128,3 @@ def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Seque
                    "task": dict(task) if task is not None else None, "task_files": named,
                    "workspace": folder_digest(inputs.workspace), "tool_log": inputs.tool_log,
                    "file_entries": [[p, o] for p, o in inputs.file_entries], "settings": settings})
-
-
-def previous_keys(meta: Mapping[str, Any], output: Path) -> dict[str, str]:
-    """The input keys an earlier run's output records in its `meta` (task id -> key), checked; empty for
-    a file of a build that recorded none."""
-    keys = meta.get(INPUT_KEYS)
-    if keys is None:
-        return {}
-    if not isinstance(keys, dict) or not all(isinstance(k, str) for k in keys.values()):
-        raise InputError(output, "must be an object of task id -> input key (a string)", field=f"meta.{INPUT_KEYS}")
-    return dict(keys)

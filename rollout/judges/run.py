@@ -11,9 +11,10 @@ an evaluator of all tasks) with what it ``reads``: the predicted trajectory, the
 the rollout's), every object of the predictions file under its id, and the tool catalogue its entry's
 ``catalogue`` names (loaded once per run, rollout.judges.catalogue). Its pool is the judges pool, or the
 one judge it declares it asks (``one_judge``). Its file ``<predictions stem>_<suffix>.json`` (or its
-entry's ``output``) is rewritten atomically after every task and resumed by a rerun, which judges again
-the entries the evaluator finds incomplete (e.g. judged by another pool), or all of them when it finds
-the earlier file stale (made with other settings), and adds the judges' usage to the earlier runs'.
+entry's ``output``) is the verdict store's (rollout.judges.verdicts): rewritten atomically after every
+task and resumed by a rerun, which judges again the entries the evaluator finds incomplete (e.g. judged
+by another pool), or all of them when it finds the earlier file stale (made with other settings), and
+adds the judges' usage to the earlier runs'.
 Every reply is cached, so what a killed run had asked is not asked again. A predictions file with
 trial files beside it has every trial judged. `run` returns the exit status: 0 when every task was
 judged, 1 when some judge kept failing on some task (run again to retry them); bad input raises the
@@ -26,27 +27,45 @@ import asyncio
 import logging
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
-from engine.contract import (InputError, TrajectoryFile, atomic_write_json, check_choice, config_int, file_objects,
-                             read_trajectories, safe_name, without_lost)
+from engine.contract import (
+    InputError,
+    TrajectoryFile,
+    check_choice,
+    config_int,
+    file_objects,
+    read_trajectories,
+    safe_name,
+    without_lost,
+)
 from engine.contract.progress import TaskBar
 from engine.evaluators import evaluator
-from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs
 from engine.evaluators._judging import JudgeFailure
+from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
 from engine.judge_results import verdict_headline, verdict_odd_line
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
-from rollout.judges.inputs import (INPUT_KEYS, NOT_KEYED, evaluator_options, evaluator_output, input_key,
-                                   predictions_path, previous_keys, previous_meta, previous_usage, read_task_records,
-                                   rollout_folder, tool_log, wanted_ids)
-from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
+from rollout.judges.inputs import (
+    NOT_KEYED,
+    evaluator_options,
+    evaluator_output,
+    input_key,
+    predictions_path,
+    read_task_records,
+    rollout_folder,
+    tool_log,
+    wanted_ids,
+)
+from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs, read_prompts
 from rollout.judges.shards import merge_verdicts, part_document, part_inputs
-from rollout.shards import PartPending, Shard, parse_shard, part_path
+from rollout.judges.verdicts import VerdictFile, judge_of
 from rollout.models.clients import bounded, quiet_client_loggers
+from rollout.shards import PartPending, Shard, parse_shard, part_path
 
 log = logging.getLogger("judge")
 
@@ -71,20 +90,45 @@ class Catalogues:
         return self.loaded[source]
 
 
-async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
-                          gt: TrajectoryFile | None, output: Path,
-                          lost: Mapping[str, tuple[str, str]] | None = None, catalogues: Catalogues | None = None) -> int:
-    """Ask an evaluator's `judge` about the tasks not yet in `output`, writing the file after each; 0
-    when every task has a complete entry, else 1.
+@dataclass
+class Stage:
+    """One evaluator's run on one predictions file: what it reads and the judges it asks."""
 
-    The tasks: those of the predictions (and of the reference, when it reads it, and of the tasks
-    file, when it reads the task), or every task of the tasks file for an evaluator of all tasks, less
-    the tasks `lost` to the infrastructure (named in the file's meta: a rerun of the rollout retries them). Its
-    context has its config entry (and the run's files, FILE_OPTIONS), its ``attempts`` and ``max_result_chars``
-    (else the app's), the pool (none for an evaluator that asks no judge; its one judge for one that asks one) and
-    the catalogue for one that reads it (meta ``catalogue``: its source)."""
-    assert judged.judge is not None and judged.document is not None
-    data = cfg.get("data") or {}
+    judged: Evaluator
+    preds: TrajectoryFile
+    gt: TrajectoryFile | None
+    options: dict[str, Any]
+    tasks: dict[str, dict[str, Any]]
+    workspaces: Path | None
+    logs: Path | None
+    objects: Mapping[str, Any]
+    specs: list[JudgeSpec]
+    attempts: int
+    max_chars: int
+    catalogue: Any = None
+
+    @property
+    def names(self) -> list[str]:
+        """The models of the judges asked."""
+        return [s.identity["model"] for s in self.specs]
+
+    def inputs_of(self, tid: str) -> TaskInputs:
+        """What the evaluator gets of one task."""
+        ws, logs = self.workspaces, self.logs
+        return TaskInputs(tid, prediction=self.preds.tasks.get(tid),
+                          reference=self.gt.tasks.get(tid) if self.gt else None, task=self.tasks.get(tid),
+                          workspace=ws / safe_name(tid) if ws else None,
+                          tool_log=tool_log(logs / f"{safe_name(tid)}.json") if logs else None,
+                          file_entries=self.objects.get(tid, ()))
+
+
+async def read_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile, gt: TrajectoryFile | None,
+                     catalogues: Catalogues | None) -> Stage:
+    """What an evaluator reads on this run: its config entry (with the run's files, FILE_OPTIONS), the tasks
+    file, the rollout's folders, the predictions file's objects, its judges (none for one that asks no
+    judge; its one judge for one that asks one), its ``attempts`` and ``max_result_chars`` (else the app's)
+    and the catalogue for one that reads it."""
+    judge, data = judge_of(judged), cfg.get("data") or {}
     options = evaluator_options(cfg, judged.name)
     options["predictions_file"] = str(preds.path)
     if gt is not None:
@@ -93,172 +137,176 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     if "task" in judged.reads:
         if not data.get("tasks"):
             raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
-        tasks = (judged.read_tasks or read_task_records)(Path(data["tasks"]))
+        tasks = (judge.read_tasks or read_task_records)(Path(data["tasks"]))
         options["tasks_file"] = str(data["tasks"])
-    workspaces = rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.reads else None
-    logs = rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.reads else None
-    objects = file_objects(preds.path) if "file_entries" in judged.reads else {}
-    one = judged.one_judge(options, cfg["judges"]) if judged.pool and judged.one_judge is not None else None
-    specs = judge_specs({one[0]: one[1]} if one else cfg["judges"]["pool"]) if judged.pool else []
-    names = [s.identity["model"] for s in specs]
+    one = judge.one_judge(options, cfg["judges"]) if judge.uses_pool else None
     attempts, max_chars = (
         config_int(options, key, minimum=minimum, where=f"evaluators.{judged.name}.{key}")
         if options.get(key) is not None else config_int(cfg, key, minimum=minimum)
         for key, minimum in (("attempts", 1), ("max_result_chars", 0)))
+    stage = Stage(judged, preds, gt, options, tasks,
+                  rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.reads else None,
+                  rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.reads else None,
+                  file_objects(preds.path) if "file_entries" in judged.reads else {},
+                  judge_specs({one[0]: one[1]} if one else cfg["judges"]["pool"]) if judge.uses_pool else [],
+                  attempts, max_chars)
+    if "catalogue" in judged.reads:
+        stage.catalogue = await (catalogues or Catalogues(cfg)).get(options.get("catalogue"))
+    return stage
+
+
+def task_order(cfg: Mapping[str, Any], stage: Stage, lost: Mapping[str, Any]) -> list[str]:
+    """The tasks to judge, in order: those of the predictions (and of the reference, when it reads it, in
+    the reference's order, and of the tasks file, when it reads the task), or every task of the tasks file
+    for an evaluator of all tasks less those `lost` to the infrastructure; only the ``ids`` when set."""
+    judged, preds, gt, tasks = stage.judged, stage.preds, stage.gt, stage.tasks
     shared = set(scored_ids(gt, preds)) if gt is not None else set(preds.tasks)
-    candidates = [i for i in (gt.tasks if gt is not None else preds.tasks) if i in shared]  # the reference's order
+    candidates = [i for i in (gt.tasks if gt is not None else preds.tasks) if i in shared]
     wanted = wanted_ids(cfg, tasks if judged.all_tasks else candidates)
-    lost = lost or {}
     if judged.all_tasks:
-        order = [i for i in tasks if (not wanted or i in wanted) and i not in lost]
-    else:
-        order = [i for i in candidates if (not tasks or i in tasks) and (not wanted or i in wanted)]
-        missing = [i for i in preds.tasks if tasks and i not in tasks]
-        if missing:
-            log.warning("%s: %d predicted id(s) have no task in %s: %s", judged.name, len(missing), data["tasks"],
-                        ", ".join(missing[:10]))
-    meta: dict[str, Any] = {"evaluator": judged.name, "predictions": str(preds.path),
-                            "gt": str(gt.path) if gt else None, "tasks": options.get("tasks_file"),
-                            **({"workspace_dir": str(workspaces)} if workspaces else {}),
-                            **({"tool_log_dir": str(logs)} if logs else {}),
+        return [i for i in tasks if (not wanted or i in wanted) and i not in lost]
+    missing = [i for i in preds.tasks if tasks and i not in tasks]
+    if missing:
+        log.warning("%s: %d predicted id(s) have no task in %s: %s", judged.name, len(missing),
+                    (cfg.get("data") or {})["tasks"], ", ".join(missing[:10]))
+    return [i for i in candidates if (not tasks or i in tasks) and (not wanted or i in wanted)]
+
+
+def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+    """The file's meta of the run: its files and folders, judges, settings, attempts, the tasks `lost` to
+    the infrastructure, the catalogue's source and the number of tasks the evaluator records."""
+    judge, specs, options = judge_of(stage.judged), stage.specs, stage.options
+    meta: dict[str, Any] = {"evaluator": stage.judged.name, "predictions": str(stage.preds.path),
+                            "gt": str(stage.gt.path) if stage.gt else None, "tasks": options.get("tasks_file"),
+                            **({"workspace_dir": str(stage.workspaces)} if stage.workspaces else {}),
+                            **({"tool_log_dir": str(stage.logs)} if stage.logs else {}),
                             **({"judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
                                            for s in specs]} if specs else {}),
                             **{k: v for k, v in options.items() if k not in FILE_OPTIONS},
-                            "attempts": attempts, **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
-    catalogue = None
-    if "catalogue" in judged.reads:
-        catalogue = await (catalogues or Catalogues(cfg)).get(options.get("catalogue"))
-        meta["catalogue"] = catalogue.source if catalogue is not None else None
-    if judged.task_count is not None and gt is not None:
-        meta["num_total"] = judged.task_count(gt.path)
-    settings = {"evaluator": judged.name, "options": {k: v for k, v in options.items() if k not in NOT_KEYED},
-                "judges": [s.identity for s in specs], "max_result_chars": max_chars,
-                "prompts": {**{r.purpose: r.version for r in judged.rubrics},
-                            **(read_prompts(cfg["judges"].get("prompts")) if specs else {})},
+                            "attempts": stage.attempts, **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
+    if "catalogue" in stage.judged.reads:
+        meta["catalogue"] = stage.catalogue.source if stage.catalogue is not None else None
+    count = judge.task_count(stage.gt.path) if stage.gt is not None else None
+    if count is not None:
+        meta["num_total"] = count
+    return meta
+
+
+def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[str, str]:
+    """The input key of each task of the order: its inputs and the run's settings that can change a
+    verdict (rollout.judges.inputs.input_key)."""
+    judge, catalogue, data = judge_of(stage.judged), stage.catalogue, cfg.get("data") or {}
+    settings = {"evaluator": stage.judged.name,
+                "options": {k: v for k, v in stage.options.items() if k not in NOT_KEYED},
+                "judges": [s.identity for s in stage.specs], "max_result_chars": stage.max_chars,
+                "prompts": {**{r.purpose: r.version for r in judge.rubrics},
+                            **(read_prompts(cfg["judges"].get("prompts")) if stage.specs else {})},
                 "catalogue": None if catalogue is None else {"tools": catalogue.tools,
                                                              "unavailable": sorted(catalogue.unavailable)}}
-    tasks_base = Path(data["tasks"]).resolve() if tasks and data.get("tasks") else None
-    if tasks_base is not None and not tasks_base.is_dir():
-        tasks_base = tasks_base.parent
+    base = Path(data["tasks"]).resolve() if stage.tasks and data.get("tasks") else None
+    if base is not None and not base.is_dir():
+        base = base.parent
+    return {i: input_key(stage.inputs_of(i), settings, judge.task_files, base) for i in order}
 
-    def inputs_of(tid: str) -> TaskInputs:
-        return TaskInputs(tid, prediction=preds.tasks.get(tid), reference=gt.tasks.get(tid) if gt else None,
-                          task=tasks.get(tid), workspace=workspaces / safe_name(tid) if workspaces else None,
-                          tool_log=tool_log(logs / f"{safe_name(tid)}.json") if logs else None,
-                          file_entries=objects.get(tid, ()))
 
+async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, todo: list[str],
+                      keys: Mapping[str, str], part: Any) -> str:
+    """Ask the evaluator about each task of `todo`, recording each verdict and writing the file after
+    each judged task and at the end; what the judges were asked, as a line's tail."""
+    judge = judge_of(stage.judged)
+    for tid in todo:  # every task's fields, before a judge or a script is started
+        judge.check_task(stage.options, tid, stage.tasks.get(tid))
+
+    async def judge_all(pool: JudgePool | None) -> None:
+        if pool is not None and judge.rubrics:
+            store.meta["prompt_versions"] = {r.purpose: pool.rubric(r).version for r in judge.rubrics}
+        context = JudgeContext(pool, stage.attempts, stage.options, stage.max_chars, stage.catalogue)
+        usage = pool.usage_totals if pool is not None else None
+
+        async def one(tid: str) -> None:
+            try:
+                verdict = await judge.verdict(context, stage.inputs_of(tid))
+            except JudgeFailure as exc:
+                verdict = Verdict(tid, error=str(exc))
+            store.record(verdict, keys[tid])
+            if verdict.error is None:
+                store.write(usage, part)
+
+        with TaskBar(len(todo), stage.judged.name) as bar:
+            await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
+        store.write(usage, part)
+
+    if not stage.specs:
+        await judge_all(None)
+        return ""
+    async with JudgePool.from_config(cfg, stage.specs) as pool:
+        await judge_all(pool)
+        return (f"; {sum(u.requests for u in pool.usage.values())} request(s) sent, "
+                f"{sum(u.cached for u in pool.usage.values())} reply(ies) from the cache")
+
+
+def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, sharded: bool) -> None:
+    """The lines of an evaluator's run: what was judged, and (unsharded) its headline and odd counts."""
+    left = store.incomplete()
+    print(f"{judged.name}: {store.done()} of {len(store.order)} task(s) judged ({len(todo) - len(store.failed)} "
+          f"now, {len(store.failed)} failed, {len(left)} incomplete){asked} -> {store.path}")
+    if not sharded and store.done():
+        print(f"{judged.name}: {verdict_headline(judged, store.path)}")
+        odd = verdict_odd_line(judged, store.path)
+        if odd is not None:
+            print(f"{judged.name}: {odd}")
+
+
+def merge_parts(judged: Evaluator, merged: Path, parts_dir: Path, shard: Shard, order: list[str],
+                meta: Mapping[str, Any], inputs: Any, stage: Stage) -> None:
+    """Merge the shards' part files once every part is complete, saying so, or what it waits for."""
+    try:
+        merge_verdicts(judged, merged, parts_dir, shard.count, order, meta, inputs, stage.specs, stage.names)
+        print(f"{judged.name}: every part is complete; {shard.count} part(s) merged -> {merged}")
+    except PartPending as exc:
+        log.info("not merged yet: %s", exc)
+        print(f"{judged.name}: part {shard} done; the merge waits for the other parts")
+    except InputError as exc:
+        print(f"{judged.name}: not merged: {exc}", file=sys.stderr)
+
+
+async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
+                          gt: TrajectoryFile | None, output: Path,
+                          lost: Mapping[str, tuple[str, str]] | None = None, catalogues: Catalogues | None = None) -> int:
+    """Ask an evaluator about the tasks not yet in `output` (`task_order`, less the tasks `lost` to the
+    infrastructure, named in the file's meta: a rerun of the rollout retries them), its verdict store
+    writing the file after each; 0 when every task has a complete entry, else 1."""
+    lost = lost or {}
+    stage = await read_stage(cfg, judged, preds, gt, catalogues)
+    order = task_order(cfg, stage, lost)
+    meta = run_meta(stage, lost)
     shard, parts_dir = parse_shard(cfg.get("shard")), Path(cfg.get("parts_dir") or output.parent / "parts")
 
     def inputs(part: Shard) -> dict[str, Any]:
-        return part_inputs(part, preds.path, gt.path if gt else None, options.get("tasks_file"))
+        return part_inputs(part, preds.path, gt.path if gt else None, stage.options.get("tasks_file"))
 
     if cfg.get("merge") is not None:
-        merged = merge_verdicts(judged, output, parts_dir, config_int(cfg, "merge"), order, meta, inputs, specs, names)
+        merged = merge_verdicts(judged, output, parts_dir, config_int(cfg, "merge"), order, meta, inputs,
+                                stage.specs, stage.names)
         print(f"{judged.name}: {cfg['merge']} part(s) merged -> {merged}")
         return 0
     merged, all_order = output, order
     if shard is not None:
         order = [i for i in order if shard.owns(i)]
         output = part_path(parts_dir, output, shard)
-    keys = {i: input_key(inputs_of(i), settings, judged.task_files, tasks_base) for i in order}
-    earlier = previous_meta(output, str(judged.suffix)) if judged.entries is not None else {}
-    previous = judged.entries(output) if judged.entries is not None and output.is_file() else {}
-    why = judged.stale(earlier, meta) if judged.stale is not None and previous else None
-    if why:
-        log.warning("%s: every task is judged again, as %s was not made as this run asks: %s", judged.name,
-                    output, why)
-        previous = {}
-    entries = {i: e for i, e in previous.items() if judged.complete is None or judged.complete(e, names)}
-    again = [i for i in order if i in previous and i not in entries]
-    if again:
-        log.warning("%s: %d task(s) were judged by other models or in part; they are judged again by %s",
-                    judged.name, len(again), ", ".join(names))
-    stored = {i: k for i, k in previous_keys(earlier, output).items() if i in entries}
-    changed = [i for i in order if i in stored and stored[i] != keys[i]]
-    for i in changed:
-        del entries[i], stored[i]
-    if changed:
-        log.warning("%s: %d task(s) changed since %s judged them (their task, reference, prediction or this "
-                    "run's settings); they are judged again: %s", judged.name, len(changed), output,
-                    ", ".join(changed[:10]) + (" ..." if len(changed) > 10 else ""))
-    unkeyed = [i for i in order if i in entries and i not in stored]
-    if unkeyed:
-        log.warning("%s: %d task(s) of %s were judged by an earlier build that recorded no input keys; their "
-                    "verdicts are kept, as nothing shows their input changed (remove the file to judge them "
-                    "again)", judged.name, len(unkeyed), output)
-    todo = [i for i in order if i not in entries]
-    log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(specs))
-    if todo and judged.asks_always:
-        check_keys(specs)
-    failed: dict[str, str] = {}
-    usage_before = previous_usage(earlier, output)
-
-    def incomplete() -> list[str]:
-        return [i for i in order if i in entries and judged.complete is not None
-                and not judged.complete(entries[i], names)]
-
-    def write(pool: JudgePool | None) -> None:
-        ordered = {i: entries[i] for i in order if i in entries}
-        ordered.update((i, e) for i, e in entries.items() if i not in ordered)
-        extra: dict[str, Any] = {"failed": dict(failed), INPUT_KEYS: {i: stored[i] for i in ordered if i in stored}}
-        if judged.complete is not None:
-            extra["incomplete"] = incomplete()
-        if pool is not None:
-            extra["usage"] = pool.usage_totals(usage_before)
-        document = judged.document(ordered, {**meta, **extra})
-        if shard is not None:
-            document = part_document(document, inputs(shard), meta, extra, ordered)
-        atomic_write_json(output, document)
-
-    async def judge_all(pool: JudgePool | None) -> None:
-        if pool is not None and judged.rubrics:
-            meta["prompt_versions"] = {r.purpose: pool.rubric(r).version for r in judged.rubrics}
-        context = JudgeContext(pool, attempts, options, max_chars, catalogue)
-
-        async def one(tid: str) -> None:
-            try:
-                entries[tid] = await judged.judge(context, inputs_of(tid))  # type: ignore[misc]
-            except JudgeFailure as exc:
-                failed[tid] = str(exc)
-                log.warning("%s: task %s not judged: %s", judged.name, tid, exc)
-                return
-            stored[tid] = keys[tid]
-            write(pool)
-
-        with TaskBar(len(todo), judged.name) as bar:
-            await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
-        write(pool)
-
-    if judged.task_check is not None:  # every task's fields, before a judge or a script is started
-        for tid in todo:
-            judged.task_check(options, tid, tasks.get(tid))
-    asked = ""
-    if specs:
-        async with JudgePool.from_config(cfg, specs) as pool:
-            await judge_all(pool)
-            asked = (f"; {sum(u.requests for u in pool.usage.values())} request(s) sent, "
-                     f"{sum(u.cached for u in pool.usage.values())} reply(ies) from the cache")
-    else:
-        await judge_all(None)
-    left = incomplete()
-    done = sum(1 for i in order if i in entries) - len(left)
-    print(f"{judged.name}: {done} of {len(order)} task(s) judged ({len(todo) - len(failed)} now, {len(failed)} "
-          f"failed, {len(left)} incomplete){asked} -> {output}")
-    if shard is None and done:
-        print(f"{judged.name}: {verdict_headline(judged, output)}")
-        odd = verdict_odd_line(judged, output)
-        if odd is not None:
-            print(f"{judged.name}: {odd}")
+    keys = input_keys(cfg, stage, order)
+    store = VerdictFile(judged, output, meta, stage.names, order)
+    todo = store.resume(keys)
+    log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(stage.specs))
+    if todo and judge_of(judged).asks_always:
+        check_keys(stage.specs)
+    part = (lambda document, extra, entries: part_document(document, inputs(shard), meta, extra, entries)
+            ) if shard is not None else None
+    asked = await judge_tasks(cfg, stage, store, todo, keys, part)
+    report(judged, store, todo, asked, shard is not None)
     if shard is not None:
-        try:
-            merge_verdicts(judged, merged, parts_dir, shard.count, all_order, meta, inputs, specs, names)
-            print(f"{judged.name}: every part is complete; {shard.count} part(s) merged -> {merged}")
-        except PartPending as exc:
-            log.info("not merged yet: %s", exc)
-            print(f"{judged.name}: part {shard} done; the merge waits for the other parts")
-        except InputError as exc:
-            print(f"{judged.name}: not merged: {exc}", file=sys.stderr)
-    return 1 if failed or left else 0
+        merge_parts(judged, merged, parts_dir, shard, all_order, meta, inputs, stage)
+    return 1 if store.failed or store.incomplete() else 0
 
 
 def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
@@ -272,9 +320,7 @@ def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
             found = evaluator(name)
         except ValueError as exc:
             raise InputError("config", str(exc), field=f"evaluators.{name}") from None
-        if found.judge is None or found.document is None:
-            raise InputError("config", f"evaluator {name} has nothing to judge (no judge or document function); "
-                             "the score app computes or reads its values", field=f"evaluators.{name}")
+        judge_of(found)
         out.append(found)
     return out
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from engine.contract import InputError, dumps_json, read_json
 from engine.evaluators.base import Evaluator
-from rollout.judges.inputs import INPUT_KEYS
 from rollout.judges.pool import JudgeSpec, JudgeUsage
+from rollout.judges.verdicts import INPUT_KEYS, export, judge_of
 from rollout.shards import PartPending, Shard, check_part, file_sha256, missing_ids, part_path, write_merged
 
 PER_RUN = ("prompt_versions",)
@@ -44,7 +44,6 @@ def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int,
                    names: Sequence[str]) -> Path:
     """Merge the `count` part files of `output` into it; InputError naming a part made with other settings,
     PartPending naming one missing or lacking some of its tasks (judged completely)."""
-    assert judged.document is not None
     entries: dict[str, Any] = {}
     keys: dict[str, Any] = {}
     usage = {s.name: JudgeUsage() for s in specs}
@@ -68,8 +67,7 @@ def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int,
                    shard)
         wanted = [i for i in order if shard.owns(i)]
         got = part["entries"]
-        missing_ids(path, shard, [i for i in wanted if i in got and (judged.complete is None
-                                                                   or judged.complete(got[i], names))], wanted)
+        missing_ids(path, shard, [i for i in wanted if i in got and judge_of(judged).complete(got[i], names)], wanted)
         entries.update((i, got[i]) for i in wanted)
         stored = part["extra"].get(INPUT_KEYS)
         if isinstance(stored, dict):
@@ -81,6 +79,6 @@ def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int,
     merged = {"failed": {}, INPUT_KEYS: {i: keys[i] for i in order if i in keys}, "incomplete": [],
               "usage": {s.name: usage[s.name].to_json(s) for s in specs}}
     extra = {k: merged[k] for k in first["extra"] if k in merged}
-    document = judged.document({i: entries[i] for i in order if i in entries}, {**first["meta"], **extra})
+    document = export(judged, {i: entries[i] for i in order if i in entries}, {**first["meta"], **extra})
     write_merged(output, dumps_json(document) + "\n")
     return output

@@ -12,25 +12,25 @@ from rollout_helpers import ROOT, compose_judge
 from engine.contract import InputError, read_trajectories
 from engine.evaluators._judging import Question, first_answer, parse_score
 from engine.evaluators._prompts import COMPLETION, completion_payload
-from engine.evaluators.base import Evaluator, JudgeContext, Metric, TaskInputs, Verdicts
+from engine.evaluators.base import Evaluator, Judge, JudgeContext, Metric, TaskInputs, Verdict
 from rollout.judges.run import configured, evaluator_stage
 
 SEEN: list[tuple[str, bool, bool, str | None]] = []
 
 
-async def _judge(ctx: JudgeContext, task: TaskInputs) -> dict:
-    SEEN.append((task.task_id, task.reference is not None, task.task is not None, task.final_answer))
-    question = Question(COMPLETION, completion_payload(task.task["question"], task.prediction.raw))
-    spec = ctx.pool.specs[0]
-    score = await first_answer(ctx.pool, spec, question, ctx.attempts, lambda r: parse_score(r, 0.0, 10.0))
-    return {"score": score / 10.0, "scale": ctx.options.get("scale")}
+class ProbeJudge(Judge):
+    async def verdict(self, ctx: JudgeContext, task: TaskInputs) -> Verdict:
+        SEEN.append((task.task_id, task.reference is not None, task.task is not None, task.final_answer))
+        question = Question(COMPLETION, completion_payload(task.task["question"], task.prediction.raw))
+        spec = ctx.pool.specs[0]
+        score = await first_answer(ctx.pool, spec, question, ctx.attempts, lambda r: parse_score(r, 0.0, 10.0))
+        return Verdict(task.task_id, {"probe_score": score / 10.0, "scale": ctx.options.get("scale")})
 
 
 PROBE = Evaluator(name="probe", reads=frozenset({"prediction", "final_answer", "reference", "task"}),
                   metrics=(Metric("probe_score", "Probe", "probe", ("reference", "paper"), "judged_mean", False,
                                   False, 0.0, 1.0),),
-                  suffix="probe", judge=_judge, document=lambda entries, meta: {"per_id": entries, "meta": meta},
-                  entries=lambda path: json.loads(path.read_text())["per_id"], read=lambda path: Verdicts())
+                  suffix="probe", judge=ProbeJudge())
 
 
 def test_an_evaluator_judges_every_task_and_resumes(tmp_path):
@@ -43,7 +43,9 @@ def test_an_evaluator_judges_every_task_and_resumes(tmp_path):
     assert asyncio.run(evaluator_stage(cfg, PROBE, preds, preds, out)) == 0
     written = json.loads(out.read_text())
     assert list(written["per_id"]) == list(preds.tasks)
-    assert all(0.0 <= e["score"] <= 1.0 and e["scale"] == 2 for e in written["per_id"].values())
+    assert all(0.0 <= e["probe_score"] <= 1.0 and e["scale"] == 2 for e in written["per_id"].values())
+    assert written["meta"]["format"] == {"name": "m3bench.probe", "version": 1}
+    assert PROBE.read(out).per_id == {i: {"probe_score": e["probe_score"]} for i, e in written["per_id"].items()}
     assert sorted(s[0] for s in SEEN) == sorted(preds.tasks) and all(s[1] and s[2] and s[3] for s in SEEN)
     assert sum(u["requests"] for u in written["meta"]["usage"].values()) == len(preds.tasks)
     SEEN.clear()
@@ -60,3 +62,32 @@ def test_the_configured_evaluators():
         configured({**cfg, "stage": "nope"})
     with pytest.raises(InputError, match="field 'evaluators.nope': unknown evaluator 'nope'"):
         configured({**cfg, "evaluators": {"nope": {}}})
+
+
+class HalfJudge(Judge):
+    uses_pool = False
+
+    async def verdict(self, ctx: JudgeContext, task: TaskInputs) -> Verdict:
+        if task.task_id.endswith(("1", "3", "5", "7", "9")):
+            return Verdict(task.task_id, error="no verdict for odd ids")
+        return Verdict(task.task_id, {"half": 1.0})
+
+
+HALF = Evaluator(name="half", reads=frozenset({"prediction"}), suffix="half", judge=HalfJudge(),
+                 metrics=(Metric("half", "Half", "half", ("reference", "paper"), "judged_mean", False, False, 0.0, 1.0),))
+
+
+def test_a_verdict_with_an_error_is_a_failure_the_rerun_asks_again(tmp_path):
+    reference = ROOT / "rollout" / "demo" / "reference.json"
+    cfg = compose_judge("judges=scripted", "data=rollout_demo", f"predictions={reference}", f"results_dir={tmp_path}")
+    preds = read_trajectories(reference)
+    odd = [i for i in preds.tasks if i.endswith(("1", "3", "5", "7", "9"))]
+    assert odd and len(odd) < len(preds.tasks)
+    out = tmp_path / "half.json"
+    assert asyncio.run(evaluator_stage(cfg, HALF, preds, None, out)) == 1
+    written = json.loads(out.read_text())
+    assert written["meta"]["failed"] == {i: "no verdict for odd ids" for i in odd}
+    assert set(written["per_id"]) == set(preds.tasks) - set(odd)
+    assert set(written["meta"]["input_keys"]) == set(written["per_id"])
+    with pytest.raises(ValueError, match="names its suffix"):
+        Evaluator(name="half", reads=frozenset(), judge=HalfJudge(), metrics=())

@@ -10,8 +10,16 @@ import json
 import logging
 from pathlib import Path
 
-from rollout_helpers import (HERE, compose, local_overrides, plan_policy, plan_tasks, predictions_of, run_dir_of,
-                             write_json)
+from rollout_helpers import (
+    HERE,
+    compose,
+    local_overrides,
+    plan_policy,
+    plan_tasks,
+    predictions_of,
+    run_dir_of,
+    write_json,
+)
 
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost

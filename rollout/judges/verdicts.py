@@ -1,0 +1,173 @@
+"""The verdict store: the one owner of every evaluator's file ``<predictions stem>_<suffix>.json``.
+
+It reads an earlier file back (its ``meta.format`` checked: a newer build's file is never resumed and
+rewritten as this build's), decides what a rerun still has to judge (entries the evaluator finds
+incomplete, all of them when it finds the file stale, those whose input key changed), records each
+`Verdict` as it comes (a failed one named in meta ``failed``), and writes the file atomically in the
+shape the evaluator's ``export`` gives, with the format record, the input keys, the failures, the
+incomplete ids and the judges' usage added to the earlier runs'. Evaluators write no file themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.contract import InputError, atomic_write_json, read_json
+from engine.evaluators.base import Evaluator, Judge, Verdict, file_meta, format_record, format_version
+from rollout.judges.pool import USAGE_COUNTS
+
+log = logging.getLogger("judge")
+
+INPUT_KEYS = "input_keys"
+"""The meta key of an evaluator file's input keys: task id -> `input_key` of what its verdict judged."""
+
+
+def judge_of(evaluator: Evaluator) -> Judge:
+    """The evaluator's `Judge` (an InputError naming its config entry when it has none)."""
+    if evaluator.judge is None:
+        raise InputError("config", f"evaluator {evaluator.name} has nothing to judge (no judge); the score app "
+                         "computes or reads its values", field=f"evaluators.{evaluator.name}")
+    return evaluator.judge
+
+
+def export(evaluator: Evaluator, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    """The file of an evaluator's entries: its judge's ``export``, its ``meta`` led by the format record."""
+    document = judge_of(evaluator).export(entries, meta)
+    document["meta"] = {"format": format_record(str(evaluator.suffix)), **document.get("meta", {})}
+    return document
+
+
+def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, dict[str, Any]]:
+    """The entries of an earlier file of the evaluator, its format checked; empty when there is none."""
+    if not path.is_file():
+        return {}
+    format_version(path, read_json(path, "evaluator file"), str(evaluator.suffix))
+    return judge_of(evaluator).load(path)
+
+
+def previous_meta(output: Path, name: str) -> dict[str, Any]:
+    """The ``meta`` object of an earlier run's output of format `name` (its evaluator's suffix); empty when
+    there is none. InputError for a file of another format or of a version this build does not read."""
+    if not output.is_file():
+        return {}
+    root = read_json(output, "evaluator file")
+    format_version(output, root, name)
+    return file_meta(root)
+
+
+def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
+    """The judges' usage an earlier run's output records in its `meta`, its counts checked; empty when
+    there is none."""
+    usage = meta.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    for name, block in usage.items():
+        for key, value in (block.items() if isinstance(block, dict) else ()):
+            if key in USAGE_COUNTS and not (isinstance(value, int) and not isinstance(value, bool)
+                                             and 0 <= value < 2 ** 53):
+                raise InputError(output, f"must be a count (an integer >= 0 below 2**53), got {str(value)[:40]!r}",
+                                 field=f"meta.usage.{name}.{key}")
+    return usage
+
+
+def previous_keys(meta: Mapping[str, Any], output: Path) -> dict[str, str]:
+    """The input keys an earlier run's output records in its `meta` (task id -> key), checked; empty for
+    a file of a build that recorded none."""
+    keys = meta.get(INPUT_KEYS)
+    if keys is None:
+        return {}
+    if not isinstance(keys, dict) or not all(isinstance(k, str) for k in keys.values()):
+        raise InputError(output, "must be an object of task id -> input key (a string)", field=f"meta.{INPUT_KEYS}")
+    return dict(keys)
+
+
+def _listed(ids: Sequence[str]) -> str:
+    return ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else "")
+
+
+class VerdictFile:
+    """One evaluator's file for one run: the entries kept and judged, their input keys, the failures.
+
+    `path`: the file (a shard's part file for a shard); `meta`: the run's meta; `names`: the models of the
+    judges asked (what `Judge.complete` checks an entry against); `order`: the tasks of the run, in order."""
+
+    def __init__(self, evaluator: Evaluator, path: Path, meta: dict[str, Any], names: Sequence[str],
+                 order: Sequence[str]) -> None:
+        self.evaluator, self.judge = evaluator, judge_of(evaluator)
+        self.path, self.meta, self.names, self.order = path, meta, list(names), list(order)
+        self.earlier = previous_meta(path, str(evaluator.suffix))
+        self.usage_before = previous_usage(self.earlier, path)
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.keys: dict[str, str] = {}
+        self.failed: dict[str, str] = {}
+
+    def resume(self, keys: Mapping[str, str]) -> list[str]:
+        """Keep the earlier file's entries that still stand (complete, not stale, their input key
+        unchanged: `keys`, task id -> this run's key), saying why others are judged again; the ids of
+        the order still to judge."""
+        name, previous = self.evaluator.name, earlier_entries(self.evaluator, self.path)
+        why = self.judge.stale(self.earlier, self.meta) if previous else None
+        if why:
+            log.warning("%s: every task is judged again, as %s was not made as this run asks: %s", name, self.path, why)
+            previous = {}
+        self.entries = {i: e for i, e in previous.items() if self.judge.complete(e, self.names)}
+        again = [i for i in self.order if i in previous and i not in self.entries]
+        if again:
+            log.warning("%s: %d task(s) were judged by other models or in part; they are judged again by %s",
+                        name, len(again), ", ".join(self.names))
+        self.keys = {i: k for i, k in previous_keys(self.earlier, self.path).items() if i in self.entries}
+        changed = [i for i in self.order if i in self.keys and self.keys[i] != keys[i]]
+        for i in changed:
+            del self.entries[i], self.keys[i]
+        if changed:
+            log.warning("%s: %d task(s) changed since %s judged them (their task, reference, prediction or this "
+                        "run's settings); they are judged again: %s", name, len(changed), self.path, _listed(changed))
+        if any(i in self.entries and i not in self.keys for i in self.order):
+            log.warning("%s: %d task(s) of %s were judged by an earlier build that recorded no input keys; their "
+                        "verdicts are kept, as nothing shows their input changed (remove the file to judge them "
+                        "again)", name, sum(1 for i in self.order if i in self.entries and i not in self.keys),
+                        self.path)
+        return [i for i in self.order if i not in self.entries]
+
+    def record(self, verdict: Verdict, key: str) -> None:
+        """Keep one task's verdict and its input key, or its error among the failures."""
+        if verdict.error is not None:
+            self.failed[verdict.task_id] = verdict.error
+            log.warning("%s: task %s not judged: %s", self.evaluator.name, verdict.task_id, verdict.error)
+            return
+        self.entries[verdict.task_id] = verdict.entry()
+        self.keys[verdict.task_id] = key
+
+    def incomplete(self) -> list[str]:
+        """The ids of the order whose entry lacks some judge's answer."""
+        return [i for i in self.order if i in self.entries and not self.judge.complete(self.entries[i], self.names)]
+
+    def done(self) -> int:
+        """How many tasks of the order have a complete entry."""
+        return sum(1 for i in self.order if i in self.entries) - len(self.incomplete())
+
+    def ordered(self) -> dict[str, dict[str, Any]]:
+        """The entries in the run's order, those of other tasks (an earlier run's) after them."""
+        out = {i: self.entries[i] for i in self.order if i in self.entries}
+        out.update((i, e) for i, e in self.entries.items() if i not in out)
+        return out
+
+    def extra(self, usage: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+        """What this run adds to the meta: failures, input keys, incomplete ids, usage (`usage(before)`)."""
+        ordered = self.ordered()
+        out: dict[str, Any] = {"failed": dict(self.failed), INPUT_KEYS: {i: self.keys[i] for i in ordered
+                                                                          if i in self.keys}}
+        if type(self.judge).complete is not Judge.complete:
+            out["incomplete"] = self.incomplete()
+        if usage is not None:
+            out["usage"] = usage(self.usage_before)
+        return out
+
+    def write(self, usage: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+              part: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        """Write the file atomically; `part(document, extra, entries)` makes a shard's part file of it."""
+        extra, ordered = self.extra(usage), self.ordered()
+        document = export(self.evaluator, ordered, {**self.meta, **extra})
+        atomic_write_json(self.path, part(document, extra, ordered) if part is not None else document)
