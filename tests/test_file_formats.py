@@ -57,7 +57,8 @@ def test_each_file_records_its_format_and_its_reader_checks_it(tmp_path: Path, n
             ("m3bench", "meta.format", "must be")):
         doc["meta"]["format"] = record
         path.write_text(json.dumps(doc), encoding="utf-8")
-        for reader in (read, partial(earlier_entries, evaluator(name))):  # the score app's reader and the judge app's resume
+        # the score app's reader and the judge app's resume
+        for reader in (read, partial(earlier_entries, evaluator(name))):
             with pytest.raises(InputError, match=rf"p_{suffix}\.json: field '{field}': {message}") as info:
                 reader(path)
             assert "\n" not in str(info.value)

@@ -85,8 +85,8 @@ def test_sigint_while_the_rollout_starts_its_servers(tmp_path: Path) -> None:
     results = tmp_path / "results"
     _, err = _interrupt_when([str(ROOT / "scripts" / "rollout.py"), "model=scripted", "tasks=demo",
                               f"results_dir={results}"], tmp_path, lambda line: "MCP server excel: python" in line)
-    assert err.splitlines() == [("rollout: interrupted; the tasks under way are recorded as cut short (kind cut_short), "
-                                 "and running the same command again does them")], err
+    assert err.splitlines() == [("rollout: interrupted; the tasks under way are recorded as cut short "
+                                 "(kind cut_short), and running the same command again does them")], err
 
 
 def test_sigint_while_judging_keeps_the_tasks_judged(tmp_path: Path) -> None:

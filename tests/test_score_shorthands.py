@@ -22,7 +22,8 @@ def test_a_model_name_with_a_prediction_file_is_scored_as_that_file(tmp_path: Pa
     assert score_shorthands(["model=scripted", f"results_dir={tmp_path}", "output_dir=o"]) == [
         "model=none", "model.name=scripted", f"model.predictions='{path}'", f"results_dir={tmp_path}", "output_dir=o",
         "data=m3bench"]
-    assert score_shorthands(["model=gpt5", "device=cpu"]) == ["model=gpt5", "device=cpu", "data=m3bench"]  # a leaderboard option
+    # a leaderboard option
+    assert score_shorthands(["model=gpt5", "device=cpu"]) == ["model=gpt5", "device=cpu", "data=m3bench"]
     assert score_shorthands(["model=gpt5", "data=vtb"]) == ["model=gpt5", "data=vtb"]  # a data set named
 
 

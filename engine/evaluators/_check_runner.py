@@ -395,7 +395,8 @@ async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, ti
     report = _report(line.decode("utf-8", "replace"), None if stopped else proc.returncode)
     return CheckRun(status=report["status"], timed_out=stopped or report["timed_out"],
                     stdout=out.text(secrets), stderr=err.text(secrets), stdout_dropped=out.dropped(),
-                    stderr_dropped=err.dropped(), leftovers=swept if report["leftovers"] is None else report["leftovers"],
+                    stderr_dropped=err.dropped(),
+                    leftovers=swept if report["leftovers"] is None else report["leftovers"],
                     outputs=_outputs(rest, outputs, secrets) if report["error"] is None else {},
                     error=report["error"], contained=bool(prefix), over_disk=report["over_disk"])
 

@@ -163,7 +163,8 @@ def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[st
     if chosen is None or isinstance(chosen, str):
         return pool_judge(judges, chosen, f"evaluators.{NAME}.classifier")
     if not isinstance(chosen, Mapping):
-        raise InputError("config", "must be a pool judge's name or a model config", field=f"evaluators.{NAME}.classifier")
+        raise InputError("config", "must be a pool judge's name or a model config",
+                         field=f"evaluators.{NAME}.classifier")
     return "classifier", chosen
 
 

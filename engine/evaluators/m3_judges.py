@@ -185,7 +185,8 @@ async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
         raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
     images = context.options.get("images_dir") or (Path(context.options["reference_file"]).parent
                                                    if context.options.get("reference_file") else None)
-    files = (context.options.get("reference_file") or "reference", context.options.get("predictions_file") or "predictions")
+    files = (context.options.get("reference_file") or "reference",
+             context.options.get("predictions_file") or "predictions")
     image = task_image(task.reference, task.prediction, images, files)
     return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars,
                             (image,) if image else ())

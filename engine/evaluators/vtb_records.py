@@ -10,10 +10,10 @@ Two task shapes are read as they are:
   "task_id"), "turncase", "prompt_category", "eval_focus", "turn_prompts": [str], "turn_golden_answers":
   [str], "rubrics_by_turn": [JSON text of {rubric id: rubric}], "image_paths", "images_by_turn_paths"}``.
 
-A rubric is ``{description, weight: 1..5 (an integer, ``4.0`` or the text ``"5"``), critical?, category?}``: ``critical`` is true/false or the
-released "yes"/"no"; ``category`` a name or a list of names. Rubrics come as a list, or as an object of
-rubric id -> rubric (the released shape), or as JSON text of either; a rubric id given twice in one
-JSON text is refused, as is a task id given twice in one file.
+A rubric is ``{description, weight: 1..5 (an integer, ``4.0`` or the text ``"5"``), critical?, category?}``:
+``critical`` is true/false or the released "yes"/"no"; ``category`` a name or a list of names. Rubrics come as
+a list, or as an object of rubric id -> rubric (the released shape), or as JSON text of either; a rubric id
+given twice in one JSON text is refused, as is a task id given twice in one file.
 
 Which rubrics are critical depends on the profile (engine.evaluators.vtb_scoring): weight >= 4 as
 published, the task's own flag first in the strict profile.

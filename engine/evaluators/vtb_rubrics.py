@@ -125,7 +125,8 @@ def scripted_verdict(payload: Mapping[str, Any], strict: bool = False) -> str:
     else:
         met = bool(answer.strip())
         why = "the answer is given" if met else "there is no answer"
-    return '{"explanation": "%s", "judge_result": "%s"}' % (why.replace('"', "'"), MET if met else NOT_MET)
+    explanation = why.replace('"', "'")
+    return f'{{"explanation": "{explanation}", "judge_result": "{MET if met else NOT_MET}"}}'
 
 
 def scripted_answer(payload: dict[str, Any], bias: float) -> str:

@@ -183,7 +183,8 @@ def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any
                             **({"judges": [{"name": s.name, **{k: s.identity[k] for k in ("provider", "model")}}
                                            for s in specs]} if specs else {}),
                             **{k: v for k, v in options.items() if k not in FILE_OPTIONS},
-                            "attempts": stage.attempts, **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
+                            "attempts": stage.attempts,
+                            **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
     if "catalogue" in stage.judged.reads:
         meta["catalogue"] = stage.catalogue.source if stage.catalogue is not None else None
     count = judge.task_count(stage.gt.path) if stage.gt is not None else None
@@ -272,7 +273,8 @@ def merge_parts(judged: Evaluator, merged: Path, parts_dir: Path, shard: Shard, 
 
 async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
                           gt: TrajectoryFile | None, output: Path,
-                          lost: Mapping[str, tuple[str, str]] | None = None, catalogues: Catalogues | None = None) -> int:
+                          lost: Mapping[str, tuple[str, str]] | None = None,
+                          catalogues: Catalogues | None = None) -> int:
     """Ask an evaluator about the tasks not yet in `output` (`task_order`, less the tasks `lost` to the
     infrastructure, named in the file's meta: a rerun of the rollout retries them), its verdict store
     writing the file after each; 0 when every task has a complete entry, else 1."""
@@ -355,6 +357,6 @@ def run_one(cfg: Mapping[str, Any], catalogues: Catalogues | None = None) -> int
                 raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
             gt = gt or read_trajectories(data["gt"])
         output = evaluator_output(cfg, judged, predictions)
-        status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, gt if "reference" in judged.reads else None,
-                                                         output, lost, catalogues)))
+        reference = gt if "reference" in judged.reads else None
+        status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, reference, output, lost, catalogues)))
     return status

@@ -74,7 +74,8 @@ class HalfJudge(Judge):
 
 
 HALF = Evaluator(name="half", reads=frozenset({"prediction"}), suffix="half", judge=HalfJudge(),
-                 metrics=(Metric("half", "Half", "half", ("reference", "paper"), "judged_mean", False, False, 0.0, 1.0),))
+                 metrics=(Metric("half", "Half", "half", ("reference", "paper"), "judged_mean", False, False,
+                                 0.0, 1.0),))
 
 
 def test_a_verdict_with_an_error_is_a_failure_the_rerun_asks_again(tmp_path):
