@@ -24,9 +24,9 @@ Beside them, `library` is sentence-transformers' own `encode` (batch_size=32) of
 baseline the engine's torch path is held to: `torch / library` above 1 means the engine is slower.
 
 --texts FILE encodes other texts instead (timing only, no golden scoring): a JSON list of strings, or
-a tool catalogue (a list of objects with `name` and `description`, as a rollout's `catalogue.json`
-or `servers.py check --json` lists them), each tool as the rollout's retrieval exposure embeds it,
-"name: description". For example, the tool catalogue of a servers config under contention:
+a tool catalogue (objects with `name` and `description`, alone or under `tools` as in the
+`catalogue.json` a record-mode rollout keeps in its cache), each tool as the rollout's retrieval
+exposure embeds it, "name: description". For example, a run's tool catalogue under contention:
 
     python scripts/bench_encoder_backends.py --texts catalogue.json --busy 2 --rounds 5
 

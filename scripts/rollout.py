@@ -5,12 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.apps.interrupt import interrupted
+from engine.apps.interrupt import run_app
 
-try:  # Ctrl-C while the app loads ends as later: one line, status 130
-    from rollout.cli import main
-except KeyboardInterrupt as exc:
-    sys.exit(interrupted(exc))
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # Ctrl-C while the app loads ends as later: one line, status 130
+    run_app("rollout.cli")

@@ -120,9 +120,41 @@ def test_sigint_while_the_viewer_serves(tmp_path: Path) -> None:
     assert (run / "viewer" / "index.html").is_file()
 
 
-def test_sigint_while_an_app_loads(tmp_path: Path) -> None:
-    """Ctrl-C while the report app still imports its modules (-X importtime names each as it is loaded)."""
-    _, err = _interrupt_when(["-X", "importtime", str(ROOT / "scripts" / "report.py"), str(tmp_path)], tmp_path,
-                             lambda line: line.rstrip().endswith("| engine.apps.interrupt"), stream="stderr")
+CONSOLE_SCRIPT = ("import sys; from engine.apps.interrupt import report; sys.argv[0] = 'm3bench-report'; "
+                  "sys.exit(report())")
+"""What the installed `m3bench-report` runs (pip's console-script wrapper of its entry point)."""
+
+
+@pytest.mark.parametrize("how", ["script", "console script"])
+def test_sigint_while_an_app_loads(tmp_path: Path, how: str) -> None:
+    """Ctrl-C while the report app still imports its modules (-X importtime names each as it is loaded: Hydra
+    is among the app's, loaded after the guard's), run as scripts/report.py or as the installed `m3bench-report`."""
+    start = [str(ROOT / "scripts" / "report.py")] if how == "script" else ["-c", CONSOLE_SCRIPT]
+    _, err = _interrupt_when(["-X", "importtime", *start, str(tmp_path)], tmp_path,
+                             lambda line: line.split("|")[-1].strip() == "hydra._internal", stream="stderr")
     assert [line for line in err.splitlines() if not line.startswith("import time:")] == \
         ["interrupted (Ctrl-C): the run stopped before its outputs were written"], err[-3000:]
+
+
+def test_every_console_script_starts_its_app_through_the_interrupt_guard() -> None:
+    """Each `m3bench-*` entry point is a function of engine.apps.interrupt (standard library only) that runs
+    an app module's `main`, so Ctrl-C while that module loads is one line there too."""
+    import importlib
+
+    from engine.apps import interrupt
+
+    table = (ROOT / "pyproject.toml").read_text().split("[project.scripts]\n", 1)[1].split("\n\n", 1)[0]
+    scripts = dict(re.findall(r'^([\w-]+) = "([\w.:]+)"$', table, re.M))
+    assert len(scripts) == 7
+    for command, target in scripts.items():
+        module, name = target.split(":")
+        assert module == "engine.apps.interrupt" and command == f"m3bench-{name}", target
+        assert callable(getattr(interrupt, name)), target
+    apps = re.findall(r'run_app\("([\w.]+)"\)', (ROOT / "engine" / "apps" / "interrupt.py").read_text())
+    assert len(apps) == 7
+    for app in apps:
+        assert callable(importlib.import_module(app).main), app
+    stdlib = {"__future__", "importlib", "sys"}
+    source = (ROOT / "engine" / "apps" / "interrupt.py").read_text()
+    imported = set(re.findall(r"^(?:from|import) ([\w.]+)", source, re.M))
+    assert imported <= stdlib, imported

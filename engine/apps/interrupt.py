@@ -1,11 +1,12 @@
 """Ctrl-C in an app: one line on stderr and exit status 130, whenever it comes.
 
-This module imports the standard library only, so a script (scripts/*.py) imports it before the app's
-own modules and covers a Ctrl-C while they load as well.
+This module imports the standard library only, so the scripts (scripts/*.py) and the console scripts
+(`m3bench-*`) start every app through `run_app`, which covers a Ctrl-C while the app's modules load.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 INTERRUPTED = 130
@@ -18,3 +19,48 @@ def interrupted(exc: KeyboardInterrupt) -> int:
     print(f"interrupted: {exc}" if str(exc) else
           "interrupted (Ctrl-C): the run stopped before its outputs were written", file=sys.stderr)
     return INTERRUPTED
+
+
+def run_app(module: str) -> None:
+    """Import an app's module and run its `main`; a Ctrl-C while the module loads ends as one later
+    would: one line, status 130."""
+    try:
+        main = importlib.import_module(module).main
+    except KeyboardInterrupt as exc:
+        sys.exit(interrupted(exc))
+    main()
+
+
+def score() -> None:
+    """`m3bench-score`."""
+    run_app("engine.apps.score")
+
+
+def report() -> None:
+    """`m3bench-report`."""
+    run_app("engine.apps.report")
+
+
+def view() -> None:
+    """`m3bench-view`."""
+    run_app("engine.apps.view")
+
+
+def calibrate() -> None:
+    """`m3bench-calibrate`."""
+    run_app("engine.apps.calibrate")
+
+
+def rollout() -> None:
+    """`m3bench-rollout`."""
+    run_app("rollout.cli")
+
+
+def judge() -> None:
+    """`m3bench-judge`."""
+    run_app("rollout.judges.cli")
+
+
+def servers() -> None:
+    """`m3bench-servers`."""
+    run_app("rollout.servers_command")
