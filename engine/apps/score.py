@@ -218,6 +218,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     _check_one_source(cfg)
     named = named_settings(cfg)
     demo_models: dict[str, Path] = {}
+    gt: Path | list[Path] | None
     if cfg.data.name == "demo" or not named:
         if cfg.data.name == "demo" and (cfg.data.get("gt") or cfg.data.get("references")):
             key = "data.references" if cfg.data.get("references") else "data.gt"
@@ -236,7 +237,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     n = trial_count(trials_cfg)
     explicit = {e.option: cfg.model.get(e.option) for e in evaluators() if cfg.model.get(e.option)}
     if trials_cfg.get("predictions"):
-        files = [Path(p) for p in trials_cfg.predictions]
+        files = [Path(p) for p in trials_cfg["predictions"]]
         check_distinct(files)
         _only_one_file(explicit, "trials.predictions")
         return _trial_inputs(gt, [(cfg.model.get("name") or model_name(files[0]), files)], "trials.predictions")
