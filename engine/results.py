@@ -65,7 +65,7 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
     weak: list[dict] = []
     unmatched: list[dict] = []
     names = scores.names
-    several = t.several_references
+    sample_ref = t.sample_ref if t.several_references else None  # each sample's reference, with several
     for s in samples.tolist():
         task = t.sample_task[s]
         gt_task = t.gt_tasks[task]
@@ -108,8 +108,8 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
         entry = {"id": tid, "total_gt_calls": int(scores.n_gt[s]), "total_pred_calls": int(scores.n_pred[s]),
                  "matched": int(scores.matched[s])}
         entry.update({name: float(scores.values[name][s]) for name in names})
-        if several:
-            entry["reference"] = int(t.sample_ref[s])
+        if sample_ref is not None:
+            entry["reference"] = int(sample_ref[s])
         entry["details"] = {
             "unmatched_gt_indices": [i for i in range(len(gt_calls)) if i not in matched_gt],
             "unmatched_pred_indices": [i for i in range(len(pred_calls)) if i not in matched_pred],
