@@ -148,8 +148,8 @@ class EmbeddingCache:
         try:
             with FileLock(str(self.directory / ".merge.lock"), timeout=0):
                 shards = self._shards()
-                parts = [(s, self._read_shard(s)) for s in shards]
-                parts = [(s, p) for s, p in parts if p is not None]
+                read = [(s, self._read_shard(s)) for s in shards]
+                parts = [(s, p) for s, p in read if p is not None]
                 if len(parts) < 2:
                     return
                 keys = np.concatenate([p[0] for _, p in parts])

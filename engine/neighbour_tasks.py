@@ -240,9 +240,9 @@ def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
     inputs = {(path.parent / name).resolve() for path, items in parsed.items() for obj in items
               for name in (obj.get("input_files") if isinstance(obj.get("input_files"), list) else [])
               if isinstance(name, str)}
-    for path, exc in broken.items():
+    for path, error in broken.items():
         if path.resolve() not in inputs:
-            log.warning("%s (not read as a task file; any task it holds is left out)", exc)
+            log.warning("%s (not read as a task file; any task it holds is left out)", error)
     out: dict[str, dict[str, Any]] = {}
     for path, items in parsed.items():
         if path.resolve() in inputs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,7 +123,7 @@ def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.dev
     return embed_distinct(tables.texts, encoder, settings.cache_dir)
 
 
-def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path], settings: ScoreSettings,
+def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: Sequence[str | Path], settings: ScoreSettings,
                   timer: StageTimer | None = None) -> PreparedSweep:
     """Load, serialize and embed every file, and build all candidate pairs with their similarities.
 
@@ -136,7 +136,7 @@ def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path]
         many = settings.progress and len(pred_paths) > 4
         # tasks lost to the infrastructure are reported apart, not scored (a rerun retries them)
         preds = [scorable(read_trajectories(p, lenient=True, parse_strings=settings.parse_string_arguments))
-                 for p in progress_bar(pred_paths, "load", many)]
+                 for p in progress_bar(list(pred_paths), "load", many)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile, alternatives)
     with timer.stage("embed"):
@@ -183,14 +183,15 @@ def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
     return dirs
 
 
-def load_sweep_joined(result: SweepScores, judges: list[JoinedFiles | None] | None = None) -> list[Joined | None]:
+def load_sweep_joined(result: SweepScores, judges: Sequence[JoinedFiles | None] | None = None
+                      ) -> list[Joined | None]:
     """Each prediction file's joined values: its evaluator files (`judges`, None for none) and the
     evaluators that compute theirs from the predictions."""
     return [load_joined(files, pred) for files, pred in zip(judges or [None] * len(result.preds), result.preds)]
 
 
-def write_sweep(result: SweepScores, dirs: list[Path], names: list[str | None] | None = None,
-                judges: list[JoinedFiles | None] | None = None,
+def write_sweep(result: SweepScores, dirs: list[Path], names: Sequence[str | None] | None = None,
+                judges: Sequence[JoinedFiles | None] | None = None,
                 joined: list[Joined | None] | None = None) -> list[dict]:
     """Write each prediction file's outputs into its folder; returns the aggregates.
 

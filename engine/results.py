@@ -13,6 +13,7 @@ from engine.contract import atomic_write_csv, atomic_write_json, strict_value
 from engine.judge_results import Joined, joined_aggregate
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
+from kernels.structure import step_matrices
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
     weak: list[dict] = []
     unmatched: list[dict] = []
     names = scores.names
-    several = t.several_references
+    sample_ref = t.sample_ref if t.several_references else None  # each sample's reference, with several
     for s in samples.tolist():
         task = t.sample_task[s]
         gt_task = t.gt_tasks[task]
@@ -82,13 +83,7 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
         gt_calls = gt_task.calls
         pred_calls = pred_task.calls
         n_gt_steps, n_pred_steps = len(gt_task.steps), len(pred_task.steps)
-        w = np.zeros((n_gt_steps, n_pred_steps), dtype=np.float32)
-        np.add.at(w, (g_step, p_step), sims)
-        primary = [int(np.argmax(row)) if (row != 0).any() else None for row in w]
-        frag = []
-        for g in range(n_gt_steps):
-            k = int(np.count_nonzero(np.bincount(p_step[g_step == g], minlength=1)))
-            frag.append((k - 1) / k if k > 1 else 0.0)
+        steps = step_matrices(g_step, p_step, sims, n_gt_steps, n_pred_steps)
         matched_gt = set(g_idx.tolist())
         matched_pred = set(p_idx.tolist())
         matches = []
@@ -108,13 +103,13 @@ def per_id_records(view: SampleView, scores: TaskScores, samples: np.ndarray,
         entry = {"id": tid, "total_gt_calls": int(scores.n_gt[s]), "total_pred_calls": int(scores.n_pred[s]),
                  "matched": int(scores.matched[s])}
         entry.update({name: float(scores.values[name][s]) for name in names})
-        if several:
-            entry["reference"] = int(t.sample_ref[s])
+        if sample_ref is not None:
+            entry["reference"] = int(sample_ref[s])
         entry["details"] = {
             "unmatched_gt_indices": [i for i in range(len(gt_calls)) if i not in matched_gt],
             "unmatched_pred_indices": [i for i in range(len(pred_calls)) if i not in matched_pred],
-            "matches": matches, "W": w.tolist(), "primary_pred_for_gt": primary,
-            "per_step_fragmentation": frag}
+            "matches": matches, "W": steps.weights.tolist(), "primary_pred_for_gt": steps.primary,
+            "per_step_fragmentation": steps.fragmentation}
         per_id.append(entry)
     return per_id, strong, weak, unmatched
 

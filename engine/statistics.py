@@ -13,6 +13,7 @@ Score of a resample is the mean of its components' resampled values.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -55,11 +56,11 @@ class StatsSettings:
         for key, value in (("level", self.level), ("power", self.power)):
             if not 0.0 < value < 1.0:
                 raise ConfigError(f"stats.{key}={value}: must lie strictly between 0 and 1")
-        for key, value, choices in (("cluster", self.cluster, CLUSTERINGS), ("method", self.method, METHODS),
-                                    ("correction", self.correction, CORRECTIONS),
-                                    ("scheme", self.scheme, bs.SCHEMES)):
-            if value not in choices:
-                raise ConfigError(f"stats.{key}={value!r}: expected one of {', '.join(choices)}")
+        for key, choice, choices in (("cluster", self.cluster, CLUSTERINGS), ("method", self.method, METHODS),
+                                     ("correction", self.correction, CORRECTIONS),
+                                     ("scheme", self.scheme, bs.SCHEMES)):
+            if choice not in choices:
+                raise ConfigError(f"stats.{key}={choice!r}: expected one of {', '.join(choices)}")
         return self
 
 
@@ -141,8 +142,7 @@ def neighbour_parts(ids: list[str], judged: dict[str, dict[str, Any]], scored: i
                                ("success_rate", calls - (flagged - valid), calls),
                                ("success_rate_flagged", valid, flagged), ("volume", calls, one)):
             out[f"{TOOL_USE}.{name}"] = num, den
-    scores = np.array([float(v.get("answer_success")) if v.get("answer_success") is not None else 0.0
-                       for v in values])
+    scores = np.array([0.0 if (success := v.get("answer_success")) is None else float(success) for v in values])
     judged_answer = np.array(["answer_level" in v and v.get("answer_success") is not None for v in values])
     if judged_answer.any():
         for level in LEVELS:
@@ -161,7 +161,7 @@ def neighbour_parts(ids: list[str], judged: dict[str, dict[str, Any]], scored: i
 
 def model_units(name: str, ids: list[str], clusters: list[str], parts: dict[str, tuple[np.ndarray, np.ndarray]],
                 judged: dict[str, dict[str, Any]], published: dict[str, Any], profile: str,
-                extra: list[tuple[str, str]] = ()) -> ModelUnits:
+                extra: Sequence[tuple[str, str]] = ()) -> ModelUnits:
     """One model's units: alignment `parts` (alignment_parts) and the joined values per id (`judged`: id ->
     {key: value}); a judged key counts where the id has it (denominator 1), nowhere else; the neighbour
     aggregates by neighbour_parts. extra: (id, cluster) of the tasks that only the evaluators judging every
@@ -267,9 +267,9 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
     if not models:
         raise ValueError("no model to compute statistics for")
     cluster_names: dict[str, str] = {}
-    for m in models:
-        for i, c in zip(m.ids, m.clusters):
-            cluster_names.setdefault(i, c if settings.cluster == "family" else i)
+    for unit in models:
+        for ident, cluster in zip(unit.ids, unit.clusters):
+            cluster_names.setdefault(ident, cluster if settings.cluster == "family" else ident)
     names = sorted(set(cluster_names.values()))
     position = {c: j for j, c in enumerate(names)}
     cluster_of = {i: position[c] for i, c in cluster_names.items()}
@@ -338,17 +338,18 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
 
     alpha = 1 - settings.level
     z_power = float(bs._normal().icdf(torch.tensor(settings.power, dtype=torch.float64)))
-    low, high, se, left_out = (t.cpu().tolist() for t in (low, high, se, left_out))
-    rank_low, rank_high, point_rank = (t.cpu().tolist() for t in (rank_low, rank_high, point_rank))
+    lows, highs, ses, left_outs = (t.cpu().tolist() for t in (low, high, se, left_out))
+    rank_lows, rank_highs, point_ranks = (t.cpu().tolist() for t in (rank_low, rank_high, point_rank))
     out_models: dict[str, Any] = {}
     for i, unit in enumerate(models):
         metrics = {}
         for key, q in key_index.items():
             if key not in unit.published:
                 continue
-            metrics[key] = {"value": unit.published[key], "low": _clean(low[i][q]), "high": _clean(high[i][q]),
-                            "se": _clean(se[i][q]), "rank": int(point_rank[q][i]), "rank_low": _rank(rank_low[q][i]),
-                            "rank_high": _rank(rank_high[q][i]), "resamples_left_out": int(left_out[i][q])}
+            metrics[key] = {"value": unit.published[key], "low": _clean(lows[i][q]), "high": _clean(highs[i][q]),
+                            "se": _clean(ses[i][q]), "rank": int(point_ranks[q][i]),
+                            "rank_low": _rank(rank_lows[q][i]), "rank_high": _rank(rank_highs[q][i]),
+                            "resamples_left_out": int(left_outs[i][q])}
         record: dict[str, Any] = {"ids": len(unit.ids), "clusters": len({cluster_of[x] for x in unit.ids}),
                                   "metrics": metrics}
         if AVERAGE_KEY in metrics:
@@ -359,21 +360,22 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
         # the test's critical value: z_{1-alpha/2}, or the expanded interval's sqrt(C/(C-1)) t_{C-1}
         crit = -bs._normal().icdf(bs.interval_levels(settings.level, dclusters if settings.correction == "expanded"
                                                      else None)[0]).expand(npairs * k1).reshape(npairs, k1)
-        dpoint, dlow, dhigh, p, p_holm, win, dse, crit = (
+        dpoints, dlows, dhighs, ps, p_holms, wins, dses, crits = (
             t.cpu().reshape(npairs, k1).tolist() for t in (dpoint, dlow, dhigh, p, p_holm, win, dse, crit))
-    for j, (a, bb, _, _, shared) in enumerate(pairs):
+    for j, (a, bb, _, _, n_shared) in enumerate(pairs):
         metrics = {}
         for key, q in key_index.items():
             if key not in models[a].published or key not in models[bb].published:
                 continue
-            d, sd = dpoint[j][q], dse[j][q]
-            mde = (crit[j][q] + z_power) * sd if not math.isnan(sd) else math.nan
-            metrics[key] = {"difference": _clean(d), "low": _clean(dlow[j][q]), "high": _clean(dhigh[j][q]),
-                            "p": float(p[j][q]), "p_holm": float(p_holm[j][q]), "win_probability": float(win[j][q]),
+            d, sd = dpoints[j][q], dses[j][q]
+            mde = (crits[j][q] + z_power) * sd if not math.isnan(sd) else math.nan
+            metrics[key] = {"difference": _clean(d), "low": _clean(dlows[j][q]), "high": _clean(dhighs[j][q]),
+                            "p": float(ps[j][q]), "p_holm": float(p_holms[j][q]),
+                            "win_probability": float(wins[j][q]),
                             "se": _clean(sd), "mde": _clean(mde),
                             "clusters_needed": (None if d == 0 or math.isnan(mde) or math.isnan(d)
                                                 else math.ceil(c * (mde / abs(d)) ** 2))}
-        out_pairs.append({"a": models[a].name, "b": models[bb].name, "ids": shared, "metrics": metrics})
+        out_pairs.append({"a": models[a].name, "b": models[bb].name, "ids": n_shared, "metrics": metrics})
     tied, adjacent = _tied_and_adjacent(models, out_pairs, key_index, alpha)
     if settings.shared_rank:
         _shared_ranks(models, out_models, out_pairs, key_index, alpha)
@@ -447,7 +449,7 @@ def threshold_robustness(document: dict[str, Any], default: tuple[float, float],
     does not. Every point uses the same resamples (the settings' seed over the same clusters)."""
     keys = list(document["metrics"])
     at_points = []
-    out_points = []
+    out_points: list[dict[str, Any]] = []
     for (tau_weak, tau_strong), units in points:
         doc = bootstrap_stats(units, settings, device)
         at_points.append(((tau_weak, tau_strong), doc))
@@ -465,6 +467,7 @@ def threshold_robustness(document: dict[str, Any], default: tuple[float, float],
         metrics = {}
         for key in record["metrics"]:
             expected = _conclusion(document, a, b, key)
+            assert expected is not None, "a pair of the document has its own conclusion"
             changed = [[w, s] for (w, s), doc in at_points if _conclusion(doc, a, b, key) != expected]
             better, significant = expected
             metrics[key] = {"better": better, "significant": significant, "holds": not changed, "changed_at": changed}

@@ -45,6 +45,8 @@ from engine.trial_conventions import conventions_of, peer_blocks, threshold_note
 from engine.trial_estimators import ESTIMATORS, rate
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from engine.pipeline import SweepScores
 
 log = logging.getLogger(__name__)
@@ -341,7 +343,7 @@ def trials_document(task_ids: Sequence[str], trials: Sequence[Trial], rule: Succ
             "per_task": task_spread(trials, keys)}
 
 
-def scored_values(task_ids: Sequence[str], sample_task: Sequence[int], values: Mapping[str, Sequence[float]],
+def scored_values(task_ids: Sequence[str], sample_task: np.ndarray, values: Mapping[str, np.ndarray],
                   samples: Sequence[int], joined: Mapping[str, Mapping[str, Any]] | None = None
                   ) -> dict[str, dict[str, Any]]:
     """id -> the per-task values of one trial: its alignment metrics (values[key][sample]) and the
@@ -367,7 +369,7 @@ def trial_items(result: SweepScores, paths: Sequence[Path], position: Mapping[Pa
             items.append(Trial(Path(trial), None, {}))
             continue
         values = scored_values(tables.task_ids, tables.sample_task, scores.values,
-                               result.samples_of(f).tolist(), joined[f].per_id if joined[f] else None)
+                               result.samples_of(f).tolist(), None if (found := joined[f]) is None else found.per_id)
         source = next((path for name, path in judges[f].files.items()
                        if rule.field in (*(m.key for m in evaluator(name).metrics), *evaluator(name).columns)),
                       Path(trial))

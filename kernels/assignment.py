@@ -57,9 +57,11 @@ def scipy_linear_sum_assignment() -> Callable[[np.ndarray], tuple[np.ndarray, np
             if path.is_file():
                 name = "scipy.optimize._lsap"
                 loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+                spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+                if spec is None:
+                    break  # no module there: the public import below
                 try:
-                    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
-                        name, path, loader=loader))
+                    module = importlib.util.module_from_spec(spec)
                     loader.exec_module(module)
                     return module.linear_sum_assignment
                 except (ImportError, AttributeError, OSError):
@@ -196,6 +198,8 @@ def _solve_host_groups(cost: torch.Tensor, plan: AssignmentPlan) -> np.ndarray:
 def _solve_device_group(cost: torch.Tensor, g: ShapeGroup) -> torch.Tensor:
     """Chosen pair (-1 for none) of each row of each bucket of a device-solved group, in one batch."""
     starts = g.device_starts
+    if starts is None:
+        raise ValueError(f"a {g.rows} x {g.cols} group planned for the host cannot be solved on the device")
     offsets = starts[:, None] + torch.arange(g.rows * g.cols, device=cost.device)
     assigned = _device_assignment(cost[offsets].view(-1, g.rows, g.cols))
     row = torch.arange(g.rows, device=cost.device)

@@ -6,12 +6,19 @@ similarities (float32) per (GT step, predicted step). Inactive steps add nothing
 any structural metric, so the compressed blocks give the same values as full ones
 while their size stays bounded by the matches. Blocks of all samples are laid out
 back to back (row-major), and every metric is a segment reduction over them.
+
+`step_matrices` computes C and W of one sample on the host, over all its steps, in match order:
+the published per-id details (engine.results: ``W``, ``per_step_fragmentation``) come from it, and
+it is the reference the kernel is tested against (tests/test_step_matrices.py). The kernel sums W
+with float32 scatter-adds, whose order on CUDA is not fixed, so its blocks may differ from the
+host's W in the last bits; they feed only the merge entropy, never a published W.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from kernels.segment import exclusive_cumsum, expand_segments, segment_count, segment_cumsum, segment_sum
@@ -26,6 +33,35 @@ class StepStructure:
     comparable: torch.Tensor        # int64: pairs whose GT steps and predicted steps both differ
     same_gt_step_sq: torch.Tensor   # int64: sum over GT steps of m_g^2
     merge_entropy: torch.Tensor     # normalized column entropy of W (0 when <= 1 active row)
+
+
+@dataclass(frozen=True)
+class StepMatrices:
+    """One sample's step matrices over all its steps (GT steps x predicted steps)."""
+
+    counts: np.ndarray   # int64: C, the matches of each pair of steps
+    weights: np.ndarray  # float32: W, their similarities summed in match order
+
+    @property
+    def fragmentation(self) -> list[float]:
+        """Per GT step (k - 1) / k, k the predicted steps its matches fall in (0.0 for k <= 1); step
+        coherence counts each of the step's matches with weight 1 - fragmentation = 1 / k."""
+        return [(k - 1) / k if k > 1 else 0.0 for k in np.count_nonzero(self.counts, axis=1).tolist()]
+
+    @property
+    def primary(self) -> list[int | None]:
+        """Per GT step the predicted step holding most of its W (the first on a tie; None for none)."""
+        return [int(np.argmax(row)) if (row != 0).any() else None for row in self.weights]
+
+
+def step_matrices(gt_step: np.ndarray, pred_step: np.ndarray, similarity: np.ndarray, gt_steps: int,
+                  pred_steps: int) -> StepMatrices:
+    """C and W of one sample's matches (their GT step, predicted step and similarity), on the host."""
+    counts = np.zeros((gt_steps, pred_steps), dtype=np.int64)
+    np.add.at(counts, (gt_step, pred_step), 1)
+    weights = np.zeros((gt_steps, pred_steps), dtype=np.float32)
+    np.add.at(weights, (gt_step, pred_step), similarity)
+    return StepMatrices(counts, weights)
 
 
 def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int, width: int):

@@ -102,7 +102,7 @@ class PlanPolicy:
     @staticmethod
     def _summary(users: list[str]) -> dict[str, Any]:
         """The curated run's own successful calls, one step per run step."""
-        steps = []
+        steps: list[dict[str, Any]] = []
         for line in users[0].splitlines():
             if line.startswith("step ") and " call " in line and "(FAILED)" not in line:
                 head, _, rest = line.partition(": ")

@@ -101,7 +101,7 @@ def batched(encoder, run: Callable[[dict], np.ndarray]) -> Backend:
             if out is None:
                 out = np.empty((len(texts), vec.shape[1]), dtype=np.float32)
             out[rows] = vec
-        return out
+        return out if out is not None else np.empty((0, 0), dtype=np.float32)
 
     return encode
 
@@ -194,17 +194,16 @@ def phase(runs: dict[str, Backend], texts: list[str], rounds: int, busy: int, bu
         for p in spinners:
             p.kill()
             p.wait()
-    summary = {"busy": busy, "load_before": load_before, "load_after": load_after, "seconds": times,
-               "min": {n: min(t) for n, t in times.items()},
-               "median": {n: statistics.median(t) for n, t in times.items()}}
-    summary["torch_over"] = {n: {"min": summary["min"]["torch"] / summary["min"][n],
-                                 "median": summary["median"]["torch"] / summary["median"][n]}
-                             for n in times if n != "torch"}
-    for n, r in summary["torch_over"].items():
+    least = {n: min(t) for n, t in times.items()}
+    median = {n: statistics.median(t) for n, t in times.items()}
+    torch_over = {n: {"min": least["torch"] / least[n], "median": median["torch"] / median[n]}
+                  for n in times if n != "torch"}
+    for n, r in torch_over.items():
         print(f"  torch / {n}: {r['min']:.3f} (min), {r['median']:.3f} (median); "
-              f"{n} min {summary['min'][n]:.3f} s, torch min {summary['min']['torch']:.3f} s")
+              f"{n} min {least[n]:.3f} s, torch min {least['torch']:.3f} s")
     print(f"  load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}", flush=True)
-    return summary
+    return {"busy": busy, "load_before": load_before, "load_after": load_after, "seconds": times,
+            "min": least, "median": median, "torch_over": torch_over}
 
 
 def main() -> int:

@@ -117,6 +117,7 @@ def main() -> None:
         server = subprocess.Popen([sys.executable, "-m", "rollout.judges.scripted"], cwd=ROOT, text=True,
                                   stdout=subprocess.PIPE)
         try:
+            assert server.stdout is not None, "started with stdout=PIPE"
             base_url = server.stdout.readline().strip()
             conf = pool_config(d, base_url, args.judges)
             overrides = [f"predictions={preds[0]}", f"data.gt={gt}", "stage=judge", f"cache_dir={d / 'cache'}",

@@ -117,6 +117,7 @@ def main() -> None:
     model = subprocess.Popen([sys.executable, "-m", "rollout.scripted", "--plans", str(plans_file)], cwd=ROOT,
                              stdout=subprocess.PIPE, text=True)
     try:
+        assert model.stdout is not None, "started with stdout=PIPE"
         base_url = model.stdout.readline().strip()
         timings = Timings()
         timings.install()

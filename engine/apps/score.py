@@ -204,6 +204,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         check_name(cfg.model.name, "model.name")
     _check_one_source(cfg)
     demo_models: dict[str, Path] = {}
+    gt: Path | list[Path] | None
     if cfg.data.name == "demo":
         if cfg.data.get("gt") or cfg.data.get("references"):
             key = "data.references" if cfg.data.get("references") else "data.gt"
@@ -221,7 +222,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     n = trial_count(trials_cfg)
     explicit = {e.option: cfg.model.get(e.option) for e in evaluators() if cfg.model.get(e.option)}
     if trials_cfg.get("predictions"):
-        files = [Path(p) for p in trials_cfg.predictions]
+        files = [Path(p) for p in trials_cfg["predictions"]]
         check_distinct(files)
         _only_one_file(explicit, "trials.predictions")
         return _trial_inputs(gt, [(cfg.model.get("name") or model_name(files[0]), files)], "trials.predictions")

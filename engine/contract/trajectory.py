@@ -176,9 +176,12 @@ def not_made_calls(record: Mapping[str, Any]) -> int:
     """How many calls of a trajectory object were never made (`call_made`): what the rollout counts in
     the record's ``illegal_calls``, read from the calls themselves so that any record is counted."""
     steps = record.get("steps")
-    return sum(1 for step in (steps if isinstance(steps, list) else []) if isinstance(step, dict)
-               for call in (step.get("calls") if isinstance(step.get("calls"), list) else [])
-               if isinstance(call, dict) and not call_made(call))
+    count = 0
+    for step in steps if isinstance(steps, list) else []:
+        calls = step.get("calls") if isinstance(step, dict) else None
+        if isinstance(calls, list):
+            count += sum(isinstance(call, dict) and not call_made(call) for call in calls)
+    return count
 
 
 def string_object(value: Any) -> dict[str, Any] | None:

@@ -66,7 +66,8 @@ def result_settings(result: ModelResult, root: Path, cache: dict[str, str] | Non
     if "gt" in meta and meta["gt"] is None:
         reference: str = "none"
     elif isinstance(meta.get("gt"), str):
-        paths = meta.get("references") if isinstance(meta.get("references"), list) else [meta["gt"]]
+        references = meta.get("references")
+        paths = references if isinstance(references, list) else [meta["gt"]]
         reference = "+".join(_file_digest(str(p), cache) for p in paths)
     else:
         reference = UNRECORDED

@@ -68,8 +68,8 @@ def index_table(entries: list[dict[str, Any]]) -> Table:
     run's viewer site when built."""
     rows = []
     for entry in entries:
-        settings = entry.get("settings") if isinstance(entry.get("settings"), dict) else {}
-        scores = entry.get("average_score") if isinstance(entry.get("average_score"), dict) else {}
+        settings = recorded if isinstance(recorded := entry.get("settings"), dict) else {}
+        scores = averages if isinstance(averages := entry.get("average_score"), dict) else {}
         site = Path(entry["run"]) / SITE
         for model in entry.get("models") or ["–"]:
             rows.append([entry["run"], entry.get("time"), model, scores.get(model),

@@ -56,7 +56,7 @@ def mcpverse_table(results: list[ModelResult]) -> Table | None:
         value = None if r is None else r.aggregate.get(key)
         return None if value is None else 100.0 * value
 
-    rows = []
+    rows: list[list[Any]] = []
     for model, runs in cells.items():
         rows.append([model, *(percent(runs.get(g), key) for g in groups for key, _ in KEYS),
                      sum(int(r.aggregate.get("answer_judged") or 0) for r in runs.values()),

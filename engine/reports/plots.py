@@ -182,7 +182,8 @@ def tool_use_chart(table: Table, path: Path) -> Path:
     left, right = fig.subplots(1, 2, width_ratios=[2, 1])
     x = np.arange(len(models))
     width = 0.8 / len(rates)
-    for i, (label, color) in enumerate(zip(rates, colormaps["tab10"].colors)):
+    tab10 = colormaps["tab10"]
+    for i, (label, color) in enumerate(zip(rates, (tab10(j) for j in range(tab10.N)))):
         left.bar(x - 0.4 + width * (i + 0.5), [_value(v) for v in table.column(label)], width, label=label,
                  color=color)
     left.set_ylim(0.0, 1.05)

@@ -89,15 +89,15 @@ def score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: 
     labels = ["Model", *(c.label for c in columns), AVERAGE]
     if sort_by not in labels[1:]:
         raise ValueError(f"cannot sort by {sort_by!r}: expected one of {', '.join(labels[1:])}")
-    rows = []
+    rows: list[list[Any]] = []
     for name, block in entries:
         cells = [_cell(block, c) for c in columns]
         averaged = [v for v, c in zip(cells, columns) if c.in_average and v is not None]
         rows.append([name, *cells, sum(averaged) / len(averaged) if averaged else None])
     key = labels.index(sort_by)
     rows.sort(key=lambda row: (row[key] is None, -(row[key] or 0.0), row[0]))
-    averaged = [c.label for c in columns if c.in_average]
-    note = f"{AVERAGE}: mean of {', '.join(averaged)}"
+    in_average = [c.label for c in columns if c.in_average]
+    note = f"{AVERAGE}: mean of {', '.join(in_average)}"
     if not any(c.source not in CORE_SOURCES for c in columns if c.in_average):
         note += " (no judge results: the alignment metrics only)"
     return Table(columns=labels, rows=rows, title=title, note=note + ".")

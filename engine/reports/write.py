@@ -144,7 +144,8 @@ def write_comparison(run_dir: Path, out: Path, sort_by: str = AVERAGE,
     boards = []
     for group in groups:
         runs = {run_folder(r, run_dir) for r in group.results}
-        source = runs.pop() if len(runs) == 1 and None not in runs else run_dir
+        only = runs.pop() if len(runs) == 1 else None
+        source = only if only is not None else run_dir
         written += write_reports(source, out / group.digest, sort_by, group.results)
         boards.append(leaderboard_table(group.results, sort_by))
     board_columns = list(dict.fromkeys(c for board in boards for c in board.columns[1:]))

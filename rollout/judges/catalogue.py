@@ -42,7 +42,7 @@ def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | Non
 async def _from_servers(path: Path, log_dir: Path | None, start_timeout: float) -> Catalogue:
     specs = read_servers_config(path)
     async with MCPHost(specs, start_timeout=start_timeout, log_dir=log_dir) as host:
-        tools = {t.name: t.input_schema for t in host.catalogue()}
+        tools: dict[str, dict[str, Any] | None] = {t.name: t.input_schema for t in host.catalogue()}
         failures = host.failures()
     for name, reason in failures.items():
         log.warning("MCP server %s did not start (%s): its calls are not judged by the catalogue", name, reason)

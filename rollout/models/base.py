@@ -141,11 +141,10 @@ class ModelDriver:
         """One request under the total deadline; its failure classified as a `Failure`."""
         timeout = self.settings.timeout
         try:
-            async with asyncio.timeout(timeout):
-                return await self._request(messages, workspace, json_mode)
+            return await asyncio.wait_for(self._request(messages, workspace, json_mode), timeout)
         except ModelError:
             raise
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11, two before
             raise Failure(True, None, f"no complete reply within {timeout:g} s") from None
         except Exception as exc:  # boundary: classified below; permanent errors stop at once
             reason = malformed(exc)

@@ -14,7 +14,8 @@ from rollout.mcp.protocol import WORKSPACE_META_KEY
 def workspace(ctx: Context) -> Path:
     """The task workspace of the current request."""
     meta = ctx.request_context.meta or {}
-    root = meta.get(WORKSPACE_META_KEY) or os.environ.get("M3BENCH_WORKSPACE") or os.getcwd()
+    given = meta.get(WORKSPACE_META_KEY)
+    root = given if isinstance(given, str) and given else os.environ.get("M3BENCH_WORKSPACE") or os.getcwd()
     return Path(root).resolve()
 
 

@@ -138,13 +138,13 @@ def resize(input_path: str, ctx: Context, width: int | None = None, height: int 
            output_path: OutputPath = None) -> dict[str, Any]:
     """Resize an image; with only width or height given, the aspect ratio is kept."""
     img, source, _ = _open(ctx, input_path)
-    if width is None and height is None:
-        raise ToolError("give width, height or both")
     if (width is not None and not 1 <= width <= 20000) or (height is not None and not 1 <= height <= 20000):
         raise ToolError("width and height must be between 1 and 20000")
     if width is None:
+        if height is None:
+            raise ToolError("give width, height or both")
         width = max(1, round(img.width * height / img.height))
-    if height is None:
+    elif height is None:
         height = max(1, round(img.height * width / img.width))
     return _save(ctx, img.resize((width, height), Image.Resampling.LANCZOS), source, "resize", output_path)
 

@@ -11,6 +11,7 @@ import ast
 import math
 import operator
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -18,13 +19,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("math", instructions="Arithmetic and statistics on lists of numbers.", log_level="WARNING")
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS = {"sqrt": math.sqrt, "log": math.log, "log10": math.log10, "log2": math.log2, "exp": math.exp,
-              "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
-              "atan": math.atan, "abs": abs, "round": round, "floor": math.floor, "ceil": math.ceil,
-              "min": min, "max": max, "factorial": math.factorial}
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "sqrt": math.sqrt, "log": math.log, "log10": math.log10, "log2": math.log2, "exp": math.exp,
+    "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
+    "atan": math.atan, "abs": abs, "round": round, "floor": math.floor, "ceil": math.ceil,
+    "min": min, "max": max, "factorial": math.factorial}
 _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 _MAX_POWER = 10_000
 
