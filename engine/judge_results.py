@@ -172,7 +172,8 @@ def _file_aggregate(evaluator: Evaluator, path: Path) -> dict[str, Any]:
 
 def odd_counts(aggregate: Mapping[str, Any]) -> dict[str, int]:
     """The ODD_COUNTS an aggregate gives (at its top or in its ``rubrics`` block), those not zero, in order."""
-    found = {**aggregate, **(aggregate.get("rubrics") if isinstance(aggregate.get("rubrics"), Mapping) else {})}
+    rubrics = aggregate.get("rubrics")
+    found = {**aggregate, **(rubrics if isinstance(rubrics, Mapping) else {})}
     return {k: found[k] for k in ODD_COUNTS if found.get(k)}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from engine.apps import kit
+from engine.apps.compose import plain_config
 from engine.apps.shorthands import resolved_config, tasks_shorthand
 from engine.contract import InputError
 from rollout.runner import run
@@ -39,7 +40,7 @@ def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
 def run_config(cfg: DictConfig) -> int:
     """Run the configured stage(s); bad input is one line on stderr and status 2."""
     try:
-        return run(OmegaConf.to_container(cfg, resolve=True))
+        return run(plain_config(cfg))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

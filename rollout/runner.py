@@ -208,12 +208,13 @@ def merge_parts(cfg: Mapping[str, Any], count: int, tasks: list[Task], trial: in
             raise InputError(path, f"part {shard} is not a part file (an object with a records list)",
                              field="records")
         check_part(path, data.get("part"), part_settings(cfg, shard, trial), shard)
-        records = {r.get("id"): r for r in data["records"] if isinstance(r, dict)}
+        by_id = {r.get("id"): r for r in data["records"] if isinstance(r, dict)}
         wanted = [t.id for t in tasks if shard.owns(t.id) and (references is None or t.id in references)]
-        stray = sorted(str(i) for i in records if i not in set(wanted))
+        stray = sorted(str(i) for i in by_id if i not in set(wanted))
         if stray:
             raise InputError(path, f"part {shard} holds a task of no part of this split", task_id=stray[0],
                              field="id")
+        records = {i: by_id[i] for i in wanted if i in by_id}
         missing_ids(path, shard, records, wanted)
         texts.update((i, dumps_record(r)) for i, r in records.items())
     write_merged(output, list_text([texts[i] for i in sorted(texts, key=lambda i: (order[i], i))]))

@@ -300,6 +300,15 @@ def test_each_turn_is_judged_on_its_reply_and_unanswered_turns_are_dropped(tmp_p
     assert [t["answered"] for t in entry["turns"]] == [True, True] and entry["score"] == pytest.approx(10 / 14)
 
 
+def test_an_earlier_verdict_without_a_judge_name_is_judged_again() -> None:
+    """A rubric of an earlier file whose verdicts name no judge for one of them (a damaged file) makes
+    the task judged again on resume, as a missing verdict does (it was a TypeError sorting None with names)."""
+    judges = [{"name": "judge-a", "verdict": "Met", "explanation": ""}, {"verdict": "Met", "explanation": ""}]
+    entry = {"turns": [{"answered": True, "rubrics": [{"judges": judges}]}]}
+    assert not vtb.complete(entry, ["judge-a", "judge-b"])
+    assert vtb.complete({"turns": [{"answered": True, "rubrics": [{"judges": judges[:1]}]}]}, ["judge-a"])
+
+
 def test_a_failed_judge_is_not_met_as_published_and_unanswered_strictly(tmp_path: Path, chat_server) -> None:
     from rollout.models.loopback import Reply
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
@@ -33,6 +34,12 @@ def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> 
             return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
     finally:
         restore_gh_from_backup(backup)
+
+
+def plain_config(cfg: DictConfig) -> dict[str, Any]:
+    """A composed config as a plain dict, its interpolations resolved (a config root is a mapping with string
+    keys, so the dict's keys are strings)."""
+    return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
 
 
 @functools.cache

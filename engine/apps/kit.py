@@ -159,7 +159,7 @@ def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
     keys = []
     if isinstance(node, DictConfig):
         for key in node.keys():
-            path = f"{prefix}{key}"
+            path = prefix + str(key)
             keys.append(path)
             keys += _dotted_keys(node._get_node(key), f"{path}.")
     return keys
@@ -262,7 +262,7 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
         if o.key_or_group not in groups:
             continue
         values = override_values(o)
-        group_lines.append(o.input_line if not o.is_sweep_override() or not values
+        group_lines.append(_given(o) if not o.is_sweep_override() or not values
                            else f"{o.get_key_element()}={values[0]}")
     settings = [o for o in ours if o.key_or_group not in groups]
     if settings or args.multirun:
@@ -287,11 +287,17 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
     return list(argv)
 
 
+def _given(override: Override) -> str:
+    """The override's text as the command line gave it (Hydra's parser keeps it for every override)."""
+    assert override.input_line is not None, f"override of {override.key_or_group} without its text"
+    return override.input_line
+
+
 def _first_value(override: Override) -> str | None:
     """The override as one job of it would be given (a choice sweep's first value); None for a sweep
     whose values cannot be listed (a range, an interval)."""
     if not override.is_sweep_override():
-        return override.input_line
+        return _given(override)
     values = override_values(override)
     return f"{override.get_key_element()}={values[0]}" if values else None
 
@@ -324,7 +330,7 @@ def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Overr
         return CommandLineError(f"{o.input_line}: wrong type for {cause.full_key or o.key_or_group}: {reason}")
     if "An item is already at" in text:
         return CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
-                                f"{o.input_line[1:]}")
+                                f"{_given(o)[1:]}")
     base = compose_config(app, group_lines)
     if text.startswith("Could not override") and base is not None:
         new = _first_new(base, o.key_or_group)

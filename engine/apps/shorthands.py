@@ -20,9 +20,8 @@ from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
-from omegaconf import OmegaConf
 
-from engine.apps.compose import compose, config_groups
+from engine.apps.compose import compose, config_groups, plain_config
 from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, override_values
 from engine.contract import InputError, check_name
@@ -156,4 +155,4 @@ def spelt_out(app: str, argv: Sequence[str]) -> list[str]:
 def resolved_config(app: str, argv: Sequence[str] = ()) -> dict[str, Any]:
     """The resolved config the command line of app with these overrides would run with (its shorthands
     spelt out), as a plain dict."""
-    return OmegaConf.to_container(compose(app, spelt_out(app, argv)), resolve=True)  # type: ignore[return-value]
+    return plain_config(compose(app, spelt_out(app, argv)))

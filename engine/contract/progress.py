@@ -11,7 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 PROGRESS_DELAY = 2.0
 """Seconds of work before a progress bar shows: a short run shows none."""
@@ -31,7 +31,7 @@ class TaskBar:
         self._stack = ExitStack()
         self._bar: Any = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> TaskBar:
         isatty = getattr(sys.stderr, "isatty", None)
         if self.total and isatty is not None and isatty():
             from tqdm.auto import tqdm

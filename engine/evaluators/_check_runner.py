@@ -36,7 +36,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,9 @@ class CheckSettings:
     isolate: bool | None = None
 
 
-def _megabytes(options: Mapping[str, Any], key: str, default: int | None, where: str) -> int | None:
+def _megabytes(options: Mapping[str, Any], key: str, default_bytes: int | None, where: str) -> int | None:
+    """The bytes of the setting `key`, given in MiB (None: no limit), `default_bytes` when it is absent."""
+    default = None if default_bytes is None else default_bytes // 1024**2
     if options.get(key, default) is None:
         return None
     return config_int(options, key, default=default, where=f"{where}.{key}") * 1024 * 1024
@@ -134,9 +136,9 @@ def check_settings(options: Mapping[str, Any], where: str) -> CheckSettings:
     if isolate and bubblewrap()[0] is None:
         raise InputError("config", f"is true but {bubblewrap()[1]}", field=f"{where}.bubblewrap")
     output = config_int(options, "output_kb", default=Limits.output // 1024, where=f"{where}.output_kb")
-    limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory // 1024**2, where),
-                    file_size=_megabytes(options, "file_mb", Limits.file_size // 1024**2, where),
-                    disk=_megabytes(options, "disk_mb", Limits.disk // 1024**2, where))
+    limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory, where),
+                    file_size=_megabytes(options, "file_mb", Limits.file_size, where),
+                    disk=_megabytes(options, "disk_mb", Limits.disk, where))
     return CheckSettings(float(timeout), tuple(env), limits, isolate)
 
 
@@ -369,10 +371,9 @@ async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, ti
     report_cap = 4096 + len(outputs) * ((limits.result or 0) + 300)
     for r, cap, tail in ((pipes[0][0], limits.output, True), (pipes[1][0], limits.output, True),
                          (report_r, report_cap, False)):
-        capture = _Capture(cap, tail)
-        transport, _ = await loop.connect_read_pipe(lambda c=capture: c, os.fdopen(r, "rb", buffering=0))
+        pipe, capture = await loop.connect_read_pipe(partial(_Capture, cap, tail), os.fdopen(r, "rb", buffering=0))
         captures.append(capture)
-        transports.append(transport)
+        transports.append(pipe)
     stopped = False
     try:
         try:

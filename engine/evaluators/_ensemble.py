@@ -88,13 +88,14 @@ async def judge_task(pool: Any, reference: Trajectory, prediction: Trajectory, a
     outcomes = await asyncio.gather(*(judge_score(pool, spec, q, attempts) for q in questions for spec in specs),
                                     return_exceptions=True)
     failures = [o for o in outcomes if isinstance(o, BaseException)]
+    scores = [o for o in outcomes if not isinstance(o, BaseException)]
     for failure in failures:
         if not isinstance(failure, JudgeFailure):
             raise failure
     if failures:
         raise JudgeFailure("; ".join(map(str, failures)))
     n = len(specs)
-    completion, grounding = outcomes[:n], outcomes[n:]
+    completion, grounding = scores[:n], scores[n:]
     return {**_scored(specs, completion), "info_grounding": _scored(specs, grounding)}
 
 

@@ -68,6 +68,7 @@ from engine.evaluators.base import (
     Verdicts,
     file_document,
     file_entries,
+    mean,
     mean_or_none,
     pool_judge,
 )
@@ -278,14 +279,16 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
 
     answers = await asyncio.gather(*(first_answer(ctx.pool, spec, ask, ctx.attempts, read_reply)
                                      for spec in specs), return_exceptions=True)
+    got: list[tuple[float, str]] = []
     for outcome in answers:
         if isinstance(outcome, BaseException):
             raise outcome
+        got.append(outcome)
     names = [spec.identity["model"] for spec in specs]
-    scores = {name: score for name, (score, _) in zip(names, answers, strict=True)}
+    scores = {name: score for name, (score, _) in zip(names, got, strict=True)}
     score = reducer(REDUCERS[parser])(list(scores.values()))
     return {"level": level, "score": score, "judges": scores, **fetched, **({"odd_scores": odd} if odd else {}),
-            "replies": {name: reply for name, (_, reply) in zip(names, answers, strict=True)}}
+            "replies": {name: reply for name, (_, reply) in zip(names, got, strict=True)}}
 
 
 def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
@@ -326,8 +329,9 @@ def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dic
     if task is None or "level" not in task:
         return []
     score = task.get("score")
-    scores = task.get("judges") if isinstance(task.get("judges"), Mapping) else {}
-    replies = task.get("replies") if isinstance(task.get("replies"), Mapping) else {}
+    judges, replied = task.get("judges"), task.get("replies")
+    scores: Mapping[str, Any] = judges if isinstance(judges, Mapping) else {}
+    replies: Mapping[str, Any] = replied if isinstance(replied, Mapping) else {}
     reason, level = task.get("reason"), task.get("level") or "\u2013"
     return [{"title": "Answer equivalence", "id": "answer", "parts": [
         {"kind": "verdict", "label": f"level {level} \u00b7 E =",
@@ -341,13 +345,13 @@ def success_rates(levels: Mapping[str, str | None], scores: Mapping[str, float |
     """SR per level, their macro mean over the level groups present (L1, L2, L3, and any other label or
     no level, each its own group), the micro mean, and the counts, of tasks given by id -> level and
     id -> score (None: skipped)."""
-    judged = [i for i in scores if scores[i] is not None]
+    judged = {i: s for i, s in scores.items() if s is not None}
     groups: dict[str, list[float]] = {}
-    for i in judged:
-        groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(scores[i])
+    for i, s in judged.items():
+        groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(s)
     out: dict[str, Any] = {f"answer_sr_{level.lower()}": mean_or_none(groups.get(level, [])) for level in LEVELS}
-    out["answer_sr"] = mean_or_none([mean_or_none(v) for v in groups.values()])
-    out["answer_sr_micro"] = mean_or_none([scores[i] for i in judged])
+    out["answer_sr"] = mean_or_none([mean(v) for v in groups.values()])
+    out["answer_sr_micro"] = mean_or_none(list(judged.values()))
     out["answer_judged"] = len(judged)
     out["answer_skipped"] = len(scores) - len(judged)
     return out

@@ -113,7 +113,7 @@ NOT_MADE_SHOWN = "not made (illegal format)"
 """How the viewer names a call never made, beside it."""
 
 
-def display(task: dict[str, Any] | None, meta: dict[str, Any]) -> list[dict[str, Any]]:
+def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The viewer's blocks of a task: each predicted call's class beside it, the counts, the illegal format."""
     if task is None:
         return []
@@ -242,7 +242,7 @@ def entries(path: Path) -> dict[str, dict[str, Any]]:
         raise InputError(path, "must be an object of id -> " + ("reason" if not isinstance(illegal, dict)
                                                                   else "counts"),
                          field="illegal" if not isinstance(illegal, dict) else "per_id")
-    out = {str(tid): {"illegal": illegal.get(tid), "calls": []} for tid in per_id}
+    out: dict[str, dict[str, Any]] = {str(tid): {"illegal": illegal.get(tid), "calls": []} for tid in per_id}
     for i, label in enumerate(root["calls"]):
         if not isinstance(label, dict) or str(label.get("id")) not in out or \
                 label.get("label") not in (None, ILLEGAL_CALLING, *CALL_CLASSES):

@@ -104,6 +104,7 @@ def _entries_of(path: Path, root: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(entries, dict):
             raise InputError(path, "must be an object of id -> entry", field=key)
         return {str(tid): _published_entry(path, str(tid), entry) for tid, entry in entries.items()}
+    items: list[tuple[str | None, Any]]
     if isinstance(root, dict):
         items = [(str(k), v) for k, v in root.items()]
     elif isinstance(root, list):

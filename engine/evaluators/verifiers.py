@@ -234,7 +234,7 @@ def _usage(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
             "cost_usd": cost}
 
 
-async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: dict[str, Any]) -> dict[str, Any]:
+async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: Mapping[str, Any]) -> dict[str, Any]:
     if task.get("check") is None:
         return {"checks": None, "passed": None, "error": None, "reason": "no check module (skipped)"}
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
@@ -304,7 +304,8 @@ def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dic
     elif task.get("passed") is None:
         parts.append({"kind": "note", "text": reason or "not checked"})
     else:
-        checks = task.get("checks") if isinstance(task.get("checks"), list) else []
+        listed = task.get("checks")
+        checks: list[Any] = listed if isinstance(listed, list) else []
         parts += [{"kind": "badges", "items": [[str(c), bool(c)] for c in checks]},
                   {"kind": "verdict", "label": "checks", "pass": bool(task["passed"]),
                    "text": "passed" if task["passed"] else "failed", "note": reason}]

@@ -74,7 +74,7 @@ class Turn:
     rubrics: tuple[RubricItem, ...]
 
 
-def critical_of(weight: int, flag: bool | None, profile: str) -> bool:
+def critical_of(weight: float, flag: bool | None, profile: str) -> bool:
     """Published: weight >= 4 (the flag is never read); strict: the flag when given, else weight >= 4."""
     return flag if profile == "strict" and flag is not None else weight >= 4
 

@@ -195,7 +195,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     by_rubric: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for (k, j, _, _), verdict in zip(jobs, verdicts):
         by_rubric.setdefault((k, j), []).append(verdict)
-    out_turns = []
+    out_turns: list[dict[str, Any]] = []
     for k, turn in enumerate(turns):
         rubrics = []
         for j, r in enumerate(turn.rubrics):
@@ -210,8 +210,8 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     entry: dict[str, Any] = {**task_groups(inputs.task, len(turns)), "profile": profile, "turns": out_turns,
                              **({"odd_replies": {k: odd[k] for k in ODD_REPLIES if k in odd}} if odd else {})}
     values = _entry_values(inputs.task_id, entry, profile)
-    for turn, scored in zip(out_turns, values["turns"]):
-        turn.update(scored)
+    for out_turn, scored in zip(out_turns, values["turns"]):
+        out_turn.update(scored)
     return {"score": values.get("rubric_score"), "pass": None if "pass_rate" not in values else
             values["pass_rate"] == 1.0, "no_critical": values["no_critical"], "unanswered": values["unanswered"],
             "other_labels": values["other_labels"], "critical_mismatches": values["critical_mismatches"], **entry}
@@ -225,7 +225,9 @@ def complete(entry: Mapping[str, Any], judges: Sequence[str]) -> bool:
             continue
         for rubric in turn.get("rubrics") or []:
             verdicts = [v for v in rubric.get("judges") or [] if isinstance(v, Mapping)]
-            if sorted(v.get("name") for v in verdicts) != sorted(judges) or any("verdict" not in v for v in verdicts):
+            names = [name for v in verdicts if isinstance(name := v.get("name"), str)]
+            if len(names) != len(verdicts) or sorted(names) != sorted(judges) or \
+                    any("verdict" not in v for v in verdicts):
                 return False
     return bool(entry.get("turns"))
 

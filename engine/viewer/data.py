@@ -35,7 +35,7 @@ from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import intervals_table, leaderboard_table
 from engine.statistics import AVERAGE_KEY, STATS_FILE
 from engine.viewer.evaluations import evaluations_of, shown_keys, task_columns
-from engine.viewer.text import cut
+from engine.viewer.text import cut, number_or_none
 
 _COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details", "reference"})
 
@@ -115,10 +115,6 @@ def read_run(folder: Path) -> Run:
     return Run(folder, results, per_id, gt, predictions, alternatives)
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if is_number(value) else None
-
-
 def _extra_columns(results: list[ModelResult]) -> list[dict[str, Any]]:
     """Columns for aggregate keys beyond the metric table's: numbers, {mean, std} and objects of numbers."""
     columns: dict[str, dict[str, Any]] = {}
@@ -145,8 +141,9 @@ def _extra_cell(aggregate: dict[str, Any], column: dict[str, Any]) -> Any:
     for part in column["path"]:
         value = value.get(part) if isinstance(value, dict) else None
     if column.get("std"):
-        return [_number(value.get("mean")), _number(value.get("std"))] if isinstance(value, dict) else None
-    return _number(value)
+        return [number_or_none(value.get("mean")), number_or_none(value.get("std"))] if isinstance(value, dict) \
+            else None
+    return number_or_none(value)
 
 
 def board(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
@@ -157,7 +154,7 @@ def board(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
     extra = _extra_columns(run.results)
     by_name = {r.name: r for r in run.results}
     stats = read_stats(run.folder / STATS_FILE)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for row in table.rows:
         result = by_name[row[0]]
         rows.append({"model": row[0], "slug": slugs[row[0]], "cells": row[1:],
@@ -169,13 +166,14 @@ def board(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
     if stats is not None:
         key_of = {label: key for key, label in stats.get("metrics", {}).items()}
         tied = set(stats.get("tied_with_top", {}).get(AVERAGE_KEY, []))
-        for row in rows:
-            record = stats["models"].get(row["model"], {})
+        for model_row in rows:
+            record = stats["models"].get(model_row["model"], {})
             blocks = [record.get("metrics", {}).get(key_of.get(label, "")) for label in table.columns[1:]]
-            row["intervals"] = [[_number(b.get("low")), _number(b.get("high"))] if isinstance(b, dict) else None
-                                for b in blocks]
-            row["rank"] = [record.get(k) for k in ("rank", "rank_low", "rank_high")] if "rank" in record else None
-            row["tied"] = row["model"] in tied
+            model_row["intervals"] = [[number_or_none(b.get("low")), number_or_none(b.get("high"))]
+                                      if isinstance(b, dict) else None for b in blocks]
+            model_row["rank"] = [record.get(k) for k in ("rank", "rank_low", "rank_high")] if "rank" in record \
+                else None
+            model_row["tied"] = model_row["model"] in tied
         out["stats"] = intervals_table(table, stats).note
     return out
 
@@ -259,7 +257,7 @@ def not_made(result: ModelResult, record: dict[str, Any], trajectory: Trajectory
         return []
     indices = [i for i, call in enumerate(trajectory.calls) if not call.made]
     matched = {m.get("pred_call_index") for m in record["details"]["matches"] if isinstance(m, dict)}
-    wrong = sorted(matched.intersection(indices))
+    wrong = sorted(set(indices).intersection(matched))
     if wrong:
         raise InputError(result.path, f"the run matched predicted call #{wrong[0]}, which was never made (illegal "
                                       "format); it was scored before such calls were left unmatched: score it again",
@@ -297,10 +295,11 @@ def _matches(result: ModelResult, record: dict[str, Any], tau_strong: float) -> 
     for i, match in enumerate(record["details"]["matches"]):
         g, p, sim = (match.get(k) if isinstance(match, dict) else None
                      for k in ("gt_call_index", "pred_call_index", "similarity"))
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (g, p)) or not is_number(sim):
+        similarity = number_or_none(sim)
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (g, p)) or similarity is None:
             raise InputError(result.path, "a match needs call indices (integers >= 0) and a numeric similarity",
                              task_id=str(record["id"]), field=f"per_id.details.matches[{i}]")
-        out.append([g, p, float(sim), 1 if float(sim) >= tau_strong else 0])
+        out.append([g, p, similarity, 1 if similarity >= tau_strong else 0])
     return out
 
 
@@ -326,11 +325,12 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
         tid = str(record["id"])
         details = record["details"]
         trajectory = predictions.tasks.get(tid)
+        error = record_error(trajectory.raw if trajectory is not None else None)
         index, chosen, n_refs = _chosen_reference(run, result, record)
         if index is None or chosen is not None:
             _check_counts(result, record, chosen, trajectory)
         tasks[tid] = {
-            "m": [_number(record.get(k)) for k in metric_keys],
+            "m": [number_or_none(record.get(k)) for k in metric_keys],
             "n": [record.get("total_gt_calls"), record.get("total_pred_calls"), record.get("matched")],
             "steps": steps_of(trajectory),
             "errors": error_flags(trajectory),
@@ -345,11 +345,10 @@ def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
             "extra": {k: cut(v) for k, v in record.items() if k not in BY_KEY and k not in hidden},
             "final_reply": cut(trajectory.raw.get("final_reply")) if trajectory is not None and isinstance(
                 trajectory.raw.get("final_reply"), str) else None,
-            "error": [cut(v) for v in record_error(trajectory.raw)] if trajectory is not None and record_error(
-                trajectory.raw) else None,
+            "error": [cut(v) for v in error] if error else None,
         }
         order.append(tid)
-    return {"name": result.name, "tau_strong": tau_strong, "tau_weak": _number(result.meta.get("tau_weak")),
+    return {"name": result.name, "tau_strong": tau_strong, "tau_weak": number_or_none(result.meta.get("tau_weak")),
             "profile": result.meta.get("profile"), "metrics": [[k, _label(k)] for k in metric_keys],
             "blocks": shown.model, "order": order, "tasks": tasks,
             "lost": {i: [cut(v) for v in e]

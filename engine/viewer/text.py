@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.contract import is_number
+
 MAX_TEXT = 20_000
 """Longest string kept in the site's data; a longer one is cut with a note of its full length."""
 MAX_REPLY = 600
@@ -24,6 +26,11 @@ def js_literal(value: Any) -> str:
     ``<``, ``>``, ``&``, U+2028 and U+2029 written as \\u escapes (they occur only inside strings),
     so no text of the run can end the element, open a comment or start markup."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_SAFE)
+
+
+def number_or_none(value: Any) -> float | None:
+    """A finite number of a run's file as a float (engine.contract.is_number); None for anything else."""
+    return float(value) if is_number(value) else None
 
 
 def cut(value: Any) -> Any:

@@ -14,7 +14,7 @@ from engine.contract import InputError, is_number
 from engine.metricspec import BY_KEY, label_of
 from engine.reports.trials import TRIAL_ROW, conventions_table, read_trials
 from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, STATES, TRIALS_FILE, mean_std
-from engine.viewer.text import cut
+from engine.viewer.text import cut, number_or_none
 
 RATES = ("pass_at_k", "pass_hat_k", "avg_at_k")
 """The rate blocks of a trials document, shown side by side for every k."""
@@ -32,8 +32,7 @@ def _rates(path: Path, model: str, doc: dict[str, Any], n: int) -> list[dict[str
                 block = doc.get(name, {}).get(losses, {}).get(str(k)) if isinstance(doc.get(name), dict) else None
                 if not isinstance(block, dict):
                     raise InputError(path, f"missing: {name}.{losses}.{k}", field=f"models.{model}.{name}.{losses}.{k}")
-                value = block.get("value")
-                cells.append([float(value) if is_number(value) else None, block.get("tasks")])
+                cells.append([number_or_none(block.get("value")), block.get("tasks")])
             row[losses] = cells
         rows.append(row)
     return rows
@@ -118,6 +117,7 @@ def model_counts(run: Any, trials: dict[str, Any] | None) -> dict[str, int]:
     """{models, trials}: the run's models, each run over trials counted once (its trials' results are
     rows <model>_trial<i> of the run), and the trials' results among the run's results."""
     names = [r.name for r in run.results]
-    of_trials = [n for n in names if (m := TRIAL_ROW.match(n)) and m.group("model") in (trials or {})]
-    return {"models": len(set(names) - set(of_trials)) + len({TRIAL_ROW.match(n).group("model") for n in of_trials}
-                                                            - set(names)), "trials": len(of_trials)}
+    of_trials = [(n, m.group("model")) for n in names
+                 if (m := TRIAL_ROW.match(n)) and m.group("model") in (trials or {})]
+    models = len(set(names) - {n for n, _ in of_trials}) + len({model for _, model in of_trials} - set(names))
+    return {"models": models, "trials": len(of_trials)}

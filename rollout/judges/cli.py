@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from engine.apps import kit
+from engine.apps.compose import plain_config
 from engine.apps.shorthands import resolved_config
 from engine.contract import InputError, Interrupted
 from rollout.judges.run import run
@@ -40,7 +41,7 @@ def run_config(cfg: DictConfig) -> int:
     for key in OmegaConf.missing_keys(cfg):
         OmegaConf.update(cfg, key, None)
     try:
-        return run(OmegaConf.to_container(cfg, resolve=True))
+        return run(plain_config(cfg))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -187,7 +187,8 @@ def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None
 def node_install(data: dict[str, Any], rel: str, out: Derived) -> dict[str, Any] | None:
     """The install block of a Node server folder from its parsed ``package.json`` (None: nothing to install): its
     ``build:stdio`` script when it has one (the server as an MCP host runs it, over stdio), else ``build``."""
-    scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
+    listed = data.get("scripts")
+    scripts: dict[str, Any] = listed if isinstance(listed, dict) else {}
     build = next((name for name in ("build:stdio", "build") if name in scripts), None)
     if build is not None:
         out.sources.append(f"install: package.json (npm install, npm run {build})")

@@ -86,7 +86,7 @@ def parse_install(block: Any, path: Path, where: str) -> InstallSpec:
                          for r in _strings(block.get("requirements", []), path, f"{where}.requirements"))
     spec = InstallSpec(requirements,
                        python, _strings(block.get("npm", []), path, f"{where}.npm"), steps,
-                       str((path.parent / build_dir).resolve()) if steps else None)
+                       str((path.parent / build_dir).resolve()) if steps and isinstance(build_dir, str) else None)
     if not (spec.requirements or spec.npm or spec.build):
         raise InputError(path, "names nothing to install (requirements, npm or build)", field=where)
     return spec

@@ -98,8 +98,8 @@ def build_cause(output: str) -> str | None:
                  else f"node-gyp could not download node's headers ({fetch.group(1)}): no network to {host}")
     elif unreachable or _RESOLVE_FAILURE.search(output):
         cause = (unreachable or _RESOLVE_FAILURE.findall(output))[-1]
-    elif _GYP_STACK.search(output):
-        cause = f"node-gyp: {_GYP_STACK.search(output).group(1).strip()}"  # type: ignore[union-attr]
+    elif stack := _GYP_STACK.search(output):
+        cause = f"node-gyp: {stack.group(1).strip()}"
     else:
         return None
     package = _NPM_PATH.search(output)

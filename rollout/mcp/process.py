@@ -19,7 +19,7 @@ import re
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import anyio
 
@@ -99,7 +99,7 @@ class ServerProcess:
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
-    def _open_log(self) -> IO[str]:
+    def _open_log(self) -> TextIO:
         """The file this start's stderr goes to, after a header line (the null device without a log folder)."""
         if self.log_path is None:
             return open(os.devnull, "w", encoding="utf-8")
@@ -185,7 +185,7 @@ class ServerProcess:
             if hint:
                 self.error += f"; {hint}"
 
-    async def _messages_only(self, stack: AsyncExitStack, read: Any, errlog: IO[str]) -> Any:
+    async def _messages_only(self, stack: AsyncExitStack, read: Any, errlog: TextIO) -> Any:
         """A stream of the MCP messages of `read`; each stdout line that is no MCP message is warned about (in
         the rollout's log and the server's) and skipped."""
         send, receive = anyio.create_memory_object_stream[Any](0)

@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from importlib.metadata import packages_distributions
 from pathlib import Path
@@ -87,7 +87,7 @@ def requirement_lines(path: Path) -> dict[str, str]:
 
 
 @cache
-def _installed() -> dict[str, list[str]]:
+def _installed() -> Mapping[str, list[str]]:
     """module -> the distributions of this interpreter providing it (read once: it scans every one)."""
     return packages_distributions()
 
@@ -183,7 +183,8 @@ def vendored_project(package: str, root: Path) -> tuple[Path, dict[str, Any]] | 
         project = data.get("project")
         if not isinstance(project, dict) or not isinstance(project.get("name"), str):
             continue
-        scripts = project.get("scripts") if isinstance(project.get("scripts"), dict) else {}
+        listed = project.get("scripts")
+        scripts: dict[str, Any] = listed if isinstance(listed, dict) else {}
         if normal(project["name"]) == wanted or package in scripts:
             return folder, data
     return None
