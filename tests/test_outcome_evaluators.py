@@ -68,6 +68,19 @@ def test_success_rates_match_a_plain_version(seed: int) -> None:
     assert out["answer_skipped"] == sum(1 for _, s in tasks if s is None)
 
 
+def test_success_rates_are_summed_as_mcpverse_sums_them() -> None:
+    """MCPVerse's statistics are pandas means (a level's a compensated sum, the column's and the levels'
+    NumPy's pairwise sum, the levels from the highest rate down): thirty fractional scores give its
+    numbers to the last digit, which plain sums in order miss (L2 0.3999999999999999, micro
+    0.38000000000000017)."""
+    spec = ["0.1"] * 10 + ["0.7"] * 11 + ["0.3"] * 9
+    ids = [f"Q{i}" for i in range(len(spec))]
+    levels = {i: ("L1", "L2", "L3")[k % 3] for k, i in enumerate(ids)}
+    out = ae.success_rates(levels, {i: float(v) for i, v in zip(ids, spec)})
+    assert (out["answer_sr_l1"], out["answer_sr_l2"], out["answer_sr_l3"]) == (0.33999999999999997, 0.4, 0.4)
+    assert (out["answer_sr"], out["answer_sr_micro"]) == (0.38000000000000006, 0.38000000000000006)
+
+
 def test_macro_over_levels_differs_from_micro() -> None:
     # L1: 3 of 3; L2: 0 of 1; L3: no judged task (skipped only) -> macro (1 + 0) / 2, micro 3 / 4
     levels = {"a": "L1", "b": "L1", "c": "L1", "d": "L2", "e": "L3"}

@@ -53,6 +53,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.contract import ConfigError, InputError
 from engine.evaluators._check_runner import CheckSettings, check_settings
 from engine.evaluators._judging import Question, Rubric, first_answer
@@ -68,8 +70,6 @@ from engine.evaluators.base import (
     Verdicts,
     file_document,
     file_entries,
-    mean,
-    mean_or_none,
     pool_judge,
 )
 from engine.evaluators.verifiers import run_check, task_script, task_workspace
@@ -341,20 +341,48 @@ def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dic
                                    else None] for name, v in scores.items()]}]}]
 
 
+def _group_mean(values: Sequence[float]) -> float:
+    """A level's mean as MCPVerse's statistics take it (pandas' ``groupby(...).mean()``): the values summed in
+    task order with Kahan's compensation, divided by their count."""
+    total = compensation = 0.0
+    for value in values:
+        y = value - compensation
+        t = total + y
+        compensation = (t - total) - y
+        total = t
+    return total / len(values)
+
+
+def _column_mean(values: Sequence[float], count: int) -> float:
+    """A column's mean as pandas' ``Series.mean()`` takes it: NumPy's (pairwise) sum of the column, an
+    unscored row counting 0, over the `count` scored rows."""
+    return float(np.sum(np.asarray(values, dtype=np.float64))) / count
+
+
 def success_rates(levels: Mapping[str, str | None], scores: Mapping[str, float | None]) -> dict[str, Any]:
     """SR per level, their macro mean over the level groups present (L1, L2, L3, and any other label or
     no level, each its own group), the micro mean, and the counts, of tasks given by id -> level and
-    id -> score (None: skipped)."""
+    id -> score (None: skipped). The means are summed as MCPVerse's runner.py and stats.py sum them, to the
+    last digit: per level in task order (compensated), the micro mean over the column in task order, the
+    macro mean over the levels' rates from the highest down."""
     judged = {i: s for i, s in scores.items() if s is not None}
     groups: dict[str, list[float]] = {}
     for i, s in judged.items():
         groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(s)
-    out: dict[str, Any] = {f"answer_sr_{level.lower()}": mean_or_none(groups.get(level, [])) for level in LEVELS}
-    out["answer_sr"] = mean_or_none([mean(v) for v in groups.values()])
-    out["answer_sr_micro"] = mean_or_none(list(judged.values()))
+    rates = level_rates(groups)
+    out: dict[str, Any] = {f"answer_sr_{level.lower()}": rates.get(level) for level in LEVELS}
+    ranked = sorted(rates.values(), reverse=True)
+    out["answer_sr"] = _column_mean(ranked, len(ranked)) if ranked else None
+    out["answer_sr_micro"] = (_column_mean([0.0 if s is None else s for s in scores.values()], len(judged))
+                              if judged else None)
     out["answer_judged"] = len(judged)
     out["answer_skipped"] = len(scores) - len(judged)
     return out
+
+
+def level_rates(groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """SR of each level group with a judged task (level -> its scores in task order)."""
+    return {level: _group_mean(values) for level, values in groups.items() if values}
 
 
 def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
@@ -379,7 +407,7 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     for i, e in per_id.items():
         if e["score"] is not None:
             groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(e["score"])
-    rates["levels"] = {level: mean_or_none(values) for level, values in groups.items()}
+    rates["levels"] = level_rates(groups)
     rates["error_ids"] = [i for i, e in per_id.items() if e.get("error")]
     for kind in ODD_SCORES:
         rates[kind] = sum(int((e.get("odd_scores") or {}).get(kind, 0)) for e in per_id.values())
