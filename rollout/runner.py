@@ -50,7 +50,7 @@ from rollout.errors import CacheMiss
 from rollout.executor import Executor, ExecutorSettings, TaskRun
 from rollout.exposure import select_tools
 from rollout.mcp.config import read_servers_config
-from rollout.mcp.host import MCPHost
+from rollout.mcp.host import MCPHost, remove_if_empty
 from rollout.mcp.protocol import ToolInfo
 from rollout.models.base import settings_from_config
 from rollout.models.clients import bounded, quiet_client_loggers
@@ -128,6 +128,7 @@ async def _open_tools(cfg: Mapping[str, Any], cache: RolloutCache,
                    max_restarts=config_int(cfg, "max_restarts", default=2, minimum=0),
                    ping_timeout=float(cfg.get("ping_timeout", 5)),
                    log_dir=_path(cfg, "server_logs"), scratch_dir=_scratch_dir(cfg))
+    stack.callback(remove_if_empty, _path(cfg, "workspace") / SCRATCH)  # after the host's close: no shard left in it
     await stack.enter_async_context(host)
     catalogue, failures = host.catalogue(), host.failures()
     if cache.recording:

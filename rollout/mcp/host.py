@@ -28,6 +28,14 @@ from rollout.mcp.protocol import WORKSPACE_META_KEY, ToolInfo, ToolOutcome, desc
 log = logging.getLogger(__name__)
 
 
+def remove_if_empty(folder: Path) -> None:
+    """Remove a folder that holds nothing (a folder with files, or none at all, is left as it is)."""
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 class MCPHost:
     """The MCP servers of a run: start them, expose their tools, call them with a timeout."""
 
@@ -71,12 +79,14 @@ class MCPHost:
                          server.started_in)
 
     async def close(self) -> None:
-        """Stop every server, then remove their temp folders."""
+        """Stop every server, then remove their temp folders (and scratch_dir, when that leaves it empty)."""
         await asyncio.gather(*(s.stop() for s in self._servers.values()))
         for server in self._servers.values():
             if server.temp_dir is not None:
                 shutil.rmtree(server.temp_dir, ignore_errors=True)
                 server.temp_dir = None
+        if self.scratch_dir is not None:
+            remove_if_empty(self.scratch_dir)
 
     def catalogue(self) -> list[ToolInfo]:
         """Tools of the servers that started, in config order then in each server's order."""

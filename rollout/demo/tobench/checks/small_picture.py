@@ -1,7 +1,8 @@
 """tb-02: media/small.png exists, is 100 pixels wide and keeps the aspect ratio; made by the resize tool."""
 
-from _common import called
 from PIL import Image
+
+from _common import called
 
 
 def check(trajectory, workspace, tool_log):
