@@ -4,7 +4,7 @@
 plain command lines) with the arguments, working directory and standard streams a run of
 `scripts/<name>.py` gets: the flows these tests check do not depend on a fresh interpreter, and each
 new one would import torch and Hydra again. The tests about the process itself (exit status seen by
-a shell, Ctrl-C, the console scripts' output) start a real one: `run_process`.
+a shell, Ctrl-C, the console scripts' output) start a real one of their own.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import io
 import logging
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from hydra.core.global_hydra import GlobalHydra
@@ -25,15 +24,6 @@ APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate", "rol
         "judge": "rollout.judges.cli", "report": "engine.apps.report", "view": "engine.apps.view"}
 """Each app's module: `main(argv)` for the Hydra apps, `run(argv)` for the plain command lines."""
 PLAIN = {"report", "view"}
-
-
-def run_process(name: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run scripts/<name>.py in a new Python with these overrides in `cwd`; it must exit 0 without a traceback."""
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *overrides], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return proc
 
 
 def call_app(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
