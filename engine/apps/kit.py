@@ -388,7 +388,7 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
               open_keys: Sequence[str] = (), names: Sequence[str] = (),
               rewrite: Callable[[list[str]], list[str]] | None = None,
-              check_folder: Callable[[DictConfig, Path], None] | None = None) -> Callable[[], None]:
+              check_folder: Callable[[DictConfig, Path], None] | None = None) -> Callable[..., None]:
     """The entry point of an app whose config root is conf/<app>/: checks the command line
     (`rewrite` first, when given: the app's shorthands spelt out; then check_command_line, with the
     app's open_keys and names, before Hydra makes a run folder of them),
@@ -419,7 +419,15 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
         except KeyboardInterrupt as exc:
             sys.exit(interrupted(exc))
 
-    def main() -> None:
+    def main(argv: Sequence[str] | None = None) -> None:
+        if argv is not None:  # called in-process: these arguments, and the process is not ended early
+            given = sys.argv[1:]
+            sys.argv[1:] = list(argv)
+            try:
+                start()
+            finally:
+                sys.argv[1:] = given
+            return
         if not quick_exit:
             start()
             return
@@ -433,7 +441,8 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
             exit_now(code or 0)
         exit_now(0)
 
-    main.__doc__ = f"Entry point of m3bench-{app} (config root conf/{app}/)."
+    main.__doc__ = (f"Entry point of m3bench-{app} (config root conf/{app}/): the process's arguments, or argv "
+                    "when given (in-process: exits with SystemExit, never through exit_now).")
     return main
 
 

@@ -7,20 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from rollout_helpers import (
-    ROOT,
-    compose,
-    compose_judge,
-    local_overrides,
-    plan_policy,
-    plan_tasks,
-    run_dir_of,
-    write_json,
-)
+from rollout_helpers import compose, compose_judge, local_overrides, plan_policy, plan_tasks, run_dir_of, write_json
+from script_runs import call_app
 
 from rollout.judges.run import run as run_judge
 from rollout.runner import run
@@ -109,8 +100,7 @@ def test_a_judge_that_never_answers_leaves_the_task_unjudged(tmp_path, chat_serv
 
 
 def app(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=900)
+    done = call_app(name, *args, cwd=cwd)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
 
