@@ -158,7 +158,7 @@ class ToolRunner:
         moved: set[Path] = set()
         for i in runnable:
             self._bring_in(records[i], ws, began, moved)
-        self._temp_writes(records, runnable, began)
+        await self._temp_writes(records, runnable, began)
         for path in sorted(moved | set(staged)):
             path.unlink(missing_ok=True)
         if self.cache.recording:
@@ -248,9 +248,11 @@ class ToolRunner:
         temp = self.host.temp_dir(server)
         return f"$TMPDIR/{path.relative_to(temp).as_posix()}" if temp and path.is_relative_to(temp) else str(path)
 
-    def _temp_writes(self, records: list[CallRecord], runnable: list[int], since_ns: int) -> None:
+    async def _temp_writes(self, records: list[CallRecord], runnable: list[int], since_ns: int) -> None:
         """Add the files new or changed in a server's temp folder during the step to the `outside` writes of the
-        step's first call to that server (unless a call of the step already reports them)."""
+        step's first call to that server (unless a call of the step already reports them), looked at once no
+        call to the server is in flight: the scratch files a call of another task has not removed yet are not
+        this step's."""
         assert self.host is not None
         first: dict[str, int] = {}
         for i in runnable:
@@ -260,6 +262,7 @@ class ToolRunner:
             temp = self.host.temp_dir(server)
             if temp is None:
                 continue
+            await self.host.settled(server)
             for path in sorted(p for p in temp.rglob("*") if _written_since(p, since_ns)):
                 shown = self._shown(server, path)
                 if shown not in reported:

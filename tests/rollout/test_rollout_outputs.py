@@ -88,6 +88,20 @@ def test_a_file_in_the_servers_folder_keeps_its_path_there(tmp_path, chat_server
     assert (media / "cache.bin").read_text() == "s" and not temp.exists()
 
 
+def test_scratch_files_of_another_tasks_call_are_not_a_write(tmp_path, chat_server):
+    # two tasks at once call a server that keeps a scratch file in its temp folder while it works; the short
+    # call's step ends while the long one's file is still there: neither task wrote outside its workspace
+    plans = {"w1": [[{"name": "out/work", "arguments": {"name": "tess_w1", "seconds": 0.5}}]],
+             "w2": [[{"name": "out/work", "arguments": {"name": "tess_w2", "seconds": 2.5}}]]}
+    tasks_file, ref = plan_tasks(tmp_path, plans)
+    server = chat_server(plan_policy(ref))
+    assert run(compose(*local_overrides(server, tasks_file, tmp_path / "r", _servers(tmp_path),
+                                        "concurrency=2"))) == 0
+    records = json.loads(predictions_of(tmp_path / "r").read_text())
+    assert [(r["id"], r["steps"][0]["calls"][0]["result"], r.get("outside_writes")) for r in records] == [
+        ("w1", "Worked.", None), ("w2", "Worked.", None)]
+
+
 def test_a_server_printing_on_stdout_at_start(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")
     specs = read_servers_config(_servers(tmp_path, environment="whole"))
