@@ -10,7 +10,8 @@ call. Workspace files a call names inside its server's own folders (``paths.keep
 before the call; after the step, those copies and the files the step wrote there are removed from the
 server's folder, so each task starts from the same folder. Every other write outside the workspace that
 the step shows (a file copied in from elsewhere, a new file in the server's temp folder) is one of the
-call's `outside` writes, which the task's record lists. When recording, each call's outcome and files go
+call's `outside` writes, which the task's record lists; its result shows the server's temp folder as ``$TMPDIR``
+(the folder is in the run's workspace, which no record names). When recording, each call's outcome and files go
 to the cache; a replay restores them without starting any server. A call to a server that failed to
 start is an error naming the reason. Each call's duration is measured when it runs live and kept in the
 cache, so a replay logs the recorded one.
@@ -158,7 +159,9 @@ class ToolRunner:
         moved: set[Path] = set()
         for i in runnable:
             self._bring_in(records[i], ws, began, moved)
-        self._temp_writes(records, runnable, began)
+        await self._temp_writes(records, runnable, began)
+        for i in runnable:
+            self._show_temp(records[i])
         for path in sorted(moved | set(staged)):
             path.unlink(missing_ok=True)
         if self.cache.recording:
@@ -248,9 +251,19 @@ class ToolRunner:
         temp = self.host.temp_dir(server)
         return f"$TMPDIR/{path.relative_to(temp).as_posix()}" if temp and path.is_relative_to(temp) else str(path)
 
-    def _temp_writes(self, records: list[CallRecord], runnable: list[int], since_ns: int) -> None:
+    def _show_temp(self, record: CallRecord) -> None:
+        """Show the server's temp folder in the call's result as ``$TMPDIR``, as its `outside` writes show it: the
+        folder is in the run's workspace, and a record names no folder of the run."""
+        assert self.host is not None
+        temp = self.host.temp_dir(record.name.partition("/")[0])
+        if temp is not None and str(temp) in record.result:
+            record.result = re.sub(re.escape(str(temp)) + r"(?![\w.-])", "$TMPDIR", record.result)
+
+    async def _temp_writes(self, records: list[CallRecord], runnable: list[int], since_ns: int) -> None:
         """Add the files new or changed in a server's temp folder during the step to the `outside` writes of the
-        step's first call to that server (unless a call of the step already reports them)."""
+        step's first call to that server (unless a call of the step already reports them), looked at once no
+        call to the server is in flight: the scratch files a call of another task has not removed yet are not
+        this step's."""
         assert self.host is not None
         first: dict[str, int] = {}
         for i in runnable:
@@ -260,6 +273,7 @@ class ToolRunner:
             temp = self.host.temp_dir(server)
             if temp is None:
                 continue
+            await self.host.settled(server)
             for path in sorted(p for p in temp.rglob("*") if _written_since(p, since_ns)):
                 shown = self._shown(server, path)
                 if shown not in reported:

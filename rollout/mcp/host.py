@@ -9,7 +9,8 @@ within `max_restarts`). Path arguments are made absolute in the task workspace f
 With a `scratch_dir` (the rollout's: ``<workspace>/.servers``), each server gets a temp folder of its own
 there (TMPDIR, TEMP and TMP: ``<scratch_dir>/<server>``, empty at start, removed when the host closes), so
 what it writes to its temp folder stays in the run's workspace, at the same path in every run of the same
-settings, and can be seen (rollout.toolrunner reports it in the task's record).
+settings, and can be seen (rollout.toolrunner reports it in the task's record). The host counts each server's
+calls in flight, so that the temp folder can be looked at once no call is writing there (`settled`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class MCPHost:
         self.start_timeout = start_timeout
         self.max_restarts = max_restarts
         self.ping_timeout = ping_timeout
+        self._in_flight: dict[str, int] = {}
+        self._idle: dict[str, asyncio.Event] = {}
 
     async def __aenter__(self) -> MCPHost:
         await self.start()
@@ -111,6 +114,19 @@ class MCPHost:
         server = self._servers.get(name)
         return server.spec.keep_paths if server is not None else ()
 
+    async def settled(self, name: str) -> None:
+        """Return once no call to the server is in flight (at once when none is), or after `call_timeout` s
+        of calls overlapping without a pause: what a call writes to its temp folder and removes before it
+        answers (a tool's scratch files) is then gone, whichever task's call it was."""
+        idle = self._idle.get(name)
+        if idle is None or idle.is_set():
+            return
+        try:
+            await asyncio.wait_for(idle.wait(), self.call_timeout)
+        except TimeoutError:
+            log.debug("MCP server %s had calls in flight for %g s; its temp folder is looked at now", name,
+                      self.call_timeout)
+
     async def call(self, name: str, arguments: dict[str, Any], workspace: Path | None = None) -> ToolOutcome:
         """Call "server/tool" with the task workspace in the request's _meta; never raises for tool trouble."""
         server_name, _, tool = name.partition("/")
@@ -127,7 +143,15 @@ class MCPHost:
             meta = {WORKSPACE_META_KEY: str(workspace)}
             if server.spec.paths == "workspace":
                 arguments = to_workspace(arguments, workspace, keep=server.spec.keep_paths)
-        outcome = await self._send(server, session, tool, arguments, meta)
+        idle = self._idle.setdefault(server_name, asyncio.Event())
+        self._in_flight[server_name] = self._in_flight.get(server_name, 0) + 1
+        idle.clear()
+        try:
+            outcome = await self._send(server, session, tool, arguments, meta)
+        finally:
+            self._in_flight[server_name] -= 1
+            if not self._in_flight[server_name]:
+                idle.set()
         text = from_workspace(outcome.text, workspace) if workspace is not None else outcome.text
         return ToolOutcome(redact(text, server.spec.secrets), outcome.is_error, outcome.images)
 

@@ -4,7 +4,8 @@ under ``./media`` of its working directory and, like the published PowerPoint se
 the same name ``<stem>-1<suffix>``; ``save_output`` saves at the relative path it is given and answers
 with the file's absolute path; ``scratch`` writes a file into the system's temp folder, naming it only when
 asked to (``tell``); ``write_at``
-writes the absolute path it is given."""
+writes the absolute path it is given; ``work`` keeps a scratch file in the temp folder for `seconds` and removes
+it before it answers, as OCR servers do with tesseract's files."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ TOOLS = {
     "save_output": {"file_path": _TEXT, "text": _TEXT},
     "scratch": {"name": _TEXT, "text": _TEXT, "tell": {"type": "boolean"}},
     "write_at": {"target": _TEXT, "text": _TEXT},
+    "work": {"name": _TEXT, "seconds": {"type": "number"}},
 }
 
 
@@ -32,7 +34,7 @@ def _text(text: str, is_error: bool = False) -> types.CallToolResult:
 
 
 async def list_tools(ctx, params) -> types.ListToolsResult:
-    """The four tools."""
+    """The five tools."""
     return types.ListToolsResult(tools=[types.Tool(name=name, description=f"{name}.", input_schema={
         "type": "object", "properties": props}) for name, props in TOOLS.items()])
 
@@ -63,6 +65,12 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         target = Path(tempfile.gettempdir()) / arguments["name"]
         target.write_text(arguments["text"], encoding="utf-8")
         return _text(f"Noted in {target}." if arguments.get("tell") else "Noted.")
+    if params.name == "work":
+        scratch = Path(tempfile.gettempdir()) / arguments["name"]
+        scratch.write_text("scratch", encoding="utf-8")
+        await asyncio.sleep(arguments["seconds"])
+        scratch.unlink()
+        return _text("Worked.")
     target = Path(arguments["target"])
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(arguments["text"], encoding="utf-8")

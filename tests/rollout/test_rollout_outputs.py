@@ -40,7 +40,7 @@ def test_two_records_of_the_same_tasks_are_byte_identical(tmp_path, chat_server)
     elsewhere.parent.mkdir()
     plans = {"o1": [[{"name": "out/save_deck", "arguments": {"file_path": "./media/deck.pptx", "title": "Prices"}},
                      {"name": "out/save_output", "arguments": {"file_path": "media/outputs/chart.txt", "text": "c"}}],
-                    [{"name": "out/scratch", "arguments": {"name": "cache.bin", "text": "s"}},
+                    [{"name": "out/scratch", "arguments": {"name": "cache.bin", "text": "s", "tell": True}},
                      {"name": "out/write_at", "arguments": {"target": str(elsewhere), "text": "n"}}]]}
     tasks_file, ref = plan_tasks(tmp_path, plans)
     server = chat_server(plan_policy(ref))
@@ -51,17 +51,20 @@ def test_two_records_of_the_same_tasks_are_byte_identical(tmp_path, chat_server)
         assert run(compose(*local_overrides(server, tasks_file, tmp_path / name, servers, f"mode={mode}",
                                             *([cache] if mode == "replay" else [])))) == 0
         runs[name] = predictions_of(tmp_path / name).read_bytes()
-    assert runs["a"] == runs["b"] == runs["c"]  # the second file is not deck-1.pptx, and a replay agrees
+    # the second file is not deck-1.pptx, the run's temp folder (in each run's own results folder) is $TMPDIR, and a
+    # replay agrees
+    assert runs["a"] == runs["b"] == runs["c"]
 
     record = json.loads(runs["a"])[0]
     saved = [c["result"] for s in record["steps"] for c in s["calls"]]
     assert saved[0] == "Saved media/deck.pptx"
+    assert saved[2] == "Noted in $TMPDIR/cache.bin.\n[$TMPDIR/cache.bin copied to media/cache.bin]"
     assert record["outside_writes"] == [
-        {"step": 2, "tool": "out/scratch", "path": "$TMPDIR/cache.bin"},
+        {"step": 2, "tool": "out/scratch", "path": "$TMPDIR/cache.bin", "copied_to": "media/cache.bin"},
         {"step": 2, "tool": "out/write_at", "path": str(elsewhere), "copied_to": "media/notes.txt"}]
     media = run_dir_of(tmp_path / "a") / "workspace" / "o1" / "media"
     assert sorted(p.relative_to(media).as_posix() for p in media.rglob("*") if p.is_file()) == [
-        "deck.pptx", "notes.txt", "o1.png", "outputs/chart.txt"]  # chart.txt once, where it was saved
+        "cache.bin", "deck.pptx", "notes.txt", "o1.png", "outputs/chart.txt"]  # chart.txt once, where it was saved
     home = tmp_path / "server-home" / "media"
     assert [p for p in home.rglob("*") if p.is_file()] == []  # the server's folder is as it was found
     assert not (run_dir_of(tmp_path / "a") / "workspace" / ".servers").exists()  # temp folders removed
@@ -84,8 +87,22 @@ def test_a_file_in_the_servers_folder_keeps_its_path_there(tmp_path, chat_server
     assert chart.read_text() == "c"  # not a kept folder: the server's file stays
     temp = (run_dir_of(tmp_path / "r") / "workspace" / ".servers" / "out").resolve()
     assert record["steps"][1]["calls"][0]["result"] == \
-        f"Noted in {temp}/cache.bin.\n[{temp}/cache.bin copied to media/cache.bin]"  # the run's own temp folder
+        "Noted in $TMPDIR/cache.bin.\n[$TMPDIR/cache.bin copied to media/cache.bin]"  # the run's own temp folder
     assert (media / "cache.bin").read_text() == "s" and not temp.exists()
+
+
+def test_scratch_files_of_another_tasks_call_are_not_a_write(tmp_path, chat_server):
+    # two tasks at once call a server that keeps a scratch file in its temp folder while it works; the short
+    # call's step ends while the long one's file is still there: neither task wrote outside its workspace
+    plans = {"w1": [[{"name": "out/work", "arguments": {"name": "tess_w1", "seconds": 0.5}}]],
+             "w2": [[{"name": "out/work", "arguments": {"name": "tess_w2", "seconds": 2.5}}]]}
+    tasks_file, ref = plan_tasks(tmp_path, plans)
+    server = chat_server(plan_policy(ref))
+    assert run(compose(*local_overrides(server, tasks_file, tmp_path / "r", _servers(tmp_path),
+                                        "concurrency=2"))) == 0
+    records = json.loads(predictions_of(tmp_path / "r").read_text())
+    assert [(r["id"], r["steps"][0]["calls"][0]["result"], r.get("outside_writes")) for r in records] == [
+        ("w1", "Worked.", None), ("w2", "Worked.", None)]
 
 
 def test_a_server_printing_on_stdout_at_start(tmp_path, monkeypatch, caplog):

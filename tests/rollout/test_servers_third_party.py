@@ -81,7 +81,8 @@ def test_workspace_paths_files_and_replay(tmp_path, python_servers, node_servers
     base, outside = (tmp_path / "workspaces").resolve(), (tmp_path / "elsewhere").resolve()
     outside.mkdir()
     make_image(tmp_path / "t1.png")
-    config = third_party_config(tmp_path / "s.json", python_servers, {
+    # the config (the servers' working directory) in a folder of its own: "elsewhere" is outside the servers' folder
+    config = third_party_config(tmp_path / "config" / "s.json", python_servers, {
         "excel": None, "everything": None,
         "filesystem": {"args": ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", str(base)]}})
     specs = read_servers_config(config)
