@@ -162,16 +162,28 @@ def score_in_process(capsys, *overrides: str) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("setting", "message"), [
-    ("align.tau_weak=1.5", "align.tau_weak=1.5: a threshold must be a number in [-1, 1]"),
-    ("align.tau_strong=high", "align.tau_strong='high': a threshold must be a number in [-1, 1]"),
-    ("align.tau_weak_grid=0.5", "align.tau_weak_grid=0.5: must be a list of thresholds, e.g. [0.5,0.6]"),
-])
-def test_bad_threshold_is_one_line(tmp_path: Path, capsys, setting: str, message: str) -> None:
-    code, err = score_in_process(capsys, setting, "data=demo", f"demo.dir={tmp_path / 'demo'}",
+def test_bad_threshold_is_one_line(tmp_path: Path, capsys) -> None:
+    code, err = score_in_process(capsys, "align.tau_weak=1.5", "data=demo", f"demo.dir={tmp_path / 'demo'}",
                                  f"output_dir={tmp_path / 'out'}")
     assert code == 2
-    assert err.strip().splitlines() == [f"error: {message}"]
+    assert err.strip().splitlines() == ["error: align.tau_weak=1.5: a threshold must be a number in [-1, 1]"]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("align.tau_strong=high", "wrong type for align.tau_strong: Value 'high' of type 'str' could not be converted "
+                              "to Float"),
+    ("align.tau_weak_grid=0.5", "wrong type for align.tau_weak_grid: Invalid value assigned: float is not a "
+                                "ListConfig, list or tuple."),
+    ("encoder.batch_size=abc", "wrong type for encoder.batch_size: Value 'abc' of type 'str' could not be "
+                               "converted to Integer"),
+])
+def test_a_setting_of_the_wrong_type_is_refused_by_the_schema_in_one_line(tmp_path: Path, setting: str,
+                                                                          message: str) -> None:
+    """The score app's structured config (engine.apps.schemas) types every setting: Hydra refuses the value."""
+    proc = run_script("score", setting, f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"error: {setting}: {message}"]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -193,7 +205,7 @@ def test_weak_threshold_above_strong_is_scored_with_a_warning(tmp_path: Path, ca
         assert aggregate["avg_sim_strong_cov"] == pytest.approx(aggregate["avg_sim_all_cov"])
 
 
-@pytest.mark.parametrize(("setting", "minimum"), [("encoder.batch_size=abc", 1), ("demo.n_tasks=0", 1),
+@pytest.mark.parametrize(("setting", "minimum"), [("encoder.batch_size=0", 1), ("demo.n_tasks=0", 1),
                                                    ("demo.seed=-1", 0)])
 def test_bad_integer_setting_is_one_line(tmp_path: Path, capsys, setting: str, minimum: int) -> None:
     key, value = setting.split("=")

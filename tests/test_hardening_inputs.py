@@ -80,8 +80,8 @@ def gt_file(tmp_path_factory) -> Path:
 
 def score_in_process(gt: Path, pred: Path, out: Path, cache: Path, capsys, *extra: str) -> tuple[int, str, str]:
     """The scoring app's run() on a composed config, with `extra` overrides: (exit code, stdout, stderr)."""
-    overrides = [f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={out}", f"encoder.cache_dir={cache}",
-                 "device=cpu", "reports=false", "progress=false", *extra]
+    overrides = ["data=m3bench", f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={out}",
+                 f"encoder.cache_dir={cache}", "device=cpu", "reports=false", "progress=false", *extra]
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
         cfg = compose(config_name="config", overrides=overrides)
     capsys.readouterr()
