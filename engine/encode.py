@@ -29,13 +29,20 @@ log = logging.getLogger(__name__)
 
 _IDENTITY_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json",
                    "tokenizer_config.json", "vocab.txt", "1_Pooling/config.json")
-_RECIPE = b"token-budget batches, right-padded within a length window; float32, highest matmul precision"
+_RECIPE = (b"token-budget batches, right-padded within a length window or a padding spare of 256 tokens; "
+           b"float32, highest matmul precision")
 """How texts are batched and computed; part of the cache key with the device type. Padding changes the
 last bits of a vector on CPU (up to about 1.2e-7 on the raw all-MiniLM-L6-v2 vectors), so a text's
 vector may differ by that much with the texts batched with it: far below the golden tolerance (1e-5)."""
 
 TOKEN_BUDGET = 8192
 """Most token positions (rows x padded length) in one encoder batch."""
+
+PAD_SPARE = 256
+"""Padding tokens a batch may take beyond its length window: less work than one more forward call, whose
+fixed cost grows with CPU contention (56 texts of 49 token lengths: 5 batches instead of 19; at load averages
+of 10-18 on 2 cores 0.83x sentence-transformers' `encode` time instead of 2.58x, idle or beside two busy
+processes no different; docs/scoring.md)."""
 
 CHUNK = 4096
 """Texts tokenized by one call of the model's `preprocess`."""
@@ -199,7 +206,7 @@ class TextEncoder:
         with torch.inference_mode(), full_precision(), tqdm(total=len(texts), desc="Encoding", unit="text",
                                                             delay=PROGRESS_DELAY, disable=not self.progress) as bar:
             try:
-                for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET):
+                for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET, ties=tokens.ranks):
                     batch = model(batch_to_device(tokens.batch(rows), model.device))["sentence_embedding"].float()
                     if vectors is None:
                         vectors = torch.empty((len(texts), batch.shape[1]), dtype=torch.float32,
@@ -266,7 +273,7 @@ class TextEncoder:
         with tqdm(total=len(tokens.texts), desc="Encoding", unit="text", delay=PROGRESS_DELAY,
                   disable=not self.progress) as bar:
             try:
-                for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET):
+                for rows in token_batches(tokens.lengths, self.batch_size, TOKEN_BUDGET, ties=tokens.ranks):
                     batch = tokens.batch(rows)
                     batch = session.run(None, {k: batch[k].numpy().astype(np.int64, copy=False) for k in inputs})[0]
                     if vectors is None:
@@ -305,6 +312,14 @@ class Tokens:
     right_padded: bool
     model: SentenceTransformer
 
+    @property
+    def ranks(self) -> np.ndarray:
+        """Each text's rank in the sorted texts: the batches' order within a length (`token_batches`)."""
+        order = sorted(range(len(self.texts)), key=self.texts.__getitem__)
+        ranks = np.empty(len(order), dtype=np.int64)
+        ranks[order] = np.arange(len(order))
+        return ranks
+
     def batch(self, rows: np.ndarray) -> dict:
         """The features `preprocess` gives for these texts: each padded to the batch's longest."""
         import torch
@@ -341,25 +356,29 @@ def full_precision() -> Iterator[None]:
         torch.set_float32_matmul_precision(precision)
 
 
-def token_batches(lengths: np.ndarray, max_rows: int, token_budget: int) -> list[np.ndarray]:
-    """Row indices of the encoder's batches, longest texts first (input order within a length).
+def token_batches(lengths: np.ndarray, max_rows: int, token_budget: int, spare: int = PAD_SPARE,
+                  ties: np.ndarray | None = None) -> list[np.ndarray]:
+    """Row indices of the encoder's batches, longest texts first; within a length by `ties` (the texts' own
+    order: `Tokens.ranks`, so the batches of a set of texts do not depend on the order it comes in), else
+    in input order.
 
     A batch starts at the longest text left, of length L, and takes the next texts (by length)
-    while they are at most `length_window(L)` tokens shorter (twice that when the batch would
-    otherwise hold that text alone), it holds at most max_rows rows and rows x L stays within
-    token_budget (one row at least).
+    while they are at most `length_window(L)` tokens shorter, or while the padding the batch has
+    taken so far stays within `spare` tokens (PAD_SPARE: a forward call costs that much whatever
+    its size, so a few padded tokens cost less than one more call); it holds at most max_rows rows
+    and rows x L stays within token_budget (one row at least).
     """
     lengths = np.asarray(lengths)
-    order = np.argsort(-lengths, kind="stable")
+    order = np.lexsort((ties, -lengths)) if ties is not None else np.argsort(-lengths, kind="stable")
     ordered = lengths[order]
     batches, i = [], 0
     while i < len(order):
         longest = int(ordered[i])
         rows = max(1, min(max_rows, token_budget // max(longest, 1)))
         near = ordered[i:min(i + rows, len(order))]
-        end = i + int(np.searchsorted(-near, -(longest - length_window(longest)), side="right"))
-        if end == i + 1:
-            end = i + int(np.searchsorted(-near, -(longest - 2 * length_window(longest)), side="right"))
+        window = int(np.searchsorted(-near, -(longest - length_window(longest)), side="right"))
+        padded = int(np.searchsorted(np.cumsum(longest - near), spare, side="right"))
+        end = i + max(window, padded, 1)
         batches.append(order[i:end])
         i = end
     return batches

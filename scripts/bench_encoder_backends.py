@@ -94,7 +94,7 @@ def batched(encoder, run: Callable[[dict], np.ndarray]) -> Backend:
     def encode(texts: list[str]) -> np.ndarray:
         tokens = encoder.tokenize(texts)
         out = None
-        for rows in token_batches(tokens.lengths, encoder.batch_size, TOKEN_BUDGET):
+        for rows in token_batches(tokens.lengths, encoder.batch_size, TOKEN_BUDGET, ties=tokens.ranks):
             batch = tokens.batch(rows)
             feats = {k: batch[k].numpy() for k in FEATURES}
             vec = run(feats)

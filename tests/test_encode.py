@@ -9,20 +9,22 @@ import pytest
 import torch
 
 from engine.contract import read_trajectories
-from engine.encode import TOKEN_BUDGET, TextEncoder, full_precision, length_window, token_batches
+from engine.encode import PAD_SPARE, TOKEN_BUDGET, TextEncoder, full_precision, length_window, token_batches
 from engine.serialize import flatten_sweep
 
 
-def test_token_batches_cover_every_row_once_within_a_length_window() -> None:
+@pytest.mark.parametrize("spare", [0, PAD_SPARE])
+def test_token_batches_cover_every_row_once_within_a_length_window(spare: int) -> None:
     rng = np.random.default_rng(0)
     lengths = rng.integers(3, 200, size=2000)
-    batches = token_batches(lengths, 64, 2048)
+    batches = token_batches(lengths, 64, 2048, spare)
     rows = np.concatenate(batches)
     assert sorted(rows.tolist()) == list(range(2000))
     for b in batches:
         longest = int(lengths[b].max())
         assert int(lengths[b[0]]) == longest and len(b) <= 64 and len(b) * longest <= max(2048, longest)
-        assert longest - int(lengths[b].min()) <= 2 * length_window(longest)
+        within_window = longest - int(lengths[b].min()) <= length_window(longest)
+        assert within_window or int((longest - lengths[b]).sum()) <= spare
     firsts = [int(lengths[b[0]]) for b in batches]
     assert firsts == sorted(firsts, reverse=True)
     assert all(np.all(np.diff(b[lengths[b] == lengths[b[0]]]) > 0) for b in batches), "input order within a length"
@@ -34,8 +36,9 @@ def test_texts_of_many_lengths_are_not_encoded_one_by_one() -> None:
     distinct = np.arange(12, 110, 2)[:49]
     lengths = np.concatenate([distinct, distinct[::5][:11]])
     assert len(set(lengths.tolist())) == 49
+    assert len(token_batches(lengths, 128, TOKEN_BUDGET, spare=0)) == 13  # the length window alone
     batches = token_batches(lengths, 128, TOKEN_BUDGET)
-    assert len(batches) <= 15 and sum(len(b) == 1 for b in batches) == 0
+    assert [len(b) for b in batches] == [17, 17, 17, 8]
 
 
 def test_token_batches_edge_cases() -> None:
@@ -43,7 +46,11 @@ def test_token_batches_edge_cases() -> None:
     assert [b.tolist() for b in token_batches(np.array([5, 7, 5, 7, 7]), 2, 100)] == [[1, 3], [4, 0], [2]]
     assert [b.tolist() for b in token_batches(np.array([4, 4, 4]), 1, 100)] == [[0], [1], [2]]
     assert [b.tolist() for b in token_batches(np.array([300, 40, 300]), 8, 100)] == [[0], [2], [1]]
-    assert [b.tolist() for b in token_batches(np.array([100, 10]), 8, 1000)] == [[0], [1]]
+    assert [b.tolist() for b in token_batches(np.array([100, 10]), 8, 1000, spare=0)] == [[0], [1]]
+    assert [b.tolist() for b in token_batches(np.array([100, 10]), 8, 1000)] == [[0, 1]]  # 90 padded tokens
+    assert [b.tolist() for b in token_batches(np.array([400, 10]), 8, 1000)] == [[0], [1]]  # 390: over the spare
+    assert [b.tolist() for b in token_batches(np.array([5, 7, 5, 7, 7]), 2, 100, ties=np.array([4, 2, 3, 0, 1]))] \
+        == [[3, 4], [1, 2], [0]]  # within a length by ties
 
 
 def test_batch_size_must_be_positive() -> None:
