@@ -76,8 +76,9 @@ SAVE_EVERY = 5.0
 class TextEncoder:
     """A sentence-transformers encoder loaded lazily from a local directory (no network).
 
-    backend: `torch` (default; `auto` means torch for now) or `onnxruntime` (CPU only, the model
-    exported on first use into export_dir, or a temporary folder without one: engine.onnx_backend).
+    backend: `torch` (default), `onnxruntime` (CPU only, the model exported on first use into export_dir,
+    or a temporary folder without one: engine.onnx_backend) or `auto` (onnxruntime on the CPU when installed,
+    else torch).
     """
 
     def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 128,
@@ -88,7 +89,7 @@ class TextEncoder:
                              "(models are never downloaded at run time)")
         if batch_size < 1:
             raise ValueError(f"encoder batch size {batch_size}: expected a positive integer")
-        self.backend = onnx_backend.check_backend(backend)
+        self.backend = onnx_backend.check_backend(backend, device)
         if self.backend == "onnxruntime":
             if device.split(":")[0] != "cpu":
                 raise ConfigError(f"encoder.backend=onnxruntime runs on the CPU only, not device={device}: "

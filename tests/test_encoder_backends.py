@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -80,7 +81,7 @@ def test_damaged_export_is_detected_and_redone(tmp_path: Path, damage: str) -> N
 
 def test_cache_identity_differs_by_backend(tmp_path: Path) -> None:
     torch_id = TextEncoder().identity
-    assert TextEncoder(backend="auto").identity == torch_id
+    assert TextEncoder(backend="auto", device="cuda").identity != TextEncoder(backend="auto").identity
     onnx = TextEncoder(backend="onnxruntime", export_dir=tmp_path)
     assert onnx.identity != torch_id
     texts = ["get_weather {\"city\": \"Oslo\"}"]
@@ -89,8 +90,15 @@ def test_cache_identity_differs_by_backend(tmp_path: Path) -> None:
     assert stats.encoded == 1  # torch's cached vector is not served to the other backend
 
 
-def test_backend_values() -> None:
-    assert check_backend("torch") == "torch" and check_backend("auto") == "torch"
+def test_backend_values(monkeypatch) -> None:
+    assert check_backend("torch") == "torch" and check_backend("auto") == "onnxruntime"  # both installed here
+    assert check_backend("auto", "cuda:0") == "torch"  # ONNX Runtime runs on the CPU only
+    assert TextEncoder(backend="auto").backend == "onnxruntime"
+    assert TextEncoder(backend="auto", device="cuda").backend == "torch"
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else
+                        real_find_spec(name, *a))
+    assert check_backend("auto") == "torch"  # without onnxruntime
     assert check_backend("onnxruntime") == "onnxruntime"
     with pytest.raises(ConfigError, match="encoder.backend=tensorrt: expected one of torch, onnxruntime, auto"):
         check_backend("tensorrt")
