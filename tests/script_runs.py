@@ -9,12 +9,15 @@ a shell, Ctrl-C, the console scripts' output) start a real one of their own.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import io
 import logging
 import os
 import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from hydra.core.global_hydra import GlobalHydra
@@ -37,13 +40,17 @@ def call_app(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     before = Path.cwd()
     code: int | str | None = 0
     GlobalHydra.instance().clear()
+
+    def invoke() -> int | str | None:
+        try:
+            return module.run(list(args)) if name in PLAIN else module.main(list(args))
+        except SystemExit as stop:
+            return stop.code
+
     try:
         os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = module.run(list(args)) if name in PLAIN else module.main(list(args))
-            except SystemExit as stop:
-                code = stop.code
+            code = _outside_a_running_loop(invoke)
     finally:
         os.chdir(before)
         GlobalHydra.instance().clear()
@@ -56,6 +63,30 @@ def call_app(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
         err.write(f"{code}\n")
         code = 1
     return subprocess.CompletedProcess([name, *args], code or 0, out.getvalue(), err.getvalue())
+
+
+def _outside_a_running_loop(call: Callable[[], int | str | None]) -> int | str | None:
+    """call(), in a thread of its own when this one runs an event loop (a test that drives the browser
+    through Playwright's sync API does): the apps start their own with asyncio.run."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return call()
+    codes: list[int | str | None] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            codes.append(call())
+        except BaseException as exc:  # handed to the caller's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return codes[0]
 
 
 def run_script(name: str, *overrides: str, cwd: Path) -> subprocess.CompletedProcess:
