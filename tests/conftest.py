@@ -1,8 +1,9 @@
 """Shared fixtures: the ../shared data, a session-wide embedding cache, in-memory scoring helpers,
 scripted chat servers on loopback.
 
-Under pytest-xdist (`-n auto --dist loadgroup`, as .ci/run runs the suite) the tests sharing a
-module-scoped fixture run in one worker, so each such fixture is built once.
+Under pytest-xdist (`-n auto --dist loadfile`, as .ci/run runs the suite) each test file runs in one
+worker, in order: a module-scoped fixture is built once, and a documented block may read what the block
+before it wrote.
 
 With ``M3BENCH_REQUIRE_SHARED=1`` (as in CI) a test needing the ../shared data fails when the
 data is absent instead of being skipped.
@@ -32,18 +33,6 @@ def _shared_missing(message: str) -> None:
     if REQUIRE_SHARED:
         pytest.fail(f"{message}; M3BENCH_REQUIRE_SHARED is set, so this is an error", pytrace=False)
     pytest.skip(message)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Group the tests that use a module-scoped fixture by their module (xdist_group), so that
-    `--dist loadgroup` sends them to one worker and the fixture is built once, not once per worker."""
-    for item in items:
-        fixtures = getattr(item, "_fixtureinfo", None)
-        if fixtures is None:
-            continue
-        if any(defs and defs[-1].scope == "module" for defs in fixtures.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -99,17 +99,21 @@ def test_300_mb_of_output_keep_the_runner_small(tmp_path: Path) -> None:
 @pytest.mark.parametrize("isolate", MODES)
 def test_a_setsid_child_does_not_outlive_the_run(isolate: bool, tmp_path: Path) -> None:
     marker = f"m3-setsid-{os.getpid()}-{int(isolate)}"
-    late = tmp_path / "late.txt"
-    # a double fork: the grandchild leaves the session and is orphaned at once
+    late, started = tmp_path / "late.txt", "started.txt"  # the second in the check's own working folder
+    # a double fork: the grandchild leaves the session and is orphaned at once; the check ends once it runs
     run = contained(f"""
-        import os, sys
+        import os, sys, time
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
                 os.execv(sys.executable, [sys.executable, "-c",
-                         "import sys, time; time.sleep(3); open(sys.argv[1], 'w').write('late')",
-                         {str(late)!r}, {marker!r}])
+                         "import sys, time; open(sys.argv[2], 'w').close(); time.sleep(3); "
+                         "open(sys.argv[1], 'w').write('late')",
+                         {str(late)!r}, {started!r}, {marker!r}])
             os._exit(0)
+        deadline = time.monotonic() + 30
+        while not os.path.exists({started!r}) and time.monotonic() < deadline:
+            time.sleep(0.05)
         print("parent done")
         """, isolate=isolate)
     assert run.status == 0 and not run.timed_out and run.stdout == "parent done\n"
