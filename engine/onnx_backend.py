@@ -54,6 +54,10 @@ MODEL_FILE = "model.onnx"
 MANIFEST = "manifest.json"
 
 
+RUNTIME_PACKAGES = ("onnxruntime", "onnx")
+"""What encoder.backend=onnxruntime needs: the runtime and the exporter's package (the [onnx] extra)."""
+
+
 def check_backend(value: object, device: str = "cpu") -> str:
     """The backend an encoder.backend value names on a device: torch or onnxruntime (`auto`: onnxruntime on
     the CPU when onnxruntime and onnx are installed, else torch)."""
@@ -67,13 +71,13 @@ def check_backend(value: object, device: str = "cpu") -> str:
 
 def onnxruntime_installed() -> bool:
     """Whether onnxruntime and the exporter's onnx package can be imported."""
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+    return all(importlib.util.find_spec(name) is not None for name in RUNTIME_PACKAGES)
 
 
 def require_onnxruntime() -> None:
     """Refuse in one line when onnxruntime or the exporter's onnx package is missing."""
     missing = []
-    for name in ("onnxruntime", "onnx"):
+    for name in RUNTIME_PACKAGES:
         try:
             importlib.import_module(name)
         except ImportError:

@@ -31,6 +31,11 @@ def encode_texts(texts: list[str], model: str | None = None, device: str = "cpu"
     return encoder.encode(texts)
 
 
+def tool_text(name: str, description: str | None) -> str:
+    """A tool as retrieval embeds it: "name: description"."""
+    return f"{name}: {description or ''}"
+
+
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-8)
 
@@ -71,7 +76,7 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
     top_k = config_int(cfg, "top_k", default=10, where="exposure.top_k")
     if not catalogue or not tasks:
         return {task.id: [] for task in tasks}
-    texts = [f"{t.name}: {t.description}" for t in catalogue] + [task.question for task in tasks]
+    texts = [tool_text(t.name, t.description) for t in catalogue] + [task.question for task in tasks]
     vectors = _normalise(encode_texts(texts, cfg.get("encoder"), cfg.get("device", "cpu")))
     tool_vecs, task_vecs = vectors[:len(catalogue)], vectors[len(catalogue):]
     scores = task_vecs @ tool_vecs.T

@@ -43,6 +43,7 @@ from engine.contract import (
     task_error,
 )
 from engine.contract.progress import TaskBar
+from engine.contract.staged import remove_if_empty
 from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
 from rollout.curate import Curator, CuratorSettings
@@ -50,7 +51,7 @@ from rollout.errors import CacheMiss
 from rollout.executor import Executor, ExecutorSettings, TaskRun
 from rollout.exposure import select_tools
 from rollout.mcp.config import read_servers_config
-from rollout.mcp.host import MCPHost, remove_if_empty
+from rollout.mcp.host import MCPHost
 from rollout.mcp.protocol import ToolInfo
 from rollout.models.base import settings_from_config
 from rollout.models.clients import bounded, quiet_client_loggers

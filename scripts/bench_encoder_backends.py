@@ -131,6 +131,8 @@ def backends(encoder, onnx_path: Path | None, threads: int, installed: set[str])
 
 def read_texts(path: Path) -> list[str]:
     """The texts of --texts: a JSON list of strings, or of tools (`name: description` each)."""
+    from rollout.exposure import tool_text
+
     data = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(data, dict):
         data = data.get("tools", data)
@@ -141,7 +143,7 @@ def read_texts(path: Path) -> list[str]:
         if isinstance(item, str):
             texts.append(item)
         elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            texts.append(f"{item['name']}: {item.get('description') or ''}")
+            texts.append(tool_text(item["name"], item.get("description")))
         else:
             raise SystemExit(f"{path}: item {i}: expected a string or an object with a name")
     return list(dict.fromkeys(texts))

@@ -130,6 +130,14 @@ def _only_abandoned(container: Path) -> bool:
         return False
 
 
+def remove_if_empty(folder: Path) -> None:
+    """Remove a folder that holds nothing (a folder with files, or none at all, is left as it is)."""
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def _carry(source: Path, destination: Path) -> None:
     """Bookkeeping entry or site `source` into `destination`: files hard-linked (copied across devices)."""
     if source.is_dir() and not source.is_symlink():
@@ -208,10 +216,7 @@ def staging(target: Path) -> Iterator[Path]:
         yield stage
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-        try:
-            container.rmdir()
-        except OSError:
-            pass
+        remove_if_empty(container)
 
 
 @contextmanager

@@ -21,20 +21,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from engine.contract.staged import remove_if_empty
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.paths import from_workspace, to_workspace
 from rollout.mcp.process import ServerProcess, file_name, redact
 from rollout.mcp.protocol import WORKSPACE_META_KEY, ToolInfo, ToolOutcome, describe_error, render_content
 
 log = logging.getLogger(__name__)
-
-
-def remove_if_empty(folder: Path) -> None:
-    """Remove a folder that holds nothing (a folder with files, or none at all, is left as it is)."""
-    try:
-        folder.rmdir()
-    except OSError:
-        pass
 
 
 class MCPHost:
