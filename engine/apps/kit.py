@@ -340,7 +340,8 @@ def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Overr
     cause = exc.__cause__
     quoted = re.search(r"'([^']+)'", text)
     key = str(getattr(cause, "full_key", "") or (quoted.group(1) if quoted else ""))
-    given = [o for o in settings if o.key_or_group == key or key.startswith(f"{o.key_or_group}.")]
+    given = [o for o in settings if o.key_or_group == key or key.startswith(f"{o.key_or_group}.")
+             or o.key_or_group.startswith(f"{key}.")]  # a setting under a node the app lacks
     merging = re.match(r"Error merging override (.+)$", text.splitlines()[0])
     if merging:
         given = [o for o in settings if o.input_line == merging.group(1)] or given

@@ -131,13 +131,6 @@ class Sweep:
 
 
 @dataclass
-class ReadPredictions:
-    """How the score app reads predicted calls."""
-
-    parse_string_arguments: bool = False
-
-
-@dataclass
 class Vtb:
     """How the score app reads VisualToolBench rubric verdicts."""
 
@@ -190,7 +183,7 @@ class ScoreConfig:
     index_dir: str | None = None
     reports: bool = True
     progress: bool = True
-    predictions: ReadPredictions = field(default_factory=ReadPredictions)
+    parse_string_arguments: bool = False
     vtb: Vtb = field(default_factory=Vtb)
     trials: Trials = field(default_factory=Trials)
     demo: Demo = field(default_factory=Demo)

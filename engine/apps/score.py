@@ -92,7 +92,7 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
                          encoder_backend=check_backend(cfg.encoder.get("backend")),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)),
-                         parse_string_arguments=bool((cfg.get("predictions") or {}).get("parse_string_arguments")))
+                         parse_string_arguments=bool(cfg.parse_string_arguments))
 
 
 def evaluator_settings(cfg: DictConfig) -> dict[str, dict[str, Any]]:
