@@ -92,3 +92,16 @@ def test_the_command_line_refuses_before_any_work(tmp_path: Path, app: str, args
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"error: {line}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_value_the_command_line_does_not_show_is_refused_before_the_run(tmp_path: Path) -> None:
+    """A group option's file of one's own (`--config-dir`, left unchecked by the command line's check) that
+    sets a value outside its range: each job's config is checked before it runs, and its run folder goes."""
+    (tmp_path / "conf" / "preset").mkdir(parents=True)
+    (tmp_path / "conf" / "preset" / "bad.yaml").write_text("# @package _global_\nconcurrency: 0\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rollout.py"), "--config-dir",
+                           str(tmp_path / "conf"), "preset=bad", "model=scripted", "tasks=demo",
+                           f"results_dir={tmp_path / 'results'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert (proc.returncode, proc.stderr) == (2, "error: concurrency=0: must be an integer >= 1\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]

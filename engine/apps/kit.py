@@ -424,7 +424,7 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
         try:
-            check_ranges(app, cfg)  # what the command line's check could not see: a range sweep, a group's file
+            check_ranges(app, cfg)  # what the command line's check could not see (a group option's own file)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             code = 2

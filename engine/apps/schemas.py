@@ -306,13 +306,18 @@ RANGES: dict[str, dict[str, Range]] = {app: dict(_ranges(schema)) for app, schem
 """Each app's bounded settings (dotted keys) and their ranges, read from the schemas' fields."""
 
 
+_ABSENT = object()
+
+
 def check_ranges(app: str, cfg: DictConfig) -> None:
     """A composed config of app whose bounded setting lies outside its range (RANGES) is a ConfigError
     naming it, e.g. `concurrency=0: must be an integer >= 1`. A value that cannot be resolved here is left
     to the app, which says why when it reads it."""
     for key, allowed in RANGES[app].items():
         try:
-            value = OmegaConf.select(cfg, key, throw_on_missing=False)
+            value = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=False)
+            if value is _ABSENT:  # a config of another root (--config-dir, --config-name) may lack it
+                continue
             given = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         except OmegaConfBaseException:
             continue
