@@ -90,14 +90,6 @@ def check_trial_files(paths: Sequence[Path], setting: str) -> None:
             raise InputError(path, "not a file: a trial is a prediction file", field=setting)
 
 
-def trial_count(cfg: Mapping[str, Any]) -> int | None:
-    """The `trials.n` setting: trials expected per model (None: as many as are found)."""
-    n = cfg.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise ConfigError(f"trials.n: must be an integer >= 1 or null, got {n!r}")
-    return n
-
-
 def model_name(trial: Path) -> str:
     """A model's name from one of its trial files: the stem without its _trial<i> suffix."""
     return re.sub(r"_trial\d+$", "", Path(trial).stem)

@@ -2,8 +2,8 @@
 
     python scripts/score.py                               # built-in demo leaderboard
     python scripts/score.py model=gpt5                    # one published prediction file
-    python scripts/score.py data.gt=G model.predictions=P output_dir=D
-    python scripts/score.py data.gt=G 'sweep.predictions=[P1,P2]' output_dir=D
+    python scripts/score.py data.gt=G predictions=P output_dir=D
+    python scripts/score.py data.gt=G 'predictions=[P1,P2]' output_dir=D
     python scripts/score.py -m align.tau_weak=0.5,0.6,0.7  # Hydra multirun
     python scripts/score.py --help                        # every setting with its description
 """

@@ -177,7 +177,7 @@ def test_warnings_are_counted_past_the_first_ten(gt_file: Path, tmp_path: Path, 
 def test_string_arguments_are_scored_as_given_with_one_warning_or_parsed(gt_file: Path, tmp_path: Path,
                                                                          embedding_cache: Path, capsys, caplog) -> None:
     """OpenAI-style arguments (a JSON string): scored as strings, as published, with one warning naming the
-    count and the setting; predictions.parse_string_arguments=true scores them as the objects they hold."""
+    count and the setting; parse_string_arguments=true scores them as the objects they hold."""
     as_strings = json.loads(json.dumps(GT))
     for task in as_strings:
         for step in task["steps"]:
@@ -188,13 +188,13 @@ def test_string_arguments_are_scored_as_given_with_one_warning_or_parsed(gt_file
     said = [r.getMessage() for r in caplog.records if "JSON string" in r.getMessage()]
     assert said == [f"{tmp_path / 'strings.json'}: 4 call(s) give their arguments as a JSON string (OpenAI-style); "
                     "they are scored as strings, as the published scorer scores what it is given: set "
-                    "predictions.parse_string_arguments=true to score them as objects"]
+                    "parse_string_arguments=true to score them as objects"]
     assert strings["aggregate"]["avg_sim_all_cov"] < objects["aggregate"]["avg_sim_all_cov"] == pytest.approx(1.0)
     pred = tmp_path / "parsed.json"
     pred.write_text(json.dumps(as_strings))
     caplog.clear()
     code, _, err = score_in_process(gt_file, pred, tmp_path / "parsed", embedding_cache, capsys,
-                                    "predictions.parse_string_arguments=true")
+                                    "parse_string_arguments=true")
     assert code == 0, err
     assert not [r for r in caplog.records if "JSON string" in r.getMessage()]
     parsed = json.loads((tmp_path / "parsed" / "results_eval.json").read_text(encoding="utf-8"))

@@ -95,10 +95,11 @@ def test_the_demo_is_the_default_data_set_unless_something_is_named() -> None:
 
     assert data() == "demo" and compose("score").data.name == "demo"
     assert data("device=cpu", "align.tau_weak=0.5", "demo.n_tasks=3", "reports=false", "output_dir=D",
-                "encoder.batch_size=8", "metrics=paper", "stats=on", "predictions.parse_string_arguments=true",
-                "hydra.job.chdir=true") == "demo"
+                "encoder.batch_size=8", "metrics=paper", "stats=on", "parse_string_arguments=true",
+                "predictions.parse_string_arguments=true", "hydra.job.chdir=true") == "demo"
     for named in (["trials.predictions=[P1]"], ["model=gpt5"], ["data.gt=G"], ["results_dir=R", "trials.n=2"],
-                  ["model.rubrics=r.json"], ["sweep=leaderboard"], ["~model"]):
+                  ["model.rubrics=r.json"], ["sweep=leaderboard"], ["~model"], ["predictions=P1"],
+                  ["predictions=[P1,P2]"]):
         assert data(*named) == "m3bench", named
     assert data("data=rollout_demo", "model=gpt5") == "rollout_demo"
     assert data("data=demo", "model=gpt5") == "demo"

@@ -1,6 +1,7 @@
 """The score app's shorthands: `model=NAME` scores <results_dir>/NAME_test_mcp_fuzzy.json for any NAME whose
-file is there (as rollout.py and judge.py take model=NAME), and a run naming results_dir writes its scores
-under <results_dir>/scores/<time>/ unless it names its output folder."""
+file is there (as rollout.py and judge.py take model=NAME), a run naming results_dir writes its scores
+under <results_dir>/scores/<time>/ unless it names its output folder, `predictions=` names the file(s) of
+predicted calls (as in the judge and rollout apps), and a renamed setting is read under its new name."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from script_runs import ROOT, run_script
 
+from engine.apps.compose import compose
 from engine.apps.kit import CommandLineError
 from engine.apps.shorthands import SCORES_DIR, score_shorthands
 
@@ -40,6 +42,61 @@ def test_an_unknown_model_without_a_file_names_both(tmp_path: Path) -> None:
 def test_scores_go_beside_the_results_named(argv: list[str], added: bool) -> None:
     data = [] if "data=demo" in argv else ["data=m3bench"]  # results_dir names what to score
     assert score_shorthands(argv) == argv + data + ([f"output_dir={SCORES_DIR}"] if added else [])
+
+
+@pytest.mark.parametrize(("argv", "spelt"), [
+    (["predictions=p.json"], ["model.predictions=p.json", "data=m3bench"]),
+    (["predictions='a b.json'", "data=vtb"], ["model.predictions='a b.json'", "data=vtb"]),
+    (["predictions=${oc.env:P}", "data.gt=G"], ["model.predictions=${oc.env:P}", "data.gt=G", "data=m3bench"]),
+    (["predictions=[p1.json,'p 2.json']"], ["sweep.predictions=[p1.json,'p 2.json']", "data=m3bench"]),
+    (["-m", "predictions=p1.json,p2.json"], ["-m", "model.predictions=p1.json,p2.json", "data=m3bench"]),
+    (["predictions=/x/<img>.json"], ["predictions=/x/<img>.json", "data=m3bench"]),  # for the check to name
+    (["model.predictions=p.json", "sweep.predictions=[q.json]", "trials.predictions=[r.json]"],
+     ["model.predictions=p.json", "sweep.predictions=[q.json]", "trials.predictions=[r.json]", "data=m3bench"]),
+])
+def test_predictions_names_the_files_to_score(argv: list[str], spelt: list[str]) -> None:
+    """`predictions=FILE` is model.predictions, `predictions=[...]` sweep.predictions, a multirun sweep of
+    files one job per file; the value as written, and data=m3bench as for any file named."""
+    assert score_shorthands(argv) == spelt
+
+
+def test_predictions_compose_as_the_settings_they_spell(tmp_path: Path) -> None:
+    def composed(*argv: str):
+        return compose("score", score_shorthands(list(argv)))
+
+    assert composed("predictions=p.json").model.predictions == "p.json"
+    assert list(composed("predictions=[p1.json,p2.json]").sweep.predictions) == ["p1.json", "p2.json"]
+    assert composed("predictions=p.json").data.name == "m3bench"
+
+
+def test_the_old_spelling_of_parse_string_arguments_is_read_with_a_note(capsys) -> None:
+    assert score_shorthands(["predictions.parse_string_arguments=true"]) == ["parse_string_arguments=true"]
+    assert capsys.readouterr().err == ("note: predictions.parse_string_arguments is now parse_string_arguments: "
+                                       "read as parse_string_arguments=true\n")
+    cfg = compose("score", score_shorthands(["predictions.parse_string_arguments=true"]))
+    assert cfg.parse_string_arguments is True and cfg.data.name == "demo"  # how to score, not what
+    assert compose("score").parse_string_arguments is False
+    capsys.readouterr()
+    assert score_shorthands(["parse_string_arguments=true"]) == ["parse_string_arguments=true"]
+    assert capsys.readouterr().err == ""
+
+
+def _task(tid: str, query: str) -> dict:
+    return {"id": tid, "steps": [{"step": 1, "calls": [{"name": "maps/search", "arguments": {"query": query}}]}]}
+
+
+def test_predictions_file_scores_what_model_predictions_scores(tmp_path: Path, embedding_cache: Path) -> None:
+    (tmp_path / "G.json").write_text(json.dumps([_task(f"g{i}", f"cafe {i}") for i in range(3)]))
+    (tmp_path / "P.json").write_text(json.dumps([_task(f"g{i}", "a bakery" if i else "cafe 0") for i in range(3)]))
+    common = ["data.gt=G.json", "device=cpu", f"encoder.cache_dir={embedding_cache}", "reports=false",
+              "index_dir=null", "progress=false"]
+    for setting, out in (("predictions=P.json", "short"), ("model.predictions=P.json", "long")):
+        proc = run_script("score", setting, *common, f"output_dir={out}", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    short, long = (json.loads((tmp_path / out / "results_eval.json").read_text()) for out in ("short", "long"))
+    assert short == long and short["aggregate"]["num_ids"] == 3 and short["meta"]["predictions"] == "P.json"
+    written = [sorted(p.name for p in (tmp_path / out).iterdir()) for out in ("short", "long")]
+    assert written[0] == written[1]
 
 
 @pytest.mark.slow

@@ -47,6 +47,8 @@ from engine.apps.overrides import (
     sweep_jobs,
     unparsable,
 )
+from engine.apps.schemas import RANGES, check_ranges
+from engine.contract import ConfigError
 
 # A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
 _OWN_FLAGS = ("config_path", "config_name", "config_dir", "experimental_rerun", "shell_completion")
@@ -230,9 +232,10 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
 the config lacks, naming the closest setting; a value of the wrong type: engine.apps.schemas), a new key (`+key`,
     `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
     extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), and a multirun
-    that would run the same settings twice, an override Hydra cannot parse, and a value of a setting
+    that would run the same settings twice, an override Hydra cannot parse, a value of a setting
     of `names` (those that name files, e.g. a model's name) that cannot be part of a file name
-    (engine.contract.check_name). A command line naming other config roots is returned unchecked."""
+    (engine.contract.check_name), and a value outside its setting's range (engine.apps.schemas.check_ranges;
+    each value of a sweep). A command line naming other config roots is returned unchecked."""
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             args = hydra_arguments().parse_args(list(argv))
@@ -282,9 +285,28 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
                 continue
             raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}"
                                    f"{_closest_hint(o.key_or_group, base, groups)}; --help lists its settings")
+        if not any(getattr(args, flag) for flag in ("help", "hydra_help", "version", "cfg", "info")):
+            _check_ranges(app, cfg, lines, settings)
         if args.multirun:
             return [*argv, _folder_names(cfg, overrides, ours)]
     return list(argv)
+
+
+def _check_ranges(app: str, cfg: DictConfig, lines: Sequence[str], settings: Sequence[Override]) -> None:
+    """A bounded setting outside its range (check_ranges) is a CommandLineError: in the config of the
+    command line's `lines` (a sweep's first value), then with each further value of a swept bounded setting."""
+    jobs = [cfg]
+    for o in settings:
+        values = override_values(o) if o.is_sweep_override() and o.key_or_group in RANGES[app] else None
+        at = lines.index(f"{o.get_key_element()}={values[0]}") if values else -1
+        for value in (values or [])[1:]:
+            job = [*lines[:at], f"{o.get_key_element()}={value}", *lines[at + 1:]]
+            jobs.append(compose(app, job, hydra=True))
+    for job_cfg in jobs:
+        try:
+            check_ranges(app, job_cfg)
+        except ConfigError as exc:
+            raise CommandLineError(str(exc)) from None
 
 
 def _given(override: Override) -> str:
@@ -318,7 +340,8 @@ def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Overr
     cause = exc.__cause__
     quoted = re.search(r"'([^']+)'", text)
     key = str(getattr(cause, "full_key", "") or (quoted.group(1) if quoted else ""))
-    given = [o for o in settings if o.key_or_group == key or key.startswith(f"{o.key_or_group}.")]
+    given = [o for o in settings if o.key_or_group == key or key.startswith(f"{o.key_or_group}.")
+             or o.key_or_group.startswith(f"{key}.")]  # a setting under a node the app lacks
     merging = re.match(r"Error merging override (.+)$", text.splitlines()[0])
     if merging:
         given = [o for o in settings if o.input_line == merging.group(1)] or given
@@ -400,7 +423,13 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
-        code = run(cfg)
+        try:
+            check_ranges(app, cfg)  # what the command line's check could not see (a group option's own file)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            code = 2
+        else:
+            code = run(cfg)
         if code == 2:  # bad input: the run stopped before doing anything
             remove_failed_run_folder(cfg)
         if code:

@@ -2,15 +2,71 @@
 names its schema first in its defaults list (`<app>_schema`), so Hydra itself refuses a setting the schema
 lacks (`key=value`) and a value of the wrong type (`concurrency=many`). A node whose group options differ
 in their keys (the rollout's model and exposure, the judge's judges and evaluators, the score app's stats)
-is typed as an open mapping; the app kit checks the new keys (`+key=value`) Hydra lets in anywhere."""
+is typed as an open mapping; the app kit checks the new keys (`+key=value`) Hydra lets in anywhere.
+
+A bounded setting declares its range once, on its field (`bounded`, a Range); `check_ranges` checks a
+composed config against them, and the app kit calls it before any work (a setting inside an open mapping
+is checked where it is read)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from engine.contract import ConfigError
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a bounded setting takes: at least `low`, at most `high` (None: unbounded), an integer or
+    any number, null too when `nullable`; a list setting's range is each of its values'."""
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = True
+    nullable: bool = False
+
+    def admits(self, value: Any) -> bool:
+        """Whether value lies in the range."""
+        if value is None:
+            return self.nullable
+        if isinstance(value, bool) or not isinstance(value, int if self.integer else (int, float)):
+            return False
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+    def __str__(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        if self.low is not None and self.high is not None:
+            text = f"{kind} in [{self.low:g}, {self.high:g}]"
+        elif self.low is not None:
+            text = f"{kind} >= {self.low:g}"
+        else:
+            text = f"{kind} <= {self.high:g}"
+        return f"{text} or null" if self.nullable else text
+
+
+COUNT = Range(low=1)
+"""A count: an integer >= 1."""
+SIZE = Range(low=0)
+"""A size or a seed: an integer >= 0."""
+THRESHOLD = Range(low=-1, high=1, integer=False)
+"""A similarity threshold: a number in [-1, 1] (cosine similarities)."""
+
+RANGE = "range"
+"""The metadata key of a bounded field's Range."""
+
+
+def bounded(default: Any, allowed: Range) -> Any:
+    """A dataclass field of this default whose values lie in `allowed` (a list default: each value)."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={RANGE: allowed})
+    return field(default=default, metadata={RANGE: allowed})
 
 # OmegaConf reads these annotations at run time, in typing's spelling (Optional, List, Dict).
 
@@ -42,7 +98,7 @@ class ScoreEncoder:
     """The score app's encoder group."""
 
     model: str | None = None
-    batch_size: int = 128
+    batch_size: int = bounded(128, COUNT)
     backend: str | None = "torch"
     cache_dir: str | None = None
 
@@ -51,10 +107,10 @@ class ScoreEncoder:
 class Align:
     """The score app's align group: the similarity thresholds."""
 
-    tau_weak: float = 0.6
-    tau_strong: float = 0.8
-    tau_weak_grid: list[float] = field(default_factory=list)
-    tau_strong_grid: list[float] = field(default_factory=list)
+    tau_weak: float = bounded(0.6, THRESHOLD)
+    tau_strong: float = bounded(0.8, THRESHOLD)
+    tau_weak_grid: list[float] = bounded([], THRESHOLD)
+    tau_strong_grid: list[float] = bounded([], THRESHOLD)
     select: list[str] = field(default_factory=list)
 
 
@@ -75,13 +131,6 @@ class Sweep:
 
 
 @dataclass
-class ReadPredictions:
-    """How the score app reads predicted calls."""
-
-    parse_string_arguments: bool = False
-
-
-@dataclass
 class Vtb:
     """How the score app reads VisualToolBench rubric verdicts."""
 
@@ -93,7 +142,7 @@ class Success:
     """When a trial counts as a success."""
 
     rule: str = "task_completion"
-    threshold: float = 0.5
+    threshold: float = bounded(0.5, Range(low=0, high=1, integer=False))
     key: str | None = None
 
 
@@ -102,7 +151,7 @@ class Trials:
     """Repeated runs of one model, scored together."""
 
     predictions: list[str] = field(default_factory=list)
-    n: int | None = None
+    n: int | None = bounded(None, Range(low=1, nullable=True))
     success: Success = field(default_factory=Success)
     convention: str = "all"
 
@@ -112,8 +161,8 @@ class Demo:
     """The built-in demo (data=demo)."""
 
     dir: str = MISSING
-    n_tasks: int = 60
-    seed: int = 0
+    n_tasks: int = bounded(60, COUNT)
+    seed: int = bounded(0, SIZE)
 
 
 @dataclass
@@ -134,7 +183,7 @@ class ScoreConfig:
     index_dir: str | None = None
     reports: bool = True
     progress: bool = True
-    predictions: ReadPredictions = field(default_factory=ReadPredictions)
+    parse_string_arguments: bool = False
     vtb: Vtb = field(default_factory=Vtb)
     trials: Trials = field(default_factory=Trials)
     demo: Demo = field(default_factory=Demo)
@@ -159,8 +208,8 @@ class CalibrateConfig:
     home: str = MISSING
     output_dir: str = MISSING
     encoder: CalibrateEncoder = field(default_factory=CalibrateEncoder)
-    tau_weak_grid: list[float] = field(default_factory=list)
-    tau_strong_grid: list[float] = field(default_factory=list)
+    tau_weak_grid: list[float] = bounded([], THRESHOLD)
+    tau_strong_grid: list[float] = bounded([], THRESHOLD)
 
 
 @dataclass
@@ -194,19 +243,19 @@ class RolloutConfig:
     servers: str = MISSING
     server_envs: str | None = None
     server_environment: str | None = None
-    trials: int | None = None
+    trials: int | None = bounded(None, Range(low=1, nullable=True))
     shard: Any = None
-    merge: int | None = None
+    merge: int | None = bounded(None, Range(low=1, nullable=True))
     parts_dir: str = MISSING
-    concurrency: int = 4
-    max_step: int = 5
-    max_concurrent: int = 10
+    concurrency: int = bounded(4, COUNT)
+    max_step: int = bounded(5, COUNT)
+    max_concurrent: int = bounded(10, COUNT)
     prepare: bool = True
-    max_result_chars: int = 4000
+    max_result_chars: int = bounded(4000, SIZE)
     call_timeout: Any = 60
     start_timeout: Any = 30
     ping_timeout: Any = 5
-    max_restarts: int = 2
+    max_restarts: int = bounded(2, SIZE)
     tasks: RolloutTasks = field(default_factory=RolloutTasks)
     curate: dict[str, Any] = field(default_factory=dict)
 
@@ -225,14 +274,14 @@ class JudgeConfig:
     predictions: str | None = None
     run_dir: str = MISSING
     cache_dir: str | None = None
-    concurrency: int = 8
-    attempts: int = 5
-    max_result_chars: int = 0
+    concurrency: int = bounded(8, COUNT)
+    attempts: int = bounded(5, COUNT)
+    max_result_chars: int = bounded(0, SIZE)
     ids: Any = None
     workspace_dir: str | None = None
     tool_log_dir: str | None = None
     shard: Any = None
-    merge: int | None = None
+    merge: int | None = bounded(None, Range(low=1, nullable=True))
     parts_dir: str = MISSING
 
 
@@ -242,3 +291,48 @@ SCHEMAS: dict[str, type] = {"score": ScoreConfig, "calibrate": CalibrateConfig, 
 
 for _app, _schema in SCHEMAS.items():
     ConfigStore.instance().store(name=f"{_app}_schema", node=_schema)
+
+
+def _ranges(schema: type, prefix: str = "") -> Iterator[tuple[str, Range]]:
+    """(dotted key, Range) of every bounded setting of a schema, nested schemas included."""
+    for f in dataclasses.fields(schema):
+        if RANGE in f.metadata:
+            yield f"{prefix}{f.name}", f.metadata[RANGE]
+        elif isinstance(f.default_factory, type) and dataclasses.is_dataclass(f.default_factory):
+            yield from _ranges(f.default_factory, f"{prefix}{f.name}.")
+
+
+RANGES: dict[str, dict[str, Range]] = {app: dict(_ranges(schema)) for app, schema in SCHEMAS.items()}
+"""Each app's bounded settings (dotted keys) and their ranges, read from the schemas' fields."""
+
+
+_ABSENT = object()
+
+
+def check_ranges(app: str, cfg: DictConfig) -> None:
+    """A composed config of app whose bounded setting lies outside its range (RANGES) is a ConfigError
+    naming it, e.g. `concurrency=0: must be an integer >= 1`. A value that cannot be resolved here is left
+    to the app, which says why when it reads it."""
+    for key, allowed in RANGES[app].items():
+        try:
+            value = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=False)
+            if value is _ABSENT:  # a config of another root (--config-dir, --config-name) may lack it
+                continue
+            given = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+        except OmegaConfBaseException:
+            continue
+        if isinstance(given, list):
+            wrong = [v for v in given if not allowed.admits(v)]
+            if wrong:
+                raise ConfigError(f"{key}={_shown(given)}: each value must be {allowed}, got {wrong[0]!r}")
+        elif not allowed.admits(given):
+            raise ConfigError(f"{key}={_shown(given)}: must be {allowed}")
+
+
+def _shown(value: Any) -> str:
+    """A value as a command line writes it (`null`, `[0.5,0.6]`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return f"[{','.join(_shown(v) for v in value)}]"
+    return str(value)

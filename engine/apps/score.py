@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from engine.apps.kit import hydra_app, output_folder
 from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
@@ -60,7 +60,6 @@ from engine.trials import (
     find_trials,
     model_name,
     success_counts,
-    trial_count,
     write_trials,
 )
 from engine.unreferenced import NO_REFERENCE, write_unreferenced
@@ -89,11 +88,11 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
         raise ConfigError(f"metrics.profile: {exc}") from None
     select = check_select(list(cfg.align.get("select") or []), profile)
     return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model, select=select,
-                         encoder_batch_size=config_int(cfg.encoder, "batch_size", where="encoder.batch_size"),
+                         encoder_batch_size=int(cfg.encoder.batch_size),
                          encoder_backend=check_backend(cfg.encoder.get("backend")),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)),
-                         parse_string_arguments=bool((cfg.get("predictions") or {}).get("parse_string_arguments")))
+                         parse_string_arguments=bool(cfg.parse_string_arguments))
 
 
 def evaluator_settings(cfg: DictConfig) -> dict[str, dict[str, Any]]:
@@ -210,8 +209,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
             key = "data.references" if cfg.data.get("references") else "data.gt"
             raise ConfigError(f"{key} names a reference and data=demo the built-in demo's: drop one")
         log.info("scoring the built-in demo (%s)", cfg.demo.dir)
-        gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=config_int(cfg.demo, "n_tasks", where="demo.n_tasks"),
-                                     seed=config_int(cfg.demo, "seed", minimum=0, where="demo.seed"))
+        gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=int(cfg.demo.n_tasks), seed=int(cfg.demo.seed))
     elif not any(OmegaConf.select(cfg, key) for key in PREDICTION_SETTINGS):
         raise ConfigError(f"no predictions named (data={cfg.data.name}): name them with model=NAME, "
                           f"{', '.join(f'{key}=...' for key in PREDICTION_SETTINGS)} or sweep=leaderboard "
@@ -219,7 +217,7 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     else:
         gt = _reference(cfg)
     trials_cfg = cfg.get("trials") or {}
-    n = trial_count(trials_cfg)
+    n = trials_cfg.get("n")
     explicit = {e.option: cfg.model.get(e.option) for e in evaluators() if cfg.model.get(e.option)}
     if trials_cfg.get("predictions"):
         files = [Path(p) for p in trials_cfg["predictions"]]
@@ -280,13 +278,8 @@ def stats_settings(cfg: DictConfig) -> StatsSettings | None:
 
 
 def _grid(cfg: DictConfig, name: str) -> list[float]:
-    """A threshold grid of the align group (a list; its values are checked as Thresholds)."""
-    values = cfg.align.get(name)
-    if values is None:
-        return []
-    if not isinstance(values, ListConfig):
-        raise ConfigError(f"align.{name}={values!r}: must be a list of thresholds, e.g. [0.5,0.6]")
-    return list(values)
+    """A threshold grid of the align group (a list: engine.apps.schemas, its values in range)."""
+    return list(cfg.align.get(name) or [])
 
 
 def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores, inputs: Inputs,

@@ -7,13 +7,18 @@
 - `model=NAME` for any model whose predictions are under results_dir: the file
   ``<results_dir>/NAME_test_mcp_fuzzy.json`` that ``rollout.py model=NAME`` writes (and ``judge.py model=NAME``
   judges), scored as `model.predictions` when NAME is no option of the model group (conf/score/model/);
-- `results_dir=R` without `output_dir`: the scores are written under ``R/scores/<time>/``, beside what they score.
+- `results_dir=R` without `output_dir`: the scores are written under ``R/scores/<time>/``, beside what they score;
+- `predictions=` names the file(s) of predicted calls, as in the judge and rollout apps: `predictions=FILE` is
+  `model.predictions=FILE`, `predictions=[F1,F2]` is `sweep.predictions=[F1,F2]` (one embedding pass), and the
+  multirun sweep `-m predictions=F1,F2` is `model.predictions=F1,F2` (one job per file);
+- a renamed setting (RENAMED) is read under its new name, with a note on stderr.
 
 The rollout's: `tasks=NAME` is `data=NAME` (tasks=demo: rollout_demo).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,7 +66,7 @@ def _key(token: str) -> str:
 
 
 HOW_SETTINGS = ("device", "home", "output_dir", "index_dir", "reports", "progress", "encoder", "align", "metrics",
-                "demo", "stats", "predictions", "hydra")
+                "demo", "stats", "parse_string_arguments", "hydra")
 """The score app's settings (and groups of settings) that say how to score, not what: a command line that
 sets any other names what to score, and without a data set of its own it runs with data=m3bench."""
 
@@ -71,9 +76,49 @@ def _settings(argv: Sequence[str]) -> set[str]:
     return {_key(t) for t in argv if "=" in t or t.startswith("~")}
 
 
+RENAMED = {"predictions.parse_string_arguments": "parse_string_arguments"}
+"""The score app's renamed settings: old spelling -> the setting it is read as."""
+
+
+def renamed(argv: list[str]) -> list[str]:
+    """argv with each setting of RENAMED under its new name (the value as written), and one note on stderr
+    for each."""
+    out = []
+    for token in argv:
+        prefix = token[:len(token) - len(token.lstrip("+~"))]
+        key, sep, value = token[len(prefix):].partition("=")
+        if key in RENAMED:
+            token = f"{prefix}{RENAMED[key]}{sep}{value}"
+            print(f"note: {key} is now {RENAMED[key]}: read as {token}", file=sys.stderr)
+        out.append(token)
+    return out
+
+
+def prediction_files(argv: list[str]) -> list[str]:
+    """argv with `predictions=` (the file or files of predicted calls) spelt out as the setting that scores
+    them, the value as written: a list `predictions=[F1,F2]` as `sweep.predictions=[F1,F2]`, one file or a
+    multirun sweep of files `predictions=F1,F2` as `model.predictions=...`. An override Hydra cannot parse is
+    left as it is, for the command line's check to name."""
+    out = []
+    for token in argv:
+        if not token.startswith("predictions="):
+            out.append(token)
+            continue
+        try:
+            override = OverridesParser.create().parse_override(token)
+        except HydraException:
+            out.append(token)
+            continue
+        several = not override.is_sweep_override() and isinstance(override.value(), list)
+        out.append(f"{'sweep' if several else 'model'}.{token}")
+    return out
+
+
 def score_shorthands(argv: list[str]) -> list[str]:
-    """argv with the score app's shorthands spelt out (named_model; data=m3bench when argv names what to
-    score and no data set; SCORES_DIR as output_dir when argv names results_dir and no output folder)."""
+    """argv with the score app's shorthands spelt out (renamed settings; prediction_files; named_model;
+    data=m3bench when argv names what to score and no data set; SCORES_DIR as output_dir when argv names
+    results_dir and no output folder)."""
+    argv = prediction_files(renamed(argv))
     keys = _settings(argv)
     out = named_model(argv)
     named = [k for k in keys if not any(k == how or k.startswith((f"{how}.", f"{how}/")) for how in HOW_SETTINGS)]

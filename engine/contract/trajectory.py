@@ -324,7 +324,7 @@ def parse_trajectories(path: Path, root: Any, lenient: bool = False, parse_strin
         if strings:
             log.warning("%s: %d call(s) give their arguments as a JSON string (OpenAI-style); they are scored as "
                         "strings, as the published scorer scores what it is given: set "
-                        "predictions.parse_string_arguments=true to score them as objects", path, strings)
+                        "parse_string_arguments=true to score them as objects", path, strings)
     if lenient:
         warnings = [c.warning for t in tasks.values() for c in t.calls if c.warning is not None]
         for warning in warnings[:MAX_WARNINGS]:
