@@ -30,6 +30,9 @@ HELP = "; --help lists its settings"
     ("score", ["++align.tau_weka=0.5"],
      f"++align.tau_weka=0.5: m3bench-score does not read align.tau_weka (closest: align.tau_weak){HELP}"),
     ("score", ["modle=gpt5"], f"modle=gpt5: m3bench-score has no setting modle (closest: model){HELP}"),
+    ("score", ["predictons=p.json"], f"predictons=p.json: m3bench-score has no setting predictons (closest: "
+                                     f"predictions){HELP}"),
+    ("rollout", ["taks=demo"], f"taks=demo: m3bench-rollout has no setting taks (closest: tasks){HELP}"),
     ("score", ["predictions.foo=1"], f"predictions.foo=1: m3bench-score has no setting predictions.foo (closest: "
                                      f"sweep.predictions){HELP}"),
     ("score", ["modle.name=x"], f"modle.name=x: m3bench-score has no setting modle.name (closest: model.name){HELP}"),

@@ -284,7 +284,7 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
             if new is None or _is_open(new, open_keys):  # `++` of a setting, or a new key an app reads
                 continue
             raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}"
-                                   f"{_closest_hint(o.key_or_group, base, groups)}; --help lists its settings")
+                                   f"{_closest_hint(app, o.key_or_group, base, groups)}; --help lists its settings")
         if not any(getattr(args, flag) for flag in ("help", "hydra_help", "version", "cfg", "info")):
             _check_ranges(app, cfg, lines, settings)
         if args.multirun:
@@ -324,9 +324,16 @@ def _first_value(override: Override) -> str | None:
     return f"{override.get_key_element()}={values[0]}" if values else None
 
 
-def _closest_hint(key: str, base: DictConfig | None, groups: dict[str, list[str]]) -> str:
-    """` (closest: KEY)`: the setting or group of the app nearest to key, if any."""
-    known = [*(k for k in _dotted_keys(base) if not k.startswith("hydra.")), *groups] if base is not None else []
+SHORTHAND_KEYS: dict[str, tuple[str, ...]] = {"score": ("predictions",), "rollout": ("tasks",)}
+"""Keys a command line of the app may set that no config holds: its shorthands spell them out
+(engine/apps/shorthands.py)."""
+
+
+def _closest_hint(app: str, key: str, base: DictConfig | None, groups: dict[str, list[str]]) -> str:
+    """` (closest: KEY)`: the setting, group or shorthand of the app nearest to key, if any."""
+    shorthands = SHORTHAND_KEYS.get(app, ()) if "." not in key else ()  # a shorthand has no settings under it
+    known = [*(k for k in _dotted_keys(base) if not k.startswith("hydra.")), *groups, *shorthands] \
+        if base is not None else []
     near = closest(key, known, 1)
     return f" (closest: {near[0]})" if near else ""
 
@@ -360,7 +367,7 @@ def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Overr
         if new is not None and _is_open(new, open_keys):
             return CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with +{o.input_line}")
     return CommandLineError(f"{o.input_line}: m3bench-{app} has no setting {o.key_or_group}"
-                            f"{_closest_hint(o.key_or_group, base, groups)}; --help lists its settings")
+                            f"{_closest_hint(app, o.key_or_group, base, groups)}; --help lists its settings")
 
 
 def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
