@@ -404,14 +404,14 @@ def _place(vectors: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndar
     return vectors
 
 
-def embed_distinct(texts: list[str], encoder: TextEncoder,
-                   cache_dir: str | Path | None) -> tuple[np.ndarray, EmbeddingStats]:
+def embed_distinct(texts: list[str], encoder: TextEncoder, cache_dir: str | Path | None,
+                   every: float = SAVE_EVERY) -> tuple[np.ndarray, EmbeddingStats]:
     """Embeddings of distinct texts (rows in the order given), from the cache where possible.
 
     With every text cached, the encoder model is never loaded. Texts the cache lacks are
     encoded under the cache's lock, after looking again for those another process stored
     meanwhile, so processes sharing a cache encode each text once in total. Their vectors are
-    stored as they are encoded (every SAVE_EVERY seconds): a run stopped by Ctrl-C raises
+    stored as they are encoded (every `every` seconds): a run stopped by Ctrl-C raises
     `Interrupted` (saying how many texts are saved), and a rerun encodes only the others.
     """
     if not cache_dir:
@@ -434,7 +434,7 @@ def embed_distinct(texts: list[str], encoder: TextEncoder,
                     saved[rows] = True
 
                 try:
-                    fresh = encoder.encode([texts[i] for i in missing], save=save)
+                    fresh = encoder.encode([texts[i] for i in missing], save=save, every=every)
                 except KeyboardInterrupt:
                     done = len(texts) - len(missing) + int(saved.sum())
                     raise Interrupted(f"{done} of {len(texts)} texts encoded and saved to the embedding cache "

@@ -14,7 +14,7 @@ import torch
 
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.contract import TrajectoryFile, read_trajectories, scorable
-from engine.encode import EmbeddingStats, TextEncoder, embed_distinct
+from engine.encode import SAVE_EVERY, EmbeddingStats, TextEncoder, embed_distinct
 from engine.judge_results import Joined, JoinedFiles, load_joined
 from engine.metrics import TaskScores, task_scores
 from engine.references import check_select, chosen_samples, read_references
@@ -34,7 +34,8 @@ class ScoreSettings:
     device: str = "auto"
     encoder_model: str | None = None
     encoder_batch_size: int = 128
-    encoder_backend: str = "torch"  # or onnxruntime (engine.onnx_backend; `auto` is torch for now)
+    encoder_backend: str = "torch"  # onnxruntime (engine.onnx_backend), or auto: onnxruntime on the CPU when installed
+    encoder_save_every: float = SAVE_EVERY  # seconds between two saves of encoded vectors into cache_dir
     progress: bool = False
     parse_string_arguments: bool = False  # predicted arguments given as a JSON string scored as their object
     cache_dir: str | None = None
@@ -120,7 +121,7 @@ def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.dev
     """Embeddings of the sweep's distinct texts (cached on disk when a cache_dir is set)."""
     encoder = TextEncoder(settings.encoder_model, device=str(device), batch_size=settings.encoder_batch_size,
                           progress=settings.progress, backend=settings.encoder_backend, export_dir=settings.cache_dir)
-    return embed_distinct(tables.texts, encoder, settings.cache_dir)
+    return embed_distinct(tables.texts, encoder, settings.cache_dir, every=settings.encoder_save_every)
 
 
 def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: Sequence[str | Path], settings: ScoreSettings,

@@ -21,9 +21,11 @@ class CountingEncoder:
 
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
+        self.every: list[float] = []
 
-    def encode(self, texts: list[str], save: object = None) -> np.ndarray:
+    def encode(self, texts: list[str], save: object = None, every: float = 0.0) -> np.ndarray:
         self.calls.append(list(texts))
+        self.every.append(every)
         return np.stack([np.full(4, float(len(t)), np.float32) + np.arange(4, dtype=np.float32) for t in texts])
 
 
@@ -84,3 +86,16 @@ def test_concurrent_writers(tmp_path: Path) -> None:
     np.testing.assert_array_equal(vectors[:, 0], [zlib.crc32(t.encode()) % 997 for t in texts])
     assert len(list((tmp_path / "concurrent").glob("*.npz"))) <= 40
     assert not [p for p in (tmp_path / "concurrent").rglob(".*") if p.suffix == ".tmp"]
+
+
+def test_the_save_interval_reaches_the_encoder(tmp_path: Path) -> None:
+    """encoder.save_every, read by the score app, is the interval the encoder saves at (default SAVE_EVERY)."""
+    from engine.apps.compose import compose
+    from engine.apps.score import settings_from
+    from engine.encode import SAVE_EVERY
+
+    enc = CountingEncoder()
+    embed_distinct(["a"], enc, tmp_path)
+    settings = settings_from(compose("score", ["encoder.save_every=0"]))
+    embed_distinct(["b"], enc, tmp_path, every=settings.encoder_save_every)
+    assert enc.every == [SAVE_EVERY, 0.0]

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # (app, the setting's override outside its range, the line that refuses it, the range's edge, admitted)
 CASES = [
     ("score", "encoder.batch_size=0", "encoder.batch_size=0: must be an integer >= 1", "encoder.batch_size=1"),
+    ("score", "encoder.save_every=-0.5", "encoder.save_every=-0.5: must be a number >= 0", "encoder.save_every=0"),
     ("score", "align.tau_weak=1.5", "align.tau_weak=1.5: must be a number in [-1, 1]", "align.tau_weak=1"),
     ("score", "align.tau_strong=-1.01", "align.tau_strong=-1.01: must be a number in [-1, 1]", "align.tau_strong=-1"),
     ("score", "align.tau_weak_grid=[0.5,1.5]",

@@ -101,6 +101,7 @@ class ScoreEncoder:
     batch_size: int = bounded(128, COUNT)
     backend: str | None = "torch"
     cache_dir: str | None = None
+    save_every: float = bounded(5.0, Range(low=0, integer=False))
 
 
 @dataclass

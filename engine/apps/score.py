@@ -90,6 +90,7 @@ def settings_from(cfg: DictConfig) -> ScoreSettings:
     return ScoreSettings(profile=profile, device=str(cfg.device), encoder_model=cfg.encoder.model, select=select,
                          encoder_batch_size=int(cfg.encoder.batch_size),
                          encoder_backend=check_backend(cfg.encoder.get("backend")),
+                         encoder_save_every=float(cfg.encoder.save_every),
                          cache_dir=None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir),
                          progress=bool(cfg.get("progress", False)),
                          parse_string_arguments=bool(cfg.parse_string_arguments))
