@@ -61,8 +61,14 @@ def golden_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def embedding_cache(tmp_path_factory) -> Path:
-    """One embedding cache for the whole test session, so each text is encoded once."""
-    return tmp_path_factory.mktemp("embedding-cache")
+    """One embedding cache for the whole test session, so each text is encoded once: under pytest-xdist
+    the workers share it (beside their own temporary folders; the cache's lock lets processes share it)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    cache = root / "embedding-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @pytest.fixture

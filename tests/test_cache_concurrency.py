@@ -24,7 +24,7 @@ class RecordingEncoder:
     def __init__(self, record: Path) -> None:
         self.record = record
 
-    def encode(self, texts: list[str], save: object = None) -> np.ndarray:
+    def encode(self, texts: list[str], save: object = None, every: float = 0.0) -> np.ndarray:
         with self.record.open("a", encoding="utf-8") as fh:
             fh.writelines(json.dumps(t) + "\n" for t in texts)
         time.sleep(0.3)  # long enough for every job to look at the cold cache meanwhile

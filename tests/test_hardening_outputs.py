@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from preloaded import Preloaded
 
 from engine.contract import ConfigError, staged
 from engine.contract.staged import MANIFEST, STAGING, check_output_folder, staged_folder
 
 ROOT = Path(__file__).resolve().parents[1]
+SCORE = ROOT / "scripts" / "score.py"
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -125,11 +127,14 @@ def small_sweep(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-def score_command(data: dict[str, Path], out: Path, cache: Path, tau_weak: float) -> list[str]:
+def score_args(data: dict[str, Path], out: Path, cache: Path, tau_weak: float) -> list[str]:
     preds = ",".join(str(data[f"m{k}"]) for k in range(3))
-    return [sys.executable, str(ROOT / "scripts" / "score.py"), f"data.gt={data['gt']}", f"sweep.predictions=[{preds}]",
-            f"output_dir={out}", f"encoder.cache_dir={cache}", "device=cpu", "progress=false", "reports=true",
-            f"align.tau_weak={tau_weak}", "align.tau_strong=0.95"]
+    return [f"data.gt={data['gt']}", f"sweep.predictions=[{preds}]", f"output_dir={out}", f"encoder.cache_dir={cache}",
+            "device=cpu", "progress=false", "reports=true", f"align.tau_weak={tau_weak}", "align.tau_strong=0.95"]
+
+
+def score_command(data: dict[str, Path], out: Path, cache: Path, tau_weak: float) -> list[str]:
+    return [sys.executable, str(SCORE), *score_args(data, out, cache, tau_weak)]
 
 
 def staging_started(out: Path) -> bool:
@@ -141,53 +146,52 @@ def staging_started(out: Path) -> bool:
 def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_path: Path,
                                                              embedding_cache: Path) -> None:
     """SIGKILL a real scoring run at random moments of its write stage, many times: the output folder
-    always holds exactly the previous run's outputs or the new run's."""
+    always holds exactly the previous run's outputs or the new run's. (The runs are forks of one process
+    that has imported the project: tests/preloaded.py.)"""
     sets: dict[float, dict[str, bytes]] = {}
     write_seconds = 0.0
-    for tau in (0.5, 0.9):
-        reference = tmp_path / f"reference-{tau}"
-        proc = subprocess.Popen(score_command(small_sweep, reference, embedding_cache, tau), cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        while proc.poll() is None and not staging_started(reference):
-            time.sleep(0.002)
-        started = time.monotonic()
-        while proc.poll() is None and staging_started(reference):  # until the swap
-            time.sleep(0.002)
-        write_seconds = max(write_seconds, time.monotonic() - started)
-        assert proc.wait(timeout=600) == 0, proc.stderr.read()
-        sets[tau] = snapshot(reference)
-    assert sets[0.5] != sets[0.9] and "m0/results_eval.json" in sets[0.5] and "leaderboard.md" in sets[0.5]
+    with Preloaded() as apps:
+        for tau in (0.5, 0.9):
+            reference = tmp_path / f"reference-{tau}"
+            pid = apps.start(SCORE, score_args(small_sweep, reference, embedding_cache, tau), tmp_path,
+                             stderr=tmp_path / "stderr")
+            while not staging_started(reference):
+                time.sleep(0.002)
+            started = time.monotonic()
+            while staging_started(reference):  # until the swap
+                time.sleep(0.002)
+            write_seconds = max(write_seconds, time.monotonic() - started)
+            assert apps.wait(pid) == 0, (tmp_path / "stderr").read_text()
+            sets[tau] = snapshot(reference)
+        assert sets[0.5] != sets[0.9] and "m0/results_eval.json" in sets[0.5] and "leaderboard.md" in sets[0.5]
 
-    out = tmp_path / "out"
-    subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), cwd=tmp_path, check=True,
-                   capture_output=True)
-    rng = random.Random(0)
-    outcomes = {"old": 0, "new": 0}
-    deadline = time.monotonic() + 420
-    runs = 0
-    # Kill moments are drawn from [0, window); the write stage's length varies with the machine's load,
-    # so after every 5 runs that all ended one way the window widens (all old) or narrows (all new).
-    window = write_seconds * 1.2
-    while runs < 30 and time.monotonic() < deadline:
-        if runs and runs % 5 == 0 and not (outcomes["old"] and outcomes["new"]):
-            window = window * 2 if not outcomes["new"] else window / 2
-        held = next(tau for tau, files in sets.items() if snapshot(out) == files)
-        other = 0.9 if held == 0.5 else 0.5
-        proc = subprocess.Popen(score_command(small_sweep, out, embedding_cache, other), cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        while proc.poll() is None and not staging_started(out):
-            time.sleep(0.002)
-        time.sleep(rng.uniform(0, window))
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        now = snapshot(out)
-        assert now in (sets[held], sets[other]), f"run {runs}: a mix of both runs' outputs"
-        outcomes["old" if now == sets[held] else "new"] += 1
-        runs += 1
-    assert runs >= 12 and outcomes["old"] and outcomes["new"], outcomes
-    subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), cwd=tmp_path, check=True,
-                   capture_output=True)
+        out = tmp_path / "out"
+        assert apps.run(SCORE, score_args(small_sweep, out, embedding_cache, 0.5), tmp_path) == 0
+        rng = random.Random(0)
+        outcomes = {"old": 0, "new": 0}
+        deadline = time.monotonic() + 420
+        runs = 0
+        # Kill moments are drawn from [0, window); the write stage's length varies with the machine's load,
+        # so after every 5 runs that all ended one way the window widens (all old) or narrows (all new).
+        window = write_seconds * 1.2
+        while runs < 30 and time.monotonic() < deadline:
+            if runs and runs % 5 == 0 and not (outcomes["old"] and outcomes["new"]):
+                window = window * 2 if not outcomes["new"] else window / 2
+            held = next(tau for tau, files in sets.items() if snapshot(out) == files)
+            other = 0.9 if held == 0.5 else 0.5
+            pid = apps.start(SCORE, score_args(small_sweep, out, embedding_cache, other), tmp_path)
+            while apps.running(pid) and not staging_started(out):
+                time.sleep(0.002)
+            time.sleep(rng.uniform(0, window))
+            if apps.running(pid):
+                os.kill(pid, signal.SIGKILL)
+            apps.wait(pid)
+            now = snapshot(out)
+            assert now in (sets[held], sets[other]), f"run {runs}: a mix of both runs' outputs"
+            outcomes["old" if now == sets[held] else "new"] += 1
+            runs += 1
+        assert runs >= 12 and outcomes["old"] and outcomes["new"], outcomes
+        assert apps.run(SCORE, score_args(small_sweep, out, embedding_cache, 0.5), tmp_path) == 0
     assert snapshot(out) == sets[0.5] and not (tmp_path / STAGING).exists()
 
 
