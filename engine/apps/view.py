@@ -23,8 +23,8 @@ def serve(site: Path, port: int) -> None:
     interrupted run does (one line, status 130)."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        print(f"serving {site} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
-        try:
+        try:  # from the line that says so on: a Ctrl-C just after it stops the serving too
+            print(f"serving {site} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
             server.serve_forever()
         except KeyboardInterrupt:
             raise Interrupted(f"stopped serving; the site stays in {site}") from None
