@@ -3,7 +3,8 @@ scripted chat servers on loopback.
 
 Under pytest-xdist (`-n auto --dist loadfile`, as .ci/run runs the suite) each test file runs in one
 worker, in order: a module-scoped fixture is built once, and a documented block may read what the block
-before it wrote.
+before it wrote. A worker computes on one thread (OMP_NUM_THREADS=1, inherited by the processes it
+starts), as there is a worker per core.
 
 With ``M3BENCH_REQUIRE_SHARED=1`` (as in CI) a test needing the ../shared data fails when the
 data is absent instead of being skipped.
@@ -17,6 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One worker per core (-n auto): each worker, and every process it starts, computes on one thread
+    # instead of one per core each (the encoder, torch's kernels, ONNX Runtime).
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
 
 from rollout.models.loopback import Policy, ScriptedChatServer
 
