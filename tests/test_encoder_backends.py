@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -57,10 +58,21 @@ def test_golden_case_scored_with_onnxruntime(gt_path: Path, golden_dir: Path, ex
     assert_matches_golden(scored, golden_dir)
 
 
+DAMAGE_TEXTS = ["get_weather {\"city\": \"Oslo\"}", "a much longer call text with several more tokens in it"]
+
+
+@pytest.fixture(scope="module")
+def fresh_export(export_root: Path, onnx_encoder: TextEncoder) -> tuple[Path, np.ndarray]:
+    """The module's export folder (the export made on first use) and the vectors it gives DAMAGE_TEXTS."""
+    return export_root, onnx_encoder.encode(DAMAGE_TEXTS)
+
+
 @pytest.mark.parametrize("damage", ["corrupt", "truncate", "no manifest"])
-def test_damaged_export_is_detected_and_redone(tmp_path: Path, damage: str) -> None:
-    texts = ["get_weather {\"city\": \"Oslo\"}", "a much longer call text with several more tokens in it"]
-    first = TextEncoder(backend="onnxruntime", export_dir=tmp_path).encode(texts)
+def test_damaged_export_is_detected_and_redone(tmp_path: Path, damage: str,
+                                               fresh_export: tuple[Path, np.ndarray]) -> None:
+    texts = DAMAGE_TEXTS
+    shutil.copytree(fresh_export[0] / "onnx", tmp_path / "onnx")
+    first = fresh_export[1]
     (folder,) = (tmp_path / "onnx").iterdir()
     key = json.loads((folder / MANIFEST).read_text())["key"]
     model = folder / MODEL_FILE
@@ -79,10 +91,10 @@ def test_damaged_export_is_detected_and_redone(tmp_path: Path, damage: str) -> N
     assert [p.name for p in (tmp_path / "onnx").iterdir()] == [folder.name]  # no temporary folder left
 
 
-def test_cache_identity_differs_by_backend(tmp_path: Path) -> None:
+def test_cache_identity_differs_by_backend(tmp_path: Path, onnx_encoder: TextEncoder) -> None:
     torch_id = TextEncoder().identity
     assert TextEncoder(backend="auto", device="cuda").identity != TextEncoder(backend="auto").identity
-    onnx = TextEncoder(backend="onnxruntime", export_dir=tmp_path)
+    onnx = onnx_encoder
     assert onnx.identity != torch_id
     texts = ["get_weather {\"city\": \"Oslo\"}"]
     embed_distinct(texts, TextEncoder(), tmp_path / "cache")
