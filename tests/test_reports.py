@@ -212,3 +212,18 @@ def test_the_outcome_checks_notes_describe_only_the_columns_shown() -> None:
     table = outcomes_table([answers, checks])
     assert table is not None and table.note.startswith("SR: mean over") and "SR (micro)" in table.note
     assert "Answers Skipped" not in table.note and "Accuracy:" not in table.note
+
+
+def test_a_name_in_a_script_the_font_lacks_is_plotted_without_a_warning(tmp_path: Path) -> None:
+    import warnings
+
+    from matplotlib.figure import Figure
+
+    from engine.reports.plots import save_figure
+
+    fig = Figure()
+    fig.add_subplot().set_title("na\u00efve \u6a21\u578b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        save_figure(fig, tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")

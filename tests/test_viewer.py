@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from chromium import browser, page  # noqa: F401  (fixtures)
+from script_runs import call_app
 
 from engine.apps.view import run as view_main
 from engine.contract import InputError, read_trajectories
@@ -28,7 +29,8 @@ HUGE = "x" * (MAX_TEXT + 5000)
 
 
 def _run(cmd: list[str]) -> None:
-    done = subprocess.run([sys.executable, *cmd], cwd=ROOT, capture_output=True, text=True)
+    """`python scripts/<app>.py ARGS` run to success, in this process (script_runs.call_app)."""
+    done = call_app(Path(cmd[0]).stem, *cmd[1:], cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from chromium import browser, page  # noqa: F401  (fixtures)
+from script_runs import call_app
 
 from engine.apps.view import run as view_main
 from engine.contract.staged import STAGING, check_output_folder
@@ -37,8 +38,12 @@ IDS = (HOSTILE + " 1", HOSTILE + " 2")
 
 
 def _script(name: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    """`python scripts/<name>.py ARGS` in cwd: the viewer as a process (its warnings are what its stderr
+    shows), the score app in this process (script_runs.call_app)."""
+    if name == "view":
+        return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
+                              capture_output=True, text=True, timeout=600)
+    return call_app(name, *args, cwd=cwd)
 
 
 def _call(i: int) -> dict:

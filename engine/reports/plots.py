@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,14 @@ from engine.reports.tables import OUTCOME_KEYS, TOOL_USE_KEYS, Table
 
 
 def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
-    """Render fig to PNG and write it atomically at path."""
+    """Render fig to PNG and write it atomically at path (a glyph the font lacks drawn as a box, unsaid)."""
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    with warnings.catch_warnings():
+        # a name in a script the font lacks (CJK, say) is drawn as boxes; matplotlib's warning for each
+        # of its glyphs would say no more, on every run
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
+        fig.savefig(buf, format="png", dpi=dpi)
     atomic_write_bytes(Path(path), buf.getvalue())
     return Path(path)
 
