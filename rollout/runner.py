@@ -404,7 +404,8 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
                 log.info("curated %s: success=%s accepted=%s", run.id, verdict["success"], verdict["accepted"])
                 return True
 
-            outcomes = await bounded(todo, config_int(cfg, "concurrency", default=4), work)
+            with TaskBar(len(todo), "curate") as bar:
+                outcomes = await bounded(todo, config_int(cfg, "concurrency", default=4), bar.each(work))
     accepted = sum(1 for r in verdicts.records() if r.get("accepted"))
     failed = outcomes.count(False)
     print(f"curate: {outcomes.count(True)} run(s) curated, {failed} failed; {accepted} optimal trajectories "

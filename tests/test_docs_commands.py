@@ -9,7 +9,10 @@ directory is a scratch folder holding a link to each top-level entry of the repo
 `scripts/...`, `conf/`, `rollout/...` resolve as in a clone, and what a command writes to the
 working directory, `results/` say, lands in the scratch folder); `/tmp/` in a command is replaced by a
 scratch folder of the module, so `results_dir=/tmp/m3` writes there; HOME, TMPDIR and M3BENCH_HOME
-are scratch folders too, the embedding cache is the session's, and `python` is this interpreter's.
+are scratch folders too, the embedding cache is the session's, and `python` is this interpreter's: a
+`python SCRIPT.py ...` command runs as a process forked from one that has imported the project once
+(tests/preloaded.py), with the command's arguments, directory, environment and streams, so that it pays
+no start-up time; any other `python` command line runs the interpreter itself.
 One scored demo run (`/tmp/demo`) serves every block that reads it: the scoring page's block makes it,
 or the `demo_run` fixture when that block did not run first."""
 
@@ -17,13 +20,16 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+from preloaded import Preloaded
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "rollout" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -83,9 +89,9 @@ Scratch = tuple[Path, Path, dict[str, str]]
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> Scratch:
+def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> Iterator[Scratch]:
     """The working directory (links to the repository's entries), the folder standing for /tmp/, and
-    the environment the commands run in."""
+    the environment the commands run in (`python` first on its PATH: the preloaded one)."""
     base = tmp_path_factory.mktemp("docs")
     work, tmp = base / "work", base / "tmp"
     for folder in (work, tmp, base / "home", base / "tmpdir", base / "m3home"):
@@ -94,12 +100,14 @@ def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> 
         if not entry.name.startswith(".") and entry.name not in ("results", "__pycache__"):
             (work / entry.name).symlink_to(entry)
     env = {k: v for k, v in os.environ.items() if not k.startswith("M3BENCH_")}
-    env.update(HOME=str(base / "home"), TMPDIR=str(base / "tmpdir"), M3BENCH_HOME=str(base / "m3home"),
-               M3BENCH_CACHE=str(embedding_cache), PYTHONPATH=str(ROOT),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
-    if "M3BENCH_SHARED" in os.environ:
-        env["M3BENCH_SHARED"] = os.environ["M3BENCH_SHARED"]
-    return work, tmp, env
+    with Preloaded() as preloaded:
+        shim = preloaded.python_shim(base / "bin")
+        env.update(HOME=str(base / "home"), TMPDIR=str(base / "tmpdir"), M3BENCH_HOME=str(base / "m3home"),
+                   M3BENCH_CACHE=str(embedding_cache), PYTHONPATH=str(ROOT),
+                   PATH=os.pathsep.join([str(shim), str(Path(sys.executable).parent), env.get("PATH", "")]))
+        if "M3BENCH_SHARED" in os.environ:
+            env["M3BENCH_SHARED"] = os.environ["M3BENCH_SHARED"]
+        yield work, tmp, env
 
 
 def run_command(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
@@ -159,6 +167,23 @@ def test_documented_block_runs(block: Block, scratch: Scratch,
         proc = run_command(command, scratch)
         assert proc.returncode == 0, (f"{block.page}:{block.line}: `{command}` exited {proc.returncode}\n"
                                       f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+
+
+def test_a_command_s_python_run_keeps_its_status_streams_and_setting(scratch: Scratch) -> None:
+    """The preloaded `python` of the commands (see the module's docstring) gives a script's exit status,
+    its stdout and stderr, its working directory and environment, as the interpreter would."""
+    refused = run_command("python scripts/score.py no_such_setting=1", scratch)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "no_such_setting" in refused.stderr
+    (scratch[1] / "probe.py").write_text("import os, sys\nprint(os.getcwd(), os.environ['PROBE'], sys.argv[1:])\n"
+                                         "print('to stderr', file=sys.stderr)\nsys.exit(int(sys.argv[1]))\n")
+    done = run_command("cd /tmp/ && PROBE=set python probe.py 3 x", scratch)
+    assert (done.returncode, done.stdout.split(), done.stderr) == (3, [str(scratch[1]), "set", "['3',", "'x']"],
+                                                                    "to stderr\n")
+    assert run_command("python -c 'import sys; sys.exit(4)'", scratch).returncode == 4
+    (scratch[1] / "kill.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    killed = run_command("cd /tmp/ && python kill.py", scratch).returncode
+    real = subprocess.run(["bash", "-c", f"cd '{scratch[1]}' && '{sys.executable}' kill.py"], env=scratch[2])
+    assert killed == real.returncode == -signal.SIGKILL
 
 
 def heading_anchors(page: Path) -> set[str]:

@@ -153,7 +153,7 @@ def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_pa
     with Preloaded() as apps:
         for tau in (0.5, 0.9):
             reference = tmp_path / f"reference-{tau}"
-            pid = apps.start(SCORE, score_args(small_sweep, reference, embedding_cache, tau), tmp_path,
+            run = apps.start(SCORE, score_args(small_sweep, reference, embedding_cache, tau), tmp_path,
                              stderr=tmp_path / "stderr")
             while not staging_started(reference):
                 time.sleep(0.002)
@@ -161,7 +161,7 @@ def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_pa
             while staging_started(reference):  # until the swap
                 time.sleep(0.002)
             write_seconds = max(write_seconds, time.monotonic() - started)
-            assert apps.wait(pid) == 0, (tmp_path / "stderr").read_text()
+            assert run.wait() == 0, (tmp_path / "stderr").read_text()
             sets[tau] = snapshot(reference)
         assert sets[0.5] != sets[0.9] and "m0/results_eval.json" in sets[0.5] and "leaderboard.md" in sets[0.5]
 
@@ -179,13 +179,13 @@ def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_pa
                 window = window * 2 if not outcomes["new"] else window / 2
             held = next(tau for tau, files in sets.items() if snapshot(out) == files)
             other = 0.9 if held == 0.5 else 0.5
-            pid = apps.start(SCORE, score_args(small_sweep, out, embedding_cache, other), tmp_path)
-            while apps.running(pid) and not staging_started(out):
+            run = apps.start(SCORE, score_args(small_sweep, out, embedding_cache, other), tmp_path)
+            while run.running() and not staging_started(out):
                 time.sleep(0.002)
             time.sleep(rng.uniform(0, window))
-            if apps.running(pid):
-                os.kill(pid, signal.SIGKILL)
-            apps.wait(pid)
+            if run.running():
+                os.kill(run.pid, signal.SIGKILL)
+            run.wait()
             now = snapshot(out)
             assert now in (sets[held], sets[other]), f"run {runs}: a mix of both runs' outputs"
             outcomes["old" if now == sets[held] else "new"] += 1

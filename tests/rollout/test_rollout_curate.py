@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,8 +37,15 @@ def _curator_policy(body):
     return json.dumps({"steps": [{"step": 1, "calls": [BAD]}]})  # j3: keeps a failed call, twice
 
 
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 @pytest.mark.slow
-def test_curation_end_to_end_and_replay(tmp_path, chat_server, servers_config):
+def test_curation_end_to_end_and_replay(tmp_path, chat_server, servers_config, monkeypatch):
     tasks_file, ref = plan_tasks(tmp_path, PLANS, image=False)
     agent = chat_server(plan_policy(ref))
     curator = chat_server(_curator_policy)
@@ -45,7 +54,13 @@ def test_curation_end_to_end_and_replay(tmp_path, chat_server, servers_config):
     run_dir = run_dir_of(results)
     curator_model = ["model@curate.model=local", f"curate.model.base_url={curator.base_url}",
                      "curate.model.name=curator"]
+    terminal = Terminal()
+    monkeypatch.setattr("engine.contract.progress.PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(sys, "stderr", terminal)
     assert run(compose(*common, "stage=both", *curator_model)) == 0
+    monkeypatch.undo()
+    for label in ("rollout", "curate"):  # each loop's bar, one tick per task
+        assert f"{label}: 100%" in terminal.getvalue() and "3/3 [" in terminal.getvalue(), terminal.getvalue()
 
     optimal = json.loads((run_dir / "optimal.json").read_text())
     verdicts = {r["id"]: r for r in json.loads((run_dir / "verdicts.json").read_text())}
