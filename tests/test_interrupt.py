@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _score(tmp_path: Path, out: str) -> list[str]:
-    """The demo (120 tasks: about 1,500 texts, a dozen batches) scored into a fresh cache, the vectors saved
+    """The demo (60 tasks: about 750 texts, several batches) scored into a fresh cache, the vectors saved
     after every batch (encoder.save_every=0)."""
-    return [sys.executable, str(ROOT / "scripts" / "score.py"), "data=demo", "demo.n_tasks=120",
+    return [sys.executable, str(ROOT / "scripts" / "score.py"), "data=demo", "demo.n_tasks=60",
             f"demo.dir={tmp_path / 'demo'}", f"encoder.cache_dir={tmp_path / 'cache'}", "encoder.save_every=0",
             f"output_dir={tmp_path / out}"]
 
