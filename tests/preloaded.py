@@ -11,15 +11,19 @@ the signal that ended it). The forking process has run nothing but imports (no t
 so a run starts as clean as a new interpreter would, less the imports, and ends as it would (exit
 functions run).
 
-`python_shim` writes an executable named `python` that asks for a run of each `python SCRIPT.py ...`
-command line it gets and passes any other (`python -c ...`, `python -m ...`) to the interpreter itself:
-put its folder first on PATH and a shell's `python scripts/score.py ...` runs preloaded."""
+`run_python` is `subprocess.run([sys.executable, SCRIPT, ...], capture_output=True, text=True)` as such a
+run, of one forking process per test process. `python_shim` writes an executable named `python` that
+asks for a run of each `python SCRIPT.py ...` command line it gets and passes any other (`python -c ...`,
+`python -m ...`) to the interpreter itself: put its folder first on PATH and a shell's
+`python scripts/score.py ...` runs preloaded."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -123,11 +127,40 @@ class Preloaded:
         self.close()
 
 
+_SESSION: list[Preloaded] = []
+
+
+def run_python(argv: list[str], *, cwd: str | Path | None = None, env: dict[str, str] | None = None,
+               timeout: float = 600, capture_output: bool = True, text: bool = True) -> subprocess.CompletedProcess:
+    """`subprocess.run([sys.executable, *argv], capture_output=True, text=True, ...)` for a script (argv[0] a
+    `.py` file) as a run of this process's forking process (started on first use, ended at exit): its exit
+    status, stdout and stderr; TimeoutExpired (the run killed) past timeout."""
+    assert capture_output and text, "run_python captures its run's output as text"
+    if not _SESSION:
+        _SESSION.append(Preloaded())
+        atexit.register(_SESSION[0].close)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            run = ask(_SESSION[0].socket, [str(a) for a in argv], str(Path.cwd() if cwd is None else cwd),
+                      dict(os.environ if env is None else env), (null, out.fileno(), err.fileno()))
+        finally:
+            os.close(null)
+        run._connection.settimeout(timeout)
+        try:
+            status = run.wait()
+        except TimeoutError:
+            os.kill(run.pid, signal.SIGKILL)
+            raise subprocess.TimeoutExpired([sys.executable, *map(str, argv)], timeout) from None
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess([sys.executable, *map(str, argv)], status,
+                                           out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+
+
 def _run_script(request: dict, streams: list[int]) -> None:
     """In the run's process: its streams, directory, environment and arguments, then the script; never returns."""
-    import atexit
     import runpy
-    import signal
     import threading
     import traceback
 
@@ -210,8 +243,6 @@ def _serve(path: str) -> None:
 def _shim(args: list[str]) -> None:
     """The `python` shim: `python SCRIPT.py ...` as a preloaded run (its exit status, or its signal, as
     this process's), any other command line by the interpreter itself."""
-    import signal
-
     if not args or not args[0].endswith(".py") or not os.path.isfile(args[0]):
         os.execv(sys.executable, [sys.executable, *args])
     run = ask(os.environ.pop(SOCKET_ENV), args, os.getcwd(), dict(os.environ), (0, 1, 2))

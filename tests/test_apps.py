@@ -7,12 +7,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
+from preloaded import run_python
 
 from engine.apps.kit import config_groups
 
@@ -25,7 +25,7 @@ GENERIC_KEYS = ((re.compile(r"^judges\.pool\.[^.]+\."), "judges.pool.<name>."),
 
 
 def run_script(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
+    return run_python([str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -113,7 +113,7 @@ def test_missing_reference_says_which_setting_and_where_the_data_come_from(tmp_p
     """A fresh clone has no reference file: the line names M3BENCH_DATA, data.gt and the README section."""
     empty = tmp_path / "data"
     empty.mkdir()
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "model=gpt5",
+    proc = run_python([str(ROOT / "scripts" / "score.py"), "model=gpt5",
                            f"output_dir={tmp_path / 'out'}"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "M3BENCH_DATA": str(empty)})
     assert proc.returncode == 2
@@ -129,7 +129,7 @@ def test_rollout_without_data_names_m3bench_data(tmp_path: Path) -> None:
     """As the score app does: a fresh clone's rollout says where the tasks file comes from."""
     empty = tmp_path / "data"
     empty.mkdir()
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rollout.py"), "model=gpt5",
+    proc = run_python([str(ROOT / "scripts" / "rollout.py"), "model=gpt5",
                            f"results_dir={tmp_path / 'results'}"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "M3BENCH_DATA": str(empty)})
     assert proc.returncode == 2

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from preloaded import run_python
 
 from engine.calibration import agreement, best_point, calibrate, classify
 
@@ -44,7 +43,7 @@ def test_cli_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     path = tmp_path / "pairs.json"
     path.write_text(json.dumps(pairs))
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, str(root / "scripts" / "calibrate.py"), f"pairs={path}",
+    proc = run_python([str(root / "scripts" / "calibrate.py"), f"pairs={path}",
                            f"output_dir={tmp_path}", f"encoder.cache_dir={embedding_cache}", "device=cpu"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -53,7 +52,7 @@ def test_cli_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     assert "best: tau_weak=" in proc.stdout
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"gt": call, "pred": call, "label": "great"}]))
-    proc = subprocess.run([sys.executable, str(root / "scripts" / "calibrate.py"), f"pairs={bad}",
+    proc = run_python([str(root / "scripts" / "calibrate.py"), f"pairs={bad}",
                            f"output_dir={tmp_path / 'bad-run'}"], capture_output=True, text=True, timeout=600,
                           cwd=tmp_path)
     assert proc.returncode == 2 and "id #0: field 'label'" in proc.stderr
@@ -63,7 +62,7 @@ def test_cli_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
 def test_the_shipped_example_pairs_calibrate(tmp_path: Path, embedding_cache: Path) -> None:
     """`python scripts/calibrate.py pairs=rollout/demo/calibration_pairs.json`, run from the project's folder."""
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "scripts/calibrate.py", "pairs=rollout/demo/calibration_pairs.json",
+    proc = run_python(["scripts/calibrate.py", "pairs=rollout/demo/calibration_pairs.json",
                            f"output_dir={tmp_path}", f"encoder.cache_dir={embedding_cache}", "device=cpu"],
                           capture_output=True, text=True, timeout=600, cwd=root)
     assert proc.returncode == 0, proc.stderr

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_FILES = {"results_eval.json", "results_eval.csv", "strong_matches.json", "weak_matches.json",
@@ -15,7 +15,7 @@ OUTPUT_FILES = {"results_eval.json", "results_eval.csv", "strong_matches.json", 
 
 
 def score(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), *overrides], cwd=cwd,
+    return run_python([str(ROOT / "scripts" / "score.py"), *overrides], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 

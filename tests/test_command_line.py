@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 from engine.apps.kit import CommandLineError, check_command_line
 from engine.apps.score import OPEN_KEYS as SCORE_OPEN_KEYS
@@ -113,7 +113,7 @@ def test_a_multirun_job_folder_names_only_its_swept_settings() -> None:
 
 
 def run(app: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{app}.py"), *args], cwd=cwd,
+    return run_python([str(ROOT / "scripts" / f"{app}.py"), *args], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from preloaded import run_python
 
 from engine.apps.score import run
 from engine.contract import MAX_DEPTH, read_trajectories, strict_value
@@ -283,7 +283,7 @@ def test_outputs_are_strict_json(gt_file: Path, tmp_path: Path, embedding_cache:
 
 
 def cli(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "device=cpu", "reports=false",
+    return run_python([str(ROOT / "scripts" / "score.py"), "device=cpu", "reports=false",
                            "progress=false", *overrides], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from preloaded import Preloaded
+from preloaded import Preloaded, run_python
 
 from engine.contract import ConfigError, staged
 from engine.contract.staged import MANIFEST, STAGING, check_output_folder, staged_folder
@@ -133,10 +133,6 @@ def score_args(data: dict[str, Path], out: Path, cache: Path, tau_weak: float) -
             "device=cpu", "progress=false", "reports=true", f"align.tau_weak={tau_weak}", "align.tau_strong=0.95"]
 
 
-def score_command(data: dict[str, Path], out: Path, cache: Path, tau_weak: float) -> list[str]:
-    return [sys.executable, str(SCORE), *score_args(data, out, cache, tau_weak)]
-
-
 def staging_started(out: Path) -> bool:
     container = out.parent / STAGING
     return container.is_dir() and any(p.name.startswith(f"{out.name}@") for p in container.iterdir())
@@ -200,20 +196,17 @@ def test_rescoring_keeps_the_viewer_site_and_the_files_a_user_put_there(small_sw
                                                                          embedding_cache: Path) -> None:
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), capture_output=True, text=True,
-                           env=env)
+    first = run_python([str(SCORE), *score_args(small_sweep, out, embedding_cache, 0.5)], env=env)
     assert first.returncode == 0, first.stderr
-    view = subprocess.run([sys.executable, str(ROOT / "scripts" / "view.py"), str(out)], capture_output=True,
+    view = run_python([str(ROOT / "scripts" / "view.py"), str(out)], capture_output=True,
                           text=True, env=env)
     assert view.returncode == 0, view.stderr
     (out / "viewer" / "notes.txt").write_text("mine")
     site = {p.relative_to(out).as_posix(): p.read_bytes() for p in (out / "viewer").rglob("*") if p.is_file()}
-    again = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.6), capture_output=True, text=True,
-                           env=env)
+    again = run_python([str(SCORE), *score_args(small_sweep, out, embedding_cache, 0.6)], env=env)
     assert again.returncode == 0, again.stderr
     assert {p.relative_to(out).as_posix(): p.read_bytes() for p in (out / "viewer").rglob("*") if p.is_file()} == site
-    third = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.7), capture_output=True, text=True,
-                           env=env)
+    third = run_python([str(SCORE), *score_args(small_sweep, out, embedding_cache, 0.7)], env=env)
     assert third.returncode == 0, third.stderr
     assert (out / "viewer" / "notes.txt").read_text() == "mine"
 
@@ -244,8 +237,8 @@ def test_a_refused_output_dir_is_left_byte_for_byte(small_sweep, tmp_path: Path,
         (out / "score.log").write_text("old log\n")
     (out / "notes.txt").write_text("mine")
     before = _tree(out)
-    proc = subprocess.run(score_command(small_sweep, out, embedding_cache, 0.5), capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = run_python([str(SCORE), *score_args(small_sweep, out, embedding_cache, 0.5)],
+                      env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"error: output_dir {out} holds 1 entry"), proc.stderr

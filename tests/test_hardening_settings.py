@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from preloaded import run_python
 
 from engine.apps.compose import compose
 from engine.apps.kit import CommandLineError, check_command_line
@@ -217,7 +216,7 @@ def test_the_apps_refuse_before_making_a_folder(tmp_path: Path) -> None:
     for app, args in (("rollout", ["model=scripted", "model.name=../../evil"]), ("judge", ["model=../../evil"]),
                       ("score", ["model.predictions=/x/<img src=x>.json"]),
                       ("score", ["data.gt=G", "model.predictions=P", "model.name=../../evil"])):
-        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{app}.py"), *args, f"results_dir={results}",
+        proc = run_python([str(ROOT / "scripts" / f"{app}.py"), *args, f"results_dir={results}",
                                *([f"output_dir={tmp_path / 'out'}"] if app == "score" else [])],
                               cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def score(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), *overrides], cwd=cwd,
+    proc = run_python([str(ROOT / "scripts" / "score.py"), *overrides], cwd=cwd,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from memory import seeded_vector, trajectory_file
+from preloaded import run_python
 
 from engine.align import candidate_pairs, match
 from engine.contract import ConfigError, InputError
@@ -122,7 +121,7 @@ def test_score_against_several_references(tmp_path: Path, embedding_cache: Path)
         paths[name].write_text(json.dumps(content))
 
     def run(out: str, *overrides: str) -> dict:
-        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), f"model.predictions={paths['pred']}",
+        proc = run_python([str(ROOT / "scripts" / "score.py"), f"model.predictions={paths['pred']}",
                                f"output_dir={tmp_path / out}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
                                "reports=false", *overrides], cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 from engine.contract import InputError
 from engine.reports.read import collect_run
@@ -99,11 +100,9 @@ def test_family_tables_and_files(tmp_path: Path) -> None:
 def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) -> None:
     """A real scoring run with a grid writes the reports and the ablation curves (on the 3-task demo the
     app tests score too, so the session's cache holds its texts)."""
-    import subprocess
-    import sys
 
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, str(root / "scripts" / "score.py"), f"demo.dir={tmp_path / 'demo'}",
+    proc = run_python([str(root / "scripts" / "score.py"), f"demo.dir={tmp_path / 'demo'}",
                            "demo.n_tasks=3", f"encoder.cache_dir={embedding_cache}", f"output_dir={tmp_path / 'run'}",
                            "device=cpu", "align.tau_weak_grid=[0.5,0.7]", "align.tau_strong_grid=[0.8,0.9]"],
                           capture_output=True, text=True, timeout=600)
@@ -113,7 +112,7 @@ def test_threshold_plot_and_run_from_cli(tmp_path: Path, embedding_cache: Path) 
     assert len(grid) == 2 * 2 * 5 and {r["tau_strong"] for r in grid} == {0.8, 0.9}
     assert (run / "threshold_ablation.png").read_bytes()[:4] == b"\x89PNG"
     assert (run / "leaderboard.md").read_text().startswith("| Model |")
-    again = subprocess.run([sys.executable, str(root / "scripts" / "report.py"), str(run), "--out",
+    again = run_python([str(root / "scripts" / "report.py"), str(run), "--out",
                             str(tmp_path / "r")],
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and (tmp_path / "r" / "leaderboard.csv").is_file()

@@ -4,11 +4,10 @@ multirun gets one combined table, and every score run is listed in the run index
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 from engine.apps import report, view
 from engine.reports.groups import group_results
@@ -22,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _score_multirun(tmp_path: Path, cache: Path, sweep: str) -> Path:
     """A score multirun of the 3-task demo sweeping `sweep`; returns its folder."""
     runs = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "-m", f"demo.dir={tmp_path / 'demo'}",
+    proc = run_python([str(ROOT / "scripts" / "score.py"), "-m", f"demo.dir={tmp_path / 'demo'}",
                            "demo.n_tasks=3", f"encoder.cache_dir={cache}", f"output_dir={runs}",
                            f"index_dir={tmp_path / 'index'}", "device=cpu", "progress=false", sweep],
                           capture_output=True, text=True, timeout=600)

@@ -5,11 +5,10 @@ exit status 2, and nothing is written."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 from engine.apps.compose import compose
 from engine.apps.kit import CommandLineError, check_command_line
@@ -88,7 +87,7 @@ def test_every_value_of_a_sweep_is_checked_before_the_first_job() -> None:
     ("judge", ["model=x", "judges=scripted", "attempts=0", "results_dir={out}"], "attempts=0: must be an integer >= 1"),
 ])
 def test_the_command_line_refuses_before_any_work(tmp_path: Path, app: str, args: list[str], line: str) -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{app}.py"),
+    proc = run_python([str(ROOT / "scripts" / f"{app}.py"),
                            *(a.format(out=tmp_path / "out") for a in args)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"error: {line}\n")
@@ -100,7 +99,7 @@ def test_a_value_the_command_line_does_not_show_is_refused_before_the_run(tmp_pa
     sets a value outside its range: each job's config is checked before it runs, and its run folder goes."""
     (tmp_path / "conf" / "preset").mkdir(parents=True)
     (tmp_path / "conf" / "preset" / "bad.yaml").write_text("# @package _global_\nconcurrency: 0\n")
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rollout.py"), "--config-dir",
+    proc = run_python([str(ROOT / "scripts" / "rollout.py"), "--config-dir",
                            str(tmp_path / "conf"), "preset=bad", "model=scripted", "tasks=demo",
                            f"results_dir={tmp_path / 'results'}"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600)

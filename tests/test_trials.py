@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from math import comb
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 from engine.contract import ConfigError, InputError, parse_trajectories
 from engine.trial_estimators import pass_at_k, pass_hat_k, rate
@@ -190,7 +190,7 @@ def test_trial_files_are_found_by_name(tmp_path: Path) -> None:
 
 
 def score(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), *overrides], cwd=cwd,
+    return run_python([str(ROOT / "scripts" / "score.py"), *overrides], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from preloaded import run_python
 from script_runs import run_script
 
 from engine.evaluators import vtb_rubrics as vtb
@@ -120,7 +119,7 @@ def test_a_tasks_file_with_a_repeated_id_is_refused_by_the_judge_app(tmp_path: P
     task = {"id": "vtb-01", "turns": [{"prompt": "q", "rubrics": [{"description": "d", "weight": 2}]}]}
     tasks = _write(tmp_path / "tasks.json", [task, {**task, "turns": []}])
     _write(tmp_path / "p_test_mcp_fuzzy.json", [{"id": "vtb-01", "steps": [], "final_reply": "x"}])
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "judge.py"), "judges=scripted", "data=vtb_demo",
+    proc = run_python([str(ROOT / "scripts" / "judge.py"), "judges=scripted", "data=vtb_demo",
                            f"data.tasks={tasks}", "evaluators=[vtb_rubrics]", f"results_dir={tmp_path}",
                            f"predictions={tmp_path / 'p_test_mcp_fuzzy.json'}", f"cache_dir={tmp_path / 'cache'}"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
@@ -150,7 +149,7 @@ def test_the_dropin_file_joins_per_task_and_in_aggregate_under_each_profile(tmp_
 
 def test_the_score_app_refuses_an_unknown_profile_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "verdicts.json", [{"id": "vtb-01", "rubrics": [{"weight": 2, "met": True}]}])
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "score.py"), "data=vtb_demo",
+    proc = run_python([str(ROOT / "scripts" / "score.py"), "data=vtb_demo",
                            f"model.predictions={ROOT / 'rollout' / 'demo' / 'vtb_reference.json'}",
                            f"model.rubrics={path}", "vtb.profile=lenient", f"output_dir={tmp_path / 'out'}"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)

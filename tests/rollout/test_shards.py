@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from preloaded import run_python
 
 from engine.contract import InputError
 from rollout.models.loopback import ScriptedChatServer
@@ -30,7 +31,7 @@ JUDGE = ["model=scripted", "judges=scripted", "data=rollout_demo"]
 def app(name: str, *args: str, cwd: Path, home: Path, status: int = 0) -> subprocess.CompletedProcess:
     """Run scripts/<name>.py with these settings; its exit status must be `status`."""
     env = {**os.environ, "M3BENCH_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd, env=env,
+    proc = run_python([str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == status, proc.stdout + proc.stderr
     return proc
