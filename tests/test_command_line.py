@@ -30,6 +30,12 @@ HELP = "; --help lists its settings"
     ("score", ["++align.tau_weka=0.5"],
      f"++align.tau_weka=0.5: m3bench-score does not read align.tau_weka (closest: align.tau_weak){HELP}"),
     ("score", ["modle=gpt5"], f"modle=gpt5: m3bench-score has no setting modle (closest: model){HELP}"),
+    ("score", ["predictions=a b/p,1.json"], "predictions=a b/p,1.json: several values (a sweep) need -m, one job per "
+     "value; a single value holding a comma is quoted: predictions='...'"),
+    ("score", ["align.tau_weak=range(0.5,0.7,0.1)"], "align.tau_weak=range(0.5,0.7,0.1): several values (a sweep) "
+     "need -m, one job per value; a single value holding a comma is quoted: align.tau_weak='...'"),
+    ("rollout", ["model=scripted,scripted_noisy"], "model=scripted,scripted_noisy: several values (a sweep) need -m, "
+     "one job per value; a single value holding a comma is quoted: model='...'"),
     ("score", ["predictons=p.json"], f"predictons=p.json: m3bench-score has no setting predictons (closest: "
                                      f"predictions){HELP}"),
     ("rollout", ["taks=demo"], f"taks=demo: m3bench-rollout has no setting taks (closest: tasks){HELP}"),
@@ -125,6 +131,10 @@ def test_the_apps_refuse_before_running(tmp_path: Path) -> None:
         assert proc.stderr.splitlines() == [f"error: {args[0]}: m3bench-score "
                                             + ("has no setting" if args[0][0] != "+" else "does not read")
                                             + f" align.tau_weka (closest: align.tau_weak){HELP}"]
+    proc = run("score", "predictions=p1.json,p2.json", cwd=tmp_path)  # Hydra's own text: five lines, status 1
+    assert (proc.returncode, proc.stderr) == (2, "error: predictions=p1.json,p2.json: several values (a sweep) need "
+                                                 "-m, one job per value; a single value holding a comma is quoted: "
+                                                 "predictions='...'\n")
     proc = run("judge", "model=x", "judges=publshed", cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, "error: judges=publshed: group judges has no option 'publshed'; "
                                                  "closest: published\n")

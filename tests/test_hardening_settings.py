@@ -131,9 +131,9 @@ def a_folder(folder: Path) -> str:
 
 
 @pytest.mark.parametrize(("overrides", "make", "line"), [
-    (["data.gt=G"], None, "no predictions named (data=m3bench): name them with model=NAME, trials.predictions=..., "
-     "sweep.predictions=..., model.predictions=..., sweep.models=... or sweep=leaderboard (data=demo, the "
-     "default when nothing is named, scores the built-in demo)"),
+    (["data.gt=G"], None, "no predictions named (data=m3bench): name them with model=NAME, predictions=FILE, "
+     "predictions=[FILE,...], trials.predictions=[FILE,...], sweep.models=[NAME,...] or sweep=leaderboard (data=demo, "
+     "the default when nothing is named, scores the built-in demo)"),
     (["results_dir=R"], None, "no predictions named (data=m3bench)"),
     (["trials.n=4"], None, "no predictions named (data=m3bench)"),
     (["data=demo", "data.gt=G"], None, "data.gt names a reference and data=demo the built-in demo's: drop one"),

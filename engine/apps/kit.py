@@ -231,11 +231,12 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     closest options), what Hydra refuses when it composes the command line on the app's schema (a setting
 the config lacks, naming the closest setting; a value of the wrong type: engine.apps.schemas), a new key (`+key`,
     `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
-    extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), and a multirun
-    that would run the same settings twice, an override Hydra cannot parse, a value of a setting
-    of `names` (those that name files, e.g. a model's name) that cannot be part of a file name
-    (engine.contract.check_name), and a value outside its setting's range (engine.apps.schemas.check_ranges;
-    each value of a sweep). A command line naming other config roots is returned unchecked."""
+    extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), several values (a
+    sweep) without -m, a multirun that would run the same settings twice, an override Hydra cannot
+    parse, a value of a setting of `names` (those that name files, e.g. a model's name) that cannot be
+    part of a file name (engine.contract.check_name), and a value outside its setting's range
+    (engine.apps.schemas.check_ranges; each value of a sweep). A command line naming other config roots is
+    returned unchecked."""
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             args = hydra_arguments().parse_args(list(argv))
@@ -250,6 +251,12 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
         raise unparsable(exc) from None
     except HydraException:
         return list(argv)
+    swept = [o for o in overrides if o.is_sweep_override()]
+    if swept and not args.multirun:
+        o = swept[0]
+        key = o.get_key_element()
+        raise CommandLineError(f"{o.input_line}: several values (a sweep) need -m, one job per value; a single "
+                               f"value holding a comma is quoted: {key}='...'")
     _check_run_folder(app, [o.key_or_group for o in overrides])
     groups = config_groups(app)
     ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]

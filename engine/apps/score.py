@@ -213,8 +213,9 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
         gt, demo_models = write_demo(Path(cfg.demo.dir), n_tasks=int(cfg.demo.n_tasks), seed=int(cfg.demo.seed))
     elif not any(OmegaConf.select(cfg, key) for key in PREDICTION_SETTINGS):
         raise ConfigError(f"no predictions named (data={cfg.data.name}): name them with model=NAME, "
-                          f"{', '.join(f'{key}=...' for key in PREDICTION_SETTINGS)} or sweep=leaderboard "
-                          "(data=demo, the default when nothing is named, scores the built-in demo)")
+                          "predictions=FILE, predictions=[FILE,...], trials.predictions=[FILE,...], "
+                          "sweep.models=[NAME,...] or sweep=leaderboard (data=demo, the default when nothing is "
+                          "named, scores the built-in demo)")
     else:
         gt = _reference(cfg)
     trials_cfg = cfg.get("trials") or {}

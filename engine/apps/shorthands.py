@@ -98,7 +98,8 @@ def prediction_files(argv: list[str]) -> list[str]:
     """argv with `predictions=` (the file or files of predicted calls) spelt out as the setting that scores
     them, the value as written: a list `predictions=[F1,F2]` as `sweep.predictions=[F1,F2]`, one file or a
     multirun sweep of files `predictions=F1,F2` as `model.predictions=...`. An override Hydra cannot parse is
-    left as it is, for the command line's check to name."""
+    left as it is, for the command line's check to name, and so is a sweep without -m (several values: refused)."""
+    multirun = any(token in ("-m", "--multirun") for token in argv)
     out = []
     for token in argv:
         if not token.startswith("predictions="):
@@ -107,6 +108,9 @@ def prediction_files(argv: list[str]) -> list[str]:
         try:
             override = OverridesParser.create().parse_override(token)
         except HydraException:
+            out.append(token)
+            continue
+        if override.is_sweep_override() and not multirun:
             out.append(token)
             continue
         several = not override.is_sweep_override() and isinstance(override.value(), list)
