@@ -18,6 +18,7 @@ The rollout's: `tasks=NAME` is `data=NAME` (tasks=demo: rollout_demo).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from hydra.errors import HydraException
 
 from engine.apps.compose import compose, config_groups, plain_config
 from engine.apps.kit import closest
-from engine.apps.overrides import CommandLineError, override_values
+from engine.apps.overrides import CommandLineError, hydra_arguments, override_values
 from engine.contract import InputError, check_name
 
 PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
@@ -99,7 +100,10 @@ def prediction_files(argv: list[str]) -> list[str]:
     them, the value as written: a list `predictions=[F1,F2]` as `sweep.predictions=[F1,F2]`, one file or a
     multirun sweep of files `predictions=F1,F2` as `model.predictions=...`. An override Hydra cannot parse is
     left as it is, for the command line's check to name, and so is a sweep without -m (several values: refused)."""
-    multirun = any(token in ("-m", "--multirun") for token in argv)
+    try:  # -m as Hydra reads it (abbreviated, among other flags)
+        multirun = bool(hydra_arguments().parse_known_args(argv)[0].multirun)
+    except (argparse.ArgumentError, SystemExit):
+        multirun = False  # the command line's check says why
     out = []
     for token in argv:
         if not token.startswith("predictions="):
