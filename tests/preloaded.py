@@ -11,8 +11,9 @@ the signal that ended it). The forking process has run nothing but imports (no t
 so a run starts as clean as a new interpreter would, less the imports, and ends as it would (exit
 functions run).
 
-`run_python` is `subprocess.run([sys.executable, SCRIPT, ...], capture_output=True, text=True)` as such a
-run, of one forking process per test process. `python_shim` writes an executable named `python` that
+`preloaded()` is the one forking process of a test process (started on first use, ended at exit).
+`run_python` is `subprocess.run([sys.executable, SCRIPT, ...], capture_output=True, text=True)` as a run
+of it. `python_shim` writes an executable named `python` that
 asks for a run of each `python SCRIPT.py ...` command line it gets and passes any other (`python -c ...`,
 `python -m ...`) to the interpreter itself: put its folder first on PATH and a shell's
 `python scripts/score.py ...` runs preloaded."""
@@ -29,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from types import TracebackType
 
 ROOT = Path(__file__).resolve().parents[1]
 PRELOAD = ("torch", "hydra", "matplotlib.figure", "sentence_transformers", "engine.apps.score", "engine.apps.report",
@@ -47,8 +47,10 @@ class Run:
         self._replies = connection.makefile("r", encoding="utf-8")
         self.pid = int(json.loads(self._replies.readline())["pid"])
 
-    def wait(self) -> int:
-        """The run's exit status (negative: the signal that ended it), once it has ended."""
+    def wait(self, timeout: float | None = None) -> int:
+        """The run's exit status (negative: the signal that ended it), once it has ended; TimeoutError when it
+        has not ended within timeout seconds (None: no limit)."""
+        self._connection.settimeout(timeout)
         line = self._replies.readline()
         self._replies.close()
         self._connection.close()
@@ -119,36 +121,33 @@ class Preloaded:
         self.proc.wait(timeout=60)
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __enter__(self) -> Preloaded:
-        return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
+_SHARED: list[Preloaded] = []
 
 
-_SESSION: list[Preloaded] = []
+def preloaded() -> Preloaded:
+    """This test process's one forking process, started on first use and ended at exit."""
+    if not _SHARED:
+        _SHARED.append(Preloaded())
+        atexit.register(_SHARED[0].close)
+    return _SHARED[0]
 
 
 def run_python(argv: list[str], *, cwd: str | Path | None = None, env: dict[str, str] | None = None,
                timeout: float = 600, capture_output: bool = True, text: bool = True) -> subprocess.CompletedProcess:
     """`subprocess.run([sys.executable, *argv], capture_output=True, text=True, ...)` for a script (argv[0] a
-    `.py` file) as a run of this process's forking process (started on first use, ended at exit): its exit
+    `.py` file) as a run of this process's forking process (`preloaded`): its exit
     status, stdout and stderr; TimeoutExpired (the run killed) past timeout."""
     assert capture_output and text, "run_python captures its run's output as text"
-    if not _SESSION:
-        _SESSION.append(Preloaded())
-        atexit.register(_SESSION[0].close)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         null = os.open(os.devnull, os.O_RDONLY)
         try:
-            run = ask(_SESSION[0].socket, [str(a) for a in argv], str(Path.cwd() if cwd is None else cwd),
+            run = ask(preloaded().socket, [str(a) for a in argv], str(Path.cwd() if cwd is None else cwd),
                       dict(os.environ if env is None else env), (null, out.fileno(), err.fileno()))
         finally:
             os.close(null)
-        run._connection.settimeout(timeout)
         try:
-            status = run.wait()
+            status = run.wait(timeout)
         except TimeoutError:
             os.kill(run.pid, signal.SIGKILL)
             raise subprocess.TimeoutExpired([sys.executable, *map(str, argv)], timeout) from None

@@ -23,13 +23,12 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
-from preloaded import Preloaded
+from preloaded import preloaded
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "rollout" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -89,7 +88,7 @@ Scratch = tuple[Path, Path, dict[str, str]]
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> Iterator[Scratch]:
+def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> Scratch:
     """The working directory (links to the repository's entries), the folder standing for /tmp/, and
     the environment the commands run in (`python` first on its PATH: the preloaded one)."""
     base = tmp_path_factory.mktemp("docs")
@@ -100,14 +99,13 @@ def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> 
         if not entry.name.startswith(".") and entry.name not in ("results", "__pycache__"):
             (work / entry.name).symlink_to(entry)
     env = {k: v for k, v in os.environ.items() if not k.startswith("M3BENCH_")}
-    with Preloaded() as preloaded:
-        shim = preloaded.python_shim(base / "bin")
-        env.update(HOME=str(base / "home"), TMPDIR=str(base / "tmpdir"), M3BENCH_HOME=str(base / "m3home"),
-                   M3BENCH_CACHE=str(embedding_cache), PYTHONPATH=str(ROOT),
-                   PATH=os.pathsep.join([str(shim), str(Path(sys.executable).parent), env.get("PATH", "")]))
-        if "M3BENCH_SHARED" in os.environ:
-            env["M3BENCH_SHARED"] = os.environ["M3BENCH_SHARED"]
-        yield work, tmp, env
+    shim = preloaded().python_shim(base / "bin")
+    env.update(HOME=str(base / "home"), TMPDIR=str(base / "tmpdir"), M3BENCH_HOME=str(base / "m3home"),
+               M3BENCH_CACHE=str(embedding_cache), PYTHONPATH=str(ROOT),
+               PATH=os.pathsep.join([str(shim), str(Path(sys.executable).parent), env.get("PATH", "")]))
+    if "M3BENCH_SHARED" in os.environ:
+        env["M3BENCH_SHARED"] = os.environ["M3BENCH_SHARED"]
+    return work, tmp, env
 
 
 def run_command(command: str, scratch: Scratch) -> subprocess.CompletedProcess:

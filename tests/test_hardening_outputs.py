@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from preloaded import Preloaded, run_python
+from preloaded import preloaded, run_python
 
 from engine.contract import ConfigError, staged
 from engine.contract.staged import MANIFEST, STAGING, check_output_folder, staged_folder
@@ -146,48 +146,48 @@ def test_killed_while_writing_the_folder_holds_one_whole_set(small_sweep, tmp_pa
     that has imported the project: tests/preloaded.py.)"""
     sets: dict[float, dict[str, bytes]] = {}
     write_seconds = 0.0
-    with Preloaded() as apps:
-        for tau in (0.5, 0.9):
-            reference = tmp_path / f"reference-{tau}"
-            run = apps.start(SCORE, score_args(small_sweep, reference, embedding_cache, tau), tmp_path,
-                             stderr=tmp_path / "stderr")
-            while not staging_started(reference):
-                time.sleep(0.002)
-            started = time.monotonic()
-            while staging_started(reference):  # until the swap
-                time.sleep(0.002)
-            write_seconds = max(write_seconds, time.monotonic() - started)
-            assert run.wait() == 0, (tmp_path / "stderr").read_text()
-            sets[tau] = snapshot(reference)
-        assert sets[0.5] != sets[0.9] and "m0/results_eval.json" in sets[0.5] and "leaderboard.md" in sets[0.5]
+    apps = preloaded()
+    for tau in (0.5, 0.9):
+        reference = tmp_path / f"reference-{tau}"
+        run = apps.start(SCORE, score_args(small_sweep, reference, embedding_cache, tau), tmp_path,
+                         stderr=tmp_path / "stderr")
+        while not staging_started(reference):
+            time.sleep(0.002)
+        started = time.monotonic()
+        while staging_started(reference):  # until the swap
+            time.sleep(0.002)
+        write_seconds = max(write_seconds, time.monotonic() - started)
+        assert run.wait() == 0, (tmp_path / "stderr").read_text()
+        sets[tau] = snapshot(reference)
+    assert sets[0.5] != sets[0.9] and "m0/results_eval.json" in sets[0.5] and "leaderboard.md" in sets[0.5]
 
-        out = tmp_path / "out"
-        assert apps.run(SCORE, score_args(small_sweep, out, embedding_cache, 0.5), tmp_path) == 0
-        rng = random.Random(0)
-        outcomes = {"old": 0, "new": 0}
-        deadline = time.monotonic() + 420
-        runs = 0
-        # Kill moments are drawn from [0, window); the write stage's length varies with the machine's load,
-        # so after every 5 runs that all ended one way the window widens (all old) or narrows (all new).
-        window = write_seconds * 1.2
-        while runs < 30 and time.monotonic() < deadline:
-            if runs and runs % 5 == 0 and not (outcomes["old"] and outcomes["new"]):
-                window = window * 2 if not outcomes["new"] else window / 2
-            held = next(tau for tau, files in sets.items() if snapshot(out) == files)
-            other = 0.9 if held == 0.5 else 0.5
-            run = apps.start(SCORE, score_args(small_sweep, out, embedding_cache, other), tmp_path)
-            while run.running() and not staging_started(out):
-                time.sleep(0.002)
-            time.sleep(rng.uniform(0, window))
-            if run.running():
-                os.kill(run.pid, signal.SIGKILL)
-            run.wait()
-            now = snapshot(out)
-            assert now in (sets[held], sets[other]), f"run {runs}: a mix of both runs' outputs"
-            outcomes["old" if now == sets[held] else "new"] += 1
-            runs += 1
-        assert runs >= 12 and outcomes["old"] and outcomes["new"], outcomes
-        assert apps.run(SCORE, score_args(small_sweep, out, embedding_cache, 0.5), tmp_path) == 0
+    out = tmp_path / "out"
+    assert apps.run(SCORE, score_args(small_sweep, out, embedding_cache, 0.5), tmp_path) == 0
+    rng = random.Random(0)
+    outcomes = {"old": 0, "new": 0}
+    deadline = time.monotonic() + 420
+    runs = 0
+    # Kill moments are drawn from [0, window); the write stage's length varies with the machine's load,
+    # so after every 5 runs that all ended one way the window widens (all old) or narrows (all new).
+    window = write_seconds * 1.2
+    while runs < 30 and time.monotonic() < deadline:
+        if runs and runs % 5 == 0 and not (outcomes["old"] and outcomes["new"]):
+            window = window * 2 if not outcomes["new"] else window / 2
+        held = next(tau for tau, files in sets.items() if snapshot(out) == files)
+        other = 0.9 if held == 0.5 else 0.5
+        run = apps.start(SCORE, score_args(small_sweep, out, embedding_cache, other), tmp_path)
+        while run.running() and not staging_started(out):
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0, window))
+        if run.running():
+            os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        now = snapshot(out)
+        assert now in (sets[held], sets[other]), f"run {runs}: a mix of both runs' outputs"
+        outcomes["old" if now == sets[held] else "new"] += 1
+        runs += 1
+    assert runs >= 12 and outcomes["old"] and outcomes["new"], outcomes
+    assert apps.run(SCORE, score_args(small_sweep, out, embedding_cache, 0.5), tmp_path) == 0
     assert snapshot(out) == sets[0.5] and not (tmp_path / STAGING).exists()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from chromium import browser, page  # noqa: F401  (fixtures)
+from preloaded import run_python
 from script_runs import call_app
 
 from engine.apps.view import run as view_main
@@ -41,8 +42,7 @@ def _script(name: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProc
     """`python scripts/<name>.py ARGS` in cwd: the viewer as a process (its warnings are what its stderr
     shows), the score app in this process (script_runs.call_app)."""
     if name == "view":
-        return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd,
-                              capture_output=True, text=True, timeout=600)
+        return run_python([str(ROOT / "scripts" / f"{name}.py"), *args], cwd=cwd)
     return call_app(name, *args, cwd=cwd)
 
 
