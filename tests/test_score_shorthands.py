@@ -50,6 +50,7 @@ def test_scores_go_beside_the_results_named(argv: list[str], added: bool) -> Non
     (["predictions=${oc.env:P}", "data.gt=G"], ["model.predictions=${oc.env:P}", "data.gt=G", "data=m3bench"]),
     (["predictions=[p1.json,'p 2.json']"], ["sweep.predictions=[p1.json,'p 2.json']", "data=m3bench"]),
     (["-m", "predictions=p1.json,p2.json"], ["-m", "model.predictions=p1.json,p2.json", "data=m3bench"]),
+    (["--multir", "predictions=p1.json,p2.json"], ["--multir", "model.predictions=p1.json,p2.json", "data=m3bench"]),
     (["predictions=p1.json,p2.json"], ["predictions=p1.json,p2.json", "data=m3bench"]),  # no -m: refused as written
     (["predictions=/x/<img>.json"], ["predictions=/x/<img>.json", "data=m3bench"]),  # for the check to name
     (["model.predictions=p.json", "sweep.predictions=[q.json]", "trials.predictions=[r.json]"],
