@@ -21,7 +21,8 @@ parity with device=cuda among them), then whole scoring processes on CUDA: cold 
 embedding cache and a fresh Triton cache, TRITON_CACHE_DIR) and warm, and in this process the
 align and metrics stages timed under torch.cuda.synchronize with the synchronizations they make
 (torch's sync debug mode) and the shapes the device solver compiled. It writes gpu_report.json and
-gpu_report.md (a table) into --report-dir. Without --gt it uses the golden cases of ../shared.
+gpu_report.md (a table) into --report-dir, with the tests' whole output in cuda_tests.log. Without --gt it
+uses the golden cases of ../shared.
 """
 
 from __future__ import annotations
@@ -334,6 +335,7 @@ def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
                             str(ROOT / "tests" / "test_cuda.py")],
                            cwd=ROOT, capture_output=True, text=True)
     summary = (tests.stdout.strip().splitlines() or [""])[-1]
+    (report_dir / "cuda_tests.log").write_text(tests.stdout + tests.stderr)
     report["cuda_tests"] = {"returncode": tests.returncode, "summary": summary,
                             "seconds": round(time.perf_counter() - start, 1)}
     cuda = dataclasses.replace(settings, device="cuda")
