@@ -7,7 +7,8 @@ that answers, the tool catalogue and the judge app.
 - `rollout.judges.cache`: every judge reply on disk, keyed by judge identity, prompt version and payload;
 - `rollout.judges.pool`: the judges of a pool, their drivers behind the cache, usage and cost, a
   pool's own prompts file;
-- `rollout.judges.images`: the images a judge is shown (``file=`` references, the task's image);
+- `rollout.judges.images`: the images a judge is shown (``file=`` references, the task's image), read by
+  the one path rule of the task's folders;
 - `rollout.judges.catalogue`: the tool catalogue from a servers config, a recorded catalogue or a tools JSON
   (servers are started to list their tools), for the evaluators that read it;
 - `rollout.judges.scripted`: the scripted judging policy (demo, tests, benchmark);

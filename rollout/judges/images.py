@@ -2,22 +2,47 @@
 the published judges read them) and those its question carries (the task's input image), attached to
 the request's user message as image parts, which every driver sends in its provider's own form.
 
-An image that is not a file is left out with a warning naming it (once per path and run).
+A path comes from a prediction (model output) or a data set, so it is read by one rule before anything
+goes into a request: only a file inside one of the task's folders (`ImageFolders`: the task's own
+workspace, its media folder included, and the data set's declared image folders), opened beneath that
+folder with no link followed, a regular file of at most IMAGE_LIMIT bytes, read once and an image by
+its content (rollout.models.images.read_image); the drivers get those bytes, never the path. Any other
+file is never read into a request: it is counted per task with the reason (`TaskImages.refused`),
+named once in a warning, and in the judge app's closing lines (`refused_line`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import json_strings
+from engine.contract import json_strings, safe_name, shown
+from engine.contract.beneath import Refused, relative_parts
+from rollout.judges.inputs import rollout_folder
+from rollout.models.images import IMAGE_LIMIT, read_image
 
 log = logging.getLogger("judge")
 
 # An absolute path after "file=", up to white space or a character that closes a JSON or prose context.
 _FILE_REFERENCE = re.compile(r"file=(/[^\s\"'<>|,;)\]}]+)")
+
+OUTSIDE = "outside the task's folders"
+"""The reason a path under none of the task's folders is refused."""
+
+
+def path_shown(path: str, head: int = 60, tail: int = 160) -> str:
+    """A path as a message names it: on one line (escaped and quoted when not printable), its middle cut
+    when it is long, so its folder's start and its file's name stay."""
+    if len(path) > head + tail + 3:
+        path = path[:head] + "..." + path[-tail:]
+    return path if path.isprintable() else json.dumps(path, ensure_ascii=True)
 
 
 def named_images(payload: Any) -> list[str]:
@@ -29,31 +54,123 @@ def named_images(payload: Any) -> list[str]:
     return list(seen)
 
 
+def task_image(folders: tuple[Path, ...], path: str, limit: int = IMAGE_LIMIT) -> tuple[str, bytes]:
+    """(MIME type, bytes) of the image at the absolute `path`, read beneath the first of `folders` it lies
+    under (rollout.models.images.read_image); Refused with the reason otherwise."""
+    if not Path(path).is_absolute():
+        raise Refused("not an absolute path")
+    for folder in folders:
+        try:
+            relative_parts(folder, path)
+        except Refused:
+            continue
+        return read_image(folder, path, limit)
+    raise Refused(OUTSIDE)
+
+
+class TaskImages:
+    """The images one task's questions may show: each path read once by the rule (`task_image`) under
+    the task's `folders`; those refused kept by path with the reason (`refused`). Thread-safe."""
+
+    def __init__(self, folders: tuple[Path, ...] = (), limit: int = IMAGE_LIMIT) -> None:
+        self.folders = folders
+        self.limit = limit
+        self.refused: dict[str, str] = {}
+        self._shown: dict[str, tuple[str, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def parts(self, paths: list[str]) -> list[dict[str, Any]]:
+        """The image parts (``{"type": "image", "mime", "data", "name"}``) of the paths the rule admits, in
+        order; the others are recorded in `refused`."""
+        out = []
+        for path in paths:
+            with self._lock:
+                shown, why = self._shown.get(path), self.refused.get(path)
+                if shown is None and why is None:
+                    try:
+                        shown = self._shown[path] = task_image(self.folders, path, self.limit)
+                    except Refused as exc:
+                        self.refused[path] = str(exc)
+            if shown is not None:
+                out.append({"type": "image", "mime": shown[0], "data": shown[1], "name": path})
+        return out
+
+
+@dataclass(frozen=True)
+class ImageFolders:
+    """Where the files a stage's questions name may lie: each task's own workspace
+    (``<workspaces>/<safe_name(id)>``, its media folder inside) when the run has one, and the data set's
+    declared image folders (`declared`)."""
+
+    workspaces: Path | None = None
+    declared: tuple[Path, ...] = ()
+    limit: int = IMAGE_LIMIT
+
+    def of_task(self, task_id: str) -> TaskImages:
+        """The rule of one task's images."""
+        own = (self.workspaces / safe_name(task_id),) if self.workspaces is not None else ()
+        return TaskImages(own + self.declared, self.limit)
+
+
 class ImageAttacher:
-    """Adds a question's images to its request; warns once about each image that is not a file."""
+    """Adds a question's images, read by its task's rule, to its request; names each refused image once
+    in a warning."""
 
     def __init__(self) -> None:
         self._warned: set[str] = set()
+        self._lock = threading.Lock()
 
-    def present(self, paths: list[str]) -> list[str]:
-        """The paths that are files; a warning names each missing one (the first time it is met)."""
-        out = []
+    def attach(self, messages: list[dict[str, Any]], paths: list[str], images: TaskImages) -> list[dict[str, Any]]:
+        """The messages with the images `images` admits appended to the last user message as image parts."""
+        found = images.parts(paths)
         for path in paths:
-            if Path(path).is_file():
-                out.append(path)
-            elif path not in self._warned:
+            why = images.refused.get(path)
+            with self._lock:
+                if why is None or path in self._warned:
+                    continue
                 self._warned.add(path)
-                log.warning("image %s is not a file; the judges are asked without it", path)
-        return out
-
-    def attach(self, messages: list[dict[str, Any]], paths: list[str]) -> list[dict[str, Any]]:
-        """The messages with the images that exist appended to the last user message as image parts."""
-        found = self.present(paths)
+            log.warning("image %s not shown to the judges: %s", path_shown(path), why)
         if not found:
             return messages
         out = [dict(m) for m in messages]
         last = max(i for i, m in enumerate(out) if m["role"] == "user")
         content = out[last]["content"]
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        out[last]["content"] = parts + [{"type": "image", "path": path} for path in found]
+        out[last]["content"] = parts + found
         return out
+
+
+def refused_line(refused: Mapping[str, Mapping[str, str]], few: int = 3) -> str | None:
+    """One line of the file references not shown to the judges (task id -> path -> reason): how many, in how
+    many tasks, by reason, naming the first `few`; None when there are none."""
+    pairs = [(tid, path, why) for tid, paths in refused.items() for path, why in paths.items()]
+    if not pairs:
+        return None
+    reasons = Counter(why for _, _, why in pairs)
+    named = "; ".join(f"{path_shown(path)} ({why}, task {shown(tid)})" for tid, path, why in pairs[:few])
+    return (f"{len(pairs)} file reference(s) of {len(refused)} task(s) not shown to the judges ("
+            + ", ".join(f"{n} {why}" for why, n in reasons.most_common()) + f"): {named}"
+            + (" ..." if len(pairs) > few else ""))
+
+
+def image_folders(cfg: Mapping[str, Any], options: Mapping[str, Any], reads_task: bool) -> ImageFolders:
+    """The folders an evaluator's questions may show files of, from the judge app's config `cfg` and the
+    evaluator's `options` (its entry, with the run's files): each task's workspace (``workspace_dir``,
+    else the rollout's of ``model``; none without either, whether or not the evaluator reads it) and the
+    data set's declared image folders: the entry's ``images_dir``, else the reference file's folder (where
+    the task's image is taken from), and ``data.images_dir``, else, for an evaluator that reads the task,
+    the tasks file's folder (or the tasks folder)."""
+    data = cfg.get("data") or {}
+    workspaces = (rollout_folder(cfg, "workspace_dir", "workspace")
+                  if cfg.get("workspace_dir") or cfg.get("model") else None)
+    declared: list[Path] = []
+    if options.get("images_dir"):
+        declared.append(Path(options["images_dir"]))
+    elif options.get("reference_file"):
+        declared.append(Path(options["reference_file"]).parent)
+    if data.get("images_dir"):
+        declared.append(Path(data["images_dir"]))
+    elif reads_task and data.get("tasks"):
+        tasks = Path(data["tasks"])
+        declared.append(tasks if tasks.is_dir() else tasks.parent)
+    return ImageFolders(workspaces, tuple(dict.fromkeys(declared)))

@@ -3,12 +3,13 @@ requests each judge has in flight, and the token usage and cost of each judge.
 
 A judge is a model config of the rollout's shape (``provider``, ``api_name``, ``base_url``,
 ``api_key_env``, ``params``, ``timeout``, ``max_retries``, ``backoff``; see conf/judge/judges/) plus
-an optional ``price`` (USD per million input and output tokens) and ``images`` (false: the judge is sent text
-only; by default it is shown the images its question names, rollout.judges.images). Its identity, which keys
-its cached replies, is the provider, the model the API is asked for and every other setting that can change a
-reply (``params``, a scripted judge's policy); where it is served, its key and its timeouts are not
-part of it. The judge files name a judge by its model (as the published files do), so the models of
-a pool differ. Drivers are built on the first request, so a fully cached run needs no key.
+an optional ``price`` (USD per million input and output tokens) and ``images`` (false: the judge is sent
+text only; by default it is shown the images its question names that its task's rule admits,
+rollout.judges.images). Its identity, which keys its cached replies, is the provider, the model the API
+is asked for and every other setting that can change a reply (``params``, a scripted judge's policy);
+where it is served, its key and its timeouts are not part of it. The judge files name a judge by its
+model (as the published files do), so the models of a pool differ. Drivers are built on the first
+request, so a fully cached run needs no key.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from engine.contract import InputError, check_choice, config_int, digest, is_number
 from engine.evaluators._judging import JudgeFailure, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
-from rollout.judges.images import ImageAttacher, named_images
+from rollout.judges.images import ImageAttacher, TaskImages, named_images
 from rollout.models.base import ModelDriver
 from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver, providers
@@ -187,10 +188,16 @@ class JudgePool:
             totals[spec.name] = total.to_json(spec)
         return totals
 
-    async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
+    def for_task(self, images: TaskImages) -> TaskJudges:
+        """The pool as one task's questions ask it: the images they name read by that task's rule."""
+        return TaskJudges(self, images)
+
+    async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False,
+                  images: TaskImages | None = None) -> str | None:
         """The judge's reply to a question (attempt 1, 2, ...): from the cache, else from its driver
-        (None instead with cached_only). A driver failure that outlived its retries raises
-        JudgeFailure naming the judge (nothing is cached)."""
+        (None instead with cached_only), shown the images its question names that the task's rule
+        `images` admits (rollout.judges.images; without one, none). A driver failure that outlived its
+        retries raises JudgeFailure naming the judge (nothing is cached)."""
         rubric = self.rubric(question.rubric)
         key = reply_key(spec.identity, rubric, question.payload_digest, attempt)
         usage = self.usage[spec.name]
@@ -203,8 +210,10 @@ class JudgePool:
         async with self._limits[spec.name]:
             try:
                 messages = rubric.messages(question.payload)
-                if spec.config.get("images", True):
-                    messages = self._images.attach(messages, named_images(question.payload) + list(question.images))
+                paths = list(dict.fromkeys(named_images(question.payload) + list(question.images)))
+                if paths and spec.config.get("images", True):
+                    messages = await asyncio.to_thread(self._images.attach, messages, paths,
+                                                       images if images is not None else TaskImages())
                 completion = await self._driver(spec).complete(messages)
             except ModelError as exc:
                 raise JudgeFailure(f"judge {spec.name}: {exc}") from None
@@ -231,3 +240,25 @@ class JudgePool:
         """Close every driver built."""
         drivers, self._drivers = list(self._drivers.values()), {}
         await asyncio.gather(*(d.aclose() for d in drivers))
+
+
+class TaskJudges:
+    """A pool as the questions of one task ask it (what its evaluator gets as ``context.pool``): the
+    pool's judges, each question shown the images the task's rule admits."""
+
+    def __init__(self, pool: JudgePool, images: TaskImages) -> None:
+        self.pool = pool
+        self.images = images
+
+    @property
+    def specs(self) -> list[JudgeSpec]:
+        """The pool's judges."""
+        return self.pool.specs
+
+    def rubric(self, rubric: Rubric) -> Rubric:
+        """The rubric the judges are asked with (JudgePool.rubric)."""
+        return self.pool.rubric(rubric)
+
+    async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
+        """The judge's reply to one of the task's questions (JudgePool.ask with the task's images)."""
+        return await self.pool.ask(spec, question, attempt, cached_only=cached_only, images=self.images)

@@ -24,10 +24,11 @@ contract's InputError.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from engine.judge_results import verdict_headline, verdict_odd_line
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
+from rollout.judges.images import ImageFolders, image_folders, refused_line
 from rollout.judges.inputs import (
     NOT_KEYED,
     evaluator_options,
@@ -106,6 +108,10 @@ class Stage:
     attempts: int
     max_chars: int
     catalogue: Any = None
+    images: ImageFolders = field(default_factory=ImageFolders)
+    """Where the files its questions name may lie (rollout.judges.images)."""
+    refused: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Task id -> file reference -> why it was not shown to the judges, this run."""
 
     @property
     def names(self) -> list[str]:
@@ -149,7 +155,7 @@ async def read_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Trajector
                   rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.reads else None,
                   file_objects(preds.path) if "file_entries" in judged.reads else {},
                   judge_specs({one[0]: one[1]} if one else cfg["judges"]["pool"]) if judge.uses_pool else [],
-                  attempts, max_chars)
+                  attempts, max_chars, images=image_folders(cfg, options, "task" in judged.reads))
     if "catalogue" in judged.reads:
         stage.catalogue = await (catalogues or Catalogues(cfg)).get(options.get("catalogue"))
     return stage
@@ -225,10 +231,14 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
         usage = pool.usage_totals if pool is not None else None
 
         async def one(tid: str) -> None:
+            shown = stage.images.of_task(tid)
+            asked = dataclasses.replace(context, pool=pool.for_task(shown)) if pool is not None else context
             try:
-                verdict = await judge.verdict(context, stage.inputs_of(tid))
+                verdict = await judge.verdict(asked, stage.inputs_of(tid))
             except JudgeFailure as exc:
                 verdict = Verdict(tid, error=str(exc))
+            if shown.refused:
+                stage.refused[tid] = dict(shown.refused)
             store.record(verdict, keys[tid])
             if verdict.error is None:
                 store.write(usage, part)
@@ -246,11 +256,16 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
                 f"{sum(u.cached for u in pool.usage.values())} reply(ies) from the cache")
 
 
-def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, sharded: bool) -> None:
-    """The lines of an evaluator's run: what was judged, and (unsharded) its headline and odd counts."""
+def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, sharded: bool,
+           refused: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """The lines of an evaluator's run: what was judged, the file references its judges were not shown
+    (`refused`: task id -> path -> why), and (unsharded) its headline and odd counts."""
     left = store.incomplete()
     print(f"{judged.name}: {store.done()} of {len(store.order)} task(s) judged ({len(todo) - len(store.failed)} "
           f"now, {len(store.failed)} failed, {len(left)} incomplete){asked} -> {store.path}")
+    line = refused_line(refused or {})
+    if line is not None:
+        print(f"{judged.name}: {line}")
     if not sharded and store.done():
         print(f"{judged.name}: {verdict_headline(judged, store.path)}")
         odd = verdict_odd_line(judged, store.path)
@@ -305,7 +320,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     part = (lambda document, extra, entries: part_document(document, inputs(shard), meta, extra, entries)
             ) if shard is not None else None
     asked = await judge_tasks(cfg, stage, store, todo, keys, part)
-    report(judged, store, todo, asked, shard is not None)
+    report(judged, store, todo, asked, shard is not None, stage.refused)
     if shard is not None:
         merge_parts(judged, merged, parts_dir, shard, all_order, meta, inputs, stage)
     return 1 if store.failed or store.incomplete() else 0

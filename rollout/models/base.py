@@ -1,11 +1,13 @@
 """What every driver shares: settings from a model config, completions, retries, error classification.
 
 Drivers take messages in the rollout's own form: ``{"role", "content"}`` where content is a string
-or a list of parts ``{"type": "text", "text"}`` / ``{"type": "image", "path"}``, image paths being
-relative to the task workspace. Every request goes through one retry policy (rollout.models.retry:
-a total deadline per attempt, rate limits, server errors, connection failures and malformed replies
-retried with backoff or as Retry-After asks); other errors fail at once. The API key is read from the
-environment variable the config names and is never logged or written anywhere.
+or a list of parts ``{"type": "text", "text"}`` / ``{"type": "image", "path"}`` (a path relative to the
+task workspace, read beneath it with no link followed, and only an image by its content) /
+``{"type": "image", "mime", "data"}`` (an image's bytes, read and checked by the caller: the judges').
+Every request goes through one retry policy (rollout.models.retry: a total deadline per attempt, rate
+limits, server errors, connection failures and malformed replies retried with backoff or as Retry-After
+asks); other errors fail at once. The API key is read from the environment variable the config names
+and is never logged or written anywhere.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, config_int
+from engine.contract.beneath import Refused
 from rollout.models.errors import ModelError
-from rollout.models.images import ImageEncoder
+from rollout.models.images import ImageEncoder, read_image
 from rollout.models.retry import Failure, RetryPolicy, malformed, retried_status, retry_after
 
 
@@ -172,12 +175,20 @@ class ModelDriver:
                 else image_part(*self._image(part, workspace)) for part in content]
 
     def _image(self, part: Mapping[str, Any], workspace: Path | None) -> tuple[str, str]:
-        path = Path(part["path"])
-        if not path.is_absolute():
-            if workspace is None:
-                raise ModelError(f"image {path} given without a workspace")
-            path = workspace / path
-        return self._images.encode(path)
+        """(mime type, base64 data) of an image part: its bytes as given (``data``, ``mime``), or the image
+        its ``path`` names beneath the workspace, read once with no link followed and checked by its
+        content (rollout.models.images.read_image); ModelError naming it when it is refused."""
+        if "data" in part:
+            return self._images.encode(part["data"], part["mime"])
+        path = part["path"]
+        if workspace is None:
+            raise ModelError(f"image {path} given without a workspace")
+        try:
+            mime, data = read_image(workspace, path)
+        except Refused as exc:
+            reason = f"image {path} not sent: {exc}"
+            raise ModelError(f"model {self.name}: {reason}", reason=reason) from None
+        return self._images.encode(data, mime)
 
 
 def _status_message(exc: Any) -> str:

@@ -232,8 +232,8 @@ def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> 
     shown = [[p["image_url"]["url"][:22] for p in content if p["type"] == "image_url"]
              if isinstance(content, list) else [] for content in users]
     assert sorted(shown) == [[], [], ["data:image/png;base64,"], ["data:image/png;base64,"]]
-    assert f"image {tmp_path / 'images' / 'two.png'} is not a file" in caplog.text
-    assert caplog.text.count("is not a file") == 1  # named once, though both questions of the task name it
+    assert f"image {tmp_path / 'images' / 'two.png'} not shown to the judges: not found" in caplog.text
+    assert caplog.text.count("not shown to the judges") == 1  # named once, though both questions of the task name it
 
 
 def _calls_config(tmp_path: Path, base_url: str, *extra: str) -> dict:

@@ -19,6 +19,7 @@ from PIL import Image
 from engine.evaluators._judging import Question
 from engine.evaluators._prompts import COMPLETION
 from rollout.judges.cache import ReplyCache
+from rollout.judges.images import TaskImages
 from rollout.judges.pool import JudgePool, judge_specs
 from rollout.models.registry import build_driver
 
@@ -100,7 +101,8 @@ def _judge(provider: str, url: str, model: str, **params: Any) -> dict[str, Any]
 
 def test_responses_api_request_and_reply(image: Path) -> None:
     messages = [{"role": "system", "content": "S"},
-                {"role": "user", "content": [{"type": "text", "text": "U"}, {"type": "image", "path": str(image)}]}]
+                {"role": "user", "content": [{"type": "text", "text": "U"}, {"type": "image", "mime": "image/png",
+                                                              "data": image.read_bytes()}]}]
     with Loopback(_responses_reply) as server:
         completion = _complete(_judge("openai_responses", server.url + "/v1", "gpt-5-mini",
                                       max_output_tokens=32768), messages)
@@ -121,7 +123,8 @@ def test_responses_api_request_and_reply(image: Path) -> None:
 
 def test_gemini_request_and_reply(image: Path) -> None:
     messages = [{"role": "system", "content": "S"},
-                {"role": "user", "content": [{"type": "text", "text": "U"}, {"type": "image", "path": str(image)}]}]
+                {"role": "user", "content": [{"type": "text", "text": "U"}, {"type": "image", "mime": "image/png",
+                                                              "data": image.read_bytes()}]}]
     with Loopback(_gemini_reply) as server:
         completion = _complete(_judge("gemini", server.url, "gemini-2.5-flash", temperature=0.7,
                                       max_output_tokens=32768), messages)
@@ -169,7 +172,7 @@ def test_the_pool_shows_a_judge_the_images_its_question_names(tmp_path: Path, im
         async def go() -> list[str | None]:
             async with JudgePool(specs, ReplyCache(None)) as pool:
                 question = Question(COMPLETION, payload, (str(other),))
-                return [await pool.ask(spec, question, 1) for spec in specs]
+                return [await pool.ask(spec, question, 1, images=TaskImages((tmp_path,))) for spec in specs]
 
         with caplog.at_level(logging.WARNING, logger="judge"):
             assert asyncio.run(go()) == ["\\boxed{7}", "\\boxed{7}"]
@@ -177,8 +180,7 @@ def test_the_pool_shows_a_judge_the_images_its_question_names(tmp_path: Path, im
     images = [part["image_url"] for part in shown if part["type"] == "input_image"]
     assert images == ["data:image/png;base64," + base64.b64encode(p.read_bytes()).decode() for p in (image, other)]
     assert [part["type"] for part in text_only] == ["input_text"]
-    assert [r.getMessage() for r in caplog.records] == [
-        f"image {missing} is not a file; the judges are asked without it"]
+    assert [r.getMessage() for r in caplog.records] == [f"image {missing} not shown to the judges: not found"]
 
 
 def test_the_published_pool_calls_each_judge_with_its_settings() -> None:

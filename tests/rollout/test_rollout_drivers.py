@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import urllib.error
 import urllib.request
 
@@ -80,6 +81,39 @@ def test_anthropic_driver(tmp_path, chat_server, monkeypatch):
     body = request["body"]
     assert body["system"] == "Be brief." and body["max_tokens"] == 100
     assert body["messages"][0]["content"][1]["source"]["media_type"] == "image/png"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "openai_responses", "gemini"])
+def test_a_workspace_image_is_read_beneath_the_workspace_and_only_when_it_is_one(tmp_path, chat_server, provider):
+    """The agent's own images (workspace paths) follow the one path rule: a link in the workspace to a key,
+    a text named .png and a path out of the workspace are never read into a request; each fails the
+    request in one line naming the image, and nothing reaches the server."""
+    canary = tmp_path / "home" / ".ssh" / "id_rsa"
+    canary.parent.mkdir(parents=True)
+    canary.write_text("canary-private-key")
+    ws = tmp_path / "ws"
+    make_image(ws / "media" / "p.png")
+    (ws / "media" / "key.png").symlink_to(canary)
+    (ws / "media" / "text.png").write_text("canary-text")
+    (ws / "out").symlink_to(canary.parent)
+    server = chat_server(lambda body: "ok")
+    driver = build_driver({"provider": provider, "name": "m", "base_url": server.base_url, "api_key_env": None,
+                           "max_retries": 0, "image_max_side": None})  # files as they are: nothing decodes them
+    cases = {"media/key.png": "a symbolic link", "media/text.png": "not an image", "out/id_rsa": "on its way",
+             "../home/.ssh/id_rsa": "leaves the folder", str(canary): "leaves the folder"}
+
+    async def go():
+        try:
+            for path, why in cases.items():
+                messages = [{"role": "user", "content": [{"type": "text", "text": "see"},
+                                                         {"type": "image", "path": path}]}]
+                with pytest.raises(ModelError, match=f"^model m: image {re.escape(path)} not sent: .*{why}"):
+                    await driver.complete(messages, workspace=ws)
+        finally:
+            await driver.aclose()
+
+    asyncio.run(go())
+    assert server.requests == []
 
 
 def test_scripted_provider_owns_its_loopback_server(tmp_path):
