@@ -15,6 +15,8 @@ entry's ``output``) is the verdict store's (rollout.judges.verdicts): rewritten 
 task and resumed by a rerun, which judges again the entries the evaluator finds incomplete (e.g. judged
 by another pool), or all of them when it finds the earlier file stale (made with other settings), and
 adds the judges' usage to the earlier runs'.
+The images a question names are shown to the judges only by the one path rule of the task's folders
+(rollout.judges.images); those not shown are named in the evaluator's closing lines.
 Every reply is cached, so what a killed run had asked is not asked again. A predictions file with
 trial files beside it has every trial judged. `run` returns the exit status: 0 when every task was
 judged, 1 when some judge kept failing on some task (run again to retry them); bad input raises the
