@@ -54,8 +54,11 @@ def test_a_link_anywhere_on_the_path_is_refused(tree: Path) -> None:
     (tree / "inside.png").symlink_to(tree / "media" / "a.png")  # even a link that stays inside
     with pytest.raises(Refused, match="symbolic link"):
         read_beneath(tree, "key.png")
-    with pytest.raises(Refused, match="on its way"):
+    with pytest.raises(Refused, match="a folder on its way is a symbolic link"):
         read_beneath(tree, "out/secret")
+    (tree / "plain").write_text("x")
+    with pytest.raises(Refused, match="a folder on its way is not a folder"):
+        read_beneath(tree, "plain/secret")
     with pytest.raises(Refused, match="symbolic link"):
         read_beneath(tree, "inside.png")
 

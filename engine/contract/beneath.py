@@ -59,13 +59,13 @@ def open_beneath(root: str | Path, path: str | Path) -> int:
             try:
                 child = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
-                raise Refused(_reason(exc, "a folder on its way")) from None
+                raise Refused(_reason(exc, "a folder on its way", _is_link(name, fd))) from None
             os.close(fd)
             fd = child
         try:
             leaf = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
         except OSError as exc:
-            raise Refused(_reason(exc, "it")) from None
+            raise Refused(_reason(exc, "it", _is_link(parts[-1], fd))) from None
     finally:
         os.close(fd)
     mode = os.fstat(leaf).st_mode
@@ -109,9 +109,17 @@ def image_type(data: bytes) -> str | None:
     return IMAGE_FORMATS.get(fmt or "")
 
 
-def _reason(exc: OSError, what: str) -> str:
-    """Why opening `what` failed, in a few words."""
-    if exc.errno == errno.ELOOP:
+def _is_link(name: str, dir_fd: int) -> bool:
+    """Whether `name` in the folder of `dir_fd` is a symbolic link (not followed)."""
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _reason(exc: OSError, what: str, link: bool) -> str:
+    """Why opening `what` failed, in a few words (`link`: the name is a symbolic link)."""
+    if link or exc.errno == errno.ELOOP:
         return "a symbolic link" if what == "it" else f"{what} is a symbolic link"
     if exc.errno == errno.ENOTDIR:
         return f"{what} is not a folder"
