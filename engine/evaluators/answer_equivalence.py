@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -72,7 +73,9 @@ from engine.evaluators.base import (
     file_entries,
     pool_judge,
 )
-from engine.evaluators.verifiers import run_check, task_script, task_workspace
+from engine.evaluators.verifiers import CheckFailed, run_check, skipped_note, task_script, task_workspace
+
+log = logging.getLogger(__name__)
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
@@ -215,8 +218,8 @@ async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: CheckS
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["answer_template"], "answer_template")
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
-        value = await run_check(module, module.parent.parent, None, None, None, settings, call=("get_reference", []),
-                                package=True)
+        value, _ = await run_check(module, module.parent.parent, None, None, None, settings,
+                                   call=("get_reference", []), package=True)
     except ValueError as exc:
         return {"error": f"answer template: {exc}"}
     if not usable_truth(value):
@@ -234,11 +237,19 @@ async def _state_check(ctx: JudgeContext, inputs: TaskInputs, truth: str | None,
     # the check gets a copy of the workspace: "{workspace}" in an argument is that copy's path
     target = ("{workspace}/" + _OUTPUTS.sub("", truth)) if truth and _OUTPUTS.match(truth) and workspace else truth
     try:
-        passed = await run_check(module, module.parent.parent, None, workspace, None, settings,
-                                 call=("run_test", [inputs.final_answer, target]), package=True)
-    except ValueError as exc:
+        passed, skipped = await run_check(module, module.parent.parent, None, workspace, None, settings,
+                                          call=("run_test", [inputs.final_answer, target]), package=True)
+    except CheckFailed as exc:
+        _log_skipped(inputs.task_id, exc.skipped)
         return {"score": 0 if parser == "published" else None, "error": f"check script: {exc}"}
+    _log_skipped(inputs.task_id, skipped)
     return {"score": int(bool(passed))}
+
+
+def _log_skipped(task_id: str, skipped: Sequence[str]) -> None:
+    """A warning naming the entries of the task's workspace left out of its check script's copy."""
+    if skipped:
+        log.warning("%s: task %s: %s", NAME, task_id, skipped_note(skipped))
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
