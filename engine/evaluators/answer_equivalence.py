@@ -73,7 +73,14 @@ from engine.evaluators.base import (
     file_entries,
     pool_judge,
 )
-from engine.evaluators.verifiers import CheckFailed, run_check, skipped_note, task_script, task_workspace
+from engine.evaluators.verifiers import (
+    CheckFailed,
+    run_check,
+    script_imports,
+    skipped_note,
+    task_script,
+    task_workspace,
+)
 
 log = logging.getLogger(__name__)
 
@@ -460,9 +467,26 @@ class AnswerJudge(Judge):
     reading); check scripts and answer templates run in their own processes, their content in the input key."""
 
     task_files = ("eval_script", "answer_template")
+    asked = (PROMPT, PUBLISHED_PROMPT)
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
         return Verdict(task.task_id, await judge(context, task))
+
+    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+        """The modules of its check script's and answer template's packages that they import
+        (`script_imports`)."""
+        tasks_file = Path(options.get("tasks_file") or "tasks file")
+        found: dict[str, Path] = {}
+        for name in self.task_files:
+            value = (task.task or {}).get(name)
+            if value is None:
+                continue
+            try:
+                script = task_script(tasks_file, task.task_id, value, name)
+            except InputError:
+                return {}
+            found.update(script_imports(script, script.parent.parent, package=True))
+        return found
 
     def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
         return document(entries, meta)

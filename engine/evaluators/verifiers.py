@@ -15,12 +15,17 @@ A task names its module in ``check``: a Python file, its path relative to the ta
 - it returns e_1 ... e_m, each 0/1 (or False/True), m >= 1. What it changes in the copy is discarded.
 
 Each check runs contained (engine.evaluators._check_runner): in a process of its own, under a time limit
-(``timeout`` seconds, default 60), with a minimal environment (plus the variables the config's ``env``
-names), on a copy of the workspace (the original is never changed), its output capped, and every process
-it leaves behind killed, its files capped in total (``disk_mb``); with bubblewrap, without network or
-host socket, seeing only the system folders, the interpreter and its own files (the module and the Python
-files of the tasks folder it imports: `check_files`), all read-only but its scratch folder. Its working
-folder is that scratch folder; the check module's folder is on its import path.
+(``timeout`` seconds, default 60, the copy of its inputs included), with a minimal environment (plus the
+variables the config's ``env`` names), on a copy of the workspace made from descriptors (the original is
+never changed; links, FIFOs, sockets and devices are left out, never opened, and named in the entry's
+``reason``), its output capped, and every process it leaves behind killed, its files capped in total
+(``disk_mb``); its answer comes back on a descriptor of its own, which neither it nor what it starts can
+forge through its supervisor; with bubblewrap, without network or host socket, seeing only the system
+folders, the interpreter and copies of its own files (the module and the Python files of the tasks folder
+it imports: `check_files`, read beneath the tasks folder with no link followed), all read-only but its
+scratch folder. Its working folder is that scratch folder; the check module's folder is on its import path.
+Those files are in each verdict's input key (`CheckJudge.input_files`): an edited helper judges again the
+tasks whose checks import it; a module loaded at run time (importlib) is in neither, with a warning.
 A check that raises, hangs, dies, or returns anything but a non-empty list of 0/1 is
 an *evaluator error*: the task's entry holds the one-line reason, no success value, and it is counted
 apart from the agent's failures (never a silent 0). A task without a prediction (its agent run did not
@@ -42,6 +47,7 @@ import json
 import logging
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +151,47 @@ def check_files(module: Path, tasks_folder: Path, package: bool = False) -> list
                 found.append(path)
                 todo.append(path)
     return found
+
+
+DYNAMIC = frozenset({"import_module", "__import__", "spec_from_file_location", "SourceFileLoader", "run_path",
+                     "run_module", "load_source"})
+"""The calls that load a module at run time (importlib, runpy): what they load is found by no import
+statement, so it is neither in a check's sandbox nor in its verdict's input key."""
+
+
+def dynamic_imports(source: Path) -> list[str]:
+    """The calls of DYNAMIC in a Python file, each ``name (line N)``; none when it does not parse."""
+    try:
+        tree = ast.parse(source.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name in DYNAMIC:
+                found.append(f"{name} (line {node.lineno})")
+    return found
+
+
+@cache
+def _warn_dynamic(script: Path, tasks_folder: Path, package: bool) -> None:
+    for path in check_files(script, tasks_folder, package):
+        calls = dynamic_imports(path)
+        if calls:
+            log.warning("%s loads modules at run time (%s): a module loaded so is neither in its check's sandbox "
+                        "nor in its verdicts' input keys (a change to it judges nothing again)", path,
+                        ", ".join(calls[:3]))
+
+
+def script_imports(script: Path, tasks_folder: Path, package: bool = False) -> dict[str, Path]:
+    """The Python files of the tasks folder a script imports (`check_files`, less the script itself), by
+    their path relative to that folder; a warning, once per script, naming those of them (itself
+    included) that also load modules at run time (`dynamic_imports`)."""
+    _warn_dynamic(script, tasks_folder, package)
+    base = tasks_folder.resolve()
+    return {(p.relative_to(base) if p.is_relative_to(base) else p).as_posix(): p
+            for p in check_files(script, tasks_folder, package)[1:]}
 
 
 def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
@@ -421,6 +468,18 @@ class CheckJudge(Judge):
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
         return Verdict(task.task_id, await judge(context, task))
+
+    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+        """The modules of the tasks folder its check imports (`script_imports`)."""
+        check = (task.task or {}).get("check")
+        if check is None:
+            return {}
+        tasks_file = Path(options.get("tasks_file") or "tasks file")
+        try:
+            module = check_module(tasks_file, task.task_id, check)
+        except InputError:
+            return {}
+        return script_imports(module, tasks_file.resolve().parent)
 
     def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
         return document(entries, meta)
