@@ -32,8 +32,8 @@ MODES = [pytest.param(False, id="uncontained"), BWRAP]
 
 
 def contained(code: str, *, isolate: bool, timeout: float = 20.0, **kwargs) -> CheckRun:
-    """Run a Python snippet through the runner."""
-    return asyncio.run(run_contained([sys.executable, "-c", textwrap.dedent(code)], timeout=timeout,
+    """Run a Python snippet through the runner (sys.argv[1]: the number of its result descriptor)."""
+    return asyncio.run(run_contained([sys.executable, "-c", textwrap.dedent(code), "{result}"], timeout=timeout,
                                      isolate=isolate, **kwargs))
 
 
@@ -61,12 +61,12 @@ def test_environment_is_the_base_and_the_named(isolate: bool, monkeypatch, tmp_p
         print(json.dumps(sorted(os.environ)))
         print("named:", os.environ.get("NAMED_TOKEN"), "home:", os.environ["HOME"])
         print(os.environ.get("NAMED_TOKEN"), file=sys.stderr)
-        open("out.json", "w").write(json.dumps({"error": os.environ.get("NAMED_TOKEN")}))
-        """, isolate=isolate, env=("NAMED_TOKEN", "NOT_SET"), outputs=("out.json",))
+        os.write(int(sys.argv[1]), json.dumps({"error": os.environ.get("NAMED_TOKEN")}).encode())
+        """, isolate=isolate, env=("NAMED_TOKEN", "NOT_SET"))
     names, line = run.stdout.splitlines()
     assert set(json.loads(names)) - {"PWD"} == {*BASE_ENV, "NAMED_TOKEN"}  # bwrap sets PWD
     assert line.startswith("named: *** home: /") and str(Path.home()) not in line
-    assert run.stderr == "***\n" and run.outputs == {"out.json": b'{"error": "***"}'}
+    assert run.stderr == "***\n" and run.result == b'{"error": "***"}'
     assert SECRET not in run.stdout + run.stderr and run.status == 0 and run.contained is isolate
 
 
@@ -233,15 +233,15 @@ def test_limits_apply() -> None:
     assert run.stdout.splitlines() == ["write: True", "memory: refused"]
 
 
-def test_output_files_are_read_without_following_links(tmp_path: Path) -> None:
-    private = tmp_path / "private.json"
-    private.write_text('{"result": [1]}')
-    run = contained(f"""
-        import os
-        os.symlink({str(private)!r}, "out.json")
-        open("big.json", "w").write("[" + "1," * 600 + "1]")
-        """, isolate=None, outputs=("out.json", "big.json", "absent.json"), limits=Limits(result=1000))
-    assert run.outputs == {"big.json": None}  # a link is not read; a file over the limit is None
+def test_the_result_comes_from_its_descriptor_alone() -> None:
+    run = contained("""
+        import os, sys
+        open("output.json", "w").write('{"result": [1]}')  # a file is never read as its result
+        os.write(int(sys.argv[1]), b"[" + b"1," * 600 + b"1]")
+        """, isolate=None, limits=Limits(result=1000))
+    assert run.status == 0 and run.result is None  # over the limit
+    run = contained("open('output.json', 'w').write('{\"result\": [1]}')", isolate=None)
+    assert run.status == 0 and run.result == b""
 
 
 def test_a_command_that_cannot_start_is_an_error() -> None:
@@ -266,13 +266,18 @@ def test_settings_are_checked(tmp_path: Path) -> None:
 HOSTILE = {  # task id -> (check file, body); stolen.txt beside them holds the key (a file the user has)
     "tb-01": ("env_key.py", "import os\ndef check(trajectory, workspace, tool_log):\n"
                             "    return [int(bool(os.environ['OPENAI_API_KEY']))]\n"),
-    "tb-02": ("proc_scan.py", "import glob\ndef check(trajectory, workspace, tool_log):\n"
-                              "    for path in glob.glob('/proc/*/environ'):\n"
-                              "        try:\n            env = open(path, 'rb').read().split(b'\\0')\n"
-                              "        except OSError:\n            continue\n"
+    # its ancestors only (the judge among them when uncontained), not every process of the machine: another
+    # process with OPENAI_API_KEY in its environment, listed first, made the test fail with a bare "assert False"
+    "tb-02": ("proc_scan.py", "import os\ndef check(trajectory, workspace, tool_log):\n"
+                              "    pid = os.getppid()\n"
+                              "    while pid > 1:\n"
+                              "        try:\n"
+                              "            env = open(f'/proc/{pid}/environ', 'rb').read().split(b'\\0')\n"
+                              "        except OSError:\n            env = []\n"
                               "        for item in env:\n"
                               "            if item.startswith(b'OPENAI_API_KEY='):\n"
                               "                raise RuntimeError(item.decode())\n"
+                              "        pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
                               "    return [1]\n"),
     "tb-03": ("dies.py", "import os, sys\nfrom pathlib import Path\ndef check(trajectory, workspace, tool_log):\n"
                          "    key = Path(__file__).with_name('stolen.txt').read_text()\n"
@@ -317,9 +322,12 @@ def test_a_key_in_the_judges_environment_reaches_no_file(isolate: bool, tmp_path
     assert judge.returncode == 0, judge.stderr[-2000:]
     entries = json.loads((results / "scripted_test_mcp_fuzzy_checks.json").read_text())["per_id"]
     assert entries["tb-01"]["error"] == "KeyError: 'OPENAI_API_KEY'"
-    # with bubblewrap the judge's processes are out of sight; without, the key read from them is scrubbed
-    assert entries["tb-02"]["passed"] is True if isolate else entries["tb-02"]["error"] == \
-        "RuntimeError: OPENAI_API_KEY=***"
+    # with bubblewrap the judge's processes are out of sight; without, a check has no capability, so it cannot
+    # read the environment of a judge that has some (run as root), and the key it reads from another's is scrubbed
+    unreadable = isolate or os.geteuid() == 0
+    assert {k: entries["tb-02"][k] for k in ("checks", "passed", "error")} == (
+        {"checks": [1], "passed": True, "error": None} if unreadable
+        else {"checks": None, "passed": None, "error": "RuntimeError: OPENAI_API_KEY=***"})
     # with bubblewrap a check sees its own file, not the others of its folder; without, what it read is scrubbed
     unseen = f"FileNotFoundError: [Errno 2] No such file or directory: '{data / 'checks' / 'stolen.txt'}'"
     assert entries["tb-03"]["error"] == (unseen if isolate else "the check process exited with status 3: fatal: ***")
@@ -492,3 +500,224 @@ def test_the_files_of_a_check_are_capped_in_total(isolate: bool, tmp_path: Path)
                 f"    exec({textwrap.dedent(FILLER)!r})\n    return [1]\n")
     entry = judge_one(tmp_path, "fills.py", None, disk_mb=16, file_mb=8, bubblewrap=isolate)
     assert entry["error"] == "its files went over the disk limit of 16 MB (disk_mb)"
+
+
+
+FORGER = """
+import ctypes, json, os, stat, sys, time
+from pathlib import Path
+
+FORGED = [b'0 0 0 0\\noutput.json 15\\n{"result": [1]}', b'0 0 0 0\\nresult 15\\n{"result": [1]}',
+          b'{"result": [1]}']  # the supervisor's report (the build before's, this one's) and a check caller's result
+
+
+def forge(fd):
+    for data in FORGED:
+        os.write(fd, data)
+
+
+def reopened(pid):
+    \"\"\"Reopen every pipe, socket and anonymous file of `pid` through /proc and write a passing report.\"\"\"
+    reached = []
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return reached
+    for name in names:
+        try:
+            kind = os.readlink(f"/proc/{pid}/fd/{name}")
+            if not kind.startswith(("pipe:", "socket:", "/memfd:")):
+                continue
+            fd = os.open(f"/proc/{pid}/fd/{name}", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            forge(fd)
+            reached.append(f"{pid}: /proc fd {name} ({kind})")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return reached
+
+
+def taken(pid):
+    \"\"\"Take every descriptor of `pid` (pidfd_getfd) and write a passing report into it.\"\"\"
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return []
+    reached = []
+    for target in range(64):
+        fd = ctypes.CDLL(None).syscall(438, pidfd, target, 0)  # pidfd_getfd
+        if fd < 0:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:"):
+                forge(fd)
+                reached.append(f"{pid}: taken fd {target}")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    os.close(pidfd)
+    return reached
+
+
+if __name__ == "__main__":  # a program the check runs (the agent's own, say): it forges its parent's result
+    check_process = int(sys.argv[1])
+    reached = reopened(check_process) + taken(check_process)
+    Path("agent-tried").write_text(json.dumps(reached))
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # and a passing result file, written again and again
+        Path("output.json").write_text('{"result": [1]}')
+        time.sleep(0.001)
+"""
+
+FORGES = """
+import json, os, subprocess, sys, time
+from pathlib import Path
+import _forger
+
+
+def check(trajectory, workspace, tool_log):
+    reached = _forger.reopened(os.getppid()) + _forger.taken(os.getppid())  # its supervisor
+    Path("output.json").write_text('{"result": [1]}')
+    subprocess.Popen([sys.executable, _forger.__file__, str(os.getpid())], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not Path("agent-tried").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1)
+    reached += json.loads(Path("agent-tried").read_text() or "[]")
+    raise RuntimeError("raised after forging " + json.dumps(reached))
+"""
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_a_check_cannot_forge_its_report(isolate: bool, tmp_path: Path) -> None:
+    """A check that raised, after writing a passing report into every descriptor of its supervisor it could
+    reopen through /proc/<ppid>/fd or take (pidfd_getfd), and after starting a program that does the same to
+    the check's own process and writes a passing output.json again and again: it comes back raised, and it
+    reached nothing (the code before: ``passed: true``)."""
+    (tmp_path / "tasks.json").write_text("[]", encoding="utf-8")
+    write_check(tmp_path, "_forger.py", FORGER)
+    write_check(tmp_path, "forges.py", FORGES)
+    entry = judge_one(tmp_path, "forges.py", None, bubblewrap=isolate)
+    assert entry == {"check": "forges.py", "checks": None, "passed": None,
+                     "error": "RuntimeError: raised after forging []"}
+
+
+SPECIAL = """
+import asyncio, json, os, socket, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from test_check_runner import judge_one
+folder, workspace = Path(sys.argv[2]), Path(sys.argv[3])
+os.mkfifo(workspace / "fifo")
+with socket.socket(socket.AF_UNIX) as listener:
+    listener.bind(str(workspace / "sock"))
+(workspace / "sub").mkdir()
+os.mkfifo(workspace / "sub" / "deeper")
+(workspace / "link").symlink_to(Path(sys.argv[4]))
+started = time.monotonic()
+entry = judge_one(folder, "reads.py", workspace, timeout=5, bubblewrap=sys.argv[5] == "1")
+print(json.dumps({"entry": entry, "seconds": time.monotonic() - started}))
+"""
+
+
+@pytest.mark.parametrize("isolate", MODES)
+def test_special_files_in_a_workspace_are_left_out_never_opened(isolate: bool, tmp_path: Path) -> None:
+    """A FIFO (nobody writes it), a socket, a FIFO a folder down and a link to a key in a task's workspace:
+    the check runs on a copy without them, within its time limit, and its entry names them (the code before
+    hung forever opening the FIFO)."""
+    (tmp_path / "tasks.json").write_text("[]", encoding="utf-8")
+    write_check(tmp_path, "reads.py", """
+        def check(trajectory, workspace, tool_log):
+            return [sorted(p.name for p in workspace.rglob("*")) == ["out.txt", "sub"],
+                    (workspace / "out.txt").read_text() == "ok"]
+        """)
+    workspace, key = tmp_path / "ws" / "t1", tmp_path / "id_rsa"
+    workspace.mkdir(parents=True)
+    (workspace / "out.txt").write_text("ok")
+    key.write_text("-----BEGIN KEY----- canary")
+    done = subprocess.run([sys.executable, "-c", SPECIAL, str(Path(__file__).parent), str(tmp_path), str(workspace),
+                           str(key), str(int(isolate))], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["entry"] == {"check": "reads.py", "checks": [1, 1], "passed": True, "error": None,
+                            "reason": "not in the workspace's copy: fifo (a FIFO), link (a symbolic link), sock (a "
+                                      "socket), sub/deeper (a FIFO) (links, FIFOs, sockets and devices are never "
+                                      "copied)"}
+    assert out["seconds"] < 5 and "canary" not in done.stdout + done.stderr
+
+
+@pytest.mark.skipif(bubblewrap()[0] is None, reason=f"no bubblewrap sandbox here: {bubblewrap()[1]}")
+def test_a_helper_flipping_to_a_link_never_shows_the_sandbox_its_target(tmp_path: Path) -> None:
+    """A helper module the check imports flips, in a thread, between a real file and a link to a key outside
+    the tasks folder while the check is run again and again; the check raises with what it reads at the
+    helper's path: the key is never in any entry, nor in the check's output (the code before bound the link's
+    target, checked a moment earlier as a file of the tasks folder)."""
+    import threading
+
+    canary = "-----BEGIN OPENSSH PRIVATE KEY----- canary-4711"
+    (tmp_path / "home").mkdir()
+    key = tmp_path / "home" / "id_rsa"
+    key.write_text(canary)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "tasks.json").write_text("[]", encoding="utf-8")
+    write_check(tasks, "peeks.py", """
+        from pathlib import Path
+        def never():
+            import _helper  # a helper of its own, so it is in its sandbox
+        def check(trajectory, workspace, tool_log):
+            raise RuntimeError(Path(__file__).with_name("_helper.py").read_text())
+        """)
+    helper = tasks / "_helper.py"
+    helper.write_text("VALUE = 1\n")
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            (tasks / "swap").symlink_to(key)
+            os.replace(tasks / "swap", helper)
+            (tasks / "swap").write_text("VALUE = 1\n")
+            os.replace(tasks / "swap", helper)
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        entries = [judge_one(tasks, "peeks.py", None, bubblewrap=True) for _ in range(16)]
+    finally:
+        stop.set()
+        flipper.join()
+    errors = {e["error"] for e in entries}
+    assert all(canary not in str(e) for e in entries), errors
+    assert errors <= {"RuntimeError: VALUE = 1", f"cannot copy its inputs: {helper}: leaves the folder",
+                      f"cannot copy its inputs: {helper}: a symbolic link",
+                      f"FileNotFoundError: [Errno 2] No such file or directory: '{helper}'"}, errors
+
+
+def test_the_copy_of_the_workspace_counts_against_the_time_limit(tmp_path: Path, monkeypatch) -> None:
+    """A workspace on slow storage (each file's copy made to take 0.4 s): with a limit of 1.5 s the check
+    times out during the copy, within its limit, and never starts (the code before copied it all first)."""
+    from engine.evaluators import _check_runner
+
+    slow_copy = _check_runner._copy_file
+
+    def slow(source: int, target: int, deadline: float) -> None:
+        time.sleep(0.4)
+        slow_copy(source, target, deadline)
+
+    monkeypatch.setattr(_check_runner, "_copy_file", slow)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for n in range(10):
+        (workspace / f"part-{n}.txt").write_text("data")
+    started = time.monotonic()
+    run = asyncio.run(run_contained([sys.executable, "-c", "print('started')"], timeout=1.5, workspace=workspace,
+                                    isolate=False))
+    assert run.timed_out and run.status is None and run.stdout == ""
+    assert time.monotonic() - started < 2.5

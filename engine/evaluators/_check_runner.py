@@ -2,38 +2,49 @@
 
 `run_contained(command, ...)` runs the command in a scratch folder of its own and returns a `CheckRun`
 (exit status, timed out or not, the head and tail of stdout and stderr with the bytes dropped counted,
-the processes it left behind and that were killed, the output files it wrote); `check_settings` reads
-a check's config entry. What it promises (docs/reliability.md, "What the check sandbox does"):
+the processes it left behind and that were killed, what it wrote to its result descriptor, the entries
+of the workspace not copied); `check_settings` reads a check's config entry. What it promises
+(docs/reliability.md, "What the check sandbox does"):
 
 - environment: `BASE_ENV` and the variables the config names, nothing else; the value of every variable
   of this process whose name looks secret (`SECRET_NAME`) becomes ``***`` in all that comes back;
 - output: stdout and stderr read as they come, ``Limits.output`` bytes of each kept, the rest counted;
 - processes: the command runs under `_check_supervisor`, which ends it at the time limit and kills every
   process it left (setsid ones included) once it exits; a leftover holding a pipe delays nothing;
-  RLIMIT_AS and RLIMIT_FSIZE apply;
-- files: a copy of the workspace, a scratch working folder, both removed afterwards; what its files add
-  to the scratch folder is capped (``Limits.disk``), the named outputs come back through the supervisor's
-  report;
+  RLIMIT_AS and RLIMIT_FSIZE apply; it has no capabilities, and cannot reach its supervisor (which is
+  non-dumpable) nor the runner's end of the report (a socket, which no path reopens);
+- time: the time limit counts from the start of the copy of its workspace and files;
+- files: a copy of the workspace made from descriptors (`copy_folder`: no link followed, no FIFO,
+  socket or device opened; those entries are left out and named in ``CheckRun.skipped``), a scratch
+  working folder, both removed afterwards; what its files add to the scratch folder is capped
+  (``Limits.disk``); its result comes back through its result descriptor (``{result}``) and the
+  supervisor's report, never through a file;
 - with bubblewrap (`bubblewrap()`): no network, a PID namespace that dies whole, no capabilities, and a
   file system of its own holding only the system folders (`SYSTEM`), a few files of /etc (`ETC`), the
-  Python installation, the files it reads (each bound alone, read-only) and, as /tmp, a tmpfs of
-  ``Limits.disk`` bytes (beyond its inputs) that holds its scratch folder: no home, no /run, no socket of
-  the host. Without it, a warning (once per process) says checks run without filesystem and network
-  isolation.
+  Python installation, the trusted files it reads (`reads`, each bound alone, read-only), copies of the
+  task's files it reads (`copies`: read beneath their folder from descriptors, no link followed, each
+  shown read-only at its own path) and, as /tmp, a tmpfs of ``Limits.disk`` bytes (beyond its inputs)
+  that holds its scratch folder: no home, no /run, no socket of the host. Without it, a warning (once
+  per process) says checks run without filesystem and network isolation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import errno
 import json
 import logging
 import os
 import re
 import shutil
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
@@ -41,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, config_int, is_number
+from engine.contract.beneath import Refused, read_beneath
 from engine.evaluators._check_supervisor import alive, process_table
 
 log = logging.getLogger(__name__)
@@ -84,10 +96,11 @@ class Limits:
 class CheckRun:
     """What a contained command did. ``status``: its exit status (negative: the signal that ended it;
     None when it timed out or could not start); ``stdout``/``stderr``: what was kept of them, scrubbed
-    (a line marks the bytes dropped); ``leftovers``: processes it left running, killed; ``outputs``:
-    the named output files it wrote (None: over ``Limits.result`` bytes); ``error``: why it could not
-    run, else None; ``contained``: whether bubblewrap isolated it; ``over_disk``: whether its files went
-    over ``Limits.disk`` (it was then ended)."""
+    (a line marks the bytes dropped); ``leftovers``: processes it left running, killed; ``result``:
+    what it wrote to its result descriptor, scrubbed (empty: nothing; None: over ``Limits.result``
+    bytes); ``error``: why it could not run, else None; ``contained``: whether bubblewrap isolated it;
+    ``over_disk``: whether its files went over ``Limits.disk`` (it was then ended); ``skipped``: the
+    entries of the workspace not copied, each ``path (kind)`` (links, FIFOs, sockets, devices)."""
 
     status: int | None
     timed_out: bool
@@ -96,10 +109,11 @@ class CheckRun:
     stdout_dropped: int
     stderr_dropped: int
     leftovers: int
-    outputs: dict[str, bytes | None] = field(default_factory=dict)
+    result: bytes | None = b""
     error: str | None = None
     contained: bool = False
     over_disk: bool = False
+    skipped: tuple[str, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -196,10 +210,12 @@ def _bind(path: Path) -> list[str]:
     return args
 
 
-def _sandbox(bwrap: str, scratch: Path, reads: Sequence[Path], size: int | None) -> list[str]:
+def _sandbox(bwrap: str, scratch: Path, reads: Sequence[Path], copied: Sequence[tuple[Path, Sequence[str]]],
+             size: int | None) -> list[str]:
     """The bwrap command line: no network, its own PID namespace, no capabilities, and a root of its own
-    holding the system folders, a few files of /etc, the Python installation and the files it reads (all
-    read-only), the host's scratch folder at STAGE (read-only) and, at INSIDE, a tmpfs of `size` bytes."""
+    holding the system folders, a few files of /etc, the Python installation, the files it reads and the
+    `copied` files (a copy, the names it is shown at), all read-only, the host's scratch folder at STAGE
+    (read-only) and, at INSIDE, a tmpfs of `size` bytes."""
     args = [bwrap, "--die-with-parent", "--unshare-all", "--cap-drop", "ALL", "--dev", "/dev", "--proc", "/proc"]
     args += [*(["--size", str(size)] if size is not None else []), "--tmpfs", str(INSIDE)]
     for folder in SYSTEM:
@@ -213,6 +229,9 @@ def _sandbox(bwrap: str, scratch: Path, reads: Sequence[Path], size: int | None)
     for path in sorted(python) + sorted({Path(r) for r in (*reads, SUPERVISOR)}):
         if not any(path.resolve().is_relative_to(s) for s in SYSTEM if not os.path.islink(s)):
             args += _bind(path)
+    for copy, names in copied:
+        for name in names:
+            args += ["--ro-bind", str(copy), name]
     return args + ["--ro-bind", str(scratch), STAGE, "--remount-ro", "/", "--remount-ro", "/dev",
                    "--chdir", str(INSIDE)]
 
@@ -259,22 +278,16 @@ def _sweep_session(session: int) -> int:
     return killed
 
 
-def _outputs(data: bytes, names: Sequence[str], secrets: Sequence[str]) -> dict[str, bytes | None]:
-    """The output files the supervisor's report carries after its first line (see `_check_supervisor`),
-    scrubbed; those it does not carry whole are left out."""
-    out: dict[str, bytes | None] = {}
-    while data:
-        header, newline, data = data.partition(b"\n")
-        name, _, size = header.decode("utf-8", "replace").partition(" ")
-        if not newline or name not in names or (size != "-" and not size.isdigit()):
-            break
-        if size == "-":
-            out[name] = None
-        elif len(data) >= int(size):
-            out[name], data = scrub(data[:int(size)], secrets), data[int(size):]
-        else:
-            break
-    return out
+def _result(data: bytes, secrets: Sequence[str]) -> bytes | None:
+    """The result the supervisor's report carries after its first line (see `_check_supervisor`),
+    scrubbed; None when it was over its limit, empty when the report does not carry it whole."""
+    header, newline, data = data.partition(b"\n")
+    name, _, size = header.decode("utf-8", "replace").partition(" ")
+    if not newline or name != "result" or not (size == "-" or size.isdigit()):
+        return b""
+    if size == "-":
+        return None
+    return scrub(data[:int(size)], secrets) if len(data) >= int(size) else b""
 
 
 def _unlock(folder: str) -> None:
@@ -296,66 +309,220 @@ def _remove(folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _prepare(scratch: Path, workspace: Path | None, inputs: Mapping[str, bytes]) -> int:
-    """The scratch folder's job (holding the inputs), home, tmp and copy of the workspace; the bytes they
-    take on a tmpfs (whole pages)."""
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+COPY_BLOCK = 8 << 20
+
+
+class CopyExpired(Exception):
+    """The copy of a check's inputs ran past its time limit."""
+
+
+def _in_time(deadline: float) -> None:
+    if time.monotonic() >= deadline:
+        raise CopyExpired
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _copy_file(source: int, target: int, deadline: float) -> None:
+    """The bytes of the descriptor `source` written to `target`, a block at a time (in the kernel,
+    sendfile, where it can), in time."""
+    kernel = True
+    while True:
+        _in_time(deadline)
+        if kernel:
+            try:
+                if os.sendfile(target, source, None, COPY_BLOCK) == 0:
+                    return
+                continue
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                kernel = False
+        block = os.read(source, COPY_BLOCK)
+        if not block:
+            return
+        view = memoryview(block)
+        while view:
+            view = view[os.write(target, view):]
+
+
+def _copy_entries(folder: int, target: Path, where: str, deadline: float, skipped: list[str]) -> None:
+    """Copy the entries of the open folder `folder` into `target` (made here), each opened from the
+    folder's descriptor with O_NOFOLLOW; `where`: its path in the copy, for `skipped`."""
+    info = os.fstat(folder)
+    target.mkdir(mode=0o700)
+    with os.scandir(folder) as listing:
+        names = sorted(entry.name for entry in listing)
+    for name in names:
+        _in_time(deadline)
+        shown = f"{where}{name}"
+        try:
+            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                child = os.open(name, _DIR_FLAGS, dir_fd=folder)
+                try:
+                    _copy_entries(child, target / name, f"{shown}/", deadline, skipped)
+                finally:
+                    os.close(child)
+                continue
+            if not stat.S_ISREG(mode):  # a link, FIFO, socket or device: never opened
+                skipped.append(f"{shown} ({_kind(mode)})")
+                continue
+            source = os.open(name, _FILE_FLAGS, dir_fd=folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # e.g. swapped for a link since it was listed (ELOOP)
+            skipped.append(f"{shown} ({exc.strerror or type(exc).__name__})")
+            continue
+        try:
+            found = os.fstat(source)
+            if not stat.S_ISREG(found.st_mode):  # swapped for a FIFO since: opened without waiting, not read
+                skipped.append(f"{shown} ({_kind(found.st_mode)})")
+                continue
+            copy = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                _copy_file(source, copy, deadline)
+                os.fchmod(copy, stat.S_IMODE(found.st_mode))
+                os.utime(copy, ns=(found.st_atime_ns, found.st_mtime_ns))
+            finally:
+                os.close(copy)
+        finally:
+            os.close(source)
+    os.chmod(target, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def copy_folder(source: Path, target: Path, deadline: float) -> list[str]:
+    """Copy the folder `source` to `target` from file descriptors: `source` opened with O_NOFOLLOW (OSError
+    when it is a link), each folder below from its parent's descriptor with O_NOFOLLOW, each regular file
+    with O_NOFOLLOW and O_NONBLOCK, its mode and times kept. Symbolic links, FIFOs, sockets and devices
+    are left out without being opened (a file swapped for one while it is copied too): the entries left
+    out, each ``path (kind)``. CopyExpired once `deadline` (a time.monotonic()) has passed."""
+    skipped: list[str] = []
+    folder = os.open(source, _DIR_FLAGS)
+    try:
+        _copy_entries(folder, target, "", deadline, skipped)
+    finally:
+        os.close(folder)
+    return skipped
+
+
+def _copies(top: Path, root: Path, files: Sequence[Path], deadline: float) -> list[tuple[Path, list[str]]]:
+    """Copies of `files` under `top`, each read beneath `root` from descriptors (its path resolved once,
+    then opened component by component with no link followed: `engine.contract.beneath`), with the
+    names each is shown at (its own and its resolved path); OSError naming a file that cannot be read
+    so (a link out of `root`, one swapped in since, a FIFO, ...)."""
+    top.mkdir()
+    base = root.resolve()
+    out = []
+    for n, path in enumerate(files):
+        _in_time(deadline)
+        resolved = path.resolve()
+        try:
+            data = read_beneath(base, resolved.relative_to(base) if resolved.is_relative_to(base) else resolved)
+        except Refused as exc:
+            raise OSError(f"{path}: {exc}") from None
+        copy = top / f"{n}{path.suffix}"
+        copy.write_bytes(data)
+        out.append((copy, sorted({str(path.absolute()), str(resolved)})))
+    return out
+
+
+@dataclass
+class _Staged:
+    """What `_prepare` made: the bytes of the scratch folder on a tmpfs, the workspace's entries left
+    out and the copies of the files read."""
+
+    size: int
+    skipped: list[str]
+    copied: list[tuple[Path, list[str]]]
+
+
+def _prepare(top: Path, workspace: Path | None, inputs: Mapping[str, bytes], copies: Sequence[Path],
+             root: Path | None, deadline: float) -> _Staged:
+    """Under `top`: the scratch folder's job (holding the inputs), home, tmp and copy of the workspace
+    (`copy_folder`), and the copies of `copies` (read beneath `root`; none without `root`); the bytes
+    the scratch folder takes on a tmpfs (whole pages)."""
+    scratch = top / "scratch"
+    scratch.mkdir()
     for name in ("job", "home", "tmp"):
         (scratch / name).mkdir()
-    if workspace is not None:
-        if workspace.is_symlink():
-            raise OSError(f"{workspace} is a symbolic link")
-        shutil.copytree(workspace, scratch / "workspace", symlinks=True)
+    skipped = copy_folder(workspace, scratch / "workspace", deadline) if workspace is not None else []
     for name, data in inputs.items():
         (scratch / "job" / name).write_bytes(data)
-    return sum(-(-os.lstat(os.path.join(folder, n)).st_size // 4096) * 4096
+    copied = _copies(top / "code", root, copies, deadline) if root is not None else []
+    size = sum(-(-os.lstat(os.path.join(folder, n)).st_size // 4096) * 4096
                for folder, dirs, files in os.walk(scratch) for n in (*dirs, *files))
+    return _Staged(size, skipped, copied)
 
 
 async def run_contained(command: Sequence[str], *, timeout: float, inputs: Mapping[str, bytes] | None = None,
-                        outputs: Sequence[str] = (), workspace: Path | None = None, reads: Sequence[Path] = (),
-                        env: Sequence[str] = (), limits: Limits = Limits(), isolate: bool | None = None) -> CheckRun:
-    """Run `command` contained (see the module's docstring) for at most `timeout` seconds.
+                        workspace: Path | None = None, reads: Sequence[Path] = (), copies: Sequence[Path] = (),
+                        copies_root: Path | None = None, env: Sequence[str] = (), limits: Limits = Limits(),
+                        isolate: bool | None = None) -> CheckRun:
+    """Run `command` contained (see the module's docstring) for at most `timeout` seconds, counted from
+    the start of the copy of its workspace and files.
 
     Its working folder is a fresh job folder holding `inputs` (name -> bytes); ``{job}`` and
-    ``{workspace}`` in its arguments become the job folder and the copy of `workspace`; `outputs` names
-    the files of the job folder read back. `reads`: folders it reads (kept visible under bubblewrap);
-    `env`: names of variables it gets besides the base; `isolate`: bubblewrap always (RuntimeError when
-    it cannot start), never, or when it can (None)."""
-    if any("/" in n or n in ("", ".", "..") for n in (*(inputs or {}), *outputs)):
-        raise ValueError("inputs and outputs are plain file names")
+    ``{workspace}`` in its arguments become the job folder and the copy of `workspace`, ``{result}`` the
+    number of its result descriptor (what it writes there is ``CheckRun.result``). `reads`: trusted
+    files and folders it reads (bound as they are under bubblewrap); `copies`: files of the folder
+    `copies_root` it reads (under bubblewrap, copies read beneath that folder with no link followed,
+    shown at their paths; without it, read where they are); `env`: names of variables it gets besides
+    the base; `isolate`: bubblewrap always (RuntimeError when it cannot start), never, or when it can
+    (None)."""
+    if any("/" in n or n in ("", ".", "..") for n in inputs or {}):
+        raise ValueError("inputs are plain file names")
+    deadline = time.monotonic() + timeout
     bwrap, reason = bubblewrap() if isolate is not False else (None, "bubblewrap turned off")
     if isolate and bwrap is None:
         raise RuntimeError(reason)
     if bwrap is None:
         _warn_uncontained(reason)
     secrets = secret_values(os.environ)
-    scratch = Path(tempfile.mkdtemp(prefix="m3check-")).resolve()
+    top = Path(tempfile.mkdtemp(prefix="m3check-")).resolve()
+    scratch = top / "scratch"
     try:
         try:
-            staged = await asyncio.to_thread(_prepare, scratch, workspace, inputs or {})
+            staged = await asyncio.to_thread(_prepare, top, workspace, inputs or {}, copies,
+                                             copies_root if bwrap else None, deadline)
+        except CopyExpired:
+            return CheckRun(None, True, "", "", 0, 0, 0)
         except OSError as exc:
-            return CheckRun(None, False, "", "", 0, 0, 0, error=f"cannot copy the workspace: {exc}")
+            return CheckRun(None, False, "", "", 0, 0, 0, error=f"cannot copy its inputs: {exc}")
         seen = INSIDE if bwrap else scratch  # the scratch folder where the command sees it
         argv = [a.replace("{job}", str(seen / "job")).replace("{workspace}", str(seen / "workspace")) for a in command]
-        size = None if limits.disk is None else limits.disk + staged + TMPFS_SLACK
-        prefix = _sandbox(bwrap, scratch, reads, size) if bwrap else []
-        return await _run(prefix, argv, scratch, seen, timeout, outputs, env, limits, secrets)
+        size = None if limits.disk is None else limits.disk + staged.size + TMPFS_SLACK
+        prefix = _sandbox(bwrap, scratch, reads, staged.copied, size) if bwrap else []
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return CheckRun(None, True, "", "", 0, 0, 0, skipped=tuple(staged.skipped))
+        run = await _run(prefix, argv, scratch, seen, left, env, limits, secrets)
+        return dataclasses.replace(run, skipped=tuple(staged.skipped))
     finally:
-        await asyncio.to_thread(_remove, scratch)
+        await asyncio.to_thread(_remove, top)
 
 
 async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, timeout: float,
-               outputs: Sequence[str], env: Sequence[str], limits: Limits, secrets: Sequence[str]) -> CheckRun:
+               env: Sequence[str], limits: Limits, secrets: Sequence[str]) -> CheckRun:
     """Start the supervisor (after `prefix`, the sandbox's command line, when there is one) with the
-    command, read its pipes, end it all."""
+    command, read its pipes and its report (a socket: no path to it reopens it), end it all."""
     loop = asyncio.get_running_loop()
-    report_r, report_w = os.pipe()
+    report_r, report_w = (s.detach() for s in socket.socketpair())
     pipes = [os.pipe(), os.pipe()]
     limit = [str(v) if v is not None else "-" for v in (timeout, limits.memory, limits.file_size, limits.disk, report_w,
                                                         STAGE if prefix else None, limits.result)]
     try:
         proc = await asyncio.create_subprocess_exec(
-            *prefix, sys.executable, "-I", "-S", str(SUPERVISOR), *limit, "/".join(outputs), *argv,
+            *prefix, sys.executable, "-I", "-S", str(SUPERVISOR), *limit, *argv,
             stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1], pass_fds=(report_w,),
             cwd=scratch, env=check_environment(env, seen / "home", seen / "tmp"), start_new_session=True)
     except OSError as exc:
@@ -368,7 +535,7 @@ async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, ti
         os.close(w)
     captures: list[_Capture] = []
     transports: list[asyncio.BaseTransport] = []
-    report_cap = 4096 + len(outputs) * ((limits.result or 0) + 300)
+    report_cap = 4096 + (limits.result or 0) + 300
     for r, cap, tail in ((pipes[0][0], limits.output, True), (pipes[1][0], limits.output, True),
                          (report_r, report_cap, False)):
         pipe, capture = await loop.connect_read_pipe(partial(_Capture, cap, tail), os.fdopen(r, "rb", buffering=0))
@@ -398,7 +565,7 @@ async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, ti
                     stdout=out.text(secrets), stderr=err.text(secrets), stdout_dropped=out.dropped(),
                     stderr_dropped=err.dropped(),
                     leftovers=swept if report["leftovers"] is None else report["leftovers"],
-                    outputs=_outputs(rest, outputs, secrets) if report["error"] is None else {},
+                    result=_result(rest, secrets) if report["error"] is None else b"",
                     error=report["error"], contained=bool(prefix), over_disk=report["over_disk"])
 
 

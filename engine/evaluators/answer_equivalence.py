@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -72,7 +73,16 @@ from engine.evaluators.base import (
     file_entries,
     pool_judge,
 )
-from engine.evaluators.verifiers import run_check, task_script, task_workspace
+from engine.evaluators.verifiers import (
+    CheckFailed,
+    run_check,
+    script_imports,
+    skipped_note,
+    task_script,
+    task_workspace,
+)
+
+log = logging.getLogger(__name__)
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
@@ -215,8 +225,8 @@ async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: CheckS
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["answer_template"], "answer_template")
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
-        value = await run_check(module, module.parent.parent, None, None, None, settings, call=("get_reference", []),
-                                package=True)
+        value, _ = await run_check(module, module.parent.parent, None, None, None, settings,
+                                   call=("get_reference", []), package=True)
     except ValueError as exc:
         return {"error": f"answer template: {exc}"}
     if not usable_truth(value):
@@ -234,11 +244,19 @@ async def _state_check(ctx: JudgeContext, inputs: TaskInputs, truth: str | None,
     # the check gets a copy of the workspace: "{workspace}" in an argument is that copy's path
     target = ("{workspace}/" + _OUTPUTS.sub("", truth)) if truth and _OUTPUTS.match(truth) and workspace else truth
     try:
-        passed = await run_check(module, module.parent.parent, None, workspace, None, settings,
-                                 call=("run_test", [inputs.final_answer, target]), package=True)
-    except ValueError as exc:
+        passed, skipped = await run_check(module, module.parent.parent, None, workspace, None, settings,
+                                          call=("run_test", [inputs.final_answer, target]), package=True)
+    except CheckFailed as exc:
+        _log_skipped(inputs.task_id, exc.skipped)
         return {"score": 0 if parser == "published" else None, "error": f"check script: {exc}"}
+    _log_skipped(inputs.task_id, skipped)
     return {"score": int(bool(passed))}
+
+
+def _log_skipped(task_id: str, skipped: Sequence[str]) -> None:
+    """A warning naming the entries of the task's workspace left out of its check script's copy."""
+    if skipped:
+        log.warning("%s: task %s: %s", NAME, task_id, skipped_note(skipped))
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
@@ -449,9 +467,26 @@ class AnswerJudge(Judge):
     reading); check scripts and answer templates run in their own processes, their content in the input key."""
 
     task_files = ("eval_script", "answer_template")
+    asked = (PROMPT, PUBLISHED_PROMPT)
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
         return Verdict(task.task_id, await judge(context, task))
+
+    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+        """The modules of its check script's and answer template's packages that they import
+        (`script_imports`)."""
+        tasks_file = Path(options.get("tasks_file") or "tasks file")
+        found: dict[str, Path] = {}
+        for name in self.task_files:
+            value = (task.task or {}).get(name)
+            if value is None:
+                continue
+            try:
+                script = task_script(tasks_file, task.task_id, value, name)
+            except InputError:
+                return {}
+            found.update(script_imports(script, script.parent.parent, package=True))
+        return found
 
     def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
         return document(entries, meta)

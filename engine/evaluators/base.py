@@ -232,14 +232,17 @@ class Judge:
     uses_pool: it asks the judge pool (False: the judge app gives it none, e.g. checks it runs itself);
     asks_always: it asks the pool about every task, so the judges' keys are checked before the first task
     (False: only for what its rules leave, a missing key refused at the first question); rubrics: the prompts
-    it asks (their versions recorded in meta ``prompt_versions``); task_files: the task fields naming a file
-    beside the tasks file whose content is part of each verdict's input key (a check script); read_tasks:
-    ``read_tasks(path) -> {id: record}``, the tasks file as it reads it (None: the judge app's reader).
+    it asks (their versions recorded in meta ``prompt_versions``); asked: the prompts it may ask besides
+    (their versions are in each verdict's input key, not in its file's meta); task_files: the task fields
+    naming a file beside the tasks file whose content is part of each verdict's input key (a check
+    script); read_tasks: ``read_tasks(path) -> {id: record}``, the tasks file as it reads it (None: the
+    judge app's reader).
     """
 
     uses_pool: bool = True
     asks_always: bool = True
     rubrics: tuple[Any, ...] = ()
+    asked: tuple[Any, ...] = ()
     task_files: tuple[str, ...] = ()
     read_tasks: Callable[[Path], dict[str, dict[str, Any]]] | None = None
 
@@ -277,6 +280,13 @@ class Judge:
     def check_task(self, options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None) -> None:
         """Raise the InputError its judge would raise on a task record (every task is checked before a
         judge or a script is started)."""
+
+    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+        """The files besides those of `task_files` whose content decides a task's verdict, by a name that
+        stays when the data set's folder moves (the modules a check script imports, the image the judges
+        are shown): their content is part of its input key. None of them when the task names a file the
+        judge refuses (it refuses it when it judges). Default: none."""
+        return {}
 
 
 def _object_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:

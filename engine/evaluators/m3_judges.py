@@ -184,13 +184,18 @@ async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
     out of that folder); the pool's JudgeFailure when some judge has no answer."""
     if task.prediction is None or task.reference is None:
         raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
-    images = context.options.get("images_dir") or (Path(context.options["reference_file"]).parent
-                                                   if context.options.get("reference_file") else None)
-    files = (context.options.get("reference_file") or "reference",
-             context.options.get("predictions_file") or "predictions")
-    image = task_image(task.reference, task.prediction, images, files)
+    image = image_of(context.options, task)
     return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars,
                             (image,) if image else ())
+
+
+def image_of(options: Mapping[str, Any], task: TaskInputs) -> str | None:
+    """The task's input image the judges are shown (`judge`); None when it names none."""
+    assert task.prediction is not None
+    images = options.get("images_dir") or (Path(options["reference_file"]).parent
+                                           if options.get("reference_file") else None)
+    files = (options.get("reference_file") or "reference", options.get("predictions_file") or "predictions")
+    return task_image(task.reference, task.prediction, images, files)
 
 
 def _judged(label: str, block: Any) -> list[dict[str, Any]]:
@@ -254,6 +259,16 @@ class M3Judge(Judge):
 
     def task_count(self, reference: Path) -> int:
         return reference_entries(reference)
+
+    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+        """The task's input image (`image_of`), shown to every judge."""
+        if task.prediction is None or task.reference is None:
+            return {}
+        try:
+            image = image_of(options, task)
+        except InputError:
+            return {}
+        return {"image": Path(image)} if image else {}
 
 
 EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,

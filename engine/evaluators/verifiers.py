@@ -15,12 +15,17 @@ A task names its module in ``check``: a Python file, its path relative to the ta
 - it returns e_1 ... e_m, each 0/1 (or False/True), m >= 1. What it changes in the copy is discarded.
 
 Each check runs contained (engine.evaluators._check_runner): in a process of its own, under a time limit
-(``timeout`` seconds, default 60), with a minimal environment (plus the variables the config's ``env``
-names), on a copy of the workspace (the original is never changed), its output capped, and every process
-it leaves behind killed, its files capped in total (``disk_mb``); with bubblewrap, without network or
-host socket, seeing only the system folders, the interpreter and its own files (the module and the Python
-files of the tasks folder it imports: `check_files`), all read-only but its scratch folder. Its working
-folder is that scratch folder; the check module's folder is on its import path.
+(``timeout`` seconds, default 60, the copy of its inputs included), with a minimal environment (plus the
+variables the config's ``env`` names), on a copy of the workspace made from descriptors (the original is
+never changed; links, FIFOs, sockets and devices are left out, never opened, and named in the entry's
+``reason``), its output capped, and every process it leaves behind killed, its files capped in total
+(``disk_mb``); its answer comes back on a descriptor of its own, which neither it nor what it starts can
+forge through its supervisor; with bubblewrap, without network or host socket, seeing only the system
+folders, the interpreter and copies of its own files (the module and the Python files of the tasks folder
+it imports: `check_files`, read beneath the tasks folder with no link followed), all read-only but its
+scratch folder. Its working folder is that scratch folder; the check module's folder is on its import path.
+Those files are in each verdict's input key (`CheckJudge.input_files`): an edited helper judges again the
+tasks whose checks import it; a module loaded at run time (importlib) is in neither, with a warning.
 A check that raises, hangs, dies, or returns anything but a non-empty list of 0/1 is
 an *evaluator error*: the task's entry holds the one-line reason, no success value, and it is counted
 apart from the agent's failures (never a silent 0). A task without a prediction (its agent run did not
@@ -39,13 +44,15 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, contained_path, is_number
-from engine.evaluators._check_runner import CheckSettings, check_settings, run_contained
+from engine.evaluators._check_runner import CheckRun, CheckSettings, check_settings, run_contained
 from engine.evaluators.base import (
     PROFILES,
     Evaluator,
@@ -58,6 +65,8 @@ from engine.evaluators.base import (
     file_document,
     file_entries,
 )
+
+log = logging.getLogger(__name__)
 
 NAME = "verifiers"
 SUFFIX = "checks"
@@ -144,6 +153,47 @@ def check_files(module: Path, tasks_folder: Path, package: bool = False) -> list
     return found
 
 
+DYNAMIC = frozenset({"import_module", "__import__", "spec_from_file_location", "SourceFileLoader", "run_path",
+                     "run_module", "load_source"})
+"""The calls that load a module at run time (importlib, runpy): what they load is found by no import
+statement, so it is neither in a check's sandbox nor in its verdict's input key."""
+
+
+def dynamic_imports(source: Path) -> list[str]:
+    """The calls of DYNAMIC in a Python file, each ``name (line N)``; none when it does not parse."""
+    try:
+        tree = ast.parse(source.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name in DYNAMIC:
+                found.append(f"{name} (line {node.lineno})")
+    return found
+
+
+@cache
+def _warn_dynamic(script: Path, tasks_folder: Path, package: bool) -> None:
+    for path in check_files(script, tasks_folder, package):
+        calls = dynamic_imports(path)
+        if calls:
+            log.warning("%s loads modules at run time (%s): a module loaded so is neither in its check's sandbox "
+                        "nor in its verdicts' input keys (a change to it judges nothing again)", path,
+                        ", ".join(calls[:3]))
+
+
+def script_imports(script: Path, tasks_folder: Path, package: bool = False) -> dict[str, Path]:
+    """The Python files of the tasks folder a script imports (`check_files`, less the script itself), by
+    their path relative to that folder; a warning, once per script, naming those of them (itself
+    included) that also load modules at run time (`dynamic_imports`)."""
+    _warn_dynamic(script, tasks_folder, package)
+    base = tasks_folder.resolve()
+    return {(p.relative_to(base) if p.is_relative_to(base) else p).as_posix(): p
+            for p in check_files(script, tasks_folder, package)[1:]}
+
+
 def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
     """The check file a task names in ``check`` (`task_script`)."""
     return task_script(tasks_file, task_id, value, "check")
@@ -164,13 +214,25 @@ def _last_line(text: str) -> str:
     return lines[-1][:200] if lines else "no output"
 
 
+class CheckFailed(ValueError):
+    """A check that gave no answer (it raised, died, ran past its limits): the one-line reason, and the
+    entries of the workspace left out of its copy (``skipped``)."""
+
+    def __init__(self, reason: str, skipped: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.skipped = tuple(skipped)
+
+
 async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
                     settings: CheckSettings, call: tuple[str, list[Any]] | None = None,
-                    package: bool = False) -> Any:
+                    package: bool = False) -> tuple[Any, tuple[str, ...]]:
     """The checks of one module on one run, contained (engine.evaluators._check_runner: a copy of the
     workspace, working folder a scratch folder, the module and the files of the tasks folder it imports
-    readable: `check_files`); ValueError with a one-line reason when it raises, dies, runs past the time
-    limit, goes over its disk limit or returns anything but a non-empty list of 0/1.
+    readable, as copies read beneath the tasks folder: `check_files`), and the entries of the workspace
+    left out of its copy (links, FIFOs, sockets, devices); CheckFailed with a one-line reason when it
+    raises, dies, runs past the time limit, goes over its disk limit or returns anything but a non-empty
+    list of 0/1. Its answer is what the check caller wrote to its result descriptor, taken only when the
+    caller exited 0.
 
     `call` (function name, arguments) calls another function of the module with those arguments and
     returns what it returned, unchecked (MCPVerse's ``run_test(pred, path)`` and ``get_reference()``);
@@ -178,32 +240,45 @@ async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace
     job: dict[str, Any] = {"module": str(module), "trajectory": trajectory, "tool_log": tool_log}
     if call is not None:
         job.update(function=call[0], args=call[1], package=package)
-    command = [sys.executable, str(CALL), "input.json", "output.json", *(["{workspace}"] if workspace else [])]
+    command = [sys.executable, str(CALL), "input.json", "{result}", *(["{workspace}"] if workspace else [])]
     run = await run_contained(command, timeout=settings.timeout, inputs={"input.json": json.dumps(job).encode("utf-8")},
-                              outputs=("output.json",), workspace=workspace,
-                              reads=(*check_files(module, tasks_folder, package), CALL), env=settings.env,
-                              limits=settings.limits, isolate=settings.isolate)
+                              workspace=workspace, reads=(CALL,), copies=check_files(module, tasks_folder, package),
+                              copies_root=tasks_folder, env=settings.env, limits=settings.limits,
+                              isolate=settings.isolate)
+    return _answer(run, settings, call is not None), run.skipped
+
+
+def _answer(run: CheckRun, settings: CheckSettings, raw: bool) -> Any:
+    """What a check run answered (its checks, or what the function returned when `raw`); CheckFailed."""
+    def failed(reason: str) -> CheckFailed:
+        return CheckFailed(reason, run.skipped)
+
     if run.error is not None:
-        raise ValueError(run.error)
+        raise failed(run.error)
     if run.over_disk:
-        raise ValueError(f"its files went over the disk limit of {settings.limits.disk // 1024**2} MB (disk_mb)"
-                         if settings.limits.disk is not None else "its files went over the disk limit")
+        raise failed(f"its files went over the disk limit of {settings.limits.disk // 1024**2} MB (disk_mb)"
+                     if settings.limits.disk is not None else "its files went over the disk limit")
     if run.timed_out:
-        raise ValueError(f"timed out after {settings.timeout:g} s")
-    if "output.json" not in run.outputs:
-        raise ValueError(f"the check process exited with status {run.status}: {_last_line(run.stderr)}")
-    raw = run.outputs["output.json"]
-    if raw is None:
-        raise ValueError(f"its result is over {settings.limits.result} bytes")
+        raise failed(f"timed out after {settings.timeout:g} s")
+    if run.status != 0 or run.result == b"":
+        raise failed(f"the check process exited with status {run.status}"
+                     f"{'' if run.status != 0 else ' and no result'}: {_last_line(run.stderr)}")
+    if run.result is None:
+        raise failed(f"its result is over {settings.limits.result} bytes")
     try:
-        out = json.loads(raw)
+        out = json.loads(run.result)
     except ValueError:
-        raise ValueError("its result file is not JSON (the check wrote over it)") from None
+        raise failed("its result is not JSON") from None
     if not isinstance(out, dict) or not ("error" in out or "result" in out):
-        raise ValueError("its result file holds no result (the check wrote over it)")
+        raise failed("its result holds no result")
     if "error" in out:
-        raise ValueError(str(out["error"]))
-    return out["result"] if call is not None else checks_of(out["result"])
+        raise failed(str(out["error"]))
+    if raw:
+        return out["result"]
+    try:
+        return checks_of(out["result"])
+    except ValueError as exc:
+        raise failed(str(exc)) from None
 
 
 async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
@@ -247,11 +322,29 @@ async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: Mapping[str, Any]
     workspace = task_workspace(inputs.workspace, inputs.task_id)
     tool_log = list(inputs.tool_log) if inputs.tool_log is not None else None
     try:
-        checks = await run_check(module, tasks_file.resolve().parent, inputs.prediction.raw, workspace, tool_log,
-                                 settings)
-    except ValueError as exc:
-        return {"check": rel, "checks": None, "passed": None, "error": str(exc)}
-    return {"check": rel, "checks": checks, "passed": all(checks), "error": None}
+        checks, skipped = await run_check(module, tasks_file.resolve().parent, inputs.prediction.raw, workspace,
+                                          tool_log, settings)
+    except CheckFailed as exc:
+        return {"check": rel, "checks": None, "passed": None, "error": str(exc),
+                **_skipped(inputs.task_id, exc.skipped)}
+    return {"check": rel, "checks": checks, "passed": all(checks), "error": None,
+            **_skipped(inputs.task_id, skipped)}
+
+
+def skipped_note(skipped: Sequence[str]) -> str:
+    """The note on the entries of a workspace left out of a check's copy."""
+    return (f"not in the workspace's copy: {', '.join(skipped[:10])}"
+            + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
+            + " (links, FIFOs, sockets and devices are never copied)")
+
+
+def _skipped(task_id: str, skipped: Sequence[str]) -> dict[str, str]:
+    """An entry's ``reason`` naming the workspace's entries left out of its copy (logged too); none when
+    nothing was left out."""
+    if not skipped:
+        return {}
+    log.warning("%s: task %s: %s", NAME, task_id, skipped_note(skipped))
+    return {"reason": skipped_note(skipped)}
 
 
 def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
@@ -375,6 +468,18 @@ class CheckJudge(Judge):
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
         return Verdict(task.task_id, await judge(context, task))
+
+    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+        """The modules of the tasks folder its check imports (`script_imports`)."""
+        check = (task.task or {}).get("check")
+        if check is None:
+            return {}
+        tasks_file = Path(options.get("tasks_file") or "tasks file")
+        try:
+            module = check_module(tasks_file, task.task_id, check)
+        except InputError:
+            return {}
+        return script_imports(module, tasks_file.resolve().parent)
 
     def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
         return document(entries, meta)

@@ -337,6 +337,7 @@ class RubricJudge(Judge):
     file in either shape."""
 
     read_tasks = staticmethod(read_task_records)
+    asked = (RUBRIC,)
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
         return Verdict(task.task_id, await judge(context, task))

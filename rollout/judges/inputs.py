@@ -4,13 +4,15 @@ of each task's verdict (its earlier file is the verdict store's, rollout.judges.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_name, digest, file_digest, read_json, task_records
+from engine.contract import InputError, check_name, digest, read_json, task_records
 from engine.evaluators.base import Evaluator, TaskInputs
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
@@ -88,9 +90,26 @@ paths of files whose content is in the key, how much of the agreement its meta l
 is asked again after a failed reply)."""
 
 
+def content_digest(path: Path) -> str:
+    """The SHA-256 of the bytes of the regular file at `path`, the link at its end not followed and
+    opened without waiting: a FIFO, socket or device is never read (what it is stands instead)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    sha = hashlib.sha256()
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            return f"not a regular file: {stat.S_IFMT(mode):o}"
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
 def folder_digest(folder: Path | None) -> list[list[str]] | None:
-    """[relative path, SHA-256 of its bytes (a link: its target)] of every file under a folder, sorted;
-    None when there is no such folder."""
+    """[relative path, SHA-256 of its bytes (a link: its target; a FIFO, socket or device: what it is,
+    never opened)] of every file under a folder, sorted; None when there is no such folder."""
     if folder is None or not folder.is_dir():
         return None
     out = []
@@ -100,7 +119,7 @@ def folder_digest(folder: Path | None) -> list[list[str]] | None:
             path = Path(root) / name
             rel = path.relative_to(folder).as_posix()
             try:
-                out.append([rel, "link:" + os.readlink(path) if path.is_symlink() else file_digest(path)])
+                out.append([rel, "link:" + os.readlink(path) if path.is_symlink() else content_digest(path)])
             except OSError as exc:
                 out.append([rel, f"unreadable: {exc.strerror}"])
     return sorted(out)
@@ -112,19 +131,21 @@ def named_file_digest(base: Path, value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip() or Path(value).is_absolute():
         return None
     target = (base / value).resolve()
-    return file_digest(target) if target.is_relative_to(base) and target.is_file() else None
+    return content_digest(target) if target.is_relative_to(base) and target.is_file() else None
 
 
 def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Sequence[str] = (),
-              base: Path | None = None) -> str:
+              base: Path | None = None, files: Mapping[str, Path] | None = None) -> str:
     """The key of what a verdict judged: the SHA-256 of the canonical JSON of the task's inputs as the
     evaluator gets them (the prediction, the reference, the task record, the content of the files its
-    `task_files` fields name under the tasks folder `base`, its final workspace's files, its tool log,
-    its objects of the predictions file) and the run's `settings` that can change a verdict."""
+    `task_files` fields name under the tasks folder `base` and of the other `files` that decide its
+    verdict, name -> path: `Judge.input_files`, its final workspace's files, its tool log, its objects of
+    the predictions file) and the run's `settings` that can change a verdict."""
     task = inputs.task
     named = {f: named_file_digest(base, task.get(f)) for f in task_files} if task is not None and base else {}
+    extra = {"files": {name: content_digest(path) for name, path in files.items()}} if files else {}
     return digest({"prediction": inputs.prediction.raw if inputs.prediction is not None else None,
                    "reference": inputs.reference.raw if inputs.reference is not None else None,
                    "task": dict(task) if task is not None else None, "task_files": named,
                    "workspace": folder_digest(inputs.workspace), "tool_log": inputs.tool_log,
-                   "file_entries": [[p, o] for p, o in inputs.file_entries], "settings": settings})
+                   "file_entries": [[p, o] for p, o in inputs.file_entries], "settings": settings, **extra})

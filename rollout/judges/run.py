@@ -202,20 +202,26 @@ def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any
 
 
 def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[str, str]:
-    """The input key of each task of the order: its inputs and the run's settings that can change a
-    verdict (rollout.judges.inputs.input_key)."""
+    """The input key of each task of the order: its inputs, the files besides them that decide its verdict
+    (`Judge.input_files`) and the run's settings that can change a verdict, the versions of the prompts
+    its judge may ask among them (rollout.judges.inputs.input_key)."""
     judge, catalogue, data = judge_of(stage.judged), stage.catalogue, cfg.get("data") or {}
     settings = {"evaluator": stage.judged.name,
                 "options": {k: v for k, v in stage.options.items() if k not in NOT_KEYED},
                 "judges": [s.identity for s in stage.specs], "max_result_chars": stage.max_chars,
                 "prompts": {**{r.purpose: r.version for r in judge.rubrics},
                             **(read_prompts(cfg["judges"].get("prompts")) if stage.specs else {})},
+                **({"asked": sorted([r.purpose, r.version] for r in judge.asked)} if judge.asked else {}),
                 "catalogue": None if catalogue is None else {"tools": catalogue.tools,
                                                              "unavailable": sorted(catalogue.unavailable)}}
     base = Path(data["tasks"]).resolve() if stage.tasks and data.get("tasks") else None
     if base is not None and not base.is_dir():
         base = base.parent
-    return {i: input_key(stage.inputs_of(i), settings, judge.task_files, base) for i in order}
+    keys = {}
+    for i in order:
+        inputs = stage.inputs_of(i)
+        keys[i] = input_key(inputs, settings, judge.task_files, base, judge.input_files(stage.options, inputs))
+    return keys
 
 
 async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, todo: list[str],

@@ -122,8 +122,9 @@ class VerdictFile:
         for i in changed:
             del self.entries[i], self.keys[i]
         if changed:
-            log.warning("%s: %d task(s) changed since %s judged them (their task, reference, prediction or this "
-                        "run's settings); they are judged again: %s", name, len(changed), self.path, _listed(changed))
+            log.warning("%s: %d task(s) changed since %s judged them (their task, a file it names or imports, their "
+                        "reference, prediction, workspace or this run's settings); they are judged again: %s", name,
+                        len(changed), self.path, _listed(changed))
         if any(i in self.entries and i not in self.keys for i in self.order):
             log.warning("%s: %d task(s) of %s were judged by an earlier build that recorded no input keys; their "
                         "verdicts are kept, as nothing shows their input changed (remove the file to judge them "

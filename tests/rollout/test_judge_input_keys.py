@@ -7,7 +7,9 @@ judges' usage counts exactly the questions each run asked."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -161,3 +163,134 @@ def test_a_file_of_a_newer_format_is_refused_not_rewritten(tmp_path: Path, capsy
                                              rf"m3bench\.{suffix} is not one this build reads \(it reads 1\)"):
             run(compose_judge("judges=scripted", "cache_dir=null", *args, f"stage={stage}"))
         assert output.read_text() == text
+
+
+def _checks_folder(folder: Path) -> tuple[Path, Path]:
+    """Three tasks: t1's and t2's checks import a helper (which imports another), t3's imports none."""
+    folder.mkdir()
+    (folder / "checks").mkdir()
+    (folder / "checks" / "_common.py").write_text("from _deep import VERDICT\n\ndef verdict():\n    return VERDICT\n")
+    (folder / "checks" / "_deep.py").write_text("VERDICT = 1\n")
+    for tid in ("t1", "t2"):
+        (folder / "checks" / f"{tid}.py").write_text("from _common import verdict\n\n"
+                                                     "def check(trajectory, workspace, tool_log):\n"
+                                                     "    return [1, verdict()]\n")
+    (folder / "checks" / "t3.py").write_text("def check(trajectory, workspace, tool_log):\n    return [1]\n")
+    write_json(folder / "tasks.json", [{"id": t, "question": "q", "type": "demo", "check": f"checks/{t}.py"}
+                                       for t in ("t1", "t2", "t3")])
+    predictions = folder / "m_test_mcp_fuzzy.json"
+    write_json(predictions, [{"id": t, "steps": [], "final_reply": "done"} for t in ("t1", "t2", "t3")])
+    return folder / "tasks.json", predictions
+
+
+def _verifier_args(tmp_path: Path, tasks: Path, predictions: Path) -> list[str]:
+    return ["data=tobench_demo", f"data.tasks={tasks}", f"predictions={predictions}", "evaluators=[verifiers]",
+            f"workspace_dir={tmp_path / 'ws'}", f"tool_log_dir={tmp_path / 'logs'}",
+            "evaluators.verifiers.bubblewrap=false"]
+
+
+def test_an_edited_helper_judges_again_the_tasks_importing_it_and_a_rerun_equals_a_fresh_run(
+        tmp_path: Path, capsys, caplog) -> None:
+    """A helper two checks import (through another helper) is edited so that every check importing it fails:
+    the rerun judges exactly those two tasks again, and its file equals a fresh run's (the code before
+    judged none again and kept accuracy 1.0 where a fresh run gives 1/3)."""
+    tasks, predictions = _checks_folder(tmp_path / "data")
+    output = predictions.with_name("m_test_mcp_fuzzy_checks.json")
+    first, line, _ = _judge(capsys, output, *_verifier_args(tmp_path, tasks, predictions))
+    assert "(3 now," in line and first["aggregate"]["check_accuracy"] == 1.0
+    (tmp_path / "data" / "checks" / "_deep.py").write_text("VERDICT = 0\n")
+    caplog.clear()
+    second, line, _ = _judge(capsys, output, *_verifier_args(tmp_path, tasks, predictions))
+    assert "(2 now," in line and "changed since" in caplog.text and "judged again: t1, t2" in caplog.text
+    assert second["aggregate"]["check_accuracy"] == pytest.approx(1 / 3)
+    fresh_data = Path(shutil.copytree(tmp_path / "data", tmp_path / "fresh",
+                                      ignore=shutil.ignore_patterns("*_checks.json")))
+    fresh, line, _ = _judge(capsys, fresh_data / output.name,
+                            *_verifier_args(tmp_path, fresh_data / "tasks.json", fresh_data / predictions.name))
+    assert "(3 now," in line
+    assert (second["per_id"], second["aggregate"]) == (fresh["per_id"], fresh["aggregate"])
+    _, line, _ = _judge(capsys, output, *_verifier_args(tmp_path, tasks, predictions))
+    assert "(0 now," in line
+
+
+def test_a_check_loading_a_module_at_run_time_is_named_as_such(tmp_path: Path, capsys, caplog) -> None:
+    """A check that loads its helper through importlib: a warning names it and says that what it loads so is
+    not in its verdict's input key (a change to that helper judges nothing again: the documented limit)."""
+    tasks, predictions = _checks_folder(tmp_path / "data")
+    (tmp_path / "data" / "checks" / "t3.py").write_text(
+        "import importlib\n\ndef check(trajectory, workspace, tool_log):\n"
+        "    return [importlib.import_module('_deep').VERDICT]\n")
+    output = predictions.with_name("m_test_mcp_fuzzy_checks.json")
+    _judge(capsys, output, *_verifier_args(tmp_path, tasks, predictions))
+    assert f"{tmp_path / 'data' / 'checks' / 't3.py'} loads modules at run time (import_module (line 4))" in caplog.text
+
+
+def test_a_changed_task_image_judges_again_the_tasks_showing_it(tmp_path: Path, capsys) -> None:
+    """The judges are shown a task's image: a change to its content judges again the tasks showing it, and
+    only those (the code before keyed its path alone)."""
+    shutil.copytree(DEMO / "images", tmp_path / "images")
+    gt = Path(shutil.copy(DEMO / "reference.json", tmp_path / "gt.json"))
+    preds = Path(shutil.copy(DEMO / "reference.json", tmp_path / "m_test_mcp_fuzzy.json"))
+    output = tmp_path / "m_test_mcp_fuzzy_taskcompletion.json"
+    args = ["data=rollout_demo", f"data.gt={gt}", f"predictions={preds}", "stage=judge"]
+    _, line, _ = _judge(capsys, output, *args)
+    assert "(4 now," in line
+    shown = {r["id"] for r in json.loads(gt.read_text()) if r.get("image") == "images/demo_prices.png"}
+    assert shown
+    (tmp_path / "images" / "demo_prices.png").write_bytes((DEMO / "images" / "demo_shapes.png").read_bytes())
+    _, line, _ = _judge(capsys, output, *args)
+    assert f"({len(shown)} now," in line
+
+
+def test_a_fifo_in_a_workspace_is_keyed_never_opened(tmp_path: Path) -> None:
+    """A FIFO the agent left in a task's workspace: the judge app keys the workspace and checks the task
+    without opening it, and ends (the code before waited forever for a writer, reading it for the key)."""
+    import subprocess
+    import sys
+
+    tasks, predictions = _checks_folder(tmp_path / "data")
+    (tmp_path / "ws" / "t1").mkdir(parents=True)
+    os.mkfifo(tmp_path / "ws" / "t1" / "pipe")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "judge.py"), "judges=scripted", "cache_dir=null",
+                           f"run_dir={tmp_path / 'run'}", *_verifier_args(tmp_path, tasks, predictions)],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    entry = json.loads(predictions.with_name("m_test_mcp_fuzzy_checks.json").read_text())["per_id"]["t1"]
+    assert entry["passed"] is True and "pipe (a FIFO)" in entry["reason"]
+    assert "verifiers: task t1: not in the workspace's copy: pipe (a FIFO)" in done.stdout + done.stderr
+
+
+def test_a_new_version_of_a_prompt_judges_again_every_task_it_asked(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Answer equivalence's prompts are in its input keys: a new version of the published prompt judges every
+    task again (the code before keyed only the prompts an evaluator records in its meta)."""
+    from engine.evaluators import answer_equivalence as ae
+
+    tasks = Path(shutil.copy(DEMO / "mcpverse" / "tasks.json", tmp_path / "tasks.json"))
+    shutil.copy(DEMO / "mcpverse" / "reference.json", tmp_path / "m_test_mcp_fuzzy.json")
+    output = tmp_path / "m_test_mcp_fuzzy_answers.json"
+    args = ["data=mcpverse", f"data.tasks={tasks}", f"predictions={tmp_path / 'm_test_mcp_fuzzy.json'}",
+            "evaluators=[answer_equivalence]", f"workspace_dir={tmp_path / 'ws'}"]
+    first, _, _ = _judge(capsys, output, *args)
+    newer = dataclasses.replace(ae.PUBLISHED_PROMPT, version="ae-published-2")
+    monkeypatch.setattr(ae, "PUBLISHED_PROMPT", newer)
+    monkeypatch.setattr(ae.EVALUATOR.judge, "asked", (ae.PROMPT, newer), raising=False)
+    _, line, _ = _judge(capsys, output, *args)
+    assert f"({len(first['per_id'])} now," in line
+
+
+PROMPTS = {("task_completion", "tc-1"): "70594e9f1688702a", ("information_grounding", "ig-1"): "54a80ffd8e68aaab",
+           ("call_outcome", "call-1"): "e56bad328622dd54", ("answer_equivalence", "ae-1"): "7ae2377b1affad97",
+           ("answer_equivalence", "ae-published-1"): "8a200db2bb026f37",
+           ("vtb_rubric", "vtb-rubric-2"): "d8c74d1f237ec11d"}
+"""Each built-in prompt's version -> the digest of its text (system and user template)."""
+
+
+def test_every_prompt_text_is_pinned_to_its_version() -> None:
+    """The input keys and the reply cache know a prompt by its version: a text edited under the same version
+    would keep stale verdicts and replies. Edit a prompt, give it a new version, then pin that here."""
+    from engine.contract import digest
+    from engine.evaluators import evaluators
+
+    found = {(r.purpose, r.version): digest([r.system, r.user])[:16] for e in evaluators() if e.judge
+             for r in (*e.judge.rubrics, *e.judge.asked)}
+    assert found == PROMPTS

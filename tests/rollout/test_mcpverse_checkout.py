@@ -5,6 +5,7 @@ the judge app's answer_equivalence with the published reading, over a real judge
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,12 @@ def _judged(tmp_path: Path, chat_server) -> tuple[Path, Path, object]:
         return f"Same meaning.\n```json\n{{\"score\": {'true' if agree else 'false'}}}\n```"
 
     server = chat_server(policy)
+    assert run_judge(_config(tmp_path, root, preds, server)) == 0
+    return root, preds, server
+
+
+def _config(tmp_path: Path, root: Path, preds: Path, server) -> dict:
+    """The judge app's config judging the checkout `root`'s predictions `preds` with the loopback judge."""
     cfg = compose_judge(f"predictions={preds}", "data=mcpverse", f"data.tasks={root}", "stage=answer_equivalence",
                         "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}",
                         f"run_dir={tmp_path / 'run'}", f"workspace_dir={tmp_path / 'ws'}",
@@ -87,8 +94,7 @@ def _judged(tmp_path: Path, chat_server) -> tuple[Path, Path, object]:
     cfg["judges"] = {"max_requests": 2, "pool": {"j": {
         "provider": "openai", "api_name": "j", "base_url": server.base_url, "api_key_env": None, "params": {},
         "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
-    assert run_judge(cfg) == 0
-    return root, preds, server
+    return cfg
 
 
 def test_an_earlier_release_reads_as_its_runner_read_it(tmp_path: Path, caplog) -> None:
@@ -198,3 +204,39 @@ def test_a_bad_task_field_is_refused_before_any_judge_is_asked(tmp_path: Path) -
     assert done.stderr.strip().splitlines() == [
         f"error: {tasks}: id {demo[1]['id']}: field 'level': must be a level label or null, got 5"]
     assert not (tmp_path / "m_test_mcp_fuzzy_answers.json").exists()  # no judge asked, no file begun
+
+
+def test_an_edited_helper_of_a_script_judges_again_its_task_as_a_fresh_run_would(tmp_path: Path, chat_server,
+                                                                              capsys) -> None:
+    """The modules a check script and an answer template import from their packages are in their tasks'
+    input keys: edited, exactly those tasks are judged again, as a fresh run judges them (the code before
+    judged none again)."""
+    root, preds, server = _judged(tmp_path, chat_server)
+    checkout_dir = root / "mcpverse"
+    asked = len(server.requests)
+    (checkout_dir / "eval_scripts" / "Q3.py").write_text(
+        "from ._files import content\n\ndef run_test(pred, file_path) -> bool:\n"
+        "    return content(file_path) == 'hi'\n")
+    (checkout_dir / "eval_scripts" / "_files.py").write_text(
+        "def content(path):\n    return open(path).read().strip()\n")
+    capsys.readouterr()
+    assert run_judge(_config(tmp_path, root, preds, server)) == 0
+    assert "(1 now," in capsys.readouterr().out  # Q3's script changed; its helper is new
+    (checkout_dir / "eval_scripts" / "_files.py").write_text("def content(path):\n    return 'changed'\n")
+    (checkout_dir / "templates" / "utils.py").write_text("def answer():\n    return 'G9999'\n")
+    assert run_judge(_config(tmp_path, root, preds, server)) == 0
+    assert "(2 now," in capsys.readouterr().out and len(server.requests) == asked + 1  # Q5's judge asked again
+    rerun = json.loads((tmp_path / "m_test_mcp_fuzzy_answers.json").read_text())
+    assert rerun["per_id"]["Q3"]["score"] == 0 and rerun["per_id"]["Q5"]["ground_truth"] == "G9999"
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    shutil.copytree(root, fresh / "repo")
+    shutil.copytree(tmp_path / "ws", fresh / "ws")
+    fresh_preds = Path(shutil.copy(preds, fresh / preds.name))
+    assert run_judge(_config(fresh, fresh / "repo", fresh_preds, server)) == 0
+    again = json.loads((fresh / "m_test_mcp_fuzzy_answers.json").read_text())
+
+    def unstamped(doc: dict) -> dict:
+        return {i: {k: v for k, v in e.items() if k != "reference_fetched_at"} for i, e in doc["per_id"].items()}
+
+    assert (unstamped(rerun), rerun["aggregate"]) == (unstamped(again), again["aggregate"])
