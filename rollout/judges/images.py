@@ -13,6 +13,7 @@ named once in a warning, and in the judge app's closing lines (`refused_line`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import json_strings, safe_name, shown
+from engine.contract import digest, json_strings, safe_name, shown
 from engine.contract.beneath import Refused, relative_parts
 from rollout.judges.inputs import rollout_folder
 from rollout.models.images import IMAGE_LIMIT, read_image
@@ -94,6 +95,24 @@ class TaskImages:
             if shown is not None:
                 out.append({"type": "image", "mime": shown[0], "data": shown[1], "name": path})
         return out
+
+
+def shown_digest(payload_digest: str, parts: list[dict[str, Any]]) -> str:
+    """What a question shows its judge, as one digest: its payload's digest alone when no image is shown
+    (so the keys of text-only questions stay as they were), else with the SHA-256 of each image's bytes, so
+    a file changed under the same path is asked about again."""
+    if not parts:
+        return payload_digest
+    return digest({"payload": payload_digest, "images": [hashlib.sha256(p["data"]).hexdigest() for p in parts]})
+
+
+def named_files_key(images: TaskImages, payload: Any) -> dict[str, str]:
+    """path -> the SHA-256 of its bytes for each file a payload (a prediction) names that the task's rule
+    admits, or ``not shown: <why>`` for one it refuses: what of those files can decide a verdict."""
+    paths = named_images(payload)
+    out = {part["name"]: hashlib.sha256(part["data"]).hexdigest() for part in images.parts(paths)}
+    out.update({path: f"not shown: {why}" for path, why in images.refused.items() if path in paths})
+    return {path: out[path] for path in paths if path in out}
 
 
 @dataclass(frozen=True)

@@ -135,15 +135,19 @@ def named_file_digest(base: Path, value: Any) -> str | None:
 
 
 def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Sequence[str] = (),
-              base: Path | None = None, files: Mapping[str, Path] | None = None) -> str:
+              base: Path | None = None, files: Mapping[str, Path] | None = None,
+              shown: Mapping[str, str] | None = None) -> str:
     """The key of what a verdict judged: the SHA-256 of the canonical JSON of the task's inputs as the
     evaluator gets them (the prediction, the reference, the task record, the content of the files its
     `task_files` fields name under the tasks folder `base` and of the other `files` that decide its
     verdict, name -> path: `Judge.input_files`, its final workspace's files, its tool log, its objects of
-    the predictions file) and the run's `settings` that can change a verdict."""
+    the predictions file), the digests of the files its prediction names that its judges are shown (`shown`:
+    path -> digest, or why it is not shown) and the run's `settings` that can change a verdict."""
     task = inputs.task
     named = {f: named_file_digest(base, task.get(f)) for f in task_files} if task is not None and base else {}
-    extra = {"files": {name: content_digest(path) for name, path in files.items()}} if files else {}
+    extra: dict[str, Any] = {"files": {name: content_digest(path) for name, path in files.items()}} if files else {}
+    if shown:
+        extra["shown_files"] = dict(shown)
     return digest({"prediction": inputs.prediction.raw if inputs.prediction is not None else None,
                    "reference": inputs.reference.raw if inputs.reference is not None else None,
                    "task": dict(task) if task is not None else None, "task_files": named,

@@ -25,7 +25,7 @@ from typing import Any
 from engine.contract import InputError, check_choice, config_int, digest, is_number
 from engine.evaluators._judging import JudgeFailure, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
-from rollout.judges.images import ImageAttacher, TaskImages, named_images
+from rollout.judges.images import ImageAttacher, TaskImages, named_images, shown_digest
 from rollout.models.base import ModelDriver
 from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver, providers
@@ -199,7 +199,10 @@ class JudgePool:
         `images` admits (rollout.judges.images; without one, none). A driver failure that outlived its
         retries raises JudgeFailure naming the judge (nothing is cached)."""
         rubric = self.rubric(question.rubric)
-        key = reply_key(spec.identity, rubric, question.payload_digest, attempt)
+        paths = list(dict.fromkeys(named_images(question.payload) + list(question.images)))
+        rule = images if images is not None else TaskImages()
+        shown = await asyncio.to_thread(rule.parts, paths) if paths and spec.config.get("images", True) else []
+        key = reply_key(spec.identity, rubric, shown_digest(question.payload_digest, shown), attempt)
         usage = self.usage[spec.name]
         hit = self.cache.get(key)
         if hit is not None:
@@ -210,10 +213,8 @@ class JudgePool:
         async with self._limits[spec.name]:
             try:
                 messages = rubric.messages(question.payload)
-                paths = list(dict.fromkeys(named_images(question.payload) + list(question.images)))
                 if paths and spec.config.get("images", True):
-                    messages = await asyncio.to_thread(self._images.attach, messages, paths,
-                                                       images if images is not None else TaskImages())
+                    messages = await asyncio.to_thread(self._images.attach, messages, paths, rule)
                 completion = await self._driver(spec).complete(messages)
             except ModelError as exc:
                 raise JudgeFailure(f"judge {spec.name}: {exc}") from None

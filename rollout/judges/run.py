@@ -53,7 +53,7 @@ from engine.judge_results import verdict_headline, verdict_odd_line
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
-from rollout.judges.images import ImageFolders, image_folders, refused_line
+from rollout.judges.images import ImageFolders, image_folders, named_files_key, refused_line
 from rollout.judges.inputs import (
     NOT_KEYED,
     evaluator_options,
@@ -203,7 +203,8 @@ def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any
 
 def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[str, str]:
     """The input key of each task of the order: its inputs, the files besides them that decide its verdict
-    (`Judge.input_files`) and the run's settings that can change a verdict, the versions of the prompts
+    (`Judge.input_files`, and the content of the files its prediction names that its judges are shown) and the
+    run's settings that can change a verdict, the versions of the prompts
     its judge may ask among them (rollout.judges.inputs.input_key)."""
     judge, catalogue, data = judge_of(stage.judged), stage.catalogue, cfg.get("data") or {}
     settings = {"evaluator": stage.judged.name,
@@ -220,7 +221,10 @@ def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[s
     keys = {}
     for i in order:
         inputs = stage.inputs_of(i)
-        keys[i] = input_key(inputs, settings, judge.task_files, base, judge.input_files(stage.options, inputs))
+        named = (named_files_key(stage.images.of_task(i), inputs.prediction.raw)
+                 if stage.specs and inputs.prediction is not None else {})
+        keys[i] = input_key(inputs, settings, judge.task_files, base, judge.input_files(stage.options, inputs),
+                            named)
     return keys
 
 

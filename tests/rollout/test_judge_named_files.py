@@ -173,3 +173,23 @@ def test_only_real_images_of_the_tasks_own_folders_reach_any_judge(named_files, 
         for path in (home, media / "key.png"):
             assert str(path) in line, line
     assert "not an image" in out and "a symbolic link" in out and "outside the task's folders" in out
+
+
+def test_an_image_changed_under_the_same_path_is_judged_and_asked_again(named_files, recorder, capsys) -> None:
+    """The bytes of the files a judge is shown are part of the verdict's input key and of the reply's cache
+    key: a rerun with the same image sends nothing; a rerun after the image changed re-judges the task and asks
+    the judges about the new bytes, never answering them from the replies about the old."""
+    cfg, media = named_files["cfg"], named_files["named"][4].parent
+    assert run(cfg) == 0
+    first = len(recorder.requests)
+    assert run(cfg) == 0
+    assert len(recorder.requests) == first  # nothing changed: every verdict resumed
+    capsys.readouterr()
+    new = png((250, 10, 10))
+    (media / "shot.png").write_bytes(new)
+    assert run(cfg) == 0
+    out = capsys.readouterr().out
+    assert "m3_judges: 1 of 1 task(s) judged (1 now" in out, out
+    again = recorder.requests[first:]
+    assert again and leaked(again, new), "the judges were not shown the changed image"
+    assert not leaked(again, named_files["shot"])
