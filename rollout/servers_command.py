@@ -7,6 +7,8 @@ time the host's cost per call.
     python scripts/servers.py init DIR                  # a config for the server folders under DIR, for review
     python scripts/servers.py init DIR --complete CONFIG [--requirements FILE]   # CONFIG with install blocks added
     python scripts/servers.py system-deps [--config FILE]  # the system packages the servers need, one line
+    python scripts/servers.py placeholders [--config FILE] --keys FILE [--tasks FILE --images DIR]
+                                                        # placeholder keys and task images, to run offline
 
 ``--config`` defaults to the shipped rollout/servers.json (the rollout's default ``servers``); the command is
 also installed as ``m3bench-servers``.
@@ -37,7 +39,8 @@ from rollout.mcp.complete import complete_config
 from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_config
 from rollout.mcp.derive import derive_config
 from rollout.mcp.host import MCPHost
-from rollout.mcp.install import INSTALLERS, install_server
+from rollout.mcp.install import INSTALLERS, InstallOutcome, install_server
+from rollout.mcp.placeholders import write_keys, write_placeholder_images
 from rollout.mcp.requirements import missing_here, server_system_packages
 from rollout.record import RolloutCache
 from rollout.toolrunner import ToolRunner
@@ -139,6 +142,21 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.choices["bench"]
     bench.add_argument("--server", required=True, help="the server whose 'check' call is timed")
     bench.add_argument("-n", "--calls", type=int, default=200, help="calls per way (default 200)")
+    placeholders = commands.add_parser(
+        "placeholders", help="write placeholder keys for a config's servers and placeholder images for a tasks file",
+        description="write a shell file exporting a placeholder value (m3bench-placeholder-...) for each variable "
+        "named like a secret that the config's enabled servers read, so that they start offline without the real "
+        "keys (the values are never redacted from results); with --tasks and --images, a grey placeholder image "
+        "under DIR for each image the tasks file names that DIR lacks (give DIR as tasks.images_dir)")
+    placeholders.add_argument("--config", type=Path, default=SHIPPED_CONFIG, help="the servers config (JSON; "
+                              "default: the shipped rollout/servers.json)")
+    placeholders.add_argument("--keys", type=Path, default=None, metavar="FILE", help="the shell file to write "
+                              "(read it with . FILE)")
+    placeholders.add_argument("--tasks", type=Path, default=None, metavar="FILE", help="a tasks file whose images "
+                              "to stand in for (with --images)")
+    placeholders.add_argument("--images", type=Path, default=None, metavar="DIR", help="the folder the tasks' image "
+                              "paths are relative to, as tasks.images_dir (with --tasks); existing files are kept")
+    placeholders.add_argument("--force", action="store_true", help="replace an existing --keys file")
     return parser
 
 
@@ -209,7 +227,8 @@ def _install(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
         for future in as_completed(futures):
             outcome = future.result()
             outcomes.append(outcome)
-            print(f"{outcome.server:<24} {outcome.status:<18} {outcome.seconds:6.1f} s  {outcome.detail}", flush=True)
+            print(f"{outcome.server:<24} {outcome.status:<18} {outcome.seconds:6.1f} s  {_install_detail(outcome)}",
+                  flush=True)
     installed = {o.server for o in outcomes if o.status == "installed"}
     # read again: an entry's command is taken from its environment only once that is there
     fresh = [s for s in read_servers_config(args.config, args.envs, args.environment) if s.name in installed]
@@ -219,14 +238,27 @@ def _install(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
         print(warmed, flush=True)
     counts = Counter(o.status for o in outcomes)
     failed = [o.server for o in outcomes if o.status == "failed"]
+    named = {"failed": failed, "skipped": [f"{o.server}: the registry lacks {o.registry_lacks}"
+                                           for o in outcomes if o.status == "skipped"]}
     logs = sorted({str(p.parent) for p in (_log_path(s, args.logs) for s in specs) if p is not None and p.exists()})
-    print(", ".join(f"{counts[k]} {k}" for k in ("installed", "up to date", "nothing to install", "failed")
-                    if counts[k]) + (f" ({', '.join(sorted(failed))})" if failed else "") +
+    print(", ".join(f"{counts[k]} {k}" + (f" ({', '.join(sorted(named[k]))})" if named.get(k) else "")
+                    for k in ("installed", "up to date", "nothing to install", "failed", "skipped") if counts[k]) +
           f"; {len(specs)} server(s), {args.jobs} at once, {time.monotonic() - began:.1f} s" +
           (f"; build logs in {', '.join(logs)}" if logs else ""))
     if counts["nothing to install"] == len(specs):
         print(COMPLETE_HINT)
     return 1 if failed else 0
+
+
+def _install_detail(outcome: InstallOutcome) -> str:
+    """A row's detail: the outcome's, and for a build the registry cannot serve, that later runs skip it."""
+    again = f"python scripts/servers.py install --force --only {outcome.server} tries again"
+    if outcome.status == "skipped":
+        return f"its build cannot succeed as written (an earlier install found): {outcome.detail}; {again}"
+    if outcome.status == "failed" and outcome.registry_lacks:
+        return (f"{outcome.detail}; the registry lacks {outcome.registry_lacks}, so later installs and checks skip "
+                f"this server (exit status 0); {again}")
+    return outcome.detail
 
 
 COMPLETE_HINT = ("hint: no entry of this config has an install block; for a published config (entries that run "
@@ -245,7 +277,12 @@ def _system_deps(specs: list[ServerSpec]) -> int:
             print(f"{spec.name:<24} {' '.join(packages)}" + (f"   (missing here: {' '.join(lacking)})"
                                                                if lacking else ""), file=sys.stderr)
             every += packages
-    print(" ".join(dict.fromkeys(every)))
+    wanted = list(dict.fromkeys(every))
+    print(" ".join(wanted))
+    lacking = missing_here(wanted)
+    if lacking:
+        print(f"missing here: {' '.join(lacking)}; as root: apt-get update && apt-get install -y "
+              f"{' '.join(lacking)}", file=sys.stderr)
     return 0
 
 
@@ -255,11 +292,34 @@ def _check(args: argparse.Namespace, specs: list[ServerSpec]) -> int:
         rows = asyncio.run(check_servers(specs, args.start_timeout, args.call_timeout, args.logs or Path(tmp)))
     print(health_table(rows))
     started = sum(r.started for r in rows)
+    skipped = [r.server for r in rows if r.skipped]
     print(f"{started} of {len(rows)} server(s) started, {sum(r.tools for r in rows)} tools, "
-          f"{time.monotonic() - began:.1f} s")
-    if started < len(rows) and all(s.install is None for s in specs):
+          f"{time.monotonic() - began:.1f} s" +
+          (f"; {len(skipped)} skipped ({', '.join(skipped)}: a build that cannot succeed as written, see its row)"
+           if skipped else ""))
+    for row in rows:
+        if row.warning:
+            print(f"warning: {row.server} {row.warning} (python scripts/servers.py system-deps lists the packages)")
+    if started < len(rows) - len(skipped) and all(s.install is None for s in specs):
         print(COMPLETE_HINT)
-    return 0 if started == len(rows) else 1
+    return 0 if started == len(rows) - len(skipped) else 1
+
+
+def _placeholders(args: argparse.Namespace) -> int:
+    """Write the placeholder keys and images asked for; a line for each."""
+    if (args.tasks is None) != (args.images is None):
+        raise InputError(args.tasks or args.images, "--tasks and --images go together")
+    if args.keys is None and args.images is None:
+        raise InputError(args.config, "placeholders needs --keys FILE, or --tasks FILE with --images DIR")
+    if args.keys is not None:
+        names = write_keys(args.keys, args.config, args.force)
+        print(f"wrote {args.keys}: {len(names)} placeholder key(s)" + (f" ({' '.join(names)})" if names else "") +
+              f"; read it with . {args.keys}")
+    if args.tasks is not None:
+        written, present = write_placeholder_images(args.tasks, args.images)
+        print(f"wrote {written} placeholder image(s) under {args.images} ({present} already there); give "
+              f"tasks.images_dir={args.images} to the rollout")
+    return 0
 
 
 def _complete(args: argparse.Namespace) -> int:
@@ -330,6 +390,8 @@ def run(argv: list[str] | None = None) -> int:
     try:
         if args.command == "init":
             return _init(args)
+        if args.command == "placeholders":
+            return _placeholders(args)
         specs = read_servers_config(args.config, args.envs, args.environment)
         if args.command == "bench":
             spec = next((s for s in specs if s.name == args.server and not s.disabled), None)

@@ -29,7 +29,7 @@ def task(domain: str, turncase: str, score: float, passed: bool) -> dict:
             "profile": "published"}
 
 
-def test_vtb_tables_3_and_7_have_overall_then_single_and_multi_turn_cells_per_domain_by_apr() -> None:
+def test_vtb_tables_3_and_7_have_overall_then_the_single_turn_then_the_multi_turn_domains_by_apr() -> None:
     # chemistry and maths are reported as STEM; medical matches the paper's Medical without regard to case
     weak = aggregate_values([task("chemistry", "single-turn", 0.5, True), task("maths", "multi-turn", 0.25, False),
                              task("medical", "single-turn", 0.125, False), task("sports", "multi-turn", 1.0, True)])
@@ -37,16 +37,30 @@ def test_vtb_tables_3_and_7_have_overall_then_single_and_multi_turn_cells_per_do
                                task("generalist", "single-turn", 0.5, True)])
     tables = vtb_tables([result("weak", {"rubrics": weak}), result("strong", {"rubrics": strong})])
     three, seven = tables["vtb_table3"], tables["vtb_table7"]
-    assert three.columns == ["Model", "Overall", "STEM Single", "STEM Multi", "Medical Single", "Medical Multi",
-                             "Finance Single", "Finance Multi", "Sports Single", "Sports Multi", "Generalist Single",
-                             "Generalist Multi", "Single-turn", "Multi-turn", "Tasks"]
+    # as the paper groups them: Overall, the five domains over the single-turn tasks, the five over the multi-turn
+    assert three.columns == ["Model", "Overall", "Single-turn STEM", "Single-turn Medical", "Single-turn Finance",
+                             "Single-turn Sports", "Single-turn Generalist", "Multi-turn STEM", "Multi-turn Medical",
+                             "Multi-turn Finance", "Multi-turn Sports", "Multi-turn Generalist", "Single-turn",
+                             "Multi-turn", "Tasks"]
     assert three.column("Model") == seven.column("Model") == ["strong", "weak"]
-    assert three.rows[1] == ["weak", 50.0, 100.0, 0.0, 0.0, None, None, None, None, 100.0, None, None, 50.0, 50.0, 4]
-    assert seven.rows[1][:4] == ["weak", (0.5 + 0.25 + 0.125 + 1.0) / 4, 0.5, 0.25]
+    assert three.rows[1] == ["weak", 50.0, 100.0, 0.0, None, None, None, 0.0, None, None, 100.0, None, 50.0, 50.0, 4]
+    assert three.rows[0] == ["strong", 100.0, 100.0, None, None, None, 100.0, None, None, 100.0, None, None, 100.0,
+                             100.0, 3]
+    assert seven.rows[1][:4] == ["weak", (0.5 + 0.25 + 0.125 + 1.0) / 4, 0.5, 0.125]
     assert "| strong | 100.00 | 100.00 | – |" in three.to_markdown()
-    assert "| weak | 0.4688 | 0.5000 | 0.2500 | 0.1250 |" in seven.to_markdown()
+    assert "| weak | 0.4688 | 0.5000 | 0.1250 | – | – | – | 0.2500 |" in seven.to_markdown()
     # every VisualToolBench table is ordered by APR, not by the M3 Average Score
     assert tables["vtb_turns"].column("Model") == ["strong", "weak"]
+
+
+def test_vtb_tables_3_and_7_put_a_domain_outside_the_paper_after_its_columns() -> None:
+    rubrics = aggregate_values([task("law", "single-turn", 0.5, True), task("sports", "multi-turn", 0.25, False),
+                                task("law", "multi-turn", 1.0, True)])
+    three = vtb_tables([result("m", {"rubrics": rubrics})])["vtb_table3"]
+    assert three.columns == ["Model", "Overall", "Single-turn Sports", "Multi-turn Sports", "Single-turn law",
+                             "Multi-turn law", "Single-turn", "Multi-turn", "Tasks"]
+    assert three.rows == [["m", 100 * (2 / 3), None, 0.0, 100.0, 100.0, 100.0, 50.0, 3]]
+    assert "the other domains' cells (law)" in three.note
 
 
 def test_vtb_table3_prints_the_paper_apr_to_two_decimals() -> None:

@@ -1,8 +1,8 @@
 """VisualToolBench report tables: APR and ARS per model overall and single-turn vs multi-turn, per domain
 (chemistry, maths, biology, engineering and physics as STEM) and per evaluation focus, and the paper's
-Tables 3 (APR) and 7 (ARS) as printed: Overall, then single- and multi-turn cells for each domain; read from
-each model's ``rubrics`` block (engine.evaluators.vtb_scoring). Every table is ordered by APR, the paper's
-headline metric, best first."""
+Tables 3 (APR) and 7 (ARS) as printed: Overall, then the five domains over the single-turn tasks, then
+the same five over the multi-turn tasks; read from each model's ``rubrics`` block
+(engine.evaluators.vtb_scoring). Every table is ordered by APR, the paper's headline metric, best first."""
 
 from __future__ import annotations
 
@@ -46,9 +46,10 @@ def _breakdown_table(used: list[ModelResult], group: str, title: str, order: lis
 PAPER_DOMAINS: tuple[str, ...] = ("STEM", "Medical", "Finance", "Sports", "Generalist")
 """The domains of Tables 3 and 7, in the paper's order (a task's domain matches one without regard to case)."""
 _PAPER_NOTE = ("Laid out as VisualToolBench's Table {number}: {metric} over all scored tasks (Overall), then per "
-               "domain (chemistry, maths, biology, engineering and physics as STEM) over its single-turn and "
-               "multi-turn tasks; {unit}. Rows by Overall APR, best first. After the paper's columns: {metric} over "
-               "all single-turn and all multi-turn tasks, and the tasks scored. Profile: {profile}.")
+               "domain (chemistry, maths, biology, engineering and physics as STEM) over its single-turn tasks, "
+               "then per domain over its multi-turn tasks; {unit}. Rows by Overall APR, best first. After the "
+               "paper's columns: {others}{metric} over all single-turn and all multi-turn tasks, and the tasks "
+               "scored. Profile: {profile}.")
 
 
 def _ranked(used: list[ModelResult]) -> list[ModelResult]:
@@ -59,21 +60,25 @@ def _ranked(used: list[ModelResult]) -> list[ModelResult]:
     return sorted(used, key=key)
 
 
-def _domains(used: list[ModelResult]) -> list[tuple[str, str]]:
-    """(label, name in the data) of every domain some model has: the paper's five first in its order,
-    then the others by name."""
+def _domains(used: list[ModelResult]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(label, name in the data) of every domain some model has: the paper's five in its order, and the
+    others by name."""
     names = sorted({n for r in used for n in (_block(r) or {}).get("by_domain_turncase") or {}})
     known = {n.casefold(): n for n in names}
     paper = [(label, known.pop(label.casefold())) for label in PAPER_DOMAINS if label.casefold() in known]
-    return paper + [(n, n) for n in names if n.casefold() in known]
+    return paper, [(n, n) for n in names if n.casefold() in known]
 
 
 def paper_table(used: list[ModelResult], metric: str) -> Table:
-    """Table 3 (``metric`` "APR", in % to 2 decimals) or Table 7 ("ARS", 4 decimals) as printed."""
-    domains = _domains(used)
+    """Table 3 (``metric`` "APR", in % to 2 decimals) or Table 7 ("ARS", 4 decimals) as printed: Overall, the
+    paper's domains over the single-turn tasks, the same over the multi-turn tasks; after them the cells of
+    any other domain (single-turn, then multi-turn), the single-turn and multi-turn totals and the tasks."""
+    paper, others = _domains(used)
     percent = metric == "APR"
     scale = 100.0 if percent else 1.0
-    turns = ((SINGLE_TURN, "Single"), (MULTI_TURN, "Multi"))
+    turns = ((SINGLE_TURN, "Single-turn"), (MULTI_TURN, "Multi-turn"))
+    # (turncase, domain name in the data) per column, the paper's grid first
+    grid = [(turn, name) for domains in (paper, others) for turn, _ in turns for _, name in domains]
 
     def cell(block: dict[str, Any] | None) -> float | None:
         value = (block or {}).get(metric)
@@ -84,12 +89,13 @@ def paper_table(used: list[ModelResult], metric: str) -> Table:
         block = _block(r) or {}
         cells = block.get("by_domain_turncase") or {}
         by_turn = block.get("by_turncase") or {}
-        rows.append([r.name, cell(block),
-                     *(cell((cells.get(name) or {}).get(turn)) for _, name in domains for turn, _ in turns),
+        rows.append([r.name, cell(block), *(cell((cells.get(name) or {}).get(turn)) for turn, name in grid),
                      *(cell(by_turn.get(turn)) for turn, _ in turns), block.get("tasks")])
-    columns = ["Model", "Overall", *(f"{label} {short}" for label, _ in domains for _, short in turns),
-               "Single-turn", "Multi-turn", "Tasks"]
-    note = _PAPER_NOTE.format(number=3 if percent else 7, metric=metric, profile=_profile(used),
+    columns = ["Model", "Overall",
+               *(f"{short} {label}" for domains in (paper, others) for _, short in turns for label, _ in domains),
+               *(short for _, short in turns), "Tasks"]
+    extra = f"the other domains' cells ({', '.join(label for label, _ in others)}), " if others else ""
+    note = _PAPER_NOTE.format(number=3 if percent else 7, metric=metric, profile=_profile(used), others=extra,
                               unit="in %" if percent else "a fraction")
     return Table(columns=columns, rows=rows, title=f"VisualToolBench Table {3 if percent else 7}: {metric}",
                  digits=2 if percent else 4, note=note)

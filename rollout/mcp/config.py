@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from rollout.mcp.environments import STAMP, InstallSpec, Runtime, default_env_root, launch, parse_install
+from rollout.mcp.environments import (
+    STAMP,
+    InstallSpec,
+    Runtime,
+    default_env_root,
+    launch,
+    parse_install,
+    read_failure,
+)
 from rollout.mcp.paths import kept_folder
 
 log = logging.getLogger(__name__)
@@ -54,11 +62,24 @@ WHOLE_ENVIRONMENT_WARNING = ("MCP server(s) {names} get the rollout's whole envi
                              "reaches them; values of variables named like secrets are redacted from results")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _MIN_SECRET = 6
+PLACEHOLDER_PREFIX = "m3bench-placeholder-"
+"""How the placeholder keys begin (``python scripts/servers.py placeholders``): a value so made is no secret."""
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable is named like a secret (``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``AUTH``, ...)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def _secret(value: str) -> bool:
+    """Whether a value is redacted from results: long enough to be a secret, and no placeholder key."""
+    return len(value) >= _MIN_SECRET and not value.startswith(PLACEHOLDER_PREFIX)
 
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """How to start one MCP server, and why it cannot be started (`problem`) when that is known beforehand."""
+    """How to start one MCP server, and why it cannot be started (`problem`) when that is known beforehand;
+    `unbuildable` names the package the registry lacks when its environment's build cannot succeed as written."""
 
     name: str
     command: str
@@ -75,6 +96,7 @@ class ServerSpec:
     env_folder: str | None = None
     keep_paths: tuple[str, ...] = ()
     environment: str = "declared"
+    unbuildable: str | None = None
 
 
 def inherited(patterns: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -87,7 +109,7 @@ def _expand(value: str, missing: list[str], secrets: list[str]) -> str:
     def repl(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         value = os.environ.get(name)
-        if value and len(value) >= _MIN_SECRET:
+        if value and _secret(value):
             secrets.append(value)
         if value or (value is not None and default is None):
             return value
@@ -142,11 +164,10 @@ def _path_policy(value: Any, path: Path, where: str) -> tuple[str, tuple[str, ..
 def not_installed(folder: Path, path: Path) -> str:
     """Why a server's environment is not there: its last build failed (the reason kept beside it), or it was
     never built."""
-    try:
-        failed = (folder.with_name(f"{folder.name}.failed")).read_text(encoding="utf-8").strip()
-    except OSError:
+    failed = read_failure(folder)
+    if failed is None:
         return f"its environment is not installed ({folder}): run python scripts/servers.py install --config {path}"
-    return f"its build failed: {failed}"
+    return f"its build failed: {failed.reason}"
 
 
 def _runtime(entry: dict[str, Any], install: InstallSpec | None, folder: Path | None, path: Path,
@@ -207,12 +228,12 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
     runtime = _runtime(entry, install, folder, path, where)
 
     missing: list[str] = []
-    secrets = [v for v in inherited(extra).values() if len(v) >= _MIN_SECRET]
+    secrets = [v for v in inherited(extra).values() if _secret(v)]
     own = {k: _expand(v, missing, secrets) for k, v in env.items()}
     in_args: list[str] = []
     args = [_expand(a, in_args, secrets) for a in args]
     if mode == "whole":
-        secrets += [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET]
+        secrets += [v for k, v in os.environ.items() if looks_secret(k) and _secret(v)]
         full = {**os.environ, **own}
     else:
         full = {**inherited(base_inherit), **inherited(extra), **own}
@@ -222,20 +243,22 @@ def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list
         extra_path = own.get("PYTHONPATH") or os.environ.get("PYTHONPATH")
         full["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT)] + ([extra_path] if extra_path else []))
     command, args, note = launch(command, list(args), runtime, folder, path.parent, full.get("PATH", ""))
-    problem = None
+    problem = unbuildable = None
     if missing:
         problem = f"environment variable {', '.join(dict.fromkeys(missing))} is not set (field {where}.env)"
     elif in_args:
         problem = f"environment variable {', '.join(dict.fromkeys(in_args))} is not set (field {where}.args)"
     elif folder is not None and not (folder / STAMP).is_file():
         problem = not_installed(folder, path)
+        known = read_failure(folder)
+        unbuildable = known.registry_lacks if known is not None else None
     elif entry.get("python") not in (None, "host") and runtime is not None and not Path(runtime.python or "").exists():
         problem = f"no interpreter at {runtime.python} (field {where}.python)"
     home = PROJECT_ROOT if entry.get("python") == "host" else path.parent
     return ServerSpec(name, command, tuple(args), tuple(sorted(full.items())),
                       str((path.parent / cwd).resolve() if cwd else home), False, paths, problem,
                       tuple(sorted(set(secrets), key=len, reverse=True)), note, check, install,
-                      str(folder) if folder is not None else None, keep, mode)
+                      str(folder) if folder is not None else None, keep, mode, unbuildable)
 
 
 def read_servers_config(path: str | Path, env_root: str | Path | None = None,

@@ -29,6 +29,46 @@ STAMP = ".installed.json"
 ENVS_VARIABLE = "M3BENCH_SERVER_ENVS"
 
 
+@dataclass(frozen=True)
+class BuildFailure:
+    """Why an environment's last build failed, kept beside its folder (``<folder>.failed``): the reason, and the
+    package the registry answered it does not have when that was the cause (a build that cannot succeed as
+    written, which ``install`` then skips unless forced)."""
+
+    reason: str
+    registry_lacks: str | None = None
+    when: str = ""
+
+
+def failure_path(folder: Path) -> Path:
+    """Where the reason of an environment's last failed build is kept (beside the folder)."""
+    return folder.with_name(f"{folder.name}.failed")
+
+
+def write_failure(folder: Path, failure: BuildFailure) -> None:
+    """Keep a failed build's record beside its folder (one JSON line)."""
+    record = {"reason": failure.reason, "registry_lacks": failure.registry_lacks, "when": failure.when}
+    failure_path(folder).write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+
+def read_failure(folder: Path) -> BuildFailure | None:
+    """The record of the folder's last failed build (None when there is none); a plain line of text, as older
+    installs wrote it, is its reason."""
+    try:
+        text = failure_path(folder).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("reason"), str):
+        return BuildFailure(text)
+    lacks = record.get("registry_lacks")
+    return BuildFailure(record["reason"], lacks if isinstance(lacks, str) and lacks else None,
+                        str(record.get("when") or ""))
+
+
 def default_env_root() -> Path:
     """Where per-server environments go unless the manifest says: $M3BENCH_SERVER_ENVS, else ~/.cache."""
     value = os.environ.get(ENVS_VARIABLE)

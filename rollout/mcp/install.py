@@ -24,7 +24,15 @@ from typing import IO
 from filelock import FileLock
 
 from rollout.mcp.config import ServerSpec
-from rollout.mcp.environments import STAMP, InstallSpec, venv_python
+from rollout.mcp.environments import (
+    STAMP,
+    BuildFailure,
+    InstallSpec,
+    failure_path,
+    read_failure,
+    venv_python,
+    write_failure,
+)
 from rollout.mcp.requirements import node_headers_prefix
 
 INSTALLERS = ("auto", "uv", "pip")
@@ -42,12 +50,15 @@ class InstallFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class InstallOutcome:
-    """One server's install: ``installed``, ``up to date``, ``nothing to install`` or ``failed``."""
+    """One server's install: ``installed``, ``up to date``, ``nothing to install``, ``failed`` or ``skipped`` (an
+    earlier build found that the registry lacks a package it needs; `registry_lacks` names it then, and when a
+    build fails on it now)."""
 
     server: str
     status: str
     seconds: float
     detail: str = ""
+    registry_lacks: str | None = None
 
 
 def find_uv() -> str | None:
@@ -83,6 +94,10 @@ _HEADERS_FETCH = re.compile(r"gyp http GET (\S+)")
 _GYP_STACK = re.compile(r"gyp ERR! stack (\w*Error: .*)")
 _NPM_PATH = re.compile(r"npm (?:error|ERR!) path \S*node_modules/((?:@[^/\s]+/)?[^/\s]+)\s*$", re.MULTILINE)
 _NPM_LOG = re.compile(r"A complete log of this run can be found in:\s*(\S+)")
+_UNREACHABLE = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary failure in name "
+                          r"resolution|Name or service not known|Network is unreachable|Connection refused|"
+                          r"getaddrinfo|ECONNREFUSED|ECONNRESET|ENETUNREACH|ETIMEDOUT|EAI_AGAIN|ConnectTimeout|"
+                          r"ReadTimeout|timed out", re.IGNORECASE)
 
 
 def build_cause(output: str) -> str | None:
@@ -123,7 +138,8 @@ def _run(argv: list[str], cwd: Path | None = None, log: IO[str] | None = None) -
         log.flush()
     if done.returncode != 0:
         output = done.stderr or done.stdout
-        missing = registry_missing(output)
+        # pip says "No matching distribution" offline too: a package is missing only where the registry answered
+        missing = None if _UNREACHABLE.search(done.stdout + done.stderr) else registry_missing(output)
         cause = build_cause(output)
         if missing:
             reason = f"the registry has no {missing} (404)"
@@ -172,11 +188,6 @@ def _build_step(argv: list[str], cwd: Path, log: IO[str] | None) -> None:
         except InstallFailed as again:
             raise InstallFailed(f"{again} (after {' '.join(argv)} failed on {pinned}, which package-lock.json "
                                 "pins)", again.missing) from None
-
-
-def failure_path(folder: Path) -> Path:
-    """Where the reason of an environment's last failed build is kept (beside the folder)."""
-    return folder.with_name(f"{folder.name}.failed")
 
 
 def _base_python(wanted: str | None) -> str:
@@ -232,7 +243,9 @@ def _one_line(reason: str) -> str:
 
 def install_server(spec: ServerSpec, installer: str = "auto", force: bool = False,
                    log_path: Path | None = None) -> InstallOutcome:
-    """Build a server's environment unless it is there already; never raises for a failed build.
+    """Build a server's environment unless it is there already, or an earlier build found that the package
+    registry lacks a package it needs (``skipped``, with that build's reason; `force` builds it again); never
+    raises for a failed build.
 
     The build's commands and their output are appended to `log_path` when given (a header line first).
     """
@@ -244,6 +257,9 @@ def install_server(spec: ServerSpec, installer: str = "auto", force: bool = Fals
     with FileLock(str(folder.with_name(f".{folder.name}.lock"))):
         if (folder / STAMP).is_file() and not force:
             return InstallOutcome(spec.name, "up to date", time.monotonic() - start, str(folder))
+        known = read_failure(folder)
+        if known is not None and known.registry_lacks and not force:
+            return InstallOutcome(spec.name, "skipped", time.monotonic() - start, known.reason, known.registry_lacks)
         try:
             if log_path is None:
                 build_environment(spec.install, folder, installer)
@@ -259,7 +275,7 @@ def install_server(spec: ServerSpec, installer: str = "auto", force: bool = Fals
                         raise
                     log.write("installed\n")
         except InstallFailed as exc:
-            failure_path(folder).write_text(_one_line(str(exc)) + "\n", encoding="utf-8")
-            return InstallOutcome(spec.name, "failed", time.monotonic() - start, str(exc))
+            write_failure(folder, BuildFailure(_one_line(str(exc)), exc.missing, time.strftime("%Y-%m-%d %H:%M:%S")))
+            return InstallOutcome(spec.name, "failed", time.monotonic() - start, str(exc), exc.missing)
         failure_path(folder).unlink(missing_ok=True)
     return InstallOutcome(spec.name, "installed", time.monotonic() - start, str(folder))

@@ -54,6 +54,12 @@ SYSTEM_PACKAGES: dict[str, tuple[str, ...]] = {
 (``mcp-ocr``: tesseract to start, poppler's ``pdfinfo``/``pdftoppm`` for its ``perform_pdf_ocr`` tool, through
 pdf2image)."""
 
+TOOL_NEEDS: dict[tuple[str, str], str] = {
+    ("mcp-ocr", "poppler-utils"): "its perform_pdf_ocr tool (pdf2image runs pdfinfo and pdftoppm)",
+    ("pdf2image", "poppler-utils"): "PDF pages as images (pdf2image runs pdfinfo and pdftoppm)",
+}
+"""(distribution, system package) -> what needs the package where a server can start without it: a tool fails."""
+
 NODE_HEADERS = "libnode-dev"
 """Debian's package of the headers of Debian's node (``/usr/include/node``), which node-gyp compiles against."""
 
@@ -226,6 +232,22 @@ def environment_distributions(env_folder: str | Path | None) -> list[str]:
         return []
     found = Path(env_folder).glob("venv/lib/python*/site-packages/*.dist-info")
     return sorted({normal(p.name[:-len(".dist-info")].split("-")[0]) for p in found})
+
+
+def system_package_uses(requirements: Iterable[str], env_folder: str | Path | None) -> dict[str, str]:
+    """System package -> what needs it, for the system packages of a server's Python distributions (its
+    requirements and what its environment installed): `TOOL_NEEDS`' words where it has them."""
+    names = {normal(n) for n in [*filter(None, map(requirement_name, requirements)),
+                                 *environment_distributions(env_folder)]}
+    uses: dict[str, str] = {}
+    told: set[str] = set()
+    for dist, packages in SYSTEM_PACKAGES.items():
+        for package in packages if normal(dist) in names else ():
+            said = TOOL_NEEDS.get((dist, package))
+            if package not in uses or (said and package not in told):
+                uses[package] = said or f"{dist} loads it at run time"
+                told.update([package] if said else [])
+    return uses
 
 
 def server_system_packages(requirements: Iterable[str], env_folder: str | Path | None,
