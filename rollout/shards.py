@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from engine.contract import InputError, atomic_write_text, file_digest
 
@@ -123,7 +123,12 @@ def missing_ids(path: Path, shard: Shard, have: Iterable[str], wanted: Iterable[
 
 def write_merged(output: Path, text: str) -> None:
     """Write a merged file atomically, under the lock a run writing it holds (so two jobs finishing together
-    write it one after the other)."""
+    write it one after the other); InputError naming the lock when it stays held for MERGE_WAIT_S."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(output.with_name(f".{output.name}.lock")), timeout=MERGE_WAIT_S):
-        atomic_write_text(output, text)
+    lock = output.with_name(f".{output.name}.lock")
+    try:
+        with FileLock(str(lock), timeout=MERGE_WAIT_S):
+            atomic_write_text(output, text)
+    except Timeout:
+        raise InputError(lock, f"held by another process for {MERGE_WAIT_S:g} s (another job merging, or a run "
+                         f"writing {output.name}): not merged; merge again once it has ended") from None
