@@ -67,6 +67,8 @@ from rollout.shards import (
     missing_ids,
     parse_shard,
     part_path,
+    part_records,
+    stray_task,
     write_merged,
 )
 from rollout.tasks import Turn, read_reference_tools, read_turns
@@ -210,11 +212,11 @@ def merge_parts(cfg: Mapping[str, Any], count: int, tasks: list[Task], trial: in
             raise InputError(path, f"part {shard} is not a part file (an object with a records list)",
                              field="records")
         check_part(path, data.get("part"), part_settings(cfg, shard, trial), shard)
-        by_id = {r.get("id"): r for r in data["records"] if isinstance(r, dict)}
+        by_id = part_records(path, shard, data["records"])
         wanted = [t.id for t in tasks if shard.owns(t.id) and (references is None or t.id in references)]
-        stray = sorted(str(i) for i in by_id if i not in set(wanted))
+        stray = sorted(i for i in by_id if i not in set(wanted))
         if stray:
-            raise InputError(path, f"part {shard} holds a task of no part of this split", task_id=stray[0],
+            raise InputError(path, f"part {shard} holds {stray_task(stray[0], shard, order)}", task_id=stray[0],
                              field="id")
         records = {i: by_id[i] for i in wanted if i in by_id}
         missing_ids(path, shard, records, wanted)

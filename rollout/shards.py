@@ -113,6 +113,34 @@ def _first_difference(found: Mapping[str, Any], expected: Mapping[str, Any], pre
     return "", None, None
 
 
+def part_records(path: Path, shard: Shard, records: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """id -> record of a part's records; InputError naming the part and the id for a record without a string
+    id, or an id held twice (a merge would keep one of them silently)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    at: dict[str, int] = {}
+    for k, record in enumerate(records):
+        tid = record.get("id") if isinstance(record, dict) else None
+        if not isinstance(tid, str):
+            raise InputError(path, f"part {shard}: record {k} is not an object with a string id", field=f"records[{k}]")
+        if tid in by_id:
+            raise InputError(path, f"part {shard} holds this task twice (records {at[tid]} and {k}): a part holds each "
+                             f"of its tasks once; remove one, or run shard={shard} again into a fresh part",
+                             task_id=tid, field="id")
+        by_id[tid], at[tid] = record, k
+    return by_id
+
+
+def stray_task(task_id: str, shard: Shard, known: Iterable[str]) -> str:
+    """What a part that does not own task_id holds it as: a task of another part of the split (named), or one
+    the run's tasks do not have (a part of other tasks)."""
+    if task_id in set(known):
+        owner = Shard(shard_of(task_id, shard.count), shard.count)
+        if owner != shard:
+            return f"a task of part {owner}, not its own (each part holds only the tasks of its shard)"
+        return "a task this run leaves out (the oracle exposure runs only the tasks with reference tools)"
+    return "a task the run's tasks do not have (a part of other tasks?)"
+
+
 def missing_ids(path: Path, shard: Shard, have: Iterable[str], wanted: Iterable[str]) -> None:
     """PartPending naming the part when it lacks some of the ids `wanted`."""
     lacking = sorted(set(wanted) - set(have))
