@@ -110,7 +110,8 @@ def test_an_install_waits_for_another_install_for_a_bounded_time(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(install, "LOCK_WAIT_S", 0.5)
     folder = tmp_path / "envs" / "srv"
-    spec = ServerSpec(name="srv", command="python", install=InstallSpec(requirements=("nothing",)), env_folder=str(folder))
+    spec = ServerSpec(name="srv", command="python", install=InstallSpec(requirements=("nothing",)),
+                      env_folder=str(folder))
     with held(tmp_path / "envs" / ".srv.lock", release_after=10):
         start = time.monotonic()
         outcome = install.install_server(spec)

@@ -4,8 +4,8 @@ Python requirements go into a virtualenv made with uv when it is found (on PATH,
 interpreter, or as the ``uv`` package), else with ``venv`` and pip; npm packages are installed under
 the environment folder; a Node build runs its commands in its source folder. A finished environment
 gets a stamp, so installing again is quick; one without a stamp (an interrupted build) is built anew.
-Concurrent installs of one environment wait for each other (a file lock, for at most `LOCK_WAIT_S`). Every command of a build
-and its whole output can go to a log file of the server's own.
+Concurrent installs of one environment wait for each other (a file lock, for at most `LOCK_WAIT_S`).
+Every command of a build and its whole output can go to a log file of the server's own.
 """
 
 from __future__ import annotations

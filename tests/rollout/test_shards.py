@@ -194,9 +194,9 @@ def test_a_part_holding_one_id_twice_is_refused_naming_part_and_id(tmp_path: Pat
     with pytest.raises(InputError) as caught:
         merge_parts(cfg, 2, tasks, None)
     n = len(json.loads(paths[1].read_text())["records"]) - 1
-    assert str(caught.value) == (f"{shown(str(paths[1]))}: id {first}: field 'id': part 1/2 holds this task twice (records 0 and "
-                                 f"{n}): a part holds each of its tasks once; remove one, or run shard=1/2 again into "
-                                 "a fresh part")
+    assert str(caught.value) == (f"{shown(str(paths[1]))}: id {first}: field 'id': part 1/2 holds this task twice "
+                                 f"(records 0 and {n}): a part holds each of its tasks once; remove one, or run "
+                                 "shard=1/2 again into a fresh part")
     with pytest.raises(InputError, match=f"part 1/2 holds this task twice \\(records 0 and {n}\\)"):
         ResultFile(paths[1], {}, part_settings(cfg, Shard(1, 2), None), Shard(1, 2)).__enter__()  # nor resumed
 
@@ -208,8 +208,8 @@ def test_a_part_holding_the_other_parts_task_names_that_part(tmp_path: Path) -> 
     edit_part(paths[0], lambda records: [*records, theirs])
     with pytest.raises(InputError) as caught:
         merge_parts(cfg, 2, tasks, None)
-    assert str(caught.value) == (f"{shown(str(paths[0]))}: id {theirs['id']}: field 'id': part 0/2 holds a task of part 1/2, not "
-                                 "its own (each part holds only the tasks of its shard)")
+    assert str(caught.value) == (f"{shown(str(paths[0]))}: id {theirs['id']}: field 'id': part 0/2 holds a task of "
+                                 "part 1/2, not its own (each part holds only the tasks of its shard)")
     edit_part(paths[0], lambda records: [*records[:-1], {"id": "elsewhere", "steps": []}])
     with pytest.raises(InputError, match="id elsewhere: field 'id': part 0/2 holds a task the run's tasks do not have"):
         merge_parts(cfg, 2, tasks, None)
