@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -11,16 +12,35 @@ SMALL_SWEEP_CALLS = 100_000
 """Below this many predicted calls the kernels run on one CPU thread (see `kernel_threads`)."""
 
 
+_DEVICE = re.compile(r"auto|cpu|cuda(?::(\d+))?")
+
+
+def device_problem(name: str) -> str | None:
+    """Why `name` is no device of this machine (None: it is one): the names are auto, cpu, cuda and cuda:N,
+    and a CUDA device must be one torch sees here."""
+    found = _DEVICE.fullmatch(name)
+    if found is None:
+        return "must be auto, cpu, cuda or cuda:N (N: a CUDA device's number)"
+    if not name.startswith("cuda"):
+        return None
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        return "torch sees no CUDA device here (device=cpu, or auto, runs on the CPU)"
+    if found.group(1) is not None and int(found.group(1)) >= count:
+        return (f"torch sees {count} CUDA device{'s' if count > 1 else ''} here: "
+                + ("cuda:0" if count == 1 else f"cuda:0 to cuda:{count - 1}"))
+    return None
+
+
 def resolve_device(name: str) -> torch.device:
-    """Map 'auto' | 'cpu' | 'cuda' | 'cuda:N' to a torch device; 'auto' picks cuda when present."""
+    """Map 'auto' | 'cpu' | 'cuda' | 'cuda:N' to a torch device; 'auto' picks cuda when present. ValueError
+    naming the setting for a name that is no device of this machine (device_problem)."""
+    problem = device_problem(name)
+    if problem is not None:
+        raise ValueError(f"device={name}: {problem}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name} was asked for but torch sees no CUDA device")
-    if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {name!r}")
-    return device
+    return torch.device(name)
 
 
 def kernel_threads(predicted_calls: int) -> int | None:
