@@ -133,6 +133,8 @@ TYPED = [
     ("rollout", ["tasks.ids=5"], "rollout/demo/tasks.json: requested id(s) not in the file: 5"),
     ("rollout", ["call_timeout=[1]"], "call_timeout=[1]: wrong type for call_timeout: Value '[1]' of type 'list' "
      "could not be converted to Float"),
+    ("judge", ["data.references={a:1}"], "data.references={a:1}: wrong type for data.references: Cannot merge "
+     "DictConfig with ListConfig"),  # once "m3bench-judge has no setting data.references (closest: data.references)"
     ("score", ["reports=91"], "reports=91: reports is a flag: true or false"),
     ("rollout", ["-m", "prepare=true,no"], "prepare=true,no: prepare is a flag: true or false"),
 ]

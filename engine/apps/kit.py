@@ -35,7 +35,7 @@ from hydra.errors import ConfigCompositionException, HydraException, OverridePar
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import ValidationError
+from omegaconf.errors import ConfigTypeError, ValidationError
 
 from engine.apps.compose import CONF_ROOT, compose, config_groups
 from engine.apps.interrupt import interrupted
@@ -391,7 +391,7 @@ def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Overr
     if not given:
         return CommandLineError(f"m3bench-{app}: {text.splitlines()[0]}")
     o = given[0]
-    if isinstance(cause, ValidationError):
+    if isinstance(cause, (ValidationError, ConfigTypeError)):  # a value of another type; a mapping for a list
         reason = str(cause).splitlines()[0]
         return CommandLineError(f"{o.input_line}: wrong type for {cause.full_key or o.key_or_group}: {reason}")
     if "An item is already at" in text:
