@@ -1,12 +1,17 @@
-"""Device selection and CPU threading shared by the encoder and the alignment kernels."""
+"""Device selection and CPU threading shared by the encoder and the alignment kernels.
+
+torch is loaded where a function needs it, so the apps' settings check (engine.apps.schemas: a device this
+machine has) reads `device_problem` without loading torch for `auto` and `cpu`."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 SMALL_SWEEP_CALLS = 100_000
 """Below this many predicted calls the kernels run on one CPU thread (see `kernel_threads`)."""
@@ -23,6 +28,8 @@ def device_problem(name: str) -> str | None:
         return "must be auto, cpu, cuda or cuda:N (N: a CUDA device's number)"
     if not name.startswith("cuda"):
         return None
+    import torch
+
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count == 0:
         return "torch sees no CUDA device here (device=cpu, or auto, runs on the CPU)"
@@ -35,6 +42,8 @@ def device_problem(name: str) -> str | None:
 def resolve_device(name: str) -> torch.device:
     """Map 'auto' | 'cpu' | 'cuda' | 'cuda:N' to a torch device; 'auto' picks cuda when present. ValueError
     naming the setting for a name that is no device of this machine (device_problem)."""
+    import torch
+
     problem = device_problem(name)
     if problem is not None:
         raise ValueError(f"device={name}: {problem}")
@@ -53,6 +62,8 @@ def kernel_threads(predicted_calls: int) -> int | None:
 @contextmanager
 def cpu_threads(count: int | None) -> Iterator[None]:
     """Run the block with `count` intra-op CPU threads (None: unchanged), restoring the setting after."""
+    import torch
+
     before = torch.get_num_threads()
     if count is not None and count != before:
         torch.set_num_threads(count)

@@ -25,6 +25,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from engine.contract import ConfigError
+from kernels.device import device_problem
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,7 @@ class Device(Check):
     """A torch device this machine has: auto, cpu, cuda or cuda:N (kernels.device.device_problem)."""
 
     def problem(self, value: Any) -> str | None:
-        """None for auto and cpu; else kernels.device's reason (torch is loaded for it)."""
-        if value in ("auto", "cpu"):
-            return None
-        from kernels.device import device_problem
-
+        """kernels.device's reason (torch is loaded only for a CUDA device's name)."""
         return device_problem(str(value))
 
 
