@@ -7,8 +7,8 @@ byte anywhere, a truncation) is found before the file is interpreted; the shard 
 reported, deleted and its texts are embedded again. Writers never modify a file: they
 write a new shard to a temporary name and rename it into place, so readers only ever see
 whole shards and any number of processes may write at once. Embedding the texts a cache
-lacks happens under a per-directory lock (``locked``), so processes sharing the cache
-encode each text once. When shards accumulate they are merged under a file lock. Shards
+lacks happens under a per-directory lock (``locked``, waited on for a bounded time), so processes
+sharing the cache encode each text once. When shards accumulate they are merged under a file lock. Shards
 of the earlier format (``<hex>-<pid>.npz``, with a checksum array inside) are not read.
 """
 
@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 KEY_BYTES = 16
 MERGE_AT = 32
+LOCK_WAIT_S = 600.0
+"""How long a process waits for another to finish embedding into the cache before embedding on its own."""
 _SHARD_NAME = re.compile(r"[0-9a-f]{64}\.npz")
 
 
@@ -38,6 +40,15 @@ def text_keys(texts: list[str]) -> np.ndarray:
     """16-byte BLAKE2b digests of the texts, as a numpy ``S16`` array."""
     digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=KEY_BYTES).digest() for t in texts]
     return np.array(digests, dtype=f"S{KEY_BYTES}") if digests else np.zeros(0, dtype=f"S{KEY_BYTES}")
+
+
+def _acquired(lock: FileLock, timeout: float) -> bool:
+    """Whether the lock was acquired within timeout seconds."""
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        return False
+    return True
 
 
 class EmbeddingCache:
@@ -115,13 +126,17 @@ class EmbeddingCache:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold this cache's embedding lock (one holder at a time across processes)."""
+        """Hold this cache's embedding lock (one holder at a time across processes), waiting at most
+        LOCK_WAIT_S for it; past that, a warning naming the lock, and the block runs without it (the
+        cache takes any number of writers: the texts may then be encoded twice, never lost)."""
         lock = FileLock(str(self.directory / ".embed.lock"))
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
+        if not _acquired(lock, 0):
             log.info("embedding cache %s: another process is embedding into it; waiting", self.directory)
-            lock.acquire()
+            if not _acquired(lock, LOCK_WAIT_S):
+                log.warning("embedding cache: %s held by another process for %g s; embedding without it (texts "
+                            "both processes lack are encoded twice)", lock.lock_file, LOCK_WAIT_S)
+                yield
+                return
         try:
             yield
         finally:

@@ -37,10 +37,12 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, Task, contained_path, read_json
+from engine.contract.beneath import Refused, open_beneath
 
 REQUIRED = ("question_id", "question", "complexity", "answer", "eval_method")
 METHODS = ("llm_as_a_judge", "eval_script", "test_case")
@@ -270,7 +272,7 @@ def read_task_dir(root: str | Path) -> dict[str, dict[str, Any]]:
 
 def task_dir_tasks(root: str | Path, ids: list[str] | None = None) -> list[Task]:
     """The rollout's tasks of a neighbour's folder (every task, or those `ids`), in file order; an image
-    resolved against `root` must exist."""
+    resolved against `root` must be a regular file there (a FIFO is refused, never opened to wait on)."""
     records = read_task_dir(root)
     if ids:
         unknown = sorted({str(i) for i in ids} - set(records))
@@ -284,7 +286,10 @@ def task_dir_tasks(root: str | Path, ids: list[str] | None = None) -> list[Task]
         image = r.get("image")
         image_path = contained_path(root, image, file=root, task=tid, field="input_files",
                                     folder="task folder (tasks.root)") if image else None
-        if image_path is not None and not image_path.is_file():
-            raise InputError(root, f"input file {image_path} not found", task_id=tid, field="input_files")
+        if image_path is not None:
+            try:
+                os.close(open_beneath(root, image_path))  # a FIFO is refused, never waited on
+            except Refused as exc:
+                raise InputError(root, f"input file {image_path}: {exc}", task_id=tid, field="input_files") from None
         tasks.append(Task(tid, r["question"], image, image_path, r.get("type") or r.get("level"), index))
     return tasks

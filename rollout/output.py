@@ -15,7 +15,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from engine.contract import InputError, atomic_write_text, dumps_json, read_json
-from rollout.shards import Shard, check_part
+from rollout.shards import Shard, check_part, part_records
 
 
 def dumps_record(record: dict[str, Any]) -> str:
@@ -70,6 +70,7 @@ class ResultFile:
                 raise InputError(self.path, "an existing part file must be an object with a records list (move it "
                                  "away)", field="records")
             check_part(self.path, data.get("part"), self._part, self._shard or Shard(0, 1))
+            part_records(self.path, self._shard or Shard(0, 1), data["records"])  # each id once
             data = data["records"]
         if not isinstance(data, list):
             raise InputError(self.path, "an existing result file must be a JSON list (move it away "

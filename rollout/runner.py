@@ -67,6 +67,8 @@ from rollout.shards import (
     missing_ids,
     parse_shard,
     part_path,
+    part_records,
+    stray_task,
     write_merged,
 )
 from rollout.tasks import Turn, read_reference_tools, read_turns
@@ -210,11 +212,11 @@ def merge_parts(cfg: Mapping[str, Any], count: int, tasks: list[Task], trial: in
             raise InputError(path, f"part {shard} is not a part file (an object with a records list)",
                              field="records")
         check_part(path, data.get("part"), part_settings(cfg, shard, trial), shard)
-        by_id = {r.get("id"): r for r in data["records"] if isinstance(r, dict)}
+        by_id = part_records(path, shard, data["records"])
         wanted = [t.id for t in tasks if shard.owns(t.id) and (references is None or t.id in references)]
-        stray = sorted(str(i) for i in by_id if i not in set(wanted))
+        stray = sorted(i for i in by_id if i not in set(wanted))
         if stray:
-            raise InputError(path, f"part {shard} holds a task of no part of this split", task_id=stray[0],
+            raise InputError(path, f"part {shard} holds {stray_task(stray[0], shard, order)}", task_id=stray[0],
                              field="id")
         records = {i: by_id[i] for i in wanted if i in by_id}
         missing_ids(path, shard, records, wanted)
@@ -246,6 +248,14 @@ def _merge_if_complete(cfg: Mapping[str, Any], shard: Shard, tasks: list[Task], 
     print(f"rollout: every part is complete; {shard.count} part(s) merged -> {output}")
 
 
+def task_ids(data: Mapping[str, Any]) -> list[str] | None:
+    """The ids `tasks.ids` names (a list, or one id: engine.apps.schemas.TaskIds), as text; None: every task."""
+    ids = data.get("ids")
+    if ids is None:
+        return None
+    return [str(i) for i in (ids if isinstance(ids, list) else [ids])]
+
+
 def _run_tasks(cfg: Mapping[str, Any]) -> tuple[list[Task], dict[str, list[Turn]]]:
     """The tasks to run (config node `tasks`, read from the data set) and the turns of multi-turn ones: those of
     a folder of tasks (tasks.root, or tasks.file naming a folder: an MCPVerse checkout, TOBench task files), else
@@ -254,7 +264,7 @@ def _run_tasks(cfg: Mapping[str, Any]) -> tuple[list[Task], dict[str, list[Turn]
     file = data.get("file")
     root = data.get("root") or (file if file and Path(file).is_dir() else None)
     if root:
-        return task_dir_tasks(root, data.get("ids")), {}
+        return task_dir_tasks(root, task_ids(data)), {}
     if not file:
         name = (cfg.get("data") or {}).get("name")
         raise InputError("config", f"no tasks to run{f' (data set {name} names none)' if name else ''}: set "
@@ -263,7 +273,7 @@ def _run_tasks(cfg: Mapping[str, Any]) -> tuple[list[Task], dict[str, list[Turn]
         raise InputError(file, "tasks file not found: set tasks.file=PATH, or M3BENCH_DATA to the folder holding "
                          "tasks_fuzzy.json (the published M3-Bench files: README, \"Where the data come from\"; "
                          "tasks=demo runs the built-in demo)")
-    return (read_tasks(file, data.get("images_dir"), data.get("question_field") or "question", data.get("ids")),
+    return (read_tasks(file, data.get("images_dir"), data.get("question_field") or "question", task_ids(data)),
             read_turns(file, data.get("images_dir")))
 
 

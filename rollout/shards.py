@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from engine.contract import InputError, atomic_write_text, file_digest
 
@@ -113,6 +113,34 @@ def _first_difference(found: Mapping[str, Any], expected: Mapping[str, Any], pre
     return "", None, None
 
 
+def part_records(path: Path, shard: Shard, records: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """id -> record of a part's records; InputError naming the part and the id for a record without a string
+    id, or an id held twice (a merge would keep one of them silently)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    at: dict[str, int] = {}
+    for k, record in enumerate(records):
+        tid = record.get("id") if isinstance(record, dict) else None
+        if not isinstance(tid, str):
+            raise InputError(path, f"part {shard}: record {k} is not an object with a string id", field=f"records[{k}]")
+        if tid in by_id:
+            raise InputError(path, f"part {shard} holds this task twice (records {at[tid]} and {k}): a part holds each "
+                             f"of its tasks once; remove one, or run shard={shard} again into a fresh part",
+                             task_id=tid, field="id")
+        by_id[tid], at[tid] = record, k
+    return by_id
+
+
+def stray_task(task_id: str, shard: Shard, known: Iterable[str]) -> str:
+    """What a part that does not own task_id holds it as: a task of another part of the split (named), or one
+    the run's tasks do not have (a part of other tasks)."""
+    if task_id in set(known):
+        owner = Shard(shard_of(task_id, shard.count), shard.count)
+        if owner != shard:
+            return f"a task of part {owner}, not its own (each part holds only the tasks of its shard)"
+        return "a task this run leaves out (the oracle exposure runs only the tasks with reference tools)"
+    return "a task the run's tasks do not have (a part of other tasks?)"
+
+
 def missing_ids(path: Path, shard: Shard, have: Iterable[str], wanted: Iterable[str]) -> None:
     """PartPending naming the part when it lacks some of the ids `wanted`."""
     lacking = sorted(set(wanted) - set(have))
@@ -123,7 +151,12 @@ def missing_ids(path: Path, shard: Shard, have: Iterable[str], wanted: Iterable[
 
 def write_merged(output: Path, text: str) -> None:
     """Write a merged file atomically, under the lock a run writing it holds (so two jobs finishing together
-    write it one after the other)."""
+    write it one after the other); InputError naming the lock when it stays held for MERGE_WAIT_S."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(output.with_name(f".{output.name}.lock")), timeout=MERGE_WAIT_S):
-        atomic_write_text(output, text)
+    lock = output.with_name(f".{output.name}.lock")
+    try:
+        with FileLock(str(lock), timeout=MERGE_WAIT_S):
+            atomic_write_text(output, text)
+    except Timeout:
+        raise InputError(lock, f"held by another process for {MERGE_WAIT_S:g} s (another job merging, or a run "
+                         f"writing {output.name}): not merged; merge again once it has ended") from None

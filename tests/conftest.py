@@ -6,6 +6,9 @@ worker, in order: a module-scoped fixture is built once, and a documented block 
 before it wrote. A worker computes on one thread (OMP_NUM_THREADS=1, inherited by the processes it
 starts), as there is a worker per core.
 
+Processes the tests start get SIGINT as its default, however the suite was started (a background job
+starts with it ignored), so the Ctrl-C tests hold there too.
+
 With ``M3BENCH_REQUIRE_SHARED=1`` (as in CI) a test needing the ../shared data fails when the
 data is absent instead of being skipped.
 """
@@ -13,11 +16,18 @@ data is absent instead of being skipped.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    # Started as a background job (`cmd &`, nohup): SIGINT comes ignored, and every process a test starts would
+    # inherit that and drop the Ctrl-C the interrupt tests send. Python's own handler here makes it the
+    # default again in each process started from this one (a caught signal is reset by exec).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # One worker per core (-n auto): each worker, and every process it starts, computes on one thread

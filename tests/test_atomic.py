@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import stat
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from engine.contract import atomic_write_json, default_file_mode
+from engine.contract import append_line, atomic_write_json, default_file_mode
 from engine.embedding_cache import EmbeddingCache, text_keys
 
 
@@ -29,3 +32,25 @@ def test_outputs_get_umask_permissions(tmp_path: Path) -> None:
         os.umask(old)
     assert (tmp_path / "out" / "r.json").read_text() == '{\n  "a": 1\n}\n'
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
+
+
+def no_space(*_: object) -> None:
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_disk_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once `[Errno 28] No space left on device`, with no file named; the temporary file goes too."""
+    target = tmp_path / "out" / "r.json"
+    monkeypatch.setattr(os, "fsync", no_space)
+    with pytest.raises(OSError) as caught:
+        atomic_write_json(target, {"a": 1})
+    assert str(caught.value) == f"{target}: cannot write it (No space left on device)"
+    assert caught.value.errno == errno.ENOSPC and list((tmp_path / "out").iterdir()) == []
+    monkeypatch.setattr(os, "write", no_space)
+    with pytest.raises(OSError, match=f"^{re.escape(str(tmp_path / 'replies.jsonl'))}: cannot write it \\(No space "
+                       "left on device\\)$"):
+        append_line(tmp_path / "replies.jsonl", {"key": "k"})
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OSError, match=f"^{re.escape(str(tmp_path / 'file' / 'r.json'))}: cannot write it \\(File "
+                       "exists\\)$"):
+        atomic_write_json(tmp_path / "file" / "r.json", {})

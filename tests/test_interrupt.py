@@ -160,3 +160,17 @@ def test_every_console_script_starts_its_app_through_the_interrupt_guard() -> No
     source = (ROOT / "engine" / "apps" / "interrupt.py").read_text()
     imported = set(re.findall(r"^(?:from|import) ([\w.]+)", source, re.M))
     assert imported <= stdlib, imported
+
+
+def test_processes_the_tests_start_get_sigint_as_default_when_the_suite_starts_with_it_ignored() -> None:
+    """A suite started as a background job (`pytest ... &`, nohup) has SIGINT ignored, and a process it starts
+    inherits that: the Ctrl-C tests above then saw their interrupt dropped. With the suite's conftest loaded, a
+    process started from such a job has SIGINT at its default (Python's KeyboardInterrupt handler)."""
+    probe = ("import signal, subprocess, sys; sys.path.insert(0, 'tests'); import conftest; "
+             "print(subprocess.run([sys.executable, '-c', 'import signal; print(signal.getsignal(signal.SIGINT))'], "
+             "capture_output=True, text=True, check=True).stdout.strip())")
+    started = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             capture_output=True, text=True, timeout=300,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip() == str(signal.default_int_handler), started.stdout

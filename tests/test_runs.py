@@ -11,7 +11,7 @@ from preloaded import run_python
 
 from engine.apps import report, view
 from engine.reports.groups import group_results
-from engine.reports.index import read_index
+from engine.reports.index import append_run, read_index
 from engine.reports.read import collect_run
 from tests.test_reports import block
 
@@ -100,3 +100,30 @@ def test_the_reference_is_compared_by_content(tmp_path: Path) -> None:
     assert sorted(sorted(r.name for r in g.results) for g in groups) == [["four"], ["m"], ["one", "two"], ["three"]]
     encoders = {g.results[0].name: g.settings["encoder"] for g in groups}
     assert encoders["m"] == "/models/other-encoder" and encoders["one"] == "unrecorded"
+
+
+DAMAGED = [(5, "not an object (int)"), ({"models": ["m"]}, "no 'run' folder"),
+           ({"run": "/r/two", "models": 5}, "'models' must be a list of model names, got 5"),
+           ({"run": "/r/three", "models": [["a"]]}, "'models' must be a list of model names, got [['a']]"),
+           ({"run": "/r/four", "models": ["m"], "average_score": {"m": "high"}},
+            "'average_score' must map each model to a number or null"),
+           ({"run": "/r/five", "models": ["m"], "settings": [1]}, "'settings' must be an object")]
+"""Hand-edited index entries (each once a TypeError of report.py --list or view.py) and the warning naming each."""
+
+
+def test_a_damaged_index_entry_is_skipped_with_a_warning_naming_it(tmp_path: Path) -> None:
+    good = {"run": "/r/one", "time": "2025-01-01T00:00:00+0000", "models": ["m"], "settings": {"tau_weak": 0.6},
+            "average_score": {"m": 0.5}}
+    entries = [good, *(entry for entry, _ in DAMAGED)]
+    (tmp_path / "index.json").write_text(json.dumps(entries))
+    warnings = [f"warning: {tmp_path / 'index.json'}: entry [{i}] skipped: {why}"
+                for i, (_, why) in enumerate(DAMAGED, 1)]
+    listed = run_python([str(ROOT / "scripts" / "report.py"), "--list", str(tmp_path)])
+    assert (listed.returncode, listed.stderr.splitlines()) == (0, warnings), listed.stderr
+    assert "/r/one" in listed.stdout and "0.5000" in listed.stdout and "/r/two" not in listed.stdout
+    page = run_python([str(ROOT / "scripts" / "view.py"), str(tmp_path)])
+    assert (page.returncode, page.stderr.splitlines()) == (0, warnings), page.stderr
+    assert (tmp_path / "runs.html").read_text().count("<tr><td>") == 1
+
+    append_run(tmp_path, {**good, "run": "/r/six"})  # a new run keeps the entries it cannot read as they are
+    assert json.loads((tmp_path / "index.json").read_text()) == [*entries, {**good, "run": "/r/six"}]

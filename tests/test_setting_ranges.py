@@ -8,12 +8,15 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 from preloaded import run_python
+from script_runs import call_app
 
 from engine.apps.compose import compose
 from engine.apps.kit import CommandLineError, check_command_line
 from engine.apps.schemas import RANGES, SCHEMAS, check_ranges
 from engine.contract import ConfigError
+from kernels.device import device_problem, resolve_device
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,6 +46,9 @@ CASES = [
     ("rollout", "merge=0", "merge=0: must be an integer >= 1 or null", "merge=1"),
     ("rollout", "max_result_chars=-1", "max_result_chars=-1: must be an integer >= 0", "max_result_chars=0"),
     ("rollout", "max_restarts=-1", "max_restarts=-1: must be an integer >= 0", "max_restarts=0"),
+    ("rollout", "call_timeout=-1", "call_timeout=-1.0: must be a number >= 0", "call_timeout=0"),
+    ("rollout", "start_timeout=-0.5", "start_timeout=-0.5: must be a number >= 0", "start_timeout=0.5"),
+    ("rollout", "ping_timeout=-2", "ping_timeout=-2.0: must be a number >= 0", "ping_timeout=0"),
     ("judge", "concurrency=0", "concurrency=0: must be an integer >= 1", "concurrency=1"),
     ("judge", "attempts=0", "attempts=0: must be an integer >= 1", "attempts=1"),
     ("judge", "merge=0", "merge=0: must be an integer >= 1 or null", "merge=1"),
@@ -105,3 +111,67 @@ def test_a_value_the_command_line_does_not_show_is_refused_before_the_run(tmp_pa
                           timeout=600)
     assert (proc.returncode, proc.stderr) == (2, "error: concurrency=0: must be an integer >= 1\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+
+
+# (app, the settings a user typed, the one line; each once a traceback with exit status 1 or a run with them)
+TYPED = [
+    ("score", ["device=gpu9"], "device=gpu9: must be auto, cpu, cuda or cuda:N (N: a CUDA device's number)"),
+    ("score", ["device=gpu"], "device=gpu: must be auto, cpu, cuda or cuda:N (N: a CUDA device's number)"),
+    ("calibrate", ["device=cuda:1x"], "device=cuda:1x: must be auto, cpu, cuda or cuda:N (N: a CUDA device's number)"),
+    ("score", ["-m", "device=cpu,gpu"], "device=gpu: must be auto, cpu, cuda or cuda:N (N: a CUDA device's number)"),
+    ("score", ["output_dir=/proc/m3bench/forbidden"], "output_dir=/proc/m3bench/forbidden: cannot be made in /proc ("),
+    ("score", ["output_dir={tmp}/a_file"], "output_dir={tmp}/a_file: exists and is not a folder"),
+    ("score", ["output_dir={tmp}/a_file/run"], "output_dir={tmp}/a_file/run: cannot be made: {tmp}/a_file is not a "
+     "folder"),
+    ("score", ["hydra.run.dir={tmp}/a_file"], "hydra.run.dir={tmp}/a_file: exists and is not a folder"),
+    ("calibrate", ["output_dir={tmp}/a_file"], "output_dir={tmp}/a_file: exists and is not a folder"),
+    ("rollout", ["results_dir=/proc/m3bench"], "results_dir=/proc/m3bench: cannot be made in /proc ("),
+    ("judge", ["run_dir={tmp}/a_file"], "run_dir={tmp}/a_file: exists and is not a folder"),
+    ("rollout", ["tasks.ids={a:1}"], "tasks.ids={'a': 1}: must be a task id or a list of task ids (text or integers); "
+     "{'a': 1} is not one"),
+    ("judge", ["ids=[[a]]"], "ids=[[a]]: must be a task id or a list of task ids (text or integers); [a] is not one"),
+    ("rollout", ["tasks.ids=5"], "rollout/demo/tasks.json: requested id(s) not in the file: 5"),
+    ("rollout", ["call_timeout=[1]"], "call_timeout=[1]: wrong type for call_timeout: Value '[1]' of type 'list' "
+     "could not be converted to Float"),
+    ("judge", ["data.references={a:1}"], "data.references={a:1}: wrong type for data.references: Cannot merge "
+     "DictConfig with ListConfig"),  # once "m3bench-judge has no setting data.references (closest: data.references)"
+    ("score", ["reports=91"], "reports=91: reports is a flag: true or false"),
+    ("rollout", ["-m", "prepare=true,no"], "prepare=true,no: prepare is a flag: true or false"),
+]
+BASE = {"score": ["demo.n_tasks=3", "demo.dir={tmp}/demo", "output_dir={tmp}/out", "index_dir=null"],
+        "calibrate": ["pairs={tmp}/pairs.json", "output_dir={tmp}/out"],
+        "rollout": ["model=scripted", "tasks=demo", "results_dir={tmp}/results"],
+        "judge": ["model=m", "judges=scripted", "data=rollout_demo", "results_dir={tmp}/results"]}
+
+
+@pytest.mark.parametrize(("app", "typed", "line"), TYPED, ids=lambda v: str(v))
+def test_a_typed_value_no_run_can_use_is_one_line_before_any_work(tmp_path: Path, app: str, typed: list[str],
+                                                                  line: str) -> None:
+    """Devices that exist, output folders that can be made, task ids, flags, each typed value: checked with the
+    settings, before any work; nothing is left where the run would have written."""
+    (tmp_path / "a_file").write_text("")
+    given = [a.split("=")[0] for a in typed]
+    args = [a.replace("{tmp}", str(tmp_path)) for a in BASE[app] if a.split("=")[0] not in given
+            and not (a.startswith("output_dir") and "hydra.run.dir" in given)]
+    proc = call_app(app, *(a.replace("{tmp}", str(tmp_path)) for a in typed), *args, cwd=tmp_path)
+    assert (proc.returncode, "Traceback" in proc.stderr, len(proc.stderr.splitlines())) == (2, False, 1), proc.stderr
+    expected = f"error: {line.replace('{tmp}', str(tmp_path))}"
+    assert proc.stderr.startswith(expected) if line.endswith("(") else \
+        proc.stderr.rstrip("\n").endswith(expected.removeprefix("error: ")), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_a_cuda_device_is_one_torch_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine with one CUDA device (as torch sees it) and on one with none."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert [device_problem(d) for d in ("auto", "cpu", "cuda", "cuda:0")] == [None] * 4
+    assert device_problem("cuda:1") == "torch sees 1 CUDA device here: cuda:0"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert device_problem("cuda:2") == "torch sees 2 CUDA devices here: cuda:0 to cuda:1"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"^device=cuda: torch sees no CUDA device here \(device=cpu, or auto, runs "
+                                         r"on the CPU\)$"):
+        resolve_device("cuda")
+    with pytest.raises(ConfigError, match="^device=cuda:0: torch sees no CUDA device here"):
+        check_ranges("calibrate", compose("calibrate", ["device=cuda:0"]))

@@ -30,12 +30,12 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override
+from hydra.core.override_parser.types import Override, Transformer
 from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import ValidationError
+from omegaconf.errors import ConfigTypeError, ValidationError
 
 from engine.apps.compose import CONF_ROOT, compose, config_groups
 from engine.apps.interrupt import interrupted
@@ -47,7 +47,7 @@ from engine.apps.overrides import (
     sweep_jobs,
     unparsable,
 )
-from engine.apps.schemas import RANGES, check_ranges
+from engine.apps.schemas import CHECKS, FLAGS, RANGES, check_ranges, folder_problem
 from engine.contract import ConfigError
 
 # A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
@@ -103,10 +103,12 @@ class RunFolder(Callback):
     check: Callable[[DictConfig, Path], None] | None = None  # the app's check of an existing run folder
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Called before Hydra creates the run folder (or writes into it): an existing folder the app
-        refuses (`check`, raising a ValueError such as ConfigError, or an OSError) ends the run with one
-        line and status 2 before Hydra writes `.hydra/` and the log into it."""
+        """Called before Hydra creates the run folder (or writes into it): a folder that cannot be made
+        (engine.apps.schemas.folder_problem), or an existing folder the app refuses (`check`, raising a
+        ValueError such as ConfigError, or an OSError), ends the run with one line and status 2 before
+        Hydra writes `.hydra/` and the log into it."""
         folder = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
+        _check_folder("hydra.run.dir", folder)
         if RunFolder.check is not None and folder.is_dir():
             try:
                 RunFolder.check(config, folder)
@@ -119,6 +121,18 @@ class RunFolder(Callback):
                 break
             outermost = path
         RunFolder.created = outermost
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Called before Hydra creates the multirun's folder: one that cannot be made ends it as above."""
+        _check_folder("hydra.sweep.dir", Path(str(OmegaConf.select(config, "hydra.sweep.dir"))).absolute())
+
+
+def _check_folder(key: str, folder: Path) -> None:
+    """End the process with one line and status 2 when the run folder of `key` cannot be made."""
+    problem = folder_problem(folder)
+    if problem is not None:
+        print(f"error: {key}={folder}: {problem}", file=sys.stderr)
+        sys.exit(2)
 
 
 def remove_failed_run_folder(cfg: DictConfig) -> None:
@@ -283,6 +297,7 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
             raise _refused(app, exc, settings, group_lines, open_keys, groups) from None
         except HydraException:
             return list(argv)  # Hydra says why
+        _check_flags(app, settings)
         for o in settings:
             if not (o.is_add() or o.is_force_add()):
                 continue
@@ -299,12 +314,26 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
     return list(argv)
 
 
+def _check_flags(app: str, settings: Sequence[Override]) -> None:
+    """A flag (engine.apps.schemas.FLAGS) given something other than true or false (each value of a sweep) is
+    a CommandLineError: OmegaConf would take 91 or `n` for one."""
+    for o in settings:
+        if o.key_or_group not in FLAGS[app] or o.is_delete() or (o.is_sweep_override() and not o.is_discrete_sweep()):
+            continue
+        values = list(o.sweep_iterator(Transformer.identity)) if o.is_discrete_sweep() else [o.value()]
+        wrong = [v for v in values if not isinstance(v, bool) and not (isinstance(v, str) and "${" in v)]
+        if wrong:
+            raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a flag: true or false")
+
+
 def _check_ranges(app: str, cfg: DictConfig, lines: Sequence[str], settings: Sequence[Override]) -> None:
-    """A bounded setting outside its range (check_ranges) is a CommandLineError: in the config of the
-    command line's `lines` (a sweep's first value), then with each further value of a swept bounded setting."""
+    """A bounded setting outside its range, or a checked one its check refuses (check_ranges), is a
+    CommandLineError: in the config of the command line's `lines` (a sweep's first value), then with each
+    further value of a swept bounded or checked setting."""
     jobs = [cfg]
     for o in settings:
-        values = override_values(o) if o.is_sweep_override() and o.key_or_group in RANGES[app] else None
+        checked = o.key_or_group in RANGES[app] or o.key_or_group in CHECKS[app]
+        values = override_values(o) if o.is_sweep_override() and checked else None
         at = lines.index(f"{o.get_key_element()}={values[0]}") if values else -1
         for value in (values or [])[1:]:
             job = [*lines[:at], f"{o.get_key_element()}={value}", *lines[at + 1:]]
@@ -362,7 +391,7 @@ def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Overr
     if not given:
         return CommandLineError(f"m3bench-{app}: {text.splitlines()[0]}")
     o = given[0]
-    if isinstance(cause, ValidationError):
+    if isinstance(cause, (ValidationError, ConfigTypeError)):  # a value of another type; a mapping for a list
         reason = str(cause).splitlines()[0]
         return CommandLineError(f"{o.input_line}: wrong type for {cause.full_key or o.key_or_group}: {reason}")
     if "An item is already at" in text:

@@ -7,6 +7,7 @@ command line (argparse) rather than a Hydra app.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def run(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the run index of RUN_DIR (its index.json: "
                         "every score run with its settings and Average Score) and exit")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
         if args.list:
             entries = read_index(args.run_dir)

@@ -4,15 +4,20 @@ lacks (`key=value`) and a value of the wrong type (`concurrency=many`). A node w
 in their keys (the rollout's model and exposure, the judge's judges and evaluators, the score app's stats)
 is typed as an open mapping; the app kit checks the new keys (`+key=value`) Hydra lets in anywhere.
 
-A bounded setting declares its range once, on its field (`bounded`, a Range); `check_ranges` checks a
-composed config against them, and the app kit calls it before any work (a setting inside an open mapping
-is checked where it is read)."""
+A bounded setting declares its range once, on its field (`bounded`, a Range), and a setting whose values
+a type cannot say declares its Check the same way (`checked`: a device this machine has, an output folder
+that can be made, task ids); `check_ranges` checks a composed config against both, and the app kit calls it
+before any work (a setting inside an open mapping is checked where it is read)."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -20,6 +25,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from engine.contract import ConfigError
+from kernels.device import device_problem
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,8 @@ SIZE = Range(low=0)
 """A size or a seed: an integer >= 0."""
 THRESHOLD = Range(low=-1, high=1, integer=False)
 """A similarity threshold: a number in [-1, 1] (cosine similarities)."""
+SECONDS = Range(low=0, integer=False)
+"""A time limit in seconds: a number >= 0."""
 
 RANGE = "range"
 """The metadata key of a bounded field's Range."""
@@ -67,6 +75,79 @@ def bounded(default: Any, allowed: Range) -> Any:
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata={RANGE: allowed})
     return field(default=default, metadata={RANGE: allowed})
+
+
+CHECK = "check"
+"""The metadata key of a checked field's Check."""
+
+
+class Check:
+    """What a setting's values must be beyond their type and range."""
+
+    def problem(self, value: Any) -> str | None:
+        """Why value is refused, in a few words after `key=value: ` (None: it is admitted)."""
+        raise NotImplementedError
+
+
+class Device(Check):
+    """A torch device this machine has: auto, cpu, cuda or cuda:N (kernels.device.device_problem)."""
+
+    def problem(self, value: Any) -> str | None:
+        """kernels.device's reason (torch is loaded only for a CUDA device's name)."""
+        return device_problem(str(value))
+
+
+class Folder(Check):
+    """An output folder: one there that this user may write into, or one that can be made (folder_problem)."""
+
+    def problem(self, value: Any) -> str | None:
+        """folder_problem of the path (None for null)."""
+        return None if value is None else folder_problem(Path(str(value)))
+
+
+class TaskIds(Check):
+    """Task ids: null, one id (text or an integer) or a list of them."""
+
+    def problem(self, value: Any) -> str | None:
+        """Why value holds something other than ids."""
+        ids = value if isinstance(value, list) else [] if value is None else [value]
+        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, (str, int)) or i == ""]
+        if wrong:
+            shown = _shown(wrong[0]) or "''"
+            return f"must be a task id or a list of task ids (text or integers); {shown} is not one"
+        return None
+
+
+DEVICE, FOLDER, TASK_IDS = Device(), Folder(), TaskIds()
+
+
+def checked(default: Any, check: Check) -> Any:
+    """A dataclass field of this default whose values `check` admits."""
+    return field(default=default, metadata={CHECK: check})
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why a run could not make `folder` (relative: to the working directory) its output folder, None when
+    it can: an existing entry that is not a folder, a folder this user may not write into, or one that
+    cannot be made in the nearest folder above it that exists (tried with a folder of another name, which
+    is removed)."""
+    folder = Path(folder).absolute()
+    above = next(p for p in (folder, *folder.parents) if os.path.lexists(p))
+    try:
+        is_folder = above.is_dir()
+    except OSError as exc:
+        return f"cannot be looked at: {above} ({exc.strerror or exc})"
+    if above == folder:
+        if not is_folder:
+            return "exists and is not a folder"
+        return None if os.access(folder, os.W_OK | os.X_OK) else "is a folder this user may not write into"
+    if not is_folder:
+        return f"cannot be made: {above} is not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=above, prefix=".m3bench-check-"))
+    except OSError as exc:
+        return f"cannot be made in {above} ({exc.strerror or exc})"
+    return None
 
 # OmegaConf reads these annotations at run time, in typing's spelling (Optional, List, Dict).
 
@@ -177,10 +258,10 @@ class ScoreConfig:
     metrics: Metrics = field(default_factory=Metrics)
     sweep: Sweep = field(default_factory=Sweep)
     stats: dict[str, Any] = field(default_factory=dict)
-    device: str = "auto"
+    device: str = checked("auto", DEVICE)
     home: str = MISSING
     results_dir: str = MISSING
-    output_dir: str = MISSING
+    output_dir: str = checked(MISSING, FOLDER)
     index_dir: str | None = None
     reports: bool = True
     progress: bool = True
@@ -205,9 +286,9 @@ class CalibrateConfig:
 
     pairs: str = MISSING
     profile: str = "reference"
-    device: str = "auto"
+    device: str = checked("auto", DEVICE)
     home: str = MISSING
-    output_dir: str = MISSING
+    output_dir: str = checked(MISSING, FOLDER)
     encoder: CalibrateEncoder = field(default_factory=CalibrateEncoder)
     tau_weak_grid: list[float] = bounded([], THRESHOLD)
     tau_strong_grid: list[float] = bounded([], THRESHOLD)
@@ -222,7 +303,7 @@ class RolloutTasks:
     images_dir: str | None = None
     reference: str | None = None
     question_field: str = "question"
-    ids: Any = None
+    ids: Any = checked(None, TASK_IDS)
 
 
 @dataclass
@@ -234,9 +315,9 @@ class RolloutConfig:
     data: DataSet = field(default_factory=DataSet)
     stage: str = "rollout"
     mode: str = "live"
-    results_dir: str = MISSING
+    results_dir: str = checked(MISSING, FOLDER)
     predictions: str = MISSING
-    run_dir: str = MISSING
+    run_dir: str = checked(MISSING, FOLDER)
     workspace: str = MISSING
     tool_logs: str = MISSING
     cache_dir: str = MISSING
@@ -253,9 +334,9 @@ class RolloutConfig:
     max_concurrent: int = bounded(10, COUNT)
     prepare: bool = True
     max_result_chars: int = bounded(4000, SIZE)
-    call_timeout: Any = 60
-    start_timeout: Any = 30
-    ping_timeout: Any = 5
+    call_timeout: float = bounded(60.0, SECONDS)
+    start_timeout: float = bounded(30.0, SECONDS)
+    ping_timeout: float = bounded(5.0, SECONDS)
     max_restarts: int = bounded(2, SIZE)
     tasks: RolloutTasks = field(default_factory=RolloutTasks)
     curate: dict[str, Any] = field(default_factory=dict)
@@ -271,14 +352,14 @@ class JudgeConfig:
     model: str | None = None
     stage: str = "both"
     home: str = MISSING
-    results_dir: str = MISSING
+    results_dir: str = checked(MISSING, FOLDER)
     predictions: str | None = None
-    run_dir: str = MISSING
+    run_dir: str = checked(MISSING, FOLDER)
     cache_dir: str | None = None
     concurrency: int = bounded(8, COUNT)
     attempts: int = bounded(5, COUNT)
     max_result_chars: int = bounded(0, SIZE)
-    ids: Any = None
+    ids: Any = checked(None, TASK_IDS)
     workspace_dir: str | None = None
     tool_log_dir: str | None = None
     shard: Any = None
@@ -294,33 +375,55 @@ for _app, _schema in SCHEMAS.items():
     ConfigStore.instance().store(name=f"{_app}_schema", node=_schema)
 
 
-def _ranges(schema: type, prefix: str = "") -> Iterator[tuple[str, Range]]:
-    """(dotted key, Range) of every bounded setting of a schema, nested schemas included."""
+def _declared(schema: type, what: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, metadata[what]) of every field of a schema declaring `what`, nested schemas included."""
     for f in dataclasses.fields(schema):
-        if RANGE in f.metadata:
-            yield f"{prefix}{f.name}", f.metadata[RANGE]
+        if what in f.metadata:
+            yield f"{prefix}{f.name}", f.metadata[what]
         elif isinstance(f.default_factory, type) and dataclasses.is_dataclass(f.default_factory):
-            yield from _ranges(f.default_factory, f"{prefix}{f.name}.")
+            yield from _declared(f.default_factory, what, f"{prefix}{f.name}.")
 
 
-RANGES: dict[str, dict[str, Range]] = {app: dict(_ranges(schema)) for app, schema in SCHEMAS.items()}
+def _flags(schema: type, prefix: str = "") -> Iterator[str]:
+    """The dotted key of every setting of a schema typed as a flag (bool), nested schemas included."""
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        if hints[f.name] is bool:
+            yield f"{prefix}{f.name}"
+        elif isinstance(f.default_factory, type) and dataclasses.is_dataclass(f.default_factory):
+            yield from _flags(f.default_factory, f"{prefix}{f.name}.")
+
+
+FLAGS: dict[str, set[str]] = {app: set(_flags(schema)) for app, schema in SCHEMAS.items()}
+"""Each app's flags (dotted keys): a command line gives them true or false, never what OmegaConf would take for
+one (91, yes, n)."""
+RANGES: dict[str, dict[str, Range]] = {app: dict(_declared(schema, RANGE)) for app, schema in SCHEMAS.items()}
 """Each app's bounded settings (dotted keys) and their ranges, read from the schemas' fields."""
+CHECKS: dict[str, dict[str, Check]] = {app: dict(_declared(schema, CHECK)) for app, schema in SCHEMAS.items()}
+"""Each app's checked settings (dotted keys) and their checks, read from the schemas' fields."""
 
 
 _ABSENT = object()
 
 
+def _value(cfg: DictConfig, key: str) -> Any:
+    """A setting's value, resolved; _ABSENT when the config lacks it (a config of another root: --config-dir,
+    --config-name) or it cannot be resolved here (the app says why when it reads it)."""
+    try:
+        value = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=False)
+        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    except OmegaConfBaseException:
+        return _ABSENT
+
+
 def check_ranges(app: str, cfg: DictConfig) -> None:
-    """A composed config of app whose bounded setting lies outside its range (RANGES) is a ConfigError
-    naming it, e.g. `concurrency=0: must be an integer >= 1`. A value that cannot be resolved here is left
+    """A composed config of app whose bounded setting lies outside its range (RANGES), or whose checked
+    setting its Check refuses (CHECKS), is a ConfigError naming it, e.g. `concurrency=0: must be an integer
+    >= 1`, `device=gpu9: must be auto, cpu, cuda or cuda:N ...`. A value that cannot be resolved here is left
     to the app, which says why when it reads it."""
     for key, allowed in RANGES[app].items():
-        try:
-            value = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=False)
-            if value is _ABSENT:  # a config of another root (--config-dir, --config-name) may lack it
-                continue
-            given = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
-        except OmegaConfBaseException:
+        given = _value(cfg, key)
+        if given is _ABSENT:
             continue
         if isinstance(given, list):
             wrong = [v for v in given if not allowed.admits(v)]
@@ -328,6 +431,10 @@ def check_ranges(app: str, cfg: DictConfig) -> None:
                 raise ConfigError(f"{key}={_shown(given)}: each value must be {allowed}, got {wrong[0]!r}")
         elif not allowed.admits(given):
             raise ConfigError(f"{key}={_shown(given)}: must be {allowed}")
+    for key, check in CHECKS[app].items():
+        given = _value(cfg, key)
+        if given is not _ABSENT and given != MISSING and (problem := check.problem(given)) is not None:
+            raise ConfigError(f"{key}={_shown(given)}: {problem}")
 
 
 def _shown(value: Any) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.contract.errors import WriteFailed
 from engine.contract.jsonio import dumps_json
 
 
@@ -25,13 +26,17 @@ def default_file_mode() -> int:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write bytes to path through a temporary file in the same folder and a rename.
+    """Write bytes to path through a temporary file in the same folder and a rename; WriteFailed naming
+    path when the system refuses (nothing is left of the temporary file then).
 
     The file gets the usual permissions (not the owner-only mode of temporary files).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise WriteFailed(exc.errno, exc.strerror or str(exc), str(path)) from None
     try:
         os.fchmod(fd, default_file_mode())
         with os.fdopen(fd, "wb") as fh:
@@ -39,8 +44,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            raise WriteFailed(exc.errno, exc.strerror or str(exc), str(path)) from None
         raise
 
 

@@ -72,6 +72,14 @@ def check_name(value: Any, field: str) -> str:
     return value
 
 
+class WriteFailed(OSError):
+    """An output file that could not be written (a full disk, a folder one may not write to): one line
+    naming the file and why, e.g. `out/r.json: cannot write it (No space left on device)`."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: cannot write it ({self.strerror})"
+
+
 class ConfigError(ValueError):
     """A configuration value that cannot be used."""
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.contract.errors import InputError
+from engine.contract.errors import InputError, WriteFailed
 
 MAX_DEPTH = 100
 """Deepest nesting of containers allowed in a checked value (real call arguments use a handful)."""
@@ -228,12 +228,15 @@ def read_keyed_lines(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def append_line(path: str | Path, entry: Any) -> None:
     """Append one compact JSON line with one write of an O_APPEND descriptor, so concurrent
-    writers never interleave inside a line."""
+    writers never interleave inside a line; WriteFailed naming the file when the system refuses."""
     data = memoryview((json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
                        + "\n").encode("utf-8"))
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
-        while data:
-            data = data[os.write(fd, data):]
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise WriteFailed(exc.errno, exc.strerror or str(exc), str(path)) from None

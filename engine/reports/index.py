@@ -2,16 +2,21 @@
 
 Each score run appends its entry (run folder, time, models, compared settings, Average Score per
 model); the report app prints it (`report.py --list`) and the viewer lists it. Appends from concurrent
-runs are serialised by a lock file beside the index, and the index is replaced atomically.
+runs are serialised by a lock file beside the index (waited on for at most `LOCK_WAIT_S`), and the
+index is replaced atomically. An entry that is not one the index writes (a hand edit) is skipped with
+a warning naming it, and kept in the file as it is.
 """
 
 from __future__ import annotations
 
-import fcntl
 import html
+import logging
+import numbers
 import time
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from engine.contract import InputError, atomic_write_json, atomic_write_text, read_json
 from engine.metricspec import AVERAGE
@@ -23,6 +28,14 @@ INDEX_FILE = "index.json"
 LOCK_FILE = ".index.lock"
 SITE = "viewer/index.html"
 PAGE = "runs.html"
+LOCK_WAIT_S = 60.0
+"""How long a run waits for the index's lock (another run adding itself takes milliseconds)."""
+
+log = logging.getLogger(__name__)
+
+
+class IndexBusy(InputError):
+    """The index's lock stayed held for LOCK_WAIT_S: the run is not added."""
 
 
 def run_entry(run_dir: Path) -> dict[str, Any]:
@@ -38,28 +51,69 @@ def run_entry(run_dir: Path) -> dict[str, Any]:
             "average_score": {r.name: scores.get(r.name) for r in results}}
 
 
-def read_index(index_dir: Path) -> list[dict[str, Any]]:
-    """The entries of index_dir/index.json (none when there is no index), checked to be a list of objects."""
-    path = Path(index_dir) / INDEX_FILE
+def entry_problem(entry: Any) -> str | None:
+    """Why an index entry is not one `run_entry` writes (None when it is): an object with a 'run' folder,
+    'models' a list of names, 'time' text, 'settings' an object, 'average_score' an object of numbers."""
+    if not isinstance(entry, dict):
+        return f"not an object ({type(entry).__name__})"
+    if not isinstance(entry.get("run"), str) or not entry["run"]:
+        return "no 'run' folder"
+    models = entry.get("models")
+    if models is not None and (not isinstance(models, list) or not all(isinstance(m, str) for m in models)):
+        return f"'models' must be a list of model names, got {str(models)[:60]}"
+    if entry.get("time") is not None and not isinstance(entry["time"], str):
+        return "'time' must be text"
+    for key in ("settings", "average_score"):
+        if entry.get(key) is not None and not isinstance(entry[key], dict):
+            return f"'{key}' must be an object"
+    scores = entry.get("average_score") or {}
+    if not all(v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool)) for v in scores.values()):
+        return "'average_score' must map each model to a number or null"
+    return None
+
+
+def _entries(path: Path) -> list[Any]:
+    """The list index.json holds (none when there is no index), its entries as they are."""
     if not path.is_file():
         return []
     entries = read_json(path, "run index")
     if not isinstance(entries, list):
         raise InputError(path, "expected a list of run entries")
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not isinstance(entry.get("run"), str):
-            raise InputError(path, "expected an object with a 'run' folder", field=f"[{i}]")
     return entries
 
 
+def read_index(index_dir: Path) -> list[dict[str, Any]]:
+    """The entries of index_dir/index.json (none when there is no index; InputError when it is not a list);
+    an entry that is not one the index writes (entry_problem) is skipped with a warning naming it."""
+    path = Path(index_dir) / INDEX_FILE
+    good = []
+    for i, entry in enumerate(_entries(path)):
+        problem = entry_problem(entry)
+        if problem is None:
+            good.append(entry)
+        else:
+            log.warning("%s: entry [%d] skipped: %s", path, i, problem)
+    return good
+
+
 def append_run(index_dir: Path, entry: dict[str, Any]) -> Path:
-    """Add (or replace, for the same run folder) one entry of index_dir/index.json; returns its path."""
+    """Add (or replace, for the same run folder) one entry of index_dir/index.json, keeping the others as
+    they are (those it cannot read too); returns its path. IndexBusy when the index's lock stays held for
+    LOCK_WAIT_S."""
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
-    with open(index_dir / LOCK_FILE, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        entries = [e for e in read_index(index_dir) if e["run"] != entry["run"]]
-        atomic_write_json(index_dir / INDEX_FILE, [*entries, entry])
+    lock = FileLock(str(index_dir / LOCK_FILE))
+    try:
+        lock.acquire(timeout=LOCK_WAIT_S)
+    except Timeout:
+        raise IndexBusy(index_dir / LOCK_FILE, f"held by another process for {LOCK_WAIT_S:g} s (a run stuck "
+                        f"while adding itself?): this run is not in {index_dir / INDEX_FILE}") from None
+    try:
+        path = index_dir / INDEX_FILE
+        entries = [e for e in _entries(path) if not (isinstance(e, dict) and e.get("run") == entry["run"])]
+        atomic_write_json(path, [*entries, entry])
+    finally:
+        lock.release()
     return index_dir / INDEX_FILE
 
 

@@ -39,6 +39,29 @@ def part_document(document: dict[str, Any], inputs: Mapping[str, Any], meta: Map
     return {**document, "part": {**inputs, "meta": dict(meta), "extra": dict(extra), "entries": dict(entries)}}
 
 
+class _Object(dict):
+    """A JSON object as read, with the first key it repeats (JSON keeps the last value of a repeated key)."""
+
+    repeated: str | None = None
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    seen: set[str] = set()
+    for key, _ in pairs if len(obj) < len(pairs) else ():
+        if key in seen:
+            obj.repeated = key
+            break
+        seen.add(key)
+    return obj
+
+
+def repeated_entry(path: Path) -> str | None:
+    """The first task id a judge part file's ``part.entries`` holds twice (a valid part file read whole)."""
+    root = json.loads(path.read_text(encoding="utf-8-sig"), object_pairs_hook=_object)
+    return root["part"]["entries"].repeated
+
+
 def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int, order: Sequence[str],
                    meta: Mapping[str, Any], inputs: Callable[[Shard], dict[str, Any]], specs: Sequence[JudgeSpec],
                    names: Sequence[str]) -> Path:
@@ -67,6 +90,11 @@ def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int,
                    shard)
         wanted = [i for i in order if shard.owns(i)]
         got = part["entries"]
+        twice = repeated_entry(path)
+        if twice is not None:
+            raise InputError(path, f"part {shard} holds this task twice (its entries repeat the id): a part holds "
+                             f"each of its tasks once; remove one, or run shard={shard} again into a fresh part",
+                             task_id=twice, field="part.entries")
         missing_ids(path, shard, [i for i in wanted if i in got and judge_of(judged).complete(got[i], names)], wanted)
         entries.update((i, got[i]) for i in wanted)
         stored = part["extra"].get(INPUT_KEYS)

@@ -4,8 +4,8 @@ Python requirements go into a virtualenv made with uv when it is found (on PATH,
 interpreter, or as the ``uv`` package), else with ``venv`` and pip; npm packages are installed under
 the environment folder; a Node build runs its commands in its source folder. A finished environment
 gets a stamp, so installing again is quick; one without a stamp (an interrupted build) is built anew.
-Concurrent installs of one environment wait for each other (a file lock). Every command of a build
-and its whole output can go to a log file of the server's own.
+Concurrent installs of one environment wait for each other (a file lock, for at most `LOCK_WAIT_S`).
+Every command of a build and its whole output can go to a log file of the server's own.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.environments import (
@@ -37,6 +37,8 @@ from rollout.mcp.requirements import node_headers_prefix
 
 INSTALLERS = ("auto", "uv", "pip")
 STEP_TIMEOUT = 1800.0
+LOCK_WAIT_S = 2 * STEP_TIMEOUT
+"""How long an install waits for another install of the same environment (a build of a few steps) to end."""
 
 
 class InstallFailed(RuntimeError):
@@ -254,7 +256,14 @@ def install_server(spec: ServerSpec, installer: str = "auto", force: bool = Fals
     folder = Path(spec.env_folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with FileLock(str(folder.with_name(f".{folder.name}.lock"))):
+    lock = FileLock(str(folder.with_name(f".{folder.name}.lock")))
+    try:
+        held = lock.acquire(timeout=LOCK_WAIT_S)  # released when the block below ends
+    except Timeout:
+        return InstallOutcome(spec.name, "failed", time.monotonic() - start,
+                              f"{lock.lock_file} held by another install for {LOCK_WAIT_S:g} s: install again once it "
+                              "has ended")
+    with held:
         if (folder / STAMP).is_file() and not force:
             return InstallOutcome(spec.name, "up to date", time.monotonic() - start, str(folder))
         known = read_failure(folder)

@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 from preloaded import run_python
+from script_runs import call_app
 
-from engine.contract import InputError
+from engine.apps.shorthands import resolved_config
+from engine.contract import InputError, shown
 from rollout.models.loopback import ScriptedChatServer
+from rollout.output import ResultFile
+from rollout.runner import _run_tasks, merge_parts, part_settings
 from rollout.scripted import PlanPolicy
-from rollout.shards import Shard, parse_shard, shard_of
+from rollout.shards import Shard, parse_shard, part_path, shard_of
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "rollout" / "demo"
@@ -157,3 +161,79 @@ def test_killed_shard_rerun_redoes_only_its_missing_tasks(tmp_path: Path) -> Non
     assert set(asked) == set(mine) - set(done), "the rerun asked the model about exactly the missing tasks"
     assert sorted(r["id"] for r in json.loads(part.read_text())["records"]) == mine
     assert not (results / PREDICTIONS).exists(), "shard 1/2 has not run: nothing is merged"
+
+
+def two_parts(tmp_path: Path) -> tuple[dict, list, list[Path]]:
+    """The demo's config, its tasks and the two part files of shard=i/2, each holding its own tasks (as a run of
+    every task writes them, which merge to the file of all)."""
+    cfg = resolved_config("rollout", [*ROLLOUT, f"results_dir={tmp_path}"])
+    tasks, _ = _run_tasks(cfg)
+    paths = []
+    for shard in Shard(0, 2).siblings():
+        path = part_path(Path(cfg["parts_dir"]), Path(cfg["predictions"]), shard)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"part": part_settings(cfg, shard, None),
+                                    "records": [{"id": t.id, "steps": []} for t in tasks if shard.owns(t.id)]}))
+        paths.append(path)
+    assert len({shard_of(t.id, 2) for t in tasks}) == 2
+    merge_parts(cfg, 2, tasks, None)
+    return cfg, tasks, paths
+
+
+def edit_part(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    data["records"] = change(data["records"])
+    path.write_text(json.dumps(data))
+
+
+def test_a_part_holding_one_id_twice_is_refused_naming_part_and_id(tmp_path: Path) -> None:
+    """Once merged silently, the last record kept (merge=2)."""
+    cfg, tasks, paths = two_parts(tmp_path)
+    first = json.loads(paths[1].read_text())["records"][0]["id"]
+    edit_part(paths[1], lambda records: [*records, {**records[0], "steps": [{"step": 1, "calls": []}]}])
+    with pytest.raises(InputError) as caught:
+        merge_parts(cfg, 2, tasks, None)
+    n = len(json.loads(paths[1].read_text())["records"]) - 1
+    assert str(caught.value) == (f"{shown(str(paths[1]))}: id {first}: field 'id': part 1/2 holds this task twice "
+                                 f"(records 0 and {n}): a part holds each of its tasks once; remove one, or run "
+                                 "shard=1/2 again into a fresh part")
+    with pytest.raises(InputError, match=f"part 1/2 holds this task twice \\(records 0 and {n}\\)"):
+        ResultFile(paths[1], {}, part_settings(cfg, Shard(1, 2), None), Shard(1, 2)).__enter__()  # nor resumed
+
+
+def test_a_part_holding_the_other_parts_task_names_that_part(tmp_path: Path) -> None:
+    """Once "a task of no part of this split", which it is not."""
+    cfg, tasks, paths = two_parts(tmp_path)
+    theirs = json.loads(paths[1].read_text())["records"][0]
+    edit_part(paths[0], lambda records: [*records, theirs])
+    with pytest.raises(InputError) as caught:
+        merge_parts(cfg, 2, tasks, None)
+    assert str(caught.value) == (f"{shown(str(paths[0]))}: id {theirs['id']}: field 'id': part 0/2 holds a task of "
+                                 "part 1/2, not its own (each part holds only the tasks of its shard)")
+    edit_part(paths[0], lambda records: [*records[:-1], {"id": "elsewhere", "steps": []}])
+    with pytest.raises(InputError, match="id elsewhere: field 'id': part 0/2 holds a task the run's tasks do not have"):
+        merge_parts(cfg, 2, tasks, None)
+
+
+def test_a_judge_part_repeating_an_id_is_refused_naming_part_and_id(tmp_path: Path) -> None:
+    """A judge part's entries are an object by id: a repeated id there kept its last entry (JSON's rule)."""
+    predictions = tmp_path / "x_test_mcp_fuzzy.json"
+    predictions.write_bytes((DEMO / "reference.json").read_bytes())
+    judge = [f"predictions={predictions}", "judges=scripted", "data=rollout_demo", f"results_dir={tmp_path}",
+             f"cache_dir={tmp_path / 'cache'}", "stage=judge"]
+    for shard in ("shard=0/2", "shard=1/2"):
+        proc = call_app("judge", *judge, shard, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    part = tmp_path / "judge" / "x_test_mcp_fuzzy" / "parts" / "x_test_mcp_fuzzy_taskcompletion.shard1of2.json"
+    data = json.loads(part.read_text())
+    entries = list(data["part"]["entries"].items())
+    first, entry = entries[0]
+    entries.append((first, {**entry, "final": 0.0}))
+    data["part"]["entries"] = "ENTRIES"
+    part.write_text(json.dumps(data).replace('"ENTRIES"', "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}"
+                                                                          for k, v in entries) + "}"))
+    proc = call_app("judge", *judge, "merge=2", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.endswith(f": id {first}: field 'part.entries': part 1/2 holds this task twice (its entries "
+                                "repeat the id): a part holds each of its tasks once; remove one, or run shard=1/2 "
+                                "again into a fresh part\n"), proc.stderr

@@ -5,6 +5,7 @@ its check module beside it, checked by the judge app's verifiers and broken down
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,20 @@ def test_input_files_are_data_and_a_broken_task_file_is_left_out_with_a_warning(
             path.write_text("{")
     with pytest.raises(InputError, match=r"no TOBench task file .*\(4 \*\.json not valid JSON, first: "):
         read_task_dir(root)
+
+
+def test_an_input_file_that_is_a_fifo_is_named_as_such(tmp_path: Path) -> None:
+    """A task's image among its input_files that is a FIFO: once "not found" (it is there); never opened to wait on."""
+    root = task_files(tmp_path / "tobench")
+    task = root / "Intelligent Creation" / "poster.json"
+    task.write_text(json.dumps({**json.loads(task.read_text()), "input_files": ["draft.png"]}))
+    image = root / "Intelligent Creation" / "draft.png"
+    os.mkfifo(image)
+    with pytest.raises(InputError) as caught:
+        task_dir_tasks(root, ["poster"])
+    assert str(caught.value).endswith(f": id poster: field 'input_files': input file {image}: not a regular file "
+                                      "(a FIFO)")
+    image.unlink()
+    with pytest.raises(InputError) as caught:
+        task_dir_tasks(root, ["poster"])
+    assert str(caught.value).endswith(f": id poster: field 'input_files': input file {image}: not found")
