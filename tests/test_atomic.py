@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from engine.contract import append_line, atomic_write_json, default_file_mode
+from engine.contract.staged import staged_folder
 from engine.embedding_cache import EmbeddingCache, text_keys
 
 
@@ -54,3 +55,16 @@ def test_a_full_disk_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(OSError, match=f"^{re.escape(str(tmp_path / 'file' / 'r.json'))}: cannot write it \\(File "
                        "exists\\)$"):
         atomic_write_json(tmp_path / "file" / "r.json", {})
+
+
+def test_a_full_disk_inside_a_staged_folder_names_the_output_not_its_staging_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "run"
+    with pytest.raises(OSError) as caught:
+        with staged_folder(target) as stage:
+            (stage / "m").mkdir()
+            monkeypatch.setattr(os, "fsync", no_space)
+            atomic_write_json(stage / "m" / "results_eval.json", {"a": 1})
+    named = target.resolve() / "m" / "results_eval.json"
+    assert str(caught.value) == f"{named}: cannot write it (No space left on device)"
+    assert not target.exists() and not (tmp_path / ".m3bench-staging").exists()

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from engine.contract.atomic import atomic_write_json
-from engine.contract.errors import ConfigError
+from engine.contract.errors import ConfigError, WriteFailed
 
 MANIFEST = ".m3bench-outputs.json"
 SITE_MARKER = ".m3bench-viewer.json"
@@ -214,6 +214,11 @@ def staging(target: Path) -> Iterator[Path]:
     stage.mkdir(parents=True)
     try:
         yield stage
+    except WriteFailed as exc:  # named as the output it was to become, not its staging copy
+        written = Path(exc.filename) if isinstance(exc.filename, str) else None
+        if written is None or not written.is_relative_to(stage):
+            raise
+        raise WriteFailed(exc.errno, exc.strerror, str(target / written.relative_to(stage))) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         remove_if_empty(container)
