@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, contained_path, read_trajectories, task_records
+from engine.contract.beneath import file_kind
 from engine.contract.tasks import images_folder
 
 
@@ -75,8 +76,11 @@ def _turn(path: Path, base: Path, folder: str, task_id: str, k: int, turn: Any) 
     resolved = []
     for i, image in enumerate(images):
         full = contained_path(base, image, file=path, task=task_id, field=f"{where}.images[{i}]", folder=folder)
-        if not full.is_file():
+        if not full.exists():
             raise InputError(path, f"image file {full} not found (set tasks.images_dir)", task_id=task_id,
+                             field=f"{where}.images[{i}]")
+        if not full.is_file():
+            raise InputError(path, f"image file {full}: not a regular file ({file_kind(full)})", task_id=task_id,
                              field=f"{where}.images[{i}]")
         resolved.append(full)
     return Turn(prompt, tuple(resolved))

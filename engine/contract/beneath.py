@@ -128,6 +128,12 @@ def _reason(exc: OSError, what: str, link: bool) -> str:
     return exc.strerror or exc.__class__.__name__
 
 
+def file_kind(path: str | Path) -> str:
+    """What kind of file `path` is, in a few words (``a FIFO``, ``a folder``, ...), its link not followed."""
+    mode = os.lstat(path).st_mode
+    return "a regular file" if stat.S_ISREG(mode) else _kind(mode)
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),

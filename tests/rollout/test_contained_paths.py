@@ -134,3 +134,19 @@ def test_a_reference_image_outside_the_images_folder_is_refused_by_the_m3_judges
         assert last.startswith(f"error: {ref}: id t1: field 'image': ") and "leaves the images folder" in last, last
         assert not (tmp_path / "m_test_mcp_fuzzy_taskcompletion.json").exists() or SECRET not in (
             tmp_path / "m_test_mcp_fuzzy_taskcompletion.json").read_bytes()
+
+
+def test_a_turn_image_that_is_a_fifo_says_so_without_waiting(tmp_path: Path) -> None:
+    """Once "not found" for a FIFO that is there: now what it is (it is never opened, so never waited on)."""
+    import os
+
+    make_image(tmp_path / "a.png")
+    os.mkfifo(tmp_path / "pipe.png")
+    tasks = write_json(tmp_path / "tasks.json", [{"id": "vtb-01", "question": "q?", "turns": [
+        {"prompt": "first", "images": ["a.png"]}, {"prompt": "then", "images": ["pipe.png"]}]}])
+    with pytest.raises(InputError, match=r"tasks.json: id vtb-01: field 'turns\[1\].images\[0\]': image file .*"
+                                         r"pipe.png: not a regular file \(a FIFO\)"):
+        read_turns(tasks)
+    with pytest.raises(InputError, match=r"field 'turns\[1\].images\[0\]': image file .*none.png not found"):
+        read_turns(write_json(tmp_path / "t2.json", [{"id": "vtb-01", "question": "q?", "turns": [
+            {"prompt": "first", "images": ["a.png"]}, {"prompt": "then", "images": ["none.png"]}]}]))
