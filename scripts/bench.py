@@ -48,7 +48,8 @@ import torch  # noqa: E402
 
 from engine.align import candidate_pairs, match  # noqa: E402
 from engine.contract import TrajectoryFile, parse_trajectories, read_trajectories  # noqa: E402
-from engine.encode import TextEncoder, embed_distinct  # noqa: E402
+from engine.encode import embed_distinct  # noqa: E402
+from engine.encoders import TextEncoder  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
@@ -73,7 +74,7 @@ texts = json.load(open(sys.argv[2]))
 model.encode(texts, batch_size=int(sys.argv[4]), convert_to_numpy=True)
 library = time.perf_counter()
 sys.path.insert(0, sys.argv[5])
-from engine.encode import TextEncoder
+from engine.encoders import TextEncoder
 engine = TextEncoder(sys.argv[1], device=sys.argv[3], batch_size=int(sys.argv[4]))
 engine.model  # loaded before the clock starts
 ours = time.perf_counter()
