@@ -471,7 +471,7 @@ def main() -> None:
         if device.startswith("cuda"):
             device = f"cuda {torch.cuda.get_device_name(0)}"
         inputs = {"gt": Path(args.gt).name if args.gt else None, "predictions": [Path(p).parent.name + "/" +
-                  Path(p).name for p in args.predictions], "rounds": args.rounds, "synthetic": args.synthetic,
+                  Path(p).name for p in args.predictions], "synthetic": args.synthetic,
                   "replicate": args.replicate, "trials": args.trials, "references": args.references}
         entry = bench_history.record(mode, figures, device=device, backend=args.backend, inputs=inputs,
                                      load_before=load_before, command=sys.argv[1:])
