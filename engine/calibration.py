@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from engine.contract import Call, InputError, parse_call, read_json
-from engine.encode import TextEncoder, embed_distinct
+from engine.encode import embed_distinct
+from engine.encoders import TextEncoder
 from engine.serialize import Profile, call_text
 from engine.thresholds import Thresholds
 from kernels.similarity import pair_similarity

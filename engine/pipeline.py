@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,8 @@ import torch
 
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.contract import TrajectoryFile, read_trajectories, scorable
-from engine.encode import SAVE_EVERY, EmbeddingStats, TextEncoder, embed_distinct
+from engine.encode import EmbeddingStats, embed_distinct
+from engine.encoders import SAVE_EVERY, TextEncoder
 from engine.judge_results import Joined, JoinedFiles, load_joined
 from engine.metrics import TaskScores, task_scores
 from engine.references import check_select, chosen_samples, read_references
@@ -34,7 +35,7 @@ class ScoreSettings:
     device: str = "auto"
     encoder_model: str | None = None
     encoder_batch_size: int = 128
-    encoder_backend: str = "torch"  # onnxruntime (engine.onnx_backend), or auto: onnxruntime on the CPU when installed
+    encoder_backend: str = "auto"  # torch, onnxruntime, openvino, or auto: the fastest here (engine.encoders.select)
     encoder_save_every: float = SAVE_EVERY  # seconds between two saves of encoded vectors into cache_dir
     progress: bool = False
     parse_string_arguments: bool = False  # predicted arguments given as a JSON string scored as their object
@@ -121,7 +122,8 @@ def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.dev
     """Embeddings of the sweep's distinct texts (cached on disk when a cache_dir is set)."""
     encoder = TextEncoder(settings.encoder_model, device=str(device), batch_size=settings.encoder_batch_size,
                           progress=settings.progress, backend=settings.encoder_backend, export_dir=settings.cache_dir)
-    return embed_distinct(tables.texts, encoder, settings.cache_dir, every=settings.encoder_save_every)
+    vectors, stats = embed_distinct(tables.texts, encoder, settings.cache_dir, every=settings.encoder_save_every)
+    return vectors, replace(stats, backend=encoder.description())
 
 
 def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: Sequence[str | Path], settings: ScoreSettings,
@@ -214,6 +216,8 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: Sequence[str | Non
                 "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
         if len(result.references) > 1:
             meta["references"] = [str(p) for p in result.references]
+        if result.embedding.backend is not None:  # how the vectors were computed, unless by torch as named
+            meta["encoder"] = result.embedding.backend
         files = judges[f]
         if files is not None:
             meta.update(files.meta())

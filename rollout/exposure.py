@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.contract import InputError, Task, check_choice, config_int
-from engine.encode import TextEncoder
+from engine.encoders import TextEncoder
 from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)

@@ -7,12 +7,16 @@
     python scripts/bench.py --trials 4 --models 14 --rounds 3  # 4 trials of 14 models against one trial each
     python scripts/bench.py --references 3 --models 14 --rounds 3  # 3 references per task against one
     python scripts/bench.py --gpu-report [--gt GT P1 P2 ...]  # on a CUDA machine: tests, parity, timings
+    python scripts/bench.py --gt GT P*.json --rounds 3 --record --compare  # into docs/bench_history.jsonl
 
 Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
 load, serialize, embed, align, metrics, write) and then a process that only imports the
 encoder, loads it and embeds the same distinct texts with sentence-transformers' `encode`, then
 with the engine's (token-budget batches), --rounds times alternating, and prints the
-ratios of the scoring process to each bare call. Warm mode fills a cache, then times whole
+ratios of the scoring process to each bare call. The scoring process runs with --backend (default
+auto, as the score app): auto's first use on a cache (its measurement and the model's export) is
+timed once, apart, and each round's fresh cache starts with that choice and export (its embeddings
+cold). Warm mode fills a cache, then times whole
 scoring processes that find every text in it: the sweep (reports=false) and a threshold grid
 with its reports and plots.
 
@@ -23,6 +27,10 @@ align and metrics stages timed under torch.cuda.synchronize with the synchroniza
 (torch's sync debug mode) and the shapes the device solver compiled. It writes gpu_report.json and
 gpu_report.md (a table) into --report-dir, with the tests' whole output in cuda_tests.log. Without --gt it
 uses the golden cases of ../shared.
+
+--record appends the run to the benchmark history (docs/bench_history.jsonl: date, commit, CPU model,
+cores, load average, versions, backend, device and every figure: scripts/bench_history.py); --compare
+prints the change of each figure from the last record of the same mode on the same CPU model and device.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,12 +52,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import bench_history  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from engine.align import candidate_pairs, match  # noqa: E402
 from engine.contract import TrajectoryFile, parse_trajectories, read_trajectories  # noqa: E402
-from engine.encode import TextEncoder, embed_distinct  # noqa: E402
+from engine.encode import embed_distinct  # noqa: E402
+from engine.encoders import TextEncoder  # noqa: E402
 from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
@@ -73,7 +84,7 @@ texts = json.load(open(sys.argv[2]))
 model.encode(texts, batch_size=int(sys.argv[4]), convert_to_numpy=True)
 library = time.perf_counter()
 sys.path.insert(0, sys.argv[5])
-from engine.encode import TextEncoder
+from engine.encoders import TextEncoder
 engine = TextEncoder(sys.argv[1], device=sys.argv[3], batch_size=int(sys.argv[4]))
 engine.model  # loaded before the clock starts
 ours = time.perf_counter()
@@ -90,7 +101,7 @@ def score_command(args: argparse.Namespace, settings: ScoreSettings, thresholds:
             f"sweep.predictions={preds}", f"output_dir={out}", f"encoder.cache_dir={settings.cache_dir}",
             f"device={settings.device}", f"align.tau_weak={thresholds.tau_weak}",
             f"align.tau_strong={thresholds.tau_strong}", f"metrics.profile={settings.profile}",
-            "reports=false", "progress=false", *overrides]
+            f"encoder.backend={settings.encoder_backend}", "reports=false", "progress=false", *overrides]
 
 
 def timed(command: list[str]) -> tuple[float, str]:
@@ -108,51 +119,93 @@ def spread(values: list[float]) -> str:
     return f"min {min(values):.3f} s, median {statistics.median(values):.3f} s, max {max(values):.3f} s"
 
 
-def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
-    """Whole cold scoring processes (a fresh cache each) against processes that only run the encoder.
+def chosen_backend(out: Path) -> str:
+    """The backend a finished scoring process encoded with: auto's choice from its outputs' meta, else torch."""
+    results = sorted(out.rglob("results_eval.json"))
+    meta = json.loads(results[0].read_text()).get("meta", {}) if results else {}
+    encoder = meta.get("encoder") or {}
+    return str(encoder.get("chosen") or encoder.get("backend") or "torch")
+
+
+def seed_cache(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds,
+               tmp: Path) -> tuple[Path, float]:
+    """auto's first use: one scoring process on a fresh cache (the backends measured, the model exported);
+    the folder whose choice and export each cold round then starts from, and that process's seconds."""
+    seed = tmp / "seed"
+    seconds, _ = timed(score_command(args, dataclasses.replace(settings, cache_dir=str(seed)), thresholds,
+                                     tmp / "seed-out"))
+    return seed, seconds
+
+
+def fresh_cache(folder: Path, seed: Path | None) -> str:
+    """A cache folder without embeddings: with seed, auto's choice and the export copied from it."""
+    folder.mkdir(parents=True)
+    for part in ("backends", "onnx"):
+        if seed is not None and (seed / part).is_dir():
+            shutil.copytree(seed / part, folder / part)
+    return str(folder)
+
+
+def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
+    """Whole cold scoring processes (a fresh embedding cache each) against processes that only run the encoder.
 
     The two kinds of process alternate for --rounds rounds, so a busy machine slows both alike;
     the scoring process reports its own stage times, the encoder process its import + load and
-    its bare `encode` call.
+    its bare `encode` call. Returns the figures.
     """
     gt = read_trajectories(args.gt)
     texts = flatten_sweep(gt, [read_trajectories(p, lenient=True) for p in args.predictions], settings.profile).texts
     encoder = TextEncoder(settings.encoder_model)
     device = str(resolve_device(settings.device))
-    scoring, encode, ours = [], [], []
+    scoring, encode, ours, loads, embeds, backends = [], [], [], [], [], []
+    figures: dict = {"texts": len(texts)}
     with tempfile.TemporaryDirectory() as tmp:
+        seed = None
+        if settings.encoder_backend == "auto":
+            seed, first = seed_cache(args, settings, thresholds, Path(tmp))
+            figures["first_use_process_s"] = round(first, 3)
+            print(f"auto's first use (measurement, export and a cold run): scoring process {first:.3f} s")
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(texts))
         for round_ in range(args.rounds):
-            cold = dataclasses.replace(settings, cache_dir=f"{tmp}/cache{round_}")
+            cold = dataclasses.replace(settings, cache_dir=fresh_cache(Path(tmp) / f"cache{round_}", seed))
             seconds, out = timed(score_command(args, cold, thresholds, Path(tmp) / f"out{round_}"))
-            scoring.append(seconds)
+            scoring.append(round(seconds, 3))
+            backends.append(chosen_backend(Path(tmp) / f"out{round_}"))
             stages = next(line for line in out.splitlines() if line.startswith("texts:"))
-            print(f"round {round_ + 1}: scoring process {seconds:.3f} s   {stages}")
+            embeds.append(float(stages.split("embed ")[1].split("s")[0]))
+            print(f"round {round_ + 1}: scoring process {seconds:.3f} s ({backends[-1]})   {stages}")
             if args.skip_encoder:
                 continue
             _, out = timed([sys.executable, "-c", ENCODER_ALONE, str(encoder.model_path), str(texts_file), device,
                             str(settings.encoder_batch_size), str(ROOT)])
             load, call, engine_call = (float(v) for v in out.split()[-3:])
+            loads.append(load)
             encode.append(call)
             ours.append(engine_call)
             print(f"round {round_ + 1}: encoder-alone process on the same {len(texts)} distinct texts: import + load "
                   f"{load:.3f} s, sentence-transformers' encode {call:.3f} s, then the engine's encode (token-budget "
                   f"batches) {engine_call:.3f} s; scoring process / library encode call "
                   f"{scoring[-1] / call:.3f}")
+    figures |= {"scoring_process_s": scoring, "embed_stage_s": embeds, "backend_used": backends}
     print(f"scoring process: {spread(scoring)}")
     if encode:
+        figures |= {"encoder_import_load_s": loads, "library_encode_s": encode, "engine_torch_encode_s": ours,
+                    "ratio_process_to_library_min": round(min(scoring) / min(encode), 4),
+                    "ratio_process_to_library_median": round(statistics.median(scoring) / statistics.median(encode), 4),
+                    "ratio_process_to_library_paired": [round(a / b, 4) for a, b in zip(scoring, encode)]}
         print(f"sentence-transformers' encode call: {spread(encode)}")
         print(f"the engine's encode call:           {spread(ours)}")
         print(f"ratio scoring process / library encode call: {min(scoring) / min(encode):.3f} (min), "
               f"{statistics.median(scoring) / statistics.median(encode):.3f} (median)")
         print(f"ratio scoring process / engine encode call:  {min(scoring) / min(ours):.3f} (min), "
               f"{statistics.median(scoring) / statistics.median(ours):.3f} (median)")
+    return figures
 
 
-def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
+def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
     """Whole warm scoring processes (every text cached): the sweep without reports, then the
-    --grid threshold grid with its reports and plots, --rounds times each, alternating."""
+    --grid threshold grid with its reports and plots, --rounds times each, alternating; the figures."""
     grid = f"align.tau_weak_grid=[{args.grid}]"
     with tempfile.TemporaryDirectory() as tmp:
         timed(score_command(args, settings, thresholds, Path(tmp) / "fill"))
@@ -164,6 +217,8 @@ def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
             print(f"round {round_ + 1}: sweep {sweep[-1]:.3f} s, grid with reports {gridded[-1]:.3f} s")
     print(f"warm sweep, reports=false: {spread(sweep)}")
     print(f"warm {len(args.grid.split(','))}-point tau_weak grid, reports=true: {spread(gridded)}")
+    return {"warm_sweep_s": [round(v, 3) for v in sweep], "warm_grid_with_reports_s": [round(v, 3) for v in gridded],
+            "grid_points": len(args.grid.split(","))}
 
 
 def pseudo_embeddings(texts: list[str], dim: int = 384) -> np.ndarray:
@@ -190,8 +245,8 @@ def sweep_files(args: argparse.Namespace) -> tuple[TrajectoryFile, list[Trajecto
                 for k in range(args.replicate) for p in preds]
 
 
-def bench_align(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
-    """Align + metrics throughput on replicated prediction files or a synthetic sweep."""
+def bench_align(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
+    """Align + metrics throughput on replicated prediction files or a synthetic sweep; the figures."""
     device = resolve_device(settings.device)
     gt, preds = sweep_files(args)
     tables = flatten_sweep(gt, preds, settings.profile)
@@ -216,6 +271,9 @@ def bench_align(args: argparse.Namespace, settings: ScoreSettings, thresholds: T
           f"{tables.num_samples} samples, {len(tables.texts)} distinct texts in {best:.3f} s "
           f"(best of {args.repeats}) = {calls / best:,.0f} calls/s on {device}; "
           f"peak RSS of the process {peak_rss_gb():.2f} GiB")
+    return {"predicted_calls": calls, "pairs": int(candidates.buckets.num_pairs),
+            "align_metrics_best_s": round(best, 4), "calls_per_s": round(calls / best),
+            "peak_rss_gib": round(peak_rss_gb(), 3)}
 
 
 def write_json(path: Path, value: object) -> Path:
@@ -252,7 +310,7 @@ def repeat_command(root: Path, gts: list[Path], names: list[str], settings: Scor
             "trials.success.threshold=1.0"]
 
 
-def bench_repeats(args: argparse.Namespace, settings: ScoreSettings) -> None:
+def bench_repeats(args: argparse.Namespace, settings: ScoreSettings) -> dict:
     """N trials (--trials) or R references (--references) of --models models against one trial and
     one reference: whole scoring processes, cold (a fresh cache) once, then warm (every text cached),
     best of --rounds."""
@@ -275,6 +333,7 @@ def bench_repeats(args: argparse.Namespace, settings: ScoreSettings) -> None:
         one, many = results["one"], results["many"]
         print(f"{label} against one: warm {many['warm'] / one['warm']:.2f}x (against {max(n, r)}x), cold process "
               f"{many['cold'] / one['cold']:.2f}x, embed stage {many['embed'] / one['embed']:.2f}x")
+    return {f"{case}_{k}_s": round(v, 3) for case, found in results.items() for k, v in found.items()}
 
 
 def gpu_stage_times(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
@@ -317,11 +376,12 @@ def gpu_stage_times(args: argparse.Namespace, settings: ScoreSettings, threshold
     return out
 
 
-def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> int:
-    """The --gpu-report run (see the module's docstring); 0 when every check passed or no GPU is present."""
+def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> tuple[int, dict]:
+    """The --gpu-report run (see the module's docstring); 0 when every check passed or no GPU is present,
+    and the report (empty without a GPU)."""
     if not torch.cuda.is_available():
         print("gpu report: torch sees no CUDA device, so there is nothing to measure here")
-        return 0
+        return 0, {}
     if not args.gt:
         golden = ROOT.parent / "shared" / "golden"
         args.gt = str(ROOT.parent / "shared" / "data" / "m3bench" / "test_mcp_GT.json")
@@ -364,7 +424,7 @@ def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
     (report_dir / "gpu_report.md").write_text(table)
     print(table)
     ok = tests.returncode == 0 and all(r["returncode"] == 0 for r in report["sweep"].values())
-    return 0 if ok else 1
+    return (0 if ok else 1), report
 
 
 def main() -> None:
@@ -398,25 +458,52 @@ def main() -> None:
     parser.add_argument("--gpu-report", action="store_true",
                         help="on a CUDA machine: CUDA tests, golden parity, cold and warm sweeps, stage times")
     parser.add_argument("--report-dir", default=".", help="where --gpu-report writes gpu_report.json and .md")
+    parser.add_argument("--backend", default="auto", help="encoder.backend of the scoring processes (default auto)")
+    parser.add_argument("--record", action="store_true", help="append this run to the benchmark history")
+    parser.add_argument("--compare", action="store_true",
+                        help="print the change from the history's last record of this mode, CPU model and device")
+    parser.add_argument("--history", type=Path, default=bench_history.HISTORY, help="the benchmark history file")
     args = parser.parse_args()
+    load_before = bench_history.load_average()
+    mode, figures, code = run_mode(args, parser)
+    if figures and (args.record or args.compare):
+        device = figures.pop("device", None) or str(resolve_device(args.device))
+        if device.startswith("cuda"):
+            device = f"cuda {torch.cuda.get_device_name(0)}"
+        inputs = {"gt": Path(args.gt).name if args.gt else None, "predictions": [Path(p).parent.name + "/" +
+                  Path(p).name for p in args.predictions], "synthetic": args.synthetic,
+                  "replicate": args.replicate, "trials": args.trials, "references": args.references}
+        entry = bench_history.record(mode, figures, device=device, backend=args.backend, inputs=inputs,
+                                     load_before=load_before, command=sys.argv[1:])
+        if args.compare:
+            print(bench_history.compare(entry, bench_history.last_like(entry, bench_history.read(args.history))))
+        if args.record:
+            bench_history.append(entry, args.history)
+            print(f"recorded in {args.history}")
+    sys.exit(code)
+
+
+def run_mode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, dict, int]:
+    """Run the mode the arguments name; its name, its figures and the exit status."""
     if args.gpu_report:
         with tempfile.TemporaryDirectory() as tmp:
-            sys.exit(gpu_report(args, ScoreSettings(profile=args.profile, cache_dir=args.cache_dir or tmp),
-                                Thresholds(args.tau_weak, args.tau_strong)))
+            code, report = gpu_report(args, ScoreSettings(profile=args.profile, cache_dir=args.cache_dir or tmp,
+                                                          encoder_backend=args.backend),
+                                      Thresholds(args.tau_weak, args.tau_strong))
+            return "gpu-report", report, code
     if not (args.synthetic or args.trials or args.references) and (not args.gt or not args.predictions):
         parser.error("give --gt and prediction files, or --synthetic N")
     with tempfile.TemporaryDirectory() as tmp:
-        settings = ScoreSettings(profile=args.profile, device=args.device, cache_dir=args.cache_dir or tmp)
+        settings = ScoreSettings(profile=args.profile, device=args.device, cache_dir=args.cache_dir or tmp,
+                                 encoder_backend=args.backend)
         thresholds = Thresholds(args.tau_weak, args.tau_strong)
         if args.trials or args.references:
-            bench_repeats(args, settings)
-        elif args.replicate or args.synthetic:
-            bench_align(args, settings, thresholds)
-        elif args.warm:
-            bench_warm(args, settings, thresholds)
-        else:
-            bench_cold(args, settings, thresholds)
-
+            return "repeats", bench_repeats(args, settings), 0
+        if args.replicate or args.synthetic:
+            return "align", bench_align(args, settings, thresholds), 0
+        if args.warm:
+            return "warm", bench_warm(args, settings, thresholds), 0
+        return "cold", bench_cold(args, settings, thresholds), 0
 
 if __name__ == "__main__":
     main()

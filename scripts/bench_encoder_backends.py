@@ -4,15 +4,16 @@
 
 The texts are every distinct call text that scoring the golden cases embeds (the reference GT and
 the four golden prediction files, serialized as the scorer serializes them). The bundled model is
-exported once, from the local weights, by the engine's own export (engine.onnx_backend) into a
+exported once, from the local weights, by the engine's own export (engine.encoders.export) into a
 temporary folder: the whole sentence-transformers forward pass (transformer, mean pooling,
-normalization), fp32. ONNX Runtime
-runs it with every graph optimization (ORT_ENABLE_ALL), OpenVINO with fp32 inference precision; both
-with torch's thread count. All three encode the same texts tokenized once by the model's own
-`preprocess`, in the engine's token-budget batches; torch is the engine's own `TextEncoder.encode`.
+normalization), fp32. Each runtime runs as the engine runs it (engine.encoders: ONNX Runtime the graph
+with its transformer fusions and every graph optimization, OpenVINO at fp32 inference precision), on
+the threads the engine gives it (OMP_NUM_THREADS, else the cores; --threads sets both it and torch's).
+All encode the same texts tokenized once by the model's own `preprocess`, in the engine's token-budget
+batches; each is the engine's own `TextEncoder.encode`.
 
 Parity: the largest difference between each backend's cosine similarities and torch's (all pairs of
-texts, and each text with its torch vector: engine.onnx_backend.cosine_gap), and every golden case
+texts, and each text with its torch vector: engine.encoders.cosine_gap), and every golden case
 scored from the backend's vectors (put in a temporary embedding cache) against the published results,
 as tests/test_golden.py checks them. Timing: --rounds rounds, the backends alternating within a round
 (--threads N: each on N threads), on the machine
@@ -69,8 +70,6 @@ INSTALL = """to measure them too, install them into a scratch virtualenv that se
 SPIN = "import time, sys\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass"
 
 Backend = Callable[[list[str]], "np.ndarray"]
-FEATURES = ("input_ids", "attention_mask", "token_type_ids")
-"""The model's per-token inputs, in its `preprocess` order."""
 
 
 def golden_texts(shared: Path) -> list[str]:
@@ -85,47 +84,18 @@ def golden_texts(shared: Path) -> list[str]:
     return flatten_sweep(gt, preds, "reference").texts
 
 
-def batched(encoder, run: Callable[[dict], np.ndarray]) -> Backend:
-    """An encode function: texts tokenized once, run in the engine's token-budget batches."""
-    import numpy as np
+def backends(encoder, root: Path, installed: set[str]) -> dict[str, Backend]:
+    """torch (the engine's encode), the library's own encode, and the engine's own backends of those runtimes
+    installed (engine.encoders: ONNX Runtime's fused graph, OpenVINO at fp32), exported under root."""
+    from engine.encoders import RUNTIMES, TextEncoder
 
-    from engine.encode import TOKEN_BUDGET, token_batches
-
-    def encode(texts: list[str]) -> np.ndarray:
-        tokens = encoder.tokenize(texts)
-        out = None
-        for rows in token_batches(tokens.lengths, encoder.batch_size, TOKEN_BUDGET, ties=tokens.ranks):
-            batch = tokens.batch(rows)
-            feats = {k: batch[k].numpy() for k in FEATURES}
-            vec = run(feats)
-            if out is None:
-                out = np.empty((len(texts), vec.shape[1]), dtype=np.float32)
-            out[rows] = vec
-        return out if out is not None else np.empty((0, 0), dtype=np.float32)
-
-    return encode
-
-
-def backends(encoder, onnx_path: Path | None, threads: int, installed: set[str]) -> dict[str, Backend]:
-    """torch (the engine's encode), the library's own encode, and those installed of ONNX Runtime (the
-    engine's session: ORT_ENABLE_ALL) and OpenVINO (fp32)."""
     runs: dict[str, Backend] = {
         "torch": encoder.encode,
         "library": lambda texts: encoder.model.encode(texts, batch_size=32, convert_to_numpy=True),
     }
-    if onnx_path is not None and "onnxruntime" in installed:
-        from engine.onnx_backend import session
-
-        ort_session = session(onnx_path, threads)
-        runs["onnxruntime"] = batched(encoder, lambda f: ort_session.run(None, f)[0])
-    if onnx_path is not None and "openvino" in installed:
-        import openvino as ov
-
-        compiled = ov.Core().compile_model(str(onnx_path), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
-                                                                   "INFERENCE_NUM_THREADS": threads,
-                                                                   "PERFORMANCE_HINT": "LATENCY"})
-        request = compiled.create_infer_request()
-        runs["openvino"] = batched(encoder, lambda f: request.infer(f)[0].copy())
+    for name, runtime in RUNTIMES.items():
+        if all(p in installed for p in runtime.packages):
+            runs[name] = TextEncoder(backend=name, export_dir=root).encode
     return runs
 
 
@@ -226,10 +196,11 @@ def main() -> int:
         print(f"not installed: {', '.join(m for m in OPTIONAL if m not in installed)}; measured without them")
         print(INSTALL)
 
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before torch loads: torch's threads, and the runtimes'
     import torch
 
-    from engine.encode import TextEncoder
-    from engine.onnx_backend import cosine_gap, exported_model
+    from engine.encoders import TextEncoder, cosine_gap
 
     texts = read_texts(args.texts) if args.texts else golden_texts(args.shared)
     encoder = TextEncoder(device="cpu")
@@ -240,9 +211,7 @@ def main() -> int:
     print(f"{len(texts)} distinct texts ({args.texts or 'the golden call texts'}), {len(set(lengths.tolist()))} "
           f"distinct token lengths; {os.cpu_count()} CPUs, {threads} threads per backend")
     with tempfile.TemporaryDirectory() as tmp:
-        onnx_path = (exported_model(encoder.model, list(FEATURES), encoder.model_path, Path(tmp))
-                     if "onnx" in installed else None)
-        runs = backends(encoder, onnx_path, threads, installed)
+        runs = backends(encoder, Path(tmp), installed)
         vectors = {name: run(texts) for name, run in runs.items()}  # also the warm-up
         report: dict = {"texts": len(texts), "source": str(args.texts or "golden"), "threads": threads,
                         "parity": {}}

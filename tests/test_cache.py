@@ -46,7 +46,7 @@ def test_real_encoder_not_loaded_when_everything_is_cached(tmp_path: Path) -> No
     assert vectors.shape == (2, 384)
     again = TextEncoder(device="cpu")
     cached, stats = embed_distinct(texts, again, tmp_path)
-    assert stats.encoded == 0 and again._model is None
+    assert stats.encoded == 0 and not again.source.loaded
     np.testing.assert_array_equal(cached, vectors)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,46 @@ def test_judge_files_join_the_outputs(small, tmp_path: Path, embedding_cache: Pa
     assert proc.returncode == 0, proc.stderr
     aggregate = json.loads((one / "results_eval.json").read_text())["aggregate"]
     assert aggregate["task_completion"] == 0.25 and aggregate["success"] == 9
+
+
+LOADED_AT_THE_ANSWER = """
+import os, runpy, sys
+def loaded():
+    print(" ".join(m for m in ("torch", "matplotlib", "sentence_transformers", "engine.encoders", "engine.pipeline")
+                   if m in sys.modules), flush=True)
+def exit_now(code, real=os._exit):
+    loaded()
+    real(code)
+os._exit = exit_now
+sys.argv = [sys.argv[1], *sys.argv[2:]]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    loaded()
+"""
+"""Runs a script as `python SCRIPT ARGS` would, then names the heavy modules loaded when it ended (by
+SystemExit or by os._exit, as an app's quick exit ends)."""
+
+
+@pytest.mark.parametrize(("script", "setting", "closest"), [("score.py", "encoder.bakend=onnx", "encoder.backend"),
+                                                            ("calibrate.py", "encodr.model=x", "encoder.model")])
+def test_a_misspelt_setting_is_answered_before_torch_is_imported(tmp_path: Path, script: str, setting: str,
+                                                                 closest: str) -> None:
+    """In a fresh Python (not a preloaded one): the one-line answer comes before torch, matplotlib or the
+    encoder are imported (engine.apps.front checks the command line before the app's modules load)."""
+    proc = subprocess.run([sys.executable, "-c", LOADED_AT_THE_ANSWER, str(ROOT / "scripts" / script), setting],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"error: {setting}: ") and f"(closest: {closest})" in line
+    assert proc.stdout.strip() == ""  # none of them loaded
+
+
+def test_the_score_app_loads_no_plotting_until_it_plots(tmp_path: Path) -> None:
+    """Importing the score app loads neither matplotlib nor the encoder's libraries: reports load matplotlib
+    when they draw, the encoder its libraries when it encodes."""
+    proc = subprocess.run([sys.executable, "-c", "import sys, engine.apps.score; print(' '.join(m for m in "
+                           "('matplotlib', 'sentence_transformers', 'onnxruntime', 'openvino') if m in sys.modules))"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""

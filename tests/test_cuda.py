@@ -197,9 +197,10 @@ def test_step_structure_on_cuda_matches_cpu(spread: int) -> None:
 
 @pytest.fixture(scope="module")
 def real_sweep(gt_path: Path, golden_dir: Path, embedding_cache: Path) -> tuple[SweepTables, np.ndarray]:
-    """The real GT against every golden prediction file: tables and CPU embeddings of their texts."""
+    """The real GT against every golden prediction file: tables and CPU embeddings of their texts (torch's,
+    the reference the CUDA paths are held to)."""
     names = [n for group in golden_cases(golden_dir).values() for n in group]
-    settings = ScoreSettings(device="cpu", cache_dir=str(embedding_cache))
+    settings = ScoreSettings(device="cpu", cache_dir=str(embedding_cache), encoder_backend="torch")
     tables = prepare_sweep(gt_path, [golden_dir / n / "pred.json" for n in names], settings).tables
     embeddings, _ = embed_tables(tables, settings, CPU)
     return tables, embeddings

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine.contract import read_trajectories
-from engine.encode import PAD_SPARE, TOKEN_BUDGET, TextEncoder, full_precision, length_window, token_batches
+from engine.encoders import PAD_SPARE, TOKEN_BUDGET, TextEncoder, full_precision, length_window, token_batches
 from engine.serialize import flatten_sweep
 
 
@@ -82,7 +82,7 @@ def test_matches_sentence_transformers_encode(encoder: TextEncoder, real_texts: 
 
 
 PADDING_TOLERANCE = 5e-7
-"""How far padding may move a raw vector on CPU (about 1.2e-7 measured; the recipe in engine/encode.py)."""
+"""How far padding may move a raw vector on CPU (about 1.2e-7 measured; the recipe in engine/encoders/base.py)."""
 
 
 @pytest.mark.slow
@@ -138,7 +138,7 @@ def test_encoding_past_the_delay_shows_its_progress(encoder: TextEncoder, progre
                                                     capsys) -> None:
     """Any encoding that lasts past PROGRESS_DELAY shows a bar on stderr (here the delay is 0), whatever the
     number of texts; none with progress off."""
-    monkeypatch.setattr("engine.encode.PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr("engine.encoders.tokens.PROGRESS_DELAY", 0.0)
     monkeypatch.setattr(encoder, "progress", progress)
     encoder.encode(["a call", "another call", "a third"])
     err = capsys.readouterr().err

@@ -11,7 +11,7 @@ from omegaconf.errors import MissingMandatoryValue
 from engine.apps.kit import hydra_app, output_folder
 from engine.calibration import best_point, calibrate, load_pairs, pair_similarities
 from engine.contract import ConfigError, InputError, atomic_write_csv, atomic_write_json
-from engine.encode import TextEncoder
+from engine.encoders import TextEncoder
 from engine.metricspec import check_profile
 from kernels.device import resolve_device
 
@@ -25,7 +25,7 @@ def run(cfg: DictConfig) -> int:
         pairs = load_pairs(cfg.pairs)
         cache_dir = None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir)
         encoder = TextEncoder(cfg.encoder.model, device=str(resolve_device(str(cfg.device))),
-                              backend=str(cfg.encoder.get("backend") or "torch"), export_dir=cache_dir)
+                              backend=str(cfg.encoder.get("backend") or "auto"), export_dir=cache_dir)
         similarity = pair_similarities(pairs, encoder, cache_dir, profile)
         rows = calibrate(similarity, pairs.labels, list(cfg.tau_weak_grid), list(cfg.tau_strong_grid))
         best = best_point(rows)
@@ -37,7 +37,9 @@ def run(cfg: DictConfig) -> int:
         return 2
     out = output_folder(cfg)
     atomic_write_csv(out / "calibration.csv", COLUMNS, rows)
-    atomic_write_json(out / "calibration.json", {"pairs": len(pairs.labels), "best": best, "grid": rows})
+    described = encoder.description()
+    atomic_write_json(out / "calibration.json", {"pairs": len(pairs.labels), "best": best, "grid": rows,
+                                                 **({"encoder": described} if described is not None else {})})
     print("  ".join(f"{c:>13}" for c in COLUMNS))
     for r in sorted(rows, key=lambda r: -r["accuracy"])[:10]:
         print("  ".join(f"{'' if r[c] is None else round(r[c], 4):>13}" for c in COLUMNS))

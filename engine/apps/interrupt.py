@@ -1,7 +1,8 @@
 """Ctrl-C in an app: one line on stderr and exit status 130, whenever it comes.
 
 This module imports the standard library only, so the scripts (scripts/*.py) and the console scripts
-(`m3bench-*`) start every app through `run_app`, which covers a Ctrl-C while the app's modules load.
+(`m3bench-*`) start every app through `run_app`, which covers a Ctrl-C while the app's modules load, and
+checks the command line of the apps that load torch before their modules load (engine.apps.front).
 """
 
 from __future__ import annotations
@@ -21,14 +22,22 @@ def interrupted(exc: KeyboardInterrupt) -> int:
     return INTERRUPTED
 
 
+FRONT = "engine.apps.front"
+"""The module that checks an app's command line before the app's own modules load (its `check_line`)."""
+
+
 def run_app(module: str) -> None:
-    """Import an app's module and run its `main`; a Ctrl-C while the module loads ends as one later
-    would: one line, status 130."""
+    """Check the command line where engine.apps.front knows the app, then import the app's module and run
+    its `main`; a Ctrl-C while the modules load ends as one later would: one line, status 130."""
     try:
+        checked = importlib.import_module(FRONT).check_line(module)
         main = importlib.import_module(module).main
     except KeyboardInterrupt as exc:
         sys.exit(interrupted(exc))
-    main()
+    if checked:
+        main(checked=True)
+    else:
+        main()
 
 
 def score() -> None:

@@ -451,6 +451,19 @@ def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence
     return f"hydra.job.config.override_dirname.exclude_keys=[{','.join(excluded)}]"
 
 
+def check_argv(app: str, open_keys: Sequence[str] = (), names: Sequence[str] = (),
+               rewrite: Callable[[list[str]], list[str]] | None = None) -> None:
+    """The process's command line checked for the app (`rewrite` first: its shorthands spelt out; then
+    check_command_line) and put back in sys.argv as Hydra is to run it; a CommandLineError ends the
+    process with its one line and status 2."""
+    try:
+        argv = rewrite(sys.argv[1:]) if rewrite else sys.argv[1:]
+        sys.argv[1:] = check_command_line(app, argv, open_keys, names)
+    except CommandLineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
 def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
               open_keys: Sequence[str] = (), names: Sequence[str] = (),
               rewrite: Callable[[list[str]], list[str]] | None = None,
@@ -462,7 +475,8 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
     (status 2) removes the run folder it created when that holds nothing but Hydra's own files
     (RunFolder); `check_folder(cfg, folder)`, when given, checks an existing run folder before Hydra
     writes into it (RunFolder.check). Ctrl-C ends it with one line and status 130 (`interrupted`). With
-    `quick_exit`, the process ends through exit_now."""
+    `quick_exit`, the process ends through exit_now. `main(checked=True)` runs a command line already
+    checked (check_argv: engine.apps.interrupt.run_app checks it before the app's modules load)."""
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
@@ -478,20 +492,16 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
         if code:
             sys.exit(code)
 
-    def start() -> None:
-        try:
-            argv = rewrite(sys.argv[1:]) if rewrite else sys.argv[1:]
-            sys.argv[1:] = check_command_line(app, argv, open_keys, names)
-        except CommandLineError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
+    def start(checked: bool = False) -> None:
+        if not checked:
+            check_argv(app, open_keys, names, rewrite)
         RunFolder.check = check_folder
         try:
             task()
         except KeyboardInterrupt as exc:
             sys.exit(interrupted(exc))
 
-    def main(argv: Sequence[str] | None = None) -> None:
+    def main(argv: Sequence[str] | None = None, checked: bool = False) -> None:
         if argv is not None:  # called in-process: these arguments, and the process is not ended early
             given = sys.argv[1:]
             sys.argv[1:] = list(argv)
@@ -501,10 +511,10 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
                 sys.argv[1:] = given
             return
         if not quick_exit:
-            start()
+            start(checked)
             return
         try:
-            start()
+            start(checked)
         except SystemExit as stop:
             code = stop.code
             if code is not None and not isinstance(code, int):
@@ -513,8 +523,8 @@ def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = Fal
             exit_now(code or 0)
         exit_now(0)
 
-    main.__doc__ = (f"Entry point of m3bench-{app} (config root conf/{app}/): the process's arguments, or argv "
-                    "when given (in-process: exits with SystemExit, never through exit_now).")
+    main.__doc__ = (f"Entry point of m3bench-{app} (config root conf/{app}/): the process's arguments (`checked`: "
+                    "checked already), or argv when given (in-process: exits with SystemExit, never through exit_now).")
     return main
 
 

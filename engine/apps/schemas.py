@@ -180,7 +180,7 @@ class ScoreEncoder:
 
     model: str | None = None
     batch_size: int = bounded(128, COUNT)
-    backend: str | None = "torch"
+    backend: str | None = "auto"
     cache_dir: str | None = None
     save_every: float = bounded(5.0, Range(low=0, integer=False))
 
@@ -276,7 +276,7 @@ class CalibrateEncoder:
     """The calibration app's encoder."""
 
     model: str | None = None
-    backend: str | None = "torch"
+    backend: str | None = "auto"
     cache_dir: str | None = None
 
 

@@ -12,11 +12,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from engine.apps.front import SCORE
 from engine.apps.kit import hydra_app, output_folder
-from engine.apps.shorthands import PUBLISHED_NAME, score_shorthands
+from engine.apps.shorthands import PUBLISHED_NAME
 from engine.contract import ConfigError, InputError, atomic_write_json, check_name, config_int
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
+from engine.encoders import check_backend
 from engine.evaluators import evaluators
 from engine.evaluators.vtb_rubrics import NAME as VTB
 from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as DEFAULT_VTB_PROFILE
@@ -25,7 +27,6 @@ from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.judge_results import JoinedFiles, joined_files
 from engine.metrics import TaskScores
 from engine.metricspec import check_profile
-from engine.onnx_backend import check_backend
 from engine.pipeline import (
     PreparedSweep,
     ScoreSettings,
@@ -166,7 +167,7 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
 PREDICTION_SETTINGS = ("trials.predictions", "sweep.predictions", "model.predictions", "sweep.models")
 """Where the files to score are named, one of them per run."""
 
-NAME_KEYS = ("model.name", "sweep.models")
+NAME_KEYS = SCORE.names
 """The settings whose values become part of file and folder names (engine.contract.check_name)."""
 
 
@@ -426,8 +427,8 @@ def _number(value: Any) -> str:
     return "–" if value is None else f"{value:.4f}"
 
 
-OPEN_KEYS = tuple(f"model.{e.option}" for e in evaluators())
-"""New keys the score app reads: an evaluator's file, `+model.<option>=PATH`."""
+OPEN_KEYS = SCORE.open_keys
+"""New keys the score app reads: an evaluator's file, `+model.<option>=PATH` (engine.apps.front)."""
 
-main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS, rewrite=score_shorthands,
+main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS, rewrite=SCORE.rewrite,
                 check_folder=check_existing_folder)

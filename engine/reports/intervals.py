@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.figure import Figure
 
 from engine.contract import InputError, read_json
 from engine.metricspec import AVERAGE
 from engine.reports.plots import model_colors, save_figure
 from engine.reports.tables import Table, interval_cell
 from engine.statistics import AVERAGE_KEY, NEIGHBOUR_KEYS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FOREST_FILE = "leaderboard_forest.png"
 RANKS_FILE = "rank_intervals.png"
@@ -93,6 +94,8 @@ def _setting_note(stats: dict[str, Any]) -> str:
 def forest_figure(stats: dict[str, Any]) -> Figure:
     """The leaderboard as a forest plot: per model (best at the top) its Average Score and interval; the
     models tied with the top drawn filled, the others hollow."""
+    from matplotlib.figure import Figure
+
     names = _ranked(stats)
     colors = model_colors(names)
     tied = set(stats.get("tied_with_top", {}).get(AVERAGE_KEY, []))
@@ -122,6 +125,8 @@ def forest_figure(stats: dict[str, Any]) -> Figure:
 
 def rank_figure(stats: dict[str, Any]) -> Figure:
     """Per model (best at the top) its point rank by the Average Score and its rank interval."""
+    from matplotlib.figure import Figure
+
     names = _ranked(stats)
     colors = model_colors(names)
     fig = Figure(figsize=(6.5, 1.2 + 0.45 * max(len(names), 1)), layout="constrained")
@@ -144,6 +149,9 @@ def rank_figure(stats: dict[str, Any]) -> Figure:
 def pairwise_figure(stats: dict[str, Any], key: str = AVERAGE_KEY) -> Figure:
     """Two heatmaps over the models (best first): the Holm-adjusted p-value of each pair, and the win
     probability P(row > column) over the resamples, each cell written in it."""
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
     names = _ranked(stats)
     where = {n: i for i, n in enumerate(names)}
     p = np.full((len(names), len(names)), math.nan)

@@ -6,22 +6,23 @@ import io
 import math
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from engine.contract import atomic_write_bytes
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
 from engine.metricspec import AVERAGE, BY_KEY, METRICS, label_of
 from engine.reports.tables import OUTCOME_KEYS, TOOL_USE_KEYS, Table
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
     """Render fig to PNG and write it atomically at path (a glyph the font lacks drawn as a box, unsaid)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     with warnings.catch_warnings():
@@ -37,6 +38,8 @@ def model_colors(models: list[str]) -> dict[str, Any]:
     """One colour per model, by the model's place among the names in alphabetical order: every figure
     of a report shows the run's models, so a model has the same colour in each of them, whatever order
     (rank, name) a figure lists them in."""
+    from matplotlib import colormaps
+
     names = sorted(set(models))
     cmap = colormaps["tab10" if len(names) <= 10 else "tab20"]
     return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
@@ -48,6 +51,8 @@ def _value(cell: Any) -> float:
 
 def leaderboard_figure(table: Table) -> Figure:
     """Grouped bars: one group per metric column (Average Score last), one bar per model."""
+    from matplotlib.figure import Figure
+
     metrics = table.columns[1:]
     models = [str(m) for m in table.column("Model")]
     colors = model_colors(models)
@@ -76,6 +81,8 @@ def leaderboard_chart(table: Table, path: Path) -> Path:
 def family_figure(tables: dict[str, Table], models: list[str] | None = None) -> Figure:
     """Figure 7 style: x = task families, y = that family's Average Score, one marker per model (side
     by side within a family, no line: the families have no order)."""
+    from matplotlib.figure import Figure
+
     families = list(tables)
     names = [str(m) for m in models] if models is not None else sorted(
         {str(m) for t in tables.values() for m in t.column("Model")})
@@ -117,6 +124,9 @@ def threshold_figure(rows: list[dict[str, Any]]) -> Figure:
 
     One column of panels per metric and one row per tau_strong value of the grid.
     """
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
     metrics = grid_metrics(rows)
     strongs = sorted({float(r["tau_strong"]) for r in rows})
     models = sorted({r["model"] for r in rows})
@@ -154,6 +164,8 @@ def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
 def calls_chart(table: Table, path: Path) -> Path:
     """Paper Figure 6: per model a horizontal bar of its predicted calls stacked by class, with the
     illegal calling format count written beside it."""
+    from matplotlib.figure import Figure
+
     models = table.column("Model")
     fig = Figure(figsize=(10.0, max(2.4, 1.2 + 0.45 * len(models))), layout="constrained")
     ax = fig.add_subplot()
@@ -180,6 +192,9 @@ def calls_chart(table: Table, path: Path) -> Path:
 def tool_use_chart(table: Table, path: Path) -> Path:
     """Per model its rates (left, 0-1: Proactivity, Success Rate) and its Volume (right, calls per task),
     by the tool-use rows of the metric table (a rate is a row bounded by 1)."""
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+
     models = table.column("Model")
     rates = [label_of(k) for k in TOOL_USE_KEYS if BY_KEY[k].high == 1.0]
     volume = next(label_of(k) for k in TOOL_USE_KEYS if BY_KEY[k].high is None)

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from engine.contract import InputError, read_json
 from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
@@ -131,6 +129,9 @@ def inventory_table(models: dict[str, dict[str, Any]]) -> Table:
 
 def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
     """pass^k over k per model: losses counted as failures (solid) and excluded (dashed)."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
     fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.add_subplot()
     colors = model_colors(list(models))
@@ -154,6 +155,9 @@ def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
 def spread_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
     """Per model, each task's mean over trials (dots, tasks sorted by it) with its min-max range;
     Task Completion where judged, else Recall."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
     fig = Figure(figsize=(9.0, 2.2 + 1.8 * len(models)), layout="constrained")
     axes = fig.subplots(len(models), 1, squeeze=False)[:, 0]
     colors = model_colors(list(models))
