@@ -180,3 +180,38 @@ def test_the_outputs_record_the_choice_and_torch_records_nothing(root: Path, swe
     assert described["backend"] == "auto" and described["chosen"] in ("torch", "onnxruntime")
     assert set(described["ratio_to_torch"]) == {"torch", "onnxruntime"} and described["machine"]["cpu"]
     assert "encoder" not in metas["torch"]  # torch named as such: the outputs as before, byte for byte
+
+
+def test_torch_alone_is_chosen_without_measuring(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """With no other backend installed for the device (a default install, or CUDA), auto is torch at once:
+    nothing is timed, and its vectors are torch's."""
+    monkeypatch.setattr(select, "candidates", lambda device: ["torch"])
+    encoder = auto_encoder(root, monkeypatch, "torch", factor=30.0)
+    with caplog.at_level(logging.INFO, logger="engine.encode"):
+        vectors = encoder.encode(SAMPLE)
+    assert encoder.choice is not None and encoder.choice.backend == "torch" and encoder.choice.seconds == {"torch": []}
+    assert "the only backend installed for it (nothing measured)" in caplog.text
+    np.testing.assert_array_equal(vectors, TextEncoder().encode(SAMPLE))
+
+
+def test_a_held_choice_lock_is_waited_on_for_a_bounded_time(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    from filelock import FileLock
+
+    monkeypatch.setattr(select, "LOCK_WAIT_S", 0.2)
+    (root / "backends").mkdir(exist_ok=True)
+    held = FileLock(str(root / "backends" / ".lock"))
+    held.acquire()
+    import threading
+
+    result: dict[str, object] = {}
+    worker = threading.Thread(target=lambda: result.update(choice=auto_encoder(root, monkeypatch).encode(SAMPLE[:1])))
+    try:
+        with caplog.at_level(logging.WARNING, logger="engine.encode"):
+            worker.start()
+            worker.join(120)
+    finally:
+        held.release()
+    assert not worker.is_alive() and "choice" in result, "the measurement waited for the lock to be let go of"
+    assert "held by another process for 0.2 s; measuring without it" in caplog.text

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from engine.contract import ConfigError
 from engine.contract.atomic import atomic_write_json
@@ -60,6 +60,10 @@ within the measurement's noise on a shared machine, and torch's vectors are the 
 
 SAMPLE_TASKS = 12
 """Generated reference tasks whose call texts make the sample (engine.synthetic.make_reference)."""
+
+LOCK_WAIT_S = 900.0
+"""How long a process waits for another measuring the same choice (an export can take minutes under load)
+before measuring on its own."""
 
 RECIPE = f"rounds={ROUNDS}; margin={MARGIN}; median of paired ratios to torch; parity {PARITY}"
 
@@ -153,6 +157,9 @@ class Choice:
 
     def line(self) -> str:
         """One line for the log: the choice and its figures."""
+        if not self.texts:
+            return (f"encoder.backend=auto: torch on {self.machine['device']}, the only backend installed for it "
+                    "(nothing measured)")
         figures = ", ".join(f"{n} {self.ratio[n]:.2f}x torch's time (min {min(self.seconds[n]):.2f}s)"
                             for n in self.ratio)
         refused = "".join(f"; {n} left out: {why}" for n, why in self.refused.items())
@@ -188,9 +195,15 @@ def _read(path: Path, key: str) -> Choice | None:
 
 def measure(encoders: Mapping[str, Encoder], texts: list[str], key: str, info: dict[str, Any]) -> Choice:
     """Prepare each backend on the texts (parity against torch's vectors), then time the ones that hold
-    parity over ROUNDS alternating rounds; the Choice (see the module's docstring)."""
+    parity over ROUNDS alternating rounds; the Choice (see the module's docstring). Torch alone (no other
+    backend installed for the device) is the choice with nothing to measure or prepare."""
     assert "torch" in encoders, "torch is the reference"
     load = list(os.getloadavg()) if hasattr(os, "getloadavg") else [0.0, 0.0, 0.0]
+    if len(encoders) == 1:
+        return Choice(backend="torch", candidates=["torch"], ratio={"torch": 1.0}, seconds={"torch": []},
+                      prepare_seconds={}, parity={}, refused={}, texts=0,
+                      measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                      load_average=[round(v, 2) for v in load], machine=info, key=key)
     vectors, prepare, refused, parity = {}, {}, {}, {}
     for name, encoder in encoders.items():
         start = time.perf_counter()
@@ -238,13 +251,22 @@ def choose(device: str, model_name: str, model_identity: str, build: Callable[[s
         choice, built = _measured(names, build, texts, key, info)
         return choice, built
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path.parent / ".lock")):
+    lock = FileLock(str(path.parent / ".lock"))
+    try:
+        lock.acquire(timeout=LOCK_WAIT_S)
+    except Timeout:
+        log.warning("encoder.backend=auto: %s held by another process for %g s; measuring without it",
+                    lock.lock_file, LOCK_WAIT_S)
+        return _measured(names, build, texts, key, info)
+    try:
         if (found := _read(path, key)) is not None:  # measured by another process meanwhile
             found.cached = str(path)
             return found, {}
         choice, built = _measured(names, build, texts, key, info)
         atomic_write_json(path, asdict(choice) | {"cached": None})
         choice.cached = str(path)
+    finally:
+        lock.release()
     return choice, built
 
 
