@@ -16,6 +16,7 @@ must be new, empty or an earlier site holding only the files the viewer wrote, w
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,17 +29,32 @@ from engine.contract.staged import MANIFEST, staging, swap_in
 from engine.viewer.data import Run, board, model_data, read_run, reference_data, slug, task_index
 from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages, site_files
 from engine.viewer.images import task_images
+from engine.viewer.media import SiteMedia
 from engine.viewer.text import js_literal
+from engine.viewer.transcript import model_transcripts
 from engine.viewer.trials import model_counts, trial_of, trials_data
 
 SITE_DIR = "viewer"
 STATIC = Path(__file__).with_name("static")
-SCRIPTS = ("core.js", "blocks.js", "task.js", "trials.js", "viewer.js")
+SCRIPTS = ("core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js")
 """The page's scripts, in the order the page loads them (each uses what the ones before define)."""
+
+log = logging.getLogger(__name__)
 
 
 def _data_script(kind: str, key: str, value: Any) -> str:
     return f"M3V.put({js_literal(kind)},{js_literal(key)},{js_literal(value)});\n"
+
+
+def _write_transcripts(folder: Path, key: str, data: dict[str, Any], transcripts: dict[str, Any]) -> None:
+    """Each task's transcript as data/x/<model>/<its position>.js (loaded when its page opens); the
+    model's data says which tasks have one (``x``: the position)."""
+    if transcripts:
+        folder.mkdir(parents=True)
+    for k, tid in enumerate(data["order"]):
+        if tid in transcripts:
+            (folder / f"{k}.js").write_text(_data_script("x", f"{key}/{k}", transcripts[tid]), encoding="utf-8")
+            data["tasks"][tid]["x"] = k
 
 
 def _plots(run: Run, stage: Path) -> list[str]:
@@ -81,9 +97,14 @@ def build_site(run_dir: Path, out: Path | None = None, images_dir: Path | None =
         (stage / "data" / "m").mkdir(parents=True)
         images = task_images(run, images_dir, stage)
         atomic_write_text(stage / "data" / "gt.js", _data_script("gt", "", reference_data(run, images)))
+        media = SiteMedia(stage)
         for result in run.results:
-            atomic_write_text(stage / "data" / "m" / f"{slugs[result.name]}.js",
-                              _data_script("model", slugs[result.name], model_data(run, result)))
+            key, data = slugs[result.name], model_data(run, result)
+            _write_transcripts(stage / "data" / "x" / key, key, data,
+                               model_transcripts(run, result, media, images_dir))
+            atomic_write_text(stage / "data" / "m" / f"{key}.js", _data_script("model", key, data))
+        if media.refused_line():
+            log.warning("%s", media.refused_line())
         for name in (*SCRIPTS, "viewer.css"):
             shutil.copyfile(STATIC / name, stage / name)
         leaderboard = board(run, slugs)

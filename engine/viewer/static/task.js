@@ -34,8 +34,9 @@ function argsEl(args, other) {
   })));
 }
 
-function callsColumn(side, steps, matchOf, otherCall, labels, errors, unmade) {
-  // unmade: the flat indices of predicted calls never made (illegal format), shown so and never as matched
+function callsColumn(side, steps, matchOf, otherCall, labels, errors, unmade, returned) {
+  // unmade: the flat indices of predicted calls never made (illegal format), shown so and never as matched;
+  // returned: per step and call what the tool returned (the task's transcript), folded under the call
   let flat = 0;
   const never = new Set(unmade || []);
   return h("div", { class: "col " + side }, h("h3", {}, side === "gt" ? "Reference steps" : "Predicted steps"),
@@ -51,7 +52,7 @@ function callsColumn(side, steps, matchOf, otherCall, labels, errors, unmade) {
               : matchOf ? h("span", { class: "badge unmatched" }, "unmatched") : null,
             marks.map(([key, text]) => h("span", { class: "badge outcome o-" + key }, clip(text, 40))),
             errorBadge(errors && errors[si] ? errors[si][ci] : null)),
-          argsEl(args, m ? otherCall(m) : undefined));
+          argsEl(args, m ? otherCall(m) : undefined), returned ? returnedFold((returned[si] || [])[ci]) : null);
       }))) : h("p", { class: "note" }, "no calls"));
 }
 
@@ -64,6 +65,7 @@ function errorBadge(flag) {
 
 function drawLines(pair, matches) {
   const svg = pair.querySelector("svg");
+  svg.setAttribute("height", 0);  // the columns alone give the height (a fold closed since shrinks it)
   const box = svg.getBoundingClientRect(), top = pair.getBoundingClientRect().top;
   const height = pair.getBoundingClientRect().height, width = box.width;
   svg.setAttribute("height", height);
@@ -139,6 +141,7 @@ async function viewTask(app, slug, id) {
   const [m, gt] = await Promise.all([model(slug), reference()]);
   const t = own(m.tasks, id), ref = own(gt, id);
   if (!t || !ref) throw new NotFound(`task ${id} is not in ${m.name}'s results`);
+  const x = await transcriptOf(slug, t);
   crumbs(["Leaderboard", "#/"], [m.name, modelHref(slug, (JSON.parse(sessionStorage.getItem("m3v:" + slug) || "{}").query) || "")], [id]);
   const gMatch = new Map(t.matches.map((x) => [x[0], x])), pMatch = new Map(t.matches.map((x) => [x[1], x]));
   const other = t.reference && t.reference.index > 0;  // aligned against a later reference of the task
@@ -146,10 +149,11 @@ async function viewTask(app, slug, id) {
   const pair = h("div", { class: "pair", id: "pair" },
     callsColumn("gt", gSteps, gMatch, (x) => pFlat[x[1]] ? pFlat[x[1]][1] : undefined, null),
     h("div", { class: "lines" }, document.createElementNS("http://www.w3.org/2000/svg", "svg")),
-    callsColumn("pred", t.steps, pMatch, (x) => gFlat[x[0]] ? gFlat[x[0]][1] : undefined, callLabels(t), t.errors, t.unmade));
+    callsColumn("pred", t.steps, pMatch, (c) => gFlat[c[0]] ? gFlat[c[0]][1] : undefined, callLabels(t), t.errors, t.unmade,
+      x ? x.calls : null));
   fill(app, taskNav(slug, id, m), h("h1", {}, `${m.name} \u00b7 task ${id}`, h("span", { class: "family" }, ref.family)),
-    taskHead(m, t, ref), pair, blocksEl(t.blocks, slug), otherValues(t.extra),
-    t.final_reply ? h("section", {}, h("h2", {}, "Final reply"), h("pre", { class: "reply" }, t.final_reply)) : null);
+    taskHead(m, t, ref), pair, x ? transcriptEl(x, t, slug) : noTranscript(), blocksEl(t.blocks, slug), otherValues(t.extra),
+    t.final_reply && !x ? h("section", {}, h("h2", {}, "Final reply"), h("pre", { class: "reply" }, t.final_reply)) : null);
   const redraw = () => drawLines(pair, t.matches);
   redraw();
   window.onresize = redraw;
