@@ -50,6 +50,17 @@ def _call(i: int) -> dict:
     return {"name": f"srv{i}/{HOSTILE}", "arguments": {"q": HOSTILE, HOSTILE: [HOSTILE, {"k": HOSTILE}]}}
 
 
+DIALOGUE = [{"role": "system", "content": HOSTILE},
+            {"role": "user", "content": [{"type": "text", "text": HOSTILE}, {"type": "image", "path": f"media/{HOSTILE}"}]},
+            {"role": "user", "content": f"## PREPARE {HOSTILE}"},
+            {"role": "assistant", "phase": HOSTILE, "content": HOSTILE, "tool_calls": [{HOSTILE: HOSTILE}]},
+            {"role": "user", "content": [{"type": "text", "text": f"Results of step 1:\n{HOSTILE}"},
+                                         {"type": "image", "path": f"/{HOSTILE}.png"}]},
+            {"role": "tool", "name": HOSTILE, "content": HOSTILE}, {"role": HOSTILE, "content": HOSTILE},
+            {"role": "user", "content": f"## TURN 2\n{HOSTILE}"}]
+"""A prediction's dialogue whose every text, phase, role and image name is hostile (tool results are too)."""
+
+
 def _write_hostile_inputs(base: Path) -> Path:
     """A reference, two models' predictions and every evaluator file beside each, all their texts hostile;
     the task images named by an absolute path and by one leading outside. Returns the reference."""
@@ -63,7 +74,9 @@ def _write_hostile_inputs(base: Path) -> Path:
               "judges": [{"name": HOSTILE, "verdict": "Not Met", "explanation": HOSTILE}, {"name": HOSTILE,
                                                                                            "error": HOSTILE}]}
     files = {
-        "": [{"id": tid, "final_reply": HOSTILE, "steps": [{"calls": [{**_call(0), "is_error": True}, _call(3)]}]}
+        "": [{"id": tid, "final_reply": HOSTILE, "dialogue": DIALOGUE,
+              "steps": [{"calls": [{**_call(0), "is_error": True, "result": f"{HOSTILE}\nfile=/nowhere/{HOSTILE}.png"},
+                                   {**_call(3), "result": {HOSTILE: [HOSTILE]}}]}]}
              for tid in IDS],
         "_taskcompletion": {"per_id": {tid: {"final": 0.5, "judges": judges,
                                              "info_grounding": {"final": 0.4, "judges": judges}} for tid in IDS},
@@ -124,14 +137,19 @@ def test_hostile_texts_stay_data(hostile_run: tuple[Path, str]) -> None:
     inline = html.split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0]
     assert not set(inline) & {"<", ">", "&", "\u2028", "\u2029"}
     assert json.loads(inline)["index"]["tasks"][0]["question"] == HOSTILE
-    for data in [site / "data" / "gt.js", *(site / "data" / "m").iterdir()]:
+    transcripts = sorted((site / "data" / "x").glob("*/*.js"))
+    assert len(transcripts) == len(MODEL_NAMES) * len(IDS)
+    for data in [site / "data" / "gt.js", *(site / "data" / "m").iterdir(), *transcripts]:
         text = data.read_text(encoding="utf-8")
         assert not set(text) & {"<", ">", "&", "\u2028", "\u2029"}, data.name
     assert "passwd" not in (site / "data" / "gt.js").read_text(encoding="utf-8")
     assert "hostname" not in (site / "data" / "gt.js").read_text(encoding="utf-8")
     assert not (site / "img").exists()
+    assert not (site / "media").exists()
     warnings = [line for line in stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "field 'image' ../../etc/passwd" in warnings[0] and "2 task image(s)" in warnings[0]
+    assert len(warnings) == 2 and "field 'image' ../../etc/passwd" in warnings[0] and "2 task image(s)" in warnings[0]
+    assert warnings[1].startswith("warning: 18 file reference(s) of 6 task(s) not shown in the site (12 outside the "
+                                  "task's folders, 6 no rollout workspace of this task)"), warnings[1]
 
 
 def _watch(page, site: Path) -> dict[str, list]:
@@ -188,6 +206,16 @@ def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> Non
         summary.click()
     assert HOSTILE in page.locator("#ev-rubrics table.inner").first.text_content()
     assert HOSTILE in page.locator("#ev-checks .evaluator-error").text_content()
+    returned = page.locator("#transcript .x-call pre.result")  # tool results, agent text and image names: text
+    assert returned.first.text_content() == f"{HOSTILE}\nfile=/nowhere/{HOSTILE}.png"
+    assert json.loads(returned.nth(1).text_content()) == {HOSTILE: [HOSTILE]}
+    assert page.locator("#transcript .msg.agent pre.reply").text_content() == HOSTILE
+    assert page.locator("#transcript .msg.agent .phase").text_content() == " \u00b7 " + HOSTILE
+    assert page.locator("#transcript .msg.tool pre.result").text_content() == HOSTILE
+    assert page.locator("#transcript .turn-head").all_text_contents() == ["Turn 1", "Turn 2"]
+    assert page.locator("#transcript figure.refused figcaption").all_text_contents() == [
+        f"media/{HOSTILE}", "/nowhere/", f"/{HOSTILE}.png"]
+    assert page.locator("#transcript img").count() == 0
     assert page.locator("#pair path.match").count() == 1  # the match past the task's calls is not drawn
     page.click("a:text-is('all models on this task')")
     page.wait_for_selector("#task-models tbody tr")
@@ -203,6 +231,95 @@ def test_hostile_site_runs_no_script(page, hostile_run: tuple[Path, str]) -> Non
     _open(page, index + "#/m/" + slug + "/t/" + urllib.parse.quote(IDS[0], safe=""), "task")
     assert page.evaluate("window.__pwned") is None
     assert seen == {"dialogs": [], "outside": [], "errors": []}
+
+
+CANARY = "CANARY-5f1c0e-not-for-the-site"
+
+
+def _png(path: Path, size: tuple[int, int], color: str, text: str | None = None) -> None:
+    """An image file; with `text`, the text in a PNG text chunk as well."""
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    if text:
+        info.add_text("comment", text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, color).save(path, "PNG", pnginfo=info)
+
+
+@pytest.mark.slow
+def test_a_transcript_shows_no_file_from_outside_the_task_s_folders(tmp_path: Path, embedding_cache: Path) -> None:
+    """A rollout whose predictions name a key in a fake home (~/.ssh/id_rsa, a canary) by an absolute path, by
+    one leading outside, through a symbolic link in the workspace (to the file and to its folder), and an image
+    outside; a workspace that is itself a link to the home: the site holds the one image of the workspace and
+    the task's own picture, the canary nowhere, and names each refused file with the reason."""
+    home, data, results = tmp_path / "home", tmp_path / "data", tmp_path / "results"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{CANARY}\n")
+    _png(home / "photo.png", (13, 7), "red", CANARY)  # an image, outside the task's folders
+    _png(data / "task.png", (40, 30), "green")
+    ws = results / "rollout" / "scripted" / "workspace"
+    media = ws / "t1" / "media"
+    _png(media / "ok.png", (24, 16), "blue", CANARY)  # admitted: redrawn, its text chunk not kept
+    (media / "notes.png").write_text(CANARY)  # not an image
+    (media / "key.png").symlink_to(home / ".ssh" / "id_rsa")
+    (media / "photo.png").symlink_to(home / "photo.png")
+    (media / "ssh").symlink_to(home / ".ssh")
+    (ws / "t2").symlink_to(home)  # a workspace that is a link
+    logs = results / "rollout" / "scripted" / "tool_logs"
+    logs.mkdir(parents=True)
+    (logs / "t1.json").write_text(json.dumps({"id": "t1", "calls": [
+        {"step": 1, "index": 1, "files": ["media/ok.png", "media/key.png", "media/ssh/id_rsa.png", "media/photo.png"],
+         "duration_s": 0.5}]}))
+    key, outside = home / ".ssh" / "id_rsa", home / "photo.png"
+    result = (f"wrote file={media / 'ok.png'} and file={key} and file={outside} and file={media / 'ssh' / 'id_rsa'} "
+              f"and file={data / 'task.png'}")
+    seen = [f"media/{name}" for name in ("ok.png", "notes.png", "key.png", "photo.png", "ssh/id_rsa")]
+    seen += [str(key), f"../../../../../{key.relative_to(key.anchor)}", f"media/../../{outside.name}"]
+    call = {"name": "images/crop", "arguments": {"input_path": "media/ok.png"}}
+    tasks = [{"id": tid, "question": "crop", "image": "task.png", "steps": [{"calls": [call]}]} for tid in ("t1", "t2")]
+    (data / "gt.json").write_text(json.dumps(tasks))
+    dialogue = [{"role": "user", "content": [{"type": "text", "text": "crop"}] + [{"type": "image", "path": p}
+                                                                             for p in seen]},
+                {"role": "assistant", "phase": "final", "content": "done"}]
+    pred = results / "scripted_test_mcp_fuzzy.json"
+    pred.write_text(json.dumps([{**t, "steps": [{"calls": [{**call, "result": result, "is_error": False}]}],
+                                 "dialogue": dialogue} for t in tasks]))
+    run = tmp_path / "run"
+    done = _script("score", f"data.gt={data / 'gt.json'}", f"model.predictions={pred}", f"output_dir={run}",
+                   f"encoder.cache_dir={embedding_cache}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = _script("view", str(run), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    site = run / "viewer"
+    for path in site.rglob("*"):
+        assert not path.is_symlink()
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+            assert b"BEGIN OPENSSH" not in path.read_bytes(), path
+    from PIL import Image
+
+    sizes = sorted(Image.open(p).size for p in (site / "media").iterdir())
+    assert sizes == [(24, 16), (40, 30)]  # ok.png and the data set's task.png; never photo.png (13 x 7)
+    text = next((site / "data" / "x").glob("*/0.js")).read_text(encoding="utf-8")
+    first = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+    shown = {f["name"]: f.get("refused", "shown") for f in first["items"][0][3]}
+    assert shown == {"media/ok.png": "shown", "media/notes.png": "not an image", "media/key.png": "a symbolic link",
+                     "media/photo.png": "a symbolic link", "media/ssh/id_rsa": "a folder on its way is a symbolic link",
+                     str(key): "outside the task's folders", seen[6]: "leaves the folder",
+                     seen[7]: "leaves the folder"}
+    files = {f["name"]: f.get("refused", "shown") for f in first["calls"][0][0]["f"]}
+    assert files == {"media/ok.png": "shown", "media/key.png": "a symbolic link",
+                     "media/ssh/id_rsa.png": "a folder on its way is a symbolic link",
+                     "media/photo.png": "a symbolic link", str(media / "ok.png"): "shown",
+                     str(key): "outside the task's folders", str(outside): "outside the task's folders",
+                     str(media / "ssh" / "id_rsa"): "a folder on its way is a symbolic link",
+                     str(data / "task.png"): "shown"}
+    text = next((site / "data" / "x").glob("*/1.js")).read_text(encoding="utf-8")
+    second = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+    assert {f.get("refused") for f in second["items"][0][3]} == {"the task's workspace is a symbolic link"}
+    warning = [line for line in done.stderr.splitlines() if "not shown in the site" in line]
+    assert len(warning) == 1 and warning[0].startswith("warning: "), done.stderr
 
 
 def _small_run(base: Path, embedding_cache: Path) -> Path:

@@ -35,19 +35,20 @@ OUTSIDE = "outside the task's folders"
 
 class SiteMedia:
     """The images of one site being built (under `out`/media/), each source read once and each image
-    written once however many tasks show it; `refused` maps (task id, path) to why it is not shown."""
+    written once however many tasks show it; `refused` maps (model, task id, path) to why it is not shown."""
 
     def __init__(self, out: Path, max_side: int = MEDIA_SIDE, limit: int = MEDIA_LIMIT) -> None:
         self.out = Path(out)
         self.max_side = max_side
         self.limit = limit
-        self.refused: dict[tuple[str, str], str] = {}
+        self.refused: dict[tuple[str, str, str], str] = {}
         self._seen: dict[tuple[tuple[Path, ...], Path | None, str], dict[str, Any]] = {}
         self._written: dict[str, str] = {}
 
-    def image(self, task_id: str, path: str, workspace: Path | None, folders: tuple[Path, ...]) -> dict[str, Any]:
+    def image(self, task: tuple[str, str], path: str, workspace: Path | None,
+              folders: tuple[Path, ...]) -> dict[str, Any]:
         """``{"name": path, "src": its file in the site}`` for an image the rule admits, else ``{"name": path,
-        "refused": why}``. A relative `path` is read beneath the task's `workspace` (None: refused); an
+        "refused": why}``, of a `task` (model, task id). A relative `path` is read beneath the task's `workspace` (None: refused); an
         absolute one beneath the first of the workspace and `folders` it lies under."""
         key = (folders, workspace, path)
         if key not in self._seen:
@@ -57,7 +58,7 @@ class SiteMedia:
                 self._seen[key] = {"name": path, "refused": str(exc)}
         shown = self._seen[key]
         if "refused" in shown:
-            self.refused[(task_id, path)] = shown["refused"]
+            self.refused[(*task, path)] = shown["refused"]
         return shown
 
     def _admit(self, path: str, workspace: Path | None, folders: tuple[Path, ...]) -> str:
@@ -103,16 +104,16 @@ class SiteMedia:
         return rel
 
     def refused_line(self, few: int = 3) -> str | None:
-        """One line of the file references not shown: how many, in how many tasks, by reason, naming the
-        first `few`; None when there are none."""
+        """One line of the file references not shown: how many, in how many tasks (of a model), by reason,
+        naming the first `few`; None when there are none."""
         if not self.refused:
             return None
         reasons: dict[str, int] = {}
         for why in self.refused.values():
             reasons[why] = reasons.get(why, 0) + 1
-        named = "; ".join(f"{shown(path)} ({why}, task {shown(tid)})"
-                          for (tid, path), why in list(self.refused.items())[:few])
-        tasks = len({tid for tid, _ in self.refused})
+        named = "; ".join(f"{shown(path)} ({why}; model {shown(model)}, task {shown(tid)})"
+                          for (model, tid, path), why in list(self.refused.items())[:few])
+        tasks = len({(model, tid) for model, tid, _ in self.refused})
         return (f"{len(self.refused)} file reference(s) of {tasks} task(s) not shown in the site ("
                 + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
                 + f"): {named}" + (" ..." if len(self.refused) > few else ""))

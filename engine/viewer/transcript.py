@@ -95,8 +95,9 @@ def _text(content: Any) -> tuple[str, list[str]]:
 class TaskTranscript:
     """Builds the transcript of one task of one prediction file (see the module doc)."""
 
-    def __init__(self, trajectory: Trajectory, folders: RolloutFolders, declared: tuple[Path, ...],
+    def __init__(self, model: str, trajectory: Trajectory, folders: RolloutFolders, declared: tuple[Path, ...],
                  media: SiteMedia) -> None:
+        self.model = model
         self.t = trajectory
         self.media = media
         self.declared = declared
@@ -128,7 +129,7 @@ class TaskTranscript:
 
     def image(self, path: str) -> dict[str, Any]:
         """An image a text or a file list names, by the site's rule (engine.viewer.media)."""
-        return self.media.image(self.t.id, path, self.workspace, self.declared)
+        return self.media.image((self.model, self.t.id), path, self.workspace, self.declared)
 
     def _calls(self) -> tuple[list[list[dict[str, Any]]], list[int]]:
         """Per step its calls as the transcript shows them, and each step's number."""
@@ -230,7 +231,7 @@ def model_transcripts(run: Run, result: ModelResult, media: SiteMedia,
     for record in run.per_id[result.name]:
         tid = str(record["id"])
         if tid in predictions and tid not in out:
-            transcript = TaskTranscript(predictions[tid], folders, declared, media).build()
+            transcript = TaskTranscript(result.name, predictions[tid], folders, declared, media).build()
             if transcript is not None:
                 out[tid] = transcript
     return out
