@@ -26,6 +26,7 @@ from engine.viewer.text import MAX_TEXT
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("demo_strong", "demo_weak", "demo_chaotic")
 HUGE = "x" * (MAX_TEXT + 5000)
+LONG_RESULT = "".join(f"row {i}: value {i * i}\n" for i in range(60))
 
 
 def _run(cmd: list[str]) -> None:
@@ -42,6 +43,11 @@ def scored_run(tmp_path_factory, embedding_cache: Path) -> Path:
     chaotic = json.loads(paths["demo_chaotic"].read_text(encoding="utf-8"))
     first = next(t for t in chaotic if t["steps"] and t["steps"][0]["calls"])
     first["steps"][0]["calls"][0]["arguments"]["note"] = HUGE
+    first["steps"][0]["calls"][0]["result"] = LONG_RESULT  # a record of results alone (no dialogue)
+    bare = next(t for t in chaotic if t is not first and t["steps"])
+    for step in bare["steps"]:  # a record of the calls alone (the published format)
+        for call in step["calls"]:
+            call.pop("result", None)
     paths["demo_chaotic"].write_text(json.dumps(chaotic), encoding="utf-8")
     _run(["scripts/judge.py", "judges=scripted", f"data.gt={gt}", f"predictions={paths['demo_weak']}",
           f"results_dir={base}", f"cache_dir={base / 'judge-cache'}"])
@@ -311,6 +317,19 @@ def test_filters_and_long_values(page, scored_run: Path) -> None:
     assert len(cell.text_content()) < 200
     button.click()
     assert len(cell.text_content()) > MAX_TEXT
+    # what the call returned, folded under it in the alignment and shown cut in the transcript
+    fold = page.locator("#pred-0 details.returned-fold")
+    assert "row 0: value 0 row 1: value 1" in fold.locator("summary").text_content()
+    result = page.locator("#transcript .x-call pre.result").first
+    assert result.text_content().startswith("row 0: value 0\n") and "row 59" not in result.text_content()
+    page.locator("#transcript .x-call .folded button.expand").first.click()
+    assert result.text_content() == LONG_RESULT
+    assert page.locator("#transcript .msg.agent.final pre").text_content() == cdata["tasks"][tid]["final_reply"]
+    bare = [t for t in cdata["order"] if "x" not in cdata["tasks"][t]]
+    assert len(bare) == 1
+    page.goto((scored_run / "viewer" / "index.html").as_uri() + f"#/m/{chaotic}/t/{bare[0]}")
+    page.wait_for_selector("#transcript p.note")
+    assert "records neither a dialogue nor what the tools returned" in page.locator("#transcript").text_content()
     assert page.errors == []
 
 
@@ -467,6 +486,84 @@ def test_site_holds_the_evaluators_verdicts(evaluated_runs: dict[str, Path]) -> 
             assert [e["text"] for e in errors] == [file["tb-04"]["error"]] == ["KeyError: 'answer'"]
             badges = _parts(data["tasks"]["tb-02"]["blocks"], "verifiers", "badges")[0]["items"]
             assert badges == [["1", True], ["0", False], ["1", True]]
+
+
+def _transcript(run: Path, slug: str, k: int) -> dict:
+    text = (run / "viewer" / "data" / "x" / slug / f"{k}.js").read_text(encoding="utf-8")
+    kind, key, data = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")
+    assert (kind, key) == ("x", f"{slug}/{k}")
+    return data
+
+
+@pytest.mark.slow
+def test_each_flow_s_transcripts_hold_its_dialogue_and_tool_results(evaluated_runs: dict[str, Path]) -> None:
+    """For each demo flow the rollout runs (VisualToolBench multi-turn, MCPVerse, TOBench; M3-Bench's in
+    test_viewer_trials.py), every task's transcript holds the record's replies in order, each step's results
+    before the message that gave them to the model, the tool log's files and durations, the images shown."""
+    for name, run in evaluated_runs.items():
+        meta = json.loads((run / "scripted" / "results_eval.json").read_text(encoding="utf-8"))["meta"]
+        records = {t["id"]: t for t in json.loads(Path(meta["predictions"]).read_text(encoding="utf-8"))}
+        logs = Path(meta["predictions"]).parent / "rollout" / "scripted" / "tool_logs"
+        slug = _slug(run, "scripted")
+        data = _model_data(run, slug)
+        for k, tid in enumerate(data["order"]):
+            assert data["tasks"][tid]["x"] == k, (name, tid)
+            x, record = _transcript(run, slug, k), records[tid]
+            assert [[c["r"] for c in s] for s in x["calls"]] == [[c["result"] for c in s["calls"]] for s in record["steps"]]
+            assert [[c.get("e") for c in s] for s in x["calls"]] == [[c["is_error"] for c in s["calls"]]
+                                                                    for s in record["steps"]]
+            replies = [m for m in record["dialogue"] if m["role"] == "assistant"]
+            assert [it[1:3] for it in x["items"] if it[0] == "agent"] == [[m["phase"], m["content"]] for m in replies]
+            assert [it[1] for it in x["items"] if it[0] == "step"] == list(range(len(record["steps"])))
+            for i, item in enumerate(x["items"]):
+                if item[0] == "step":  # the message right after a step gives the model its results
+                    assert x["items"][i + 1][2].startswith(f"Results of step {item[1] + 1}:"), (name, tid)
+            log = json.loads((logs / f"{tid}.json").read_text(encoding="utf-8"))["calls"]
+            assert [c["d"] for s in x["calls"] for c in s] == [line["duration_s"] for line in log]
+            assert [[f["name"] for f in c.get("f", [])] for s in x["calls"] for c in s] == [line["files"] for line in log]
+            for item in x["items"]:
+                for image in item[3] if item[0] in ("prompt", "harness") else []:
+                    assert (run / "viewer" / image["src"]).is_file(), (name, tid, image)
+        if name == "vtb":
+            x = _transcript(run, slug, data["order"].index("vtb-01-mt"))
+            assert [it[1] for it in x["items"] if it[0] == "prompt"] == [None, 2]
+            prompts = [it[2] for it in x["items"] if it[0] == "prompt"]
+            assert prompts[0] == "Crop the red box out of the picture and tell me how large the crop is.\n\nImage in " \
+                                 "the workspace: media/demo_shapes.png"
+            assert prompts[1] == "Now say where the result is, in one sentence."
+            files = x["calls"][1][0]["f"]
+            assert [f["name"] for f in files] == ["media/red_box.png"] and (run / "viewer" / files[0]["src"]).is_file()
+
+
+@pytest.mark.slow
+def test_a_task_page_shows_its_transcript(page, evaluated_runs: dict[str, Path]) -> None:
+    """A multi-turn task's page: both turns in order, what each tool returned (the failed crop's error under
+    its call in the alignment and in the transcript), the images the agent saw, drawn."""
+    vtb = evaluated_runs["vtb"]
+    record = next(t for t in json.loads((vtb.parent / "scripted_test_mcp_fuzzy.json").read_text(encoding="utf-8"))
+                  if t["id"] == "vtb-01-mt")
+    error = record["steps"][0]["calls"][0]["result"]
+    assert error.startswith("Error executing tool crop")
+    page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{_slug(vtb, 'scripted')}/t/vtb-01-mt")
+    page.wait_for_selector("#transcript .x-call")
+    assert page.locator("#pair path.match").count() == 2  # the alignment still drawn
+    assert error[:60] in page.locator("#pred-0 details.returned-fold summary").text_content()
+    assert page.locator("#pred-0 details.returned-fold").get_attribute("open") is None
+    assert page.locator("#transcript .turn-head").all_text_contents() == ["Turn 1", "Turn 2"]
+    calls = page.locator("#transcript .x-call")
+    assert calls.first.locator("pre.result").text_content() == error
+    assert calls.first.locator(".returned .badge.is-error").count() == 1
+    assert calls.nth(1).locator("pre.result").text_content() == record["steps"][1]["calls"][0]["result"]
+    assert [r.text_content() for r in page.locator("#transcript .msg.agent.final pre").all()] == [
+        turn["final_reply"] for turn in record["turns"]]
+    images = page.locator("#transcript img")
+    assert images.count() == 2  # the task's picture, and the crop the second call made
+    for image in images.all():
+        image.scroll_into_view_if_needed()
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    assert page.locator("#transcript figcaption").all_text_contents()[:2] == ["media/demo_shapes.png",
+                                                                               "media/red_box.png"]
+    assert page.errors == []
 
 
 @pytest.mark.slow

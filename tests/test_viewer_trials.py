@@ -80,6 +80,33 @@ def test_trials_summary_equals_trials_json(trials_run: Path) -> None:
     assert [r[0] for r in summary["conventions"]["rows"]] == ["project", "tau2", "mcpmark"]
 
 
+@pytest.mark.slow
+def test_each_trial_s_transcripts_are_its_own(trials_run: Path) -> None:
+    """The M3-Bench rollout demo over trials: each trial's task has its transcript, its results those of the
+    trial's own record and its images (the workspace's, the blurred and boxed pictures) from the trial's own
+    workspace (<workspace>/trial<i>)."""
+    site = _site(trials_run)
+    results = trials_run.parent / "results"
+    for i, key in enumerate(site["trials"][MODEL]["slugs"], 1):
+        text = (trials_run / "viewer" / "data" / "m" / f"{key}.js").read_text(encoding="utf-8")
+        data = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+        records = {r["id"]: r for r in json.loads((results / f"{MODEL}_test_mcp_fuzzy_trial{i}.json").read_text())}
+        assert data["order"] and all(data["tasks"][tid]["x"] == k for k, tid in enumerate(data["order"]))
+        images = 0
+        for k, tid in enumerate(data["order"]):
+            text = (trials_run / "viewer" / "data" / "x" / key / f"{k}.js").read_text(encoding="utf-8")
+            x = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+            assert [[c["r"] for c in s] for s in x["calls"]] == [[c["result"] for c in s["calls"]]
+                                                                for s in records[tid]["steps"]]
+            log = json.loads((results / "rollout" / MODEL / "tool_logs" / f"trial{i}" / f"{tid}.json").read_text())
+            assert [c.get("d") for s in x["calls"] for c in s] == [line["duration_s"] for line in log["calls"]]
+            shown = [f for s in x["calls"] for c in s for f in c.get("f", [])]
+            assert all("src" in f for f in shown if f["name"].endswith(".png")), shown
+            assert all((trials_run / "viewer" / f["src"]).is_file() for f in shown if "src" in f)
+            images += sum("src" in f for f in shown)
+        assert images > 0
+
+
 def _cells(page, selector: str) -> list[list[str]]:
     return page.eval_on_selector_all(f"{selector} tbody tr",
                                      "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))")
