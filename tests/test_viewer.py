@@ -509,7 +509,8 @@ def test_each_flow_s_transcripts_hold_its_dialogue_and_tool_results(evaluated_ru
         for k, tid in enumerate(data["order"]):
             assert data["tasks"][tid]["x"] == k, (name, tid)
             x, record = _transcript(run, slug, k), records[tid]
-            assert [[c["r"] for c in s] for s in x["calls"]] == [[c["result"] for c in s["calls"]] for s in record["steps"]]
+            assert [[c["r"] for c in s] for s in x["calls"]] == [[c["result"] for c in s["calls"]]
+                                                                for s in record["steps"]]
             assert [[c.get("e") for c in s] for s in x["calls"]] == [[c["is_error"] for c in s["calls"]]
                                                                     for s in record["steps"]]
             replies = [m for m in record["dialogue"] if m["role"] == "assistant"]
@@ -520,7 +521,8 @@ def test_each_flow_s_transcripts_hold_its_dialogue_and_tool_results(evaluated_ru
                     assert x["items"][i + 1][2].startswith(f"Results of step {item[1] + 1}:"), (name, tid)
             log = json.loads((logs / f"{tid}.json").read_text(encoding="utf-8"))["calls"]
             assert [c["d"] for s in x["calls"] for c in s] == [line["duration_s"] for line in log]
-            assert [[f["name"] for f in c.get("f", [])] for s in x["calls"] for c in s] == [line["files"] for line in log]
+            files = [[f["name"] for f in c.get("f", [])] for s in x["calls"] for c in s]
+            assert files == [line["files"] for line in log]
             for item in x["items"]:
                 for image in item[3] if item[0] in ("prompt", "harness") else []:
                     assert (run / "viewer" / image["src"]).is_file(), (name, tid, image)

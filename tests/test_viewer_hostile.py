@@ -51,7 +51,8 @@ def _call(i: int) -> dict:
 
 
 DIALOGUE = [{"role": "system", "content": HOSTILE},
-            {"role": "user", "content": [{"type": "text", "text": HOSTILE}, {"type": "image", "path": f"media/{HOSTILE}"}]},
+            {"role": "user", "content": [{"type": "text", "text": HOSTILE},
+                                         {"type": "image", "path": f"media/{HOSTILE}"}]},
             {"role": "user", "content": f"## PREPARE {HOSTILE}"},
             {"role": "assistant", "phase": HOSTILE, "content": HOSTILE, "tool_calls": [{HOSTILE: HOSTILE}]},
             {"role": "user", "content": [{"type": "text", "text": f"Results of step 1:\n{HOSTILE}"},

@@ -40,8 +40,8 @@ def run(argv: list[str] | None = None) -> int:
                         help="leaderboard order, best first (default: average_score)")
     parser.add_argument("--one-table", action="store_true", help="refuse (exit status 2) when the runs are not "
                         "comparable, instead of writing one leaderboard per group of comparable runs")
-    parser.add_argument("--list", action="store_true", help="print the run index of RUN_DIR (its index.json: "
-                        "every score run with its settings and Average Score) and exit")
+    parser.add_argument("--list", action="store_true", help="print the run index of RUN_DIR (its index.json) "
+                        "and exit: one row per score run, its best model's Average Score and its settings")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
@@ -50,7 +50,8 @@ def run(argv: list[str] | None = None) -> int:
             if not entries:
                 raise InputError(args.run_dir / "index.json", "no run index here (score runs add to "
                                  "<index_dir>/index.json, by default <home>/runs)")
-            print(index_table(entries).to_text())
+            table = index_table(entries, args.run_dir)
+            print(f"{table.title}\n{table.to_text()}\n{table.note}")
             return 0
         out = args.out or default_out(args.run_dir)
         groups, written = write_comparison(args.run_dir, out, SORT_COLUMNS[args.sort_by], args.one_table)

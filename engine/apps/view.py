@@ -14,7 +14,8 @@ from pathlib import Path
 
 from engine.apps.kit import command_app
 from engine.contract import InputError, Interrupted
-from engine.reports.index import INDEX_FILE, write_index_page
+from engine.reports.index import INDEX_FILE
+from engine.viewer.runs import serve_runs, write_runs_page
 from engine.viewer.site import build_site
 
 
@@ -37,7 +38,8 @@ def run(argv: list[str] | None = None) -> int:
         "tasks with their alignment drawn, judges, plots) that opens from the file system.")
     parser.add_argument("run_dir", type=Path, help="a finished scoring run (results_eval.json files, up to two "
                                                    "folder levels down), or a run index folder (index.json: "
-                                                   "writes its runs.html, every run with its settings and site)")
+                                                   "writes its runs.html, every run with its settings and site; "
+                                                   "with --serve, serves it and shows new runs as they land)")
     parser.add_argument("--out", type=Path, default=None, help="site folder (default: RUN_DIR/viewer): a new or "
                         "empty folder, or an earlier site holding only the files the viewer wrote, which is "
                         "replaced (any other file there: refused, exit status 2)")
@@ -49,7 +51,10 @@ def run(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
         if (args.run_dir / INDEX_FILE).is_file():
-            page = write_index_page(args.run_dir, args.out)
+            if args.serve:
+                serve_runs(args.run_dir, args.port)
+                return 0
+            page = write_runs_page(args.run_dir, args.out)
             print(f"wrote {page} (open it in a browser)", flush=True)
             return 0
         index = build_site(args.run_dir, args.out, args.images)

@@ -1,7 +1,8 @@
 """The run index: one folder's index.json listing every scoring run with its settings and headline.
 
 Each score run appends its entry (run folder, time, models, compared settings, Average Score per
-model); the report app prints it (`report.py --list`) and the viewer lists it. Appends from concurrent
+model); the report app prints it (`report.py --list`, one row per run) and the viewer lists it
+(engine.viewer.runs: runs.html, or served as runs land). Appends from concurrent
 runs are serialised by a lock file beside the index (waited on for at most `LOCK_WAIT_S`), and the
 index is replaced atomically. An entry that is not one the index writes (a hand edit) is skipped with
 a warning naming it, and kept in the file as it is.
@@ -9,25 +10,25 @@ a warning naming it, and kept in the file as it is.
 
 from __future__ import annotations
 
-import html
+import json
 import logging
 import numbers
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
-from engine.contract import InputError, atomic_write_json, atomic_write_text, read_json
+from engine.contract import InputError, atomic_write_json, read_json, shown
 from engine.metricspec import AVERAGE
-from engine.reports.groups import COMPARED, group_results
+from engine.reports.groups import COMPARED, group_results, settings_digest
 from engine.reports.read import collect_run
 from engine.reports.tables import Table, leaderboard_table
 
 INDEX_FILE = "index.json"
 LOCK_FILE = ".index.lock"
 SITE = "viewer/index.html"
-PAGE = "runs.html"
 LOCK_WAIT_S = 60.0
 """How long a run waits for the index's lock (another run adding itself takes milliseconds)."""
 
@@ -117,41 +118,59 @@ def append_run(index_dir: Path, entry: dict[str, Any]) -> Path:
     return index_dir / INDEX_FILE
 
 
-def index_table(entries: list[dict[str, Any]]) -> Table:
-    """One row per run and model: run folder, time, model, Average Score, the compared settings, and the
-    run's viewer site when built."""
+def short_paths(runs: list[str], index_dir: Path) -> tuple[Path, list[str]]:
+    """(the folder the runs are shown under, each run's path relative to it): the index folder when it holds
+    every run, else the folder common to them all (absolute paths when that is the root)."""
+    paths = [Path(r) for r in runs]
+    base = Path(index_dir).resolve()
+    if not all(p.is_relative_to(base) and p != base for p in paths):
+        base = Path(os.path.commonpath([str(p.parent) for p in paths])) if paths else base
+    if base == Path(base.anchor):
+        return base, [str(p) for p in paths]
+    return base, [p.relative_to(base).as_posix() for p in paths]
+
+
+def _scores(entry: dict[str, Any]) -> list[tuple[str, float | None]]:
+    """(model, Average Score) of each model of an entry, in its order."""
+    scores = averages if isinstance(averages := entry.get("average_score"), dict) else {}
+    return [(m, scores.get(m)) for m in entry.get("models") or []]
+
+
+def best_model(entry: dict[str, Any]) -> tuple[str | None, float | None]:
+    """The model of an entry with the highest Average Score, and that score (None, None without one)."""
+    scored = [(m, v) for m, v in _scores(entry) if v is not None]
+    return max(scored, key=lambda mv: mv[1]) if scored else (None, None)
+
+
+def entry_settings(entry: dict[str, Any]) -> dict[str, Any]:
+    """The compared settings an entry records (each of COMPARED; None when absent)."""
+    recorded = entry["settings"] if isinstance(entry.get("settings"), dict) else {}
+    return {key: recorded.get(key) for key in COMPARED}
+
+
+def entry_set(entry: dict[str, Any]) -> str:
+    """The digest of an entry's compared settings: runs of the same digest are comparable, as the report app
+    groups results (engine.reports.groups.settings_digest)."""
+    return settings_digest(entry["settings"]) if isinstance(entry.get("settings"), dict) else "unrecorded"
+
+
+def index_table(entries: list[dict[str, Any]], index_dir: Path) -> Table:
+    """One row per run (its texts on one line, `shown`): its folder (relative, `short_paths`), time, how many
+    models, the best of them with its Average Score, its set of compared settings (runs of one set are
+    comparable), the compared settings that differ between runs, and whether its viewer site is built; the
+    note names the folder and the settings every run shares."""
+    base, labels = short_paths([e["run"] for e in entries], index_dir)
+    settings = [entry_settings(e) for e in entries]
+    varying = [k for k in COMPARED if len({json.dumps(s[k], sort_keys=True) for s in settings}) > 1]
     rows = []
-    for entry in entries:
-        settings = recorded if isinstance(recorded := entry.get("settings"), dict) else {}
-        scores = averages if isinstance(averages := entry.get("average_score"), dict) else {}
-        site = Path(entry["run"]) / SITE
-        for model in entry.get("models") or ["–"]:
-            rows.append([entry["run"], entry.get("time"), model, scores.get(model),
-                         *(settings.get(key) for key in COMPARED), str(site) if site.is_file() else None])
-    return Table(["Run", "Time", "Model", AVERAGE, *COMPARED, "Site"], rows, title="Scoring runs")
-
-
-def write_index_page(index_dir: Path, out: Path | None = None) -> Path:
-    """A static page listing every run of index_dir/index.json with its settings and Average Scores, each
-    run's viewer site linked when built; written to out (default: index_dir)/runs.html, returned."""
-    index_dir = Path(index_dir)
-    entries = read_index(index_dir)
-    if not entries:
-        raise InputError(index_dir / INDEX_FILE, "no run index here (score runs add to <index_dir>/index.json, "
-                                                 "by default <home>/runs)")
-    table = index_table(entries)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
-    body = []
-    for row in table.rows:
-        cells = [html.escape("–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)) for v in row[:-1]]
-        site = row[-1]
-        link = f'<a href="{html.escape(Path(site).as_uri())}">site</a>' if site else "not built"
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{link}</td></tr>")
-    page = ("<!doctype html><meta charset=\"utf-8\"><title>Scoring runs</title>"
-            "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style>"
-            f"<h1>Scoring runs ({len(entries)})</h1><p>{html.escape(str(index_dir / INDEX_FILE))}; runs are "
-            "comparable when reference, tau_weak, tau_strong, profile and encoder agree.</p>"
-            f"<table><tr>{head}</tr>{''.join(body)}</table>\n")
-    path = Path(out or index_dir) / PAGE
-    atomic_write_text(path, page)
-    return path
+    for entry, label, recorded in zip(entries, labels, settings):
+        name, score = best_model(entry)
+        when = entry.get("time")
+        rows.append([shown(label), shown(when[:16].replace("T", " ")) if isinstance(when, str) else None,
+                     len(entry.get("models") or []), shown(name) if name is not None else None, score, entry_set(entry),
+                     *(recorded[k] for k in varying), "yes" if (Path(entry["run"]) / SITE).is_file() else None])
+    same = [f"{k} {settings[0][k]}" for k in COMPARED if k not in varying] if entries else []
+    note = f"paths under {base}" + (f"; every run: {', '.join(same)}" if same else "") + \
+        "; runs of one set are comparable (report.py RUN_DIR compares them)"
+    return Table(["Run", "Time", "Models", "Best model", AVERAGE, "Set", *varying, "Site"], rows,
+                 title=f"Scoring runs ({len(entries)})", note=note)

@@ -48,8 +48,8 @@ class SiteMedia:
     def image(self, task: tuple[str, str], path: str, workspace: Path | None,
               folders: tuple[Path, ...]) -> dict[str, Any]:
         """``{"name": path, "src": its file in the site}`` for an image the rule admits, else ``{"name": path,
-        "refused": why}``, of a `task` (model, task id). A relative `path` is read beneath the task's `workspace` (None: refused); an
-        absolute one beneath the first of the workspace and `folders` it lies under."""
+        "refused": why}``, of a `task` (model, task id). A relative `path` is read beneath the task's `workspace`
+        (None: refused); an absolute one beneath the first of the workspace and `folders` it lies under."""
         key = (folders, workspace, path)
         if key not in self._seen:
             try:
@@ -58,7 +58,7 @@ class SiteMedia:
                 self._seen[key] = {"name": path, "refused": str(exc)}
         shown = self._seen[key]
         if "refused" in shown:
-            self.refused[(*task, path)] = shown["refused"]
+            self.refused[(task[0], task[1], path)] = shown["refused"]
         return shown
 
     def _admit(self, path: str, workspace: Path | None, folders: tuple[Path, ...]) -> str:
