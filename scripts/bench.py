@@ -7,6 +7,7 @@
     python scripts/bench.py --trials 4 --models 14 --rounds 3  # 4 trials of 14 models against one trial each
     python scripts/bench.py --references 3 --models 14 --rounds 3  # 3 references per task against one
     python scripts/bench.py --gpu-report [--gt GT P1 P2 ...]  # on a CUDA machine: tests, parity, timings
+    python scripts/bench.py --stats [--models 14] [--rounds 5] [--device cuda]  # statistics step / warm pass
 
 Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
 load, serialize, embed, align, metrics, write) and then a process that only imports the
@@ -23,6 +24,11 @@ align and metrics stages timed under torch.cuda.synchronize with the synchroniza
 (torch's sync debug mode) and the shapes the device solver compiled. It writes gpu_report.json and
 gpu_report.md (a table) into --report-dir, with the tests' whole output in cuda_tests.log. Without --gt it
 uses the golden cases of ../shared.
+
+--stats times the statistics step (its `stats` stage: 10,000 resamples, every metric, every pair) of a warm scoring
+process of --models prediction files perturbed from the reference (default: ../shared's M3-Bench reference; or the
+files given) against a warm scoring process of the same sweep without statistics, --rounds times alternating, and
+prints the ratio (the target is at most 0.25).
 """
 
 from __future__ import annotations
@@ -164,6 +170,34 @@ def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
             print(f"round {round_ + 1}: sweep {sweep[-1]:.3f} s, grid with reports {gridded[-1]:.3f} s")
     print(f"warm sweep, reports=false: {spread(sweep)}")
     print(f"warm {len(args.grid.split(','))}-point tau_weak grid, reports=true: {spread(gridded)}")
+
+
+def bench_stats(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> None:
+    """The statistics step against a warm scoring pass: --rounds alternating warm processes of the sweep with
+    stats=off and with stats=on (reports off); the step's time is the `stats` stage the second one prints."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.predictions:
+            args.gt = args.gt or str(ROOT.parent / "shared" / "data" / "m3bench" / "test_mcp_GT.json")
+            reference = json.loads(Path(args.gt).read_text(encoding="utf-8"))
+            profiles = list(demo_models().values())
+            args.predictions = [write_json(Path(tmp) / f"model{m:02d}.json",
+                                           perturb(reference, profiles[m % len(profiles)], seed=m))
+                                for m in range(args.models)]
+        timed(score_command(args, settings, thresholds, Path(tmp) / "fill", "stats=off"))
+        plain, step = [], []
+        for round_ in range(args.rounds):
+            plain.append(timed(score_command(args, settings, thresholds, Path(tmp) / f"off{round_}", "stats=off"))[0])
+            _, out = timed(score_command(args, settings, thresholds, Path(tmp) / f"on{round_}", "stats=on"))
+            stages = next(line for line in out.splitlines() if line.startswith("texts:"))
+            step.append(float(stages.split(" stats ")[1].split("s")[0]))
+            print(f"round {round_ + 1}: warm scoring pass {plain[-1]:.3f} s, statistics step {step[-1]:.3f} s "
+                  f"({step[-1] / plain[-1]:.3f}x)", flush=True)
+    n = len(args.predictions)
+    print(f"{n} models, {n * (n - 1) // 2} pairs, 10000 resamples, device {settings.device}: warm scoring pass "
+          f"{spread(plain)}; statistics step {spread(step)}")
+    print(f"ratio statistics step / warm scoring pass: {statistics.median(step) / statistics.median(plain):.3f} "
+          f"(median), {min(s / p for s, p in zip(step, plain)):.3f}-{max(s / p for s, p in zip(step, plain)):.3f} "
+          "(per round); target <= 0.25")
 
 
 def pseudo_embeddings(texts: list[str], dim: int = 384) -> np.ndarray:
@@ -398,17 +432,21 @@ def main() -> None:
     parser.add_argument("--gpu-report", action="store_true",
                         help="on a CUDA machine: CUDA tests, golden parity, cold and warm sweeps, stage times")
     parser.add_argument("--report-dir", default=".", help="where --gpu-report writes gpu_report.json and .md")
+    parser.add_argument("--stats", action="store_true",
+                        help="time the statistics step against a warm scoring pass of --models files")
     args = parser.parse_args()
     if args.gpu_report:
         with tempfile.TemporaryDirectory() as tmp:
             sys.exit(gpu_report(args, ScoreSettings(profile=args.profile, cache_dir=args.cache_dir or tmp),
                                 Thresholds(args.tau_weak, args.tau_strong)))
-    if not (args.synthetic or args.trials or args.references) and (not args.gt or not args.predictions):
+    if not (args.synthetic or args.trials or args.references or args.stats) and (not args.gt or not args.predictions):
         parser.error("give --gt and prediction files, or --synthetic N")
     with tempfile.TemporaryDirectory() as tmp:
         settings = ScoreSettings(profile=args.profile, device=args.device, cache_dir=args.cache_dir or tmp)
         thresholds = Thresholds(args.tau_weak, args.tau_strong)
-        if args.trials or args.references:
+        if args.stats:
+            bench_stats(args, settings, thresholds)
+        elif args.trials or args.references:
             bench_repeats(args, settings)
         elif args.replicate or args.synthetic:
             bench_align(args, settings, thresholds)
