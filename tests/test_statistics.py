@@ -344,7 +344,7 @@ def test_one_cluster_says_so_and_concludes_nothing(case: str) -> None:
     models = [_units("x", ids, families, n_gt, n_gt - 1, n_gt), _units("y", ids, families, n_gt, n_gt * 0, n_gt)]
     settings = StatsSettings(resamples=500, cluster="sample" if case == "one id by sample" else "family")
     out = bootstrap_stats(models, settings)
-    assert len(out["warnings"]) == 1 and "has 1 " in out["warnings"][0] and "at least 8" in out["warnings"][0]
+    assert len(out["warnings"]) == 1 and "has 1 " in out["warnings"][0] and "at least 5" in out["warnings"][0]
     for record in out["models"].values():
         for block in record["metrics"].values():
             assert block["low"] is None and block["rank"] is None and block["reason"].startswith("too few clusters: 1")
@@ -589,3 +589,28 @@ def test_neighbour_aggregates_resample_as_their_evaluators_aggregate() -> None:
                 assert block["low"] == pytest.approx(float(np.quantile(kept, 0.025)), abs=1e-12)
                 assert block["high"] == pytest.approx(float(np.quantile(kept, 0.975)), abs=1e-12)
     assert {"tool_use.volume", "answer_sr_l2", "check_accuracy"} <= set(out["pairs"][0]["metrics"])
+
+
+def test_too_few_families_is_one_warning_with_stats_on(tmp_path, capsys, caplog, embedding_cache) -> None:
+    """stats=on on a demo of 3 tasks (3 families): exit 0, one warning naming the count, no interval and no test
+    in stats.json, and the terminal says so instead of showing intervals; by default (stats=auto) the same line is
+    said at INFO level, not warned."""
+    import logging
+
+    base = [f"demo.dir={tmp_path / 'demo'}", "demo.n_tasks=3", "device=cpu", "progress=false", "reports=false",
+            f"encoder.cache_dir={embedding_cache}"]
+    with caplog.at_level(logging.INFO):
+        code, printed, err = _score(capsys, *base, "stats=on", f"output_dir={tmp_path / 'on'}")
+    assert code == 0, err
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == ["stats: the run has 3 families to resample; intervals and tests need at least 5 "
+                      "(stats.min_clusters): none made"]
+    stats = json.loads((tmp_path / "on" / "stats.json").read_text())
+    assert all(b["low"] is None for r in stats["models"].values() for b in r["metrics"].values())
+    assert all(b["p"] is None for r in stats["pairs"] for b in r["metrics"].values())
+    assert "No intervals: the run has 3 families" in printed and "[" not in printed.split("Average Score")[1]
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        code, _, err = _score(capsys, *base, f"output_dir={tmp_path / 'auto'}")
+    assert code == 0 and not [r for r in caplog.records if r.levelname == "WARNING"]
+    assert any(r.getMessage().startswith("stats: the run has 3 families") for r in caplog.records)

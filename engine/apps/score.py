@@ -330,8 +330,9 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
             device = resolve_device(str(cfg.device))
             units = sweep_units(result, inputs.names, joined, aggregates)
             document = bootstrap_stats(units, stats, device)
-            for warning in document["warnings"]:
-                log.warning("stats: %s", warning)
+            for warning in document["warnings"]:  # a warning when asked for (stats=on); said, not warned, by default
+                log.log(logging.WARNING if (cfg.get("stats") or {}).get("enabled") is True else logging.INFO,
+                        "stats: %s", warning)
             if at_points:
                 document["robustness"] = threshold_robustness(
                     document, (result.thresholds.tau_weak, result.thresholds.tau_strong), at_points, stats, device)
