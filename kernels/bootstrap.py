@@ -1,6 +1,6 @@
 """Batched cluster bootstrap: one (B x C) matrix of cluster counts, aggregates as ratios of resampled
-sums, and the standard errors, t intervals and p-values, quantiles, win probabilities and ranks over the
-result, held as rows (K x B: each quantity's resamples along the last dimension).
+sums, and the standard errors, t intervals and p-values, quantiles and win probabilities over the
+result, held as rows (K x B: each quantity's resamples along the last dimension), and Holm's adjustment.
 
 Every function works on whole tensors (no loop over resamples); a resample in which a quantity has no
 value (NaN) is left out of what is computed over it.
@@ -296,17 +296,3 @@ def holm(p: torch.Tensor) -> torch.Tensor:
     adjusted = torch.cummax((ranked * factor).clamp(max=1.0), dim=-1).values
     out = torch.empty_like(p).scatter_(-1, order, adjusted)
     return torch.where(valid, out, math.nan)
-
-
-def ranks(values: torch.Tensor) -> torch.Tensor:
-    """Each model's rank (M x ...) in values (M x ...: higher is better, models along the first dim): 1 +
-    the number of models with a strictly higher value (ties share the smaller rank); a NaN ranks below
-    every value. One sort along the models: a position starts a new rank where its value differs from
-    the one before."""
-    filled = torch.where(torch.isnan(values), -math.inf, values)
-    ordered, order = torch.sort(filled, dim=0, descending=True)
-    position = torch.arange(1, values.shape[0] + 1, device=values.device).reshape(-1, *([1] * (values.dim() - 1)))
-    new = torch.ones_like(ordered, dtype=torch.bool)
-    new[1:] = ordered[1:] != ordered[:-1]
-    shared = torch.cummax(torch.where(new, position, 0), dim=0).values
-    return torch.empty_like(shared).scatter_(0, order, shared)

@@ -210,12 +210,12 @@ def test_leaderboard_to_task_with_matches(page, scored_run: Path) -> None:
     page.goto((scored_run / "viewer" / "index.html").as_uri())
     page.wait_for_selector("#leaderboard tbody tr")
     board = _rows(page, "leaderboard")
-    assert sorted(r[0] for r in board) == sorted(MODELS)
+    assert sorted(r[0].split(" #")[0] for r in board) == sorted(MODELS)  # the name, then its rank interval
     page.click("#leaderboard th:text-is('Recall')")
-    recall = [float(r[1]) for r in _rows(page, "leaderboard")]
+    recall = [float(r[1].split(" [")[0]) for r in _rows(page, "leaderboard")]  # the value, then its interval
     assert recall == sorted(recall, reverse=True)
     page.click("#leaderboard th:text-is('Recall')")
-    assert [float(r[1]) for r in _rows(page, "leaderboard")] == sorted(recall)
+    assert [float(r[1].split(" [")[0]) for r in _rows(page, "leaderboard")] == sorted(recall)
     page.click("#leaderboard a:text-is('demo_weak')")
     page.wait_for_selector("#task-list tbody tr")
     assert page.locator("#ev-agreement tbody tr").count() == 2  # the judged model's agreement per metric
