@@ -42,19 +42,21 @@ AVERAGE = "Average Score"
 CORE_SOURCES: tuple[str, ...] = ("alignment", "budget")
 
 _BOTH = PROFILES
+_SCORE = (0.0, 1.0)
 _ALIGNMENT: tuple[Metric, ...] = (
-    Metric("recall", "Recall", "alignment", _BOTH, "matched/gt", True, True),
-    Metric("precision", "Precision", "alignment", _BOTH, "matched/pred", True, True),
-    Metric("avg_sim_all_cov", "Argument Similarity", "alignment", ("reference",), "gt_weighted", True, True),
-    Metric("avg_sim_strong_cov", "Strong Similarity", "alignment", ("reference",), "gt_weighted", False, False),
-    Metric("arg_sim", "Argument Similarity", "alignment", ("paper",), "strong_mean", True, True),
-    Metric("step_coherence_cov", "Step Coherence", "alignment", _BOTH, "gt_weighted", True, True),
-    Metric("order_consistency_cov", "Order Consistency", "alignment", _BOTH, "gt_weighted", True, True),
-    Metric("merge_purity_cov", "Merge Purity", "alignment", _BOTH, "gt_weighted", True, True),
+    Metric("recall", "Recall", "alignment", _BOTH, "matched/gt", True, True, *_SCORE),
+    Metric("precision", "Precision", "alignment", _BOTH, "matched/pred", True, True, *_SCORE),
+    Metric("avg_sim_all_cov", "Argument Similarity", "alignment", ("reference",), "gt_weighted", True, True, *_SCORE),
+    Metric("avg_sim_strong_cov", "Strong Similarity", "alignment", ("reference",), "gt_weighted", False, False,
+           *_SCORE),
+    Metric("arg_sim", "Argument Similarity", "alignment", ("paper",), "strong_mean", True, True, *_SCORE),
+    Metric("step_coherence_cov", "Step Coherence", "alignment", _BOTH, "gt_weighted", True, True, *_SCORE),
+    Metric("order_consistency_cov", "Order Consistency", "alignment", _BOTH, "gt_weighted", True, True, *_SCORE),
+    Metric("merge_purity_cov", "Merge Purity", "alignment", _BOTH, "gt_weighted", True, True, *_SCORE),
 )
 _BUDGET: tuple[Metric, ...] = (
-    Metric("avg_Rounds", "Steps", "budget", _BOTH, "mean_pred_steps", False, False),
-    Metric("avg_tool_calls", "Calls", "budget", _BOTH, "pred_calls_per_task", False, False),
+    Metric("avg_Rounds", "Steps", "budget", _BOTH, "mean_pred_steps", False, False, direction="none"),
+    Metric("avg_tool_calls", "Calls", "budget", _BOTH, "pred_calls_per_task", False, False, direction="none"),
 )
 METRICS: tuple[Metric, ...] = (*_ALIGNMENT, *(m for e in evaluators() for m in e.metrics), *_BUDGET)
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}

@@ -1,9 +1,9 @@
 """Batched cluster bootstrap: one (B x C) matrix of cluster counts, aggregates as ratios of resampled
-sums, and the quantiles, p-values, win probabilities and ranks over the result, held as rows (K x B:
-each quantity's resamples along the last dimension).
+sums, and the standard errors, t intervals and p-values, quantiles and win probabilities over the
+result, held as rows (K x B: each quantity's resamples along the last dimension), and Holm's adjustment.
 
-Every function works on whole tensors (no loop over resamples); a quantity whose resampled
-denominator is 0 has no value in that resample (NaN) and is left out of what is computed over it.
+Every function works on whole tensors (no loop over resamples); a resample in which a quantity has no
+value (NaN) is left out of what is computed over it.
 """
 
 from __future__ import annotations
@@ -42,32 +42,35 @@ def leave_one_out(clusters: int, dtype: torch.dtype = torch.float64, device: tor
                                                                                  device=device)
 
 
-def cluster_sums(values: torch.Tensor, cluster: torch.Tensor, clusters: int) -> torch.Tensor:
-    """Per-cluster sums (C x K) of per-unit values (N x K), `cluster` giving each unit's cluster."""
-    out = torch.zeros(clusters, values.shape[1], dtype=values.dtype, device=values.device)
-    return out.index_add_(0, cluster, values)
-
-
-def ratios(weights: torch.Tensor, num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+def ratios(weights: torch.Tensor, num: torch.Tensor, den: torch.Tensor, empty: torch.Tensor | None = None
+           ) -> torch.Tensor:
     """(weights @ num) / (weights @ den) as rows (K x R): each row of weights (R x C) gives a value of
-    every quantity (columns of the C x K sums); NaN where the resampled denominator is 0."""
+    every quantity (columns of the C x K sums). Where the resampled denominator is 0 the value is the
+    quantity's `empty` one (K: what its point reads 0/0 as), NaN (no value) without it."""
     top = num.T @ weights.T
     bottom = den.T @ weights.T
-    return torch.where(bottom != 0, top / torch.where(bottom != 0, bottom, torch.ones_like(bottom)),
-                       torch.full_like(top, math.nan))
+    fill = torch.full_like(top, math.nan) if empty is None else empty.to(top)[:, None].expand_as(top)
+    return torch.where(bottom != 0, top / torch.where(bottom != 0, bottom, torch.ones_like(bottom)), fill)
 
 
 CORRECTIONS = ("expanded", "none")
 
 
-def interval_levels(level: float, clusters: torch.Tensor | None) -> torch.Tensor:
+def _df(c: np.ndarray, effective: torch.Tensor | None) -> np.ndarray:
+    """Student's degrees of freedom: the effective clusters less one (C - 1 without them), at least 1."""
+    e = c if effective is None else effective.detach().cpu().to(torch.float64).numpy()
+    return np.maximum(np.minimum(e, c) - 1, 1)
+
+
+def interval_levels(level: float, clusters: torch.Tensor | None, effective: torch.Tensor | None = None
+                    ) -> torch.Tensor:
     """The quantile levels (2 x K) of each quantity's interval at `level`.
 
     clusters None: the percentile interval's (1 - level)/2 and (1 + level)/2. Else, per quantity, the
     expanded percentile interval's (Hesterberg 2015, "What teachers should know about the bootstrap"):
-    Phi(-/+ sqrt(C/(C-1)) t_{C-1, (1+level)/2}) with C its clusters, which widens the interval by the
-    small-sample factor sqrt(C/(C-1)) of the clustered variance and by Student's t in place of the normal
-    (plain levels where C < 2).
+    Phi(-/+ sqrt(C/(C-1)) t_{df, (1+level)/2}) with C its clusters and df = its effective clusters less one
+    (C - 1 by default), which widens the interval by the small-sample factor sqrt(C/(C-1)) of the clustered
+    variance and by Student's t in place of the normal (plain levels where C < 2).
     """
     from scipy.special import ndtr, stdtrit
 
@@ -76,23 +79,81 @@ def interval_levels(level: float, clusters: torch.Tensor | None) -> torch.Tensor
         return torch.tensor([[alpha / 2], [1 - alpha / 2]], dtype=torch.float64)
     c = clusters.detach().cpu().to(torch.float64).numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.sqrt(c / (c - 1)) * stdtrit(np.maximum(c - 1, 1), 1 - alpha / 2)
+        z = np.sqrt(c / (c - 1)) * stdtrit(_df(c, effective), 1 - alpha / 2)
     low = np.where(c >= 2, ndtr(-z), alpha / 2)
     return torch.as_tensor(np.stack([low, 1 - low]), dtype=torch.float64)
 
 
-def expanded_p(p: torch.Tensor, clusters: torch.Tensor) -> torch.Tensor:
-    """The p-values of the expanded percentile interval (interval_levels): the smallest 1 - level at which
-    it leaves 0 out, from the percentile p-values `p`: 2 (1 - T_{C-1}(Phi^-1(1 - p/2) sqrt((C-1)/C)));
-    p itself where C < 2."""
-    from scipy.special import ndtri, stdtr
+def effective_clusters(shares: torch.Tensor) -> torch.Tensor:
+    """Kish's effective number of clusters, 1 / sum_c w_c^2, of each quantity's shares (C x K: each cluster's share
+    of the quantity's denominator, summing to 1; C for equal shares, fewer the more a few clusters weigh). NaN
+    for a quantity with no share."""
+    square = (shares ** 2).sum(0)
+    return torch.where(square > 0, 1 / torch.where(square > 0, square, 1.0), math.nan)
+
+
+def critical_value(level: float, clusters: torch.Tensor, correction: str = "expanded",
+                   effective: torch.Tensor | None = None) -> torch.Tensor:
+    """Per quantity (K), the multiple of its standard error that its t interval at `level` spans on each side:
+    sqrt(C/(C-1)) t_{df, (1+level)/2} with C its clusters and df its effective clusters (effective_clusters) less
+    one, C - 1 without them (expanded: the clustered variance's small-sample factor and Student's t), or the normal
+    z_{(1+level)/2} (none). NaN where C < 2 (no interval)."""
+    from scipy.special import ndtri, stdtrit
 
     c = clusters.detach().cpu().to(torch.float64).numpy()
-    plain = p.detach().cpu().numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = ndtri(1 - plain / 2) * np.sqrt((c - 1) / c)
-        out = np.where(c >= 2, 2 * (1 - stdtr(np.maximum(c - 1, 1), t)), plain)
-    return torch.as_tensor(np.minimum(out, 1.0), dtype=p.dtype, device=p.device)
+        if correction == "expanded":
+            out = np.sqrt(c / (c - 1)) * stdtrit(_df(c, effective), (1 + level) / 2)
+        else:
+            out = np.full_like(c, ndtri((1 + level) / 2))
+    return torch.as_tensor(np.where(c >= 2, out, np.nan), dtype=torch.float64, device=clusters.device)
+
+
+def t_p_value(difference: torch.Tensor, se: torch.Tensor, clusters: torch.Tensor, correction: str = "expanded",
+              effective: torch.Tensor | None = None) -> torch.Tensor:
+    """Two-sided p-values of differences (K) from their bootstrap standard errors: 2 T_df(-|d| / (sqrt(C/(C-1))
+    se)) with df as critical_value's (expanded; the normal's tail with `none`), the test whose acceptance region
+    is the t interval of critical_value, with no floor set by the number of resamples. 1 where d is 0 (se 0
+    included); 0 where se is 0 and d is not; NaN where C < 2 or d or se is NaN."""
+    from scipy.special import ndtr, stdtr
+
+    d = difference.detach().cpu().to(torch.float64).numpy()
+    s = se.detach().cpu().to(torch.float64).numpy()
+    c = clusters.detach().cpu().to(torch.float64).numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if correction == "expanded":
+            t = np.abs(d) / (s * np.sqrt(c / (c - 1)))
+            p = 2 * stdtr(_df(c, effective), -t)
+        else:
+            p = 2 * ndtr(-np.abs(d) / s)
+    p = np.where(d == 0, 1.0, np.where(s == 0, 0.0, p))
+    p = np.where((c >= 2) & ~np.isnan(d) & ~np.isnan(s), np.minimum(p, 1.0), np.nan)
+    return torch.as_tensor(p, dtype=torch.float64, device=difference.device)
+
+
+def scaled_interval(point: torch.Tensor, se: torch.Tensor, crit: torch.Tensor, low: torch.Tensor, high: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """t intervals point -/+ crit x se (K each) on the scale that the quantity's range [low, high] (K; -inf and
+    inf for no bound) makes symmetric: logit((v - low) / (high - low)) for a bounded one, log(v - low) for one
+    bounded below, v itself otherwise; se enters through the transform's derivative (the delta method) and the
+    ends are mapped back, so they stay inside the range. A point on a bound of its range falls back to the
+    plain scale."""
+    bounded_low, bounded_high = torch.isfinite(low), torch.isfinite(high)
+    width = torch.where(bounded_low & bounded_high, high - low, torch.ones_like(point))
+    u = (point - low) / width
+    both = bounded_low & bounded_high & (u > 0) & (u < 1)
+    below = bounded_low & ~bounded_high & (point > low)
+    half = crit * se
+    safe_u = torch.where(both, u, torch.full_like(u, 0.5))
+    logit = torch.logit(safe_u)
+    step = half / (width * safe_u * (1 - safe_u))
+    log_v = torch.log(torch.where(below, point - low, torch.ones_like(point)))
+    step_log = half / torch.where(below, point - low, torch.ones_like(point))
+    lo = torch.where(both, low + width * torch.sigmoid(logit - step),
+                     torch.where(below, low + torch.exp(log_v - step_log), point - half))
+    hi = torch.where(both, low + width * torch.sigmoid(logit + step),
+                     torch.where(below, low + torch.exp(log_v + step_log), point + half))
+    return lo, hi
 
 
 def has_nan(rows: torch.Tensor) -> bool:
@@ -151,11 +212,11 @@ def quantiles(rows: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.where(count[:, None] > 0, out, torch.full_like(out, math.nan))
 
 
-def percentile_interval(rows: torch.Tensor, level: float, clusters: torch.Tensor | None = None
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
+def percentile_interval(rows: torch.Tensor, level: float, clusters: torch.Tensor | None = None,
+                        effective: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's interval at `level`: its percentile interval, or with `clusters` (K) the expanded one
     (interval_levels)."""
-    qs = quantiles(rows, interval_levels(level, clusters))
+    qs = quantiles(rows, interval_levels(level, clusters, effective))
     return qs[:, 0], qs[:, 1]
 
 
@@ -164,7 +225,8 @@ def _normal() -> torch.distributions.Normal:
 
 
 def bca_interval(rows: torch.Tensor, point: torch.Tensor, jackknife: torch.Tensor, level: float,
-                 clusters: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                 clusters: torch.Tensor | None = None, effective: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Bias-corrected and accelerated interval of each row of rows (K x B).
 
     point: the estimates (K); jackknife: the leave-one-cluster-out estimates (C x K). The bias z0 is
@@ -185,7 +247,7 @@ def bca_interval(rows: torch.Tensor, point: torch.Tensor, jackknife: torch.Tenso
     d = torch.where(jk_ok, jk_mean - jackknife, 0.0)
     spread = (d ** 2).sum(0)
     accel = torch.where(spread > 0, (d ** 3).sum(0) / (6 * spread.clamp(min=1e-300) ** 1.5), 0.0)
-    z = normal.icdf(interval_levels(level, clusters).to(rows.device))      # 2 x 1 or 2 x K
+    z = normal.icdf(interval_levels(level, clusters, effective).to(rows.device))      # 2 x 1 or 2 x K
     levels = normal.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z)))
     qs = quantiles(rows, levels)
     constant = equal == n
@@ -199,21 +261,12 @@ def sign_counts(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     return below, valid_counts(rows) - below - above, above
 
 
-def two_sided_p(rows: torch.Tensor, counts: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
-    """p = min(1, 2 min(#(d <= 0) + 1, #(d >= 0) + 1) / (B + 1)) per row of rows (K x B), over its
-    non-NaN resamples; 1 where every resample's difference is exactly 0 (or none has a value).
-    counts: the rows' sign_counts, when already known."""
+def win_probability(rows: torch.Tensor, counts: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
+    """Share of the non-NaN resamples with d > 0, plus half the share with d = 0, per row (NaN for a row
+    with no value)."""
     below, equal, above = sign_counts(rows) if counts is None else counts
     n = (below + equal + above).to(rows.dtype)
-    p = (2 * torch.minimum(below + equal + 1, above + equal + 1).to(rows.dtype) / (n + 1)).clamp(max=1.0)
-    return torch.where(below + above == 0, torch.ones_like(p), p)
-
-
-def win_probability(rows: torch.Tensor, counts: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
-    """Share of the non-NaN resamples with d > 0, plus half the share with d = 0, per row."""
-    below, equal, above = sign_counts(rows) if counts is None else counts
-    n = (below + equal + above).to(rows.dtype).clamp(min=1)
-    return (above + 0.5 * equal).to(rows.dtype) / n
+    return torch.where(n > 0, (above + 0.5 * equal).to(rows.dtype) / n.clamp(min=1), math.nan)
 
 
 def standard_deviation(rows: torch.Tensor) -> torch.Tensor:
@@ -229,26 +282,17 @@ def standard_deviation(rows: torch.Tensor) -> torch.Tensor:
 
 
 def holm(p: torch.Tensor) -> torch.Tensor:
-    """Holm's step-down adjustment of the p-values of the last dimension (each row one family of tests)."""
+    """Holm's step-down adjustment of the p-values of the last dimension (each row one family of tests); a NaN
+    (a test not made) stays NaN and is not counted in its family."""
     m = p.shape[-1]
     if m == 0:
         return p.clone()
-    order = torch.argsort(p, dim=-1, stable=True)
-    ranked = p.gather(-1, order)
-    factor = torch.arange(m, 0, -1, dtype=p.dtype, device=p.device)
+    valid = ~torch.isnan(p)
+    filled = torch.where(valid, p, math.inf)
+    order = torch.argsort(filled, dim=-1, stable=True)
+    ranked = filled.gather(-1, order)
+    position = torch.arange(m, dtype=p.dtype, device=p.device)
+    factor = (valid.sum(-1, keepdim=True).to(p.dtype) - position).clamp(min=1)
     adjusted = torch.cummax((ranked * factor).clamp(max=1.0), dim=-1).values
-    return torch.empty_like(p).scatter_(-1, order, adjusted)
-
-
-def ranks(values: torch.Tensor) -> torch.Tensor:
-    """Each model's rank (M x ...) in values (M x ...: higher is better, models along the first dim): 1 +
-    the number of models with a strictly higher value (ties share the smaller rank); a NaN ranks below
-    every value. One sort along the models: a position starts a new rank where its value differs from
-    the one before."""
-    filled = torch.where(torch.isnan(values), -math.inf, values)
-    ordered, order = torch.sort(filled, dim=0, descending=True)
-    position = torch.arange(1, values.shape[0] + 1, device=values.device).reshape(-1, *([1] * (values.dim() - 1)))
-    new = torch.ones_like(ordered, dtype=torch.bool)
-    new[1:] = ordered[1:] != ordered[:-1]
-    shared = torch.cummax(torch.where(new, position, 0), dim=0).values
-    return torch.empty_like(shared).scatter_(0, order, shared)
+    out = torch.empty_like(p).scatter_(-1, order, adjusted)
+    return torch.where(valid, out, math.nan)

@@ -8,6 +8,7 @@
     python scripts/bench.py --references 3 --models 14 --rounds 3  # 3 references per task against one
     python scripts/bench.py --gpu-report [--gt GT P1 P2 ...]  # on a CUDA machine: tests, parity, timings
     python scripts/bench.py --gt GT P*.json --rounds 3 --record --compare  # into docs/bench_history.jsonl
+    python scripts/bench.py --stats [--models 14] [--rounds 5] [--device cuda]  # statistics step / warm pass
 
 Cold mode runs a whole scoring process (scripts/score.py, which prints its stage times:
 load, serialize, embed, align, metrics, write) and then a process that only imports the
@@ -31,6 +32,10 @@ uses the golden cases of ../shared.
 --record appends the run to the benchmark history (docs/bench_history.jsonl: date, commit, CPU model,
 cores, load average, versions, backend, device and every figure: scripts/bench_history.py); --compare
 prints the change of each figure from the last record of the same mode on the same CPU model and device.
+--stats times the statistics step (its `stats` stage: 10,000 resamples, every metric, every pair) of a warm scoring
+process of --models prediction files perturbed from the reference (default: ../shared's M3-Bench reference; or the
+files given) against a warm scoring process of the same sweep without statistics, --rounds times alternating, and
+prints the ratio (the target is at most 0.25).
 """
 
 from __future__ import annotations
@@ -219,6 +224,47 @@ def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
     print(f"warm {len(args.grid.split(','))}-point tau_weak grid, reports=true: {spread(gridded)}")
     return {"warm_sweep_s": [round(v, 3) for v in sweep], "warm_grid_with_reports_s": [round(v, 3) for v in gridded],
             "grid_points": len(args.grid.split(","))}
+
+
+def bench_stats(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
+    """The statistics step against a warm scoring pass: --rounds alternating warm processes of the sweep with
+    stats=off and with stats=on (reports off); the step's time is the `stats` stage the second one prints."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.predictions:
+            args.gt = args.gt or str(ROOT.parent / "shared" / "data" / "m3bench" / "test_mcp_GT.json")
+            if not Path(args.gt).is_file():
+                sys.exit(f"no reference at {args.gt}: give --gt GT.json (the published M3-Bench reference)")
+            reference = json.loads(Path(args.gt).read_text(encoding="utf-8"))
+            profiles = list(demo_models().values())
+            args.predictions = [write_json(Path(tmp) / f"model{m:02d}.json",
+                                           perturb(reference, profiles[m % len(profiles)], seed=m))
+                                for m in range(args.models)]
+        timed(score_command(args, settings, thresholds, Path(tmp) / "fill", "stats=off"))
+        plain, stages, step = [], [], []
+        for round_ in range(args.rounds):
+            seconds, out = timed(score_command(args, settings, thresholds, Path(tmp) / f"off{round_}", "stats=off"))
+            plain.append(seconds)
+            stages.append(sum(float(part.split()[-1].rstrip("s")) for part in _stage_line(out).split(": ", 1)[1]
+                              .split(", ")))
+            _, out = timed(score_command(args, settings, thresholds, Path(tmp) / f"on{round_}", "stats=on"))
+            step.append(float(_stage_line(out).split(" stats ")[1].split("s")[0]))
+            print(f"round {round_ + 1}: warm scoring pass {plain[-1]:.3f} s (its stages, load to write, "
+                  f"{stages[-1]:.3f} s), statistics step {step[-1]:.3f} s ({step[-1] / plain[-1]:.3f}x)", flush=True)
+    n = len(args.predictions)
+    print(f"{n} models, {n * (n - 1) // 2} pairs, 10000 resamples, device {settings.device}: warm scoring pass "
+          f"{spread(plain)}; its stages {spread(stages)}; statistics step {spread(step)}")
+    print(f"ratio statistics step / warm scoring pass: {statistics.median(step) / statistics.median(plain):.3f} "
+          f"(median), {min(s / p for s, p in zip(step, plain)):.3f}-{max(s / p for s, p in zip(step, plain)):.3f} "
+          f"(per round); target <= 0.25. Against the scoring stages alone: "
+          f"{statistics.median(step) / statistics.median(stages):.3f} (median)")
+    return {"models": n, "pairs": n * (n - 1) // 2, "warm_pass_s": [round(v, 3) for v in plain],
+            "warm_stages_s": [round(v, 3) for v in stages], "stats_step_s": [round(v, 3) for v in step],
+            "ratio_median": round(statistics.median(step) / statistics.median(plain), 4)}
+
+
+def _stage_line(out: str) -> str:
+    """The `stages:` part of the line a scoring process ends its timings with."""
+    return next(line for line in out.splitlines() if line.startswith("texts:")).split("; ", 1)[1]
 
 
 def pseudo_embeddings(texts: list[str], dim: int = 384) -> np.ndarray:
@@ -463,6 +509,8 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true",
                         help="print the change from the history's last record of this mode, CPU model and device")
     parser.add_argument("--history", type=Path, default=bench_history.HISTORY, help="the benchmark history file")
+    parser.add_argument("--stats", action="store_true",
+                        help="time the statistics step against a warm scoring pass of --models files")
     args = parser.parse_args()
     load_before = bench_history.load_average()
     mode, figures, code = run_mode(args, parser)
@@ -491,12 +539,14 @@ def run_mode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple
                                                           encoder_backend=args.backend),
                                       Thresholds(args.tau_weak, args.tau_strong))
             return "gpu-report", report, code
-    if not (args.synthetic or args.trials or args.references) and (not args.gt or not args.predictions):
+    if not (args.synthetic or args.trials or args.references or args.stats) and (not args.gt or not args.predictions):
         parser.error("give --gt and prediction files, or --synthetic N")
     with tempfile.TemporaryDirectory() as tmp:
         settings = ScoreSettings(profile=args.profile, device=args.device, cache_dir=args.cache_dir or tmp,
                                  encoder_backend=args.backend)
         thresholds = Thresholds(args.tau_weak, args.tau_strong)
+        if args.stats:
+            return "stats", bench_stats(args, settings, thresholds), 0
         if args.trials or args.references:
             return "repeats", bench_repeats(args, settings), 0
         if args.replicate or args.synthetic:
@@ -504,6 +554,7 @@ def run_mode(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple
         if args.warm:
             return "warm", bench_warm(args, settings, thresholds), 0
         return "cold", bench_cold(args, settings, thresholds), 0
+
 
 if __name__ == "__main__":
     main()

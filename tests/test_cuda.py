@@ -276,11 +276,12 @@ def _close(cpu: object, cuda: object, where: str = "") -> None:
         assert cpu == cuda, where
 
 
-@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize("method", ["logit", "percentile", "bca"])
 def test_statistics_on_cuda_match_cpu(method: str) -> None:
     """The statistics step on CUDA gives the CPU's numbers for the same seed (the resample matrix is drawn on
-    the CPU generator): intervals, pairs, Holm, win probabilities, ranks, power, and the trial rates."""
-    from engine.statistics import StatsSettings, bootstrap_stats, model_units, trial_intervals
+    the CPU generator): intervals, pairs, Holm, win probabilities, rank intervals and ties, power, and the trial
+    rates."""
+    from engine.stats import StatsSettings, bootstrap_stats, model_units, trial_intervals
 
     rng = np.random.default_rng(6)
     ids = [f"t{i:03d}" for i in range(90)]
@@ -299,7 +300,7 @@ def test_statistics_on_cuda_match_cpu(method: str) -> None:
                           for k in ("task_completion", "information_grounding")})
         published["check_accuracy"] = float(np.mean([v["check_success"] for v in judged.values()]))
         models.append(model_units(f"m{m}", ids, families, parts, judged, published, "reference"))
-    settings = StatsSettings(resamples=3000, seed=13, method=method, shared_rank=True)
+    settings = StatsSettings(resamples=3000, seed=13, method=method)
     on_cpu = bootstrap_stats(models, settings, CPU)
     on_cuda = bootstrap_stats(models, settings, CUDA)
     assert on_cuda["settings"].pop("device") == "cuda" and on_cpu["settings"].pop("device") == "cpu"

@@ -26,7 +26,7 @@ from engine.evaluators.vtb_scoring import check_profile as check_vtb_profile
 from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.judge_results import JoinedFiles, joined_files
 from engine.metrics import TaskScores
-from engine.metricspec import check_profile
+from engine.metricspec import alignment_keys, check_profile
 from engine.pipeline import (
     PreparedSweep,
     ScoreSettings,
@@ -40,10 +40,12 @@ from engine.pipeline import (
 )
 from engine.references import check_select
 from engine.reports.index import append_run, run_entry
+from engine.reports.intervals import read_stats
 from engine.reports.summary import headline
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
-from engine.statistics import (
+from engine.stats import (
+    MIN_CLUSTERS,
     STATS_FILE,
     ModelUnits,
     StatsSettings,
@@ -52,6 +54,7 @@ from engine.statistics import (
     threshold_robustness,
     trial_intervals,
 )
+from engine.stats.settings import check_memory
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
 from engine.trials import (
@@ -261,23 +264,38 @@ def resolve_inputs(cfg: DictConfig) -> Inputs:
     return Inputs(gt, preds, list(demo_models), _judges(preds), True)
 
 
-def stats_settings(cfg: DictConfig) -> StatsSettings | None:
-    """The statistics step's settings (the `stats` group), checked; None with stats=off."""
+def leaderboard(cfg: DictConfig, inputs: Inputs) -> bool:
+    """Whether a run is a leaderboard, which gets statistics by default: two or more models (a model's trial
+    files count once), or the leaderboard's list of models (sweep=leaderboard)."""
+    trials = inputs.trials or {}
+    trial_names = {f"{m}_trial{i}" for m, paths in trials.items() for i in range(1, len(paths) + 1)}
+    models = len(trials) + sum(1 for n in inputs.names if n not in trial_names)
+    return models >= 2 or bool(cfg.sweep.get("discover") and cfg.sweep.get("models"))
+
+
+def stats_settings(cfg: DictConfig, inputs: Inputs | None = None) -> StatsSettings | None:
+    """The statistics step's settings (the `stats` block), checked whatever the option; None with stats=off, and
+    with stats=auto (the default) unless `inputs` are a leaderboard."""
     group = cfg.get("stats") or {}
-    if not group.get("enabled"):
-        return None
+    enabled = group.get("enabled", "auto")
+    if enabled not in (True, False, "auto"):
+        raise ConfigError(f"stats.enabled={enabled!r}: expected true, false or auto (stats=on, stats=off, stats=auto)")
     number = {}
     for key in ("level", "power"):
         value = group.get(key, getattr(StatsSettings, key))
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"stats.{key}={value!r}: must be a number between 0 and 1")
         number[key] = float(value)
-    return StatsSettings(resamples=config_int(group, "resamples", minimum=2, default=10_000, where="stats.resamples"),
-                         seed=config_int(group, "seed", minimum=0, default=0, where="stats.seed"),
-                         cluster=str(group.get("cluster", "family")), method=str(group.get("method", "percentile")),
-                         correction=str(group.get("correction", "expanded")),
-                         scheme=str(group.get("scheme", "multinomial")), shared_rank=bool(group.get("shared_rank")),
-                         **number).check()
+    settings = StatsSettings(
+        resamples=config_int(group, "resamples", minimum=2, default=10_000, where="stats.resamples"),
+        seed=config_int(group, "seed", minimum=0, default=0, where="stats.seed"),
+        min_clusters=config_int(group, "min_clusters", minimum=2, default=MIN_CLUSTERS, where="stats.min_clusters"),
+        cluster=str(group.get("cluster", "family")), method=str(group.get("method", "logit")),
+        correction=str(group.get("correction", "expanded")), scheme=str(group.get("scheme", "multinomial")),
+        **number).check()
+    if enabled == "auto":
+        return settings if inputs is not None and leaderboard(cfg, inputs) else None
+    return settings if enabled else None
 
 
 def _grid(cfg: DictConfig, name: str) -> list[float]:
@@ -292,7 +310,7 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
         dirs = [folder / name for name in inputs.names] if inputs.per_file_dirs else [folder]
         joined = load_sweep_joined(result, inputs.judges)
         aggregates = write_sweep(result, dirs, inputs.names, inputs.judges, joined)
-    stats = stats_settings(cfg)
+    stats = stats_settings(cfg, inputs)
     weak_grid, strong_grid = grids
     at_points: list[tuple[tuple[float, float], list[ModelUnits]]] = []  # with stats: each grid point's units
 
@@ -313,6 +331,9 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
             device = resolve_device(str(cfg.device))
             units = sweep_units(result, inputs.names, joined, aggregates)
             document = bootstrap_stats(units, stats, device)
+            for warning in document["warnings"]:  # a warning when asked for (stats=on); said, not warned, by default
+                log.log(logging.WARNING if (cfg.get("stats") or {}).get("enabled") is True else logging.INFO,
+                        "stats: %s", warning)
             if at_points:
                 document["robustness"] = threshold_robustness(
                     document, (result.thresholds.tau_weak, result.thresholds.tau_strong), at_points, stats, device)
@@ -365,7 +386,10 @@ def _run(cfg: DictConfig) -> int:
         reading = evaluator_settings(cfg)
         inputs.judges = [replace(j, settings=reading) for j in inputs.judges]
         out = output_folder(cfg)
-        stats_settings(cfg)
+        stats = stats_settings(cfg, inputs)
+        if stats is not None:  # the least the step will need (its quantities, clusters: at least 7 and 1)
+            check_memory(stats, 1, len(inputs.names), len(inputs.names) * (len(inputs.names) - 1) // 2,
+                         len(alignment_keys(settings.profile)), resolve_device(str(cfg.device)))
         if inputs.gt is None:
             return _run_unreferenced(cfg, inputs, out, grids)
         check_output_folder(out, planned_outputs(inputs))
@@ -380,9 +404,10 @@ def _run(cfg: DictConfig) -> int:
     except MemoryError:
         print("error: out of memory (the inputs are too large for this machine)", file=sys.stderr)
         return 2
-    stats = result.embedding
-    print(headline(inputs.names, aggregates, out / TRIALS_FILE if inputs.trials else None))
-    print(f"texts: {stats.distinct_texts} distinct, {stats.cached} cached, {stats.encoded} encoded; "
+    embedding = result.embedding
+    print(headline(inputs.names, aggregates, out / TRIALS_FILE if inputs.trials else None,
+                   read_stats(out / STATS_FILE) if stats is not None else None, reports=bool(cfg.reports)))
+    print(f"texts: {embedding.distinct_texts} distinct, {embedding.cached} cached, {embedding.encoded} encoded; "
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
     _index(cfg, out)
@@ -403,7 +428,7 @@ def _run_unreferenced(cfg: DictConfig, inputs: Inputs, out: Path, grids: tuple[l
     """Score the evaluator files of the predictions without reference trajectories (engine.unreferenced):
     results_eval.json per file and the reports; the settings that need the alignment are refused."""
     needs = [key for key, given in (("align.tau_weak_grid", grids[0]), ("align.tau_strong_grid", grids[1]),
-                                    ("stats", stats_settings(cfg) is not None), ("trials", inputs.trials))
+                                    ("stats=on", cfg.stats.get("enabled") is True), ("trials", inputs.trials))
              if given]
     if needs:
         raise ConfigError(f"{needs[0]} needs reference trajectories (set data.gt=PATH), and this run has none")

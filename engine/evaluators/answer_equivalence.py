@@ -450,7 +450,9 @@ def scripted_answer(payload: dict[str, Any], bias: float) -> str:
 
 _RATE, _COUNT = (0.0, 1.0), (0.0, None)
 METRICS: tuple[Metric, ...] = tuple(
-    Metric(key, label, NAME, PROFILES, "evaluator", False, False, *bounds) for key, label, bounds in (
+    Metric(key, label, NAME, PROFILES, "evaluator", False, False, bounds[0], bounds[1],
+           "higher" if bounds == _RATE else "none")
+    for key, label, bounds in (
         ("answer_sr", "SR", _RATE), ("answer_sr_l1", "SR L1", _RATE), ("answer_sr_l2", "SR L2", _RATE),
         ("answer_sr_l3", "SR L3", _RATE), ("answer_sr_micro", "SR (micro)", _RATE),
         ("answer_judged", "Answers Judged", _COUNT), ("answer_skipped", "Answers Skipped", _COUNT)))

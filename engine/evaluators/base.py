@@ -45,7 +45,9 @@ class Metric:
     (``alignment``, ``budget``, or an evaluator's name); profiles: the metrics profiles that report
     it; aggregation: its rule over tasks (engine.metricspec), or ``evaluator`` when the evaluator's
     own ``aggregate`` gives it; in_average: part of the Average Score; column: a column of the
-    leaderboard tables; low, high: the range its values are checked against (None: unbounded).
+    leaderboard tables; low, high: the range its values are checked against (None: unbounded); direction:
+    which way is better when models are ranked by it: ``higher``, ``lower``, or ``none`` (a volume or a count:
+    compared, never ranked).
     """
 
     key: str
@@ -57,6 +59,7 @@ class Metric:
     column: bool
     low: float | None = None
     high: float | None = None
+    direction: str = "higher"
 
 
 def mean(values: Sequence[float]) -> float:

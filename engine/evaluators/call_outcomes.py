@@ -54,11 +54,11 @@ from engine.evaluators.base import (
 NAME = "call_outcomes"
 CALLANALYSIS = "callanalysis"
 METRICS: tuple[Metric, ...] = (
-    Metric("illegal_calling", "Illegal Calling Format", NAME, PROFILES, "sum", False, False, 0.0),
-    Metric("unknown_tool", "Unknown Tool Invocation", NAME, PROFILES, "sum", False, False, 0.0),
-    Metric("invalid_arguments", "Invalid Invocation Arguments", NAME, PROFILES, "sum", False, False, 0.0),
-    Metric("resource_not_found", "Resource Not Found", NAME, PROFILES, "sum", False, False, 0.0),
-    Metric("success", "Successful Call", NAME, PROFILES, "sum", False, False, 0.0),
+    Metric("illegal_calling", "Illegal Calling Format", NAME, PROFILES, "sum", False, False, 0.0, None, "none"),
+    Metric("unknown_tool", "Unknown Tool Invocation", NAME, PROFILES, "sum", False, False, 0.0, None, "none"),
+    Metric("invalid_arguments", "Invalid Invocation Arguments", NAME, PROFILES, "sum", False, False, 0.0, None, "none"),
+    Metric("resource_not_found", "Resource Not Found", NAME, PROFILES, "sum", False, False, 0.0, None, "none"),
+    Metric("success", "Successful Call", NAME, PROFILES, "sum", False, False, 0.0, None, "none"),
 )
 CALL_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
 assert CALL_KEYS == (ILLEGAL_CALLING, *CALL_CLASSES), "the metric rows follow the published counts"

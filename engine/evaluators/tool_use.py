@@ -37,7 +37,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(f"{KEY}.success_rate", "Tool-Call Success Rate", KEY, PROFILES, "evaluator", False, False, 0.0, 1.0),
     Metric(f"{KEY}.success_rate_flagged", "Tool-Call Success Rate (flagged calls)", KEY, PROFILES, "evaluator",
            False, False, 0.0, 1.0),
-    Metric(f"{KEY}.volume", "Tool-Call Volume", KEY, PROFILES, "evaluator", False, False, 0.0),
+    Metric(f"{KEY}.volume", "Tool-Call Volume", KEY, PROFILES, "evaluator", False, False, 0.0, direction="none"),
 )
 COUNTS: tuple[str, ...] = ("calls", "flagged", "valid")
 """Per task: predicted calls, calls that carry is_error, calls whose is_error is false."""

@@ -456,8 +456,8 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
 METRICS: tuple[Metric, ...] = (
     Metric("check_accuracy_evaluated", "Accuracy", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
     Metric("check_accuracy", "Accuracy (errors as failures)", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
-    Metric("check_tasks", "Tasks Checked", NAME, PROFILES, "evaluator", False, False, 0.0),
-    Metric("check_errors", "Evaluator Errors", NAME, PROFILES, "evaluator", False, False, 0.0),
+    Metric("check_tasks", "Tasks Checked", NAME, PROFILES, "evaluator", False, False, 0.0, direction="none"),
+    Metric("check_errors", "Evaluator Errors", NAME, PROFILES, "evaluator", False, False, 0.0, direction="none"),
 )
 
 class CheckJudge(Judge):

@@ -1,5 +1,6 @@
-"""Reports of a run's stats.json (engine.statistics): the threshold robustness table, and the forest plot of
-the leaderboard, the rank-interval plot and the pairwise p-value / win-probability heatmap."""
+"""Reports of a run's stats.json (engine.stats): the threshold robustness, neighbour-interval and pairwise
+tables, and the forest plot of the leaderboard, the rank-interval plot and the pairwise p-value /
+win-probability heatmap."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from engine.contract import InputError, read_json
 from engine.metricspec import AVERAGE
 from engine.reports.plots import model_colors, save_figure
 from engine.reports.tables import Table, interval_cell
-from engine.statistics import AVERAGE_KEY, NEIGHBOUR_KEYS
+from engine.stats import AVERAGE_KEY, NEIGHBOUR_KEYS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,7 +54,7 @@ def robustness_table(stats: dict[str, Any]) -> Table | None:
     grid = ", ".join(f"({p['tau_weak']:g}, {p['tau_strong']:g})" for p in points)
     note = (f"Over the grid of (tau_weak, tau_strong) {grid}, against the default ({default.get('tau_weak')}, "
             f"{default.get('tau_strong')}): Kendall's tau-b of each point's ranking with the default's; a pair holds "
-            "when the better model and whether the difference is significant (Holm) are the same at every point.")
+            "when the better model and whether the pair is separable (Holm) are the same at every point.")
     return Table(columns=["Metric", "Kendall tau (min)", "Kendall tau (mean)", "Pairs holding", "Pairs",
                           "Pairs changing"], rows=rows, title="Threshold robustness", note=note)
 
@@ -71,14 +72,44 @@ def neighbour_intervals_table(stats: dict[str, Any], models: list[str]) -> Table
     labels = stats.get("metrics", {})
     return Table(columns=["Model", *(labels.get(k, k) for k in keys)], rows=rows,
                  title="Neighbour aggregates with intervals",
-                 note="Intervals as in leaderboard_intervals; each aggregate resampled as a ratio of resampled sums.")
+                 note="Intervals as in leaderboard_intervals; each aggregate resampled as a ratio of resampled sums; a "
+                      "value without an interval has the reason in stats.json (e.g. constant by construction).")
+
+
+def pairwise_table(stats: dict[str, Any], key: str = AVERAGE_KEY) -> Table | None:
+    """Every pair of a stats.json by one metric (default the Average Score), in leaderboard order: the difference
+    and its interval, p and Holm's p, whether the pair is separable (or why it is not tested), the win
+    probability and the clusters needed; None when no pair has the metric."""
+    rows = []
+    for record in stats.get("pairs", []):
+        block = record.get("metrics", {}).get(key)
+        if block is None:
+            continue
+        interval = None if block.get("low") is None else f"[{block['low']:.4f}, {block['high']:.4f}]"
+        verdict = ("no" if not block["separable"] else "yes (implied: A > C > B)" if block.get("implied") else "yes") \
+            if block.get("separable") is not None else f"not tested: {block.get('reason')}"
+        rows.append([record["a"], record["b"], block.get("difference"), interval, block.get("p"), block.get("p_holm"),
+                     verdict, block.get("win_probability"), block.get("clusters_needed")])
+    if not rows:
+        return None
+    s = stats.get("settings", {})
+    label = stats.get("metrics", {}).get(key, key)
+    alpha = 1 - s.get("level", 0.95)
+    note = (f"{label} of A minus B on the ids both were scored on; {s.get('level', 0.95):.0%} t interval of the "
+            f"difference and its two-sided p (Student's t over the pair's clusters); separable: Holm-adjusted p < "
+            f"{alpha:.2f} over the {len(rows)} pairs, or implied by two separable pairs through a third model; win "
+            "probability: share of resamples with A ahead (ties half); clusters needed: to detect the difference at "
+            "the settings' power. stats.json has every metric.")
+    return Table(columns=["A", "B", "Difference", f"{s.get('level', 0.95):.0%} interval", "p", "p (Holm)",
+                          "Separable", "Win probability", "Clusters needed"], rows=rows,
+                 title=f"Pairwise comparisons by {label}", note=note)
 
 
 def _ranked(stats: dict[str, Any]) -> list[str]:
-    """The models by their Average Score's point rank, best first (then name)."""
+    """The models by their Average Score, best first (then name)."""
     models = stats.get("models", {})
     return sorted((n for n, r in models.items() if AVERAGE_KEY in r.get("metrics", {})),
-                  key=lambda n: (models[n]["metrics"][AVERAGE_KEY]["rank"], n))
+                  key=lambda n: (-models[n]["metrics"][AVERAGE_KEY]["value"], n))
 
 
 def _nan(value: Any) -> float:
@@ -107,12 +138,14 @@ def forest_figure(stats: dict[str, Any]) -> Figure:
         ax.plot([low, high], [y, y], color=colors[name], linewidth=2)
         ax.plot([value], [y], marker="o", markersize=8, color=colors[name],
                 markerfacecolor=colors[name] if name in tied else "white", markeredgewidth=2)
-        ax.annotate(f"{value:.3f} [{low:.3f}, {high:.3f}]", (high, y), xytext=(6, 0), textcoords="offset points",
+        text = f"{value:.3f}" if math.isnan(low) else f"{value:.3f} [{low:.3f}, {high:.3f}]"
+        ax.annotate(text, (value if math.isnan(high) else high, y), xytext=(6, 0), textcoords="offset points",
                     va="center", fontsize="small")
     ax.set_yticks(range(len(names)), [f"{n} *" if n in tied else n for n in names])
     ax.set_ylim(len(names) - 0.5, -0.5)
-    lows = [_nan(stats["models"][n]["metrics"][AVERAGE_KEY]["low"]) for n in names]
-    highs = [_nan(stats["models"][n]["metrics"][AVERAGE_KEY]["high"]) for n in names]
+    blocks = [stats["models"][n]["metrics"][AVERAGE_KEY] for n in names]
+    lows = [float(np.nanmin([_nan(b["low"]), b["value"]])) for b in blocks]
+    highs = [float(np.nanmax([_nan(b["high"]), b["value"]])) for b in blocks]
     if names and not all(math.isnan(v) for v in lows + highs):
         span = max(np.nanmax(highs) - np.nanmin(lows), 0.05)
         ax.set_xlim(np.nanmin(lows) - 0.05 * span, np.nanmax(highs) + 0.45 * span)
@@ -135,7 +168,7 @@ def rank_figure(stats: dict[str, Any]) -> Figure:
         record = stats["models"][name]
         low, high = _nan(record.get("rank_low")), _nan(record.get("rank_high"))
         ax.plot([low, high], [y, y], color=colors[name], linewidth=6, alpha=0.45, solid_capstyle="round")
-        ax.plot([record["rank"]], [y], marker="D", markersize=7, color=colors[name])
+        ax.plot([_nan(record.get("rank"))], [y], marker="D", markersize=7, color=colors[name])
     ax.set_yticks(range(len(names)), names)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xticks(range(1, len(names) + 1))
@@ -161,8 +194,8 @@ def pairwise_figure(stats: dict[str, Any], key: str = AVERAGE_KEY) -> Figure:
         if block is None or record["a"] not in where or record["b"] not in where:
             continue
         i, j = where[record["a"]], where[record["b"]]
-        p[i, j] = p[j, i] = block["p_holm"]
-        win[i, j], win[j, i] = block["win_probability"], 1.0 - block["win_probability"]
+        p[i, j] = p[j, i] = _nan(block.get("p_holm"))
+        win[i, j], win[j, i] = _nan(block.get("win_probability")), 1.0 - _nan(block.get("win_probability"))
     size = 1.6 + 0.55 * max(len(names), 1)
     fig = Figure(figsize=(2 * size + 2.0, size + 0.8), layout="constrained")
     left, right = fig.subplots(1, 2)

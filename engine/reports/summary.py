@@ -1,6 +1,7 @@
 """The few lines an app ends with: its benchmark's headline numbers under the papers' names (the
 leaderboard's columns and Average Score, VisualToolBench's rubric scores, MCPVerse's SR, TOBench's
-accuracy, pass^k over trials), as aligned plain text."""
+accuracy, pass^k over trials), as aligned plain text; with the run's statistics each value's interval
+beside it, the models tied with the top marked and the files that hold the rest named."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 
 from engine.judge_results import HEADLINE_KEYS
 from engine.metricspec import AVERAGE, label_of
-from engine.reports.tables import Table, score_table
+from engine.reports.tables import Table, interval_cell, score_table
 from engine.reports.trials import read_trials, trials_leaderboard
+from engine.stats import AVERAGE_KEY
 
 
 def headline_table(names: list[str], aggregates: list[dict[str, Any]]) -> Table:
@@ -33,10 +35,39 @@ def trials_headline(trials_file: Path, board: Table) -> Table:
                  full.digits)
 
 
-def headline(names: list[str], aggregates: list[dict[str, Any]], trials_file: Path | None = None) -> str:
-    """The score app's closing summary: the headline table, what Average Score averages, and pass^k with trials."""
+def with_intervals(table: Table, stats: dict[str, Any]) -> Table:
+    """The headline table with `value [low, high]` in every cell the statistics cover (the value alone where a
+    quantity has no interval) and ` *` after the models tied with the top by the Average Score."""
+    key_of = {label: key for key, label in stats.get("metrics", {}).items()}
+    tied = set(stats.get("tied_with_top", {}).get(AVERAGE_KEY, []))
+    rows = []
+    for row in table.rows:
+        record = stats.get("models", {}).get(row[0], {}).get("metrics", {})
+        cells = [interval_cell(record.get(key_of[c]), table.digits) if c in key_of and record.get(key_of[c]) else v
+                 for c, v in zip(table.columns[1:], row[1:])]
+        rows.append([row[0] + (" *" if row[0] in tied else ""), *cells])
+    return Table(table.columns, rows, table.title, table.digits, table.note)
+
+
+def stats_note(stats: dict[str, Any], reports: bool) -> str:
+    """What the intervals are, what * marks, and the files of the statistics."""
+    s = stats.get("settings", {})
+    if stats.get("warnings"):
+        return f"No intervals: {'; '.join(stats['warnings'])}."
+    files = "stats.json" + (", leaderboard_intervals.{md,csv,json}, pairwise.{md,csv,json} (every pair: difference, "
+                            "interval, p_holm, separable) and the forest, rank and pairwise plots" if reports else "")
+    return (f"[low, high]: {s.get('level', 0.95):.0%} intervals over {s.get('clusters')} "
+            f"{'task families' if s.get('cluster') == 'family' else 'ids'} ({s.get('resamples')} resamples); "
+            f"* tied with the top (rank interval by {AVERAGE} reaching 1, Holm over every pair); see {files}.")
+
+
+def headline(names: list[str], aggregates: list[dict[str, Any]], trials_file: Path | None = None,
+             stats: dict[str, Any] | None = None, reports: bool = True) -> str:
+    """The score app's closing summary: the headline table (with the run's statistics, `stats`: each value's
+    interval and the tie mark), what Average Score averages, the statistics' files, and pass^k with trials."""
     table = headline_table(names, aggregates)
-    parts = [table.to_text(), table.note]
+    shown = table if stats is None else with_intervals(table, stats)
+    parts = [shown.to_text(), table.note, *([stats_note(stats, reports)] if stats is not None else [])]
     if trials_file is not None and trials_file.is_file():
         parts.append(trials_headline(trials_file, table).to_text())
     return "\n".join(parts)

@@ -215,11 +215,31 @@ def outcomes_table(results: list[ModelResult]) -> Table | None:
 
 
 def interval_cell(block: dict[str, Any] | None, digits: int = 4) -> str | None:
-    """`value [low, high]` of a stats.json metric block (None without one; `–` for a missing end)."""
+    """`value [low, high]` of a stats.json metric block (None without one; the value alone where it has no
+    interval: stats.json gives the reason)."""
     if block is None or block.get("value") is None:
         return None
+    if block.get("low") is None and block.get("high") is None:
+        return f"{block['value']:.{digits}f}"
     ends = ["–" if block.get(end) is None else f"{block[end]:.{digits}f}" for end in ("low", "high")]
     return f"{block['value']:.{digits}f} [{ends[0]}, {ends[1]}]"
+
+
+METHOD_NAMES = {"logit": "t intervals on the logit scale (the log of a volume)", "percentile": "percentile intervals",
+                "bca": "BCa intervals"}
+
+
+def intervals_note(settings: dict[str, Any]) -> str:
+    """What a stats.json's intervals are and what the tie mark means, in a sentence or two."""
+    level = settings.get("level", 0.95)
+    method = METHOD_NAMES.get(settings.get("method", "logit"), str(settings.get("method")))
+    if settings.get("correction") == "expanded":
+        method = f"{method}, small-sample expanded (sqrt(C/(C-1)), Student's t)"
+    return (f"{level:.0%} {method}, from a cluster bootstrap over {settings.get('clusters')} "
+            f"{'task families' if settings.get('cluster') == 'family' else 'ids'} ({settings.get('resamples')} "
+            f"resamples, seed {settings.get('seed')}); a value without an interval has a reason in stats.json. Rank "
+            f"interval by the {AVERAGE}, and * tied with the top (its rank interval reaches 1), from Holm's "
+            "decisions over every pair (simultaneous: they hold jointly).")
 
 
 def intervals_table(board: Table, stats: dict[str, Any]) -> Table:
@@ -238,12 +258,5 @@ def intervals_table(board: Table, stats: dict[str, Any]) -> Table:
         rows.append([name + (" *" if name in tied else ""), record.get("rank"), span,
                      *(interval_cell(metrics.get(key_of[label])) for label in labels)])
     level = settings.get("level", 0.95)
-    method = settings.get("method", "percentile")
-    if settings.get("correction") == "expanded":
-        method = f"small-sample expanded {method}"
-    note = (f"{level:.0%} {method} intervals of a cluster bootstrap over "
-            f"{settings.get('clusters')} {'task families' if settings.get('cluster') == 'family' else 'ids'} "
-            f"({settings.get('resamples')} resamples, seed {settings.get('seed')}); rank interval by the "
-            f"{AVERAGE}; * tied with the top (Holm-adjusted p >= {1 - level:.2f} against the best).")
     return Table(columns=["Model", "Rank", f"Rank {level:.0%}", *labels], rows=rows,
-                 title="Leaderboard with intervals", note=note)
+                 title="Leaderboard with intervals", note=intervals_note(settings))

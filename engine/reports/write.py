@@ -9,7 +9,13 @@ from typing import Any
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
 from engine.reports.groups import Group, differing, group_results, run_folder, why_not_comparable
-from engine.reports.intervals import neighbour_intervals_table, read_stats, robustness_table, write_stats_plots
+from engine.reports.intervals import (
+    neighbour_intervals_table,
+    pairwise_table,
+    read_stats,
+    robustness_table,
+    write_stats_plots,
+)
 from engine.reports.mcpverse import mcpverse_table
 from engine.reports.plots import (
     calls_chart,
@@ -41,7 +47,7 @@ from engine.reports.trials import (
     trials_leaderboard,
 )
 from engine.reports.vtb import vtb_tables
-from engine.statistics import STATS_FILE
+from engine.stats import STATS_FILE
 from engine.trials import TRIALS_FILE
 
 
@@ -72,6 +78,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     intervals = None if stats is None else intervals_table(board, stats)
     robustness = None if stats is None else robustness_table(stats)
     neighbours = None if stats is None else neighbour_intervals_table(stats, board.column("Model"))
+    pairwise = None if stats is None else pairwise_table(stats)
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -82,7 +89,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_json(out / name, content)
         written.append(out / name)
 
-    for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals),
+    for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals), ("pairwise", pairwise),
                         ("threshold_robustness", robustness), ("neighbour_intervals", neighbours), ("budget", budget),
                         ("calls", calls), ("tool_use", tools), ("outcomes", outcomes), ("tobench", tobench),
                         ("mcpverse", mcpverse), *vtb_tables(ranked).items()):

@@ -1,146 +1,150 @@
-"""A synthetic population of task families with known aggregate values, to check the statistics step's
-intervals and paired test by simulation (docs/statistics.md; scripts/stats_simulation.py).
+"""A population shaped like a real run, with known aggregate values, to check the statistics step by simulation
+(docs/statistics.md; scripts/stats_simulation.py).
 
-Families copy the shape of real ones (their ids' GT call counts n_gt); each family has a rate drawn
-from Beta(a, b), shared by its ids: an id's matches are Binomial(n_gt, rate) (recall = sum matched /
-sum n_gt, a ratio) and its judge score is Beta-distributed with mean rate (a plain mean).
-The Average Score is the mean of the two. A draw is a benchmark of C families taken from the population
-without replacement; its intervals come from kernels.bootstrap exactly as the statistics step makes them.
+The outcomes are a real run's: per scored id of a reference, its task family (the GT's ``type``; a repeated id
+keeps its last copy) and, per prediction file (a "base model"), the numerator and denominator of every alignment
+metric of the reference profile as the published scorer's results_eval.json gives them (recall = matched / n_gt,
+precision = matched / n_pred, a ``*_cov`` metric = value x n_gt / n_gt). Nothing is invented: a population family
+is a copy of a real family (its real size) whose tasks are drawn with replacement from that family's tasks, each
+task carrying every metric of every base model together, so zero-inflated low rates (a weak model's Order
+Consistency, 0 in half the families) stay as they are.
+
+A simulated model is a mixture of base models: on each task of a drawn benchmark it takes base model m's outcome
+with probability mix[m], independently per task and model. Its population value of a metric is the ratio of the
+expected sums over the population's tasks (the limit of the benchmark's value as it grows), the Average Score the
+mean of its components' values.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from engine.contract import read_trajectories
-from kernels import bootstrap as bs
+from engine.metricspec import BY_KEY, alignment_keys
+
+METRICS: tuple[str, ...] = alignment_keys("reference")
+AVERAGED: tuple[int, ...] = tuple(q for q, k in enumerate(METRICS) if BY_KEY[k].in_average)
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+GOLDEN = ("m2", "m1", "m0", "m3")
+"""The golden cases of ../shared (the published scorer's outputs on four perturbed prediction files), weakest
+first: the default base models."""
+
+
+@dataclass
+class Outcomes:
+    """Per scored id of a real run: its family index and, per base model and metric, the numerator and
+    denominator of the metric's ratio (N x M x Q each)."""
+
+    family: np.ndarray
+    families: list[str]
+    num: np.ndarray
+    den: np.ndarray
+    models: list[str]
+
+
+def real_outcomes(gt: Path | str | None = None, results: list[Path] | None = None,
+                  names: list[str] | None = None) -> Outcomes:
+    """The outcomes of results_eval.json files (default: the golden cases, weakest first) on the reference `gt`
+    (default: ../shared/data/m3bench/test_mcp_GT.json): every scored id of the reference, each file's per_id."""
+    gt = Path(gt) if gt is not None else SHARED / "data" / "m3bench" / "test_mcp_GT.json"
+    if results is None:
+        results = [SHARED / "golden" / name / "results_eval.json" for name in GOLDEN]
+        names = list(GOLDEN) if names is None else names
+    names = names if names is not None else [Path(p).parent.name for p in results]
+    tasks = read_trajectories(gt).tasks
+    ids = list(tasks)
+    families = sorted({t.type or "unknown" for t in tasks.values()})
+    family = np.array([families.index(tasks[i].type or "unknown") for i in ids])
+    num = np.zeros((len(ids), len(results), len(METRICS)))
+    den = np.zeros_like(num)
+    for m, path in enumerate(results):
+        per = {r["id"]: r for r in json.loads(Path(path).read_text(encoding="utf-8"))["per_id"]}
+        for j, i in enumerate(ids):
+            r = per[i]
+            n_gt, n_pred, matched = r["total_gt_calls"], r["total_pred_calls"], r["matched"]
+            for q, key in enumerate(METRICS):
+                rule = BY_KEY[key].aggregation
+                num[j, m, q] = matched if rule in ("matched/gt", "matched/pred") else r[key] * n_gt
+                den[j, m, q] = n_pred if rule == "matched/pred" else n_gt
+    return Outcomes(family, families, num, den, list(names))
+
+
+def values(sums: np.ndarray) -> np.ndarray:
+    """Each metric's value and the Average Score (... x R x Q+1) from summed numerators and denominators
+    (... x R x Q x 2); a zero denominator reads as 0, as the published scorer reads it."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(sums[..., 1] != 0, sums[..., 0] / sums[..., 1], 0.0)
+    return np.concatenate([ratio, ratio[..., list(AVERAGED)].mean(-1, keepdims=True)], -1)
 
 
 @dataclass
 class Population:
-    """Per id: its family, n_gt and its family's rate; the models share the rates (equal population values)
-    and draw their id-level outcomes independently in every benchmark drawn."""
+    """Families (each a list of task indices into the outcomes, drawn from one real family) and the outcomes."""
 
-    family: np.ndarray
-    n_gt: np.ndarray
-    rate: np.ndarray
-    families: int
-    concentration: float = 4.0
+    outcomes: Outcomes
+    tasks: list[np.ndarray]
 
-    def truth(self) -> dict[str, float]:
-        """The population values of recall (sum n_gt x rate / sum n_gt), the judge mean (mean rate) and
-        the Average Score (their mean): the expected values of every model."""
-        recall = float((self.n_gt * self.rate).sum() / self.n_gt.sum())
-        judge = float(self.rate.mean())
-        return {"recall": recall, "judge": judge, "average": (recall + judge) / 2}
+    def truth(self, mixes: np.ndarray) -> np.ndarray:
+        """The population value (R x Q+1) of each mixture model (mixes: R x M, rows summing to 1)."""
+        every = np.concatenate(self.tasks)
+        num = np.einsum("rm,tmq->rq", mixes, self.outcomes.num[every])
+        den = np.einsum("rm,tmq->rq", mixes, self.outcomes.den[every])
+        return values(np.stack([num, den], -1))
 
 
-def family_shapes(gt_path: str | Path | None = None) -> list[np.ndarray]:
-    """Each family's n_gt per id: of the reference file at gt_path (grouped by ``type``), else 31
-    invented families of 2 to 12 ids with 1 to 8 calls each."""
-    if gt_path is not None and Path(gt_path).is_file():
-        groups: dict[str, list[int]] = {}
-        for task in read_trajectories(gt_path).tasks.values():
-            groups.setdefault(task.type or "unknown", []).append(len(task.calls))
-        return [np.asarray(v, dtype=np.int64) for _, v in sorted(groups.items())]
-    rng = np.random.default_rng(12345)
-    return [rng.integers(1, 9, rng.integers(2, 13)) for _ in range(31)]
-
-
-def make_population(shapes: list[np.ndarray], families: int = 2000, seed: int = 0,
-                    beta: tuple[float, float] = (2.0, 3.0)) -> Population:
-    """`families` families, each the shape of a random one of `shapes`, with Beta(*beta) rates."""
+def make_population(outcomes: Outcomes, families: int = 2000, seed: int = 0) -> Population:
+    """`families` families, each of a real family chosen uniformly, its size, its tasks drawn with replacement
+    from the real family's."""
     rng = np.random.default_rng(seed)
-    picked = rng.integers(0, len(shapes), families)
-    n_gt = np.concatenate([shapes[i] for i in picked]).astype(np.float64)
-    family = np.repeat(np.arange(families), [len(shapes[i]) for i in picked])
-    return Population(family, n_gt, rng.beta(*beta, families)[family], families)
+    members = [np.flatnonzero(outcomes.family == g) for g in range(len(outcomes.families))]
+    kinds = rng.integers(0, len(members), families)
+    return Population(outcomes, [rng.choice(members[g], len(members[g])) for g in kinds])
 
 
-def draw_sums(pop: Population, clusters: int, draws: int, seed: int, models: int = 2) -> torch.Tensor:
-    """Per-cluster sums (draws x C x models x 4: matched, n_gt, judge score, ids) of `draws` benchmarks of
-    `clusters` families each, drawn without replacement; each model's matches are Binomial(n_gt, rate)
-    and its judge scores Beta with mean rate, drawn afresh for every benchmark."""
-    rng = np.random.default_rng(seed)
-    starts = np.searchsorted(pop.family, np.arange(pop.families + 1))
-    out = np.zeros((draws, clusters, models, 4))
-    k = pop.concentration
+def ladder(models: int = 14, weak: int = 0, strong: int = 3, bases: int = 4) -> np.ndarray:
+    """Mixtures of `models` models: model j takes the strong base model's outcome with probability j/(models-1),
+    the weak one's otherwise (Table 2's spread of strengths)."""
+    mixes = np.zeros((models, bases))
+    share = np.arange(models) / max(models - 1, 1)
+    mixes[:, strong], mixes[:, weak] = share, 1 - share
+    return mixes
+
+
+def exchangeable(models: int = 14, bases: int = 4) -> np.ndarray:
+    """`models` models with equal population values: on each task each takes a base model's outcome uniformly."""
+    return np.full((models, bases), 1.0 / bases)
+
+
+def draw_sums(pop: Population, mixes: np.ndarray, clusters: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-cluster sums (draws x C x R x Q x 2: numerator, denominator) of `draws` benchmarks of `clusters`
+    families drawn without replacement, each mixture model's base outcome drawn afresh per task."""
+    out = np.zeros((draws, clusters, len(mixes), len(METRICS), 2))
+    cumulative = np.cumsum(mixes, 1)
     for d in range(draws):
-        chosen = rng.choice(pop.families, clusters, replace=False)
-        idx = np.concatenate([np.arange(starts[f], starts[f + 1]) for f in chosen])
-        where = np.repeat(np.arange(clusters), starts[chosen + 1] - starts[chosen])
-        n_gt, rate = pop.n_gt[idx], pop.rate[idx]
-        for m in range(models):
-            matched = rng.binomial(n_gt.astype(np.int64), rate).astype(np.float64)
-            score = rng.beta(np.maximum(rate * k, 1e-9), np.maximum((1 - rate) * k, 1e-9))
-            for j, column in enumerate((matched, n_gt, score, np.ones_like(n_gt))):
-                out[d, :, m, j] = np.bincount(where, weights=column, minlength=clusters)
-    return torch.as_tensor(out)
+        chosen = rng.choice(len(pop.tasks), clusters, replace=False)
+        idx = np.concatenate([pop.tasks[f] for f in chosen])
+        where = np.repeat(np.arange(clusters), [len(pop.tasks[f]) for f in chosen])
+        base = (rng.random((len(idx), len(mixes), 1)) > cumulative[None, :, :-1]).sum(-1)   # T x R
+        num = pop.outcomes.num[idx[:, None], base]                                           # T x R x Q
+        den = pop.outcomes.den[idx[:, None], base]
+        np.add.at(out[d, ..., 0], where, num)
+        np.add.at(out[d, ..., 1], where, den)
+    return out
 
 
-def resampled(sums: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """Values (draws x B x models x 3: recall, judge mean, Average Score) of every resample of every draw."""
-    w = counts.to(torch.float64)
-    top = torch.einsum("bc,dcmj->dbmj", w, sums)
-    recall = top[..., 0] / top[..., 1]
-    judge = top[..., 2] / top[..., 3]
-    return torch.stack([recall, judge, (recall + judge) / 2], dim=-1)
-
-
-def point(sums: torch.Tensor) -> torch.Tensor:
-    """Each draw's estimates (draws x models x 3)."""
-    return resampled(sums, torch.ones(1, sums.shape[1]))[:, 0]
-
-
-@dataclass
-class SimulationResult:
-    """Coverage of each metric's interval (recall, judge mean, Average Score), and the paired test's
-    false positive rate on the Average Score and on recall, over the draws."""
-
-    coverage: dict[str, float]
-    false_positive: dict[str, float]
-    draws: int
-
-
-def simulate(pop: Population, clusters: int = 31, draws: int = 2000, resamples: int = 2000, level: float = 0.95,
-             method: str = "percentile", correction: str = "expanded", seed: int = 0, chunk: int = 50
-             ) -> SimulationResult:
-    """Coverage and false positive rate over `draws` benchmarks, each with its own resample matrix;
-    `method` and `correction` as the statistics step's settings."""
-    truth = pop.truth()
-    names = ("recall", "judge", "average")
-    target = torch.tensor([truth[k] for k in names], dtype=torch.float64)
-    per_row = torch.full((3,), clusters) if correction == "expanded" else None
-    covered = torch.zeros(3)
-    rejected = torch.zeros(3)
-    done = 0
-    for start in range(0, draws, chunk):
-        n = min(chunk, draws - start)
-        sums = draw_sums(pop, clusters, n, seed * 1_000_003 + start)
-        for d in range(n):
-            counts = bs.resample_counts(resamples, clusters, seed * 1_000_003 + start + d)
-            values = resampled(sums[d:d + 1], counts)[0]                  # B x models x 3
-            a = values[:, 0].T.contiguous()                               # 3 x B
-            if method == "bca":
-                est = point(sums[d:d + 1])[0, 0]
-                jack = resampled(sums[d:d + 1], bs.leave_one_out(clusters))[0][:, 0]
-                low, high = bs.bca_interval(a, est, jack, level, per_row)
-            else:
-                low, high = bs.percentile_interval(a, level, per_row)
-            covered += ((low <= target) & (target <= high)).double()
-            p = bs.two_sided_p((values[:, 0] - values[:, 1]).T.contiguous())
-            if per_row is not None:
-                p = bs.expanded_p(p, per_row)
-            rejected += (p < 1 - level).double()
-            done += 1
-    cover = (covered / done).tolist()
-    fp = (rejected / done).tolist()
-    return SimulationResult(dict(zip(names, cover)), dict(zip(names, fp)), done)
+def real_benchmark(outcomes: Outcomes, mixes: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One realization of the mixture models on the real ids: per id and model its metrics' numerators and
+    denominators (N x R x Q each)."""
+    rng = np.random.default_rng(seed)
+    cumulative = np.cumsum(mixes, 1)
+    base = (rng.random((len(outcomes.family), len(mixes), 1)) > cumulative[None, :, :-1]).sum(-1)
+    rows = np.arange(len(outcomes.family))[:, None]
+    return outcomes.num[rows, base], outcomes.den[rows, base]
 
 
 def clustered_se(x: np.ndarray, cluster: np.ndarray) -> float:

@@ -33,7 +33,7 @@ from engine.references import read_references
 from engine.reports.intervals import read_stats
 from engine.reports.read import ModelResult, collect_run
 from engine.reports.tables import intervals_table, leaderboard_table
-from engine.statistics import AVERAGE_KEY, STATS_FILE
+from engine.stats import AVERAGE_KEY, STATS_FILE
 from engine.viewer.evaluations import evaluations_of, shown_keys, task_columns
 from engine.viewer.text import cut, number_or_none
 
@@ -148,8 +148,9 @@ def _extra_cell(aggregate: dict[str, Any], column: dict[str, Any]) -> Any:
 
 def board(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
     """The leaderboard as the reports compute it (Table 2), plus the extra aggregate columns; with the run's
-    stats.json, each row's [low, high] per column (null where it has none), its rank interval and whether it
-    is tied with the top, and the intervals' note."""
+    stats.json, each row's [low, high] per column, the extra ones (tool use) included (null where it has none),
+    the reason a value has no interval, its rank interval and whether it is tied with the top, and the
+    intervals' note."""
     table = leaderboard_table(run.results)
     extra = _extra_columns(run.results)
     by_name = {r.name: r for r in run.results}
@@ -169,8 +170,10 @@ def board(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
         for model_row in rows:
             record = stats["models"].get(model_row["model"], {})
             blocks = [record.get("metrics", {}).get(key_of.get(label, "")) for label in table.columns[1:]]
+            blocks += [record.get("metrics", {}).get(c["key"]) for c in extra]   # tool use and the other extras
             model_row["intervals"] = [[number_or_none(b.get("low")), number_or_none(b.get("high"))]
                                       if isinstance(b, dict) else None for b in blocks]
+            model_row["reasons"] = [b.get("reason") if isinstance(b, dict) else None for b in blocks]
             model_row["rank"] = [record.get(k) for k in ("rank", "rank_low", "rank_high")] if "rank" in record \
                 else None
             model_row["tied"] = model_row["model"] in tied

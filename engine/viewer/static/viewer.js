@@ -15,14 +15,17 @@ function viewBoard(app) {
     h("thead", {}, h("tr", {}, heads.map((label, i) => h("th", { "data-col": i === 0 ? "name" : i - 1, "data-text": i === 0 ? "1" : null,
       title: "sort by " + label }, label)))), h("tbody"));
   const rows = b.rows.map((r) => ({ r, key: (c) => c === "name" ? r.model.toLowerCase() : num([...r.cells, ...r.extra, r.tasks][c]) }));
-  // with the run's stats.json: each value's interval beside it, the rank interval and the group tied with the top
+  // with the run's stats.json: each value's interval under it (every column with one), the rank interval and the
+  // group tied with the top
   const ci = (r, i) => r.intervals && r.intervals[i] && r.intervals[i][0] !== null
     ? h("span", { class: "ci" }, " [" + fmt(r.intervals[i][0]) + ", " + fmt(r.intervals[i][1]) + "]") : null;
   const rank = (r) => r.rank && r.rank[1] !== null
     ? h("span", { class: "rank", title: "rank and its interval by " + b.average }, " #" + r.rank[0] + " (" + r.rank[1] + "\u2013" + r.rank[2] + ")") : null;
   sortable(table, rows, ({ r }) => h("tr", { class: r.tied ? "tied" : null }, h("td", {}, h("a", { href: modelHref(r.slug), class: "model" }, r.model),
-    rank(r), r.tied ? h("span", { class: "badge tied", title: "not separable from the best model (Holm-adjusted p \u2265 alpha)" }, "tied with top") : null),
-    [...r.cells, ...r.extra].map((v, i) => h("td", { class: i === n - 1 ? "num avg" : "num" }, fmtCell(v), i < n ? ci(r, i) : null)),
+    r.rank || r.tied ? h("div", { class: "standing" }, rank(r), r.tied ? h("span", { class: "badge tied",
+      title: "its rank interval reaches 1: no model is separably better (Holm over every pair)" }, "tied with top") : null) : null),
+    [...r.cells, ...r.extra].map((v, i) => h("td", { class: i === n - 1 ? "num avg" : "num", title: r.reasons ? r.reasons[i] : null },
+      fmtCell(v), ci(r, i))),
     h("td", { class: "num" }, fmt(r.tasks, 0))), [b.columns.indexOf(b.average), -1]);
   const differ = SITE.index.tasks.slice().sort((x, y) => spread(y) - spread(x) || (x.id < y.id ? -1 : 1)).slice(0, 15);
   fill(app,
