@@ -9,6 +9,14 @@ address opened directly.
 
     python scripts/bench_view.py --gt ../shared/data/m3bench/test_mcp_GT.json \\
         --golden ../shared/golden --work /tmp/m3bench-view-bench --rounds 5
+
+With --rollout-tasks N it measures transcripts instead: a rollout of N tasks (the rollout demo's four,
+repeated under new ids) by the scripted model over the shipped MCP servers, built once in
+--work/rollout-N and scored; then view.py over --rounds processes, the site's size, and a task's address
+opened with its transcript drawn. --viewer ROOT times another checkout's scripts/view.py on the same run
+(the version before a change), with ROOT on PYTHONPATH.
+
+    python scripts/bench_view.py --rollout-tasks 300 --rounds 3 [--viewer /tmp/base-checkout]
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -170,6 +179,91 @@ def screenshots(index: Path, out: Path) -> list[Path]:
     return [path for path, _, _ in shots]
 
 
+def build_rollout(work: Path, n: int) -> Path:
+    """A rollout of n tasks (the rollout demo's, repeated under new ids) by the scripted model, scored; returns
+    the run folder (built once)."""
+    out = work / "run"
+    if (out / "leaderboard.json").is_file():
+        return out
+    demo = ROOT / "rollout" / "demo"
+    tasks = read_json(demo / "tasks.json", "tasks file")
+    reference = {t["id"]: t for t in read_json(demo / "reference.json", "reference file")}
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(demo / "images", work / "images", dirs_exist_ok=True)
+    copies = [dict(tasks[i % len(tasks)], id=f"{tasks[i % len(tasks)]['id']}-{i:04d}") for i in range(n)]
+    (work / "tasks.json").write_text(json.dumps(copies), encoding="utf-8")
+    (work / "reference.json").write_text(json.dumps([{**reference[t["id"].rsplit("-", 1)[0]], "id": t["id"]}
+                                                     for t in copies]), encoding="utf-8")
+    run([sys.executable, "scripts/rollout.py", "model=scripted", f"tasks.file={work / 'tasks.json'}",
+         f"tasks.reference={work / 'reference.json'}", f"model.script={work / 'reference.json'}",
+         f"results_dir={work / 'results'}", "concurrency=8"])
+    run([sys.executable, "scripts/score.py", f"data.gt={work / 'reference.json'}",
+         f"model.predictions={work / 'results' / 'scripted_test_mcp_fuzzy.json'}", f"output_dir={out}",
+         "index_dir=null"])
+    return out
+
+
+def time_view(run_dir: Path, rounds: int, viewer: Path) -> list[float]:
+    """Seconds of each of `rounds` processes of `viewer`/scripts/view.py building the run's site."""
+    env = {**os.environ, "PYTHONPATH": str(viewer)}
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, str(viewer / "scripts" / "view.py"), str(run_dir)], cwd=viewer,
+                              capture_output=True, text=True, env=env)
+        times.append(time.perf_counter() - t0)
+        if done.returncode != 0:
+            sys.exit(f"view.py failed ({done.returncode}): {done.stderr[-2000:]}")
+    return times
+
+
+def time_transcript(index: Path, rounds: int) -> list[float]:
+    """Seconds per round to open a task's address in a fresh page, its transcript drawn."""
+    from playwright.sync_api import sync_playwright
+
+    site = json.loads(index.read_text(encoding="utf-8").split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0])
+    slug = site["board"]["rows"][0]["slug"]
+    task = site["index"]["tasks"][len(site["index"]["tasks"]) // 2]["id"]
+    url = f"{index.resolve().as_uri()}#/m/{slug}/t/{task}"
+    times = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM)
+        for _ in range(rounds):
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            page = context.new_page()
+            errors: list[str] = []
+            _watch(page, errors)
+            t0 = time.perf_counter()
+            page.goto(url, wait_until="commit")
+            page.wait_for_selector("#transcript .x-call")
+            times.append(time.perf_counter() - t0)
+            context.close()
+            if errors:
+                sys.exit(f"console errors: {errors}")
+        browser.close()
+    return times
+
+
+def _site_line(site: Path) -> str:
+    n, size, blocks = size_on_disk(site)
+    return f"site: {n} files, {size / 1e6:.2f} MB ({blocks / 1e6:.2f} MB in disk blocks)"
+
+
+def rollout_main(args: argparse.Namespace) -> None:
+    """--rollout-tasks: build (once), view with each viewer, measure, print."""
+    t0 = time.perf_counter()
+    run_dir = build_rollout(args.work / f"rollout-{args.rollout_tasks}", args.rollout_tasks)
+    print(f"rollout of {args.rollout_tasks} tasks ready in {time.perf_counter() - t0:.1f} s: {run_dir}")
+    times = time_view(run_dir, args.rounds, args.viewer)
+    print(f"{args.viewer}/scripts/view.py (whole process): min {min(times):.2f} s, median "
+          f"{statistics.median(times):.2f} s over {len(times)} rounds")
+    print(_site_line(run_dir / "viewer"))
+    if args.viewer == ROOT:
+        values = time_transcript(run_dir / "viewer" / "index.html", args.rounds)
+        print(f"a task's address with its transcript: min {min(values):.3f} s, median "
+              f"{statistics.median(values):.3f} s over {len(values)} rounds")
+
+
 def main() -> None:
     """Build (once), view, measure, print."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -180,15 +274,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--screenshots", type=Path, default=None, help="also write PNGs of the three views here")
     parser.add_argument("--no-judges", action="store_true", help="leave the judge files out")
+    parser.add_argument("--rollout-tasks", type=int, default=None,
+                        help="measure a rollout of this many tasks with their transcripts instead of the sweep")
+    parser.add_argument("--viewer", type=Path, default=ROOT, help="the checkout whose scripts/view.py is timed")
     args = parser.parse_args()
+    args.viewer = args.viewer.resolve()
+    if args.rollout_tasks:
+        rollout_main(args)
+        return
     run_dir = args.work / "run"
     if not (run_dir / "leaderboard.json").is_file():
         t0 = time.perf_counter()
         run_dir = build_sweep(args.gt, args.golden, args.work, not args.no_judges)
         print(f"sweep built and scored in {time.perf_counter() - t0:.1f} s: {run_dir}")
-    t0 = time.perf_counter()
-    run([sys.executable, "scripts/view.py", str(run_dir)])
-    print(f"scripts/view.py (whole process): {time.perf_counter() - t0:.2f} s")
+    times = time_view(run_dir, max(1, min(args.rounds, 3)), args.viewer)
+    print(f"{args.viewer}/scripts/view.py (whole process): min {min(times):.2f} s, median "
+          f"{statistics.median(times):.2f} s over {len(times)} rounds")
+    if args.viewer != ROOT:
+        print(_site_line(run_dir / "viewer"))
+        return
     site = run_dir / "viewer"
     n, size, blocks = size_on_disk(site)
     models = sorted((site / "data" / "m").glob("*.js"))

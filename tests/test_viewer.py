@@ -488,11 +488,12 @@ def test_site_holds_the_evaluators_verdicts(evaluated_runs: dict[str, Path]) -> 
             assert badges == [["1", True], ["0", False], ["1", True]]
 
 
-def _transcript(run: Path, slug: str, k: int) -> dict:
-    text = (run / "viewer" / "data" / "x" / slug / f"{k}.js").read_text(encoding="utf-8")
+def _transcript(run: Path, slug: str, at: list[int]) -> dict:
+    """The transcript a task's ``x`` ([file, place]) points to."""
+    text = (run / "viewer" / "data" / "x" / slug / f"{at[0]}.js").read_text(encoding="utf-8")
     kind, key, data = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")
-    assert (kind, key) == ("x", f"{slug}/{k}")
-    return data
+    assert (kind, key) == ("x", f"{slug}/{at[0]}")
+    return data[at[1]]
 
 
 @pytest.mark.slow
@@ -506,9 +507,9 @@ def test_each_flow_s_transcripts_hold_its_dialogue_and_tool_results(evaluated_ru
         logs = Path(meta["predictions"]).parent / "rollout" / "scripted" / "tool_logs"
         slug = _slug(run, "scripted")
         data = _model_data(run, slug)
-        for k, tid in enumerate(data["order"]):
-            assert data["tasks"][tid]["x"] == k, (name, tid)
-            x, record = _transcript(run, slug, k), records[tid]
+        assert [data["tasks"][tid]["x"] for tid in data["order"]] == [[0, k] for k in range(len(data["order"]))]
+        for tid in data["order"]:
+            x, record = _transcript(run, slug, data["tasks"][tid]["x"]), records[tid]
             assert [[c["r"] for c in s] for s in x["calls"]] == [[c["result"] for c in s["calls"]]
                                                                 for s in record["steps"]]
             assert [[c.get("e") for c in s] for s in x["calls"]] == [[c["is_error"] for c in s["calls"]]
@@ -527,7 +528,7 @@ def test_each_flow_s_transcripts_hold_its_dialogue_and_tool_results(evaluated_ru
                 for image in item[3] if item[0] in ("prompt", "harness") else []:
                     assert (run / "viewer" / image["src"]).is_file(), (name, tid, image)
         if name == "vtb":
-            x = _transcript(run, slug, data["order"].index("vtb-01-mt"))
+            x = _transcript(run, slug, data["tasks"]["vtb-01-mt"]["x"])
             assert [it[1] for it in x["items"] if it[0] == "prompt"] == [None, 2]
             prompts = [it[2] for it in x["items"] if it[0] == "prompt"]
             assert prompts[0] == "Crop the red box out of the picture and tell me how large the crop is.\n\nImage in " \
@@ -596,7 +597,8 @@ def test_rubrics_outcomes_and_call_errors_in_the_browser(page, evaluated_runs: d
     # a call the prediction file marks is_error, and the task's tool-use counts
     page.goto((vtb / "viewer" / "index.html").as_uri() + f"#/m/{slug}/t/vtb-01-mt")
     page.wait_for_selector("#pred-0")
-    assert page.locator("#pred-0 .badge.is-error").count() == 1 and page.locator("#pred-1 .badge.no-error").count() == 1
+    assert page.locator("#pred-0 .call-head .badge.is-error").count() == 1
+    assert page.locator("#pred-1 .call-head .badge.no-error").count() == 1
     assert [c.text_content() for c in page.locator("#ev-tool-use tbody td").all()] == ["2", "2", "1"]
     # the verifier's evaluator error shown apart from a failure; the answer judges' replies
     tobench = evaluated_runs["tobench"]

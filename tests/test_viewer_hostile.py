@@ -139,7 +139,8 @@ def test_hostile_texts_stay_data(hostile_run: tuple[Path, str]) -> None:
     assert not set(inline) & {"<", ">", "&", "\u2028", "\u2029"}
     assert json.loads(inline)["index"]["tasks"][0]["question"] == HOSTILE
     transcripts = sorted((site / "data" / "x").glob("*/*.js"))
-    assert len(transcripts) == len(MODEL_NAMES) * len(IDS)
+    assert len(transcripts) == len(MODEL_NAMES)  # each model's two in one file
+    assert all(text.read_text(encoding="utf-8").count('"items":') == len(IDS) for text in transcripts)
     for data in [site / "data" / "gt.js", *(site / "data" / "m").iterdir(), *transcripts]:
         text = data.read_text(encoding="utf-8")
         assert not set(text) & {"<", ">", "&", "\u2028", "\u2029"}, data.name
@@ -303,7 +304,7 @@ def test_a_transcript_shows_no_file_from_outside_the_task_s_folders(tmp_path: Pa
     sizes = sorted(Image.open(p).size for p in (site / "media").iterdir())
     assert sizes == [(24, 16), (40, 30)]  # ok.png and the data set's task.png; never photo.png (13 x 7)
     text = next((site / "data" / "x").glob("*/0.js")).read_text(encoding="utf-8")
-    first = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+    first, second = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
     shown = {f["name"]: f.get("refused", "shown") for f in first["items"][0][3]}
     assert shown == {"media/ok.png": "shown", "media/notes.png": "not an image", "media/key.png": "a symbolic link",
                      "media/photo.png": "a symbolic link", "media/ssh/id_rsa": "a folder on its way is a symbolic link",
@@ -316,9 +317,11 @@ def test_a_transcript_shows_no_file_from_outside_the_task_s_folders(tmp_path: Pa
                      str(key): "outside the task's folders", str(outside): "outside the task's folders",
                      str(media / "ssh" / "id_rsa"): "a folder on its way is a symbolic link",
                      str(data / "task.png"): "shown"}
-    text = next((site / "data" / "x").glob("*/1.js")).read_text(encoding="utf-8")
-    second = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
-    assert {f.get("refused") for f in second["items"][0][3]} == {"the task's workspace is a symbolic link"}
+    assert [f.get("refused") for f in second["items"][0][3]] == ["the task's workspace is a symbolic link"] * 6 + [
+        "leaves the folder"] * 2  # the workspace a link: none of its files; paths leading out of it named so
+    files = {f["name"]: f.get("refused", "shown") for f in second["calls"][0][0]["f"]}
+    assert files[str(data / "task.png")] == "shown" and files[str(key)] == "the task's workspace is a symbolic link"
+    assert files[str(media / "ok.png")] == "outside the task's folders"  # t1's workspace is not t2's
     warning = [line for line in done.stderr.splitlines() if "not shown in the site" in line]
     assert len(warning) == 1 and warning[0].startswith("warning: "), done.stderr
 

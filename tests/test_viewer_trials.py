@@ -91,11 +91,13 @@ def test_each_trial_s_transcripts_are_its_own(trials_run: Path) -> None:
         text = (trials_run / "viewer" / "data" / "m" / f"{key}.js").read_text(encoding="utf-8")
         data = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
         records = {r["id"]: r for r in json.loads((results / f"{MODEL}_test_mcp_fuzzy_trial{i}.json").read_text())}
-        assert data["order"] and all(data["tasks"][tid]["x"] == k for k, tid in enumerate(data["order"]))
+        text = (trials_run / "viewer" / "data" / "x" / key / "0.js").read_text(encoding="utf-8")
+        chunk = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]  # the trial's transcripts, in order
+        assert data["order"] and [data["tasks"][tid]["x"] for tid in data["order"]] == [[0, k] for k in
+                                                                                       range(len(data["order"]))]
         images = 0
         for k, tid in enumerate(data["order"]):
-            text = (trials_run / "viewer" / "data" / "x" / key / f"{k}.js").read_text(encoding="utf-8")
-            x = json.loads("[" + text.strip()[len("M3V.put("):-2] + "]")[2]
+            x = chunk[k]
             assert [[c["r"] for c in s] for s in x["calls"]] == [[c["result"] for c in s["calls"]]
                                                                 for s in records[tid]["steps"]]
             log = json.loads((results / "rollout" / MODEL / "tool_logs" / f"trial{i}" / f"{tid}.json").read_text())

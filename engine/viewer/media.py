@@ -62,17 +62,20 @@ class SiteMedia:
         return shown
 
     def _admit(self, path: str, workspace: Path | None, folders: tuple[Path, ...]) -> str:
-        if workspace is not None and _is_link(workspace):
-            raise Refused("the task's workspace is a symbolic link")
-        if not Path(path).is_absolute():
-            if workspace is None:
-                raise Refused("no rollout workspace of this task")
-            return self._write(read_beneath(workspace, path, self.limit))
-        for folder in ((workspace,) if workspace is not None else ()) + folders:
+        """A file of the workspace (a link there is no workspace: its files are refused) or, named by an
+        absolute path, of `folders`."""
+        absolute = Path(path).is_absolute()
+        if not absolute and workspace is None:
+            raise Refused("no rollout workspace of this task")
+        for folder in ((workspace,) if workspace is not None else ()) + (folders if absolute else ()):
             try:
                 relative_parts(folder, path)
             except Refused:
+                if not absolute:
+                    raise  # a relative path leading out of the workspace
                 continue
+            if folder is workspace and _is_link(folder):
+                raise Refused("the task's workspace is a symbolic link")
             return self._write(read_beneath(folder, path, self.limit))
         raise Refused(OUTSIDE)
 

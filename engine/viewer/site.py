@@ -38,6 +38,8 @@ SITE_DIR = "viewer"
 STATIC = Path(__file__).with_name("static")
 SCRIPTS = ("core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js")
 """The page's scripts, in the order the page loads them (each uses what the ones before define)."""
+CHUNK = 256_000
+"""Characters of transcripts per data file (a site of thousands of small ones keeps few files)."""
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +49,29 @@ def _data_script(kind: str, key: str, value: Any) -> str:
 
 
 def _write_transcripts(folder: Path, key: str, data: dict[str, Any], transcripts: dict[str, Any]) -> None:
-    """Each task's transcript as data/x/<model>/<its position>.js (loaded when its page opens); the
-    model's data says which tasks have one (``x``: the position)."""
-    if transcripts:
-        folder.mkdir(parents=True)
-    for k, tid in enumerate(data["order"]):
+    """The model's transcripts, in its tasks' order, as data/x/<model>/<n>.js files of about CHUNK characters
+    each (a long one alone; loaded when a task's page opens); each task's ``x`` says where its own is:
+    [n, its place in the file]."""
+    chunk: list[str] = []
+    size, n = 0, 0
+
+    def flush() -> None:
+        nonlocal chunk, size, n
+        if chunk:
+            folder.mkdir(parents=True, exist_ok=True)
+            text = f"M3V.put({js_literal('x')},{js_literal(f'{key}/{n}')},[{','.join(chunk)}]);\n"
+            (folder / f"{n}.js").write_text(text, encoding="utf-8")
+            chunk, size, n = [], 0, n + 1
+
+    for tid in data["order"]:
         if tid in transcripts:
-            (folder / f"{k}.js").write_text(_data_script("x", f"{key}/{k}", transcripts[tid]), encoding="utf-8")
-            data["tasks"][tid]["x"] = k
+            text = js_literal(transcripts[tid])
+            if chunk and size + len(text) > CHUNK:
+                flush()
+            data["tasks"][tid]["x"] = [n, len(chunk)]
+            chunk.append(text)
+            size += len(text)
+    flush()
 
 
 def _plots(run: Run, stage: Path) -> list[str]:

@@ -17,15 +17,17 @@ MAX_TEXT = 20_000
 """Longest string kept in the site's data; a longer one is cut with a note of its full length."""
 MAX_REPLY = 600
 """Longest judge reply kept in the site (the judge file keeps it whole)."""
-_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
-                              "\u2029": "\\u2029"})
+_SCRIPT_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
 def js_literal(value: Any) -> str:
     """Compact JSON that reads as the same value inside a <script> element or a .js file:
     ``<``, ``>``, ``&``, U+2028 and U+2029 written as \\u escapes (they occur only inside strings),
     so no text of the run can end the element, open a comment or start markup."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_SAFE)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for char, escape in _SCRIPT_SAFE:  # str.replace per character: many times faster than str.translate
+        text = text.replace(char, escape)
+    return text
 
 
 def number_or_none(value: Any) -> float | None:

@@ -202,7 +202,11 @@ class TaskTranscript:
                 items.append(["tool", cut(name) if isinstance(name, str) else None, cut(text)])
             else:
                 items.append(["other", cut(str(role)), cut(text)])
-        items += [["step", i] for i in range(placed, len(calls))]
+        if placed < len(calls):  # steps no prompt gave results of: before the final reply that follows them
+            last = max((i for i, item in enumerate(items) if item[0] == "step"), default=-1)
+            at = next((i for i, item in enumerate(items) if i > last and item[0] == "agent" and item[1] == "final"),
+                      len(items))
+            items[at:at] = [["step", i] for i in range(placed, len(calls))]
         final = self.t.raw.get("final_reply")
         if not dialogue and isinstance(final, str):
             items.append(["agent", "final", cut(final), None])

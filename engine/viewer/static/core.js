@@ -1,6 +1,6 @@
 // M3-Bench run viewer, shared part: the site's data, building elements, loading data files, formatting.
-// Data: M3V_SITE (inline in index.html; a repeated run's trials summary in M3V_SITE.trials); data/gt.js, data/m/<slug>.js and a
-// task's transcript data/x/<slug>/<n>.js, loaded on demand with <script> tags (they call M3V.put). The page's scripts, in order:
+// Data: M3V_SITE (inline in index.html; a repeated run's trials summary in M3V_SITE.trials); data/gt.js, data/m/<slug>.js and the
+// transcripts data/x/<slug>/<n>.js (a list; a task's x: [n, its place]), loaded on demand with <script> tags (they call M3V.put). The page's scripts, in order:
 // core.js (this), blocks.js (what the evaluators show), transcript.js (a task's transcript), task.js (a task's views),
 // trials.js (a repeated run), viewer.js (the leaderboard, a model's tasks, routing).
 // Every text of the run goes into the page as a text node or an attribute value (h), never as markup.

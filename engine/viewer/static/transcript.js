@@ -1,4 +1,4 @@
-// M3-Bench run viewer: a task's whole transcript (data/x/<model>/<n>.js, loaded with its page): the dialogue in
+// M3-Bench run viewer: a task's whole transcript (in data/x/<model>/<n>.js, loaded with its page): the dialogue in
 // order, each step's calls with their arguments, what each tool returned (long results folded) and the files it
 // produced, the images the agent was shown, the turns of a multi-turn task. engine/viewer/transcript.py says
 // what its items are. An image is a file of the site's media/ folder; one the build did not take is named with why.
@@ -8,8 +8,8 @@ const FOLD_LINES = 14;  // lines of a long text shown before "show all"
 const FOLD_CHARS = 1500;  // characters of a long text shown before "show all"
 const PHASES = { prepare: "chooses the step's tools", process: "calls", decision: "decides whether it is done", final: "final reply" };
 
-const transcriptOf = (slug, t) => t.x === undefined || t.x === null ? Promise.resolve(null)
-  : need("x", slug + "/" + t.x, "data/x/" + encodeURIComponent(slug) + "/" + t.x + ".js");
+const transcriptOf = (slug, t) => !Array.isArray(t.x) ? Promise.resolve(null)
+  : need("x", slug + "/" + t.x[0], "data/x/" + encodeURIComponent(slug) + "/" + t.x[0] + ".js").then((chunk) => chunk[t.x[1]] || null);
 
 function foldedText(text, cls) {
   // A text in a <pre>; a long one cut to its first lines with a button for the rest.
