@@ -213,6 +213,9 @@ def test_the_runs_page_sorts_filters_and_compares_only_comparable_runs(tmp_path:
     page.wait_for_selector("#runs > tbody > tr")
     rows = page.locator("#runs > tbody > tr")
     assert rows.count() == 6  # one row per run, its models folded
+    assert page.locator("#runs thead th").all_text_contents()[-3:] == ["reference", "tau_weak", "Site"]
+    assert page.locator("#shared").text_content() == (  # the settings every run shares, named once
+        "Every run: tau_strong 0.8, profile reference, encoder all-MiniLM-L6-v2.")
     assert page.locator("#runs > tbody > tr > td.run").all_text_contents() == [  # newest first
         "f", HOSTILE.replace("/", "_"), "d/other-reference", "c/tau", "b", "a"]
     hostile = page.locator("#runs > tbody > tr", has_text="onerror")
@@ -237,9 +240,9 @@ def test_the_runs_page_sorts_filters_and_compares_only_comparable_runs(tmp_path:
     table = page.locator("#compare-table")
     table.wait_for()
     heads = table.locator("thead tr").first.locator("th").all_text_contents()
-    assert heads == ["Model", "Recall", "Precision", "Average Score"]
+    assert heads == ["Model", "Average Score", "Recall", "Precision"]  # the headline first
     m5 = table.locator("tbody tr", has_text="m5").locator("td").all_text_contents()
-    assert m5[-3:] == ["0.3000", "0.1000", "-0.2000"] and m5[1:3] == ["0.4000", "0.2000"]
+    assert m5[1:4] == ["0.3000", "0.1000", "-0.2000"] and m5[4:6] == ["0.4000", "0.2000"]
     page.locator("#runs > tbody > tr", has_text="c/tau").locator("input").check()  # b and c: another tau_weak
     page.wait_for_selector("#not-comparable")
     assert "tau_weak differs (0.6, 0.5)" in page.locator("#not-comparable").text_content()

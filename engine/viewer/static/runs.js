@@ -58,7 +58,10 @@ const COLUMNS = [
   ["score", "Average Score", (r) => r.best[1]],
   ["set", "Set", (r) => r.set],
 ];
-const settingColumns = () => DATA.compared.map((k) => [k, k, (r) => r.settings[k] === null || r.settings[k] === undefined ? null : String(r.settings[k])]);
+const shown = (v) => v === null || v === undefined ? "\u2013" : String(v);
+const differing = () => DATA.compared.filter((k) => new Set(DATA.runs.map((r) => JSON.stringify(r.settings[k] ?? null))).size > 1);
+// A compared setting is a column only where runs differ in it; those every run shares are named once above the table.
+const settingColumns = () => differing().map((k) => [k, k, (r) => r.settings[k] === null || r.settings[k] === undefined ? null : String(r.settings[k])]);
 const allColumns = () => [...COLUMNS, ...settingColumns(), ["site", "Site", (r) => r.site ? 1 : 0]];
 
 function haystack(r) {
@@ -105,7 +108,7 @@ function tableEl(rows) {
       h("td", {}, r.best[0] ?? "\u2013"),
       h("td", { class: "num" }, fmt(r.best[1])),
       h("td", { class: "set" }, h("a", { href: "#", title: "only the runs comparable with this one", onclick: (e) => { e.preventDefault(); state.set = state.set === r.set ? "" : r.set; render(); } }, r.set)),
-      DATA.compared.map((k) => h("td", { class: "setting", title: r.settings[k] === null ? null : String(r.settings[k]) }, r.settings[k] === null || r.settings[k] === undefined ? "\u2013" : String(r.settings[k]))),
+      differing().map((k) => h("td", { class: "setting", title: shown(r.settings[k]) }, shown(r.settings[k]))),
       h("td", { class: "site" }, r.site ? h("a", { href: r.site, class: "site" }, "site") : h("span", { class: "note" }, "not built"))))));
 }
 
@@ -146,7 +149,8 @@ function compareEl() {
       h("div", { class: "apart" }, one(a, 0), one(b, 1)));
   }
   const ba = boardOf(a), bb = boardOf(b);
-  const columns = ba.columns.filter((c) => bb.columns.includes(c));
+  const common = ba.columns.filter((c) => bb.columns.includes(c));
+  const columns = [...common.filter((c) => c === "Average Score"), ...common.filter((c) => c !== "Average Score")];  // the headline first
   const models = [...new Set([...Object.keys(ba.rows), ...Object.keys(bb.rows)])];
   const cell = (board, m, c) => { const row = Object.prototype.hasOwnProperty.call(board.rows, m) ? board.rows[m] : null; return row ? row[board.columns.indexOf(c)] : null; };
   const table = h("table", { class: "rows", id: "compare-table" },
@@ -163,6 +167,14 @@ function compareEl() {
     h("div", { class: "wide" }, table));
 }
 
+function sharedEl() {
+  // The compared settings every run shares (no column of their own).
+  const differ = new Set(differing());
+  const common = DATA.compared.filter((k) => !differ.has(k));
+  return common.length && DATA.runs.length ? h("p", { class: "note", id: "shared" }, "Every run: ",
+    common.map((k, i) => [i ? ", " : "", k, " ", h("code", {}, shown(DATA.runs[0].settings[k]))]), ".") : null;
+}
+
 // ---- the page ------------------------------------------------------------------------------------------------
 function render(keepFocus) {
   writeState();
@@ -175,8 +187,9 @@ function render(keepFocus) {
     return;
   }
   app.replaceChildren(h("h1", {}, `Scoring runs (${DATA.runs.length})`),
-    h("p", { class: "note" }, "Paths under ", h("code", {}, DATA.base), ". Runs of one set (the digest of their reference, tau_weak, tau_strong, " +
-      "profile and encoder) are comparable. Click a column to sort, a set to see the runs comparable with it."),
+    h("p", { class: "note" }, "Paths under ", h("code", {}, DATA.base), ". Runs of one set (the digest of their " + DATA.compared.join(", ") +
+      ") are comparable. Click a column to sort, a set to see the runs comparable with it."),
+    sharedEl(),
     filtersEl(rows), h("div", { class: "wide" }, table), compareEl());
 }
 
