@@ -79,6 +79,19 @@ def test_average_without_judges_says_so(tmp_path: Path) -> None:
     assert "no judge results" in table.note and table.note in table.to_markdown()
 
 
+def test_judge_columns_outside_the_average_are_named_not_denied(tmp_path: Path) -> None:
+    """A judge's column that the average leaves out (Task Completion) is shown; the note names it rather
+    than saying there are no judge results right under it."""
+    block = {"recall": 0.6, "precision": 0.5, "avg_sim_all_cov": 0.5, "step_coherence_cov": 0.5,
+             "order_consistency_cov": 0.5, "merge_purity_cov": 0.5, "avg_Rounds": 3.0, "avg_tool_calls": 6.0,
+             "task_completion": 0.9}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "results_eval.json").write_text(json.dumps({"aggregate": block, "meta": {"model": "m"}}))
+    table = leaderboard_table(collect_run(tmp_path))
+    assert "Task Completion" in table.columns and "no judge results" not in table.note
+    assert "Task Completion shown, not averaged" in table.note
+
+
 def test_family_tables_and_files(tmp_path: Path) -> None:
     write_run(tmp_path, judged=False)
     families = family_tables(collect_run(tmp_path))

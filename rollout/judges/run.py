@@ -49,7 +49,7 @@ from engine.contract.progress import TaskBar
 from engine.evaluators import evaluator
 from engine.evaluators._judging import JudgeFailure
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
-from engine.judge_results import verdict_headline, verdict_odd_line
+from engine.judge_results import verdict_lines
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
@@ -279,10 +279,8 @@ def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, s
     if line is not None:
         print(f"{judged.name}: {line}")
     if not sharded and store.done():
-        print(f"{judged.name}: {verdict_headline(judged, store.path)}")
-        odd = verdict_odd_line(judged, store.path)
-        if odd is not None:
-            print(f"{judged.name}: {odd}")
+        for closing in verdict_lines(judged, store.path):  # the file read once: its warnings said once
+            print(f"{judged.name}: {closing}")
 
 
 def merge_parts(judged: Evaluator, merged: Path, parts_dir: Path, shard: Shard, order: list[str],
