@@ -41,7 +41,8 @@ from engine.pipeline import (
 from engine.references import check_select
 from engine.reports.index import append_run, run_entry
 from engine.reports.intervals import read_stats
-from engine.reports.summary import headline
+from engine.reports.read import GRID_FILE, load_threshold_grid
+from engine.reports.summary import grid_headline, headline
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
 from engine.stats import (
@@ -407,6 +408,8 @@ def _run(cfg: DictConfig) -> int:
     embedding = result.embedding
     print(headline(inputs.names, aggregates, out / TRIALS_FILE if inputs.trials else None,
                    read_stats(out / STATS_FILE) if stats is not None else None, reports=bool(cfg.reports)))
+    if (out / GRID_FILE).is_file():
+        print(grid_headline(load_threshold_grid(out / GRID_FILE), out))
     print(f"texts: {embedding.distinct_texts} distinct, {embedding.cached} cached, {embedding.encoded} encoded; "
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
