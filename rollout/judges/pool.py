@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_choice, config_int, digest, is_number
-from engine.evaluators._judging import JudgeFailure, Question, Rubric
+from engine.judging import JudgeFailure, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, TaskImages, named_images, shown_digest
 from rollout.models.base import ModelDriver

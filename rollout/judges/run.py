@@ -47,9 +47,9 @@ from engine.contract import (
 )
 from engine.contract.progress import TaskBar
 from engine.evaluators import evaluator
-from engine.evaluators._judging import JudgeFailure
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
 from engine.judge_results import verdict_headline, verdict_odd_line
+from engine.judging import JudgeFailure
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
