@@ -46,6 +46,7 @@ from engine.contract import (
     without_lost,
 )
 from engine.contract.progress import TaskBar
+from engine.contract.settings import Shard, parse_shard
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
 from engine.judge_results import verdict_headline, verdict_odd_line
@@ -69,7 +70,7 @@ from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs, r
 from rollout.judges.shards import merge_verdicts, part_document, part_inputs
 from rollout.judges.verdicts import VerdictFile, judge_of
 from rollout.models.clients import bounded, quiet_client_loggers
-from rollout.shards import PartPending, Shard, parse_shard, part_path
+from rollout.shards import PartPending, part_path
 
 log = logging.getLogger("judge")
 

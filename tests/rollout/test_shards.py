@@ -18,11 +18,12 @@ from script_runs import call_app
 
 from engine.apps.shorthands import resolved_config
 from engine.contract import InputError, shown
+from engine.contract.settings import Shard, parse_shard, shard_of
 from rollout.models.loopback import ScriptedChatServer
 from rollout.output import ResultFile
 from rollout.runner import _run_tasks, merge_parts, part_settings
 from rollout.scripted import PlanPolicy
-from rollout.shards import Shard, parse_shard, part_path, shard_of
+from rollout.shards import part_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "rollout" / "demo"
