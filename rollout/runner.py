@@ -248,7 +248,7 @@ def _merge_if_complete(cfg: Mapping[str, Any], shard: Shard, tasks: list[Task], 
 
 
 def task_ids(data: Mapping[str, Any]) -> list[str] | None:
-    """The ids `tasks.ids` names (a list, or one id: engine.apps.schemas.TaskIds), as text; None: every task."""
+    """The ids `tasks.ids` names (a list, or one id: engine.apps.config.TaskIds), as text; None: every task."""
     ids = data.get("ids")
     if ids is None:
         return None
