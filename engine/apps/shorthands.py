@@ -31,9 +31,7 @@ from engine.apps.compose import compose, config_groups, plain_config
 from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, hydra_arguments
 from engine.contract import InputError, check_name
-
-PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
-"""A model's prediction file under results_dir (the published files' names, and the rollout's)."""
+from engine.inputs import PUBLISHED_NAME
 
 
 def _value(token: str) -> str | None:
