@@ -1,6 +1,6 @@
 """The settings nodes the apps share (engine.contract.settings): a choice renders as its value, `record`
 gives back the JSON the YAML gave (a `number` field's 300 stays 300 through Hydra's float), every shipped
-model config and judge pool types as a ModelConfig and every shipped data set as a DataSet, and each node's
+model config and judge types as a ModelConfig, every pool as Judges and every data set as a DataSet, and each node's
 rules refuse a value in one line naming the field."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from engine.contract.settings import (
     Backoff,
     Choice,
     DataSet,
+    Judges,
     ModelConfig,
     Noise,
     Price,
@@ -111,6 +112,17 @@ def test_every_shipped_model_is_a_model_config_recorded_as_written() -> None:
         kept = record(_typed_model(given))
         assert {k: kept[k] for k in given} == given, where
         assert kept["timeout"] == given["timeout"] and type(kept["timeout"]) is type(given["timeout"]), where
+
+
+def test_every_shipped_pool_is_a_judges_node() -> None:
+    for option in config_groups("judge")["judges"]:
+        given = OmegaConf.to_container(compose("judge", [f"judges={option}"]).judges, resolve=True)
+        judges = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Judges), given))
+        assert isinstance(judges, Judges) and list(judges.pool) == list(given["pool"]), option
+        assert all(isinstance(m, ModelConfig) for m in judges.pool.values()), option
+        assert (judges.classifier is not None) == (given.get("classifier") is not None), option
+    with pytest.raises(SettingError, match="^max_requests=0: must be an integer >= 1$"):
+        Judges(max_requests=0)
 
 
 def test_every_shipped_data_set_is_a_data_set() -> None:

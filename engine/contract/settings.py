@@ -8,7 +8,7 @@ its defaults live on its fields, its ranges and cross-field rules in ``__post_in
 - `number(default)`: a float field recorded as the YAML wrote it (``timeout: 60`` stays 60, not 60.0);
 - `record(node)`: a node's JSON form, equal to what its YAML gave (what run meta and input keys hold);
 - the shared nodes: `DataSet` (conf/shared/data/), `ModelConfig` with `Backoff`, `Price` and `Noise` (a
-  rollout's model, a judge of a pool, the curator's model);
+  rollout's model, a judge of a pool, the curator's model), `Judges` (a judge pool);
 - `Shard` and `parse_shard`: a run's ``shard=i/n`` setting.
 
 Here and not in engine.apps because the rollout's model layer, the judges and the evaluators read these
@@ -190,6 +190,21 @@ class ModelConfig:
         _at_least("max_retries", self.max_retries, 0, "an integer")
         _at_least("image_max_side", self.image_max_side, 0, "an integer (0 or null: images sent as they are)")
         _at_least("delay", self.delay, 0)
+
+
+@dataclass
+class Judges:
+    """A judge pool (conf/judge/judges/): the requests each judge has in flight at once, a file of the user's
+    own rubrics (null: the project's), the judges by their name in the pool, and the published call
+    outcomes' classifier."""
+
+    max_requests: int = 4
+    prompts: str | None = None
+    pool: dict[str, ModelConfig] = field(default_factory=dict)
+    classifier: ModelConfig | None = None
+
+    def __post_init__(self) -> None:
+        _at_least("max_requests", self.max_requests, 1, "an integer")
 
 
 SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")

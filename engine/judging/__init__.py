@@ -30,7 +30,17 @@ from engine.judging.prompts import (
     grounding_payload,
     outcome_payload,
 )
-from engine.judging.questions import JudgeFailure, Question, Rubric, first_answer, json_object, parse_class, parse_score
+from engine.judging.questions import (
+    JudgeFailure,
+    JudgeSpec,
+    Pool,
+    Question,
+    Rubric,
+    first_answer,
+    json_object,
+    parse_class,
+    parse_score,
+)
 from engine.judging.reducers import REDUCERS, first, majority, mean, mean_or_none, reducer, trimmed_mean
 from engine.judging.sandbox.runner import (
     BASE_ENV,
@@ -44,12 +54,12 @@ from engine.judging.sandbox.runner import (
 )
 
 __all__ = [
-    "BASE_ENV", "CALL_CLASSES", "CALL_OUTCOME", "CHECK_CALL", "CLASS_OF_DIGIT", "COMPLETION", "GROUNDING",
-    "ILLEGAL_CALLING", "INFORMATION_GROUNDING", "M3_REDUCER", "NOT_MADE_RULE", "OUTCOME", "REDUCERS",
-    "TASK_COMPLETION", "UNDECIDED", "Catalogue", "CheckRun", "Decision", "JudgeFailure", "Limits", "Question",
-    "Rubric", "SandboxSettings", "agreement", "bubblewrap", "check_settings", "completion_payload", "decide",
-    "entry_scores", "error_state", "first", "first_answer", "grounding_payload", "illegal_format", "judge_task",
-    "judges_agreement", "judges_matrix", "json_object", "krippendorff_alpha", "majority", "mean", "mean_or_none",
-    "outcome_payload", "parse_class", "parse_score", "reducer", "result_text", "run_contained", "tally",
-    "task_image", "trimmed_mean",
+    "BASE_ENV", "CALL_CLASSES", "CALL_OUTCOME", "CHECK_CALL", "CLASS_OF_DIGIT", "COMPLETION", "Catalogue", "CheckRun",
+    "Decision", "GROUNDING", "ILLEGAL_CALLING", "INFORMATION_GROUNDING", "JudgeFailure", "JudgeSpec", "Limits",
+    "M3_REDUCER", "NOT_MADE_RULE", "OUTCOME", "Pool", "Question", "REDUCERS", "Rubric", "SandboxSettings",
+    "TASK_COMPLETION", "UNDECIDED", "agreement", "bubblewrap", "check_settings", "completion_payload", "decide",
+    "entry_scores", "error_state", "first", "first_answer", "grounding_payload", "illegal_format", "json_object",
+    "judge_task", "judges_agreement", "judges_matrix", "krippendorff_alpha", "majority", "mean", "mean_or_none",
+    "outcome_payload", "parse_class", "parse_score", "reducer", "result_text", "run_contained", "tally", "task_image",
+    "trimmed_mean",
 ]

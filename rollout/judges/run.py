@@ -50,7 +50,7 @@ from engine.contract.settings import Shard, parse_shard
 from engine.evaluators import evaluator
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
 from engine.judge_results import verdict_headline, verdict_odd_line
-from engine.judging import JudgeFailure
+from engine.judging import JudgeFailure, JudgeSpec
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
@@ -66,7 +66,7 @@ from rollout.judges.inputs import (
     tool_log,
     wanted_ids,
 )
-from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs, read_prompts
+from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
 from rollout.judges.shards import merge_verdicts, part_document, part_inputs
 from rollout.judges.verdicts import VerdictFile, judge_of
 from rollout.models.clients import bounded, quiet_client_loggers
