@@ -20,8 +20,9 @@ from typing import Any
 from engine.contract import TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.answer_equivalence import ODD_SCORES
-from engine.evaluators.base import Evaluator, Verdicts, mean
+from engine.evaluators.base import Evaluator, Verdicts
 from engine.evaluators.vtb_scoring import COUNTS as VTB_COUNTS
+from engine.judging import mean
 from engine.metricspec import metric_value, metrics_of
 
 log = logging.getLogger(__name__)

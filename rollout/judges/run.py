@@ -46,10 +46,11 @@ from engine.contract import (
     without_lost,
 )
 from engine.contract.progress import TaskBar
+from engine.contract.settings import Shard, parse_shard
 from engine.evaluators import evaluator
-from engine.evaluators._judging import JudgeFailure
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
 from engine.judge_results import verdict_lines
+from engine.judging import JudgeFailure, JudgeSpec
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
@@ -65,11 +66,11 @@ from rollout.judges.inputs import (
     tool_log,
     wanted_ids,
 )
-from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs, read_prompts
+from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
 from rollout.judges.shards import merge_verdicts, part_document, part_inputs
 from rollout.judges.verdicts import VerdictFile, judge_of
 from rollout.models.clients import bounded, quiet_client_loggers
-from rollout.shards import PartPending, Shard, parse_shard, part_path
+from rollout.shards import PartPending, part_path
 
 log = logging.getLogger("judge")
 
