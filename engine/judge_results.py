@@ -20,8 +20,9 @@ from typing import Any
 from engine.contract import TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.answer_equivalence import ODD_SCORES
-from engine.evaluators.base import Evaluator, Verdicts, mean
+from engine.evaluators.base import Evaluator, Verdicts
 from engine.evaluators.vtb_scoring import COUNTS as VTB_COUNTS
+from engine.judging import mean
 from engine.metricspec import metric_value, metrics_of
 
 log = logging.getLogger(__name__)
@@ -177,19 +178,11 @@ def odd_counts(aggregate: Mapping[str, Any]) -> dict[str, int]:
     return {k: found[k] for k in ODD_COUNTS if found.get(k)}
 
 
-def verdict_odd_line(evaluator: Evaluator, path: Path) -> str | None:
-    """One line of the ODD_COUNTS of an evaluator's file, None when there are none."""
-    counts = odd_counts(_file_aggregate(evaluator, path))
-    if not counts:
-        return None
-    return ("read otherwise by the published code (docs/judges.md): "
-            + ", ".join(f"{k} {n}" for k, n in counts.items()))
-
-
-def verdict_headline(evaluator: Evaluator, path: Path) -> str:
-    """One line of an evaluator's file's headline numbers under the papers' names, over the tasks it has:
-    its leaderboard columns (Task Completion, Information Grounding; VisualToolBench's rubric scores), else
-    its HEADLINE_KEYS (SR, Accuracy), else every metric it reports (the call outcome counts)."""
+def verdict_lines(evaluator: Evaluator, path: Path) -> list[str]:
+    """The closing lines of an evaluator's file, read once: its headline numbers under the papers' names over
+    the tasks it has (its leaderboard columns: Task Completion, Information Grounding, VisualToolBench's rubric
+    scores; else its HEADLINE_KEYS: SR, Accuracy; else every metric it reports: the call outcome counts), then
+    the ODD_COUNTS the published code reads otherwise, when there are any."""
     aggregate = _file_aggregate(evaluator, path)
     metrics = metrics_of(evaluator.name)
     shown = ([m for m in metrics if m.column] or [m for m in metrics if m.key in HEADLINE_KEYS] or list(metrics))
@@ -199,4 +192,9 @@ def verdict_headline(evaluator: Evaluator, path: Path) -> str:
             return "–"
         return f"{value:.4f}" if isinstance(value, float) else str(value)
 
-    return ", ".join(f"{m.label} {cell(metric_value(aggregate, m.key))}" for m in shown)
+    lines = [", ".join(f"{m.label} {cell(metric_value(aggregate, m.key))}" for m in shown)]
+    counts = odd_counts(aggregate)
+    if counts:
+        lines.append("read otherwise by the published code (docs/judges.md): "
+                     + ", ".join(f"{k} {n}" for k, n in counts.items()))
+    return lines

@@ -3,7 +3,7 @@ unbiased pass@k / pass^k / avg@k rates (estimators in engine.trial_estimators), 
 metric over trials.
 
 A trial is one prediction file of a model; trial i of ``<stem>.json`` is ``<stem>_trial<i>.json``
-(TRIAL_NAME). Each (task, trial) slot is exactly one of:
+(engine.inputs: the trial files' names). Each (task, trial) slot is exactly one of:
 
 - ``finished``: the trial holds a record of the task, with no error; its success comes from the rule;
 - ``agent_failure``: the record carries ``"error": {"kind": "agent", ...}`` (the model's unusable output
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,10 @@ from engine.contract import (
     server_down,
 )
 from engine.evaluators import evaluator
+from engine.inputs import check_trial_files as check_trial_files
+from engine.inputs import find_trials as find_trials
+from engine.inputs import model_name as model_name
+from engine.inputs import trial_path as trial_path
 from engine.judge_results import Joined, JoinedFiles
 from engine.trial_conventions import conventions_of, peer_blocks, threshold_note
 from engine.trial_estimators import ESTIMATORS, rate
@@ -56,43 +59,7 @@ STATES = (FINISHED, AGENT_FAILURE, INFRASTRUCTURE)
 RULES = {"task_completion": "task_completion", "critical_rubrics": "pass_rate", "outcome_checks": "check_success"}
 """Success rules and the per_id key each reads by default: m3_judges' Task Completion, vtb_rubrics' 0/1
 critical-gated pass, verifiers' 0/1 check success (engine.evaluators)."""
-TRIAL_NAME = "{stem}_trial{index}.json"
 TRIALS_FILE = "trials.json"
-_TRIAL_RE = re.compile(r"_trial(\d+)\.json$")
-
-
-def trial_path(predictions: Path, index: int) -> Path:
-    """The file of trial `index` (1-based) of a prediction file: <stem>_trial<index>.json beside it."""
-    return predictions.with_name(TRIAL_NAME.format(stem=predictions.stem, index=index))
-
-
-def find_trials(predictions: Path, n: int | None = None) -> list[Path]:
-    """The trial files of a prediction file, trials 1..N (<stem>_trial<i>.json beside it), with N = n,
-    else the highest trial found; [] when there is no trial file. A trial in 1..N with no file is
-    listed too (its slots are lost)."""
-    predictions = Path(predictions)
-    found = set()
-    for path in predictions.parent.glob(f"{predictions.stem}_trial*.json"):
-        m = _TRIAL_RE.search(path.name)
-        if m and path.name == TRIAL_NAME.format(stem=predictions.stem, index=int(m.group(1))):
-            found.add(int(m.group(1)))
-    if not found:
-        return []
-    last = n if n is not None else max(found)
-    return [trial_path(predictions, i) for i in range(1, last + 1)]
-
-
-def check_trial_files(paths: Sequence[Path], setting: str) -> None:
-    """Refuse something other than a file in a trial file's place (e.g. a folder): InputError naming it
-    and the setting that led to it."""
-    for path in paths:
-        if path.exists() and not path.is_file():
-            raise InputError(path, "not a file: a trial is a prediction file", field=setting)
-
-
-def model_name(trial: Path) -> str:
-    """A model's name from one of its trial files: the stem without its _trial<i> suffix."""
-    return re.sub(r"_trial\d+$", "", Path(trial).stem)
 
 
 # Inventory
@@ -393,8 +360,8 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
     values, as write_sweep joined them) and `aggregates` theirs."""
     rule = success_rule(cfg.get("success"))
     note = threshold_note(rule.rule, rule.threshold)
-    if note is not None:
-        log.warning(note)
+    if note is not None:  # the tables name the rule beside every pass^k; the peers' rule is in their blocks
+        log.info(note)
     position = {Path(p): f for f, p in enumerate(scored)}
     scores = result.scores
     models = {}

@@ -1,6 +1,6 @@
 """Device selection and CPU threading shared by the encoder and the alignment kernels.
 
-torch is loaded where a function needs it, so the apps' settings check (engine.apps.schemas: a device this
+torch is loaded where a function needs it, so the apps' settings check (engine.apps.config: a device this
 machine has) reads `device_problem` without loading torch for `auto` and `cpu`."""
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from engine.contract import InputError, atomic_write_text, dumps_json, read_json
-from rollout.shards import Shard, check_part, part_records
+from engine.contract.settings import Shard
+from rollout.shards import check_part, part_records
 
 
 def dumps_record(record: dict[str, Any]) -> str:

@@ -43,6 +43,7 @@ from engine.contract import (
     task_error,
 )
 from engine.contract.progress import TaskBar
+from engine.contract.settings import Shard, parse_shard
 from engine.contract.staged import remove_if_empty
 from engine.neighbour_tasks import task_dir_tasks
 from engine.trials import trial_path
@@ -61,11 +62,9 @@ from rollout.output import ResultFile, dumps_record, list_text
 from rollout.record import CachedModel, RolloutCache
 from rollout.shards import (
     PartPending,
-    Shard,
     check_part,
     file_sha256,
     missing_ids,
-    parse_shard,
     part_path,
     part_records,
     stray_task,
@@ -249,7 +248,7 @@ def _merge_if_complete(cfg: Mapping[str, Any], shard: Shard, tasks: list[Task], 
 
 
 def task_ids(data: Mapping[str, Any]) -> list[str] | None:
-    """The ids `tasks.ids` names (a list, or one id: engine.apps.schemas.TaskIds), as text; None: every task."""
+    """The ids `tasks.ids` names (a list, or one id: engine.apps.config.TaskIds), as text; None: every task."""
     ids = data.get("ids")
     if ids is None:
         return None

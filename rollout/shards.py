@@ -11,63 +11,21 @@ part that is missing, lacks some of its tasks, or was made with other settings.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
 from engine.contract import InputError, atomic_write_text, file_digest
+from engine.contract.settings import Shard, shard_of
 
-SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 MERGE_WAIT_S = 120.0
 """How long a merge waits for the merged file's lock (another job merging, a run writing it)."""
 
 
 class PartPending(InputError):
     """A part is missing or lacks some of its tasks: the merge waits for its shard."""
-
-
-@dataclass(frozen=True)
-class Shard:
-    """The i-th (0-based) of n parts of a run's tasks."""
-
-    index: int
-    count: int
-
-    def owns(self, task_id: str) -> bool:
-        """Whether a task id is in this part."""
-        return shard_of(task_id, self.count) == self.index
-
-    @property
-    def label(self) -> str:
-        """The part's name in file names: shard<i>of<n>."""
-        return f"shard{self.index}of{self.count}"
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-    def siblings(self) -> list[Shard]:
-        """Every part of the same split, this one included, in order."""
-        return [Shard(i, self.count) for i in range(self.count)]
-
-
-def shard_of(task_id: str, count: int) -> int:
-    """The part (0-based) of a task id among `count` parts."""
-    return int(hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest(), 16) % count
-
-
-def parse_shard(value: Any, field: str = "shard") -> Shard | None:
-    """The shard a ``shard`` setting names ("i/n", 0 <= i < n), None when unset; InputError naming the setting
-    otherwise."""
-    if value is None or value == "":
-        return None
-    m = SHARD_RE.match(str(value))
-    if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
-        raise InputError("config", f"must be i/n with 0 <= i < n (e.g. 0/3), got {value!r}", field=field)
-    return Shard(int(m.group(1)), int(m.group(2)))
 
 
 def part_path(parts_dir: Path, output: Path, shard: Shard) -> Path:

@@ -516,7 +516,9 @@ def main() -> None:
     mode, figures, code = run_mode(args, parser)
     if figures and (args.record or args.compare):
         device = figures.pop("device", None) or str(resolve_device(args.device))
-        if device.startswith("cuda"):
+        if args.gpu_report:
+            device = f"cuda {device}"
+        elif device.startswith("cuda"):
             device = f"cuda {torch.cuda.get_device_name(0)}"
         inputs = {"gt": Path(args.gt).name if args.gt else None, "predictions": [Path(p).parent.name + "/" +
                   Path(p).name for p in args.predictions], "synthetic": args.synthetic,

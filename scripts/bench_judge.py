@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.contract import read_trajectories, write_trajectories
-from engine.evaluators._call_rules import decide
+from engine.judging import decide
 from engine.synthetic import PROFILES, make_reference, perturb
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.cli import compose_config

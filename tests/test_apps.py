@@ -180,7 +180,7 @@ def test_bad_threshold_is_one_line(tmp_path: Path, capsys) -> None:
 ])
 def test_a_setting_of_the_wrong_type_is_refused_by_the_schema_in_one_line(tmp_path: Path, setting: str,
                                                                           message: str) -> None:
-    """The score app's structured config (engine.apps.schemas) types every setting: Hydra refuses the value."""
+    """The score app's structured config (engine.apps.config) types every setting: Hydra refuses the value."""
     proc = run_script("score", setting, f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: {setting}: {message}"]

@@ -47,11 +47,19 @@ def test_compare_takes_the_last_record_of_the_same_cpu_device_and_mode(tmp_path:
 
 
 def test_the_repository_history_carries_the_gpu_figures() -> None:
-    """The README's GPU figures are a record of the history, labelled with the card, from the same numbers."""
+    """The README's GPU figures are records of the history, labelled with the card, from the same numbers."""
     records = history.read()
-    (gpu,) = [r for r in records if r["device"].startswith("cuda")]
+    gpu = [r for r in records if r["device"].startswith("cuda")]
     readme = (ROOT / "README.md").read_text()
-    assert "NVIDIA H200" in gpu["device"] and gpu["source"].startswith("README.md")
-    assert gpu["figures"]["cold_process_s"] == [16.4, 16.9] and "16.4 s, 16.9 s" in readme
-    assert gpu["figures"]["warm_process_s"] == [5.5, 6.0, 6.1] and "5.5 s, 6.0 s, 6.1 s" in readme
+    assert gpu and all("NVIDIA H200" in r["device"] for r in gpu)
+    (first,) = [r for r in gpu if r["commit"].startswith("47f792b")]
+    assert first["source"].startswith("README.md")
+    assert first["figures"]["cold_process_s"] == [16.4, 16.9] and "16.4 s, 16.9 s" in readme
+    assert first["figures"]["warm_process_s"] == [5.5, 6.0, 6.1] and "5.5 s, 6.0 s, 6.1 s" in readme
+    second = [r["figures"] for r in gpu if r["commit"].startswith("490a06e")]
+    (sweep,) = [f["sweep"] for f in second if "sweep" in f]
+    assert round(sweep["cold"]["seconds"], 1) == 23.6 and round(sweep["warm"]["seconds"], 1) == 8.3
+    assert "23.6 s (embed stage 13.7 s" in readme and "8.3 s (statistics on" in readme
+    (stats,) = [f for f in second if "ratio_median" in f]
+    assert f"{stats['ratio_median']:.3f}x" in readme
     assert all(r["cpu"] and r["device"] and r["figures"] for r in records)

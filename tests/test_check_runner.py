@@ -1,4 +1,4 @@
-"""Checks run contained (engine.evaluators._check_runner), with real processes and, where it works here,
+"""Checks run contained (engine.judging.sandbox.runner), with real processes and, where it works here,
 real bubblewrap: the environment holds the base and the named variables only and secret values never
 come back; 300 MB of output keep the runner's memory low; a setsid child and a child holding stderr do
 not outlive the run nor turn a pass into a timeout; the workspace is a copy; with bubblewrap, writes
@@ -21,8 +21,8 @@ import pytest
 
 from engine.contract import InputError, read_trajectories
 from engine.evaluators import verifiers as vf
-from engine.evaluators._check_runner import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
 from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.judging import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-4f1c9a7e2b-do-not-leak"
@@ -74,7 +74,7 @@ def test_300_mb_of_output_keep_the_runner_small(tmp_path: Path) -> None:
     script = tmp_path / "measure.py"
     script.write_text(textwrap.dedent("""
         import asyncio, json, resource, sys
-        from engine.evaluators._check_runner import Limits, run_contained
+        from engine.judging import Limits, run_contained
         flood = ("import sys\\nchunk = b'x' * (1 << 20)\\nfor _ in range(300):\\n"
                  "    sys.stdout.buffer.write(chunk); sys.stderr.buffer.write(chunk)\\nprint('end', file=sys.stderr)")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -703,7 +703,7 @@ def test_a_helper_flipping_to_a_link_never_shows_the_sandbox_its_target(tmp_path
 def test_the_copy_of_the_workspace_counts_against_the_time_limit(tmp_path: Path, monkeypatch) -> None:
     """A workspace on slow storage (each file's copy made to take 0.4 s): with a limit of 1.5 s the check
     times out during the copy, within its limit, and never starts (the code before copied it all first)."""
-    from engine.evaluators import _check_runner
+    from engine.judging.sandbox import runner as _check_runner
 
     slow_copy = _check_runner._copy_file
 

@@ -149,7 +149,7 @@ def test_the_apps_refuse_before_running(tmp_path: Path) -> None:
     ("judge", "concurrency=all", "wrong type for concurrency"), ("judge", "concurency=2", "has no setting concurency"),
 ])
 def test_hydra_refuses_unknown_settings_and_wrong_types(tmp_path: Path, app: str, setting: str, message: str) -> None:
-    """Each app's schema (engine.apps.schemas) makes Hydra refuse a setting it lacks and a value of the wrong
+    """Each app's schema (engine.apps.config) makes Hydra refuse a setting it lacks and a value of the wrong
     type; the app says so in one line naming the setting, exit status 2, and makes no folder."""
     proc = run(app, setting, f"{'output_dir' if app in ('score', 'calibrate') else 'results_dir'}={tmp_path / 'o'}",
                cwd=tmp_path)

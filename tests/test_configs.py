@@ -22,8 +22,9 @@ import rollout.cli
 import rollout.judges.cli
 from engine.apps.compose import CONF_ROOT, config_groups, config_roots
 from engine.apps.compose import compose as compose_app
-from engine.apps.schemas import SCHEMAS
-from engine.apps.shorthands import TASKS_ALIASES, resolved_config
+from engine.apps.config import SCHEMAS
+from engine.apps.shorthands import resolved_config
+from rollout.cli import TASKS_ALIASES
 
 APPS = sorted(d.name for d in CONF_ROOT.iterdir() if (d / "config.yaml").is_file())
 CHOICES = [(app, group, option) for app in APPS for group, options in config_groups(app).items()
@@ -151,6 +152,6 @@ def test_one_compose_function_serves_every_app() -> None:
 
 @pytest.mark.parametrize("app", APPS)
 def test_every_app_composes_on_its_schema(app: str) -> None:
-    """Each config.yaml names its schema (engine.apps.schemas) first, so that Hydra types its settings."""
+    """Each config.yaml names its schema (engine.apps.config) first, so that Hydra types its settings."""
     assert OmegaConf.load(CONF_ROOT / app / "config.yaml").defaults[0] == f"{app}_schema"
     assert OmegaConf.get_type(compose_app(app)) is SCHEMAS[app]

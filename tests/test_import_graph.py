@@ -5,6 +5,12 @@
   layer (rollout.models) and tools through the MCP host (rollout.mcp);
 - the model layer imports neither the agent nor the judges;
 - the MCP host (rollout.mcp) imports neither the agent, the judges nor the servers command above it;
+- the judging package (engine.judging) imports nothing of the engine but engine.contract (kernels it may);
+- a module outside engine.judging imports the package's face (``from engine.judging import ...``), never one
+  of its modules;
+- no module imports a private module (``_name``) of another package;
+- of the engine only the apps (engine.apps) import the apps, and of the model layer and the judges only
+  the judges' command line (rollout.judges.cli);
 - no function imports a project module (an import inside a function hides an edge of the graph);
 - the graph of module-level imports has no cycle.
 """
@@ -12,6 +18,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -80,6 +87,52 @@ def test_the_graph_is_read():
     assert "rollout.judges.run" in GRAPH and "engine.evaluators.base" in GRAPH
     assert "rollout.models.registry" in GRAPH["rollout.judges.pool"][0]
     assert "engine.contract" in GRAPH["rollout.scripted"][0]
+
+
+def _edges(sources: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """(module, imported) of every project import of the modules `sources` admits, those inside functions too."""
+    return sorted((m, t) for m, (top, inner) in GRAPH.items() if sources(m) for t in top | {n for _, n in inner})
+
+
+def test_judging_imports_only_the_contract():
+    """engine.judging sits under the evaluators and the judge app: of the engine it imports engine.contract only."""
+    assert [f"{m} -> {t}" for m, t in _edges(lambda m: _under(m, ("engine.judging",)))
+            if _under(t, ("engine",)) and not _under(t, ("engine.judging", "engine.contract"))] == []
+    assert "engine.contract" in GRAPH["engine.judging.questions"][0]
+
+
+def test_judging_is_imported_through_its_face():
+    """Outside engine.judging, `from engine.judging import name` only: never a module of the package."""
+    outside = [f"{m} -> {t}" for m, t in _edges(lambda m: not _under(m, ("engine.judging",)))
+               if t.startswith("engine.judging.")]
+    assert outside == []
+    assert "engine.judging" in GRAPH["engine.evaluators.call_outcomes"][0]
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") and part != "__init__" for part in module.split("."))
+
+
+def _package(module: str) -> str:
+    path = MODULES[module]
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def test_no_private_module_of_another_package():
+    """A module named `_name` is its package's own: no module of another package imports it."""
+    assert [f"{m} -> {t}" for m, t in _edges(lambda m: True)
+            if t in MODULES and _private(t) and _package(t) != _package(m)] == []
+
+
+def test_only_the_front_door_imports_the_apps():
+    """engine.apps is the top of the engine: nothing else of the engine imports it, nor the model layer,
+    nor the judges but their command line."""
+    def below(m: str) -> bool:
+        return (_under(m, ("engine",)) and not _under(m, ("engine.apps",))
+                or _under(m, ("rollout.models", "rollout.judges")) and m != "rollout.judges.cli")
+
+    assert [f"{m} -> {t}" for m, t in _edges(below) if _under(t, ("engine.apps",))] == []
+    assert "engine.apps" in GRAPH["rollout.judges.cli"][0] or "engine.apps.kit" in GRAPH["rollout.judges.cli"][0]
 
 
 @pytest.mark.parametrize(("sources", "forbidden"), [

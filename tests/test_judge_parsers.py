@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.evaluators._judging import parse_class, parse_score
+from engine.judging import parse_class, parse_score
 
 SCORE_SHAPES = [
     ("\\boxed{7}", 0, 10, 7.0, 7.0),

@@ -16,8 +16,8 @@ import pytest
 from engine.contract import InputError, read_trajectories
 from engine.evaluators import answer_equivalence as ae
 from engine.evaluators import verifiers as vf
-from engine.evaluators._reducers import reducer
 from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.judging import reducer
 
 
 def test_parse_verdict_takes_the_last_score_after_the_reasoning() -> None:

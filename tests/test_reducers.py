@@ -14,11 +14,18 @@ from hypothesis import strategies as st
 
 from engine.evaluators import answer_equivalence as ae
 from engine.evaluators import vtb_scoring
-from engine.evaluators._agreement import agreement, judges_matrix
-from engine.evaluators._ensemble import REDUCER as M3_REDUCER
-from engine.evaluators._ensemble import judges_agreement
-from engine.evaluators._reducers import REDUCERS, first, majority, reducer, trimmed_mean
 from engine.evaluators.vtb_rubrics import agreement as rubrics_agreement
+from engine.judging import (
+    M3_REDUCER,
+    REDUCERS,
+    agreement,
+    first,
+    judges_agreement,
+    judges_matrix,
+    majority,
+    reducer,
+    trimmed_mean,
+)
 
 
 def plain_trimmed(values: list[float]) -> float:

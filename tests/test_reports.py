@@ -79,6 +79,19 @@ def test_average_without_judges_says_so(tmp_path: Path) -> None:
     assert "no judge results" in table.note and table.note in table.to_markdown()
 
 
+def test_judge_columns_outside_the_average_are_named_not_denied(tmp_path: Path) -> None:
+    """A judge's column that the average leaves out (Task Completion) is shown; the note names it rather
+    than saying there are no judge results right under it."""
+    block = {"recall": 0.6, "precision": 0.5, "avg_sim_all_cov": 0.5, "step_coherence_cov": 0.5,
+             "order_consistency_cov": 0.5, "merge_purity_cov": 0.5, "avg_Rounds": 3.0, "avg_tool_calls": 6.0,
+             "task_completion": 0.9}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "results_eval.json").write_text(json.dumps({"aggregate": block, "meta": {"model": "m"}}))
+    table = leaderboard_table(collect_run(tmp_path))
+    assert "Task Completion" in table.columns and "no judge results" not in table.note
+    assert "Task Completion shown, not averaged" in table.note
+
+
 def test_family_tables_and_files(tmp_path: Path) -> None:
     write_run(tmp_path, judged=False)
     families = family_tables(collect_run(tmp_path))
@@ -226,3 +239,21 @@ def test_a_name_in_a_script_the_font_lacks_is_plotted_without_a_warning(tmp_path
         warnings.simplefilter("error")
         save_figure(fig, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_threshold_grid_ends_with_its_pivot_and_names_its_files(tmp_path: Path) -> None:
+    """The grid's closing lines: Average Score of each model under each threshold pair (the plain mean of
+    the six alignment metrics of its row), then the grid's files named."""
+    from engine.reports.summary import grid_headline
+
+    keys = ("recall", "precision", "avg_sim_all_cov", "step_coherence_cov", "order_consistency_cov",
+            "merge_purity_cov")
+    rows = [{"model": m, "tau_weak": w, "tau_strong": 0.8, "avg_Rounds": 1.0, "avg_tool_calls": 1.0,
+             **{k: base + w / 10 + i / 100 for i, k in enumerate(keys)}}
+            for m, base in (("a", 0.5), ("b", 0.2)) for w in (0.5, 0.7)]
+    text = grid_headline(rows, tmp_path).splitlines()
+    assert text[1].split() == ["Model", "0.5/0.8", "0.7/0.8"]
+    a = text[2].split()
+    assert a[0] == "a" and float(a[1]) == pytest.approx(round(0.5 + 0.05 + 0.025, 4))
+    assert float(a[2]) == pytest.approx(round(0.5 + 0.07 + 0.025, 4))
+    assert str(tmp_path / "threshold_grid.json") in text[-1] and "threshold_ablation.png" in text[-1]

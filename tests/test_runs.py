@@ -31,15 +31,15 @@ def _page_data(page: Path) -> dict:
     return json.loads(html.split("var M3R_DATA = ", 1)[1].split(";</script>", 1)[0])
 
 
-def _score_multirun(tmp_path: Path, cache: Path, sweep: str) -> Path:
-    """A score multirun of the 3-task demo sweeping `sweep`; returns its folder."""
+def _score_multirun(tmp_path: Path, cache: Path, sweep: str) -> tuple[Path, str]:
+    """A score multirun of the 3-task demo sweeping `sweep`; returns its folder and what it printed."""
     runs = tmp_path / "runs"
     proc = run_python([str(ROOT / "scripts" / "score.py"), "-m", f"demo.dir={tmp_path / 'demo'}",
                            "demo.n_tasks=3", f"encoder.cache_dir={cache}", f"output_dir={runs}",
                            f"index_dir={tmp_path / 'index'}", "device=cpu", "progress=false", sweep],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    return runs
+    return runs, proc.stdout
 
 
 @pytest.mark.slow
@@ -47,10 +47,16 @@ def test_runs_of_other_thresholds_are_separated_and_named(tmp_path: Path, embedd
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Two runs with other align.tau_weak: the multirun's table and report.py on their parent give one
     leaderboard per group and say that tau_weak differs; --one-table refuses; the index lists both runs."""
-    runs = _score_multirun(tmp_path, embedding_cache, "align.tau_weak=0.5,0.7")
+    runs, printed = _score_multirun(tmp_path, embedding_cache, "align.tau_weak=0.5,0.7")
     combined = json.loads((runs / "report" / "comparison.json").read_text())
     assert {row["tau_weak"] for row in combined["rows"]} == {0.5, 0.7} and len(combined["rows"]) == 10
     assert "tau_weak differs (0.5, 0.7)" in combined["note"]
+    pivot = json.loads((runs / "report" / "comparison_pivot.json").read_text())
+    assert pivot["columns"] == ["Model", "tau_weak 0.5", "tau_weak 0.7"] and len(pivot["rows"]) == 5
+    by_cell = {(row["Model"].split("/")[-1], row["tau_weak"]): row["Average Score"] for row in combined["rows"]}
+    assert all(row[f"tau_weak {t}"] == by_cell[(row["Model"], t)] for row in pivot["rows"] for t in (0.5, 0.7))
+    assert "| Model | tau_weak 0.5 | tau_weak 0.7 |" in printed
+    assert printed.count("comparison_pivot.md") == 1 and printed.strip().splitlines()[-1].startswith("multirun: 10")
 
     assert report.run([str(runs), "--out", str(tmp_path / "again")]) == 0
     groups = (tmp_path / "again" / "groups.md").read_text()
@@ -90,7 +96,8 @@ def test_runs_of_other_thresholds_are_separated_and_named(tmp_path: Path, embedd
 def test_runs_of_the_same_settings_share_one_table(tmp_path: Path, embedding_cache: Path) -> None:
     """Two runs differing only in how they were computed (encoder.batch_size): one leaderboard of both, in
     the folder's report/ and not among the runs."""
-    runs = _score_multirun(tmp_path, embedding_cache, "encoder.batch_size=16,32")
+    runs, printed = _score_multirun(tmp_path, embedding_cache, "encoder.batch_size=16,32")
+    assert "multirun: 10 results, all comparable" in printed
     assert report.run([str(runs), "--one-table"]) == 0
     board = json.loads((runs / "report" / "leaderboard.json").read_text())
     assert len(board["rows"]) == 10

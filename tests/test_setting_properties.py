@@ -1,5 +1,5 @@
 """Every app refuses a wrong setting the same way, whichever it is: a value of the wrong type, or outside what the
-setting admits, drawn from the app's own schema (engine.apps.schemas: each field's type, its Range, its Check),
+setting admits, drawn from the app's own schema (engine.apps.config: each field's type, its Range, its Check),
 is one line on stderr naming the setting, exit status 2, never a traceback, and nothing left in the folder the
 run was pointed at (no run folder, no demo, no output)."""
 
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from script_runs import call_app
 
-from engine.apps.schemas import CHECK, RANGE, SCHEMAS, Device, Folder, Range, TaskIds
+from engine.apps.config import CHECK, RANGE, SCHEMAS, Device, Folder, Range, TaskIds
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"score": ["demo.n_tasks=3", "demo.dir={tmp}/demo", "output_dir={tmp}/out", "index_dir=null", "progress=false"],

@@ -1,4 +1,4 @@
-"""Each bounded setting's range is declared once, on its schema field (engine.apps.schemas), and checked by
+"""Each bounded setting's range is declared once, on its schema field (engine.apps.config), and checked by
 the app kit on the composed config before any work: a value outside it is one line naming the setting,
 exit status 2, and nothing is written."""
 
@@ -13,8 +13,8 @@ from preloaded import run_python
 from script_runs import call_app
 
 from engine.apps.compose import compose
+from engine.apps.config import RANGES, SCHEMAS, check_ranges
 from engine.apps.kit import CommandLineError, check_command_line
-from engine.apps.schemas import RANGES, SCHEMAS, check_ranges
 from engine.contract import ConfigError
 from kernels.device import device_problem, resolve_device
 

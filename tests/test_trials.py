@@ -231,9 +231,11 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     header = next(line for line in closing if line.startswith("Model") and "pass^1" in line)
     assert header.split()[:4] == ["Model", "Trials", "Average", "Score"] and "pass^k" in header
     assert any(line.startswith("m_test_mcp_fuzzy ") and " 4 " in line and "0.583 (0.611)" in line for line in closing)
-    # the main table names its success rule in its header; the default threshold (0.5, not the peers' 1) warns once
+    # the main table names its success rule in its header; the default threshold (0.5, not the peers' 1) is
+    # said once, as information, not as a warning a user of the default cannot act on
     assert "| pass^1 [success: task_completion >= 0.5] | pass^k [success: task_completion >= 0.5] |" in board
-    assert proc.stderr.count("trials.success.threshold=0.5: a trial succeeds at Task Completion >= 0.5") == 1
+    said = [line for line in proc.stdout.splitlines() if "a trial succeeds at Task Completion >= 0.5" in line]
+    assert len(said) == 1 and "[INFO]" in said[0] and "succeeds at Task Completion" not in proc.stderr
     assert "| m_test_mcp_fuzzy | 3 | 2 | 0 | 1 |" in (out / "trial_inventory.md").read_text()
     # tau2-bench: the lost slot dropped, success only at Task Completion 1, pass^k up to 3 (task 1 has 3 slots)
     tau2 = doc["conventions"]["tau2"]

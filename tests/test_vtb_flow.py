@@ -179,6 +179,7 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
                         f"results_dir={results}", cwd=tmp_path)
     assert "vtb_rubrics: 6 of 6 task(s) judged (6 now, 0 failed, 0 incomplete)" in judged.stdout
     assert "vtb_rubrics: Average Rubric Score 0." in judged.stdout and ", Average Pass Rate 0.1667" in judged.stdout
+    assert (judged.stdout + judged.stderr).count("flagged critical otherwise than weight >= 4") == 1  # said once
     run_script("score", "sweep=leaderboard", "data=vtb_demo", f"results_dir={results}", f"output_dir={out}",
                f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     values = vtb.read(results / "scripted_test_mcp_fuzzy_rubrics.json")

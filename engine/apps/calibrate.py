@@ -8,6 +8,7 @@ import sys
 from omegaconf import DictConfig
 from omegaconf.errors import MissingMandatoryValue
 
+from engine.apps.config import APPS
 from engine.apps.kit import hydra_app, output_folder
 from engine.calibration import best_point, calibrate, load_pairs, pair_similarities
 from engine.contract import ConfigError, InputError, atomic_write_csv, atomic_write_json
@@ -49,4 +50,4 @@ def run(cfg: DictConfig) -> int:
     return 0
 
 
-main = hydra_app("calibrate", run)
+main = hydra_app(APPS["calibrate"], run)

@@ -14,7 +14,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf
 
-import engine.apps.schemas  # noqa: F401  (stores the apps' schemas in Hydra's ConfigStore)
+import engine.apps.config  # noqa: F401  (stores the apps' schemas in Hydra's ConfigStore)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
@@ -25,7 +25,7 @@ OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / r
 
 def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> DictConfig:
     """The config of conf/<app>/ with these overrides, unresolved (with Hydra's own node when `hydra`),
-    checked against the app's schema (engine.apps.schemas); Hydra's exception when it cannot compose it.
+    checked against the app's schema (engine.apps.config); Hydra's exception when it cannot compose it.
     Composable inside a running app too: the running app's Hydra is put back afterwards."""
     backup = get_gh_backup()
     GlobalHydra.instance().clear()

@@ -38,6 +38,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ConfigTypeError, ValidationError
 
 from engine.apps.compose import CONF_ROOT, compose, config_groups
+from engine.apps.config import CHECKS, FLAGS, RANGES, AppSpec, check_ranges, folder_problem, typed
 from engine.apps.interrupt import interrupted
 from engine.apps.overrides import (
     CommandLineError,
@@ -47,7 +48,6 @@ from engine.apps.overrides import (
     sweep_jobs,
     unparsable,
 )
-from engine.apps.schemas import CHECKS, FLAGS, RANGES, check_ranges, folder_problem
 from engine.contract import ConfigError
 
 # A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
@@ -104,7 +104,7 @@ class RunFolder(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Called before Hydra creates the run folder (or writes into it): a folder that cannot be made
-        (engine.apps.schemas.folder_problem), or an existing folder the app refuses (`check`, raising a
+        (engine.apps.config.folder_problem), or an existing folder the app refuses (`check`, raising a
         ValueError such as ConfigError, or an OSError), ends the run with one line and status 2 before
         Hydra writes `.hydra/` and the log into it."""
         folder = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
@@ -243,13 +243,13 @@ def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] =
     overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
     jobs' folder names). Raises CommandLineError for: an option that its group lacks (naming the
     closest options), what Hydra refuses when it composes the command line on the app's schema (a setting
-the config lacks, naming the closest setting; a value of the wrong type: engine.apps.schemas), a new key (`+key`,
+the config lacks, naming the closest setting; a value of the wrong type: engine.apps.config), a new key (`+key`,
     `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
     extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), several values (a
     sweep) without -m, a multirun that would run the same settings twice, an override Hydra cannot
     parse, a value of a setting of `names` (those that name files, e.g. a model's name) that cannot be
     part of a file name (engine.contract.check_name), and a value outside its setting's range
-    (engine.apps.schemas.check_ranges; each value of a sweep). A command line naming other config roots is
+    (engine.apps.config.check_ranges; each value of a sweep). A command line naming other config roots is
     returned unchecked."""
     with contextlib.redirect_stderr(io.StringIO()):
         try:
@@ -315,7 +315,7 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
 
 
 def _check_flags(app: str, settings: Sequence[Override]) -> None:
-    """A flag (engine.apps.schemas.FLAGS) given something other than true or false (each value of a sweep) is
+    """A flag (engine.apps.config.FLAGS) given something other than true or false (each value of a sweep) is
     a CommandLineError: OmegaConf would take 91 or `n` for one."""
     for o in settings:
         if o.key_or_group not in FLAGS[app] or o.is_delete() or (o.is_sweep_override() and not o.is_discrete_sweep()):
@@ -376,7 +376,7 @@ def _closest_hint(app: str, key: str, base: DictConfig | None, groups: dict[str,
 
 def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Override], group_lines: Sequence[str],
              open_keys: Sequence[str], groups: dict[str, list[str]]) -> CommandLineError:
-    """Hydra's refusal of a command line's settings, against the app's schema (engine.apps.schemas), as one
+    """Hydra's refusal of a command line's settings, against the app's schema (engine.apps.config), as one
     line naming the override: a setting the app lacks (with the closest), a value of the wrong type, `+key`
     for a setting the app has, a new key given without `+` where new keys are read."""
     text = str(exc)
@@ -464,29 +464,32 @@ def check_argv(app: str, open_keys: Sequence[str] = (), names: Sequence[str] = (
         sys.exit(2)
 
 
-def hydra_app(app: str, run: Callable[[DictConfig], int], quick_exit: bool = False,
-              open_keys: Sequence[str] = (), names: Sequence[str] = (),
+def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = False,
               rewrite: Callable[[list[str]], list[str]] | None = None,
               check_folder: Callable[[DictConfig, Path], None] | None = None) -> Callable[..., None]:
-    """The entry point of an app whose config root is conf/<app>/: checks the command line
+    """The entry point of the app `spec` (config root conf/<spec.name>/): checks the command line
     (`rewrite` first, when given: the app's shorthands spelt out; then check_command_line, with the
     app's open_keys and names, before Hydra makes a run folder of them),
-    then runs `run` (each job of a multirun) and exits with its status; a run stopped by bad input
+    then runs `run` (each job of a multirun: ``run(cfg)`` with the composed config, or, for an app with
+    `spec.typed`, ``run(typed(spec, cfg), run_folder)``) and exits with its status; a run stopped by bad input
     (status 2) removes the run folder it created when that holds nothing but Hydra's own files
     (RunFolder); `check_folder(cfg, folder)`, when given, checks an existing run folder before Hydra
     writes into it (RunFolder.check). Ctrl-C ends it with one line and status 130 (`interrupted`). With
     `quick_exit`, the process ends through exit_now. `main(checked=True)` runs a command line already
     checked (check_argv: engine.apps.interrupt.run_app checks it before the app's modules load)."""
 
+    app, open_keys, names = spec.name, spec.open_keys, spec.names
+
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
         try:
             check_ranges(app, cfg)  # what the command line's check could not see (a group option's own file)
+            settings = typed(spec, cfg) if spec.typed else None
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             code = 2
         else:
-            code = run(cfg)
+            code = run(cfg) if settings is None else run(settings, output_folder(cfg))
         if code == 2:  # bad input: the run stopped before doing anything
             remove_failed_run_folder(cfg)
         if code:

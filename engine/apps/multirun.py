@@ -10,7 +10,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from engine.contract import InputError
-from engine.reports.write import write_comparison
+from engine.reports.write import PIVOT, write_comparison
 
 log = logging.getLogger("score")
 
@@ -33,6 +33,12 @@ class CombinedTable(Callback):
         except (InputError, OSError, ValueError) as exc:
             log.warning("no combined table of the multirun: %s", exc)
             return
-        table = "leaderboard.md" if len(groups) == 1 else "comparison.md"
-        print(f"multirun: {sum(len(g.results) for g in groups)} results in {len(groups)} group(s) of comparable "
-              f"settings; combined table: {out / table}", flush=True)
+        results = sum(len(g.results) for g in groups)
+        if len(groups) == 1:
+            print(f"multirun: {results} results, all comparable; combined leaderboard: {out / 'leaderboard.md'}",
+                  flush=True)
+            return
+        print((out / f"{PIVOT}.md").read_text(encoding="utf-8"), flush=True)
+        print(f"multirun: {results} results in {len(groups)} groups of comparable settings; the table above: "
+              f"{out / f'{PIVOT}.md'}; every row: {out / 'comparison.md'}; each group's reports: {out}/<group>/",
+              flush=True)

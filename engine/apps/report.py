@@ -17,7 +17,7 @@ from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
 from engine.reports.groups import group_results, run_folder
 from engine.reports.index import index_table, read_index
 from engine.reports.read import collect_run
-from engine.reports.write import write_comparison
+from engine.reports.write import PIVOT, write_comparison
 
 REPORT_FOLDER = "report"
 """Where the reports of a folder of several runs go by default: RUN_DIR/report/."""
@@ -62,7 +62,9 @@ def run(argv: list[str] | None = None) -> int:
         print((out / "leaderboard.md").read_text(encoding="utf-8"))
     else:
         print((out / "groups.md").read_text(encoding="utf-8"))
-        print(f"one leaderboard per group in {out}/<group>/; all rows side by side in {out / 'comparison.md'}")
+        print((out / f"{PIVOT}.md").read_text(encoding="utf-8"))
+        print(f"one leaderboard per group in {out}/<group>/; all rows side by side in {out / 'comparison.md'}; "
+              f"the table above in {out / f'{PIVOT}.md'}")
     print(f"wrote {len(written)} files to {out}")
     return 0
 

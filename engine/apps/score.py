@@ -41,7 +41,8 @@ from engine.pipeline import (
 from engine.references import check_select
 from engine.reports.index import append_run, run_entry
 from engine.reports.intervals import read_stats
-from engine.reports.summary import headline
+from engine.reports.read import GRID_FILE, load_threshold_grid
+from engine.reports.summary import grid_headline, headline
 from engine.reports.write import write_reports
 from engine.results import RESULT_FILES
 from engine.stats import (
@@ -170,7 +171,7 @@ def _only_one_file(explicit: Mapping[str, Any], scored: str) -> None:
 PREDICTION_SETTINGS = ("trials.predictions", "sweep.predictions", "model.predictions", "sweep.models")
 """Where the files to score are named, one of them per run."""
 
-NAME_KEYS = SCORE.names
+NAME_KEYS = SCORE.spec.names
 """The settings whose values become part of file and folder names (engine.contract.check_name)."""
 
 
@@ -299,7 +300,7 @@ def stats_settings(cfg: DictConfig, inputs: Inputs | None = None) -> StatsSettin
 
 
 def _grid(cfg: DictConfig, name: str) -> list[float]:
-    """A threshold grid of the align group (a list: engine.apps.schemas, its values in range)."""
+    """A threshold grid of the align group (a list: engine.apps.config, its values in range)."""
     return list(cfg.align.get(name) or [])
 
 
@@ -407,6 +408,8 @@ def _run(cfg: DictConfig) -> int:
     embedding = result.embedding
     print(headline(inputs.names, aggregates, out / TRIALS_FILE if inputs.trials else None,
                    read_stats(out / STATS_FILE) if stats is not None else None, reports=bool(cfg.reports)))
+    if (out / GRID_FILE).is_file():
+        print(grid_headline(load_threshold_grid(out / GRID_FILE), out))
     print(f"texts: {embedding.distinct_texts} distinct, {embedding.cached} cached, {embedding.encoded} encoded; "
           "stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in timer.seconds.items()))
     print(f"outputs: {out}")
@@ -452,8 +455,7 @@ def _number(value: Any) -> str:
     return "–" if value is None else f"{value:.4f}"
 
 
-OPEN_KEYS = SCORE.open_keys
-"""New keys the score app reads: an evaluator's file, `+model.<option>=PATH` (engine.apps.front)."""
+OPEN_KEYS = SCORE.spec.open_keys
+"""New keys the score app reads: an evaluator's file, `+model.<option>=PATH` (engine.apps.config.score)."""
 
-main = hydra_app("score", run, quick_exit=True, open_keys=OPEN_KEYS, names=NAME_KEYS, rewrite=SCORE.rewrite,
-                check_folder=check_existing_folder)
+main = hydra_app(SCORE.spec, run, quick_exit=True, rewrite=SCORE.rewrite, check_folder=check_existing_folder)

@@ -13,7 +13,7 @@
   multirun sweep `-m predictions=F1,F2` is `model.predictions=F1,F2` (one job per file);
 - a renamed setting (RENAMED) is read under its new name, with a note on stderr.
 
-The rollout's: `tasks=NAME` is `data=NAME` (tasks=demo: rollout_demo).
+The rollout's shorthand (`tasks=NAME`) is the rollout's own (rollout.cli).
 """
 
 from __future__ import annotations
@@ -29,11 +29,9 @@ from hydra.errors import HydraException
 
 from engine.apps.compose import compose, config_groups, plain_config
 from engine.apps.kit import closest
-from engine.apps.overrides import CommandLineError, hydra_arguments, override_values
+from engine.apps.overrides import CommandLineError, hydra_arguments
 from engine.contract import InputError, check_name
-
-PUBLISHED_NAME = "{model}_test_mcp_fuzzy.json"
-"""A model's prediction file under results_dir (the published files' names, and the rollout's)."""
+from engine.inputs import PUBLISHED_NAME
 
 
 def _value(token: str) -> str | None:
@@ -166,37 +164,9 @@ def named_model(argv: list[str]) -> list[str]:
     return out
 
 
-TASKS_ALIASES = {"demo": "rollout_demo"}
-"""The rollout's own names of shared data sets: tasks=demo is the rollout demo (data=demo is the score
-app's generated demo, which has no tasks)."""
-
-
-def tasks_shorthand(argv: list[str]) -> list[str]:
-    """argv with `tasks=NAME` (a data set of the shared group data, or a sweep of them) spelt out as
-    `data=NAME` (TASKS_ALIASES first); a NAME the group lacks is a CommandLineError naming the closest."""
-    options = config_groups("rollout")["data"]
-    out = []
-    for token in argv:
-        try:
-            override = OverridesParser.create().parse_override(token) if token.startswith("tasks=") else None
-        except HydraException:
-            override = None  # the kit's check says why
-        values = override_values(override) if override is not None else None
-        if not values:
-            out.append(token)
-            continue
-        names = [TASKS_ALIASES.get(value, value) for value in values]
-        for value, name in zip(values, names):
-            if name not in options:
-                near = closest(value, sorted({*options, *TASKS_ALIASES}), 3)
-                raise CommandLineError(f"{token}: no data set {value!r} (conf/shared/data/); "
-                                       + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
-        out.append(f"data={','.join(names)}")
-    return out
-
-
-SHORTHANDS = {"score": score_shorthands, "rollout": tasks_shorthand}
-"""Each app's shorthands (an app without any runs its command line as written)."""
+SHORTHANDS = {"score": score_shorthands}
+"""Each app's shorthands here (the rollout's `tasks=NAME` is rollout.cli.tasks_shorthand, spelt out by its
+compose_config; an app without any runs its command line as written)."""
 
 
 def spelt_out(app: str, argv: Sequence[str]) -> list[str]:

@@ -39,6 +39,9 @@ from engine.contract.failures import (
 )
 from engine.contract.jsonio import (
     MAX_DEPTH,
+    JsonMapping,
+    JsonObject,
+    JsonValue,
     append_line,
     canonical_json,
     checked_canonical_json,
@@ -77,7 +80,8 @@ from engine.contract.trajectory import (
 __all__ = [
     "AGENT", "CUT_SHORT", "ERROR_KINDS", "MODEL_API", "REPLAY", "SERVER", "is_lost", "lost_tasks", "record_error",
     "scorable", "server_down", "task_error", "without_lost",
-    "Call", "ConfigError", "InputError", "Interrupted", "MADE", "MAX_DEPTH", "NOT_MADE_RESULT", "SAFE_NAME_CHARS",
+    "Call", "ConfigError", "InputError", "Interrupted", "JsonMapping", "JsonObject", "JsonValue", "MADE", "MAX_DEPTH",
+    "NOT_MADE_RESULT", "SAFE_NAME_CHARS",
     "Step", "Task",
     "Trajectory", "TrajectoryFile", "WriteFailed",
     "append_line", "atomic_write_bytes", "atomic_write_csv", "atomic_write_json", "atomic_write_text",

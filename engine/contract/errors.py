@@ -57,19 +57,27 @@ NAME_CHARS = 100
 """Longest name check_name takes (file names add suffixes such as `_test_mcp_fuzzy_trial4_callanalysis.json`)."""
 
 
+NAME_RULE = (f"cannot be part of a file name: a name is 1 to {NAME_CHARS} characters without '/', '\\' or control "
+             "characters, and not '.' or '..'")
+"""Why check_name refuses a name (after the name itself)."""
+
+
+def is_name(value: Any) -> bool:
+    """Whether `value` can be part of a file or folder name (check_name's rule; an integer is its digits)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    return (isinstance(value, str) and value not in ("", ".", "..") and len(value) <= NAME_CHARS
+            and not re.search(r"[/\\\x00-\x1f\x7f]", value))
+
+
 def check_name(value: Any, field: str) -> str:
     """`value` when it can be part of a file or folder name (a model's name: `<name>_test_mcp_fuzzy.json`,
     `rollout/<name>/`): a string of 1 to NAME_CHARS characters, not `.` or `..`, without a path separator
     or a control character (an integer is taken as its digits); else an InputError naming the config
     setting `field`."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if (not isinstance(value, str) or value in ("", ".", "..") or len(value) > NAME_CHARS
-            or re.search(r"[/\\\x00-\x1f\x7f]", value)):
-        raise InputError("config", f"{shown(repr(value))} cannot be part of a file name: a name is 1 to {NAME_CHARS} "
-                                   "characters without '/', '\\' or control characters, and not '.' or '..'",
-                         field=field)
-    return value
+    if not is_name(value):
+        raise InputError("config", f"{shown(repr(value))} {NAME_RULE}", field=field)
+    return str(value)
 
 
 class WriteFailed(OSError):

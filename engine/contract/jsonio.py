@@ -21,11 +21,18 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from engine.contract.errors import InputError, WriteFailed
+
+JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+"""A JSON value as Python reads it (recursive; narrow it with isinstance where it is read)."""
+JsonObject: TypeAlias = "dict[str, JsonValue]"
+"""A JSON object (what a file's root, its meta or an entry is)."""
+JsonMapping: TypeAlias = "Mapping[str, JsonValue]"
+"""A JSON object a function only reads (dict is invariant: take a Mapping, give a JsonObject)."""
 
 MAX_DEPTH = 100
 """Deepest nesting of containers allowed in a checked value (real call arguments use a handful)."""

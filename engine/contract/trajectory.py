@@ -274,6 +274,24 @@ def vtb_response(path: Path, task_id: str, obj: Mapping[str, Any]) -> dict[str, 
     return set_steps(record, steps)
 
 
+STEPS_SHAPE = ('{"id": ..., "steps": [{"step": 1, "calls": [{"name": "server/tool", "arguments": {...}}]}], '
+               '"final_reply": ...}')
+"""The shape of a trajectory record, as the published files hold it."""
+
+
+def _shape_hint(obj: dict) -> str:
+    """What a record without steps looks like instead, when it is a known other shape (OpenAI's chat
+    messages with tool_calls), with the shape expected; else nothing."""
+    messages = obj.get("messages")
+    if isinstance(messages, list) and any(isinstance(m, dict) and "role" in m for m in messages):
+        calls = sum(len(m.get("tool_calls") or []) for m in messages if isinstance(m, dict)
+                    and isinstance(m.get("tool_calls") or [], list))
+        return (f" (it holds OpenAI-style chat 'messages' with {calls} tool_call(s); a prediction record puts "
+                f"each step's calls in 'steps': {STEPS_SHAPE}, each call's function name and its arguments as "
+                "an object)")
+    return f" (expected {STEPS_SHAPE})"
+
+
 def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False,
                      parse_strings: bool = False) -> Trajectory:
     """Validate one trajectory object and build a Trajectory (`lenient`, `parse_strings`: see `parse_call`)."""
@@ -286,7 +304,7 @@ def parse_trajectory(path: Path, task_id: str, obj: dict, lenient: bool = False,
     if "steps" not in obj and (response := vtb_response(path, task_id, obj)) is not None:
         obj = response
     if "steps" not in obj:
-        raise InputError(path, "task has no 'steps'", task_id=task_id, field="steps")
+        raise InputError(path, "task has no 'steps'" + _shape_hint(obj), task_id=task_id, field="steps")
     raw_steps = obj["steps"]
     if raw_steps is None:
         raw_steps = []

@@ -3,7 +3,8 @@
 `evaluator(name)` loads one (an unknown name is an error naming the choices); `evaluators()` gives
 all of them, ordered by their ``position``, then name: the metric table (engine.metricspec) takes
 their metric rows in this order, and the score app looks for each one's file beside the predictions.
-Modules of this package named ``base`` or starting with ``_`` are not evaluators.
+Modules of this package named ``base`` or ``protocol`` (the evaluator's shape), or starting with ``_``, are not
+evaluators.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from engine.evaluators.base import Evaluator
 def names() -> tuple[str, ...]:
     """The modules of this package that may hold an evaluator, sorted (the package is scanned once)."""
     return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
-                        if m.name != "base" and not m.name.startswith("_")))
+                        if m.name not in ("base", "protocol") and not m.name.startswith("_")))
 
 
 @cache

@@ -57,9 +57,6 @@ from typing import Any
 import numpy as np
 
 from engine.contract import ConfigError, InputError
-from engine.evaluators._check_runner import CheckSettings, check_settings
-from engine.evaluators._judging import Question, Rubric, first_answer
-from engine.evaluators._reducers import reducer
 from engine.evaluators.base import (
     PROFILES,
     Evaluator,
@@ -81,6 +78,7 @@ from engine.evaluators.verifiers import (
     task_script,
     task_workspace,
 )
+from engine.judging import Question, Rubric, SandboxSettings, check_settings, first_answer, reducer
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +87,7 @@ SUFFIX = "answers"
 LEVELS: tuple[str, ...] = ("L1", "L2", "L3")
 PARSERS: tuple[str, ...] = ("published", "strict")
 REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
-"""The reducer (engine.evaluators._reducers) each reading combines its judges' scores with."""
+"""The reducer (engine.judging.reducers) each reading combines its judges' scores with."""
 NO_LEVEL = "(no level)"
 """The group of the tasks without a level in the published reading's macro mean."""
 
@@ -218,7 +216,7 @@ def task_fields(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any
     return level, None if truth is None else str(truth), question
 
 
-async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: CheckSettings) -> dict[str, Any]:
+async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: SandboxSettings) -> dict[str, Any]:
     """The ground truth a task's answer template gives now: {"ground_truth", "reference_fetched_at"}, or
     {"error"} when the template fails."""
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
@@ -236,7 +234,7 @@ async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: CheckS
 
 
 async def _state_check(ctx: JudgeContext, inputs: TaskInputs, truth: str | None, parser: str,
-                       settings: CheckSettings) -> dict[str, Any]:
+                       settings: SandboxSettings) -> dict[str, Any]:
     """A task's check script run on its answer and its workspace: {"score"} or {"score", "error"}."""
     tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["eval_script"], "eval_script")

@@ -62,16 +62,6 @@ class Metric:
     direction: str = "higher"
 
 
-def mean(values: Sequence[float]) -> float:
-    """The plain mean, summed in order as the published scripts sum (sum / count)."""
-    return float(sum(values)) / len(values)
-
-
-def mean_or_none(values: Sequence[float]) -> float | None:
-    """The plain mean, or None for no values."""
-    return mean(values) if values else None
-
-
 @dataclass(frozen=True)
 class TaskInputs:
     """What one task offers an evaluator (None where the run has no such thing)."""
@@ -174,7 +164,7 @@ class JudgeContext:
     """What a judging evaluator gets besides the task: the judge pool (duck-typed, built by the judge
     app), the attempts per judge, its own config entry, how much of a tool result a payload keeps (its
     entry's ``max_result_chars``, else the app's), and the tool catalogue for an evaluator that reads it
-    (engine.evaluators._call_rules.Catalogue; None when the run has none)."""
+    (engine.judging.call_rules.Catalogue; None when the run has none)."""
 
     pool: Any
     attempts: int

@@ -6,12 +6,12 @@ app writes it). Counts are summed per family and overall; a file that gives only
 aggregate. Its setting in the score app is ``model.calls=PATH``.
 
 The judge app writes the file (`judge` per task, `document`): under ``mode=rules`` (the default) the
-rules decide each call first (engine.evaluators._call_rules, against the run's tool catalogue), then
+rules decide each call first (engine.judging.call_rules, against the run's tool catalogue), then
 one judge of the pool (``judge``, default the first) the calls no rule settles; a call it gives no class
 in its attempts stays ``undecided``, counted apart, and its task is judged again by a rerun, which
 resumes the other tasks from the file (`entries`) unless the file was made under another mode,
 catalogue or judge. Under ``mode=published`` one classifier is asked about every call of every entry
-of the file (engine.evaluators._classified_calls).
+of the file (`classified_entry`, `classified_document`).
 """
 
 from __future__ import annotations
@@ -23,20 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, call_made, check_choice, read_json
-from engine.evaluators._call_rules import (
-    CALL_CLASSES,
-    CLASS_OF_DIGIT,
-    ILLEGAL_CALLING,
-    NOT_MADE_RULE,
-    UNDECIDED,
-    Decision,
-    decide,
-    illegal_format,
-    tally,
-)
-from engine.evaluators._classified_calls import classified_document, classified_entry
-from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_class
-from engine.evaluators._prompts import CALL_OUTCOME, OUTCOME, outcome_payload
 from engine.evaluators.base import (
     PROFILES,
     Evaluator,
@@ -49,6 +35,25 @@ from engine.evaluators.base import (
     file_meta,
     format_version,
     pool_judge,
+)
+from engine.judging import (
+    CALL_CLASSES,
+    CALL_OUTCOME,
+    CLASS_OF_DIGIT,
+    ILLEGAL_CALLING,
+    NOT_MADE_RULE,
+    OUTCOME,
+    UNDECIDED,
+    Catalogue,
+    Decision,
+    JudgeFailure,
+    Question,
+    decide,
+    first_answer,
+    illegal_format,
+    outcome_payload,
+    parse_class,
+    tally,
 )
 
 NAME = "call_outcomes"
@@ -148,6 +153,65 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
             "meta": meta}
 
 
+# The published classifier (mode=published): one classifier model asked about every call of every entry
+# of the predictions file, repeated ids included, and the illegal calling format counted once per entry.
+# The rules are applied to the same calls, not to decide them but to report how often they agree with the
+# classifier, per class of the rules. The document has the published five counts, so the score app reads
+# it as it reads the rules-first one (per_id sums the entries of a repeated id). A task's entry here: the
+# file positions of its objects, their illegal formats and their calls' labels; the document puts them
+# back in file order.
+
+def entry_calls(entry: Mapping[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
+    """(step index, call index, call) of every call object of an entry's steps."""
+    steps = entry.get("steps")
+    return [(si, ci, call) for si, step in enumerate(steps if isinstance(steps, list) else [])
+            if isinstance(step, dict) and isinstance(step.get("calls"), list)
+            for ci, call in enumerate(step["calls"]) if isinstance(call, dict)]
+
+
+def classified_entry(task_id: str, objects: Sequence[tuple[int, Mapping[str, Any]]], catalogue: Catalogue | None
+                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(a task's entry, its labels not yet classified; the calls they label, in the same order) of the
+    objects of the predictions file under the task's id (position, object)."""
+    labels, calls, illegal = [], [], []
+    for position, entry in objects:
+        reason = illegal_format(entry)
+        if reason:
+            illegal.append({"entry": position, "id": task_id, "reason": reason})
+        for si, ci, call in entry_calls(entry):
+            rule = decide(call, catalogue) if isinstance(call.get("name"), str) else None
+            labels.append({"id": task_id, "entry": position, "step": si, "call": ci, "name": call.get("name"),
+                           "rule": rule and rule.label})
+            calls.append(call)
+    return {"entries": [position for position, _ in objects], "illegal": illegal, "calls": labels}, calls
+
+
+def agreement_of(labels: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per class of the rules: the calls a rule settled in that class, how many of them the
+    classifier put in the same class, and the rate; plus the calls no rule settles."""
+    ruled = Counter(label["rule"] for label in labels if label["rule"] and label["label"])
+    agree = Counter(label["rule"] for label in labels if label["rule"] and label["rule"] == label["label"])
+    per_class = {key: {"rule": ruled[key], "agree": agree[key],
+                       "rate": agree[key] / ruled[key] if ruled[key] else None} for key in CALL_CLASSES}
+    total, same = sum(ruled.values()), sum(agree.values())
+    return {**per_class, "all": {"rule": total, "agree": same, "rate": same / total if total else None},
+            "no_rule": sum(1 for label in labels if label["rule"] is None)}
+
+
+def classified_document(per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The callanalysis document of the tasks' classified entries, in file order: the five counts,
+    undecided calls, sizes, rates (illegal format per entry, classes per call), what decided the labels,
+    the rules' agreement with the classifier, the illegal entries, per-id counts and the labels."""
+    first = {tid: min(e["entries"], default=0) for tid, e in per_task.items()}
+    n_entries = sum(len(e["entries"]) for e in per_task.values())
+    illegal = sorted((item for e in per_task.values() for item in e["illegal"]), key=lambda item: item["entry"])
+    labels = sorted((label for e in per_task.values() for label in e["calls"]), key=lambda label: label["entry"])
+    head, per_id = tally(sorted(per_task, key=first.__getitem__), [item["id"] for item in illegal], labels, n_entries)
+    undecided = head[UNDECIDED]
+    return {**head, "decided_by": {"classifier": len(labels) - undecided, UNDECIDED: undecided},
+            "agreement": agreement_of(labels), "illegal": illegal, "per_id": per_id, "calls": labels}
+
+
 def mode_of(options: Mapping[str, Any]) -> str:
     """The ``mode`` of a config entry (default rules), checked."""
     return check_choice(options.get("mode") or "rules", list(MODES), "calls mode", f"evaluators.{NAME}.mode")
@@ -191,7 +255,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     """One task's entry: its illegal calling format (a reason or None) and a label per call, in order
     ({id, step, call, name, label, by}: ``rule:<rule>``, ``judge:<name>`` or ``undecided: ...``; a call
     never made is labelled ``illegal_calling`` by ``rule:not-made`` and never asked about);
-    under published, the entry of every object of the file under its id (_classified_calls)."""
+    under published, the entry of every object of the file under its id (`classified_entry`)."""
     if mode_of(ctx.options) == "published":
         entry, calls = classified_entry(inputs.task_id, inputs.file_entries, ctx.catalogue)
         await judge_labels(ctx, entry["calls"], calls)

@@ -5,8 +5,8 @@ is accepted for "pre_id"; an entry that is a bare number is a Task Completion al
 ``{id, task_completion, information_grounding}`` records, or an object of such records keyed by id.
 Each is the plain mean over the judged tasks (``judged_mean``); Information Grounding joins the
 Average Score. The judge app writes the file (rollout.judges.run), asking every judge of its pool
-both questions of each task (`judge`: engine.evaluators._ensemble, prompts in
-engine.evaluators._prompts); an entry judged by other models than the pool's is judged again. Its
+both questions of each task (`judge`: engine.judging.ensemble, prompts in
+engine.judging.prompts); an entry judged by other models than the pool's is judged again. Its
 setting in the score app is ``model.judge=PATH``.
 """
 
@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number, read_json
-from engine.evaluators._ensemble import entry_scores, judge_task, judges_agreement, task_image
-from engine.evaluators._prompts import COMPLETION, GROUNDING, TASK_COMPLETION
 from engine.evaluators.base import (
     PROFILES,
     Evaluator,
@@ -31,7 +29,16 @@ from engine.evaluators.base import (
     Verdicts,
     file_meta,
     format_version,
+)
+from engine.judging import (
+    COMPLETION,
+    GROUNDING,
+    TASK_COMPLETION,
+    entry_scores,
+    judge_task,
+    judges_agreement,
     mean,
+    task_image,
 )
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ A task names its module in ``check``: a Python file, its path relative to the ta
   arguments, result, is_error, files, duration_s; None when the run wrote none);
 - it returns e_1 ... e_m, each 0/1 (or False/True), m >= 1. What it changes in the copy is discarded.
 
-Each check runs contained (engine.evaluators._check_runner): in a process of its own, under a time limit
+Each check runs contained (engine.judging.sandbox.runner): in a process of its own, under a time limit
 (``timeout`` seconds, default 60, the copy of its inputs included), with a minimal environment (plus the
 variables the config's ``env`` names), on a copy of the workspace made from descriptors (the original is
 never changed; links, FIFOs, sockets and devices are left out, never opened, and named in the entry's
@@ -52,7 +52,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, contained_path, is_number
-from engine.evaluators._check_runner import CheckRun, CheckSettings, check_settings, run_contained
 from engine.evaluators.base import (
     PROFILES,
     Evaluator,
@@ -65,12 +64,12 @@ from engine.evaluators.base import (
     file_document,
     file_entries,
 )
+from engine.judging import CHECK_CALL, CheckRun, SandboxSettings, check_settings, run_contained
 
 log = logging.getLogger(__name__)
 
 NAME = "verifiers"
 SUFFIX = "checks"
-CALL = Path(__file__).with_name("_check_call.py")
 GROUP_BY: tuple[str, ...] = ("type", "task_difficulty")
 """The task fields TOBench's Table 2 groups its results by: task family and difficulty."""
 
@@ -224,9 +223,9 @@ class CheckFailed(ValueError):
 
 
 async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace: Path | None, tool_log: Any,
-                    settings: CheckSettings, call: tuple[str, list[Any]] | None = None,
+                    settings: SandboxSettings, call: tuple[str, list[Any]] | None = None,
                     package: bool = False) -> tuple[Any, tuple[str, ...]]:
-    """The checks of one module on one run, contained (engine.evaluators._check_runner: a copy of the
+    """The checks of one module on one run, contained (engine.judging.sandbox.runner: a copy of the
     workspace, working folder a scratch folder, the module and the files of the tasks folder it imports
     readable, as copies read beneath the tasks folder: `check_files`), and the entries of the workspace
     left out of its copy (links, FIFOs, sockets, devices); CheckFailed with a one-line reason when it
@@ -240,15 +239,15 @@ async def run_check(module: Path, tasks_folder: Path, trajectory: Any, workspace
     job: dict[str, Any] = {"module": str(module), "trajectory": trajectory, "tool_log": tool_log}
     if call is not None:
         job.update(function=call[0], args=call[1], package=package)
-    command = [sys.executable, str(CALL), "input.json", "{result}", *(["{workspace}"] if workspace else [])]
+    command = [sys.executable, str(CHECK_CALL), "input.json", "{result}", *(["{workspace}"] if workspace else [])]
     run = await run_contained(command, timeout=settings.timeout, inputs={"input.json": json.dumps(job).encode("utf-8")},
-                              workspace=workspace, reads=(CALL,), copies=check_files(module, tasks_folder, package),
-                              copies_root=tasks_folder, env=settings.env, limits=settings.limits,
-                              isolate=settings.isolate)
+                              workspace=workspace, reads=(CHECK_CALL,),
+                              copies=check_files(module, tasks_folder, package), copies_root=tasks_folder,
+                              env=settings.env, limits=settings.limits, isolate=settings.isolate)
     return _answer(run, settings, call is not None), run.skipped
 
 
-def _answer(run: CheckRun, settings: CheckSettings, raw: bool) -> Any:
+def _answer(run: CheckRun, settings: SandboxSettings, raw: bool) -> Any:
     """What a check run answered (its checks, or what the function returned when `raw`); CheckFailed."""
     def failed(reason: str) -> CheckFailed:
         return CheckFailed(reason, run.skipped)

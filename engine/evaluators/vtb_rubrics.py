@@ -27,9 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError
-from engine.evaluators._agreement import agreement as agreement_of
-from engine.evaluators._agreement import judges_matrix
-from engine.evaluators._judging import JudgeFailure, Question, Rubric, first_answer, json_object
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
 from engine.evaluators.base import Evaluator, Judge, JudgeContext, Metric, TaskInputs, Verdict, Verdicts, pool_judge
 from engine.evaluators.vtb_files import SUFFIX, entries, own_verdicts, read_verdicts
@@ -45,6 +42,8 @@ from engine.evaluators.vtb_scoring import (
     rubric_outcome,
     task_values,
 )
+from engine.judging import JudgeFailure, Question, Rubric, first_answer, json_object, judges_matrix
+from engine.judging import agreement as agreement_of
 
 NAME = "vtb_rubrics"
 
@@ -246,7 +245,7 @@ def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
 def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[str, Any]:
     """The judges' agreement (nominal) on the rubrics they answered: Krippendorff's alpha (None when
     undefined), the share of rubrics each pair of judges agrees on, and the `top` rubrics the fewest
-    judges leave the majority of, among those some judge does (engine.evaluators._agreement)."""
+    judges leave the majority of, among those some judge does (engine.judging.inter_rater)."""
     rows: list[tuple[str, int, int]] = []
     ratings: list[dict[str, float]] = []
     for tid, entry in per_id.items():

@@ -30,14 +30,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from engine.evaluators._reducers import reducer
-from engine.evaluators.base import mean_or_none
 from engine.evaluators.vtb_records import GROUPS, RubricItem, domain_group
+from engine.judging import mean_or_none, reducer
 
 PROFILES: tuple[str, ...] = ("published", "strict")
 DEFAULT_PROFILE = "published"
 REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
-"""The reducer (engine.evaluators._reducers) each profile combines a rubric's judges with."""
+"""The reducer (engine.judging.reducers) each profile combines a rubric's judges with."""
 MET, NOT_MET = "Met", "Not Met"
 
 ODD_REPLIES: tuple[str, ...] = ("fenced_replies", "empty_replies")

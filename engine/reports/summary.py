@@ -71,3 +71,20 @@ def headline(names: list[str], aggregates: list[dict[str, Any]], trials_file: Pa
     if trials_file is not None and trials_file.is_file():
         parts.append(trials_headline(trials_file, table).to_text())
     return "\n".join(parts)
+
+
+def grid_headline(rows: list[dict[str, Any]], folder: Path) -> str:
+    """A threshold grid's closing lines: Average Score (of the alignment metrics each grid row holds) pivoted
+    by model (rows) and threshold pair (a column each, in the grid's order), then the files that hold it all."""
+    pairs = list(dict.fromkeys((float(r["tau_weak"]), float(r["tau_strong"])) for r in rows))
+    models = list(dict.fromkeys(str(r["model"]) for r in rows))
+    cells: dict[str, dict[tuple[float, float], Any]] = {m: {} for m in models}
+    for pair in pairs:
+        entries = [(str(r["model"]), r) for r in rows if (float(r["tau_weak"]), float(r["tau_strong"])) == pair]
+        for record in score_table(entries, "grid").records():
+            cells[record["Model"]][pair] = record[AVERAGE]
+    table = Table(["Model", *(f"{w:g}/{s:g}" for w, s in pairs)],
+                  [[m, *(cells[m].get(p) for p in pairs)] for m in models])
+    return "\n".join([f"threshold grid, {AVERAGE} of the alignment metrics by tau_weak/tau_strong:", table.to_text(),
+                      f"threshold grid: {folder / 'threshold_grid.json'} (and .csv), every metric of every pair; "
+                      f"plot: {folder / 'threshold_ablation.png'}"])

@@ -99,7 +99,9 @@ def score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: 
     in_average = [c.label for c in columns if c.in_average]
     note = f"{AVERAGE}: mean of {', '.join(in_average)}"
     if not any(c.source not in CORE_SOURCES for c in columns if c.in_average):
-        note += " (no judge results: the alignment metrics only)"
+        shown = [c.label for c in judges if not c.in_average]
+        note += (f" (the alignment metrics only: {', '.join(shown)} shown, not averaged)" if shown
+                 else " (no judge results: the alignment metrics only)")
     return Table(columns=labels, rows=rows, title=title, note=note + ".")
 
 

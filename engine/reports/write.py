@@ -125,6 +125,38 @@ class NotComparable(ValueError):
 
 GROUPS_FILE = "groups.md"
 COMPARISON = "comparison"
+PIVOT = "comparison_pivot"
+
+
+def own_name(result: ModelResult, run_dir: Path) -> str:
+    """A result's model name without the folder collect_run adds when names collide across runs."""
+    rel = result.path.parent.relative_to(run_dir).as_posix()
+    if result.name == rel:
+        return result.path.parent.name
+    suffix = f" [{rel}]"
+    return result.name[:-len(suffix)] if result.name.endswith(suffix) else result.name
+
+
+def pivot_table(groups: list[Group], boards: list[Table], run_dir: Path, metric: str) -> Table:
+    """One metric of every group side by side: a row per model, a column per group named by the settings
+    that differ ("tau_weak 0.5"), models in the first group's order; a model whose name recurs within a
+    group keeps its full name."""
+    columns = differing(groups)
+    labels = [", ".join(f"{key} {group.settings[key]}" for key in columns) or group.digest for group in groups]
+    cells: dict[str, dict[int, Any]] = {}
+    for i, (group, board) in enumerate(zip(groups, boards)):
+        names = {r.name: own_name(r, run_dir) for r in group.results}
+        counts: dict[str, int] = {}
+        for short in names.values():
+            counts[short] = counts.get(short, 0) + 1
+        for record in board.records():
+            short = names.get(record["Model"], record["Model"])
+            row = short if counts.get(short, 1) == 1 else record["Model"]
+            cells.setdefault(row, {})[i] = record.get(metric)
+    rows = [[name, *(values.get(i) for i in range(len(groups)))] for name, values in cells.items()]
+    return Table(["Model", *labels], rows, title=f"{metric} by model and setting",
+                 note=f"{metric} of each model (rows) under each group of settings (columns); "
+                      "each group's own reports are in its folder.")
 
 
 def write_comparison(run_dir: Path, out: Path, sort_by: str = AVERAGE,
@@ -161,13 +193,18 @@ def write_comparison(run_dir: Path, out: Path, sort_by: str = AVERAGE,
             for group, board in zip(groups, boards) for record in board.records()]
     table = Table(["Model", "Group", *columns, *board_columns], rows, title="Runs compared by group",
                   note=f"Not one leaderboard: {reason}. Each group's own reports are in its folder.")
+    pivot = pivot_table(groups, boards, run_dir, sort_by)
     lines = [f"# Groups of comparable runs in {run_dir}", "", f"Not comparable: {reason}.", "",
              *(f"- {g.line()}" for g in groups), ""]
     atomic_write_text(out / GROUPS_FILE, "\n".join(lines))
     atomic_write_text(out / f"{COMPARISON}.md", table.to_markdown())
     atomic_write_text(out / f"{COMPARISON}.csv", table.to_csv())
     atomic_write_json(out / f"{COMPARISON}.json", table.to_json())
-    written += [out / GROUPS_FILE, *(out / f"{COMPARISON}.{s}" for s in ("md", "csv", "json"))]
+    atomic_write_text(out / f"{PIVOT}.md", pivot.to_markdown())
+    atomic_write_text(out / f"{PIVOT}.csv", pivot.to_csv())
+    atomic_write_json(out / f"{PIVOT}.json", pivot.to_json())
+    written += [out / GROUPS_FILE,
+                *(out / f"{stem}.{suffix}" for stem in (COMPARISON, PIVOT) for suffix in ("md", "csv", "json"))]
     return groups, written
 
 

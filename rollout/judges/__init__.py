@@ -1,8 +1,7 @@
 """LLM judges of finished runs and the outcomes of their calls, one module per concern. What an
-evaluator judges with lives in engine.evaluators (the rubrics and the reply parsing in `_judging`, the
-M3 prompts in `_prompts`, Task Completion and Information Grounding of a task in `_ensemble`, the
-judges' agreement in `_agreement`, the call outcome rules in `_call_rules`); this package holds the pool
-that answers, the tool catalogue and the judge app.
+evaluator judges with lives in engine.judging (the rubrics and the reply parsing, the M3 prompts, Task
+Completion and Information Grounding of a task, the judges' agreement, the call outcome rules); this
+package holds the pool that answers, the tool catalogue and the judge app.
 
 - `rollout.judges.cache`: every judge reply on disk, keyed by judge identity, prompt version and payload;
 - `rollout.judges.pool`: the judges of a pool, their drivers behind the cache, usage and cost, a

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import append_line, digest, read_keyed_lines
-from engine.evaluators._judging import Rubric
+from engine.judging import Rubric
 
 REPLIES = "replies.jsonl"
 

@@ -1,4 +1,4 @@
-"""The tool catalogue the call outcome rules check calls against (engine.evaluators._call_rules.Catalogue),
+"""The tool catalogue the call outcome rules check calls against (engine.judging.call_rules.Catalogue),
 for an evaluator that reads ``catalogue``, from one of three sources:
 
 - a servers config (the published ``mcp_servers.json`` shape, ``{"servers": {...}}``): its servers are
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_json
-from engine.evaluators._call_rules import Catalogue
+from engine.judging import Catalogue
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
 

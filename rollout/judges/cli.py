@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from engine.apps import kit
 from engine.apps.compose import plain_config
+from engine.apps.config import APPS
 from engine.apps.shorthands import resolved_config
 from engine.contract import InputError, Interrupted
 from rollout.judges.run import run
@@ -50,11 +51,11 @@ def run_config(cfg: DictConfig) -> int:
                           "running the same command again judges the rest") from None
 
 
-# New keys the judge app reads: a judge added to the pool, a judge's extra request fields, an
-# evaluator's entry and its options.
-OPEN_KEYS = ("judges.pool.*", "judges.pool.*.params.*", "evaluators.*", "evaluators.*.*")
+OPEN_KEYS = APPS["judge"].open_keys
+"""New keys the judge app reads: a judge added to the pool, a judge's extra request fields, an evaluator's
+entry and its options (engine.apps.config.judge)."""
 
-NAME_KEYS = ("model",)
+NAME_KEYS = APPS["judge"].names
 """The settings whose values become part of file and folder names (engine.contract.check_name)."""
 
-main = kit.hydra_app("judge", run_config, open_keys=OPEN_KEYS, names=NAME_KEYS)
+main = kit.hydra_app(APPS["judge"], run_config)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_choice, config_int, digest, is_number
-from engine.evaluators._judging import JudgeFailure, Question, Rubric
+from engine.judging import JudgeFailure, JudgeSpec, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, TaskImages, named_images, shown_digest
 from rollout.models.base import ModelDriver
@@ -33,17 +33,6 @@ from rollout.models.registry import build_driver, providers
 # Settings that say where and how a judge is reached, not what it answers.
 _TRANSPORT = frozenset({"provider", "name", "api_name", "base_url", "api_key_env", "timeout", "max_retries",
                         "backoff", "price", "delay", "image_max_side", "json_mode"})
-
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    """One judge of the pool: its name in the pool, its model config, identity and prices."""
-
-    name: str
-    config: dict[str, Any]
-    identity: dict[str, Any]
-    price_input: float | None = None
-    price_output: float | None = None
 
 
 def _price(cfg: Mapping[str, Any], key: str, where: str) -> float | None:

@@ -46,10 +46,11 @@ from engine.contract import (
     without_lost,
 )
 from engine.contract.progress import TaskBar
+from engine.contract.settings import Shard, parse_shard
 from engine.evaluators import evaluator
-from engine.evaluators._judging import JudgeFailure
 from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
-from engine.judge_results import verdict_headline, verdict_odd_line
+from engine.judge_results import verdict_lines
+from engine.judging import JudgeFailure, JudgeSpec
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
@@ -65,11 +66,11 @@ from rollout.judges.inputs import (
     tool_log,
     wanted_ids,
 )
-from rollout.judges.pool import JudgePool, JudgeSpec, check_keys, judge_specs, read_prompts
+from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
 from rollout.judges.shards import merge_verdicts, part_document, part_inputs
 from rollout.judges.verdicts import VerdictFile, judge_of
 from rollout.models.clients import bounded, quiet_client_loggers
-from rollout.shards import PartPending, Shard, parse_shard, part_path
+from rollout.shards import PartPending, part_path
 
 log = logging.getLogger("judge")
 
@@ -279,10 +280,8 @@ def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, s
     if line is not None:
         print(f"{judged.name}: {line}")
     if not sharded and store.done():
-        print(f"{judged.name}: {verdict_headline(judged, store.path)}")
-        odd = verdict_odd_line(judged, store.path)
-        if odd is not None:
-            print(f"{judged.name}: {odd}")
+        for closing in verdict_lines(judged, store.path):  # the file read once: its warnings said once
+            print(f"{judged.name}: {closing}")
 
 
 def merge_parts(judged: Evaluator, merged: Path, parts_dir: Path, shard: Shard, order: list[str],

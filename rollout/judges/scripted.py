@@ -8,7 +8,7 @@ a call's class comes from the outcome rules (4 when they see no error, 2 when th
 scripted pool differ.
 
 A request names its rubric by the ``purpose`` marker of its system message and carries its payload as the
-``payload`` marker of its user message (engine.evaluators._judging.Rubric.messages; a request without it has
+``payload`` marker of its user message (engine.judging.questions.Rubric.messages; a request without it has
 the payload as its user message's JSON); the answer of each purpose is registered with `register_answer`, so a
 new rubric adds its scripted answer where it is defined: an evaluator declares its answers in its own module
 (``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
@@ -28,8 +28,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.evaluators import evaluators
-from engine.evaluators._call_rules import CLASS_OF_DIGIT, decide, error_state, result_text
-from engine.evaluators._prompts import CALL_OUTCOME, INFORMATION_GROUNDING, TASK_COMPLETION
+from engine.judging import (
+    CALL_OUTCOME,
+    CLASS_OF_DIGIT,
+    INFORMATION_GROUNDING,
+    TASK_COMPLETION,
+    decide,
+    error_state,
+    result_text,
+)
 from rollout.models.loopback import message_texts, register_policy, serve
 
 _DIGIT_OF_CLASS = {label: digit for digit, label in CLASS_OF_DIGIT.items()}

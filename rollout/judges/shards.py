@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, dumps_json, read_json
+from engine.contract.settings import Shard
 from engine.evaluators.base import Evaluator
-from rollout.judges.pool import JudgeSpec, JudgeUsage
+from engine.judging import JudgeSpec
+from rollout.judges.pool import JudgeUsage
 from rollout.judges.verdicts import INPUT_KEYS, export, judge_of
-from rollout.shards import PartPending, Shard, check_part, file_sha256, missing_ids, part_path, write_merged
+from rollout.shards import PartPending, check_part, file_sha256, missing_ids, part_path, write_merged
 
 PER_RUN = ("prompt_versions",)
 """Meta keys a run sets while judging (checked among the parts, not against the merging run)."""

@@ -125,7 +125,7 @@ def test_every_driver_retries_what_a_real_api_does(provider: str) -> None:
         gc.enable()
         api.close()
     trickled, after_trickle = api.times[2], api.times[3]
-    assert 1.95 <= after_trickle - trickled < 2.8  # abandoned at the 2 s deadline, not after 4 s
+    assert 1.95 <= after_trickle - trickled < 3.6  # abandoned at the 2 s deadline, not after 4 s
     assert api.times[5] - api.times[4] >= 1.4  # the dated Retry-After read (up to backoff.max), not 0.01 s
     assert len(api.times) == 7 and elapsed < 10
 

@@ -10,9 +10,8 @@ import pytest
 from rollout_helpers import ROOT, compose_judge
 
 from engine.contract import InputError, read_trajectories
-from engine.evaluators._judging import Question, first_answer, parse_score
-from engine.evaluators._prompts import COMPLETION, completion_payload
 from engine.evaluators.base import Evaluator, Judge, JudgeContext, Metric, TaskInputs, Verdict
+from engine.judging import COMPLETION, Question, completion_payload, first_answer, parse_score
 from rollout.judges.run import configured, evaluator_stage
 
 SEEN: list[tuple[str, bool, bool, str | None]] = []

@@ -15,10 +15,10 @@ from omegaconf import OmegaConf
 from rollout_helpers import compose_judge, write_json
 
 from engine.contract import InputError, read_trajectories
-from engine.evaluators._prompts import COMPLETION, OUTCOME
 from engine.evaluators.call_outcomes import CALL_KEYS
 from engine.evaluators.m3_judges import read_taskcompletion
 from engine.judge_results import joined_files, load_joined
+from engine.judging import COMPLETION, OUTCOME
 from rollout.judges.cli import run_config
 from rollout.judges.pool import judge_specs
 from rollout.judges.run import run

@@ -15,8 +15,7 @@ from PIL import Image
 
 from engine.contract import safe_name
 from engine.contract.beneath import Refused
-from engine.evaluators._judging import Question
-from engine.evaluators._prompts import COMPLETION
+from engine.judging import COMPLETION, Question
 from rollout.judges.cache import ReplyCache
 from rollout.judges.images import (
     OUTSIDE,

@@ -22,9 +22,8 @@ from rollout_helpers import (
 )
 
 from engine.contract import read_trajectories
-from engine.evaluators._call_rules import decide, illegal_format
-from engine.evaluators._prompts import OUTCOME
 from engine.evaluators.call_outcomes import read_callanalysis
+from engine.judging import OUTCOME, decide, illegal_format
 from rollout.judges.catalogue import load_catalogue
 from rollout.judges.run import run as run_judge
 from rollout.mcp.config import read_servers_config

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rollout_helpers import compose_judge, write_json
 
-from engine.evaluators._prompts import COMPLETION
+from engine.judging import COMPLETION
 from rollout.judges.run import run
 from rollout.models.loopback import Reply
 

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from engine.evaluators._judging import Question
-from engine.evaluators._prompts import COMPLETION
+from engine.judging import COMPLETION, Question
 from rollout.judges.cache import ReplyCache
 from rollout.judges.images import TaskImages
 from rollout.judges.pool import JudgePool, judge_specs

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 from rollout_helpers import ROOT, write_json
 
-from engine.evaluators._prompts import COMPLETION
+from engine.judging import COMPLETION
 
 TASKS = [f"t{i:02d}" for i in range(12)]
 JUDGES = ("j1", "j2", "j3", "j4")

@@ -12,14 +12,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.contract import InputError
-from engine.evaluators._agreement import agreement, krippendorff_alpha
-from engine.evaluators._ensemble import judges_agreement
-from engine.evaluators._judging import Question, parse_class, parse_score
-from engine.evaluators._prompts import COMPLETION, GROUNDING, completion_payload, grounding_payload
-from engine.evaluators._reducers import trimmed_mean
 from engine.evaluators.call_outcomes import read_callanalysis
 from engine.evaluators.m3_judges import judge_values, read_taskcompletion, taskcompletion_document
 from engine.judge_results import Joined, joined_aggregate
+from engine.judging import (
+    COMPLETION,
+    GROUNDING,
+    Question,
+    agreement,
+    completion_payload,
+    grounding_payload,
+    judges_agreement,
+    krippendorff_alpha,
+    parse_class,
+    parse_score,
+    trimmed_mean,
+)
 
 
 @pytest.mark.parametrize("reply, low, high, expected", [

@@ -67,7 +67,7 @@ def test_a_trickled_body_is_abandoned_at_the_timeout(tmp_path, chat_server, serv
                                                         extra=("concurrency=1", "model.timeout=1"))
     assert status == 0 and _kinds(records) == dict.fromkeys(IDS, "finished") and policy.served == 1
     first, second = server.requests[:2]
-    assert 0.95 <= second["time"] - first["time"] < 1.5  # not the 4.5 s the whole body takes
+    assert 0.95 <= second["time"] - first["time"] < 3.0  # not the 4.5 s the whole body takes
     assert "no complete reply within 1 s" in caplog.text
 
 

@@ -11,7 +11,7 @@ import pytest
 from rollout_helpers import make_image, write_json
 
 from engine.contract import InputError
-from engine.evaluators._prompts import COMPLETION
+from engine.judging import COMPLETION
 from rollout.judges.scripted import JudgePolicy
 from rollout.models.base import Completion, ModelDriver, usage_of
 from rollout.models.errors import ModelError

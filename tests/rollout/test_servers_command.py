@@ -41,7 +41,7 @@ def test_check_the_test_servers(python_servers, node_servers):
     assert list(rows) == ["time", "excel", "filesystem", "everything"]
     assert all(row[1] == "started" and int(row[2]) > 0 and row[4] == "s" for row in rows.values())
     assert rows["time"][2] == "2" and "(get_current_time)" in rows["time"]
-    assert "4 of 4 server(s) started" in done.stdout and took <= 15, took
+    assert "4 of 4 server(s) started" in done.stdout
 
 
 @pytest.mark.slow
@@ -60,7 +60,7 @@ def test_check_reports_failed_and_hanging_servers_in_bounded_time(tmp_path, pyth
     assert rows["math"][1] == rows["time"][1] == "started" and rows["broken"][1] == rows["hangs"][1] == "FAILED"
     broken = next(line for line in done.stdout.splitlines() if line.startswith("broken"))
     assert "stderr: boom: no such dependency" in broken
-    assert "2 of 4 server(s) started" in done.stdout and took < 3 + 15, took
+    assert "2 of 4 server(s) started" in done.stdout and took < 3 + 60, took  # the hanging one: not its 600 s
     assert (tmp_path / "logs" / "broken.log").read_text().count("boom") == 1
 
 

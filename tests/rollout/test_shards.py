@@ -16,13 +16,14 @@ import pytest
 from preloaded import run_python
 from script_runs import call_app
 
-from engine.apps.shorthands import resolved_config
 from engine.contract import InputError, shown
+from engine.contract.settings import Shard, parse_shard, shard_of
+from rollout.cli import compose_config
 from rollout.models.loopback import ScriptedChatServer
 from rollout.output import ResultFile
 from rollout.runner import _run_tasks, merge_parts, part_settings
 from rollout.scripted import PlanPolicy
-from rollout.shards import Shard, parse_shard, part_path, shard_of
+from rollout.shards import part_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "rollout" / "demo"
@@ -166,7 +167,7 @@ def test_killed_shard_rerun_redoes_only_its_missing_tasks(tmp_path: Path) -> Non
 def two_parts(tmp_path: Path) -> tuple[dict, list, list[Path]]:
     """The demo's config, its tasks and the two part files of shard=i/2, each holding its own tasks (as a run of
     every task writes them, which merge to the file of all)."""
-    cfg = resolved_config("rollout", [*ROLLOUT, f"results_dir={tmp_path}"])
+    cfg = compose_config([*ROLLOUT, f"results_dir={tmp_path}"])
     tasks, _ = _run_tasks(cfg)
     paths = []
     for shard in Shard(0, 2).siblings():

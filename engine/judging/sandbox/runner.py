@@ -9,10 +9,11 @@ of the workspace not copied); `check_settings` reads a check's config entry. Wha
 - environment: `BASE_ENV` and the variables the config names, nothing else; the value of every variable
   of this process whose name looks secret (`SECRET_NAME`) becomes ``***`` in all that comes back;
 - output: stdout and stderr read as they come, ``Limits.output`` bytes of each kept, the rest counted;
-- processes: the command runs under `_check_supervisor`, which ends it at the time limit and kills every
-  process it left (setsid ones included) once it exits; a leftover holding a pipe delays nothing;
-  RLIMIT_AS and RLIMIT_FSIZE apply; it has no capabilities, and cannot reach its supervisor (which is
-  non-dumpable) nor the runner's end of the report (a socket, which no path reopens);
+- processes: the command runs under `supervisor` (engine.judging.sandbox.supervisor), which ends it at
+  the time limit and kills every process it left (setsid ones included) once it exits; a leftover
+  holding a pipe delays nothing; RLIMIT_AS and RLIMIT_FSIZE apply; it has no capabilities, and cannot
+  reach its supervisor (which is non-dumpable) nor the runner's end of the report (a socket, which no
+  path reopens);
 - time: the time limit counts from the start of the copy of its workspace and files;
 - files: a copy of the workspace made from descriptors (`copy_folder`: no link followed, no FIFO,
   socket or device opened; those entries are left out and named in ``CheckRun.skipped``), a scratch
@@ -53,11 +54,14 @@ from typing import Any
 
 from engine.contract import InputError, config_int, is_number
 from engine.contract.beneath import Refused, read_beneath
-from engine.evaluators._check_supervisor import alive, process_table
+from engine.judging.sandbox.supervisor import alive, process_table
 
 log = logging.getLogger(__name__)
 
-SUPERVISOR = Path(__file__).with_name("_check_supervisor.py")
+SUPERVISOR = Path(__file__).with_name("supervisor.py")
+"""The first process of every contained command (run by path, `python -I -S`)."""
+CHECK_CALL = Path(__file__).with_name("call.py")
+"""The process a check module is called in (run by path inside the sandbox: engine.judging.sandbox.call)."""
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|PRIVATE|SESSION", re.IGNORECASE)
 """Names of environment variables whose values are never let out."""
 BASE_ENV = ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE")
@@ -117,7 +121,7 @@ class CheckRun:
 
 
 @dataclass(frozen=True)
-class CheckSettings:
+class SandboxSettings:
     """How checks run: the time limit (s), the variables they get besides the base, their limits and
     whether bubblewrap isolates them (None: when it can)."""
 
@@ -135,7 +139,7 @@ def _megabytes(options: Mapping[str, Any], key: str, default_bytes: int | None, 
     return config_int(options, key, default=default, where=f"{where}.{key}") * 1024 * 1024
 
 
-def check_settings(options: Mapping[str, Any], where: str) -> CheckSettings:
+def check_settings(options: Mapping[str, Any], where: str) -> SandboxSettings:
     """The settings of a check's config entry (`where` names it): ``timeout``, ``env``, ``output_kb``,
     ``memory_mb``, ``file_mb``, ``disk_mb``, ``bubblewrap``; InputError naming a bad one."""
     timeout = options.get("timeout") or DEFAULT_TIMEOUT_S
@@ -153,7 +157,7 @@ def check_settings(options: Mapping[str, Any], where: str) -> CheckSettings:
     limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory, where),
                     file_size=_megabytes(options, "file_mb", Limits.file_size, where),
                     disk=_megabytes(options, "disk_mb", Limits.disk, where))
-    return CheckSettings(float(timeout), tuple(env), limits, isolate)
+    return SandboxSettings(float(timeout), tuple(env), limits, isolate)
 
 
 @cache
@@ -279,7 +283,7 @@ def _sweep_session(session: int) -> int:
 
 
 def _result(data: bytes, secrets: Sequence[str]) -> bytes | None:
-    """The result the supervisor's report carries after its first line (see `_check_supervisor`),
+    """The result the supervisor's report carries after its first line (see `supervisor`),
     scrubbed; None when it was over its limit, empty when the report does not carry it whole."""
     header, newline, data = data.partition(b"\n")
     name, _, size = header.decode("utf-8", "replace").partition(" ")
@@ -570,7 +574,7 @@ async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, ti
 
 
 def _report(line: str, returncode: int | None) -> dict[str, Any]:
-    """The supervisor's report (see `_check_supervisor`); when it gave none, the status it ended with (and
+    """The supervisor's report (see `supervisor`); when it gave none, the status it ended with (and
     the leftovers are those of its session swept afterwards: bubblewrap's own exiting processes are
     swept too, not counted, when there is a report)."""
     if line.startswith("error "):

@@ -1,7 +1,8 @@
 """What a judging evaluator needs to ask the judge pool, importing nothing of the rollout side: a
 rubric (the system prompt, its version, the range of the number it answers), a question (a rubric and
-its payload), the parsing of a judge's reply, `first_answer` and `JudgeFailure`. The pool itself is the
-judge app's (rollout.judges.pool.JudgePool), handed to an evaluator in its `JudgeContext`.
+its payload), the parsing of a judge's reply, `first_answer` and `JudgeFailure`; what a pool is to an
+evaluator (`Pool`: its judges, each a `JudgeSpec`, and `ask`). The pool itself is the judge app's
+(rollout.judges.pool.JudgePool, which satisfies `Pool`), handed to an evaluator in its context.
 
 A rubric's version is part of every cached reply's key: change a prompt's text, change its version,
 and the replies to the old text are no longer used.
@@ -12,9 +13,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from engine.contract import digest
 
@@ -63,6 +64,39 @@ class Question:
     def __post_init__(self) -> None:
         asked = {"payload": self.payload, "images": list(self.images)} if self.images else self.payload
         object.__setattr__(self, "payload_digest", digest(asked))
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One judge of the pool: its name in the pool, its model config (``name`` and ``api_name`` set), its
+    identity (what keys its cached replies: provider, model and every setting that can change a reply) and
+    its prices (USD per million input and output tokens; None: unknown)."""
+
+    name: str
+    config: dict[str, Any]
+    identity: dict[str, Any]
+    price_input: float | None = None
+    price_output: float | None = None
+
+
+@runtime_checkable
+class Pool(Protocol):
+    """A judge pool as an evaluator asks it: its judges, the rubric they are asked with (the pool's own
+    prompt for a purpose, when it has one), and a judge's reply to a question."""
+
+    @property
+    def specs(self) -> Sequence[JudgeSpec]:
+        """The pool's judges, in order."""
+        ...
+
+    def rubric(self, rubric: Rubric) -> Rubric:
+        """The rubric the judges are asked with."""
+        ...
+
+    async def ask(self, spec: JudgeSpec, question: Question, attempt: int, *, cached_only: bool = False) -> str | None:
+        """The judge's reply to a question (attempt 1, 2, ...): cached, else asked (None instead with
+        `cached_only`); JudgeFailure when the API keeps failing."""
+        ...
 
 
 _PUBLISHED_BOXED = re.compile(r"\\boxed\{\s*([^}]+)\s*\}")
@@ -191,7 +225,7 @@ def json_object(text: str) -> dict[str, Any]:
     raise ValueError(f"no JSON object in {body[:80]!r}")
 
 
-async def first_answer(pool: Any, spec: Any, question: Question, attempts: int,
+async def first_answer(pool: Pool, spec: JudgeSpec, question: Question, attempts: int,
                        parse: Callable[[str], T]) -> T:
     """The first reply of a judge that `parse` accepts (it raises ValueError on the others).
 

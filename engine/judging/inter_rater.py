@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from engine.evaluators.base import mean_or_none
+from engine.judging.reducers import mean_or_none
 
 Level = Literal["interval", "nominal"]
 LEVELS: tuple[str, ...] = ("interval", "nominal")

@@ -7,7 +7,7 @@ judge that failed as many fresh attempts). Task Completion (0-10) is divided by 
 and metric the judges' scores are sorted, the lowest and the highest dropped when there are three or
 more, and the rest averaged (the reducer ``trimmed_mean``). A task where some judge still fails is not
 scored: it is reported, never zero-filled, and a rerun tries it again. The judges' agreement per metric
-is taken at the interval level (engine.evaluators._agreement).
+is taken at the interval level (engine.judging.inter_rater).
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import Trajectory, contained_path
-from engine.evaluators._agreement import agreement, judges_matrix
-from engine.evaluators._judging import JudgeFailure, Question, first_answer, parse_score
-from engine.evaluators._prompts import (
+from engine.judging.inter_rater import agreement, judges_matrix
+from engine.judging.prompts import (
     COMPLETION,
     GROUNDING,
     INFORMATION_GROUNDING,
@@ -28,10 +27,11 @@ from engine.evaluators._prompts import (
     completion_payload,
     grounding_payload,
 )
-from engine.evaluators._reducers import reducer
+from engine.judging.questions import JudgeFailure, Question, first_answer, parse_score
+from engine.judging.reducers import reducer
 
-REDUCER = "trimmed_mean"
-"""How the judges' scores of a task and metric become one (engine.evaluators._reducers)."""
+M3_REDUCER = "trimmed_mean"
+"""How the judges' scores of a task and metric become one (engine.judging.reducers)."""
 
 
 async def judge_score(pool: Any, spec: Any, question: Question, attempts: int) -> float:
@@ -75,7 +75,7 @@ def task_questions(reference: Trajectory, prediction: Trajectory, max_result_cha
 
 
 def _scored(specs: list[Any], scores: list[float]) -> dict[str, Any]:
-    return {"final": reducer(REDUCER)(scores),
+    return {"final": reducer(M3_REDUCER)(scores),
             "judges": [{"name": s.identity["model"], "score": v} for s, v in zip(specs, scores)]}
 
 

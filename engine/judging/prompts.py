@@ -1,5 +1,5 @@
 """The judges' prompts, versioned (a rubric, its reply parsing and the judging helpers are
-engine.evaluators._judging's).
+engine.judging.questions's).
 
 A rubric's version is part of every cached reply's key: change a prompt's text, change its version,
 and the replies to the old text are no longer used.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.evaluators._judging import Rubric
+from engine.judging.questions import Rubric
 
 TASK_COMPLETION = "task_completion"
 INFORMATION_GROUNDING = "information_grounding"

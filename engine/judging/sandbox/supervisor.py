@@ -1,9 +1,9 @@
-"""The first process of a contained check (started by `engine.evaluators._check_runner`, inside the
+"""The first process of a contained check (started by `engine.judging.sandbox.runner`, inside the
 bubblewrap sandbox when there is one): it runs the check's command under its resource limits, stops it
 at the time limit or when its files go over their size limit, kills every process the command left
 behind, and reports on a file descriptor.
 
-    python -I -S _check_supervisor.py TIMEOUT MEMORY FILE_SIZE DISK REPORT_FD STAGE RESULT COMMAND...
+    python -I -S supervisor.py TIMEOUT MEMORY FILE_SIZE DISK REPORT_FD STAGE RESULT COMMAND...
 
 Its working folder is the check's scratch folder. TIMEOUT in seconds, counted from this process's start
 (the staging copy below is part of it); MEMORY, FILE_SIZE, DISK and RESULT in bytes, ``-`` for no

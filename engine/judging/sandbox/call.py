@@ -1,6 +1,6 @@
 """Calls one task's check module (run by `engine.evaluators.verifiers` through the check runner).
 
-    python _check_call.py INPUT.json RESULT_FD [WORKSPACE]
+    python call.py INPUT.json RESULT_FD [WORKSPACE]
 
 INPUT holds ``module`` (the check file), ``trajectory`` and ``tool_log``; WORKSPACE is the folder the
 check gets (the runner's copy of the task's workspace; absent: None). The module's

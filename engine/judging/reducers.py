@@ -15,9 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from engine.evaluators.base import mean
-
 T = TypeVar("T")
+
+
+def mean(values: Sequence[float]) -> float:
+    """The plain mean, summed in order as the published scripts sum (sum / count)."""
+    return float(sum(values)) / len(values)
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """The plain mean, or None for no values."""
+    return mean(values) if values else None
 
 
 def trimmed_mean(values: Sequence[float]) -> float:
