@@ -7,13 +7,14 @@ leads to a file, and to a heading of it when it names one.
 How a command runs: in a shell (`bash -c`, one command at a time, in the block's order) whose working
 directory is a scratch folder holding a link to each top-level entry of the repository (so
 `scripts/...`, `conf/`, `rollout/...` resolve as in a clone, and what a command writes to the
-working directory, `results/` say, lands in the scratch folder); `/tmp/` in a command is replaced by a
-scratch folder of the module, so `results_dir=/tmp/m3` writes there; HOME, TMPDIR and M3BENCH_HOME
-are scratch folders too, the embedding cache is the session's, and `python` is this interpreter's: a
-`python SCRIPT.py ...` command runs as a process forked from one that has imported the project once
-(tests/preloaded.py), with the command's arguments, directory, environment and streams, so that it pays
-no start-up time; any other `python` command line runs the interpreter itself.
-One scored demo run (`/tmp/demo`) serves every block that reads it: the scoring page's block makes it,
+working directory, `results/` say, lands in the scratch folder); OUT, the folder the examples write
+under (`results_dir=${OUT:-runs}/m3`), is a scratch folder of the module, and so is `/tmp/`, replaced in
+a command; HOME, TMPDIR and M3BENCH_HOME are scratch folders too, the embedding cache is the session's,
+and `python` is this interpreter's: a `python SCRIPT.py ...` command runs as a process forked from one
+that has imported the project once (tests/preloaded.py), with the command's arguments, directory,
+environment and streams, so that it pays no start-up time; any other `python` command line runs the
+interpreter itself.
+One scored demo run (`${OUT:-runs}/demo`) serves every block that reads it: the scoring page's block makes it,
 or the `demo_run` fixture when that block did not run first."""
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from preloaded import preloaded
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "rollout" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"^<!-- runnable( slow)? -->$")
-DEMO_RUN = "python scripts/score.py output_dir=/tmp/demo"
+DEMO = "${OUT:-runs}/demo"
+DEMO_RUN = f"python scripts/score.py output_dir={DEMO}"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -96,11 +98,11 @@ def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> 
     for folder in (work, tmp, base / "home", base / "tmpdir", base / "m3home"):
         folder.mkdir()
     for entry in ROOT.iterdir():
-        if not entry.name.startswith(".") and entry.name not in ("results", "__pycache__"):
+        if not entry.name.startswith(".") and entry.name not in ("results", "runs", "__pycache__"):
             (work / entry.name).symlink_to(entry)
     env = {k: v for k, v in os.environ.items() if not k.startswith("M3BENCH_")}
     shim = preloaded().python_shim(base / "bin")
-    env.update(HOME=str(base / "home"), TMPDIR=str(base / "tmpdir"), M3BENCH_HOME=str(base / "m3home"),
+    env.update(HOME=str(base / "home"), TMPDIR=str(base / "tmpdir"), M3BENCH_HOME=str(base / "m3home"), OUT=str(tmp),
                M3BENCH_CACHE=str(embedding_cache), PYTHONPATH=str(ROOT),
                PATH=os.pathsep.join([str(shim), str(Path(sys.executable).parent), env.get("PATH", "")]))
     if "M3BENCH_SHARED" in os.environ:
@@ -109,7 +111,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory, embedding_cache: Path) -> 
 
 
 def run_command(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
-    """One command as written, /tmp/ standing for the scratch folder."""
+    """One command as written, /tmp/ standing for the scratch folder (as OUT does)."""
     work, tmp, env = scratch
     return subprocess.run(["bash", "-c", command.replace("/tmp/", f"{tmp}/")], cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -117,7 +119,7 @@ def run_command(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def demo_run(scratch: Scratch) -> Path:
-    """The scored demo (`/tmp/demo`) a block reads without making it: the one the scoring page's block
+    """The scored demo (`${OUT:-runs}/demo`) a block reads without making it: the one the scoring page's block
     made when it ran first, else made here, once."""
     run = scratch[1] / "demo"
     if not (run / "leaderboard.md").is_file():
@@ -159,7 +161,7 @@ def test_offline_blocks_are_marked_runnable(page: Path) -> None:
 def test_documented_block_runs(block: Block, scratch: Scratch,
                                 request: pytest.FixtureRequest) -> None:
     """Every command of the block exits 0, in order."""
-    if any("/tmp/demo " in f"{c} " for c in block.commands) and DEMO_RUN not in block.commands:
+    if any(f"{DEMO} " in f"{c} " for c in block.commands) and DEMO_RUN not in block.commands:
         request.getfixturevalue("demo_run")
     for command in block.commands:
         proc = run_command(command, scratch)
@@ -225,3 +227,41 @@ def test_rollout_help_and_readme_say_the_same_exit_status() -> None:
                  "that outlived its retries, say; run the same command again to retry just those), 2 for bad input",
                  "130 when interrupted"):
         assert said in footer and said in readme, said
+
+
+def fenced_bash(page: Path) -> list[tuple[int, str]]:
+    """The lines of a page's ```bash blocks, with their line numbers."""
+    found, inside = [], False
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip() in ("```bash", "```"):
+            inside = line.strip() == "```bash"
+        elif inside:
+            found.append((number, line))
+    return found
+
+
+def test_the_readme_s_set_up_commands_are_the_ones_ci_runs() -> None:
+    """The README's install and test commands, as written there, are the ones .ci/run runs."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    setup = [line for _, line in fenced_bash(ROOT / "README.md") if line.startswith(("python3 -m venv", ". .venv"))]
+    install = 'python -m pip install "torch==2.13.0" -e ".[test]"'
+    tests = "python -m pytest -q -n auto --dist loadfile"
+    assert len(setup) == 2, setup
+    assert setup[0].endswith(f"&& {install} && python scripts/score.py") and setup[1].endswith(f"&& {tests}"), setup
+    assert f"python -m pip install -q {install[len('python -m pip install '):]}" in ci and ci.rstrip().endswith(tests)
+
+
+def test_examples_write_under_a_folder_the_user_chooses() -> None:
+    """No example of the pages writes to a fixed /tmp/ folder, which two people on one machine would share."""
+    fixed = [f"{page.relative_to(ROOT)}:{number}" for page in PAGES for number, line in fenced_bash(page)
+             if "/tmp/" in line]
+    assert not fixed, fixed
+
+
+def test_the_configuration_page_names_every_console_script() -> None:
+    """Each console script of pyproject.toml's [project.scripts] is among configuration.md's commands."""
+    section = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[project.scripts]")[1].split("\n[")[0]
+    scripts = re.findall(r"^(m3bench-[a-z]+) =", section, re.MULTILINE)
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    listed = page[page.index("Installed console commands:"):].split("(the same apps")[0]
+    assert len(scripts) >= 7 and [s for s in scripts if f"`{s}`" not in listed] == []
