@@ -7,8 +7,9 @@ from pathlib import Path
 
 from engine.align import match
 from engine.contract import ConfigError, atomic_write_csv, atomic_write_json
+from engine.contract.progress import track
 from engine.metrics import TaskScores, aggregate, match_structure, task_scores
-from engine.pipeline import PreparedSweep, progress_bar, selected_samples
+from engine.pipeline import PreparedSweep, selected_samples
 from engine.thresholds import Thresholds
 
 GRID_FILES = ("threshold_grid.json", "threshold_grid.csv")
@@ -28,7 +29,7 @@ def threshold_grid(prepared: PreparedSweep, tau_weak_grid: list[float], tau_stro
     grid = [[Thresholds(w, s) for s in tau_strong_grid] for w in tau_weak_grid]  # checked first
     if not tau_strong_grid:
         raise ConfigError("the threshold grid needs at least one tau_strong")
-    for points in progress_bar(grid, "threshold grid", progress, unit="tau_weak"):
+    for points in track(grid, "threshold grid", progress, unit="tau_weak"):
         tau_weak = points[0].tau_weak
         with prepared.kernel_stage("align"):
             matches = match(prepared.candidates, tau_weak)

@@ -14,6 +14,7 @@ import torch
 
 from engine.align import Candidates, Matches, candidate_pairs, match
 from engine.contract import TrajectoryFile, read_trajectories, scorable
+from engine.contract.progress import track
 from engine.encode import EmbeddingStats, embed_distinct
 from engine.encoders import SAVE_EVERY, TextEncoder
 from engine.judge_results import Joined, JoinedFiles, load_joined
@@ -107,16 +108,6 @@ def selected_samples(tables: SweepTables, scores: TaskScores, file_index: int, s
                           tables.samples_of(file_index), check_select(settings.select, settings.profile))
 
 
-def progress_bar(items: list, label: str, show: bool, unit: str = "file") -> list | Iterator:
-    """items, wrapped in a tqdm progress bar when show is true; the bar appears only once the stage has
-    taken a second (a few small files show none)."""
-    if not show:
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=label, unit=unit, delay=1.0)
-
-
 def embed_tables(tables: SweepTables, settings: ScoreSettings, device: torch.device
                  ) -> tuple[np.ndarray, EmbeddingStats]:
     """Embeddings of the sweep's distinct texts (cached on disk when a cache_dir is set)."""
@@ -139,7 +130,7 @@ def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: Sequence[str | P
         many = settings.progress and len(pred_paths) > 4
         # tasks lost to the infrastructure are reported apart, not scored (a rerun retries them)
         preds = [scorable(read_trajectories(p, lenient=True, parse_strings=settings.parse_string_arguments))
-                 for p in progress_bar(list(pred_paths), "load", many)]
+                 for p in track(list(pred_paths), "load", many)]
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile, alternatives)
     with timer.stage("embed"):
@@ -211,7 +202,7 @@ def write_sweep(result: SweepScores, dirs: list[Path], names: Sequence[str | Non
     joined = joined if joined is not None else load_sweep_joined(result, judges)
     aggregates = []
     items = list(enumerate(zip(result.preds, dirs)))
-    for f, (pred, directory) in progress_bar(items, "write", s.progress and len(items) > 4):
+    for f, (pred, directory) in track(items, "write", s.progress and len(items) > 4):
         meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": th.tau_weak,
                 "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
         if len(result.references) > 1:

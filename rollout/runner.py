@@ -60,6 +60,7 @@ from rollout.models.errors import LOOPBACK_DOWN, ModelError, loopback_down, on_l
 from rollout.models.registry import build_driver
 from rollout.output import ResultFile, dumps_record, list_text
 from rollout.record import CachedModel, RolloutCache
+from rollout.shard_report import merge_when_complete
 from rollout.shards import (
     PartPending,
     check_part,
@@ -235,16 +236,9 @@ def merge_run(cfg: Mapping[str, Any]) -> int:
 
 def _merge_if_complete(cfg: Mapping[str, Any], shard: Shard, tasks: list[Task], trial: int | None) -> None:
     """Merge the parts when every one is complete (this job finished last); say why not otherwise."""
-    try:
-        output = merge_parts(cfg, shard.count, tasks, trial)
-    except PartPending as exc:
-        log.info("not merged yet: %s", exc)
-        print(f"rollout: part {shard} done; the merge waits for the other parts")
-        return
-    except InputError as exc:
-        print(f"rollout: not merged: {exc}", file=sys.stderr)
-        return
-    print(f"rollout: every part is complete; {shard.count} part(s) merged -> {output}")
+    output = _path(cfg, "predictions")
+    merge_when_complete("rollout", shard, output, [part_path(_parts_dir(cfg), output, s) for s in shard.siblings()],
+                        lambda: merge_parts(cfg, shard.count, tasks, trial))
 
 
 def task_ids(data: Mapping[str, Any]) -> list[str] | None:
@@ -358,7 +352,7 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                     record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
                 return progress(task, await asyncio.to_thread(finish, run, record, calls))
 
-            with TaskBar(total, "rollout") as bar:
+            with TaskBar(len(tasks), "rollout", done=len(tasks) - total) as bar:
                 outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, bar.each(work))
             retries = model.driver.retries if model.driver is not None else 0
     print(_summary(outcomes, total, len(unreferenced), retries, output))
@@ -413,7 +407,7 @@ async def run_curation(cfg: Mapping[str, Any]) -> int:
                 log.info("curated %s: success=%s accepted=%s", run.id, verdict["success"], verdict["accepted"])
                 return True
 
-            with TaskBar(len(todo), "curate") as bar:
+            with TaskBar(len(runs), "curate", done=len(runs) - len(todo)) as bar:
                 outcomes = await bounded(todo, config_int(cfg, "concurrency", default=4), bar.each(work))
     accepted = sum(1 for r in verdicts.records() if r.get("accepted"))
     failed = outcomes.count(False)

@@ -11,7 +11,8 @@ part that is missing, lacks some of its tasks, or was made with other settings.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,9 @@ MERGE_WAIT_S = 120.0
 
 
 class PartPending(InputError):
-    """A part is missing or lacks some of its tasks: the merge waits for its shard."""
+    """A part is missing or lacks some of its tasks (`lacking` of them): the merge waits for its shard."""
+
+    lacking = 0
 
 
 def part_path(parts_dir: Path, output: Path, shard: Shard) -> Path:
@@ -103,8 +106,43 @@ def missing_ids(path: Path, shard: Shard, have: Iterable[str], wanted: Iterable[
     """PartPending naming the part when it lacks some of the ids `wanted`."""
     lacking = sorted(set(wanted) - set(have))
     if lacking:
-        raise PartPending(path, f"part {shard} lacks {len(lacking)} of its tasks (e.g. {lacking[0]}): run "
-                          f"shard={shard} again to finish it", field="records")
+        pending = PartPending(path, f"part {shard} lacks {len(lacking)} of its tasks (e.g. {lacking[0]}): run "
+                              f"shard={shard} again to finish it", field="records")
+        pending.lacking = len(lacking)
+        raise pending
+
+
+def part_lock(path: Path) -> Path:
+    """The lock a run holds while it writes a part (rollout.output.ResultFile, hold_part): .<name>.lock beside it."""
+    return Path(path).with_name(f".{Path(path).name}.lock")
+
+
+def part_running(path: Path) -> bool:
+    """Whether a run is writing this part now (it holds the part's lock)."""
+    lock = part_lock(path)
+    if not lock.is_file():
+        return False
+    try:
+        with FileLock(str(lock), timeout=0):
+            return False
+    except Timeout:
+        return True
+
+
+@contextmanager
+def hold_part(path: Path) -> Iterator[None]:
+    """Hold a part's lock while writing it, so that a merge tells it is running; InputError when another run
+    holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(part_lock(path)))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise InputError(path, "another run is writing this part (its .lock is held)") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def write_merged(output: Path, text: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -133,13 +135,25 @@ def test_the_cache_identity_names_the_device() -> None:
     assert cpu != cuda == cuda0
 
 
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 @pytest.mark.parametrize("progress", [True, False])
-def test_encoding_past_the_delay_shows_its_progress(encoder: TextEncoder, progress: bool, monkeypatch,
-                                                    capsys) -> None:
-    """Any encoding that lasts past PROGRESS_DELAY shows a bar on stderr (here the delay is 0), whatever the
-    number of texts; none with progress off."""
+def test_encoding_past_the_delay_shows_its_progress_on_a_terminal(encoder: TextEncoder, progress: bool,
+                                                                  monkeypatch, tmp_path) -> None:
+    """Any encoding that lasts past PROGRESS_DELAY shows a bar on a terminal's stderr (here the delay is 0),
+    whatever the number of texts; none with progress off, and none into a redirected stderr (a log file)."""
     monkeypatch.setattr("engine.encoders.tokens.PROGRESS_DELAY", 0.0)
     monkeypatch.setattr(encoder, "progress", progress)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
     encoder.encode(["a call", "another call", "a third"])
-    err = capsys.readouterr().err
-    assert ("Encoding" in err and "3/3" in err) is progress
+    assert ("Encoding: 100%" in terminal.getvalue() and "3/3" in terminal.getvalue()) is progress
+    with (tmp_path / "err.log").open("w") as log_file:
+        monkeypatch.setattr(sys, "stderr", log_file)
+        encoder.encode(["a fourth call", "a fifth"])
+    assert (tmp_path / "err.log").read_text() == ""

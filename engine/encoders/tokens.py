@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from engine.contract.progress import PROGRESS_DELAY
+from engine.contract.progress import progress as progress_bar
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -191,8 +192,6 @@ def encode_batches(tokens: Tokens, batch_size: int, forward: Callable[[dict], An
     With `save`, the rows done so far and their vectors are handed to it every `every` seconds, at the
     end, and when the encoding stops early (Ctrl-C, an error), so that no finished batch is lost.
     """
-    from tqdm.auto import tqdm
-
     done: list[np.ndarray] = []  # rows encoded and not yet saved
     last = time.monotonic()
 
@@ -204,8 +203,7 @@ def encode_batches(tokens: Tokens, batch_size: int, forward: Callable[[dict], An
             done.clear()
         last = time.monotonic()
 
-    with tqdm(total=len(tokens.texts), desc="Encoding", unit="text", delay=PROGRESS_DELAY,
-              disable=not progress) as bar:
+    with progress_bar(len(tokens.texts), "Encoding", "text", progress, PROGRESS_DELAY) as bar:
         try:
             for rows in token_batches(tokens.lengths, batch_size, TOKEN_BUDGET, ties=tokens.ranks):
                 out.put(rows, forward(tokens.batch(rows)))

@@ -28,8 +28,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import sys
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +70,8 @@ from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
 from rollout.judges.shards import merge_verdicts, part_document, part_inputs
 from rollout.judges.verdicts import VerdictFile, judge_of
 from rollout.models.clients import bounded, quiet_client_loggers
-from rollout.shards import PartPending, part_path
+from rollout.shard_report import merge_when_complete
+from rollout.shards import hold_part, part_path
 
 log = logging.getLogger("judge")
 
@@ -256,7 +257,7 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
             if verdict.error is None:
                 store.write(usage, part)
 
-        with TaskBar(len(todo), stage.judged.name) as bar:
+        with TaskBar(len(store.order), stage.judged.name, done=len(store.order) - len(todo)) as bar:
             await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
         store.write(usage, part)
 
@@ -287,14 +288,9 @@ def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, s
 def merge_parts(judged: Evaluator, merged: Path, parts_dir: Path, shard: Shard, order: list[str],
                 meta: Mapping[str, Any], inputs: Any, stage: Stage) -> None:
     """Merge the shards' part files once every part is complete, saying so, or what it waits for."""
-    try:
-        merge_verdicts(judged, merged, parts_dir, shard.count, order, meta, inputs, stage.specs, stage.names)
-        print(f"{judged.name}: every part is complete; {shard.count} part(s) merged -> {merged}")
-    except PartPending as exc:
-        log.info("not merged yet: %s", exc)
-        print(f"{judged.name}: part {shard} done; the merge waits for the other parts")
-    except InputError as exc:
-        print(f"{judged.name}: not merged: {exc}", file=sys.stderr)
+    merge_when_complete(judged.name, shard, merged, [part_path(parts_dir, merged, s) for s in shard.siblings()],
+                        lambda: merge_verdicts(judged, merged, parts_dir, shard.count, order, meta, inputs,
+                                               stage.specs, stage.names))
 
 
 async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
@@ -330,7 +326,8 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         check_keys(stage.specs)
     part = (lambda document, extra, entries: part_document(document, inputs(shard), meta, extra, entries)
             ) if shard is not None else None
-    asked = await judge_tasks(cfg, stage, store, todo, keys, part)
+    with hold_part(output) if shard is not None else nullcontext():  # a merge sees the part running
+        asked = await judge_tasks(cfg, stage, store, todo, keys, part)
     report(judged, store, todo, asked, shard is not None, stage.refused)
     if shard is not None:
         merge_parts(judged, merged, parts_dir, shard, all_order, meta, inputs, stage)

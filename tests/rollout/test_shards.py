@@ -5,6 +5,7 @@ resumed, and parts made with other settings refused."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -22,8 +23,10 @@ from rollout.cli import compose_config
 from rollout.models.loopback import ScriptedChatServer
 from rollout.output import ResultFile
 from rollout.runner import _run_tasks, merge_parts, part_settings
+from rollout.runner import run as run_rollout
 from rollout.scripted import PlanPolicy
-from rollout.shards import part_path
+from rollout.shard_report import launcher_lines
+from rollout.shards import hold_part, part_path, part_running
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "rollout" / "demo"
@@ -72,8 +75,12 @@ def sharded_run(tmp_path: Path, launcher: str, lone: dict[str, bytes]) -> Path:
     through it, compared with the lone verdicts judged on the same predictions path."""
     results = tmp_path / "results"
     sweep = ["-m", "shard=0/3,1/3,2/3", f"hydra/launcher={launcher}", f"results_dir={results}"]
-    app("rollout", *sweep, *ROLLOUT, f"hydra.sweep.dir={tmp_path / 'sweep-rollout'}", cwd=tmp_path,
-        home=tmp_path / "home")
+    launched = app("rollout", *sweep, *ROLLOUT, f"hydra.sweep.dir={tmp_path / 'sweep-rollout'}", cwd=tmp_path,
+                   home=tmp_path / "home")
+    # the launching process hears the merge (submitit's jobs write into .submitit/), and no advice
+    said = launched.stdout + launched.stderr
+    assert f"rollout: every part is complete; 3 part(s) merged -> {results / PREDICTIONS}" in said, said
+    assert "again" not in said, said
     assert sorted(p.name for p in (results / "rollout" / "scripted" / "parts").glob("*.json")) == [
         f"scripted_test_mcp_fuzzy.shard{i}of3.json" for i in range(3)]
     assert (results / PREDICTIONS).read_bytes() == lone[PREDICTIONS]
@@ -82,8 +89,12 @@ def sharded_run(tmp_path: Path, launcher: str, lone: dict[str, bytes]) -> Path:
     expected = {name: (results / name).read_bytes() for name in VERDICTS}
     for name in VERDICTS:
         (results / name).unlink()
-    app("judge", *sweep, *JUDGE, f"hydra.sweep.dir={tmp_path / 'sweep-judge'}", cwd=tmp_path,
-        home=tmp_path / "home-shards")
+    launched = app("judge", *sweep, *JUDGE, f"hydra.sweep.dir={tmp_path / 'sweep-judge'}", cwd=tmp_path,
+                   home=tmp_path / "home-shards")
+    said = launched.stdout + launched.stderr
+    for name, judged in zip(VERDICTS, ("m3_judges", "call_outcomes")):
+        assert f"{judged}: every part is complete; 3 part(s) merged -> {results / name}" in said, said
+    assert "again" not in said, said
     for name in VERDICTS:
         assert (results / name).read_bytes() == expected[name], name
     return results
@@ -162,6 +173,63 @@ def test_killed_shard_rerun_redoes_only_its_missing_tasks(tmp_path: Path) -> Non
     assert set(asked) == set(mine) - set(done), "the rerun asked the model about exactly the missing tasks"
     assert sorted(r["id"] for r in json.loads(part.read_text())["records"]) == mine
     assert not (results / PREDICTIONS).exists(), "shard 1/2 has not run: nothing is merged"
+
+
+def test_a_part_still_running_gets_no_advice_a_stopped_one_does(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Shard 0/2 ends while a run of shard 1/2 still writes its part (holds its lock, no task done yet): the
+    merge waits for part 1/2, running, and nothing advises running it again; once that run has stopped short
+    of its tasks, a rerun of shard 0/2 (nothing left to do) says to run shard 1/2 again."""
+    caplog.set_level(logging.INFO)
+    cfg = compose_config([*ROLLOUT, f"results_dir={tmp_path}", "shard=0/2"])
+    tasks, _ = _run_tasks(cfg)
+    other = Shard(1, 2)
+    theirs = {t.id: t.index for t in tasks if other.owns(t.id)}
+    path = part_path(Path(cfg["parts_dir"]), Path(cfg["predictions"]), other)
+    with ResultFile(path, theirs, part_settings(cfg, other, None), other) as running:
+        running.save()  # as a run of shard 1/2 does when it starts
+        assert part_running(path)
+        assert run_rollout(cfg) == 0
+    said = capsys.readouterr()
+    assert "rollout: part 0/2 done; the merge waits for part 1/2 (running); the last part to end merges\n" \
+        in said.out, said.out
+    assert "again" not in said.out + said.err + caplog.text
+    assert not part_running(path)
+    assert run_rollout(compose_config([*ROLLOUT, f"results_dir={tmp_path}", "shard=0/2"])) == 0
+    said = capsys.readouterr()
+    assert f"the merge waits for part 1/2 (stopped with {len(theirs)} of its tasks missing: run shard=1/2 again " \
+        "to finish it)" in said.out, said.out
+    assert not (tmp_path / PREDICTIONS).exists()
+
+
+def test_the_launcher_says_the_merge_once_and_advises_only_parts_not_running(tmp_path: Path) -> None:
+    """The launcher's lines from its shard jobs' records: a merge line its terminal has not seen (a job writing
+    elsewhere, as submitit's do), none when it has; with nothing merged, the parts to run again (stopped,
+    never run, or ended without merging) and not one still running."""
+    parts = [tmp_path / f"p.shard{i}of4.json" for i in range(4)]
+    for path in parts[:3]:
+        path.write_text("{}")
+
+    def record(shard: str, merged: bool, stream: list[int] | None, when: float, waits: list[dict]) -> dict:
+        line = "rollout: every part is complete; 4 part(s) merged -> out.json" if merged else "waiting"
+        return {"app": "rollout", "shard": shard, "output": "out.json", "parts": [str(p) for p in parts],
+                "merged": merged, "line": line, "waits_for": waits, "stream": stream, "time": when}
+
+    seen = {"stdout": [1, 2], "stderr": [1, 3]}
+    elsewhere = [record("0/4", False, [9, 9], 1.0, []), record("1/4", True, [9, 8], 2.0, [])]
+    assert launcher_lines(elsewhere, seen) == ["rollout: every part is complete; 4 part(s) merged -> out.json"]
+    assert launcher_lines([record("1/4", True, [1, 2], 2.0, [])], seen) == []
+    waits = [{"shard": "1/4", "state": "running"}, {"shard": "2/4", "state": "stopped", "lacking": 2},
+             {"shard": "3/4", "state": "missing"}]
+    with hold_part(parts[1]):  # part 1/4 still written by a run outside this multirun
+        lines = launcher_lines([record("0/4", False, [1, 2], 1.0, waits[:1]), record("0/4", False, [1, 2], 3.0, waits)],
+                               seen)
+    assert lines == ["rollout: not merged -> out.json: the multirun has ended; the merge waits for part 1/4 "
+                     "(running), part 2/4 (stopped with 2 of its tasks missing: run shard=2/4 again to finish it), "
+                     "part 3/4 (not run: run shard=3/4 with the same settings); the last part to end merges"]
+    assert launcher_lines([record("0/4", False, None, 3.0, waits[:1])], seen) == [
+        "rollout: not merged -> out.json: the multirun has ended; the merge waits for part 1/4 (ended without "
+        "merging: run shard=1/4 again; it runs only its missing tasks)"]
 
 
 def two_parts(tmp_path: Path) -> tuple[dict, list, list[Path]]:
