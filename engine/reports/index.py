@@ -51,7 +51,7 @@ def run_entry(run_dir: Path) -> dict[str, Any]:
             "average_score": {r.name: scores.get(r.name) for r in results}}
 
 
-def entry_problem(entry: Any) -> str | None:
+def entry_problem(entry: object) -> str | None:
     """Why an index entry is not one `run_entry` writes (None when it is): an object with a 'run' folder,
     'models' a list of names, 'time' text, 'settings' an object, 'average_score' an object of numbers."""
     if not isinstance(entry, dict):

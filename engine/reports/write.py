@@ -85,7 +85,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_text(out / name, content)
         written.append(out / name)
 
-    def obj(name: str, content: Any) -> None:
+    def obj(name: str, content: object) -> None:
         atomic_write_json(out / name, content)
         written.append(out / name)
 
