@@ -14,7 +14,7 @@ import logging
 import numbers
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from filelock import FileLock, Timeout
 
@@ -34,11 +34,25 @@ LOCK_WAIT_S = 60.0
 log = logging.getLogger(__name__)
 
 
+class _Run(TypedDict):
+    run: str
+
+
+class IndexEntry(_Run, total=False):
+    """One run of index.json (`run_entry` writes every key; a hand-edited entry may lack the others, and
+    `entry_problem` says when one is not such an entry)."""
+
+    time: str | None
+    models: list[str] | None
+    settings: dict[str, object] | None
+    average_score: dict[str, float | None] | None
+
+
 class IndexBusy(InputError):
     """The index's lock stayed held for LOCK_WAIT_S: the run is not added."""
 
 
-def run_entry(run_dir: Path) -> dict[str, Any]:
+def run_entry(run_dir: Path) -> IndexEntry:
     """The index entry of a finished scoring run: its folder, the time, its models with their Average
     Score, and its compared settings (engine.reports.groups)."""
     run_dir = Path(run_dir).resolve()
@@ -82,7 +96,7 @@ def _entries(path: Path) -> list[Any]:
     return entries
 
 
-def read_index(index_dir: Path) -> list[dict[str, Any]]:
+def read_index(index_dir: Path) -> list[IndexEntry]:
     """The entries of index_dir/index.json (none when there is no index; InputError when it is not a list);
     an entry that is not one the index writes (entry_problem) is skipped with a warning naming it."""
     path = Path(index_dir) / INDEX_FILE
@@ -96,7 +110,7 @@ def read_index(index_dir: Path) -> list[dict[str, Any]]:
     return good
 
 
-def append_run(index_dir: Path, entry: dict[str, Any]) -> Path:
+def append_run(index_dir: Path, entry: IndexEntry) -> Path:
     """Add (or replace, for the same run folder) one entry of index_dir/index.json, keeping the others as
     they are (those it cannot read too); returns its path. IndexBusy when the index's lock stays held for
     LOCK_WAIT_S."""
@@ -117,7 +131,7 @@ def append_run(index_dir: Path, entry: dict[str, Any]) -> Path:
     return index_dir / INDEX_FILE
 
 
-def index_table(entries: list[dict[str, Any]]) -> Table:
+def index_table(entries: list[IndexEntry]) -> Table:
     """One row per run and model: run folder, time, model, Average Score, the compared settings, and the
     run's viewer site when built."""
     rows = []
