@@ -4,7 +4,6 @@ and plots."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
@@ -143,7 +142,7 @@ def pivot_table(groups: list[Group], boards: list[Table], run_dir: Path, metric:
     group keeps its full name."""
     columns = differing(groups)
     labels = [", ".join(f"{key} {group.settings[key]}" for key in columns) or group.digest for group in groups]
-    cells: dict[str, dict[int, Any]] = {}
+    cells: dict[str, dict[int, object]] = {}
     for i, (group, board) in enumerate(zip(groups, boards)):
         names = {r.name: own_name(r, run_dir) for r in group.results}
         counts: dict[str, int] = {}
