@@ -102,14 +102,6 @@ def host_assignment(blocks: np.ndarray) -> np.ndarray:
     return assigned[inverse.reshape(-1)]
 
 
-def batch_assignment(cost: torch.Tensor) -> torch.Tensor:
-    """Column assigned to each row of each (rows, cols) problem of `cost` (-1 for none), as SciPy's
-    ``linear_sum_assignment`` assigns it: SciPy itself on CPU, torch-linear-assignment on CUDA."""
-    if cost.device.type == "cuda":
-        return _device_assignment(cost)
-    return torch.from_numpy(host_assignment(cost.numpy()))
-
-
 def bucket_costs(similarity: torch.Tensor, tau_weak: float) -> torch.Tensor:
     """Float64 cost of every pair: 1 - S, or the penalty where S < tau_weak."""
     s = similarity.to(torch.float64)

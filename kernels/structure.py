@@ -64,7 +64,8 @@ def step_matrices(gt_step: np.ndarray, pred_step: np.ndarray, similarity: np.nda
     return StepMatrices(counts, weights)
 
 
-def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int, width: int):
+def _compress(sample: torch.Tensor, step: torch.Tensor, num_samples: int,
+              width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Dense ids of distinct (sample, step) pairs, their count per sample and first id.
 
     Ids follow (sample, step) order; every step is below `width`. A presence table is used

@@ -42,42 +42,31 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
-import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import bench_history  # noqa: E402
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from bench_align import bench_align  # noqa: E402
+from bench_gpu import gpu_report  # noqa: E402
+from bench_process import score_command, spread, timed, timings_line, write_json  # noqa: E402
+from bench_stats import bench_stats  # noqa: E402
 
-from engine.align import candidate_pairs, match  # noqa: E402
-from engine.contract import TrajectoryFile, parse_trajectories, read_trajectories  # noqa: E402
-from engine.encode import embed_distinct  # noqa: E402
+from engine.contract import read_trajectories  # noqa: E402
 from engine.encoders import TextEncoder  # noqa: E402
-from engine.metrics import task_scores  # noqa: E402
 from engine.pipeline import ScoreSettings  # noqa: E402
 from engine.serialize import flatten_sweep  # noqa: E402
-from engine.synthetic import demo_models, make_reference, perturb, scale_predictions  # noqa: E402
+from engine.synthetic import demo_models, make_reference, perturb  # noqa: E402
 from engine.thresholds import Thresholds  # noqa: E402
 from engine.trials import trial_path  # noqa: E402
 from kernels.device import resolve_device  # noqa: E402
-
-
-def peak_rss_gb() -> float:
-    """Peak resident set size of this process in GiB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)
-
 
 ENCODER_ALONE = """
 import json, sys, time
@@ -96,32 +85,6 @@ ours = time.perf_counter()
 engine.encode(texts)
 print(f"{loaded - start:.3f} {library - loaded:.3f} {time.perf_counter() - ours:.3f}")
 """
-
-
-def score_command(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds, out: Path,
-                  *overrides: str) -> list[str]:
-    """The scoring process of the benchmark's files (reports off unless an override turns them on)."""
-    preds = "[" + ",".join(str(Path(p).resolve()) for p in args.predictions) + "]"
-    return [sys.executable, str(ROOT / "scripts" / "score.py"), f"data.gt={Path(args.gt).resolve()}",
-            f"sweep.predictions={preds}", f"output_dir={out}", f"encoder.cache_dir={settings.cache_dir}",
-            f"device={settings.device}", f"align.tau_weak={thresholds.tau_weak}",
-            f"align.tau_strong={thresholds.tau_strong}", f"metrics.profile={settings.profile}",
-            f"encoder.backend={settings.encoder_backend}", "reports=false", "progress=false", *overrides]
-
-
-def timed(command: list[str]) -> tuple[float, str]:
-    """Wall seconds of a whole process and its stdout; exits with its stderr if it fails."""
-    start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if proc.returncode:
-        sys.exit(proc.stderr)
-    return seconds, proc.stdout
-
-
-def spread(values: list[float]) -> str:
-    """min / median / max of a list of seconds."""
-    return f"min {min(values):.3f} s, median {statistics.median(values):.3f} s, max {max(values):.3f} s"
 
 
 def chosen_backend(out: Path) -> str:
@@ -177,7 +140,7 @@ def bench_cold(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
             seconds, out = timed(score_command(args, cold, thresholds, Path(tmp) / f"out{round_}"))
             scoring.append(round(seconds, 3))
             backends.append(chosen_backend(Path(tmp) / f"out{round_}"))
-            stages = next(line for line in out.splitlines() if line.startswith("texts:"))
+            stages = timings_line(out)
             embeds.append(float(stages.split("embed ")[1].split("s")[0]))
             print(f"round {round_ + 1}: scoring process {seconds:.3f} s ({backends[-1]})   {stages}")
             if args.skip_encoder:
@@ -226,108 +189,6 @@ def bench_warm(args: argparse.Namespace, settings: ScoreSettings, thresholds: Th
             "grid_points": len(args.grid.split(","))}
 
 
-def bench_stats(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
-    """The statistics step against a warm scoring pass: --rounds alternating warm processes of the sweep with
-    stats=off and with stats=on (reports off); the step's time is the `stats` stage the second one prints."""
-    with tempfile.TemporaryDirectory() as tmp:
-        if not args.predictions:
-            args.gt = args.gt or str(ROOT.parent / "shared" / "data" / "m3bench" / "test_mcp_GT.json")
-            if not Path(args.gt).is_file():
-                sys.exit(f"no reference at {args.gt}: give --gt GT.json (the published M3-Bench reference)")
-            reference = json.loads(Path(args.gt).read_text(encoding="utf-8"))
-            profiles = list(demo_models().values())
-            args.predictions = [write_json(Path(tmp) / f"model{m:02d}.json",
-                                           perturb(reference, profiles[m % len(profiles)], seed=m))
-                                for m in range(args.models)]
-        timed(score_command(args, settings, thresholds, Path(tmp) / "fill", "stats=off"))
-        plain, stages, step = [], [], []
-        for round_ in range(args.rounds):
-            seconds, out = timed(score_command(args, settings, thresholds, Path(tmp) / f"off{round_}", "stats=off"))
-            plain.append(seconds)
-            stages.append(sum(float(part.split()[-1].rstrip("s")) for part in _stage_line(out).split(": ", 1)[1]
-                              .split(", ")))
-            _, out = timed(score_command(args, settings, thresholds, Path(tmp) / f"on{round_}", "stats=on"))
-            step.append(float(_stage_line(out).split(" stats ")[1].split("s")[0]))
-            print(f"round {round_ + 1}: warm scoring pass {plain[-1]:.3f} s (its stages, load to write, "
-                  f"{stages[-1]:.3f} s), statistics step {step[-1]:.3f} s ({step[-1] / plain[-1]:.3f}x)", flush=True)
-    n = len(args.predictions)
-    print(f"{n} models, {n * (n - 1) // 2} pairs, 10000 resamples, device {settings.device}: warm scoring pass "
-          f"{spread(plain)}; its stages {spread(stages)}; statistics step {spread(step)}")
-    print(f"ratio statistics step / warm scoring pass: {statistics.median(step) / statistics.median(plain):.3f} "
-          f"(median), {min(s / p for s, p in zip(step, plain)):.3f}-{max(s / p for s, p in zip(step, plain)):.3f} "
-          f"(per round); target <= 0.25. Against the scoring stages alone: "
-          f"{statistics.median(step) / statistics.median(stages):.3f} (median)")
-    return {"models": n, "pairs": n * (n - 1) // 2, "warm_pass_s": [round(v, 3) for v in plain],
-            "warm_stages_s": [round(v, 3) for v in stages], "stats_step_s": [round(v, 3) for v in step],
-            "ratio_median": round(statistics.median(step) / statistics.median(plain), 4)}
-
-
-def _stage_line(out: str) -> str:
-    """The `stages:` part of the line a scoring process ends its timings with."""
-    return next(line for line in out.splitlines() if line.startswith("texts:")).split("; ", 1)[1]
-
-
-def pseudo_embeddings(texts: list[str], dim: int = 384) -> np.ndarray:
-    """Deterministic text-seeded vectors (a shared direction plus noise), for sweeps too big to encode here."""
-    out = np.empty((len(texts), dim), dtype=np.float32)
-    for i, text in enumerate(texts):
-        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-        out[i] = np.random.default_rng(seed).standard_normal(dim, dtype=np.float32)
-    out[:, 0] += 2.0 * np.sqrt(dim) / 4
-    return out
-
-
-def sweep_files(args: argparse.Namespace) -> tuple[TrajectoryFile, list[TrajectoryFile]]:
-    """The GT and prediction files of an align benchmark: replicated files or a synthetic sweep."""
-    if args.synthetic:
-        reference = make_reference(args.tasks, seed=0)
-        gt = parse_trajectories(Path("reference.json"), reference)
-        preds = [parse_trajectories(Path(f"synthetic_{k}.json"), tasks)
-                 for k, tasks in enumerate(scale_predictions(reference, args.synthetic, seed=1))]
-        return gt, preds
-    gt = read_trajectories(args.gt)
-    preds = [read_trajectories(p, lenient=True) for p in args.predictions]
-    return gt, [dataclasses.replace(p, path=p.path.with_name(f"{p.path.stem}_{k}.json"))
-                for k in range(args.replicate) for p in preds]
-
-
-def bench_align(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
-    """Align + metrics throughput on replicated prediction files or a synthetic sweep; the figures."""
-    device = resolve_device(settings.device)
-    gt, preds = sweep_files(args)
-    tables = flatten_sweep(gt, preds, settings.profile)
-    if args.pseudo_embeddings:
-        embeddings = pseudo_embeddings(tables.texts)
-    else:
-        embeddings, _ = embed_distinct(tables.texts, TextEncoder(settings.encoder_model, device=str(device)),
-                                       settings.cache_dir)
-    calls = len(tables.pred_sample)
-    best = float("inf")
-    for _ in range(args.repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        candidates = candidate_pairs(tables, embeddings, device)
-        matches = match(candidates, thresholds.tau_weak)
-        task_scores(tables, matches, thresholds.tau_strong, settings.profile)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    print(f"align+metrics: {calls} predicted calls, {candidates.buckets.num_pairs} pairs, "
-          f"{tables.num_samples} samples, {len(tables.texts)} distinct texts in {best:.3f} s "
-          f"(best of {args.repeats}) = {calls / best:,.0f} calls/s on {device}; "
-          f"peak RSS of the process {peak_rss_gb():.2f} GiB")
-    return {"predicted_calls": calls, "pairs": int(candidates.buckets.num_pairs),
-            "align_metrics_best_s": round(best, 4), "calls_per_s": round(calls / best),
-            "peak_rss_gib": round(peak_rss_gb(), 3)}
-
-
-def write_json(path: Path, value: object) -> Path:
-    """Write a JSON file and return its path."""
-    path.write_text(json.dumps(value))
-    return path
-
-
 def repeat_files(root: Path, tasks: int, models: int, trials: int, references: int) -> tuple[list[Path], list[str]]:
     """Under root: a generated reference (gt.json) and `references` - 1 mild variants of it (gt_alt<r>.json),
     and for each of `models` models (the demo's error profiles in turn) `trials` trial files
@@ -369,7 +230,7 @@ def bench_repeats(args: argparse.Namespace, settings: ScoreSettings) -> dict:
             gts, names = repeat_files(root, args.tasks_per_model, args.models, trials, references)
             cold = dataclasses.replace(settings, cache_dir=f"{tmp}/cache_{case}")
             seconds, out = timed(repeat_command(root, gts, names, cold, Path(tmp) / f"cold_{case}"))
-            stages = next(line for line in out.splitlines() if line.startswith("texts:"))
+            stages = timings_line(out)
             embed = float(stages.split("embed ")[1].split("s")[0])
             warm = [timed(repeat_command(root, gts, names, cold, Path(tmp) / f"warm_{case}{k}"))[0]
                     for k in range(args.rounds)]
@@ -380,97 +241,6 @@ def bench_repeats(args: argparse.Namespace, settings: ScoreSettings) -> dict:
         print(f"{label} against one: warm {many['warm'] / one['warm']:.2f}x (against {max(n, r)}x), cold process "
               f"{many['cold'] / one['cold']:.2f}x, embed stage {many['embed'] / one['embed']:.2f}x")
     return {f"{case}_{k}_s": round(v, 3) for case, found in results.items() for k, v in found.items()}
-
-
-def gpu_stage_times(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> dict:
-    """Align and metrics of the sweep on CUDA, in this process: seconds per stage (each under
-    torch.cuda.synchronize), synchronizations per stage and device-solver shapes compiled."""
-    import warnings
-
-    from engine.metrics import match_structure
-    from kernels.assignment import compiled_shapes
-
-    gt, preds = read_trajectories(args.gt), [read_trajectories(p, lenient=True) for p in args.predictions]
-    tables = flatten_sweep(gt, preds, settings.profile)
-    embeddings, _ = embed_distinct(tables.texts, TextEncoder(settings.encoder_model, device="cuda"), settings.cache_dir)
-    out: dict = {"seconds": {}, "synchronizations": {}}
-
-    def stage(name: str, run):
-        torch.cuda.synchronize()
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                start = time.perf_counter()
-                value = run()
-                torch.cuda.synchronize()
-                seconds = time.perf_counter() - start
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-        out["seconds"][name] = round(seconds, 4)
-        out["synchronizations"][name] = sum("synchroniz" in str(w.message) for w in caught)
-        return value
-
-    cuda = torch.device("cuda")
-    candidates = stage("candidates", lambda: candidate_pairs(tables, embeddings, cuda))
-    matches = stage("align", lambda: match(candidates, thresholds.tau_weak))
-    structure = stage("structure", lambda: match_structure(tables, matches))
-    stage("metrics", lambda: task_scores(tables, matches, thresholds.tau_strong, settings.profile, structure))
-    stage("align again", lambda: match(candidates, thresholds.tau_weak))
-    out["shape_groups"] = {"host": len(candidates.plan.host_groups), "device": len(candidates.plan.device_groups)}
-    out["compiled_shapes"] = compiled_shapes()
-    return out
-
-
-def gpu_report(args: argparse.Namespace, settings: ScoreSettings, thresholds: Thresholds) -> tuple[int, dict]:
-    """The --gpu-report run (see the module's docstring); 0 when every check passed or no GPU is present,
-    and the report (empty without a GPU)."""
-    if not torch.cuda.is_available():
-        print("gpu report: torch sees no CUDA device, so there is nothing to measure here")
-        return 0, {}
-    if not args.gt:
-        golden = ROOT.parent / "shared" / "golden"
-        args.gt = str(ROOT.parent / "shared" / "data" / "m3bench" / "test_mcp_GT.json")
-        args.predictions = [str(p) for p in sorted(golden.glob("m*/pred.json"))]
-    report_dir = Path(args.report_dir)
-    report_dir.mkdir(parents=True, exist_ok=True)
-    report: dict = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                    "predictions": args.predictions}
-    start = time.perf_counter()
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            str(ROOT / "tests" / "test_cuda.py")],
-                           cwd=ROOT, capture_output=True, text=True)
-    summary = (tests.stdout.strip().splitlines() or [""])[-1]
-    (report_dir / "cuda_tests.log").write_text(tests.stdout + tests.stderr)
-    report["cuda_tests"] = {"returncode": tests.returncode, "summary": summary,
-                            "seconds": round(time.perf_counter() - start, 1)}
-    cuda = dataclasses.replace(settings, device="cuda")
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = {}
-        for kind in ("cold", "warm"):
-            warm_settings = dataclasses.replace(cuda, cache_dir=f"{tmp}/embeddings")
-            env = {**os.environ, "TRITON_CACHE_DIR": f"{tmp}/triton"}
-            begin = time.perf_counter()
-            proc = subprocess.run(score_command(args, warm_settings, thresholds, Path(tmp) / kind), capture_output=True,
-                                  text=True, env=env)
-            stages = next((line for line in proc.stdout.splitlines() if line.startswith("texts:")), proc.stderr[-300:])
-            runs[kind] = {"seconds": round(time.perf_counter() - begin, 3), "returncode": proc.returncode,
-                          "stages": stages}
-        report["sweep"] = runs
-        report["in_process"] = gpu_stage_times(args, dataclasses.replace(cuda, cache_dir=f"{tmp}/embeddings"),
-                                               thresholds)
-    (report_dir / "gpu_report.json").write_text(json.dumps(report, indent=2) + "\n")
-    rows = [("card", report["device"]), ("CUDA tests (golden parity included)", summary),
-            *((f"{kind} sweep process", f"{r['seconds']:.2f} s ({r['stages']})")
-              for kind, r in report["sweep"].items()),
-            *((f"{name} (synchronized)", f"{sec:.4f} s, {report['in_process']['synchronizations'][name]} syncs")
-              for name, sec in report["in_process"]["seconds"].items()),
-            ("device-solver shapes compiled", str(report["in_process"]["compiled_shapes"]))]
-    table = "| measure | value |\n|---|---|\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
-    (report_dir / "gpu_report.md").write_text(table)
-    print(table)
-    ok = tests.returncode == 0 and all(r["returncode"] == 0 for r in report["sweep"].values())
-    return (0 if ok else 1), report
 
 
 def main() -> None:

@@ -21,10 +21,41 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 ROOT = Path(__file__).resolve().parents[1]
 HISTORY = ROOT / "docs" / "bench_history.jsonl"
+
+
+class Commit(TypedDict):
+    """The commit of the tree measured, and whether it had uncommitted changes."""
+
+    commit: str | None
+    dirty: bool
+
+
+class LoadAverages(TypedDict):
+    """The 1, 5 and 15 minute load averages before and after the run."""
+
+    before: list[float]
+    after: list[float]
+
+
+class Record(Commit):
+    """One line of the history file."""
+
+    date: str
+    cpu: str
+    cpu_family: str
+    cores: int | None
+    device: str
+    backend: str
+    mode: str
+    load_average: LoadAverages
+    versions: dict[str, str | None]
+    inputs: dict[str, object]
+    command: list[str]
+    figures: dict[str, object]
 """The history file, in the repository: its records are the figures of docs/performance.md."""
 
 VERSIONED = ("python", "torch", "transformers", "sentence-transformers", "numpy", "onnxruntime", "onnx", "openvino",
@@ -69,7 +100,7 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def commit() -> dict[str, Any]:
+def commit() -> Commit:
     """The commit of the tree measured, and whether it had uncommitted changes."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
@@ -83,30 +114,32 @@ def load_average() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else []
 
 
-def record(mode: str, figures: Mapping[str, Any], *, device: str, backend: str, inputs: Mapping[str, Any],
-           load_before: list[float], command: list[str]) -> dict[str, Any]:
+def record(mode: str, figures: Mapping[str, object], *, device: str, backend: str, inputs: Mapping[str, object],
+           load_before: list[float], command: list[str]) -> Record:
     """One history record of a run on this machine."""
-    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **commit(), "cpu": cpu_model(),
+    tree = commit()
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": tree["commit"],
+            "dirty": tree["dirty"], "cpu": cpu_model(),
             "cpu_family": cpu_family(), "cores": os.cpu_count(), "device": device, "backend": backend, "mode": mode,
             "load_average": {"before": load_before, "after": load_average()}, "versions": versions(),
             "inputs": dict(inputs), "command": command, "figures": dict(figures)}
 
 
-def read(path: Path = HISTORY) -> list[dict[str, Any]]:
+def read(path: Path = HISTORY) -> list[Record]:
     """Every record of the history file (none when it does not exist)."""
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def append(entry: Mapping[str, Any], path: Path = HISTORY) -> None:
+def append(entry: Record, path: Path = HISTORY) -> None:
     """Append one record, as one line, to the history file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
 
 
-def same_kind(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def same_kind(a: Record, b: Record) -> bool:
     """Whether two records measure the same thing on the same kind of machine: CPU model (and family where
     recorded), device and mode."""
     families = a.get("cpu_family"), b.get("cpu_family")
@@ -114,12 +147,12 @@ def same_kind(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
             and (not all(families) or families[0] == families[1]))
 
 
-def last_like(entry: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def last_like(entry: Record, records: list[Record]) -> Record | None:
     """The last record of the same kind as entry (same_kind), None when there is none."""
     return next((r for r in reversed(records) if same_kind(r, entry) and r is not entry), None)
 
 
-def _typical(value: Any) -> float | None:
+def _typical(value: object) -> float | None:
     """A figure as one number: a list of rounds by its median, a number as it is, anything else None."""
     if isinstance(value, bool):
         return None
@@ -131,15 +164,15 @@ def _typical(value: Any) -> float | None:
     return None
 
 
-def compare(entry: Mapping[str, Any], previous: Mapping[str, Any] | None) -> str:
+def compare(entry: Record, previous: Record | None) -> str:
     """The change of each figure from the previous record of its kind (medians of rounds), with both
     records' load averages; a line saying so when there is none."""
     if previous is None:
         return (f"no earlier record of mode {entry.get('mode')} on {entry.get('cpu')} / {entry.get('device')}: "
                 "nothing to compare with")
-    then, now = ((r.get("load_average") or {}).get("before") for r in (previous, entry))
-    lines = [f"against {previous.get('commit')} of {previous.get('date')} (load average before {then}; now {now}; "
-             f"backend {previous.get('backend')} -> {entry.get('backend')}):"]
+    load_then, load_now = ((r.get("load_average") or {}).get("before") for r in (previous, entry))
+    lines = [f"against {previous.get('commit')} of {previous.get('date')} (load average before {load_then}; "
+             f"now {load_now}; backend {previous.get('backend')} -> {entry.get('backend')}):"]
     if previous.get("inputs") != entry.get("inputs"):
         lines.append(f"  inputs differ: {previous.get('inputs')} -> {entry.get('inputs')}")
     for key, value in entry.get("figures", {}).items():

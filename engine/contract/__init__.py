@@ -65,15 +65,17 @@ from engine.contract.trajectory import (
     Trajectory,
     TrajectoryFile,
     call_made,
-    dumps_trajectories,
-    file_objects,
     not_made_calls,
-    parse_call,
-    parse_trajectories,
-    read_trajectories,
     safe_name,
     set_steps,
     trajectory_record,
+)
+from engine.contract.trajectory_io import (
+    dumps_trajectories,
+    file_objects,
+    parse_call,
+    parse_trajectories,
+    read_trajectories,
     write_trajectories,
 )
 

@@ -12,7 +12,6 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from engine.contract.errors import WriteFailed
 from engine.contract.jsonio import dumps_json
@@ -56,7 +55,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def csv_text(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+def csv_text(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """CSV text: a header row, then the rows (None cells empty), newline-terminated lines."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -65,11 +64,11 @@ def csv_text(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return buf.getvalue()
 
 
-def atomic_write_csv(path: Path, columns: Sequence[str], records: Iterable[Mapping[str, Any]]) -> None:
+def atomic_write_csv(path: Path, columns: Sequence[str], records: Iterable[Mapping[str, object]]) -> None:
     """A CSV of the records' values for these columns (missing ones empty), written atomically."""
     atomic_write_text(path, csv_text(columns, ([r.get(c) for c in columns] for r in records)))
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
+def atomic_write_json(path: Path, obj: object) -> None:
     """Strict JSON (UTF-8, non-ASCII kept, indented) written atomically."""
     atomic_write_text(path, dumps_json(obj) + "\n")

@@ -7,7 +7,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
+
+T = TypeVar("T")
 
 SHOWN_CHARS = 120
 """Longest id or field shown in a message; longer ones are cut."""
@@ -36,14 +38,14 @@ class InputError(ValueError):
         super().__init__(f"{': '.join(where)}: {problem}")
 
 
-def check_choice(value: Any, choices: Sequence[str], what: str, field: str) -> Any:
+def check_choice(value: T, choices: Sequence[str], what: str, field: str) -> T:
     """`value` when it is one of `choices`, else an InputError naming the config setting `field`."""
     if value not in choices:
         raise InputError("config", f"unknown {what} {value!r} (expected one of {', '.join(choices)})", field=field)
     return value
 
 
-def config_int(cfg: Mapping[str, Any], key: str, *, minimum: int = 1, default: int | None = None,
+def config_int(cfg: Mapping[str, object], key: str, *, minimum: int = 1, default: int | None = None,
                where: str | None = None) -> int:
     """An integer setting, at least `minimum` (`default` when absent); InputError naming the setting
     (`where`, default `key`) otherwise."""
@@ -62,7 +64,7 @@ NAME_RULE = (f"cannot be part of a file name: a name is 1 to {NAME_CHARS} charac
 """Why check_name refuses a name (after the name itself)."""
 
 
-def is_name(value: Any) -> bool:
+def is_name(value: object) -> bool:
     """Whether `value` can be part of a file or folder name (check_name's rule; an integer is its digits)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
@@ -70,7 +72,7 @@ def is_name(value: Any) -> bool:
             and not re.search(r"[/\\\x00-\x1f\x7f]", value))
 
 
-def check_name(value: Any, field: str) -> str:
+def check_name(value: object, field: str) -> str:
     """`value` when it can be part of a file or folder name (a model's name: `<name>_test_mcp_fuzzy.json`,
     `rollout/<name>/`): a string of 1 to NAME_CHARS characters, not `.` or `..`, without a path separator
     or a control character (an integer is taken as its digits); else an InputError naming the config
@@ -96,7 +98,7 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with one line saying what was kept (the apps print it: ``interrupted: <line>``)."""
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> bool:
     """A finite int or float (booleans excluded); an integer too large for a float is not one."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False

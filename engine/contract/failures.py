@@ -20,9 +20,9 @@ import dataclasses
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from engine.contract.errors import InputError, shown
+from engine.contract.jsonio import JsonObject
 from engine.contract.trajectory import TrajectoryFile
 
 log = logging.getLogger(__name__)
@@ -32,14 +32,14 @@ ERROR_KINDS = (AGENT, MODEL_API, SERVER, CUT_SHORT, REPLAY)
 _SERVER_DOWN = re.compile(r"^Error: MCP server '([^']*)' is not running")
 
 
-def task_error(kind: str, reason: str, attempts: int = 0) -> dict[str, Any]:
+def task_error(kind: str, reason: str, attempts: int = 0) -> JsonObject:
     """The ``error`` object of a record: whose failure (`kind`), why in one line, and the attempts made."""
     if kind not in ERROR_KINDS:
         raise ValueError(f"unknown error kind {kind!r} (expected one of {', '.join(ERROR_KINDS)})")
     return {"kind": kind, "reason": " ".join(reason.split()), "attempts": int(attempts)}
 
 
-def record_error(record: Mapping[str, Any] | None) -> tuple[str, str] | None:
+def record_error(record: Mapping[str, object] | None) -> tuple[str, str] | None:
     """(kind, reason) of a record's ``error`` (None when it has none); an error that is not an object,
     or has no known kind, is an infrastructure loss of kind "unknown"."""
     error = record.get("error") if record is not None else None
@@ -51,13 +51,13 @@ def record_error(record: Mapping[str, Any] | None) -> tuple[str, str] | None:
     return (kind if kind in ERROR_KINDS else "unknown"), str(reason if reason is not None else "")
 
 
-def is_lost(record: Mapping[str, Any] | None) -> bool:
+def is_lost(record: Mapping[str, object] | None) -> bool:
     """Whether a record is a task lost to the infrastructure (an error of any kind but agent)."""
     error = record_error(record)
     return error is not None and error[0] != AGENT
 
 
-def lost_tasks(records: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+def lost_tasks(records: Mapping[str, Mapping[str, object]]) -> dict[str, tuple[str, str]]:
     """id -> (kind, reason) of the records lost to the infrastructure, in the given order."""
     out = {}
     for task_id, record in records.items():
@@ -67,7 +67,7 @@ def lost_tasks(records: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str,
     return out
 
 
-def server_down(record: Mapping[str, Any]) -> str | None:
+def server_down(record: Mapping[str, object]) -> str | None:
     """The first server a record's calls were told is not running (the rollout's "Error: MCP server
     '<name>' is not running" result), or None."""
     steps = record.get("steps")

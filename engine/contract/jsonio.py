@@ -52,12 +52,12 @@ class ValueProblem(ValueError):
         super().__init__(f"{where or 'value'}: {problem}")
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """JSON with keys sorted, non-ASCII kept, and ',' / ':' separators without spaces."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def digest(value: Any) -> str:
+def digest(value: object) -> str:
     """SHA-256 hex digest of a value's canonical JSON."""
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
@@ -87,19 +87,19 @@ def _number_problem(value: float) -> str:
             "double range, like 1e999, reads as Infinity)")
 
 
-def _step(key: Any) -> str:
+def _step(key: str | int) -> str:
     if isinstance(key, int):
         return f"[{key}]"
     return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=True)}]"
 
 
-def value_problem(value: Any, max_depth: int = MAX_DEPTH, nonfinite: bool = True) -> tuple[str, str] | None:
+def value_problem(value: object, max_depth: int = MAX_DEPTH, nonfinite: bool = True) -> tuple[str, str] | None:
     """(path inside value, problem) of the first part strict UTF-8 JSON cannot hold, else None
     (NaN and the infinities are no problem when `nonfinite` is false).
 
     Walks the value without recursion, so any depth is safe to inspect.
     """
-    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
     while stack:
         item, where, depth = stack.pop()
         if isinstance(item, (dict, list)):
@@ -119,7 +119,7 @@ def value_problem(value: Any, max_depth: int = MAX_DEPTH, nonfinite: bool = True
     return None
 
 
-def checked_canonical_json(value: Any) -> str:
+def checked_canonical_json(value: object) -> str:
     """canonical_json of a value strict UTF-8 JSON can hold (see the module's policy), else ValueProblem.
 
     The common case costs one C-level dump and two scans of its text; only a suspicious text is walked.
@@ -137,7 +137,7 @@ def checked_canonical_json(value: Any) -> str:
     return text
 
 
-def lenient_canonical_json(value: Any) -> tuple[str, tuple[str, str] | None]:
+def lenient_canonical_json(value: object) -> tuple[str, tuple[str, str] | None]:
     """canonical_json of model output as the published scorer serializes it, and the first part strict
     JSON cannot hold ((path inside the value, problem), to warn about; None when it is strict).
 
@@ -159,7 +159,7 @@ def lenient_canonical_json(value: Any) -> tuple[str, tuple[str, str] | None]:
     return text, departure
 
 
-def json_strings(value: Any) -> Iterator[str]:
+def json_strings(value: object) -> Iterator[str]:
     """Every string of a JSON value, depth first in document order (object keys left out).
 
     >>> list(json_strings({"a": ["x", {"b": "y"}, 3], "c": "z"}))
@@ -175,13 +175,13 @@ def json_strings(value: Any) -> Iterator[str]:
             yield from json_strings(item)
 
 
-def strict_value(value: Any) -> Any:
+def strict_value(value: object) -> Any:
     """A copy of a JSON value with NaN and the infinities as the strings ``"NaN"``, ``"Infinity"`` and
     ``"-Infinity"``, so strict JSON outputs can echo model output that held them."""
     return json.loads(json.dumps(value, ensure_ascii=False), parse_constant=str)
 
 
-def dumps_json(value: Any, indent: int | None = 2) -> str:
+def dumps_json(value: object, indent: int | None = 2) -> str:
     """Strict JSON text (UTF-8 friendly: non-ASCII kept); NaN and infinities are refused."""
     return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
 
@@ -233,7 +233,7 @@ def read_keyed_lines(path: str | Path) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def append_line(path: str | Path, entry: Any) -> None:
+def append_line(path: str | Path, entry: object) -> None:
     """Append one compact JSON line with one write of an O_APPEND descriptor, so concurrent
     writers never interleave inside a line; WriteFailed naming the file when the system refuses."""
     data = memoryview((json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

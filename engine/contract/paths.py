@@ -7,12 +7,11 @@ folder (a home folder, a key) never reaches a workspace, a model request or a ch
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from engine.contract.errors import InputError, shown
 
 
-def contained_path(base: str | Path, value: Any, *, file: str | Path, task: str | None, field: str,
+def contained_path(base: str | Path, value: object, *, file: str | Path, task: str | None, field: str,
                    folder: str = "tasks folder") -> Path:
     """The absolute path `value` names under `base` (`folder` says what base is, for the message);
     InputError naming `file`, the `task` id and the `field` when `value` is not a non-empty relative

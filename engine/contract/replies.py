@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, NoReturn
+
+from engine.contract.jsonio import JsonValue
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```$", re.DOTALL)
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"not valid JSON ({name} is not a JSON number)")
 
 
@@ -24,7 +26,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> JsonValue:
     """Strict JSON: NaN and infinities are refused (they could not be written to the outputs)."""
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
@@ -74,7 +76,7 @@ def parse_tool_calls(text: str, *, keep_bad_arguments: bool = False) -> list[dic
     return out
 
 
-def _arguments(raw: Any, i: int) -> dict[str, Any]:
+def _arguments(raw: object, i: int) -> dict[str, Any]:
     """The arguments object of tool_calls[i] (a JSON string decoded, null or "" as {})."""
     arguments = {} if raw is None else raw
     if isinstance(arguments, str):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract.errors import InputError
-from engine.contract.jsonio import read_json
+from engine.contract.jsonio import JsonValue, read_json
 from engine.contract.paths import contained_path
 
 WHAT = "tasks file"
@@ -25,7 +25,7 @@ SCRIPT_FIELDS = ("check", "eval_script", "answer_template")
 tasks file's folder."""
 
 
-def task_id_of(record: Any) -> Any:
+def task_id_of(record: object) -> JsonValue:
     """A task record's id: ``id``, else ``task_id`` (both names occur in released files); None without."""
     return record.get("id", record.get("task_id")) if isinstance(record, dict) else None
 
@@ -35,7 +35,7 @@ def task_records(path: str | Path) -> dict[str, dict[str, Any]]:
     path = Path(path)
     root = read_json(path, WHAT)
     if isinstance(root, dict):
-        items: list[tuple[str, Any, Any]] = [(str(k), v, k) for k, v in root.items()]
+        items: list[tuple[str, object, str | None]] = [(str(k), v, k) for k, v in root.items()]
     elif isinstance(root, list):
         items = [(f"#{i}", v, None) for i, v in enumerate(root)]
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -122,7 +122,7 @@ class TextEncoder:
         (Ctrl-C, an error), so that no finished batch is lost."""
         return self.chosen.encode(texts, save, every)
 
-    def description(self) -> dict[str, Any] | None:
+    def description(self) -> dict[str, object] | None:
         """What a run's outputs record of the backend: None for torch named as such (outputs unchanged), the
         backend's name for another, auto's choice with its figures."""
         if self.backend == "torch":

@@ -24,10 +24,15 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from engine.contract import file_digest
 from engine.contract.atomic import atomic_write_json
+
+if TYPE_CHECKING:
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import PretrainedConfig
 
 log = logging.getLogger("engine.encode")
 
@@ -72,7 +77,7 @@ def valid_export(folder: Path, key: str) -> bool:
 
 
 @contextlib.contextmanager
-def eager_attention(model: Any) -> Iterator[None]:
+def eager_attention(model: torch.nn.Module) -> Iterator[None]:
     """The model's transformers with the plain ("eager") attention in the block, the pattern ONNX Runtime
     fuses; their own implementation (sdpa) put back after, so torch's vectors are unchanged."""
     from transformers import PreTrainedModel
@@ -91,12 +96,12 @@ def eager_attention(model: Any) -> Iterator[None]:
             module.set_attn_implementation(before)
 
 
-def _export(model: Any, inputs: list[str], path: Path) -> None:
+def _export(model: SentenceTransformer, inputs: list[str], path: Path) -> None:
     """The model's forward pass (features -> sentence_embedding) written to path as ONNX."""
     import torch
 
     class Forward(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
+        def __init__(self, inner: SentenceTransformer) -> None:
             super().__init__()
             self.inner = inner
 
@@ -112,7 +117,7 @@ def _export(model: Any, inputs: list[str], path: Path) -> None:
                           opset_version=17, dynamo=False)
 
 
-def _transformer_config(model: Any) -> Any:
+def _transformer_config(model: torch.nn.Module) -> PretrainedConfig:
     """The config of the model's (first) transformer: its type, heads and hidden size."""
     from transformers import PreTrainedModel
 
@@ -131,7 +136,7 @@ def _quiet() -> Iterator[None]:
         logging.disable(before)
 
 
-def _fuse(model: Any, source: Path, path: Path) -> bool:
+def _fuse(model: torch.nn.Module, source: Path, path: Path) -> bool:
     """ONNX Runtime's transformer fusions of the exported graph written to path; False when its optimizer
     does not know the model's type."""
     from onnxruntime.transformers.optimizer import MODEL_TYPES, optimize_model
@@ -160,7 +165,7 @@ def _loads(path: Path) -> None:
     ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def exported_model(model: Any, inputs: list[str], model_path: Path, root: Path) -> Path:
+def exported_model(model: SentenceTransformer, inputs: list[str], model_path: Path, root: Path) -> Path:
     """The folder of the model's export under root (made now when missing, partial or damaged)."""
     key = export_key(model_path)
     folder = root / "onnx" / f"{model_path.name}-{key}"

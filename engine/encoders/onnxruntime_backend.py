@@ -4,7 +4,7 @@ with ONNX Runtime's transformer fusions, every session-level graph optimization 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,13 +12,16 @@ from engine.encoders.base import cpu_threads
 from engine.encoders.export import FUSED_FILE, MODEL_FILE
 from engine.encoders.runtime import Forward, RuntimeEncoder
 
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+
 SPINNING = False
 """Whether ONNX Runtime's worker threads spin while waiting for work. Off: on a machine whose cores other
 processes share, spinning threads take the time those processes (and the other worker) need
 (docs/performance.md)."""
 
 
-def session(path: Path, threads: int) -> Any:
+def session(path: Path, threads: int) -> InferenceSession:
     """An ONNX Runtime CPU session of an exported graph: every graph optimization on, `threads` intra-op
     threads (one inter-op), spinning as SPINNING says."""
     import onnxruntime as ort

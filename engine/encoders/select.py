@@ -26,11 +26,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
-from engine.contract import ConfigError
+from engine.contract import ConfigError, JsonMapping, JsonObject
 from engine.contract.atomic import atomic_write_json
 from engine.encoders.base import PARITY, Encoder, cosine_gap, cpu_threads
 from engine.encoders.export import version
@@ -125,7 +124,7 @@ def _cpuinfo() -> dict[str, str]:
     return {"cpu": name, "flags": hashlib.sha256(flags.encode()).hexdigest()[:16]}
 
 
-def machine(device: str) -> dict[str, Any]:
+def machine(device: str) -> JsonObject:
     """What decides the choice besides the model: the CPU (model, flags), its cores and the threads a
     backend computes on, the device (with a GPU's name), the libraries' versions."""
     where = device_type(device)
@@ -151,7 +150,7 @@ class Choice:
     texts: int
     measured: str                               # when (UTC, ISO 8601)
     load_average: list[float]                   # before the measurement
-    machine: dict[str, Any]
+    machine: JsonObject
     key: str
     cached: str | None = field(default=None)    # the file it was read from or written to
 
@@ -167,7 +166,7 @@ class Choice:
                 f"{self.machine['threads']} threads), measured {self.measured} on {self.texts} texts at load "
                 f"average {self.load_average[0]:.2f}: {figures}{refused}")
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> dict[str, object]:
         """The choice as a run's outputs record it."""
         return {"backend": "auto", "chosen": self.backend, "ratio_to_torch": self.ratio,
                 "seconds": self.seconds, "parity_gap": self.parity, "refused": self.refused, "texts": self.texts,
@@ -175,7 +174,7 @@ class Choice:
                 "key": self.key}
 
 
-def choice_key(model_identity: str, info: Mapping[str, Any], names: list[str], texts: list[str]) -> str:
+def choice_key(model_identity: str, info: JsonMapping, names: list[str], texts: list[str]) -> str:
     """The digest of everything that decides a choice."""
     h = hashlib.sha256(json.dumps({"model": model_identity, "machine": info, "candidates": names,
                                    "recipe": RECIPE}, sort_keys=True).encode())
@@ -193,7 +192,7 @@ def _read(path: Path, key: str) -> Choice | None:
     return choice if choice.key == key and choice.backend in DEVICES else None
 
 
-def measure(encoders: Mapping[str, Encoder], texts: list[str], key: str, info: dict[str, Any]) -> Choice:
+def measure(encoders: Mapping[str, Encoder], texts: list[str], key: str, info: JsonObject) -> Choice:
     """Prepare each backend on the texts (parity against torch's vectors), then time the ones that hold
     parity over ROUNDS alternating rounds; the Choice (see the module's docstring). Torch alone (no other
     backend installed for the device) is the choice with nothing to measure or prepare."""
@@ -271,7 +270,7 @@ def choose(device: str, model_name: str, model_identity: str, build: Callable[[s
 
 
 def _measured(names: list[str], build: Callable[[str], Encoder], texts: list[str], key: str,
-              info: dict[str, Any]) -> tuple[Choice, dict[str, Encoder]]:
+              info: JsonObject) -> tuple[Choice, dict[str, Encoder]]:
     encoders = {name: build(name) for name in names}
     choice = measure(encoders, texts, key, info)
     return choice, encoders

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Union
 
 import numpy as np
 
@@ -17,7 +17,11 @@ from engine.contract.progress import PROGRESS_DELAY
 from engine.contract.progress import progress as progress_bar
 
 if TYPE_CHECKING:
+    import torch
     from sentence_transformers import SentenceTransformer
+
+Vectors = Union[np.ndarray, "torch.Tensor"]
+"""A batch's vectors: a numpy array from the host backends, a tensor on the model's device from torch."""
 
 TOKEN_BUDGET = 8192
 """Most token positions (rows x padded length) in one encoder batch."""
@@ -151,7 +155,7 @@ def tokenize(model: SentenceTransformer, texts: list[str]) -> Tokens:
 class Rows(Protocol):
     """Where a backend's batches land: `put` a batch's vectors into its rows, `take` rows back as numpy."""
 
-    def put(self, rows: np.ndarray, vectors: Any) -> None:
+    def put(self, rows: np.ndarray, vectors: Vectors) -> None:
         """Store the vectors of these rows."""
 
     def take(self, rows: np.ndarray) -> np.ndarray:
@@ -168,7 +172,7 @@ class HostRows:
         self.count = count
         self.vectors: np.ndarray | None = None
 
-    def put(self, rows: np.ndarray, vectors: Any) -> None:
+    def put(self, rows: np.ndarray, vectors: Vectors) -> None:
         """Store the vectors of these rows."""
         if self.vectors is None:
             self.vectors = np.empty((self.count, vectors.shape[1]), dtype=np.float32)
@@ -185,7 +189,7 @@ class HostRows:
         return self.vectors
 
 
-def encode_batches(tokens: Tokens, batch_size: int, forward: Callable[[dict], Any], out: Rows,
+def encode_batches(tokens: Tokens, batch_size: int, forward: Callable[[dict], Vectors], out: Rows,
                    save: Save | None = None, every: float = SAVE_EVERY, progress: bool = False) -> np.ndarray:
     """Run `forward` on each token-budget batch's features (`Tokens.batch`), longest texts first, into `out`.
 

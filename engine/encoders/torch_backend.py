@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.encoders.base import SentenceModel
-from engine.encoders.tokens import SAVE_EVERY, Save, Tokens, encode_batches
+from engine.encoders.tokens import SAVE_EVERY, Save, Tokens, Vectors, encode_batches
 
 if TYPE_CHECKING:
     import torch
@@ -39,13 +39,14 @@ class DeviceRows:
         self.count = count
         self.vectors: torch.Tensor | None = None
 
-    def put(self, rows: np.ndarray, vectors: Any) -> None:
+    def put(self, rows: np.ndarray, vectors: Vectors) -> None:
         """Store the vectors of these rows (a tensor on the model's device)."""
         import torch
 
+        batch = torch.as_tensor(vectors)  # the tensor itself, as the torch backend gives it
         if self.vectors is None:
-            self.vectors = torch.empty((self.count, vectors.shape[1]), dtype=torch.float32, device=vectors.device)
-        self.vectors[torch.as_tensor(rows, device=vectors.device)] = vectors
+            self.vectors = torch.empty((self.count, batch.shape[1]), dtype=torch.float32, device=batch.device)
+        self.vectors[torch.as_tensor(rows, device=batch.device)] = batch
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """The vectors of these rows, copied to the host."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -59,7 +59,7 @@ def _file_digest(path: str, cache: dict[str, str]) -> str:
     return cache[path]
 
 
-def result_settings(result: ModelResult, root: Path, cache: dict[str, str] | None = None) -> dict[str, Any]:
+def result_settings(result: ModelResult, root: Path, cache: dict[str, str] | None = None) -> dict[str, object]:
     """The compared settings of one result: reference (content digest), tau_weak, tau_strong, profile, encoder."""
     cache = {} if cache is None else cache
     meta = result.meta
@@ -76,12 +76,12 @@ def result_settings(result: ModelResult, root: Path, cache: dict[str, str] | Non
             "encoder": _encoder(run_folder(result, root))}
 
 
-def settings_digest(settings: dict[str, Any]) -> str:
+def settings_digest(settings: Mapping[str, object]) -> str:
     """A short name for a set of compared settings (8 hex digits)."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
 
 
-def describe(settings: dict[str, Any]) -> str:
+def describe(settings: Mapping[str, object]) -> str:
     """The settings in words: 'reference 1a2b3c4d5e6f, tau_weak 0.5, tau_strong 0.8, profile reference, encoder ...'."""
     return ", ".join(f"{key} {settings[key]}" for key in COMPARED)
 
@@ -90,7 +90,7 @@ def describe(settings: dict[str, Any]) -> str:
 class Group:
     """Results that share every compared setting, in the order they were given."""
 
-    settings: dict[str, Any]
+    settings: dict[str, object]
     results: list[ModelResult]
 
     @property

@@ -16,7 +16,7 @@ import numbers
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from filelock import FileLock, Timeout
 
@@ -35,11 +35,25 @@ LOCK_WAIT_S = 60.0
 log = logging.getLogger(__name__)
 
 
+class _Run(TypedDict):
+    run: str
+
+
+class IndexEntry(_Run, total=False):
+    """One run of index.json (`run_entry` writes every key; a hand-edited entry may lack the others, and
+    `entry_problem` says when one is not such an entry)."""
+
+    time: str | None
+    models: list[str] | None
+    settings: dict[str, object] | None
+    average_score: dict[str, float | None] | None
+
+
 class IndexBusy(InputError):
     """The index's lock stayed held for LOCK_WAIT_S: the run is not added."""
 
 
-def run_entry(run_dir: Path) -> dict[str, Any]:
+def run_entry(run_dir: Path) -> IndexEntry:
     """The index entry of a finished scoring run: its folder, the time, its models with their Average
     Score, and its compared settings (engine.reports.groups)."""
     run_dir = Path(run_dir).resolve()
@@ -52,7 +66,7 @@ def run_entry(run_dir: Path) -> dict[str, Any]:
             "average_score": {r.name: scores.get(r.name) for r in results}}
 
 
-def entry_problem(entry: Any) -> str | None:
+def entry_problem(entry: object) -> str | None:
     """Why an index entry is not one `run_entry` writes (None when it is): an object with a 'run' folder,
     'models' a list of names, 'time' text, 'settings' an object, 'average_score' an object of numbers."""
     if not isinstance(entry, dict):
@@ -83,7 +97,7 @@ def _entries(path: Path) -> list[Any]:
     return entries
 
 
-def read_index(index_dir: Path) -> list[dict[str, Any]]:
+def read_index(index_dir: Path) -> list[IndexEntry]:
     """The entries of index_dir/index.json (none when there is no index; InputError when it is not a list);
     an entry that is not one the index writes (entry_problem) is skipped with a warning naming it."""
     path = Path(index_dir) / INDEX_FILE
@@ -97,7 +111,7 @@ def read_index(index_dir: Path) -> list[dict[str, Any]]:
     return good
 
 
-def append_run(index_dir: Path, entry: dict[str, Any]) -> Path:
+def append_run(index_dir: Path, entry: IndexEntry) -> Path:
     """Add (or replace, for the same run folder) one entry of index_dir/index.json, keeping the others as
     they are (those it cannot read too); returns its path. IndexBusy when the index's lock stays held for
     LOCK_WAIT_S."""
@@ -130,31 +144,31 @@ def short_paths(runs: list[str], index_dir: Path) -> tuple[Path, list[str]]:
     return base, [p.relative_to(base).as_posix() for p in paths]
 
 
-def _scores(entry: dict[str, Any]) -> list[tuple[str, float | None]]:
+def _scores(entry: IndexEntry) -> list[tuple[str, float | None]]:
     """(model, Average Score) of each model of an entry, in its order."""
     scores = averages if isinstance(averages := entry.get("average_score"), dict) else {}
     return [(m, scores.get(m)) for m in entry.get("models") or []]
 
 
-def best_model(entry: dict[str, Any]) -> tuple[str | None, float | None]:
+def best_model(entry: IndexEntry) -> tuple[str | None, float | None]:
     """The model of an entry with the highest Average Score, and that score (None, None without one)."""
     scored = [(m, v) for m, v in _scores(entry) if v is not None]
     return max(scored, key=lambda mv: mv[1]) if scored else (None, None)
 
 
-def entry_settings(entry: dict[str, Any]) -> dict[str, Any]:
+def entry_settings(entry: IndexEntry) -> dict[str, object]:
     """The compared settings an entry records (each of COMPARED; None when absent)."""
-    recorded = entry["settings"] if isinstance(entry.get("settings"), dict) else {}
+    recorded = settings if isinstance(settings := entry.get("settings"), dict) else {}
     return {key: recorded.get(key) for key in COMPARED}
 
 
-def entry_set(entry: dict[str, Any]) -> str:
+def entry_set(entry: IndexEntry) -> str:
     """The digest of an entry's compared settings: runs of the same digest are comparable, as the report app
     groups results (engine.reports.groups.settings_digest)."""
-    return settings_digest(entry["settings"]) if isinstance(entry.get("settings"), dict) else "unrecorded"
+    return settings_digest(settings) if isinstance(settings := entry.get("settings"), dict) else "unrecorded"
 
 
-def index_table(entries: list[dict[str, Any]], index_dir: Path) -> Table:
+def index_table(entries: list[IndexEntry], index_dir: Path) -> Table:
     """One row per run (its texts on one line, `shown`): its folder (relative, `short_paths`), time, how many
     models, the best of them with its Average Score, its set of compared settings (runs of one set are
     comparable), the compared settings that differ between runs, and whether its viewer site is built; the

@@ -112,7 +112,7 @@ def _ranked(stats: dict[str, Any]) -> list[str]:
                   key=lambda n: (-models[n]["metrics"][AVERAGE_KEY]["value"], n))
 
 
-def _nan(value: Any) -> float:
+def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 

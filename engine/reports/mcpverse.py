@@ -19,7 +19,7 @@ KEYS: tuple[tuple[str, str], ...] = (("answer_sr", "SR"), ("answer_sr_l1", "L1")
                                      ("answer_sr_l3", "L3"))
 
 
-def _mode_name(value: Any) -> str | None:
+def _mode_name(value: object) -> str | None:
     """The paper's name of a mode a run gives, None when it names none of them."""
     folded = value.strip().casefold() if isinstance(value, str) else None
     return next((label for label, names in MODES if folded in names), None)

@@ -34,7 +34,7 @@ def save_figure(fig: Figure, path: Path, dpi: int = 100) -> Path:
     return Path(path)
 
 
-def model_colors(models: list[str]) -> dict[str, Any]:
+def model_colors(models: list[str]) -> dict[str, tuple[float, float, float, float]]:
     """One colour per model, by the model's place among the names in alphabetical order: every figure
     of a report shows the run's models, so a model has the same colour in each of them, whatever order
     (rank, name) a figure lists them in."""
@@ -45,7 +45,7 @@ def model_colors(models: list[str]) -> dict[str, Any]:
     return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
 
 
-def _value(cell: Any) -> float:
+def _value(cell: float | None) -> float:
     return math.nan if cell is None else float(cell)
 
 

@@ -45,7 +45,7 @@ def _range(metric: Metric) -> str:
     return f"a number in [{metric.low:g}, {metric.high:g}]"
 
 
-def _check_block(path: Path, block: Any, where: str, aligned: bool = True) -> None:
+def _check_block(path: Path, block: object, where: str, aligned: bool = True) -> None:
     """Raise InputError unless block holds every metric the tables read, as numbers (the alignment
     metrics only when `aligned`: a result scored without reference has none)."""
     if not isinstance(block, dict):

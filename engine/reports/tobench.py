@@ -6,8 +6,6 @@ check_usage)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.reports.read import ModelResult
 from engine.reports.tables import Table
 
@@ -15,7 +13,7 @@ DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
 """TOBench's difficulties in the paper's order."""
 
 
-def group_order(name: str) -> tuple[Any, ...]:
+def group_order(name: str) -> tuple[tuple[int, int, str], ...]:
     """A group's place among the columns: by its parts ("<family> / <difficulty>"), a difficulty (any case)
     in the order easy, medium, hard, other parts by name.
 

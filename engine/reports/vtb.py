@@ -27,7 +27,7 @@ def _profile(used: list[ModelResult]) -> str:
     return ", ".join(names)
 
 
-def _pair(block: dict[str, Any] | None) -> list[Any]:
+def _pair(block: dict[str, Any] | None) -> list[float | None]:
     block = block or {}
     return [block.get("APR"), block.get("ARS")]
 
@@ -54,7 +54,7 @@ _PAPER_NOTE = ("Laid out as VisualToolBench's Table {number}: {metric} over all 
 
 def _ranked(used: list[ModelResult]) -> list[ModelResult]:
     """The models by overall APR (then ARS, then name), best first; a model without APR last."""
-    def key(r: ModelResult) -> tuple[Any, ...]:
+    def key(r: ModelResult) -> tuple[bool, float, float, str]:
         apr, ars = _pair(_block(r))
         return (apr is None, -(apr or 0.0), -(ars or 0.0), r.name)
     return sorted(used, key=key)

@@ -4,7 +4,6 @@ and plots."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
@@ -85,7 +84,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
         atomic_write_text(out / name, content)
         written.append(out / name)
 
-    def obj(name: str, content: Any) -> None:
+    def obj(name: str, content: object) -> None:
         atomic_write_json(out / name, content)
         written.append(out / name)
 
@@ -143,7 +142,7 @@ def pivot_table(groups: list[Group], boards: list[Table], run_dir: Path, metric:
     group keeps its full name."""
     columns = differing(groups)
     labels = [", ".join(f"{key} {group.settings[key]}" for key in columns) or group.digest for group in groups]
-    cells: dict[str, dict[int, Any]] = {}
+    cells: dict[str, dict[int, object]] = {}
     for i, (group, board) in enumerate(zip(groups, boards)):
         names = {r.name: own_name(r, run_dir) for r in group.results}
         counts: dict[str, int] = {}

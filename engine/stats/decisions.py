@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from engine.metricspec import BY_KEY
 from engine.stats.settings import AVERAGE_KEY, StatsSettings
+
+if TYPE_CHECKING:
+    from engine.stats.units import ModelUnits
 from kernels import bootstrap as bs
 
 NO_VALUE = "no value in any resample"
@@ -145,7 +148,7 @@ def rank_sets(names: list[str], values: list[float], sign: int, better: set[tupl
     return out
 
 
-def ranks_and_ties(models: list[Any], out_models: dict[str, Any], out_pairs: list[dict[str, Any]],
+def ranks_and_ties(models: Sequence[ModelUnits], out_models: dict[str, Any], out_pairs: list[dict[str, Any]],
                    keys: Sequence[str], alpha: float) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
     """Fill every ranked quantity's rank, rank_low and rank_high (None for the others) in out_models, from the
     pairs' Holm decisions; return per ranked metric the models tied with the top (rank interval reaching 1, in

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,10 @@ from engine.evaluators.tool_use import KEY as TOOL_USE
 from engine.metrics import TaskScores
 from engine.metricspec import BY_KEY, EVALUATOR_KEYS, alignment_keys, metric_value
 from engine.stats.settings import AVERAGE_KEY
+
+if TYPE_CHECKING:
+    from engine.judge_results import Joined
+    from engine.pipeline import SweepScores
 
 
 @dataclass
@@ -160,7 +164,8 @@ def model_units(name: str, ids: list[str], clusters: list[str], parts: dict[str,
     return ModelUnits(name, list(ids), list(clusters), num, den, values, average, constant)
 
 
-def sweep_units(result: Any, names: list[str], joined: list[Any], aggregates: list[dict]) -> list[ModelUnits]:
+def sweep_units(result: SweepScores, names: list[str], joined: Sequence[Joined | None],
+                aggregates: list[dict]) -> list[ModelUnits]:
     """Each scored prediction file of a sweep (engine.pipeline.SweepScores) as ModelUnits: its scored
     ids, their task families (the GT's ``type``, else the prediction's, as by_type groups them), the
     alignment metrics' ratios, the joined judged values and the published aggregate; the tasks of an answer
@@ -172,7 +177,8 @@ def sweep_units(result: Any, names: list[str], joined: list[Any], aggregates: li
         ids = [tables.task_ids[tables.sample_task[s]] for s in samples.tolist()]
         families = [tables.task_types[tables.sample_task[s]] or tables.sample_pred[s].type or "unknown"
                     for s in samples.tolist()]
-        judged = joined[f].per_id if joined[f] is not None else {}
+        found = joined[f]
+        judged = found.per_id if found is not None else {}
         scored = set(ids)
         extra = [(i, (result.gt.tasks[i].type if i in result.gt.tasks else None) or "unknown") for i in judged
                  if i not in scored and any(k in judged[i] for k in WHOLE_FILE_KEYS)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.contract import JsonObject
 from engine.synthetic.draws import _copy_json, _Draws
 
 # --------------------------------------------------------------------------
@@ -123,7 +124,7 @@ def _date(d: _Draws, year_lo: int = 2023, year_hi: int = 2025) -> str:
     return f"{d.randint(year_lo, year_hi)}-{d.randint(1, 12):02d}-{d.randint(1, 28):02d}"
 
 
-def _location(city: tuple[str, str, str, float, float], d: _Draws) -> dict[str, float]:
+def _location(city: tuple[str, str, str, float, float], d: _Draws) -> JsonObject:
     return {"lat": round(city[3] + d.uniform(-0.02, 0.02), 4), "lng": round(city[4] + d.uniform(-0.02, 0.02), 4)}
 
 
@@ -137,7 +138,7 @@ def _expression(d: _Draws) -> str:
 # Tool catalogue: "server/tool" -> argument generator (None: no arguments key)
 # --------------------------------------------------------------------------
 
-_ArgGen = Callable[[_Draws], "dict[str, Any] | None"]
+_ArgGen = Callable[[_Draws], "JsonObject | None"]
 
 _TOOLS: dict[str, _ArgGen] = {
     "shop/search_products": lambda d: {
@@ -265,7 +266,7 @@ _ERROR_RESULTS = (
 )
 
 
-def _call(d: _Draws, tool: str, /, **fixed: Any) -> dict[str, Any]:
+def _call(d: _Draws, tool: str, /, **fixed: Any) -> JsonObject:
     args = _TOOLS[tool](d)
     if args is None:
         return {"name": tool}

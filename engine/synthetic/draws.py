@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 # Stream tags keep reference generation and perturbation on distinct streams
 # even when called with the same seed.
@@ -38,10 +40,10 @@ class _Draws:
     def uniform(self, lo: float, hi: float) -> float:
         return lo + (hi - lo) * self.u()
 
-    def pick(self, seq: Sequence[Any]) -> Any:
+    def pick(self, seq: Sequence[T]) -> T:
         return seq[int(self.u() * len(seq))]
 
-    def sample(self, seq: Sequence[Any], k: int) -> list[Any]:
+    def sample(self, seq: Sequence[T], k: int) -> list[T]:
         """k distinct elements of seq, in random order."""
         pool = list(seq)
         k = min(k, len(pool))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from engine.contract import trajectory_record
+from engine.contract import JsonObject, trajectory_record
 from engine.synthetic.catalogue import (
     _CITIES,
     _CONDITIONS,
@@ -35,7 +34,7 @@ from engine.synthetic.draws import _REFERENCE_STREAM, _Draws
 # Task families: each returns (question, steps as lists of calls, final reply)
 # --------------------------------------------------------------------------
 
-_Workflow = tuple[str, list[list[dict[str, Any]]], str]
+_Workflow = tuple[str, list[list[JsonObject]], str]
 
 
 def _wf_itemsprice(d: _Draws) -> _Workflow:
@@ -249,8 +248,8 @@ _FAMILIES: dict[str, Callable[[_Draws], _Workflow]] = {
 _FAMILY_NAMES: tuple[str, ...] = tuple(_FAMILIES)
 
 
-def _task(task_id: str, family: str, question: str, steps: list[list[dict[str, Any]]],
-          final_reply: str) -> dict[str, Any]:
+def _task(task_id: str, family: str, question: str, steps: list[list[JsonObject]],
+          final_reply: str) -> JsonObject:
     return trajectory_record(task_id, steps, image=f"images/{task_id}.png", type=family, question=question,
                              final_reply=final_reply)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.contract import set_steps
+from engine.contract import JsonObject, JsonValue, set_steps
 from engine.contract.pause import gc_paused
 from engine.synthetic.catalogue import (
     _DRIFT_WORDS,
@@ -82,7 +82,7 @@ def _leaves(value: Any, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return out
 
 
-def _nudge(value: Any, d: _Draws) -> Any:
+def _nudge(value: JsonValue, d: _Draws) -> JsonValue:
     """A slightly different value of the same type."""
     if type(value) is bool:
         return not value
@@ -103,7 +103,7 @@ def _nudge(value: Any, d: _Draws) -> Any:
     return new if new != value else new + " " + d.pick(_DRIFT_WORDS)
 
 
-def _replace(value: Any, d: _Draws) -> Any:
+def _replace(value: JsonValue, d: _Draws) -> JsonValue:
     """An unrelated value of the same type."""
     if type(value) is bool:
         return d.u() < 0.5
@@ -114,7 +114,7 @@ def _replace(value: Any, d: _Draws) -> Any:
     return " ".join(d.sample(_DRIFT_WORDS, d.randint(1, 3)))
 
 
-def _drift(args: dict[str, Any], strong: bool, d: _Draws) -> None:
+def _drift(args: JsonObject, strong: bool, d: _Draws) -> None:
     """Perturb ``args`` in place: one value nudged, or (strong) several replaced."""
     leaves = _leaves(args, [])
     if not leaves:

@@ -34,10 +34,10 @@ _FACTS: dict[str, tuple[str, str, list[str], str]] = {
 }
 
 
-def _rubrics(facts: list[str], absent: str, seed: int, no_critical: bool = False) -> list[dict[str, Any]]:
+def _rubrics(facts: list[str], absent: str, seed: int, no_critical: bool = False) -> list[dict[str, object]]:
     """Rubrics quoting the facts (met by the reference reply) and the absent phrase (not met)."""
-    out = [{"description": f'States "{facts[0]}".', "weight": 2 if no_critical else 5, "type": "Objective",
-            "category": ["Truthfulness"]}]
+    out: list[dict[str, object]] = [{"description": f'States "{facts[0]}".', "weight": 2 if no_critical else 5,
+                                     "type": "Objective", "category": ["Truthfulness"]}]
     out += [{"description": f'Mentions "{fact}".', "weight": 1 + (seed + i) % 3, "type": "Objective",
              "category": ["Visual Understanding" if i % 2 else "Reasoning"]} for i, fact in enumerate(facts[1:])]
     out.append({"description": "Answers the question that was asked.", "weight": 3, "type": "Subjective",
@@ -52,9 +52,10 @@ def _rubrics(facts: list[str], absent: str, seed: int, no_critical: bool = False
     return out
 
 
-def vtb_demo(base: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def vtb_demo(base: list[dict[str, Any]]) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """(tasks, reference trajectories) of the VTB demo made from the rollout demo's references."""
-    tasks, reference = [], []
+    tasks: list[dict[str, object]] = []
+    reference: list[dict[str, object]] = []
     for n, ref in enumerate(base):
         domain, category, facts, absent = _FACTS[ref["type"]]
         single = {"prompt": ref["question"], "images": [ref["image"]] if ref.get("image") else [],

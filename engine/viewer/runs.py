@@ -85,7 +85,7 @@ def runs_data(index_dir: Path, live: bool = False) -> dict[str, Any]:
     for entry, label in zip(entries, labels):
         run = Path(entry["run"])
         key = run_key(entry["run"])
-        scores = entry["average_score"] if isinstance(entry.get("average_score"), dict) else {}
+        scores = averages if isinstance(averages := entry.get("average_score"), dict) else {}
         built = (run / SITE).is_file()
         runs.append({"key": key, "run": cut(label), "path": cut(entry["run"]), "time": cut(entry.get("time")),
                      "models": [[cut(m), number_or_none(scores.get(m))]
