@@ -12,17 +12,27 @@ written by the judge app, rollout.judges).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.contract import Call, Trajectory, canonical_json, trajectory_record
+from engine.apps.config.rollout import RolloutConfig
+from engine.contract import Call, Trajectory, canonical_json, is_lost, read_trajectories, trajectory_record
+from engine.contract.progress import TaskBar
 from rollout.dialogue import Dialogue
+from rollout.errors import CacheMiss
+from rollout.models.clients import bounded
+from rollout.models.errors import ModelError
 from rollout.models.replies import parse_json_object
-from rollout.record import CachedModel
+from rollout.output import ResultFile
+from rollout.record import CachedModel, RolloutCache, open_model
+
+log = logging.getLogger("rollout")
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
 
@@ -116,9 +126,9 @@ SUMMARY = (
 
 @dataclass(frozen=True)
 class CuratorSettings:
-    """Switches of the curator."""
+    """Switches of the curator (the run's `curate` settings: engine.apps.config.rollout.Curate)."""
 
-    max_result_chars: int = 1500
+    max_result_chars: int
 
 
 class Curator:
@@ -183,3 +193,40 @@ class Curator:
         return trajectory_record(run.id, steps, image=run.raw.get("image"), type=run.type,
                                  question=run.raw.get("question"),
                                  final_reply=proposal.get("final_reply", run.raw.get("final_reply", "")))
+
+
+async def run_curation(cfg: RolloutConfig) -> int:
+    """Give each run of the predictions file a verdict (those lost to the infrastructure left out); write the
+    verdicts and the optimal trajectories; 1 when some run could not be curated, else 0."""
+    runs = [r for r in read_trajectories(Path(cfg.predictions)).tasks.values() if not is_lost(r.raw)]
+    order = {r.id: i for i, r in enumerate(runs)}
+    verdicts_path, optimal_path = Path(cfg.curate.verdicts), Path(cfg.curate.optimal)
+    cache = RolloutCache(Path(cfg.cache_dir), cfg.mode.value)
+    settings = CuratorSettings(max_result_chars=cfg.curate.max_result_chars)
+    with ResultFile(verdicts_path, order) as verdicts, ResultFile(optimal_path, order) as optimal:
+        todo = [r for r in runs if r.id not in verdicts.done]
+        if not todo:
+            print(f"curate: nothing to do, all {len(runs)} runs are in {verdicts_path}")
+            return 0
+        async with open_model(cfg.curate.model or cfg.model, cache) as model:
+            curator = Curator(model, settings)
+
+            async def work(run: Trajectory) -> bool:
+                try:
+                    verdict, trajectory = await curator.curate(run)
+                except (ModelError, CacheMiss) as exc:
+                    log.error("curating %s failed: %s", run.id, exc)
+                    return False
+                if trajectory is not None:
+                    await asyncio.to_thread(optimal.add, trajectory)
+                await asyncio.to_thread(verdicts.add, verdict)
+                log.info("curated %s: success=%s accepted=%s", run.id, verdict["success"], verdict["accepted"])
+                return True
+
+            with TaskBar(len(todo), "curate") as bar:
+                outcomes = await bounded(todo, cfg.concurrency, bar.each(work))
+    accepted = sum(1 for r in verdicts.records() if r.get("accepted"))
+    failed = outcomes.count(False)
+    print(f"curate: {outcomes.count(True)} run(s) curated, {failed} failed; {accepted} optimal trajectories "
+          f"-> {optimal_path}")
+    return 1 if failed else 0

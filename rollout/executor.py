@@ -45,12 +45,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ExecutorSettings:
-    """Limits and switches of the loop."""
+    """Limits and switches of the loop (the run's settings: engine.apps.config.rollout.RolloutConfig)."""
 
-    max_step: int = 5
-    max_concurrent: int = 10
-    prepare: bool = True
-    max_result_chars: int = 4000
+    max_step: int
+    max_concurrent: int
+    prepare: bool
+    max_result_chars: int
 
 
 class AgentFailure(Exception):

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,11 @@ from engine.contract import (
     read_json,
     read_keyed_lines,
 )
+from engine.contract.settings import ModelConfig
 from rollout.errors import CacheMiss
-from rollout.models.base import Completion, ModelDriver
+from rollout.models.base import Completion, ModelDriver, driver_settings
+from rollout.models.errors import LOOPBACK_DOWN, loopback_down, on_loopback
+from rollout.models.registry import build_driver
 
 log = logging.getLogger(__name__)
 
@@ -181,3 +186,20 @@ class CachedModel:
         completion = await self.driver.complete(messages, workspace=workspace, json_mode=json_mode)
         self.cache.put_model(key, completion.to_json())
         return completion
+
+
+@asynccontextmanager
+async def open_model(model: ModelConfig, cache: RolloutCache) -> AsyncIterator[CachedModel]:
+    """The model of a config behind the cache; a replay builds no driver (and needs no key). A model on this
+    machine (the scripted one, a local server) that cannot be reached because the loopback interface is down
+    is an InputError saying so, before any task runs."""
+    settings = driver_settings(model)
+    driver = None if cache.replaying else build_driver(model)
+    try:
+        if driver is not None and on_loopback(driver.settings.base_url) and loopback_down():
+            raise InputError("config", f"{LOOPBACK_DOWN}: the model's API at {driver.settings.base_url} cannot be "
+                             "reached, so no task was run", field="model")
+        yield CachedModel(driver, cache, settings.name, settings.params)
+    finally:
+        if driver is not None:
+            await driver.aclose()

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, read_trajectories, safe_name
+from engine.contract.settings import ModelConfig
+from engine.contract.settings import Noise as NoiseNode
 from rollout import prompts
 from rollout.models.loopback import message_texts, register_policy, serve
 from rollout.scripted_noise import Noise
@@ -116,15 +117,12 @@ class PlanPolicy:
         return {"steps": steps}
 
 
-def plan_policy(cfg: Mapping[str, Any]) -> PlanPolicy:
+def plan_policy(model: ModelConfig) -> PlanPolicy:
     """The plan policy of a scripted model config (its ``script``: reference trajectories with questions; its
     ``noise`` and ``trial``)."""
-    script = cfg.get("script")
-    if not script:
+    if not model.script:
         raise InputError("config", "the scripted model needs a script file", field="model.script")
-    trial = cfg.get("trial")
-    return PlanPolicy.from_file(Path(script), Noise.from_config(cfg.get("noise")),
-                                trial if isinstance(trial, int) else None)
+    return PlanPolicy.from_file(Path(model.script), Noise.of(model.noise), model.trial)
 
 
 register_policy("plan", plan_policy)
@@ -139,7 +137,7 @@ def main() -> None:
     parser.add_argument("--noise-seed", type=int, default=0, help="seed of the perturbations")
     parser.add_argument("--trial", type=int, default=None, help="the trial served (part of the seed)")
     args = parser.parse_args()
-    noise = Noise.from_config({"rate": args.noise_rate, "seed": args.noise_seed})
+    noise = Noise.of(NoiseNode(args.noise_rate, args.noise_seed))
     serve(PlanPolicy.from_file(args.plans, noise, args.trial), args.delay)
 
 

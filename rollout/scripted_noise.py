@@ -12,11 +12,10 @@ from __future__ import annotations
 import copy
 import random
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.contract import InputError
+from engine.contract.settings import Noise as NoiseNode
 
 WRONG_REPLY = "I could not work this out; the answer is probably none of these."
 """The wrong final reply of a plan whose reply has no number to change."""
@@ -30,15 +29,10 @@ class Noise:
     seed: int = 0
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> Noise:
-        """The noise of a model config's ``noise`` mapping (none: no noise); InputError on a bad value."""
-        cfg = cfg or {}
-        rate, seed = cfg.get("rate", 0.0) or 0.0, cfg.get("seed", 0) or 0
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
-            raise InputError("config", f"must be a number from 0 to 1, got {rate!r}", field="model.noise.rate")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InputError("config", f"must be an integer, got {seed!r}", field="model.noise.seed")
-        return cls(float(rate), seed)
+    def of(cls, node: NoiseNode | None) -> Noise:
+        """The noise of a model config's ``noise`` node (checked there: engine.contract.settings.Noise; none:
+        no noise)."""
+        return cls() if node is None else cls(node.rate, node.seed)
 
     def perturb(self, plan: dict[str, Any], task: str, trial: int | None) -> dict[str, Any]:
         """The plan of `task` in `trial` with this noise (a copy; the plan itself when the rate is 0)."""

@@ -16,12 +16,13 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engine.contract import check_choice
+from engine.contract.settings import ModelConfig
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Reply:
 
 
 Policy = Callable[[dict[str, Any]], "str | Reply"]
-PolicyFactory = Callable[[Mapping[str, Any]], Policy]
+PolicyFactory = Callable[[ModelConfig], Policy]
 _POLICIES: dict[str, PolicyFactory] = {}
 
 
@@ -57,10 +58,10 @@ def policies() -> list[str]:
     return sorted(_POLICIES)
 
 
-def policy_of(cfg: Mapping[str, Any]) -> Policy:
+def policy_of(model: ModelConfig) -> Policy:
     """The policy a scripted model config names (``policy``, default ``plan``)."""
-    kind = check_choice(cfg.get("policy") or "plan", policies(), "scripted policy", "model.policy")
-    return _POLICIES[kind](cfg)
+    kind = check_choice(model.policy or "plan", policies(), "scripted policy", "model.policy")
+    return _POLICIES[kind](model)
 
 
 def message_texts(request: dict[str, Any]) -> list[tuple[str, str]]:

@@ -19,9 +19,10 @@ from script_runs import call_app
 from engine.contract import InputError, shown
 from engine.contract.settings import Shard, parse_shard, shard_of
 from rollout.cli import compose_config
+from rollout.merge import merge_parts, part_settings
 from rollout.models.loopback import ScriptedChatServer
 from rollout.output import ResultFile
-from rollout.runner import _run_tasks, merge_parts, part_settings
+from rollout.plan import run_tasks
 from rollout.scripted import PlanPolicy
 from rollout.shards import part_path
 
@@ -168,10 +169,10 @@ def two_parts(tmp_path: Path) -> tuple[dict, list, list[Path]]:
     """The demo's config, its tasks and the two part files of shard=i/2, each holding its own tasks (as a run of
     every task writes them, which merge to the file of all)."""
     cfg = compose_config([*ROLLOUT, f"results_dir={tmp_path}"])
-    tasks, _ = _run_tasks(cfg)
+    tasks, _ = run_tasks(cfg)
     paths = []
     for shard in Shard(0, 2).siblings():
-        path = part_path(Path(cfg["parts_dir"]), Path(cfg["predictions"]), shard)
+        path = part_path(Path(cfg.parts_dir), Path(cfg.predictions), shard)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"part": part_settings(cfg, shard, None),
                                     "records": [{"id": t.id, "steps": []} for t in tasks if shard.owns(t.id)]}))
