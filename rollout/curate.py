@@ -46,7 +46,7 @@ def _validator() -> Any:
     return Draft202012Validator(schema)
 
 
-def _where(path: Sequence[Any]) -> str:
+def _where(path: Sequence[object]) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))

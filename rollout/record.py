@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 RECORD_MODES = ("live", "record", "replay")
 
 
-def tool_key(task: str, server: str, tool: str, arguments: Any, occurrence: int) -> str:
+def tool_key(task: str, server: str, tool: str, arguments: object, occurrence: int) -> str:
     """Cache key of a tool call: the task, the call, and how many identical calls the task made before it."""
     return digest({"task": task, "server": server, "tool": tool, "arguments": arguments, "n": occurrence})
 
@@ -57,7 +57,7 @@ class Occurrences:
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str], int] = {}
 
-    def key(self, task: str, server: str, tool: str, arguments: Any) -> str:
+    def key(self, task: str, server: str, tool: str, arguments: object) -> str:
         """The next key of this call in this task (the first is occurrence 0)."""
         base = digest({"server": server, "tool": tool, "arguments": arguments})
         n = self._seen.get((task, base), 0)

@@ -43,12 +43,13 @@ async def measure_overhead(spec: ServerSpec, calls: int = 200) -> Overhead:
     name = f"{spec.name}/{tool}"
     async with MCPHost([spec], start_timeout=60) as host:
         server = host.servers[0]
-        if server.session is None:
+        session = server.session
+        if session is None:
             raise RuntimeError(f"server {spec.name} did not start: {server.error}")
         with tempfile.TemporaryDirectory() as tmp:
             ws = Workspace.fresh(Path(tmp), "bench")
             runner = ToolRunner(host, RolloutCache(tmp, "live"), host.catalogue())
-            ways = {"sdk": lambda: server.session.call_tool(tool, arguments),
+            ways = {"sdk": lambda: session.call_tool(tool, arguments),
                     "host": lambda: host.call(name, arguments, ws.root),
                     "runner": lambda: runner.run_step([{"name": name, "arguments": arguments}], {name}, ws, 1)}
             times: dict[str, list[float]] = {k: [] for k in ways}

@@ -50,7 +50,7 @@ class ToolOutcome:
     images: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-def render_content(blocks: list[Any], structured: Any) -> tuple[str, list[tuple[str, bytes]]]:
+def render_content(blocks: list[Any], structured: object) -> tuple[str, list[tuple[str, bytes]]]:
     """Text of an MCP result's content blocks, and the images among them as (mime type, bytes)."""
     parts: list[str] = []
     images: list[tuple[str, bytes]] = []

@@ -94,7 +94,7 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out as separate writes
     server: _ChatHTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Keep the console quiet."""
 
     def _send(self, status: int, body: dict[str, Any], headers: dict[str, str], reply: Reply | None = None) -> None:
