@@ -39,7 +39,7 @@ class Completion:
     model: str
     finish_reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object of this completion."""
         return {"content": self.content, "usage": self.usage, "model": self.model,
                 "finish_reason": self.finish_reason}
@@ -177,7 +177,7 @@ class ModelDriver:
         raise NotImplementedError
 
     def _content(self, content: str | list[dict[str, Any]], workspace: Path | None,
-                 image_part: Callable[[str, str], dict[str, Any]]) -> str | list[dict[str, Any]]:
+                 image_part: Callable[[str, str], dict[str, object]]) -> str | list[dict[str, object]]:
         """A message's content in an API's form: text parts as they are, images through image_part(mime, data)."""
         if not isinstance(content, list):
             return content
@@ -201,7 +201,7 @@ class ModelDriver:
         return self._images.encode(data, mime)
 
 
-def _status_message(exc: Any) -> str:
+def _status_message(exc: Exception) -> str:
     """A one-line reason of an HTTP error from an SDK."""
     body = getattr(exc, "body", None)
     message = None
@@ -209,7 +209,7 @@ def _status_message(exc: Any) -> str:
         err = body.get("error", body)
         message = err.get("message") if isinstance(err, dict) else None
     text = (message or getattr(exc, "message", "") or str(exc)).strip().splitlines()
-    return f"HTTP {exc.status_code}: {text[0] if text else ''}".rstrip(": ")
+    return f"HTTP {getattr(exc, 'status_code', None)}: {text[0] if text else ''}".rstrip(": ")
 
 
 class SDKDriver(ModelDriver):

@@ -49,7 +49,7 @@ class ScriptedDriver(OpenAIChatDriver):
             return cls(settings, None)
         return cls(settings, policy_of(model), model.delay)
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
+    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, object]]:
         converted = super()._convert(messages, workspace)
         marked = [{**c, **{k: m[k] for k in MARKERS if k in m}} for c, m in zip(converted, messages)]
         if marked and workspace is not None:
