@@ -152,7 +152,7 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
             total = len(todo) - len(unreferenced)
             ended = [len(tasks) - len(todo)]  # tasks with a record; counted on the event loop, once per task
 
-            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, object]]) -> dict[str, Any]:
                 """Write the task's tool log and add its record."""
                 atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json", {"id": run.task.id, "calls": calls})
                 if trial is not None:
@@ -174,7 +174,7 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
 
             async def work(task: Task) -> str:
                 run = executor.begin(task, Workspace.fresh(workspace_base, task.id))
-                calls: list[dict[str, Any]] = []
+                calls: list[dict[str, object]] = []
                 try:
                     record = await executor.run(run, exposed[task.id], calls, turns.get(task.id))
                 except ModelError as exc:
