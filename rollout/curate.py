@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.apps.config.rollout import RolloutConfig
 from engine.contract import Call, Trajectory, canonical_json, is_lost, read_trajectories, trajectory_record
@@ -32,13 +32,16 @@ from rollout.models.replies import parse_json_object
 from rollout.output import ResultFile
 from rollout.record import CachedModel, RolloutCache, open_model
 
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
 log = logging.getLogger("rollout")
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
 
 
 @lru_cache(maxsize=1)
-def _validator() -> Any:
+def _validator() -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
@@ -138,10 +141,10 @@ class Curator:
         self.model = model
         self.settings = settings
 
-    async def curate(self, run: Trajectory) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    async def curate(self, run: Trajectory) -> tuple[dict[str, object], dict[str, object] | None]:
         """The verdict record of a finished run, and its optimal trajectory when accepted."""
         dialogue = Dialogue(self.model, f"curate:{run.id}", CURATOR_SYSTEM)
-        record: dict[str, Any] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
+        record: dict[str, object] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
         prompt = verdict_prompt(run, self.settings.max_result_chars)
         verdict = self._verdict(await dialogue.ask(prompt, "verdict", json_mode=True))
         if verdict is None:
@@ -168,7 +171,7 @@ class Curator:
             return None
         return obj["success"], str(obj.get("reason", ""))
 
-    async def _summarise(self, run: Trajectory, dialogue: Dialogue) -> tuple[dict[str, Any] | None, str | None]:
+    async def _summarise(self, run: Trajectory, dialogue: Dialogue) -> tuple[dict[str, object] | None, str | None]:
         text = SUMMARY
         problems: list[str] = []
         for _ in range(2):
@@ -186,7 +189,7 @@ class Curator:
         return None, "rejected: " + "; ".join(problems)
 
     @staticmethod
-    def _gt_record(run: Trajectory, proposal: dict[str, Any]) -> dict[str, Any]:
+    def _gt_record(run: Trajectory, proposal: dict[str, Any]) -> dict[str, object]:
         """The accepted proposal as a reference (GT-format) trajectory of the run's task."""
         steps = [[{"name": c["name"].strip(), "arguments": c["arguments"]} for c in st["calls"]]
                  for st in proposal["steps"]]

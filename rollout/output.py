@@ -9,6 +9,7 @@ file (rollout.shards) is the object ``{"part": <the settings that made it>, "rec
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from engine.contract.settings import Shard
 from rollout.shards import check_part, part_records
 
 
-def dumps_record(record: dict[str, Any]) -> str:
+def dumps_record(record: Mapping[str, object]) -> str:
     """The text of one record inside a result file (strict JSON)."""
     return dumps_json(record, indent=1)
 
@@ -35,7 +36,7 @@ class ResultFile:
     `part` (the settings of a shard's part file, and its `shard`), the part file ``{"part", "records"}``, which
     an earlier file made with other settings is refused."""
 
-    def __init__(self, path: str | Path, order: dict[str, int], part: dict[str, Any] | None = None,
+    def __init__(self, path: str | Path, order: dict[str, int], part: Mapping[str, object] | None = None,
                  shard: Shard | None = None) -> None:
         self.path = Path(path)
         self._order = order

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,8 @@ class RolloutCache:
         entry = self._tools.get(key)
         return entry["record"] if entry else None
 
-    def put_tool(self, key: str, task: str, server: str, tool: str, arguments: Any, record: dict[str, Any]) -> None:
+    def put_tool(self, key: str, task: str, server: str, tool: str, arguments: object,
+                 record: Mapping[str, object]) -> None:
         """Record a tool call's outcome."""
         entry = {"key": key, "task": task, "server": server, "tool": tool, "arguments": arguments, "record": record}
         self._tools[key] = entry
@@ -109,13 +110,13 @@ class RolloutCache:
         entry = self._models.get(key)
         return entry["response"] if entry else None
 
-    def put_model(self, key: str, response: dict[str, Any]) -> None:
+    def put_model(self, key: str, response: Mapping[str, object]) -> None:
         """Record a model response."""
         entry = {"key": key, "response": response}
         self._models[key] = entry
         append_line(self.directory / "models.jsonl", entry)
 
-    def put_catalogue(self, tools: list[dict[str, Any]], failures: dict[str, str]) -> None:
+    def put_catalogue(self, tools: Sequence[Mapping[str, object]], failures: dict[str, str]) -> None:
         """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""
         text = dumps_json({"tools": tools, "failures": failures}, indent=1)
         atomic_write_text(self.directory / "catalogue.json", text)
@@ -156,7 +157,7 @@ class CachedModel:
     """
 
     def __init__(self, driver: ModelDriver | None, cache: RolloutCache, name: str,
-                 params: dict[str, Any] | None = None) -> None:
+                 params: Mapping[str, object] | None = None) -> None:
         if driver is None and not cache.replaying:
             raise ValueError("a model driver is needed unless the run is replayed")
         self.driver = driver
