@@ -25,17 +25,17 @@ from engine.contract.settings import ModelConfig
 from engine.contract.settings import Noise as NoiseNode
 from rollout import prompts
 from rollout.models.loopback import message_texts, register_policy, serve
-from rollout.scripted_noise import Noise
+from rollout.scripted_noise import Noise, Plan
 
 log = logging.getLogger(__name__)
-NO_PLAN: dict[str, Any] = {"steps": [], "final_reply": "I cannot help with this task."}
+NO_PLAN: Plan = {"steps": [], "final_reply": "I cannot help with this task."}
 
 
 class PlanPolicy:
     """Replies that follow one plan per task (its steps of calls and its final reply), perturbed by `noise`
     (seeded per task and `trial`)."""
 
-    def __init__(self, plans: dict[str, dict[str, Any]], questions: dict[str, list[str]] | None = None,
+    def __init__(self, plans: dict[str, Plan], questions: dict[str, list[str]] | None = None,
                  noise: Noise | None = None, trial: int | None = None) -> None:
         self.plans = plans
         self.questions = questions or {}
@@ -47,7 +47,7 @@ class PlanPolicy:
     def from_file(cls, path: str | Path, noise: Noise | None = None, trial: int | None = None) -> PlanPolicy:
         """Plans of a reference (GT-format) trajectory file, keyed by task id (as `safe_name` writes it), and
         the ids of each question."""
-        plans: dict[str, dict[str, Any]] = {}
+        plans: dict[str, Plan] = {}
         questions: dict[str, list[str]] = {}
         for task_id, trajectory in read_trajectories(path).tasks.items():
             question = trajectory.raw.get("question")
@@ -62,7 +62,7 @@ class PlanPolicy:
             questions.setdefault(question.strip(), []).append(safe_name(task_id))
         return cls(plans, questions, noise, trial)
 
-    def plan(self, request: dict[str, Any], question: str) -> dict[str, Any]:
+    def plan(self, request: dict[str, Any], question: str) -> Plan:
         """The plan of a request's task: by its ``task`` marker, else by its question (the first task's plan
         when several with different plans share it, with a warning once per question)."""
         task = next((m["task"] for m in request.get("messages", []) if isinstance(m.get("task"), str)), None)

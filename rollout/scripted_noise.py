@@ -13,12 +13,26 @@ import copy
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from engine.contract.settings import Noise as NoiseNode
 
 WRONG_REPLY = "I could not work this out; the answer is probably none of these."
 """The wrong final reply of a plan whose reply has no number to change."""
+
+
+class PlannedCall(TypedDict):
+    """A call of a plan: the tool ("server/tool") and its arguments."""
+
+    name: str
+    arguments: dict[str, object]
+
+
+class Plan(TypedDict):
+    """What the scripted agent does in a task: its steps of calls, then its final reply."""
+
+    steps: list[list[PlannedCall]]
+    final_reply: str
 
 
 @dataclass(frozen=True)
@@ -34,7 +48,7 @@ class Noise:
         no noise)."""
         return cls() if node is None else cls(node.rate, node.seed)
 
-    def perturb(self, plan: dict[str, Any], task: str, trial: int | None) -> dict[str, Any]:
+    def perturb(self, plan: Plan, task: str, trial: int | None) -> Plan:
         """The plan of `task` in `trial` with this noise (a copy; the plan itself when the rate is 0)."""
         if not self.rate:
             return plan
@@ -57,7 +71,7 @@ class Noise:
         return {"steps": steps, "final_reply": final}
 
 
-def _changed(value: Any, rng: random.Random) -> Any:
+def _changed(value: object, rng: random.Random) -> object:
     """An argument value changed the way a model gets it wrong: a number off, a name misspelt, an item lost."""
     if isinstance(value, bool):
         return not value
