@@ -89,7 +89,7 @@ def uv_run(args: list[str]) -> tuple[str | None, list[str]] | None:
     return (directory, rest) if rest else None
 
 
-def in_environment(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
+def in_environment(entry: dict[str, Any]) -> tuple[str, dict[str, object]] | str:
     """(python or node, the entry's command, args and cwd as its environment runs them), or why not known."""
     command, args = entry["command"], list(entry.get("args") or [])
     name = command.rsplit("/", 1)[-1]
@@ -100,7 +100,7 @@ def in_environment(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
         if run is None:
             return "uv with arguments other than run [--directory D] ..."
         directory, rest = run
-        moved: dict[str, Any] = {}
+        moved: dict[str, object] = {}
         if directory is not None:
             cwd = entry.get("cwd")
             moved["cwd"] = os.path.normpath(os.path.join(cwd, directory)) if isinstance(cwd, str) else directory

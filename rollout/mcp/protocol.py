@@ -24,7 +24,7 @@ class ToolInfo:
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, object]
 
     @property
     def server(self) -> str:
@@ -36,7 +36,7 @@ class ToolInfo:
         """The tool part of the name."""
         return self.name.split("/", 1)[1]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object of this tool."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 

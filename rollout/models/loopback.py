@@ -97,7 +97,7 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         """Keep the console quiet."""
 
-    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str], reply: Reply | None = None) -> None:
+    def _send(self, status: int, body: dict[str, object], headers: dict[str, str], reply: Reply | None = None) -> None:
         data = json.dumps(body).encode("utf-8") if reply is None or reply.body is None else reply.body
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -189,7 +189,7 @@ class ScriptedChatServer:
         self.delay = delay
         self.keep_requests = keep_requests
         self.served = 0
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, object]] = []
         self.lock = threading.Lock()
         self._httpd: _ChatHTTPServer | None = None
         self._thread: threading.Thread | None = None
