@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -56,7 +56,7 @@ def _where(path: Sequence[object]) -> str:
     return out or "the object"
 
 
-def run_calls(run: Trajectory) -> list[list[tuple[Call, dict[str, Any]]]]:
+def run_calls(run: Trajectory) -> list[list[tuple[Call, Mapping[str, object]]]]:
     """Per step of a finished run, each call with the object it was read from (its result, is_error)."""
     raw_steps = run.raw.get("steps") or []
     return [list(zip(step.calls, raw_steps[s].get("calls") or [], strict=True))

@@ -43,7 +43,7 @@ class ResultFile:
         self._part = part
         self._shard = shard
         self._texts: dict[str, str] = {}
-        self._records: dict[str, dict[str, Any]] = {}
+        self._records: dict[str, dict[str, object]] = {}
         self._lock = FileLock(str(self.path.with_name(f".{self.path.name}.lock")))
         self._write_lock = threading.Lock()
 
@@ -88,11 +88,11 @@ class ResultFile:
         """Ids already in the file."""
         return set(self._records)
 
-    def get(self, task_id: str) -> dict[str, Any] | None:
+    def get(self, task_id: str) -> dict[str, object] | None:
         """The record of an id, if the file has one."""
         return self._records.get(task_id)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, object]]:
         """Every record, in file order."""
         return [self._records[i] for i in self._ordered_ids()]
 

@@ -18,17 +18,24 @@ import argparse
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from engine.contract import InputError, read_trajectories, safe_name
 from engine.contract.settings import ModelConfig
 from engine.contract.settings import Noise as NoiseNode
 from rollout import prompts
 from rollout.models.loopback import message_texts, register_policy, serve
-from rollout.scripted_noise import Noise, Plan
+from rollout.scripted_noise import Noise, Plan, PlannedCall
 
 log = logging.getLogger(__name__)
 NO_PLAN: Plan = {"steps": [], "final_reply": "I cannot help with this task."}
+
+
+class SummaryStep(TypedDict):
+    """A step of the curated summary the scripted curator replies with."""
+
+    step: int
+    calls: list[PlannedCall]
 
 
 class PlanPolicy:
@@ -101,9 +108,9 @@ class PlanPolicy:
         return plan["final_reply"]
 
     @staticmethod
-    def _summary(users: list[str]) -> dict[str, Any]:
+    def _summary(users: list[str]) -> dict[str, list[SummaryStep]]:
         """The curated run's own successful calls, one step per run step."""
-        steps: list[dict[str, Any]] = []
+        steps: list[SummaryStep] = []
         for line in users[0].splitlines():
             if line.startswith("step ") and " call " in line and "(FAILED)" not in line:
                 head, _, rest = line.partition(": ")
