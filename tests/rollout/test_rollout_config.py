@@ -85,6 +85,33 @@ def test_tasks_names_a_shared_data_set():
         tasks_shorthand(["tasks=vtbdemo"])
 
 
+def test_one_task_id_is_a_list_of_one_and_what_no_id_is_is_refused():
+    """tasks.ids is a list of ids (engine.apps.config.rollout.RolloutTasks): one id on the command line is spelt
+    as the list of it, a value holding what no task id is is one line naming the setting."""
+    assert tasks_shorthand(["tasks.ids=5", "tasks.ids='a,b'", "tasks.ids=[a]", "tasks.ids=null"]) == \
+        ["tasks.ids=[5]", "tasks.ids=['a,b']", "tasks.ids=[a]", "tasks.ids=null"]
+    assert compose("model=scripted", "tasks=demo", "tasks.ids=5").tasks.ids == ["5"]
+    for value in ("{a:1}", "[[a]]", "[true]", "1.5"):
+        with pytest.raises(CommandLineError, match=r"^tasks\.ids=.*: must be a task id or a list of task ids"):
+            tasks_shorthand([f"tasks.ids={value}"])
+
+
+def test_the_rollout_config_composes_without_importing_the_rollout():
+    """The shipped configs name the rollout's files with the engine's own resolver (project_path), so that
+    conf/rollout composes and is made its typed config whatever was imported before (once rollout.cli had to
+    be imported first, for its rollout_path resolver)."""
+    code = ("import sys; from engine.apps.compose import compose; from engine.apps.config import APPS, typed; "
+            "cfg = typed(APPS['rollout'], compose('rollout', ['model=scripted_mcpverse', 'data=rollout_demo']), "
+            "missing_as_none=True); "
+            "assert not [m for m in sys.modules if m.split('.')[0] == 'rollout'], 'rollout imported'; "
+            "print(cfg.servers); print(cfg.model.script)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(ROOT / "rollout" / "servers.json"),
+                                        str(ROOT / "rollout" / "demo" / "mcpverse" / "agent.json")]
+
+
 def test_a_data_set_without_tasks_is_one_line_naming_the_settings(tmp_path):
     for name in ("mcpverse", "demo"):  # a checkout not named yet; the score app's generated demo
         cfg = compose("model=scripted", f"data={name}", f"results_dir={tmp_path}")
