@@ -85,8 +85,12 @@ class Curate:
 
     verdicts: str = MISSING
     optimal: str = MISSING
-    max_result_chars: int = bounded(1500, SIZE)
+    max_result_chars: int = 1500
     model: ModelConfig | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_result_chars < 0:
+            raise SettingError("max_result_chars", self.max_result_chars, "must be an integer >= 0")
 
 
 @dataclass
