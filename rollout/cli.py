@@ -15,26 +15,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
 
 from engine.apps import kit
-from engine.apps.compose import config_groups, plain_config
-from engine.apps.config import APPS
+from engine.apps.compose import compose, config_groups
+from engine.apps.config import APPS, typed
+from engine.apps.config.fields import TASK_IDS
+from engine.apps.config.rollout import RolloutConfig
 from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, override_values
-from engine.apps.shorthands import resolved_config
 from engine.contract import InputError
+from engine.contract.settings import setting_text
+from rollout.resolvers import register_resolvers
 from rollout.runner import run
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+register_resolvers()  # ${rollout_path:X} on a command line
 
-# ${rollout_path:servers.json}: a path inside the rollout package, wherever the package lives.
-OmegaConf.register_new_resolver("rollout_path", lambda rel: str(PACKAGE_DIR / rel), replace=True)
-
+SPEC = APPS["rollout"]
 
 TASKS_ALIASES = {"demo": "rollout_demo"}
 """The rollout's own names of shared data sets: tasks=demo is the rollout demo (data=demo is the score
@@ -43,14 +42,19 @@ app's generated demo, which has no tasks)."""
 
 def tasks_shorthand(argv: list[str]) -> list[str]:
     """argv with `tasks=NAME` (a data set of the shared group data, or a sweep of them) spelt out as
-    `data=NAME` (TASKS_ALIASES first); a NAME the group lacks is a CommandLineError naming the closest."""
+    `data=NAME` (TASKS_ALIASES first), a NAME the group lacks a CommandLineError naming the closest; and
+    `tasks.ids=ID` (one id) as the list of it, `tasks.ids=[ID]`, what no task id can be refused in one line."""
     options = config_groups("rollout")["data"]
     out = []
     for token in argv:
         try:
-            override = OverridesParser.create().parse_override(token) if token.startswith("tasks=") else None
+            override = OverridesParser.create().parse_override(token) \
+                if token.startswith(("tasks=", "tasks.ids=")) else None
         except HydraException:
             override = None  # the kit's check says why
+        if override is not None and token.startswith("tasks.ids="):
+            out.append(_one_id_listed(token, override.value()) if not override.is_sweep_override() else token)
+            continue
         values = override_values(override) if override is not None else None
         if not values:
             out.append(token)
@@ -65,25 +69,37 @@ def tasks_shorthand(argv: list[str]) -> list[str]:
     return out
 
 
-def compose_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The resolved config a command line with these overrides would run with (tasks=NAME spelt out), as a
-    plain dict (engine.apps.shorthands.resolved_config)."""
-    return resolved_config("rollout", tasks_shorthand(list(overrides)))
+def _one_id_listed(token: str, value: object) -> str:
+    """`tasks.ids=ID` as `tasks.ids=[ID]` (a list or null as it is); a value holding what no task id is (a
+    mapping, a list in the list, a flag, a fraction) is a CommandLineError saying so."""
+    problem = TASK_IDS.problem(value)
+    if problem is not None:
+        raise CommandLineError(f"tasks.ids={setting_text(value)}: {problem}")
+    if value is None or isinstance(value, list):
+        return token
+    return f"tasks.ids=[{token.split('=', 1)[1]}]"
 
 
-def run_config(cfg: DictConfig) -> int:
-    """Run the configured stage(s); bad input is one line on stderr and status 2."""
+def compose_config(overrides: Sequence[str] = ()) -> RolloutConfig:
+    """The typed config a command line with these overrides would run with (its shorthands spelt out:
+    `tasks_shorthand`), made as the app kit makes it (engine.apps.config.typed)."""
+    return typed(SPEC, compose("rollout", tasks_shorthand(list(overrides))), missing_as_none=SPEC.missing_as_none)
+
+
+def run_config(cfg: RolloutConfig, run_folder: Path) -> int:
+    """Run the configured stage(s) (the run folder is cfg.run_dir, Hydra's); bad input is one line on stderr
+    and status 2."""
     try:
-        return run(plain_config(cfg))
+        return run(cfg)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
-OPEN_KEYS = APPS["rollout"].open_keys
+OPEN_KEYS = SPEC.open_keys
 """New keys a rollout reads: a model's (and the curator's) extra request fields (engine.apps.config.rollout)."""
 
-NAME_KEYS = APPS["rollout"].names
+NAME_KEYS = SPEC.names
 """The settings whose values become part of file and folder names (engine.contract.check_name)."""
 
-main = kit.hydra_app(APPS["rollout"], run_config, rewrite=tasks_shorthand)
+main = kit.hydra_app(SPEC, run_config, rewrite=tasks_shorthand)

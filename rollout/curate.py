@@ -12,23 +12,36 @@ written by the judge app, rollout.judges).
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.contract import Call, Trajectory, canonical_json, trajectory_record
+from engine.apps.config.rollout import RolloutConfig
+from engine.contract import Call, JsonObject, Trajectory, canonical_json, is_lost, read_trajectories, trajectory_record
+from engine.contract.progress import TaskBar
 from rollout.dialogue import Dialogue
+from rollout.errors import CacheMiss
+from rollout.models.clients import bounded
+from rollout.models.errors import ModelError
 from rollout.models.replies import parse_json_object
-from rollout.record import CachedModel
+from rollout.output import ResultFile
+from rollout.record import CachedModel, RolloutCache, open_model
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+log = logging.getLogger("rollout")
 
 SCHEMA_PATH = Path(__file__).with_name("trajectory.schema.json")
 
 
 @lru_cache(maxsize=1)
-def _validator() -> Any:
+def _validator() -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
@@ -36,14 +49,14 @@ def _validator() -> Any:
     return Draft202012Validator(schema)
 
 
-def _where(path: Sequence[Any]) -> str:
+def _where(path: Sequence[object]) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "the object"
 
 
-def run_calls(run: Trajectory) -> list[list[tuple[Call, dict[str, Any]]]]:
+def run_calls(run: Trajectory) -> list[list[tuple[Call, Mapping[str, object]]]]:
     """Per step of a finished run, each call with the object it was read from (its result, is_error)."""
     raw_steps = run.raw.get("steps") or []
     return [list(zip(step.calls, raw_steps[s].get("calls") or [], strict=True))
@@ -116,9 +129,9 @@ SUMMARY = (
 
 @dataclass(frozen=True)
 class CuratorSettings:
-    """Switches of the curator."""
+    """Switches of the curator (the run's `curate` settings: engine.apps.config.rollout.Curate)."""
 
-    max_result_chars: int = 1500
+    max_result_chars: int
 
 
 class Curator:
@@ -128,10 +141,10 @@ class Curator:
         self.model = model
         self.settings = settings
 
-    async def curate(self, run: Trajectory) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    async def curate(self, run: Trajectory) -> tuple[dict[str, object], JsonObject | None]:
         """The verdict record of a finished run, and its optimal trajectory when accepted."""
         dialogue = Dialogue(self.model, f"curate:{run.id}", CURATOR_SYSTEM)
-        record: dict[str, Any] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
+        record: dict[str, object] = {"id": run.id, "success": None, "reason": "", "accepted": False, "error": None}
         prompt = verdict_prompt(run, self.settings.max_result_chars)
         verdict = self._verdict(await dialogue.ask(prompt, "verdict", json_mode=True))
         if verdict is None:
@@ -158,7 +171,7 @@ class Curator:
             return None
         return obj["success"], str(obj.get("reason", ""))
 
-    async def _summarise(self, run: Trajectory, dialogue: Dialogue) -> tuple[dict[str, Any] | None, str | None]:
+    async def _summarise(self, run: Trajectory, dialogue: Dialogue) -> tuple[JsonObject | None, str | None]:
         text = SUMMARY
         problems: list[str] = []
         for _ in range(2):
@@ -176,10 +189,47 @@ class Curator:
         return None, "rejected: " + "; ".join(problems)
 
     @staticmethod
-    def _gt_record(run: Trajectory, proposal: dict[str, Any]) -> dict[str, Any]:
+    def _gt_record(run: Trajectory, proposal: dict[str, Any]) -> JsonObject:
         """The accepted proposal as a reference (GT-format) trajectory of the run's task."""
         steps = [[{"name": c["name"].strip(), "arguments": c["arguments"]} for c in st["calls"]]
                  for st in proposal["steps"]]
         return trajectory_record(run.id, steps, image=run.raw.get("image"), type=run.type,
                                  question=run.raw.get("question"),
                                  final_reply=proposal.get("final_reply", run.raw.get("final_reply", "")))
+
+
+async def run_curation(cfg: RolloutConfig) -> int:
+    """Give each run of the predictions file a verdict (those lost to the infrastructure left out); write the
+    verdicts and the optimal trajectories; 1 when some run could not be curated, else 0."""
+    runs = [r for r in read_trajectories(Path(cfg.predictions)).tasks.values() if not is_lost(r.raw)]
+    order = {r.id: i for i, r in enumerate(runs)}
+    verdicts_path, optimal_path = Path(cfg.curate.verdicts), Path(cfg.curate.optimal)
+    cache = RolloutCache(Path(cfg.cache_dir), cfg.mode.value)
+    settings = CuratorSettings(max_result_chars=cfg.curate.max_result_chars)
+    with ResultFile(verdicts_path, order) as verdicts, ResultFile(optimal_path, order) as optimal:
+        todo = [r for r in runs if r.id not in verdicts.done]
+        if not todo:
+            print(f"curate: nothing to do, all {len(runs)} runs are in {verdicts_path}")
+            return 0
+        async with open_model(cfg.curate.model or cfg.model, cache) as model:
+            curator = Curator(model, settings)
+
+            async def work(run: Trajectory) -> bool:
+                try:
+                    verdict, trajectory = await curator.curate(run)
+                except (ModelError, CacheMiss) as exc:
+                    log.error("curating %s failed: %s", run.id, exc)
+                    return False
+                if trajectory is not None:
+                    await asyncio.to_thread(optimal.add, trajectory)
+                await asyncio.to_thread(verdicts.add, verdict)
+                log.info("curated %s: success=%s accepted=%s", run.id, verdict["success"], verdict["accepted"])
+                return True
+
+            with TaskBar(len(runs), "curate", done=len(runs) - len(todo)) as bar:
+                outcomes = await bounded(todo, cfg.concurrency, bar.each(work))
+    accepted = sum(1 for r in verdicts.records() if r.get("accepted"))
+    failed = outcomes.count(False)
+    print(f"curate: {outcomes.count(True)} run(s) curated, {failed} failed; {accepted} optimal trajectories "
+          f"-> {optimal_path}")
+    return 1 if failed else 0

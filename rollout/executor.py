@@ -45,12 +45,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ExecutorSettings:
-    """Limits and switches of the loop."""
+    """Limits and switches of the loop (the run's settings: engine.apps.config.rollout.RolloutConfig)."""
 
-    max_step: int = 5
-    max_concurrent: int = 10
-    prepare: bool = True
-    max_result_chars: int = 4000
+    max_step: int
+    max_concurrent: int
+    prepare: bool
+    max_result_chars: int
 
 
 class AgentFailure(Exception):
@@ -69,11 +69,11 @@ class TaskRun:
     task: Task
     ws: Workspace
     dialogue: Dialogue
-    steps: list[list[dict[str, Any]]] = field(default_factory=list)
+    steps: list[list[dict[str, object]]] = field(default_factory=list)
     illegal_calls: int = 0
-    outside_writes: list[dict[str, Any]] = field(default_factory=list)
+    outside_writes: list[dict[str, object]] = field(default_factory=list)
     final_reply: str | None = None
-    turns: list[dict[str, Any]] | None = None
+    turns: list[dict[str, object]] | None = None
 
     def record(self, error: dict[str, Any] | None = None) -> dict[str, Any]:
         """The prediction record in the published format, with ``error`` when the task failed."""
@@ -107,7 +107,7 @@ class Executor:
         """A task's run in its (fresh) workspace, before its first request."""
         return TaskRun(task, ws, Dialogue(self.model, task.id, prompts.SYSTEM, ws.root))
 
-    async def run(self, run: TaskRun, exposed: list[ToolInfo], tool_log: list[dict[str, Any]] | None = None,
+    async def run(self, run: TaskRun, exposed: list[ToolInfo], tool_log: list[dict[str, object]] | None = None,
                   turns: list[Turn] | None = None) -> dict[str, Any]:
         """Roll out one task, as a dialogue when it has `turns`; its prediction record. Every call made is
         appended to `tool_log` (when given) as its tool log line, in step and call order. A failed model
@@ -129,7 +129,7 @@ class Executor:
         return run.record()
 
     async def _dialogue(self, run: TaskRun, exposed: list[ToolInfo], images: list[str],
-                        tool_log: list[dict[str, Any]] | None, turns: list[Turn]) -> None:
+                        tool_log: list[dict[str, object]] | None, turns: list[Turn]) -> None:
         """The turns one after the other in the task's workspace, each turn's reply recorded as it comes."""
         run.turns = []
         for k, turn in enumerate(turns, 1):
@@ -143,7 +143,7 @@ class Executor:
             run.turns.append({"final_reply": run.final_reply, "num_step": len(run.steps) - before})
 
     async def _steps(self, run: TaskRun, exposed: list[ToolInfo], images: list[str],
-                     tool_log: list[dict[str, Any]] | None, first: int = 1) -> None:
+                     tool_log: list[dict[str, object]] | None, first: int = 1) -> None:
         """Steps `first` to `first` + max_step - 1 of the loop, then the final reply."""
         s, dialogue = self.settings, run.dialogue
         exposed_names = {t.name for t in exposed}
@@ -161,7 +161,7 @@ class Executor:
             run.steps.append(outputs)
             pending_images = [f for r in records for f in r.files if is_image(f) and f not in images]
             images += pending_images
-            pending = prompts.results_text(step, outputs, pending_images, notes, s.max_result_chars)
+            pending = prompts.results_text(step, records, pending_images, notes, s.max_result_chars)
             if step == last:
                 break
             reply = await dialogue.ask(f"{pending}\n\n{prompts.DECISION}", "decision", images=pending_images)
@@ -204,12 +204,12 @@ class Executor:
         s = self.settings
         selected = exposed
         if s.prepare and exposed:
-            reply = await dialogue.ask(prompts.prepare_prompt(step, last, [t.to_json() for t in exposed]),
+            reply = await dialogue.ask(prompts.prepare_prompt(step, last, exposed),
                                        "prepare", json_mode=True)
             choice = prompts.parse_tool_choice(reply)
             if choice:
                 selected = [t for t in exposed if t.name in choice] or exposed
-        prompt = prompts.process_prompt(step, last, s.max_concurrent, [t.to_json() for t in selected])
+        prompt = prompts.process_prompt(step, last, s.max_concurrent, selected)
         reply = await dialogue.ask(prompt, "process", json_mode=True)
         notes: list[str] = []
         try:

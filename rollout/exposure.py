@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
-from engine.contract import InputError, Task, check_choice, config_int
+from engine.apps.config.rollout import Exposure, ExposureMode
+from engine.contract import InputError, Task
 from engine.encoders import TextEncoder
 from rollout.mcp.protocol import ToolInfo
 
 log = logging.getLogger(__name__)
-
-EXPOSURE_MODES = ("all", "oracle", "retrieve", "fixed")
 
 
 def encode_texts(texts: list[str], model: str | None = None, device: str = "cpu") -> np.ndarray:
@@ -40,25 +38,25 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-8)
 
 
-def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[Task],
+def select_tools(exposure: Exposure, catalogue: list[ToolInfo], tasks: list[Task],
                  references: Mapping[str, list[str]] | None = None) -> dict[str, list[ToolInfo]]:
     """Per task id, the tools exposed to it, in catalogue order (oracle: reference order).
 
     In oracle mode, tasks without a reference trajectory get no entry: they cannot be run that way.
     """
-    mode = check_choice(cfg.get("mode", "all"), EXPOSURE_MODES, "mode", "exposure.mode")
+    mode = exposure.mode
     by_name = {t.name: t for t in catalogue}
-    if mode == "all":
+    if mode == ExposureMode.all:
         return {task.id: list(catalogue) for task in tasks}
-    if mode == "fixed":
-        names = cfg.get("tools") or []
+    if mode == ExposureMode.fixed:
+        names = exposure.tools
         unknown = [n for n in names if n not in by_name]
         if not names or unknown:
             problem = f"not in the tool catalogue: {', '.join(unknown)}" if unknown else "empty list"
             raise InputError("config", problem, field="exposure.tools")
         chosen = [by_name[n] for n in dict.fromkeys(names)]
         return {task.id: chosen for task in tasks}
-    if mode == "oracle":
+    if mode == ExposureMode.oracle:
         if references is None:
             raise InputError("config", "oracle exposure needs a reference file", field="tasks.reference")
         missing_tools: set[str] = set()
@@ -73,11 +71,11 @@ def select_tools(cfg: Mapping[str, Any], catalogue: list[ToolInfo], tasks: list[
             log.warning("oracle exposure: %d reference tool(s) not served by any running server: %s",
                         len(missing_tools), ", ".join(sorted(missing_tools)))
         return out
-    top_k = config_int(cfg, "top_k", default=10, where="exposure.top_k")
+    top_k = exposure.top_k
     if not catalogue or not tasks:
         return {task.id: [] for task in tasks}
     texts = [tool_text(t.name, t.description) for t in catalogue] + [task.question for task in tasks]
-    vectors = _normalise(encode_texts(texts, cfg.get("encoder"), cfg.get("device", "cpu")))
+    vectors = _normalise(encode_texts(texts, exposure.encoder, exposure.device))
     tool_vecs, task_vecs = vectors[:len(catalogue)], vectors[len(catalogue):]
     scores = task_vecs @ tool_vecs.T
     out = {}

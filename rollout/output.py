@@ -9,6 +9,7 @@ file (rollout.shards) is the object ``{"part": <the settings that made it>, "rec
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from engine.contract.settings import Shard
 from rollout.shards import check_part, part_records
 
 
-def dumps_record(record: dict[str, Any]) -> str:
+def dumps_record(record: Mapping[str, object]) -> str:
     """The text of one record inside a result file (strict JSON)."""
     return dumps_json(record, indent=1)
 
@@ -35,14 +36,14 @@ class ResultFile:
     `part` (the settings of a shard's part file, and its `shard`), the part file ``{"part", "records"}``, which
     an earlier file made with other settings is refused."""
 
-    def __init__(self, path: str | Path, order: dict[str, int], part: dict[str, Any] | None = None,
+    def __init__(self, path: str | Path, order: dict[str, int], part: Mapping[str, object] | None = None,
                  shard: Shard | None = None) -> None:
         self.path = Path(path)
         self._order = order
         self._part = part
         self._shard = shard
         self._texts: dict[str, str] = {}
-        self._records: dict[str, dict[str, Any]] = {}
+        self._records: dict[str, dict[str, object]] = {}
         self._lock = FileLock(str(self.path.with_name(f".{self.path.name}.lock")))
         self._write_lock = threading.Lock()
 
@@ -87,11 +88,11 @@ class ResultFile:
         """Ids already in the file."""
         return set(self._records)
 
-    def get(self, task_id: str) -> dict[str, Any] | None:
+    def get(self, task_id: str) -> dict[str, object] | None:
         """The record of an id, if the file has one."""
         return self._records.get(task_id)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[dict[str, object]]:
         """Every record, in file order."""
         return [self._records[i] for i in self._ordered_ids()]
 

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from rollout.mcp.protocol import ToolInfo
 from rollout.models.replies import parse_json_object
+
+if TYPE_CHECKING:
+    from rollout.toolrunner import CallRecord
 
 PHASES = ("PREPARE", "PROCESS", "DECISION", "FINAL", "VERDICT", "SUMMARY")
 _HEADING = re.compile(r"^## (" + "|".join(PHASES) + r")\b(?:[^\n]*?\bstep (\d+))?", re.MULTILINE)
@@ -29,20 +34,27 @@ SYSTEM = (
 _IMAGES_NOTE = re.compile(r"\n\nImages? in the workspace: [^\n]*$")
 
 
-def task_message(question: str, images: list[str]) -> dict[str, Any]:
-    """The first user message: the task and its image(s)."""
+def _task_text(question: str, images: list[str]) -> str:
+    """The text of a task's user message: the question, then the names of its image(s)."""
     text = question.strip()
     if images:
         text += "\n\nImage" + ("s" if len(images) > 1 else "") + " in the workspace: " + ", ".join(images)
+    return text
+
+
+def _user_message(text: str, images: list[str]) -> dict[str, object]:
     return {"role": "user", "content": [{"type": "text", "text": text}]
             + [{"type": "image", "path": p} for p in images]}
 
 
-def turn_message(turn: int, prompt: str, images: list[str]) -> dict[str, Any]:
+def task_message(question: str, images: list[str]) -> dict[str, object]:
+    """The first user message: the task and its image(s)."""
+    return _user_message(_task_text(question, images), images)
+
+
+def turn_message(turn: int, prompt: str, images: list[str]) -> dict[str, object]:
     """The user message opening turn `turn` (from 2) of a multi-turn task: its prompt and its image(s)."""
-    message = task_message(prompt, images)
-    message["content"][0]["text"] = f"## TURN {turn}\n{message['content'][0]['text']}"
-    return message
+    return _user_message(f"## TURN {turn}\n{_task_text(prompt, images)}", images)
 
 
 def question_of(text: str) -> str:
@@ -55,23 +67,23 @@ def _short(description: str) -> str:
     return first[:200]
 
 
-def prepare_prompt(step: int, max_step: int, tools: list[dict[str, Any]]) -> str:
+def prepare_prompt(step: int, max_step: int, tools: Sequence[ToolInfo]) -> str:
     """Ask which tools this step needs, from the exposed catalogue."""
     lines = [f"## PREPARE (step {step} of at most {max_step})",
              "Choose the tools this step needs from the catalogue below. "
              'Reply with JSON only: {"tools": ["server/tool", ...]}.', "", "Catalogue:"]
-    lines += [f"- {t['name']}: {_short(t['description'])}" for t in tools]
+    lines += [f"- {t.name}: {_short(t.description)}" for t in tools]
     return "\n".join(lines)
 
 
-def process_prompt(step: int, max_step: int, max_concurrent: int, tools: list[dict[str, Any]]) -> str:
+def process_prompt(step: int, max_step: int, max_concurrent: int, tools: Sequence[ToolInfo]) -> str:
     """Ask for this step's tool calls as strict JSON."""
     return "\n".join([
         f"## PROCESS (step {step} of at most {max_step})",
         "Call the tools this step needs. Reply with JSON only, no prose: "
         '{"tool_calls": [{"name": "server/tool", "arguments": {...}}]} '
         f"with 1 to {max_concurrent} calls; the calls run in parallel.",
-        "", "Tools:", json.dumps(tools, ensure_ascii=False)])
+        "", "Tools:", json.dumps([t.to_json() for t in tools], ensure_ascii=False)])
 
 
 def retry_prompt(error: str, max_concurrent: int) -> str:
@@ -84,17 +96,17 @@ DECISION = "## DECISION\nIs the task complete, so that no more tool calls are ne
 FINAL = "## FINAL\nWrite the final answer to the user's task, based on the results above."
 
 
-def results_text(step: int, calls: list[dict[str, Any]], new_images: list[str], notes: list[str],
+def results_text(step: int, calls: Sequence[CallRecord], new_images: list[str], notes: list[str],
                  max_chars: int) -> str:
     """The results of a step as the model reads them (long results cut to max_chars)."""
     lines = [f"Results of step {step}:"]
     lines += notes
     for i, call in enumerate(calls, 1):
-        result = call["result"]
+        result = call.result
         if max_chars and len(result) > max_chars:
-            result = result[:max_chars] + f"... [{len(call['result']) - max_chars} more characters]"
-        args = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
-        lines.append(f"[{i}] {call['name']} {args}\n{result}")
+            result = result[:max_chars] + f"... [{len(call.result) - max_chars} more characters]"
+        args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+        lines.append(f"[{i}] {call.name} {args}\n{result}")
     if new_images:
         lines.append("New images in the workspace: " + ", ".join(new_images))
     return "\n".join(lines)

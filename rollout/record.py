@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +35,18 @@ from engine.contract import (
     read_json,
     read_keyed_lines,
 )
+from engine.contract.settings import ModelConfig
 from rollout.errors import CacheMiss
-from rollout.models.base import Completion, ModelDriver
+from rollout.models.base import Completion, ModelDriver, driver_settings
+from rollout.models.errors import LOOPBACK_DOWN, loopback_down, on_loopback
+from rollout.models.registry import build_driver
 
 log = logging.getLogger(__name__)
 
 RECORD_MODES = ("live", "record", "replay")
 
 
-def tool_key(task: str, server: str, tool: str, arguments: Any, occurrence: int) -> str:
+def tool_key(task: str, server: str, tool: str, arguments: object, occurrence: int) -> str:
     """Cache key of a tool call: the task, the call, and how many identical calls the task made before it."""
     return digest({"task": task, "server": server, "tool": tool, "arguments": arguments, "n": occurrence})
 
@@ -52,7 +57,7 @@ class Occurrences:
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str], int] = {}
 
-    def key(self, task: str, server: str, tool: str, arguments: Any) -> str:
+    def key(self, task: str, server: str, tool: str, arguments: object) -> str:
         """The next key of this call in this task (the first is occurrence 0)."""
         base = digest({"server": server, "tool": tool, "arguments": arguments})
         n = self._seen.get((task, base), 0)
@@ -93,7 +98,8 @@ class RolloutCache:
         entry = self._tools.get(key)
         return entry["record"] if entry else None
 
-    def put_tool(self, key: str, task: str, server: str, tool: str, arguments: Any, record: dict[str, Any]) -> None:
+    def put_tool(self, key: str, task: str, server: str, tool: str, arguments: object,
+                 record: Mapping[str, object]) -> None:
         """Record a tool call's outcome."""
         entry = {"key": key, "task": task, "server": server, "tool": tool, "arguments": arguments, "record": record}
         self._tools[key] = entry
@@ -104,13 +110,13 @@ class RolloutCache:
         entry = self._models.get(key)
         return entry["response"] if entry else None
 
-    def put_model(self, key: str, response: dict[str, Any]) -> None:
+    def put_model(self, key: str, response: Mapping[str, object]) -> None:
         """Record a model response."""
         entry = {"key": key, "response": response}
         self._models[key] = entry
         append_line(self.directory / "models.jsonl", entry)
 
-    def put_catalogue(self, tools: list[dict[str, Any]], failures: dict[str, str]) -> None:
+    def put_catalogue(self, tools: Sequence[Mapping[str, object]], failures: dict[str, str]) -> None:
         """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""
         text = dumps_json({"tools": tools, "failures": failures}, indent=1)
         atomic_write_text(self.directory / "catalogue.json", text)
@@ -151,7 +157,7 @@ class CachedModel:
     """
 
     def __init__(self, driver: ModelDriver | None, cache: RolloutCache, name: str,
-                 params: dict[str, Any] | None = None) -> None:
+                 params: Mapping[str, object] | None = None) -> None:
         if driver is None and not cache.replaying:
             raise ValueError("a model driver is needed unless the run is replayed")
         self.driver = driver
@@ -181,3 +187,20 @@ class CachedModel:
         completion = await self.driver.complete(messages, workspace=workspace, json_mode=json_mode)
         self.cache.put_model(key, completion.to_json())
         return completion
+
+
+@asynccontextmanager
+async def open_model(model: ModelConfig, cache: RolloutCache) -> AsyncIterator[CachedModel]:
+    """The model of a config behind the cache; a replay builds no driver (and needs no key). A model on this
+    machine (the scripted one, a local server) that cannot be reached because the loopback interface is down
+    is an InputError saying so, before any task runs."""
+    settings = driver_settings(model)
+    driver = None if cache.replaying else build_driver(model)
+    try:
+        if driver is not None and on_loopback(driver.settings.base_url) and loopback_down():
+            raise InputError("config", f"{LOOPBACK_DOWN}: the model's API at {driver.settings.base_url} cannot be "
+                             "reached, so no task was run", field="model")
+        yield CachedModel(driver, cache, settings.name, settings.params)
+    finally:
+        if driver is not None:
+            await driver.aclose()

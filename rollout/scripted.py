@@ -17,24 +17,32 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from engine.contract import InputError, read_trajectories, safe_name
+from engine.contract.settings import ModelConfig
+from engine.contract.settings import Noise as NoiseNode
 from rollout import prompts
 from rollout.models.loopback import message_texts, register_policy, serve
-from rollout.scripted_noise import Noise
+from rollout.scripted_noise import Noise, Plan, PlannedCall
 
 log = logging.getLogger(__name__)
-NO_PLAN: dict[str, Any] = {"steps": [], "final_reply": "I cannot help with this task."}
+NO_PLAN: Plan = {"steps": [], "final_reply": "I cannot help with this task."}
+
+
+class SummaryStep(TypedDict):
+    """A step of the curated summary the scripted curator replies with."""
+
+    step: int
+    calls: list[PlannedCall]
 
 
 class PlanPolicy:
     """Replies that follow one plan per task (its steps of calls and its final reply), perturbed by `noise`
     (seeded per task and `trial`)."""
 
-    def __init__(self, plans: dict[str, dict[str, Any]], questions: dict[str, list[str]] | None = None,
+    def __init__(self, plans: dict[str, Plan], questions: dict[str, list[str]] | None = None,
                  noise: Noise | None = None, trial: int | None = None) -> None:
         self.plans = plans
         self.questions = questions or {}
@@ -46,7 +54,7 @@ class PlanPolicy:
     def from_file(cls, path: str | Path, noise: Noise | None = None, trial: int | None = None) -> PlanPolicy:
         """Plans of a reference (GT-format) trajectory file, keyed by task id (as `safe_name` writes it), and
         the ids of each question."""
-        plans: dict[str, dict[str, Any]] = {}
+        plans: dict[str, Plan] = {}
         questions: dict[str, list[str]] = {}
         for task_id, trajectory in read_trajectories(path).tasks.items():
             question = trajectory.raw.get("question")
@@ -54,14 +62,15 @@ class PlanPolicy:
                 raise InputError(path, "a scripted plan needs the task's question", task_id=task_id,
                                  field="question")
             plans[safe_name(task_id)] = {
-                "steps": [[{"name": c.name, "arguments": c.arguments or {}} for c in step.calls]
+                "steps": [[{"name": c.name, "arguments": dict(c.arguments) if isinstance(c.arguments, dict) else {}}
+                           for c in step.calls]
                           for step in trajectory.steps],
                 "final_reply": trajectory.raw.get("final_reply", "Done."),
             }
             questions.setdefault(question.strip(), []).append(safe_name(task_id))
         return cls(plans, questions, noise, trial)
 
-    def plan(self, request: dict[str, Any], question: str) -> dict[str, Any]:
+    def plan(self, request: dict[str, Any], question: str) -> Plan:
         """The plan of a request's task: by its ``task`` marker, else by its question (the first task's plan
         when several with different plans share it, with a warning once per question)."""
         task = next((m["task"] for m in request.get("messages", []) if isinstance(m.get("task"), str)), None)
@@ -100,9 +109,9 @@ class PlanPolicy:
         return plan["final_reply"]
 
     @staticmethod
-    def _summary(users: list[str]) -> dict[str, Any]:
+    def _summary(users: list[str]) -> dict[str, list[SummaryStep]]:
         """The curated run's own successful calls, one step per run step."""
-        steps: list[dict[str, Any]] = []
+        steps: list[SummaryStep] = []
         for line in users[0].splitlines():
             if line.startswith("step ") and " call " in line and "(FAILED)" not in line:
                 head, _, rest = line.partition(": ")
@@ -116,15 +125,12 @@ class PlanPolicy:
         return {"steps": steps}
 
 
-def plan_policy(cfg: Mapping[str, Any]) -> PlanPolicy:
+def plan_policy(model: ModelConfig) -> PlanPolicy:
     """The plan policy of a scripted model config (its ``script``: reference trajectories with questions; its
     ``noise`` and ``trial``)."""
-    script = cfg.get("script")
-    if not script:
+    if not model.script:
         raise InputError("config", "the scripted model needs a script file", field="model.script")
-    trial = cfg.get("trial")
-    return PlanPolicy.from_file(Path(script), Noise.from_config(cfg.get("noise")),
-                                trial if isinstance(trial, int) else None)
+    return PlanPolicy.from_file(Path(model.script), Noise.of(model.noise), model.trial)
 
 
 register_policy("plan", plan_policy)
@@ -139,7 +145,7 @@ def main() -> None:
     parser.add_argument("--noise-seed", type=int, default=0, help="seed of the perturbations")
     parser.add_argument("--trial", type=int, default=None, help="the trial served (part of the seed)")
     args = parser.parse_args()
-    noise = Noise.from_config({"rate": args.noise_rate, "seed": args.noise_seed})
+    noise = Noise.of(NoiseNode(args.noise_rate, args.noise_seed))
     serve(PlanPolicy.from_file(args.plans, noise, args.trial), args.delay)
 
 

@@ -12,14 +12,27 @@ from __future__ import annotations
 import copy
 import random
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
-from engine.contract import InputError
+from engine.contract.settings import Noise as NoiseNode
 
 WRONG_REPLY = "I could not work this out; the answer is probably none of these."
 """The wrong final reply of a plan whose reply has no number to change."""
+
+
+class PlannedCall(TypedDict):
+    """A call of a plan: the tool ("server/tool") and its arguments."""
+
+    name: str
+    arguments: dict[str, object]
+
+
+class Plan(TypedDict):
+    """What the scripted agent does in a task: its steps of calls, then its final reply."""
+
+    steps: list[list[PlannedCall]]
+    final_reply: str
 
 
 @dataclass(frozen=True)
@@ -30,17 +43,12 @@ class Noise:
     seed: int = 0
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> Noise:
-        """The noise of a model config's ``noise`` mapping (none: no noise); InputError on a bad value."""
-        cfg = cfg or {}
-        rate, seed = cfg.get("rate", 0.0) or 0.0, cfg.get("seed", 0) or 0
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
-            raise InputError("config", f"must be a number from 0 to 1, got {rate!r}", field="model.noise.rate")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InputError("config", f"must be an integer, got {seed!r}", field="model.noise.seed")
-        return cls(float(rate), seed)
+    def of(cls, node: NoiseNode | None) -> Noise:
+        """The noise of a model config's ``noise`` node (checked there: engine.contract.settings.Noise; none:
+        no noise)."""
+        return cls() if node is None else cls(node.rate, node.seed)
 
-    def perturb(self, plan: dict[str, Any], task: str, trial: int | None) -> dict[str, Any]:
+    def perturb(self, plan: Plan, task: str, trial: int | None) -> Plan:
         """The plan of `task` in `trial` with this noise (a copy; the plan itself when the rate is 0)."""
         if not self.rate:
             return plan
@@ -63,7 +71,7 @@ class Noise:
         return {"steps": steps, "final_reply": final}
 
 
-def _changed(value: Any, rng: random.Random) -> Any:
+def _changed(value: object, rng: random.Random) -> object:
     """An argument value changed the way a model gets it wrong: a number off, a name misspelt, an item lost."""
     if isinstance(value, bool):
         return not value

@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import re
-import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
 
 from engine.apps.kit import command_app
@@ -42,57 +39,10 @@ from rollout.mcp.host import MCPHost
 from rollout.mcp.install import INSTALLERS, InstallOutcome, install_server
 from rollout.mcp.placeholders import write_keys, write_placeholder_images
 from rollout.mcp.requirements import missing_here, server_system_packages
-from rollout.record import RolloutCache
-from rollout.toolrunner import ToolRunner
-from rollout.workspace import Workspace
+from rollout.servers_bench import measure_overhead
 
 SHIPPED_CONFIG = Path(__file__).resolve().parent / "servers.json"
 """The servers config shipped with the rollout, the default of ``--config``."""
-
-@dataclass(frozen=True)
-class Overhead:
-    """Medians in milliseconds of one call made three ways, and the host's share."""
-
-    calls: int
-    sdk_ms: float
-    host_ms: float
-    runner_ms: float
-
-    def report(self, server: str, tool: str) -> str:
-        """A few lines for the terminal."""
-        return (f"{server}/{tool}, {self.calls} calls each, medians:\n"
-                f"  MCP SDK session.call_tool     {self.sdk_ms:7.2f} ms  (the server's own time and the transport)\n"
-                f"  MCPHost.call                  {self.host_ms:7.2f} ms  (+{self.host_ms - self.sdk_ms:.2f} ms)\n"
-                f"  ToolRunner.run_step, 1 call   {self.runner_ms:7.2f} ms  (+{self.runner_ms - self.sdk_ms:.2f} ms: "
-                "paths, workspace snapshot, files)")
-
-
-async def measure_overhead(spec: ServerSpec, calls: int = 200) -> Overhead:
-    """Time the entry's check call through the bare SDK session, MCPHost.call and ToolRunner.run_step."""
-    if spec.check is None:
-        raise ValueError(f"server {spec.name} has no check call to time")
-    tool, arguments = spec.check[0], json.loads(spec.check[1])
-    name = f"{spec.name}/{tool}"
-    async with MCPHost([spec], start_timeout=60) as host:
-        server = host.servers[0]
-        if server.session is None:
-            raise RuntimeError(f"server {spec.name} did not start: {server.error}")
-        with tempfile.TemporaryDirectory() as tmp:
-            ws = Workspace.fresh(Path(tmp), "bench")
-            runner = ToolRunner(host, RolloutCache(tmp, "live"), host.catalogue())
-            ways = {"sdk": lambda: server.session.call_tool(tool, arguments),
-                    "host": lambda: host.call(name, arguments, ws.root),
-                    "runner": lambda: runner.run_step([{"name": name, "arguments": arguments}], {name}, ws, 1)}
-            times: dict[str, list[float]] = {k: [] for k in ways}
-            for _ in range(10):
-                await ways["sdk"]()
-            for _ in range(calls):
-                for key, way in ways.items():
-                    began = time.perf_counter()
-                    await way()
-                    times[key].append(1000 * (time.perf_counter() - began))
-    return Overhead(calls, *(statistics.median(times[k]) for k in ("sdk", "host", "runner")))
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="servers.py", description="Install, check and time the MCP servers of "

@@ -51,7 +51,7 @@ def file_sha256(path: str | Path | None) -> str | None:
     return None
 
 
-def check_part(path: Path, found: Any, expected: Mapping[str, Any], shard: Shard) -> None:
+def check_part(path: Path, found: object, expected: Mapping[str, object], shard: Shard) -> None:
     """Refuse a part whose recorded settings (`found`) are not `expected`: InputError naming the part and the
     first setting that differs."""
     if not isinstance(found, Mapping):
@@ -63,7 +63,8 @@ def check_part(path: Path, found: Any, expected: Mapping[str, Any], shard: Shard
                          field=f"part.{key}")
 
 
-def _first_difference(found: Mapping[str, Any], expected: Mapping[str, Any], prefix: str) -> tuple[str, Any, Any]:
+def _first_difference(found: Mapping[str, object], expected: Mapping[str, object],
+                      prefix: str) -> tuple[str, object, object]:
     """The first key (dotted, nested mappings entered) whose values differ, with both values; ("", ...) if none."""
     for key in sorted({*found, *expected}):
         was, now = found.get(key), expected.get(key)
@@ -74,14 +75,14 @@ def _first_difference(found: Mapping[str, Any], expected: Mapping[str, Any], pre
     return "", None, None
 
 
-def part_records(path: Path, shard: Shard, records: Iterable[Any]) -> dict[str, dict[str, Any]]:
+def part_records(path: Path, shard: Shard, records: Iterable[object]) -> dict[str, dict[str, Any]]:
     """id -> record of a part's records; InputError naming the part and the id for a record without a string
     id, or an id held twice (a merge would keep one of them silently)."""
     by_id: dict[str, dict[str, Any]] = {}
     at: dict[str, int] = {}
     for k, record in enumerate(records):
         tid = record.get("id") if isinstance(record, dict) else None
-        if not isinstance(tid, str):
+        if not isinstance(record, dict) or not isinstance(tid, str):
             raise InputError(path, f"part {shard}: record {k} is not an object with a string id", field=f"records[{k}]")
         if tid in by_id:
             raise InputError(path, f"part {shard} holds this task twice (records {at[tid]} and {k}): a part holds each "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engine.contract import InputError, contained_path, read_trajectories, task_records
 from engine.contract.beneath import file_kind
@@ -63,7 +62,7 @@ def read_turns(path: str | Path, images_dir: str | Path | None = None) -> dict[s
     return out
 
 
-def _turn(path: Path, base: Path, folder: str, task_id: str, k: int, turn: Any) -> Turn:
+def _turn(path: Path, base: Path, folder: str, task_id: str, k: int, turn: object) -> Turn:
     where = f"turns[{k}]"
     if not isinstance(turn, dict):
         raise InputError(path, "must be an object with a prompt", task_id=task_id, field=where)

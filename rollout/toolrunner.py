@@ -64,13 +64,13 @@ class CallRecord:
         """Append a line of the host's own to the result text."""
         self.result = f"{self.result}\n{note}" if self.result else note
 
-    def to_output(self) -> dict[str, Any]:
+    def to_output(self) -> dict[str, object]:
         """The call in the published prediction format (plus is_error, and ``"made": false`` for a call
         that was not made)."""
         out = {"name": self.name, "arguments": self.arguments, "result": self.result, "is_error": self.is_error}
         return out if self.made else {**out, MADE: False}
 
-    def to_log(self, step: int, index: int) -> dict[str, Any]:
+    def to_log(self, step: int, index: int) -> dict[str, object]:
         """The call's line of the task's tool log (rollout/README.md, "Final workspace and tool log")."""
         server, _, tool = self.name.partition("/")
         line = {"step": step, "index": index, "server": server, "tool": tool, "arguments": self.arguments,

@@ -133,7 +133,7 @@ def main() -> None:
         model.terminate()
         model.wait()
     model_cpu = _children_cpu() - servers_cpu
-    preds = json.loads(Path(cfg["predictions"]).read_text())
+    preds = json.loads(Path(cfg.predictions).read_text())
     calls = [c for p in preds for s in p["steps"] for c in s["calls"]]
     errors = sum(c["is_error"] for c in calls)
     startup = sum(timings.startup)

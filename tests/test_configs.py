@@ -127,7 +127,8 @@ def test_every_data_set_composes_in_every_app_that_shares_it(app: str, name: str
     if app == "rollout":  # tasks=NAME picks the same data set (tasks=demo: rollout_demo), the tasks node reads it
         spellings = sorted(t for t in {name, *TASKS_ALIASES} if TASKS_ALIASES.get(t, t) == name)
         assert spellings == {"demo": [], "rollout_demo": ["demo", "rollout_demo"]}.get(name, [name])
-        assert all(rollout.cli.compose_config([f"tasks={t}", *scripted]) == cfg for t in spellings)
+        assert all(rollout.cli.compose_config([f"tasks={t}", *scripted])
+                   == rollout.cli.compose_config([f"data={name}", *scripted]) for t in spellings)
         data, tasks = cfg["data"], cfg["tasks"]
         assert tasks["file"] == (None if data["tasks"] == "???" else data["tasks"])
         assert (tasks["reference"], tasks["images_dir"]) == (data["gt"], data["images_dir"])
@@ -145,7 +146,7 @@ def test_one_compose_function_serves_every_app() -> None:
                 found += [f"{path.relative_to(root)}: {a.name}" for a in node.names if a.name == "compose"]
     assert found == ["engine/apps/compose.py: compose"]
     for module, name in (("engine.apps.kit", "compose"), ("engine.apps.shorthands", "compose"),
-                         ("rollout.cli", "resolved_config"), ("rollout.judges.cli", "resolved_config")):
+                         ("rollout.cli", "compose"), ("rollout.judges.cli", "resolved_config")):
         source = Path(importlib.import_module(module).__file__ or "").read_text(encoding="utf-8")
         assert re.search(rf"\b{name}\(", source), module
 

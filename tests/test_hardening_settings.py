@@ -20,8 +20,9 @@ from engine.apps.score import NAME_KEYS as SCORE_NAMES
 from engine.apps.score import OPEN_KEYS, run
 from engine.apps.shorthands import resolved_config as compose_config
 from engine.apps.shorthands import score_shorthands
-from engine.contract import InputError
+from engine.contract import ConfigError, InputError
 from rollout.cli import NAME_KEYS as ROLLOUT_NAMES
+from rollout.cli import compose_config as rollout_config
 from rollout.judges.cli import NAME_KEYS as JUDGE_NAMES
 from rollout.judges.run import run as judge_run
 from rollout.runner import run as rollout_run
@@ -200,8 +201,8 @@ def test_the_runs_check_model_names_too(tmp_path: Path) -> None:
     """A config that did not come through the command line (in-process, an interpolation) is checked
     where the name becomes a path."""
     evil = ["model=scripted", "model.name=../../evil", f"results_dir={tmp_path / 'results'}"]
-    with pytest.raises(InputError, match=f"^config: field 'model.name': '../../evil' {re.escape(NAME_RULE)}$"):
-        rollout_run(compose_config("rollout", evil))
+    with pytest.raises(ConfigError, match=f"^model.name=../../evil: {re.escape(NAME_RULE)}$"):
+        rollout_run(rollout_config(evil))
     with pytest.raises(InputError, match="^config: field 'model': '../../evil' cannot be part of a file name"):
         judge_run(compose_config("judge", ["model=../../evil", "judges=scripted", "data=rollout_demo",
                                            f"results_dir={tmp_path / 'results'}"]))

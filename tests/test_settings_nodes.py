@@ -90,13 +90,22 @@ def _typed_model(given: dict) -> ModelConfig:
     return model
 
 
+def _written_timeout(option: str) -> object:
+    """The timeout a rollout model option's file writes (or the option its defaults list extends)."""
+    written = OmegaConf.load(CONF_ROOT / "rollout" / "model" / f"{option}.yaml")
+    if "timeout" in written:
+        return written.timeout
+    return next(_written_timeout(d) for d in written.get("defaults", []) if isinstance(d, str) and d != "_self_")
+
+
 def _shipped_models() -> list[tuple[str, dict]]:
     """(where, resolved model config) of every option of the rollout's model group and every judge of every
     pool (its classifier too), as the apps compose them."""
     found = []
     for option in config_groups("rollout")["model"]:
         cfg = compose("rollout", [f"model={option}"])
-        found.append((f"model={option}", OmegaConf.to_container(cfg.model, resolve=True)))
+        model = OmegaConf.to_container(cfg.model, resolve=True)  # the rollout's model node is typed: 300.0
+        found.append((f"model={option}", {**model, "timeout": _written_timeout(option)}))
     for option in config_groups("judge")["judges"]:
         judges = OmegaConf.to_container(compose("judge", [f"judges={option}"]).judges, resolve=True)
         found += [(f"judges={option} {name}", entry) for name, entry in judges["pool"].items()]

@@ -484,7 +484,7 @@ def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = Fa
     def task(cfg: DictConfig) -> None:
         try:
             check_ranges(app, cfg)  # what the command line's check could not see (a group option's own file)
-            settings = typed(spec, cfg) if spec.typed else None
+            settings = typed(spec, cfg, missing_as_none=spec.missing_as_none) if spec.typed else None
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             code = 2

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from engine.contract.jsonio import JsonMapping, JsonObject, JsonValue
 
@@ -123,7 +124,7 @@ def set_steps(record: JsonObject, steps: Sequence[list[JsonValue]]) -> JsonObjec
     return record
 
 
-def trajectory_record(task_id: str, steps: Iterable[Iterable[JsonMapping]], **fields: JsonValue) -> JsonObject:
+def trajectory_record(task_id: str, steps: Iterable[Iterable[Mapping[str, object]]], **fields: object) -> JsonObject:
     """A trajectory object in the published shape, with `num_step` and `max_num_concurrent` derived.
 
     `steps` holds each step's call objects (``{"name", "arguments", ...}``, copied); steps are
@@ -131,9 +132,10 @@ def trajectory_record(task_id: str, steps: Iterable[Iterable[JsonMapping]], **fi
     ``final_reply``, ...): ``image``, ``type`` and ``question`` come before the steps, the rest
     after the counts.
     """
-    record: JsonObject = {"id": task_id, **{k: v for k, v in fields.items() if k in _HEAD_FIELDS}}
-    set_steps(record, [[dict(call) for call in calls] for calls in steps])
-    record.update((k, v) for k, v in fields.items() if k not in _HEAD_FIELDS)
+    values = cast(JsonObject, fields)  # what the caller builds from JSON values (a record's fields, a reply's)
+    record: JsonObject = {"id": task_id, **{k: v for k, v in values.items() if k in _HEAD_FIELDS}}
+    set_steps(record, [[cast(JsonObject, dict(call)) for call in calls] for calls in steps])
+    record.update((k, v) for k, v in values.items() if k not in _HEAD_FIELDS)
     return record
 
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from engine.contract.settings import ModelConfig
 from engine.evaluators import evaluators
 from engine.judging import (
     CALL_OUTCOME,
@@ -109,9 +110,9 @@ class JudgePolicy:
         return answer(payload, self.bias)
 
 
-def judge_policy(cfg: Mapping[str, Any]) -> JudgePolicy:
+def judge_policy(model: ModelConfig) -> JudgePolicy:
     """The scripted judge of a model config (its ``bias``)."""
-    return JudgePolicy(float(cfg.get("bias") or 0.0))
+    return JudgePolicy(model.bias)
 
 
 register_answer(TASK_COMPLETION, completion_answer)

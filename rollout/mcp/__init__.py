@@ -13,8 +13,9 @@
 - `rollout.mcp.check`: the servers' health table;
 - `rollout.mcp.derive`: a servers config derived from a folder of server folders, for review;
 - `rollout.mcp.complete`: an existing servers config completed with install blocks derived from the server folders
-  and files it runs.
+  and files it runs (`rollout.mcp.launch`: what an entry's command runs, and from where).
 
-The ``scripts/servers.py`` command line (install, check, bench, init) is `rollout.servers_command`, above
+The ``scripts/servers.py`` command line (install, check, bench, init) is `rollout.servers_command` (its bench:
+`rollout.servers_bench`), above
 this package and the rollout's record, tool runner and workspace it drives; nothing here imports them.
 """

@@ -27,7 +27,6 @@ be derived is named per entry.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import sys
@@ -47,7 +46,7 @@ from rollout.mcp.derive import (
     read_package,
 )
 from rollout.mcp.envhints import read_in_file, read_in_files
-from rollout.mcp.environments import PYTHON_NAMES
+from rollout.mcp.launch import PACKAGE_RUNNERS, SCRIPT, in_environment, pointed, third_party_imports
 from rollout.mcp.published import npm_pin, plain_entry, root_variables, servers_of
 from rollout.mcp.requirements import (
     distributions_of,
@@ -59,11 +58,6 @@ from rollout.mcp.requirements import (
     vendored_project,
 )
 
-_PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?(?:\.exe)?")
-_VENV_BIN = re.compile(r"(?:^|/)\.?venv/(?:bin|Scripts)/([^/]+)$")
-_SCRIPT = (".py", ".js", ".mjs", ".cjs")
-PACKAGE_RUNNERS = ("uvx", "npx")
-
 
 @dataclass
 class Completion:
@@ -74,101 +68,6 @@ class Completion:
     disabled: bool
     added: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-
-
-def third_party_imports(path: Path) -> list[str]:
-    """The top-level modules a Python file imports that are neither the standard library's nor files or
-    folders beside it, sorted; ValueError when it does not parse."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path.name} cannot be parsed ({exc})") from None
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    beside = {p.stem if p.is_file() else p.name for p in path.parent.iterdir()}
-    return sorted(n for n in names if n not in sys.stdlib_module_names and n not in beside)
-
-
-def _inside(path: Path, root: Path) -> Path | None:
-    """The file or folder directly under `root` that `path` is or lies in (None: not under `root`)."""
-    try:
-        parts = Path(os.path.normpath(path)).relative_to(root).parts
-    except ValueError:
-        return None
-    return root / parts[0] if parts else None
-
-
-def _pointed(entry: dict[str, Any], base: Path, root: Path) -> tuple[Path, bool] | None:
-    """(the server folder or single file under `root` the entry runs, whether it is a file), or None."""
-    cwd = base / entry["cwd"] if isinstance(entry.get("cwd"), str) else base
-    refs = [base / entry["command"]] if "/" in entry["command"] else []
-    refs += [cwd / a for a in entry.get("args") or [] if isinstance(a, str) and not a.startswith("-")
-             and ("/" in a or a.endswith(_SCRIPT))]
-    if isinstance(entry.get("cwd"), str):
-        refs.append(cwd)
-    pythonpath = (entry.get("env") or {}).get("PYTHONPATH")
-    if isinstance(pythonpath, str):
-        refs += [cwd / p for p in pythonpath.split(os.pathsep) if p and "$" not in p]
-    for ref in refs:
-        target = _inside(ref, root)
-        if target is None:
-            continue
-        if target.is_dir():
-            return target, False
-        if target.is_file() and Path(os.path.normpath(ref)) == target:
-            return target, True
-    return None
-
-
-def _uv_run(args: list[str]) -> tuple[str | None, list[str]] | None:
-    """(``--directory``, the command after the options) of ``uv run`` arguments; None for anything else."""
-    if args[:1] != ["run"]:
-        return None
-    rest, directory = args[1:], None
-    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "--module"):
-        if rest[0] == "--directory" and len(rest) >= 2:
-            directory, rest = rest[1], rest[2:]
-        elif rest[0].startswith("--directory="):
-            directory, rest = rest[0].split("=", 1)[1], rest[1:]
-        elif rest[0] == "--":
-            rest = rest[1:]
-            break
-        else:
-            return None
-    if rest[:1] == ["--module"]:
-        rest = ["-m", *rest[1:]]
-    return (directory, rest) if rest else None
-
-
-def _in_environment(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | str:
-    """(python or node, the entry's command, args and cwd as its environment runs them), or why not known."""
-    command, args = entry["command"], list(entry.get("args") or [])
-    name = command.rsplit("/", 1)[-1]
-    if name in ("node", "node.exe"):
-        return "node", {"command": "node"}
-    if command == "uv":
-        run = _uv_run(args)
-        if run is None:
-            return "uv with arguments other than run [--directory D] ..."
-        directory, rest = run
-        moved: dict[str, Any] = {}
-        if directory is not None:
-            cwd = entry.get("cwd")
-            moved["cwd"] = os.path.normpath(os.path.join(cwd, directory)) if isinstance(cwd, str) else directory
-        if rest[0] == "-m" or rest[0].endswith(".py"):
-            return "python", {"command": "python", "args": rest, **moved}
-        return "python", {"command": rest[0], "args": rest[1:], **moved}
-    venv = _VENV_BIN.search(command)
-    if venv is not None:
-        script = venv.group(1)
-        return "python", {"command": "python" if _PYTHON.fullmatch(script) else script}
-    if command in PYTHON_NAMES or _PYTHON.fullmatch(name):
-        return "python", {"command": "python"}
-    return f"cannot tell what runs {command} (not python, a virtualenv's script, uv run or node)"
 
 
 def _rel(path: Path, base: Path) -> str:
@@ -186,7 +85,7 @@ def _inherit(entry: dict[str, Any], variables: list[str], out: Completion) -> No
 def _folder(entry: dict[str, Any], folder: Path, base: Path, out: Completion) -> None:
     """Give an entry that runs a server folder the folder's install block and a command run from it."""
     out.kind = "folder"
-    runs = _in_environment(entry)
+    runs = in_environment(entry)
     if isinstance(runs, str):
         out.missing.append(f"command: {runs}")
         return
@@ -233,7 +132,7 @@ def _package_folder(entry: dict[str, Any], folder: Path, base: Path) -> Path | N
     package beside its entry point, ``server/package.json``), else the server folder's own; None: neither."""
     cwd = base / entry["cwd"] if isinstance(entry.get("cwd"), str) else base
     for arg in entry.get("args") or []:
-        if not isinstance(arg, str) or not arg.endswith(_SCRIPT[1:]):
+        if not isinstance(arg, str) or not arg.endswith(SCRIPT[1:]):
             continue
         script = Path(os.path.normpath(cwd / arg))
         if not script.is_relative_to(folder):
@@ -272,7 +171,7 @@ def _file(entry: dict[str, Any], script: Path, lines: dict[str, str] | None, req
     """Give a single-file Python server an environment with what it imports: the requirements file's lines
     that provide its imports (never the whole file), else distributions of the imports' names."""
     out.kind = "file"
-    runs = _in_environment(entry)
+    runs = in_environment(entry)
     if isinstance(runs, str) or runs[0] != "python":
         out.missing.append(f"install: a single file run with {entry['command']}, not python")
         return
@@ -368,7 +267,7 @@ def _package(entry: dict[str, Any], base: Path, root: Path, lines: dict[str, str
 def _module(entry: dict[str, Any], lines: dict[str, str] | None, registry: bool, out: Completion) -> bool:
     """``python -m MODULE`` run from no folder: the distribution named like the module; False when none is."""
     args = entry.get("args") or []
-    runs = _in_environment(entry)
+    runs = in_environment(entry)
     if isinstance(runs, str) or runs[0] != "python" or len(args) < 2 or args[0] != "-m" or \
             not isinstance(args[1], str):
         return False
@@ -396,9 +295,9 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
     elif entry["command"] in PACKAGE_RUNNERS:
         _package(entry, base, root, requirement_lines(requirements) if requirements else None, registry, out)
     else:
-        pointed = _pointed(entry, base, root)
+        target = pointed(entry, base, root)
         lines = requirement_lines(requirements) if requirements else None
-        if pointed is None:
+        if target is None:
             if not _module(entry, lines, registry, out):
                 args = entry.get("args") or []
                 looked = ("in the requirements file" if lines is not None else "no requirements file given") + \
@@ -406,10 +305,10 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
                 named = f", and no distribution of its name was found ({looked})" if args[:1] == ["-m"] else ""
                 out.missing.append(f"install: {' '.join([entry['command'], *args])} runs nothing under {root}"
                                    f"{named} (name what it needs in an install block)")
-        elif pointed[1]:
-            _file(entry, pointed[0], lines, requirements, out)
+        elif target[1]:
+            _file(entry, target[0], lines, requirements, out)
         else:
-            _folder(entry, pointed[0], base, out)
+            _folder(entry, target[0], base, out)
     if out.added and ("install" in entry or rewritten) and out.kind != "kept":
         entry["_derived"] = "; ".join(out.added)
     return entry, out

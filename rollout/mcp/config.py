@@ -121,13 +121,13 @@ def _expand(value: str, missing: list[str], secrets: list[str]) -> str:
     return _ENV_REF.sub(repl, value)
 
 
-def _names(value: Any, path: Path, where: str) -> list[str]:
+def _names(value: object, path: Path, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise InputError(path, "must be a list of variable names or patterns", field=where)
     return value
 
 
-def _check_call(value: Any, path: Path, where: str) -> tuple[str, str] | None:
+def _check_call(value: object, path: Path, where: str) -> tuple[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str) or \
@@ -136,7 +136,7 @@ def _check_call(value: Any, path: Path, where: str) -> tuple[str, str] | None:
     return value["tool"], json.dumps(value.get("arguments", {}))
 
 
-def _path_policy(value: Any, path: Path, where: str) -> tuple[str, tuple[str, ...]]:
+def _path_policy(value: object, path: Path, where: str) -> tuple[str, tuple[str, ...]]:
     """(mode, the server's own folders) of an entry's ``paths``: a mode, or ``{"mode": ..., "keep": [...]}``."""
     if isinstance(value, dict):
         unknown = sorted(set(value) - {"mode", "keep"})
@@ -187,13 +187,13 @@ def _runtime(entry: dict[str, Any], install: InstallSpec | None, folder: Path | 
     return None
 
 
-def _environment_mode(value: Any, path: Path, where: str) -> str:
+def _environment_mode(value: object, path: Path, where: str) -> str:
     if value not in ENVIRONMENT_MODES:
         raise InputError(path, f"must be one of {', '.join(ENVIRONMENT_MODES)}", field=where)
     return value
 
 
-def _entry(name: str, entry: Any, path: Path, env_root: Path, base_inherit: list[str], mode: str,
+def _entry(name: str, entry: object, path: Path, env_root: Path, base_inherit: list[str], mode: str,
            forced: bool) -> ServerSpec:
     where = f"servers.{name}"
     if "/" in name or not name.strip():

@@ -20,7 +20,6 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engine.contract import InputError
 
@@ -95,13 +94,13 @@ class InstallSpec:
         return root / f"{re.sub(r'[^A-Za-z0-9._-]', '_', server)}-{self.digest()}"
 
 
-def _strings(value: Any, path: Path, where: str) -> tuple[str, ...]:
+def _strings(value: object, path: Path, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise InputError(path, "must be a list of non-empty strings", field=where)
     return tuple(value)
 
 
-def parse_install(block: Any, path: Path, where: str) -> InstallSpec:
+def parse_install(block: object, path: Path, where: str) -> InstallSpec:
     """The install block of a manifest entry; InputError naming the field when it is malformed.
 
     Requirements that are local paths (``./server``, ``../x/requirements.txt``) are relative to the manifest's

@@ -76,12 +76,12 @@ def under_kept(value: str, keep: tuple[str, ...]) -> bool:
         any(text == k or text.startswith(k + "/") for k in keep)
 
 
-def _one_line_strings(arguments: Any) -> Iterator[str]:
+def _one_line_strings(arguments: object) -> Iterator[str]:
     """The one-line string arguments of a call, depth first in argument order."""
     return (s for s in json_strings(arguments) if "\n" not in s)
 
 
-def kept_paths(arguments: Any, keep: tuple[str, ...]) -> list[str]:
+def kept_paths(arguments: object, keep: tuple[str, ...]) -> list[str]:
     """The string arguments that are relative paths inside the server's own folders (files it may write there)."""
     if not keep:
         return []
@@ -119,6 +119,6 @@ def named_paths(text: str) -> list[str]:
     return list(dict.fromkeys(p for p in found if p not in ("/", "")))[:MAX_NAMED]
 
 
-def argument_paths(arguments: Any) -> list[str]:
+def argument_paths(arguments: object) -> list[str]:
     """The absolute paths among a call's string arguments (files a call may write outside the workspace)."""
     return [s for s in _one_line_strings(arguments) if s.startswith("/")]

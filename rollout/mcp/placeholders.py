@@ -13,7 +13,6 @@ import io
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
 from PIL import Image, ImageDraw
 
@@ -52,7 +51,7 @@ def key_names(path: Path) -> list[str]:
     return sorted(n for n in names if looks_secret(n))
 
 
-def _plain(values: Any) -> set[str]:
+def _plain(values: object) -> set[str]:
     """The names of an ``inherit`` list (its patterns left out)."""
     listed = values if isinstance(values, list) else []
     return {v for v in listed if isinstance(v, str) and v and not _PATTERN.search(v)}
@@ -71,7 +70,7 @@ def task_image_paths(tasks_file: Path, images_dir: Path) -> list[tuple[str, Path
     folder = images_folder(images_dir)
     out: list[tuple[str, Path]] = []
     for task_id, task in task_records(tasks_file).items():
-        named: list[tuple[str, Any]] = [("image", task.get("image"))]
+        named: list[tuple[str, object]] = [("image", task.get("image"))]
         turns = task.get("turns")
         for k, turn in enumerate(turns if isinstance(turns, list) else []):
             images = turn.get("images") if isinstance(turn, dict) else None

@@ -19,13 +19,16 @@ import re
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.envhints import missing_variables_hint
 from rollout.mcp.protocol import ToolInfo, describe_error
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +88,7 @@ class ServerProcess:
 
     def __init__(self, spec: ServerSpec, log_dir: Path | None = None) -> None:
         self.spec = spec
-        self.session: Any = None
+        self.session: ClientSession | None = None
         self.tools: list[ToolInfo] = []
         self.error: str | None = None
         self.restarts = 0
@@ -211,7 +214,7 @@ class ServerProcess:
         group.start_soon(forward)
         return receive
 
-    async def _list_tools(self, session: Any) -> list[ToolInfo]:
+    async def _list_tools(self, session: ClientSession) -> list[ToolInfo]:
         tools: list[ToolInfo] = []
         cursor = None
         while True:
@@ -241,7 +244,7 @@ class ServerProcess:
             self._task = None
         self.session = None
 
-    async def answers(self, session: Any, timeout: float) -> bool:
+    async def answers(self, session: ClientSession, timeout: float) -> bool:
         """Whether the server behind `session` answers a ping within `timeout` seconds."""
         try:
             await asyncio.wait_for(session.send_ping(), timeout)
@@ -249,7 +252,7 @@ class ServerProcess:
             return False
         return True
 
-    def abandon(self, session: Any, reason: str) -> None:
+    def abandon(self, session: ClientSession, reason: str) -> None:
         """Give up the process behind `session` (it died or froze); a later session is left alone."""
         if self.session is session:
             self.session = None

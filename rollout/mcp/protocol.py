@@ -24,7 +24,7 @@ class ToolInfo:
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, object]
 
     @property
     def server(self) -> str:
@@ -36,7 +36,7 @@ class ToolInfo:
         """The tool part of the name."""
         return self.name.split("/", 1)[1]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object of this tool."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
@@ -50,7 +50,7 @@ class ToolOutcome:
     images: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-def render_content(blocks: list[Any], structured: Any) -> tuple[str, list[tuple[str, bytes]]]:
+def render_content(blocks: list[Any], structured: object) -> tuple[str, list[tuple[str, bytes]]]:
     """Text of an MCP result's content blocks, and the images among them as (mime type, bytes)."""
     parts: list[str] = []
     images: list[tuple[str, bytes]] = []

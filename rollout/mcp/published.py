@@ -55,7 +55,7 @@ def root_variables(config: Path) -> dict[str, str]:
             for name, levels in ROOT_VARIABLES.items() if f"${{{name}}}" in text}
 
 
-def _substituted(value: Any, variables: dict[str, str]) -> Any:
+def _substituted(value: object, variables: dict[str, str]) -> object:
     """Strings (in lists and objects too) with each variable written out."""
     if isinstance(value, str):
         for name, folder in variables.items():

@@ -11,7 +11,7 @@ from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
 from rollout.models.errors import MalformedReply
 
 
-def _image_block(mime: str, data: str) -> dict[str, Any]:
+def _image_block(mime: str, data: str) -> dict[str, object]:
     return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
 
 
@@ -31,9 +31,9 @@ class AnthropicDriver(SDKDriver):
                                                 timeout=settings.timeout, max_retries=0)
 
     def _convert(self, messages: list[dict[str, Any]],
-                 workspace: Path | None) -> tuple[str | None, list[dict[str, Any]]]:
+                 workspace: Path | None) -> tuple[str | None, list[dict[str, object]]]:
         system = None
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         for message in messages:
             content = message["content"]
             if message["role"] == "system":

@@ -15,12 +15,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, config_int
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from engine.contract import InputError
 from engine.contract.beneath import Refused
+from engine.contract.settings import ModelConfig, SettingError
 from rollout.models.errors import ModelError
 from rollout.models.images import ImageEncoder, read_image
 from rollout.models.retry import Failure, RetryPolicy, malformed, retried_status, retry_after
@@ -35,7 +39,7 @@ class Completion:
     model: str
     finish_reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object of this completion."""
         return {"content": self.content, "usage": self.usage, "model": self.model,
                 "finish_reason": self.finish_reason}
@@ -54,18 +58,19 @@ def usage_of(prompt: int | None, completion: int | None) -> dict[str, int]:
 
 @dataclass
 class DriverSettings:
-    """The settings shared by the drivers (the model config's fields); `name` is the model the API serves."""
+    """The settings shared by the drivers, made from a model config (`driver_settings`; its defaults are the
+    config's, engine.contract.settings.ModelConfig); `name` is the model the API serves."""
 
     name: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    json_mode: bool = False
-    params: dict[str, Any] = field(default_factory=dict)
-    timeout: float = 300.0
-    max_retries: int = 6
-    backoff_initial: float = 1.0
-    backoff_max: float = 60.0
-    image_max_side: int | None = 2048
+    base_url: str | None
+    api_key_env: str | None
+    json_mode: bool
+    params: dict[str, Any]  # extra request fields, passed through as the config gives them
+    timeout: float
+    max_retries: int
+    backoff_initial: float
+    backoff_max: float
+    image_max_side: int | None
 
     def api_key(self, default: str | None) -> str:
         """The key from the environment variable named by api_key_env, or default when none is named."""
@@ -81,30 +86,35 @@ class DriverSettings:
         return key
 
 
-def settings_from_config(cfg: Mapping[str, Any]) -> DriverSettings:
-    """Driver settings of a model config (conf/rollout/model/*.yaml)."""
-    if "provider" not in cfg:
+def model_config(given: ModelConfig | Mapping[str, object]) -> ModelConfig:
+    """A model config as its node: `given` itself, or a mapping of its settings (a judge's entry of a pool, a
+    test's) made one over the node's defaults; InputError naming the setting (``model.<key>``) it refuses."""
+    if isinstance(given, ModelConfig):
+        return given
+    if "provider" not in given:
         raise InputError("config", "not a rollout model config (it has no 'provider'; the rollout's "
                          "models are in conf/rollout/model/)", field="model")
-    name = cfg.get("name")
-    if not isinstance(name, str) or not name:
+    try:
+        node = OmegaConf.merge(OmegaConf.structured(ModelConfig), dict(given))
+        made = OmegaConf.to_object(node)
+    except SettingError as exc:
+        raise InputError("config", f"{exc.problem}, got {exc.value!r}", field=f"model.{exc.key}") from None
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None)
+        raise InputError("config", str(exc).splitlines()[0], field=f"model.{key}" if key else "model") from None
+    assert isinstance(made, ModelConfig), "a ModelConfig node is made a ModelConfig"
+    return made
+
+
+def driver_settings(model: ModelConfig) -> DriverSettings:
+    """Driver settings of a model config (conf/rollout/model/*.yaml, a judge of a pool)."""
+    if not model.name:
         raise InputError("config", "must be a non-empty string", field="model.name")
-    api_name = cfg.get("api_name") or name
-    if not isinstance(api_name, str):
-        raise InputError("config", "must be a string or null", field="model.api_name")
-    backoff = cfg.get("backoff") or {}
-    return DriverSettings(
-        name=api_name,
-        base_url=cfg.get("base_url") or None,
-        api_key_env=cfg.get("api_key_env") or None,
-        json_mode=bool(cfg.get("json_mode", False)),
-        params=dict(cfg.get("params") or {}),
-        timeout=float(cfg.get("timeout", 300)),
-        max_retries=config_int(cfg, "max_retries", minimum=0, default=6, where="model.max_retries"),
-        backoff_initial=float(backoff.get("initial", 1.0)),
-        backoff_max=float(backoff.get("max", 60.0)),
-        image_max_side=cfg.get("image_max_side", 2048) or None,
-    )
+    return DriverSettings(name=model.api_name or model.name, base_url=model.base_url or None,
+                          api_key_env=model.api_key_env or None, json_mode=model.json_mode,
+                          params=dict(model.params), timeout=model.timeout, max_retries=model.max_retries,
+                          backoff_initial=model.backoff.initial, backoff_max=model.backoff.max,
+                          image_max_side=model.image_max_side or None)
 
 
 class ModelDriver:
@@ -118,9 +128,9 @@ class ModelDriver:
         self._images = ImageEncoder(settings.image_max_side)
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> ModelDriver:
+    def from_config(cls, model: ModelConfig) -> ModelDriver:
         """The driver of a model config (what the registry calls)."""
-        return cls(settings_from_config(cfg))
+        return cls(driver_settings(model))
 
     async def complete(self, messages: list[dict[str, Any]], *, workspace: Path | None = None,
                        json_mode: bool = False) -> Completion:
@@ -167,7 +177,7 @@ class ModelDriver:
         raise NotImplementedError
 
     def _content(self, content: str | list[dict[str, Any]], workspace: Path | None,
-                 image_part: Callable[[str, str], dict[str, Any]]) -> str | list[dict[str, Any]]:
+                 image_part: Callable[[str, str], dict[str, object]]) -> str | list[dict[str, object]]:
         """A message's content in an API's form: text parts as they are, images through image_part(mime, data)."""
         if not isinstance(content, list):
             return content
@@ -191,7 +201,7 @@ class ModelDriver:
         return self._images.encode(data, mime)
 
 
-def _status_message(exc: Any) -> str:
+def _status_message(exc: Exception) -> str:
     """A one-line reason of an HTTP error from an SDK."""
     body = getattr(exc, "body", None)
     message = None
@@ -199,7 +209,7 @@ def _status_message(exc: Any) -> str:
         err = body.get("error", body)
         message = err.get("message") if isinstance(err, dict) else None
     text = (message or getattr(exc, "message", "") or str(exc)).strip().splitlines()
-    return f"HTTP {exc.status_code}: {text[0] if text else ''}".rstrip(": ")
+    return f"HTTP {getattr(exc, 'status_code', None)}: {text[0] if text else ''}".rstrip(": ")
 
 
 class SDKDriver(ModelDriver):

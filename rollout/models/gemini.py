@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import base64
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.contract import InputError
 from rollout.models.base import Completion, DriverSettings, ModelDriver, usage_of
 from rollout.models.errors import MalformedReply
 from rollout.models.retry import retried_status, retry_after
+
+if TYPE_CHECKING:
+    from google.genai.types import Content
 
 
 class GeminiDriver(ModelDriver):
@@ -36,7 +39,7 @@ class GeminiDriver(ModelDriver):
                                     retry_options=types.HttpRetryOptions(attempts=1))
         self._client = genai.Client(api_key=key, http_options=options)
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[Any]:
+    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[Content]:
         types = self._types
         texts, images = [], []
         for message in messages:

@@ -16,12 +16,13 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engine.contract import check_choice
+from engine.contract.settings import ModelConfig
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Reply:
 
 
 Policy = Callable[[dict[str, Any]], "str | Reply"]
-PolicyFactory = Callable[[Mapping[str, Any]], Policy]
+PolicyFactory = Callable[[ModelConfig], Policy]
 _POLICIES: dict[str, PolicyFactory] = {}
 
 
@@ -57,10 +58,10 @@ def policies() -> list[str]:
     return sorted(_POLICIES)
 
 
-def policy_of(cfg: Mapping[str, Any]) -> Policy:
+def policy_of(model: ModelConfig) -> Policy:
     """The policy a scripted model config names (``policy``, default ``plan``)."""
-    kind = check_choice(cfg.get("policy") or "plan", policies(), "scripted policy", "model.policy")
-    return _POLICIES[kind](cfg)
+    kind = check_choice(model.policy or "plan", policies(), "scripted policy", "model.policy")
+    return _POLICIES[kind](model)
 
 
 def message_texts(request: dict[str, Any]) -> list[tuple[str, str]]:
@@ -93,10 +94,10 @@ class _ChatRequestHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out as separate writes
     server: _ChatHTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Keep the console quiet."""
 
-    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str], reply: Reply | None = None) -> None:
+    def _send(self, status: int, body: dict[str, object], headers: dict[str, str], reply: Reply | None = None) -> None:
         data = json.dumps(body).encode("utf-8") if reply is None or reply.body is None else reply.body
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -188,7 +189,7 @@ class ScriptedChatServer:
         self.delay = delay
         self.keep_requests = keep_requests
         self.served = 0
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, object]] = []
         self.lock = threading.Lock()
         self._httpd: _ChatHTTPServer | None = None
         self._thread: threading.Thread | None = None

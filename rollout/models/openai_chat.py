@@ -10,7 +10,7 @@ from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
 from rollout.models.errors import MalformedReply
 
 
-def _image_url(mime: str, data: str) -> dict[str, Any]:
+def _image_url(mime: str, data: str) -> dict[str, object]:
     return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
 
 
@@ -26,7 +26,7 @@ class OpenAIChatDriver(SDKDriver):
         self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url or None,
                                           timeout=settings.timeout, max_retries=0)
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
+    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, object]]:
         return [{"role": m["role"], "content": self._content(m["content"], workspace, _image_url)} for m in messages]
 
     async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
@@ -34,7 +34,7 @@ class OpenAIChatDriver(SDKDriver):
         from openai.types.chat import ChatCompletion
 
         converted = await asyncio.to_thread(self._convert, messages, workspace)  # images are read and scaled
-        body: dict[str, Any] = {**self.settings.params, "model": self.settings.name, "messages": converted}
+        body: dict[str, object] = {**self.settings.params, "model": self.settings.name, "messages": converted}
         if json_mode:
             body["response_format"] = {"type": "json_object"}
         # The body is already in wire format: posting it as is skips the typed create()'s walk over

@@ -12,7 +12,7 @@ from rollout.models.errors import MalformedReply
 from rollout.models.openai_chat import OpenAIChatDriver
 
 
-def _input_image(mime: str, data: str) -> dict[str, Any]:
+def _input_image(mime: str, data: str) -> dict[str, object]:
     return {"type": "input_image", "image_url": f"data:{mime};base64,{data}"}
 
 
@@ -21,7 +21,7 @@ class OpenAIResponsesDriver(OpenAIChatDriver):
     ``output_text``), images go as ``input_image`` data URLs. The client is the chat driver's (without
     api_key_env, a base_url gets "EMPTY")."""
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
+    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, object]]:
         out = []
         for message in messages:
             text_type = "output_text" if message["role"] == "assistant" else "input_text"
@@ -35,7 +35,7 @@ class OpenAIResponsesDriver(OpenAIChatDriver):
     async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
                        json_mode: bool) -> Completion:
         converted = await asyncio.to_thread(self._convert, messages, workspace)  # images are read and scaled
-        kwargs: dict[str, Any] = dict(self.settings.params)
+        kwargs: dict[str, object] = dict(self.settings.params)
         if json_mode:
             kwargs["text"] = {"format": {"type": "json_object"}}
         response = await self._client.responses.create(model=self.settings.name, input=converted, **kwargs)

@@ -2,23 +2,23 @@
 
 Built in: ``openai`` (every chat-completions API), ``openai_responses`` (OpenAI's Responses API),
 ``gemini`` (Google's google-genai SDK), ``anthropic`` and ``scripted``. Another provider
-is one `register_provider` call away; its factory gets the whole model config.
+is one `register_provider` call away; its factory gets the whole model config (a `ModelConfig`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from engine.contract import check_choice
+from engine.contract.settings import ModelConfig
 from rollout.models.anthropic_messages import AnthropicDriver
-from rollout.models.base import ModelDriver
+from rollout.models.base import ModelDriver, model_config
 from rollout.models.gemini import GeminiDriver
 from rollout.models.openai_chat import OpenAIChatDriver
 from rollout.models.openai_responses import OpenAIResponsesDriver
 from rollout.models.scripted import ScriptedDriver
 
-DriverFactory = Callable[[Mapping[str, Any]], ModelDriver]
+DriverFactory = Callable[[ModelConfig], ModelDriver]
 _PROVIDERS: dict[str, DriverFactory] = {}
 
 
@@ -32,9 +32,11 @@ def providers() -> list[str]:
     return sorted(_PROVIDERS)
 
 
-def build_driver(cfg: Mapping[str, Any]) -> ModelDriver:
-    """The driver of a model config; its caller closes it with ``await driver.aclose()``."""
-    return _PROVIDERS[check_choice(cfg.get("provider", "openai"), providers(), "provider", "model.provider")](cfg)
+def build_driver(given: ModelConfig | Mapping[str, object]) -> ModelDriver:
+    """The driver of a model config (its node, or a mapping of its settings: `model_config`); its caller closes
+    it with ``await driver.aclose()``."""
+    model = model_config(given)
+    return _PROVIDERS[check_choice(model.provider, providers(), "provider", "model.provider")](model)
 
 
 register_provider("openai", OpenAIChatDriver.from_config)

@@ -18,7 +18,6 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -44,7 +43,7 @@ def retried_status(status: int | None) -> bool:
     return status is not None and (status in RETRY_STATUS or status >= 500)
 
 
-def retry_after(headers: Mapping[str, str] | Any | None, now: float | None = None) -> float | None:
+def retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
     """Seconds a response's ``Retry-After`` (or ``retry-after-ms``) asks to wait: a number of seconds
     or an HTTP date; None without a usable header."""
     if headers is None:

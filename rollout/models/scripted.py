@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rollout.models.base import DriverSettings, settings_from_config
+from engine.contract.settings import ModelConfig
+from rollout.models.base import DriverSettings, driver_settings
 from rollout.models.loopback import Policy, ScriptedChatServer, policy_of
 from rollout.models.openai_chat import OpenAIChatDriver
 
@@ -41,15 +41,15 @@ class ScriptedDriver(OpenAIChatDriver):
             raise
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> ScriptedDriver:
+    def from_config(cls, model: ModelConfig) -> ScriptedDriver:
         """The driver of a scripted model config (``policy``, its settings such as ``script`` or ``bias``,
         ``delay``; or ``base_url``, a scripted server already running)."""
-        settings = settings_from_config(cfg)
+        settings = driver_settings(model)
         if settings.base_url:
             return cls(settings, None)
-        return cls(settings, policy_of(cfg), float(cfg.get("delay") or 0.0))
+        return cls(settings, policy_of(model), model.delay)
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, Any]]:
+    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, object]]:
         converted = super()._convert(messages, workspace)
         marked = [{**c, **{k: m[k] for k in MARKERS if k in m}} for c, m in zip(converted, messages)]
         if marked and workspace is not None:

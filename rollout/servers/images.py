@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -94,7 +94,7 @@ def _open(ctx: Context, input_path: str) -> tuple[Image.Image, Path, str]:
         raise ToolError(f"cannot read '{input_path}' as an image: {exc}") from None
 
 
-def _save(ctx: Context, img: Image.Image, source: Path, op: str, output_path: str | None) -> dict[str, Any]:
+def _save(ctx: Context, img: Image.Image, source: Path, op: str, output_path: str | None) -> dict[str, object]:
     default = source.with_name(f"{source.stem}_{op}{source.suffix}")
     full, rel = resolve(ctx, output_path or str(default), suffixes=_SUFFIXES)
     full.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +114,7 @@ def _box(img: Image.Image, x1: int, y1: int, x2: int, y2: int, what: str) -> tup
 
 
 @server.tool()
-def image_info(input_path: str, ctx: Context) -> dict[str, Any]:
+def image_info(input_path: str, ctx: Context) -> dict[str, object]:
     """Size, mode and format of an image file."""
     full, rel = resolve(ctx, input_path, must_exist=True, suffixes=_SUFFIXES)
     try:
@@ -127,7 +127,7 @@ def image_info(input_path: str, ctx: Context) -> dict[str, Any]:
 
 @server.tool()
 def crop(input_path: str, x1: int, y1: int, x2: int, y2: int, ctx: Context,
-         output_path: OutputPath = None) -> dict[str, Any]:
+         output_path: OutputPath = None) -> dict[str, object]:
     """Crop an image to the rectangle (x1, y1)-(x2, y2), clipped to the image."""
     img, source, _ = _open(ctx, input_path)
     return _save(ctx, img.crop(_box(img, x1, y1, x2, y2, "the crop box")), source, "crop", output_path)
@@ -135,7 +135,7 @@ def crop(input_path: str, x1: int, y1: int, x2: int, y2: int, ctx: Context,
 
 @server.tool()
 def resize(input_path: str, ctx: Context, width: int | None = None, height: int | None = None,
-           output_path: OutputPath = None) -> dict[str, Any]:
+           output_path: OutputPath = None) -> dict[str, object]:
     """Resize an image; with only width or height given, the aspect ratio is kept."""
     img, source, _ = _open(ctx, input_path)
     if (width is not None and not 1 <= width <= 20000) or (height is not None and not 1 <= height <= 20000):
@@ -151,7 +151,7 @@ def resize(input_path: str, ctx: Context, width: int | None = None, height: int 
 
 @server.tool()
 def rotate(input_path: str, angle: float, ctx: Context, expand: bool = True,
-           output_path: OutputPath = None) -> dict[str, Any]:
+           output_path: OutputPath = None) -> dict[str, object]:
     """Rotate an image counter-clockwise by angle degrees (expand: grow the canvas to fit)."""
     img, source, _ = _open(ctx, input_path)
     return _save(ctx, img.rotate(angle, resample=Image.Resampling.BICUBIC, expand=expand), source, "rotate",
@@ -160,7 +160,7 @@ def rotate(input_path: str, angle: float, ctx: Context, expand: bool = True,
 
 @server.tool()
 def blur(input_path: str, areas: list[Area], ctx: Context, blur_strength: float = 15.0,
-         invert_areas: bool = False, output_path: OutputPath = None) -> dict[str, Any]:
+         invert_areas: bool = False, output_path: OutputPath = None) -> dict[str, object]:
     """Gaussian-blur rectangular areas of an image (invert_areas: blur everything else instead)."""
     img, source, _ = _open(ctx, input_path)
     if not areas:
@@ -185,7 +185,7 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
 
 @server.tool()
 def draw_rectangles(input_path: str, rectangles: list[Rectangle], ctx: Context,
-                    output_path: OutputPath = None) -> dict[str, Any]:
+                    output_path: OutputPath = None) -> dict[str, object]:
     """Draw rectangles (bounding boxes), each with an optional label above it."""
     img, source, _ = _open(ctx, input_path)
     img = img.convert("RGB")
@@ -202,7 +202,7 @@ def draw_rectangles(input_path: str, rectangles: list[Rectangle], ctx: Context,
 
 @server.tool()
 def draw_circles(input_path: str, circles: list[Circle], ctx: Context,
-                 output_path: OutputPath = None) -> dict[str, Any]:
+                 output_path: OutputPath = None) -> dict[str, object]:
     """Draw circles given by center and radius."""
     img, source, _ = _open(ctx, input_path)
     img = img.convert("RGB")
@@ -215,7 +215,7 @@ def draw_circles(input_path: str, circles: list[Circle], ctx: Context,
 
 
 @server.tool()
-def draw_texts(input_path: str, texts: list[Text], ctx: Context, output_path: OutputPath = None) -> dict[str, Any]:
+def draw_texts(input_path: str, texts: list[Text], ctx: Context, output_path: OutputPath = None) -> dict[str, object]:
     """Draw text labels on an image."""
     img, source, _ = _open(ctx, input_path)
     img = img.convert("RGB")

@@ -12,18 +12,17 @@ import math
 import operator
 import statistics
 from collections.abc import Callable
-from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("math", instructions="Arithmetic and statistics on lists of numbers.", log_level="WARNING")
 
-_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS: dict[str, Callable[..., Any]] = {
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCTIONS: dict[str, Callable[..., float]] = {
     "sqrt": math.sqrt, "log": math.log, "log10": math.log10, "log2": math.log2, "exp": math.exp,
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
     "atan": math.atan, "abs": abs, "round": round, "floor": math.floor, "ceil": math.ceil,
@@ -32,7 +31,7 @@ _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 _MAX_POWER = 10_000
 
 
-def _eval(node: ast.AST) -> Any:
+def _eval(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
@@ -53,7 +52,7 @@ def _eval(node: ast.AST) -> Any:
 
 
 @server.tool()
-def evaluate(expression: str) -> dict[str, Any]:
+def evaluate(expression: str) -> dict[str, object]:
     """Evaluate an arithmetic expression: numbers, + - * / // % **, parentheses, pi, e, tau and
     sqrt, log, log10, log2, exp, sin, cos, tan, asin, acos, atan, abs, round, floor, ceil, min, max,
     factorial."""
@@ -75,33 +74,33 @@ def _need(numbers: list[float], at_least: int = 1) -> list[float]:
 
 
 @server.tool()
-def mean(numbers: list[float]) -> dict[str, Any]:
+def mean(numbers: list[float]) -> dict[str, object]:
     """Arithmetic mean of a list of numbers."""
     return {"mean": statistics.fmean(_need(numbers)), "count": len(numbers)}
 
 
 @server.tool()
-def median(numbers: list[float]) -> dict[str, Any]:
+def median(numbers: list[float]) -> dict[str, object]:
     """Median of a list of numbers (the mean of the two middle values for an even count)."""
     return {"median": statistics.median(_need(numbers)), "count": len(numbers)}
 
 
 @server.tool()
-def mode(numbers: list[float]) -> dict[str, Any]:
+def mode(numbers: list[float]) -> dict[str, object]:
     """Most frequent value(s) of a list of numbers, with their frequency."""
     modes = statistics.multimode(_need(numbers))
     return {"modes": sorted(modes), "frequency": numbers.count(modes[0]), "count": len(numbers)}
 
 
 @server.tool()
-def stdev(numbers: list[float], population: bool = False) -> dict[str, Any]:
+def stdev(numbers: list[float], population: bool = False) -> dict[str, object]:
     """Standard deviation of a list of numbers (sample by default, population if asked)."""
     value = statistics.pstdev(_need(numbers)) if population else statistics.stdev(_need(numbers, 2))
     return {"stdev": value, "population": population, "count": len(numbers)}
 
 
 @server.tool()
-def variance(numbers: list[float], population: bool = False) -> dict[str, Any]:
+def variance(numbers: list[float], population: bool = False) -> dict[str, object]:
     """Variance of a list of numbers (sample by default, population if asked)."""
     value = statistics.pvariance(_need(numbers)) if population else statistics.variance(_need(numbers, 2))
     return {"variance": value, "population": population, "count": len(numbers)}
@@ -115,7 +114,7 @@ def _percentile(ordered: list[float], q: float) -> float:
 
 
 @server.tool()
-def percentile(numbers: list[float], q: float) -> dict[str, Any]:
+def percentile(numbers: list[float], q: float) -> dict[str, object]:
     """The q-th percentile (0-100) of a list of numbers, linearly interpolated."""
     if not 0 <= q <= 100:
         raise ToolError("q must be between 0 and 100")
@@ -123,7 +122,7 @@ def percentile(numbers: list[float], q: float) -> dict[str, Any]:
 
 
 @server.tool()
-def describe(numbers: list[float]) -> dict[str, Any]:
+def describe(numbers: list[float]) -> dict[str, object]:
     """Count, sum, mean, median, sample standard deviation, min, quartiles and max of a list of numbers."""
     ordered = sorted(_need(numbers))
     return {"count": len(ordered), "sum": math.fsum(ordered), "mean": statistics.fmean(ordered),
@@ -139,7 +138,7 @@ def _pairs(x: list[float], y: list[float]) -> None:
 
 
 @server.tool()
-def correlation(x: list[float], y: list[float]) -> dict[str, Any]:
+def correlation(x: list[float], y: list[float]) -> dict[str, object]:
     """Pearson correlation coefficient of two equally long lists of numbers."""
     _pairs(x, y)
     try:
@@ -149,7 +148,7 @@ def correlation(x: list[float], y: list[float]) -> dict[str, Any]:
 
 
 @server.tool()
-def linear_regression(x: list[float], y: list[float]) -> dict[str, Any]:
+def linear_regression(x: list[float], y: list[float]) -> dict[str, object]:
     """Least-squares line y = slope * x + intercept of two equally long lists, with R squared."""
     _pairs(x, y)
     try:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from openpyxl import Workbook, load_workbook
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
 from pydantic import Field
 
 from rollout.servers._workspace import resolve
@@ -40,14 +41,14 @@ def _cell(ref: str) -> tuple[int, int]:
         raise ToolError(f"not a cell reference: {ref!r} (expected e.g. A1)") from None
 
 
-def _load(full: Path, filepath: str) -> Any:
+def _load(full: Path, filepath: str) -> Workbook:
     try:
         return load_workbook(full)
     except Exception as exc:  # boundary: openpyxl raises many types for unreadable files
         raise ToolError(f"cannot open '{filepath}' as a workbook: {exc}") from None
 
 
-def _sheet(workbook: Any, sheet_name: str | None, filepath: str) -> Any:
+def _sheet(workbook: Workbook, sheet_name: str | None, filepath: str) -> Worksheet:
     if sheet_name is None:
         return workbook.active
     if sheet_name not in workbook.sheetnames:
@@ -117,7 +118,7 @@ def write_data_to_excel(filepath: FilePath, data: list[list[Cell]], ctx: Context
 
 @server.tool()
 def read_data_from_excel(filepath: FilePath, ctx: Context, sheet_name: str | None = None, start_cell: str = "A1",
-                         end_cell: str | None = None) -> dict[str, Any]:
+                         end_cell: str | None = None) -> dict[str, object]:
     """Read the values of a range (default: from start_cell to the sheet's last used cell)."""
     full, rel = resolve(ctx, filepath, must_exist=True, suffixes=(".xlsx",))
     with _lock(full):
@@ -131,7 +132,7 @@ def read_data_from_excel(filepath: FilePath, ctx: Context, sheet_name: str | Non
 
 
 @server.tool()
-def list_worksheets(filepath: FilePath, ctx: Context) -> dict[str, Any]:
+def list_worksheets(filepath: FilePath, ctx: Context) -> dict[str, object]:
     """Names and used sizes of a workbook's worksheets."""
     full, rel = resolve(ctx, filepath, must_exist=True, suffixes=(".xlsx",))
     with _lock(full):

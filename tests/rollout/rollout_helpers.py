@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from engine.apps.config.rollout import RolloutConfig  # noqa: E402
 from rollout.cli import compose_config  # noqa: E402
 from rollout.judges.cli import compose_config as compose_judge_config  # noqa: E402
 from rollout.models.loopback import ScriptedChatServer  # noqa: E402
@@ -30,8 +31,8 @@ THIRD_PARTY = HERE / "third_party_servers.json"
 TEST_MODEL = "test-model"
 
 
-def compose(*overrides: str) -> dict[str, Any]:
-    """The config scripts/rollout.py would run with, as a plain dict."""
+def compose(*overrides: str) -> RolloutConfig:
+    """The typed config scripts/rollout.py would run with (engine.apps.config.rollout.RolloutConfig)."""
     return compose_config(overrides)
 
 

@@ -160,7 +160,7 @@ def test_an_mcpverse_rollout_runs_against_the_servers_of_its_derived_config(tmp_
         "steps": [{"step": 1, "calls": [{"name": "counter/tick", "arguments": {"label": "a"}}]}],
         "final_reply": "a #1"}])
     results = tmp_path / "results"
-    assert compose("tasks=mcpverse", f"tasks.root={tmp_path}")["servers"] == str(ROOT / "rollout" / "servers.json")
+    assert compose("tasks=mcpverse", f"tasks.root={tmp_path}").servers == str(ROOT / "rollout" / "servers.json")
     cfg = compose("model=scripted", f"model.script={plan}", "model.name=test-model", "tasks=mcpverse",
                   f"tasks.root={tmp_path}", f"servers={derived}", f"results_dir={results}")
     assert run(cfg) == 0

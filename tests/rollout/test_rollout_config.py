@@ -15,6 +15,7 @@ from rollout_helpers import ROOT, compose, write_json
 from engine.apps.kit import config_groups
 from engine.apps.overrides import CommandLineError
 from engine.contract import InputError
+from engine.contract.settings import record
 from rollout.cli import tasks_shorthand
 from rollout.runner import run
 
@@ -68,7 +69,7 @@ def test_every_setting_has_one_description_line_and_no_other(help_text):
     for group, options in GROUPS.items():
         for option in options:
             extra = [f"model@curate.model={option}"] if group == "model" else []
-            leaves |= _leaves(compose(f"{group}={option}", *extra), documented)
+            leaves |= _leaves(record(compose(f"{group}={option}", *extra)), documented)
     assert "model.script" in leaves and "exposure.top_k" in leaves and "curate.model" in leaves
     assert sorted(leaves - set(documented)) == [], "settings without a description in --help"
     assert sorted(set(documented) - leaves) == [], "--help describes settings the config does not have"
@@ -84,6 +85,33 @@ def test_tasks_names_a_shared_data_set():
         tasks_shorthand(["tasks=vtbdemo"])
 
 
+def test_one_task_id_is_a_list_of_one_and_what_no_id_is_is_refused():
+    """tasks.ids is a list of ids (engine.apps.config.rollout.RolloutTasks): one id on the command line is spelt
+    as the list of it, a value holding what no task id is is one line naming the setting."""
+    assert tasks_shorthand(["tasks.ids=5", "tasks.ids='a,b'", "tasks.ids=[a]", "tasks.ids=null"]) == \
+        ["tasks.ids=[5]", "tasks.ids=['a,b']", "tasks.ids=[a]", "tasks.ids=null"]
+    assert compose("model=scripted", "tasks=demo", "tasks.ids=5").tasks.ids == ["5"]
+    for value in ("{a:1}", "[[a]]", "[true]", "1.5"):
+        with pytest.raises(CommandLineError, match=r"^tasks\.ids=.*: must be a task id or a list of task ids"):
+            tasks_shorthand([f"tasks.ids={value}"])
+
+
+def test_the_rollout_config_composes_without_importing_the_rollout():
+    """The shipped configs name the rollout's files with the engine's own resolver (project_path), so that
+    conf/rollout composes and is made its typed config whatever was imported before (once rollout.cli had to
+    be imported first, for its rollout_path resolver)."""
+    code = ("import sys; from engine.apps.compose import compose; from engine.apps.config import APPS, typed; "
+            "cfg = typed(APPS['rollout'], compose('rollout', ['model=scripted_mcpverse', 'data=rollout_demo']), "
+            "missing_as_none=True); "
+            "assert not [m for m in sys.modules if m.split('.')[0] == 'rollout'], 'rollout imported'; "
+            "print(cfg.servers); print(cfg.model.script)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(ROOT / "rollout" / "servers.json"),
+                                        str(ROOT / "rollout" / "demo" / "mcpverse" / "agent.json")]
+
+
 def test_a_data_set_without_tasks_is_one_line_naming_the_settings(tmp_path):
     for name in ("mcpverse", "demo"):  # a checkout not named yet; the score app's generated demo
         cfg = compose("model=scripted", f"data={name}", f"results_dir={tmp_path}")
@@ -96,24 +124,25 @@ def test_a_data_set_without_tasks_is_one_line_naming_the_settings(tmp_path):
 def test_layout_of_a_run(monkeypatch):
     monkeypatch.delenv("M3BENCH_RESULTS", raising=False)
     cfg = compose("model=gpt5")
-    assert cfg["model"]["provider"] == "openai" and cfg["model"]["api_name"] == "gpt-5"
-    assert cfg["predictions"] == "results/gpt5_test_mcp_fuzzy.json"
-    assert cfg["run_dir"] == "results/rollout/gpt5"
-    assert [cfg[k] for k in ("workspace", "cache_dir", "server_logs")] == \
+    assert cfg.model.provider == "openai" and cfg.model.api_name == "gpt-5"
+    assert cfg.predictions == "results/gpt5_test_mcp_fuzzy.json"
+    assert cfg.run_dir == "results/rollout/gpt5"
+    assert [cfg.workspace, cfg.cache_dir, cfg.server_logs] == \
         ["results/rollout/gpt5/workspace", "results/rollout/gpt5/cache", "results/rollout/gpt5/server_logs"]
-    assert cfg["curate"] == {"verdicts": "results/rollout/gpt5/verdicts.json",
-                             "optimal": "results/rollout/gpt5/optimal.json", "max_result_chars": 1500}
-    assert Path(cfg["servers"]) == ROOT / "rollout" / "servers.json"
+    assert record(cfg.curate) == {"verdicts": "results/rollout/gpt5/verdicts.json",
+                                  "optimal": "results/rollout/gpt5/optimal.json", "max_result_chars": 1500,
+                                  "model": None}
+    assert Path(cfg.servers) == ROOT / "rollout" / "servers.json"
     monkeypatch.setenv("M3BENCH_RESULTS", "/data/results")
-    assert compose("model=claude")["predictions"] == "/data/results/claude45_sonnet_test_mcp_fuzzy.json"
+    assert compose("model=claude").predictions == "/data/results/claude45_sonnet_test_mcp_fuzzy.json"
 
 
 @pytest.mark.parametrize("name", GROUPS["model"])
 def test_every_rollout_model_resolves_to_its_own_file(name):
     cfg = compose(f"model={name}", f"model@curate.model={name}", "exposure=retrieve", "tasks=demo")
-    assert cfg["model"]["provider"] in ("openai", "anthropic", "scripted")
-    assert cfg["curate"]["model"] == cfg["model"]
-    assert cfg["exposure"]["mode"] == "retrieve" and Path(cfg["tasks"]["file"]).is_file()
+    assert cfg.model.provider in ("openai", "anthropic", "scripted")
+    assert cfg.curate.model == cfg.model
+    assert cfg.exposure.mode == "retrieve" and cfg.tasks.file is not None and Path(cfg.tasks.file).is_file()
 
 
 @pytest.mark.slow

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
-from rollout_helpers import write_json
+from rollout_helpers import compose, write_json
 
-from engine.contract import InputError, Task, read_tasks
+from engine.apps.config.rollout import Exposure, ExposureMode
+from engine.contract import ConfigError, InputError, Task, read_tasks
+from engine.contract.settings import SettingError
 from rollout import prompts
 from rollout.exposure import select_tools
 from rollout.mcp.protocol import ToolInfo
@@ -61,22 +64,35 @@ TASKS = [Task("q1", "Crop the photo to the face and rotate it upright", None, No
 
 
 def test_exposure_modes():
-    assert select_tools({"mode": "all"}, TOOLS, TASKS)["q1"] == TOOLS
-    fixed = select_tools({"mode": "fixed", "tools": ["images/rotate", "math/mean"]}, TOOLS, TASKS)
+    assert select_tools(Exposure(), TOOLS, TASKS)["q1"] == TOOLS
+    fixed = select_tools(Exposure(ExposureMode.fixed, ["images/rotate", "math/mean"]), TOOLS, TASKS)
     assert [t.name for t in fixed["q2"]] == ["images/rotate", "math/mean"]
     with pytest.raises(InputError, match="field 'exposure.tools'.*weather/now"):
-        select_tools({"mode": "fixed", "tools": ["weather/now"]}, TOOLS, TASKS)
-    oracle = select_tools({"mode": "oracle"}, TOOLS, TASKS, {"q1": ["images/crop", "ocr/read", "images/rotate"]})
+        select_tools(Exposure(ExposureMode.fixed, ["weather/now"]), TOOLS, TASKS)
+    with pytest.raises(InputError, match="field 'exposure.tools': empty list"):
+        select_tools(Exposure(ExposureMode.fixed), TOOLS, TASKS)
+    oracle = select_tools(Exposure(ExposureMode.oracle), TOOLS, TASKS,
+                          {"q1": ["images/crop", "ocr/read", "images/rotate"]})
     assert [t.name for t in oracle["q1"]] == ["images/crop", "images/rotate"] and "q2" not in oracle
-    with pytest.raises(InputError, match="exposure.mode"):
-        select_tools({"mode": "psychic"}, TOOLS, TASKS)
-    with pytest.raises(InputError, match=r"field 'exposure.top_k': must be an integer >= 1, got 0"):
-        select_tools({"mode": "retrieve", "top_k": 0}, TOOLS, TASKS)
+    with pytest.raises(SettingError, match=r"^top_k=0: must be an integer >= 1$"):
+        Exposure(ExposureMode.retrieve, top_k=0)
+    with pytest.raises(SettingError, match=r"^tools=\[math/mean\]: a list of tools is for mode fixed"):
+        Exposure(ExposureMode.all, ["math/mean"])
+
+
+def test_exposure_settings_are_named_by_their_dotted_key(tmp_path):
+    for given, line in ((["exposure=retrieve", "exposure.top_k=0"], "exposure.top_k=0: must be an integer >= 1"),
+                        (["exposure.tools=[math/mean]"], "exposure.tools=[math/mean]: a list of tools is for mode "
+                                                         "fixed (exposure=fixed)")):
+        with pytest.raises(ConfigError, match=f"^{re.escape(line)}$"):
+            compose("model=scripted", "tasks=demo", f"results_dir={tmp_path}", *given)
+    with pytest.raises(Exception, match="exposure.mode"):
+        compose("model=scripted", "tasks=demo", "exposure.mode=psychic")
 
 
 @pytest.mark.slow
 def test_retrieve_exposure_uses_the_engine_encoder():
-    chosen = select_tools({"mode": "retrieve", "top_k": 2}, TOOLS, TASKS)
+    chosen = select_tools(Exposure(ExposureMode.retrieve, top_k=2), TOOLS, TASKS)
     assert {t.name for t in chosen["q1"]} == {"images/crop", "images/rotate"}
     assert "math/mean" in {t.name for t in chosen["q2"]} and len(chosen["q2"]) == 2
 

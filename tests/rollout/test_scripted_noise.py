@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from rollout_helpers import compose
 
-from engine.contract import InputError
 from engine.trials import trial_path
 from rollout.runner import run
 from rollout.scripted_noise import WRONG_REPLY, Noise
@@ -55,11 +54,14 @@ def test_each_perturbation_happens() -> None:
     assert Noise(rate=1.0).perturb({"steps": [], "final_reply": "Done."}, "t", 1)["final_reply"] == WRONG_REPLY
 
 
-@pytest.mark.parametrize(("noise", "field"), [({"rate": 1.5}, "model.noise.rate"), ({"rate": "x"}, "model.noise.rate"),
-                                              ({"seed": 1.5}, "model.noise.seed")])
-def test_bad_noise_is_named(noise: dict, field: str) -> None:
-    with pytest.raises(InputError, match=re.escape(f"field '{field}'")):
-        Noise.from_config(noise)
+@pytest.mark.parametrize(("setting", "line"), [
+    ("model.noise.rate=1.5", "^model.noise.rate=1.5: must be a number from 0 to 1$"),
+    ("model.noise.rate=x", "model.noise.rate"), ("model.noise.seed=1.5", "model.noise.seed")])
+def test_bad_noise_is_named(setting: str, line: str) -> None:
+    """The noise is the model config's node (engine.contract.settings.Noise): a value it refuses, or one of the
+    wrong type, is named by its dotted key."""
+    with pytest.raises(Exception, match=line):
+        compose("model=scripted_noisy", "tasks=demo", setting)
 
 
 def test_noisy_trials_differ_and_rerun_and_replay_byte_identical(tmp_path: Path,

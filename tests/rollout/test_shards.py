@@ -20,9 +20,10 @@ from script_runs import call_app
 from engine.contract import InputError, shown
 from engine.contract.settings import Shard, parse_shard, shard_of
 from rollout.cli import compose_config
+from rollout.merge import merge_parts, part_settings
 from rollout.models.loopback import ScriptedChatServer
 from rollout.output import ResultFile
-from rollout.runner import _run_tasks, merge_parts, part_settings
+from rollout.plan import run_tasks
 from rollout.runner import run as run_rollout
 from rollout.scripted import PlanPolicy
 from rollout.shard_report import launcher_lines
@@ -182,10 +183,10 @@ def test_a_part_still_running_gets_no_advice_a_stopped_one_does(tmp_path: Path, 
     of its tasks, a rerun of shard 0/2 (nothing left to do) says to run shard 1/2 again."""
     caplog.set_level(logging.INFO)
     cfg = compose_config([*ROLLOUT, f"results_dir={tmp_path}", "shard=0/2"])
-    tasks, _ = _run_tasks(cfg)
+    tasks, _ = run_tasks(cfg)
     other = Shard(1, 2)
     theirs = {t.id: t.index for t in tasks if other.owns(t.id)}
-    path = part_path(Path(cfg["parts_dir"]), Path(cfg["predictions"]), other)
+    path = part_path(Path(cfg.parts_dir), Path(cfg.predictions), other)
     with ResultFile(path, theirs, part_settings(cfg, other, None), other) as running:
         running.save()  # as a run of shard 1/2 does when it starts
         assert part_running(path)
@@ -236,10 +237,10 @@ def two_parts(tmp_path: Path) -> tuple[dict, list, list[Path]]:
     """The demo's config, its tasks and the two part files of shard=i/2, each holding its own tasks (as a run of
     every task writes them, which merge to the file of all)."""
     cfg = compose_config([*ROLLOUT, f"results_dir={tmp_path}"])
-    tasks, _ = _run_tasks(cfg)
+    tasks, _ = run_tasks(cfg)
     paths = []
     for shard in Shard(0, 2).siblings():
-        path = part_path(Path(cfg["parts_dir"]), Path(cfg["predictions"]), shard)
+        path = part_path(Path(cfg.parts_dir), Path(cfg.predictions), shard)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"part": part_settings(cfg, shard, None),
                                     "records": [{"id": t.id, "steps": []} for t in tasks if shard.owns(t.id)]}))

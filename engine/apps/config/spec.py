@@ -22,3 +22,4 @@ class AppSpec(Generic[S]):
     open_keys: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
     typed: bool = False
+    missing_as_none: bool = False  # typed(..., missing_as_none): a `???` left is None, what reads it names it
