@@ -1,8 +1,8 @@
 """The Python API: score prediction files, or trajectories held in memory, against references and get the
 tables and statistics back as plain objects (docs/scoring.md, "From Python"):
 
-    from engine.api import score
-    scores = score({"mine": "mine.json", "theirs": "theirs.json"}, "test_mcp_GT.json")
+    from engine.api import default_cache_dir, score
+    scores = score({"mine": "mine.json", "theirs": "theirs.json"}, "test_mcp_GT.json", cache_dir=default_cache_dir())
     scores.leaderboard[0]["Model"], scores.leaderboard[0]["Average Score"]
 
 `score` chains the steps the score app runs (engine.pipeline, engine.stats, engine.reports) on the same
@@ -72,6 +72,17 @@ References = PathLike | Sequence[PathLike] | Records
 
 TABLES = ("leaderboard", "per_task", "families", "intervals", "pairwise")
 """The tables of a Scores, in the order to_records and to_pandas give them."""
+
+
+def default_cache_dir() -> Path | None:
+    """The score app's embedding cache (its encoder.cache_dir default): $M3BENCH_CACHE (set and empty: none),
+    else $M3BENCH_HOME/embeddings, $M3BENCH_HOME defaulting to ~/.cache/m3bench. `score` uses no cache unless
+    given one; this one shares the vectors the app has encoded."""
+    cache = os.environ.get("M3BENCH_CACHE")
+    if cache is not None:
+        return Path(cache) if cache else None
+    home = os.environ.get("M3BENCH_HOME", f"{os.environ.get('HOME', '.')}/.cache/m3bench")
+    return Path(f"{home}/embeddings")
 
 
 def in_memory(name: str) -> Path:
@@ -275,13 +286,13 @@ def score(predictions: Predictions | None = None, references: References | None 
 
     tau_weak, tau_strong, profile, select, device, encoder_*, parse_string_arguments: the app's align.*,
     metrics.profile, device, encoder.* and parse_string_arguments settings. cache_dir: the embedding cache
-    (encoder.cache_dir; None, the default: none, nothing is written). stats: the statistics step (True,
-    False, or "auto": with two or more models), with resamples, level, seed, cluster and method as the
-    app's stats.* settings. judges: model name -> {evaluator option: file} (the app's
-    model.judge=PATH ...), besides the evaluator files found beside each prediction file; vtb_profile: the
-    app's vtb.profile. sort_by: the leaderboard's order (a column label). write_to: a folder that gets
-    exactly the files the score app writes into its output folder (per-model results, stats.json,
-    reports), replaced as a unit; None: nothing is written.
+    (encoder.cache_dir; None, the default: none, nothing is written; default_cache_dir(): the app's).
+    stats: the statistics step (True, False, or "auto": with two or more models), with resamples, level,
+    seed, cluster and method as the app's stats.* settings. judges: model name -> {evaluator option: file}
+    (the app's model.judge=PATH ...), each in place of the companion file the app reads beside a prediction
+    file (<stem>_taskcompletion.json ...); vtb_profile: the app's vtb.profile. sort_by: the leaderboard's
+    order (a column label). write_to: a folder that gets exactly the files the score app writes into its
+    output folder (per-model results, stats.json, reports), replaced as a unit; None: nothing is written.
     """
     with gc_paused():
         return _score(predictions, references, demo, names, Thresholds(tau_weak, tau_strong), profile, select,

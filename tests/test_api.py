@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from engine.api import Scores, in_memory, score
+from engine.api import Scores, default_cache_dir, in_memory, score
+from engine.apps.score import run  # registers the config's resolvers too
 from engine.contract import ConfigError, InputError, dumps_json
 from engine.synthetic import demo_records
 
@@ -22,8 +23,6 @@ REPORTS = ("leaderboard", "families", "leaderboard_intervals", "pairwise")
 
 def app_run(*overrides: str) -> None:
     """The score app's run on the config its command line would compose; it must succeed."""
-    from engine.apps.score import run
-
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
         cfg = compose(config_name="config", overrides=["index_dir=null", "progress=false", *overrides])
     assert run(cfg) == 0
@@ -194,3 +193,17 @@ def test_to_pandas_says_what_it_needs(tmp_path: Path, monkeypatch: pytest.Monkey
     assert frames["leaderboard"]["Model"].tolist() == [r["Model"] for r in scores.leaderboard]
     assert len(frames["per_task"]) == len(scores.per_task) == 24
     assert list(frames["pairwise"].columns)[:2] == ["A", "B"]
+
+
+@pytest.mark.parametrize("env", [{"M3BENCH_CACHE": "/c/vectors", "M3BENCH_HOME": "/h"}, {"M3BENCH_HOME": "/h"},
+                                 {"HOME": "/home/u"}, {"M3BENCH_CACHE": ""}])
+def test_default_cache_dir_is_the_score_app_s(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """default_cache_dir() is the encoder.cache_dir the score app's config resolves to in the same environment."""
+    for key in ("M3BENCH_CACHE", "M3BENCH_HOME"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
+        cfg = compose(config_name="config")
+    app = cfg.encoder.cache_dir
+    assert default_cache_dir() == (None if app in (None, "") else Path(app))
