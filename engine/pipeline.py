@@ -19,8 +19,8 @@ from engine.encode import EmbeddingStats, embed_distinct
 from engine.encoders import SAVE_EVERY, TextEncoder
 from engine.judge_results import Joined, JoinedFiles, load_joined
 from engine.metrics import TaskScores, task_scores
-from engine.references import check_select, chosen_samples, read_references
-from engine.results import SampleView, write_file_results
+from engine.references import Alternatives, check_select, chosen_samples, read_references
+from engine.results import FileResults, SampleView, file_results, write_results
 from engine.serialize import Profile, SweepTables, flatten_sweep
 from engine.thresholds import Thresholds
 from kernels.device import cpu_threads, kernel_threads, resolve_device
@@ -131,6 +131,17 @@ def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: Sequence[str | P
         # tasks lost to the infrastructure are reported apart, not scored (a rerun retries them)
         preds = [scorable(read_trajectories(p, lenient=True, parse_strings=settings.parse_string_arguments))
                  for p in track(list(pred_paths), "load", many)]
+    references = (Path(gt_path),) if isinstance(gt_path, (str, Path)) else tuple(Path(p) for p in gt_path)
+    return prepare_loaded(gt, alternatives, preds, settings, timer, references, device)
+
+
+def prepare_loaded(gt: TrajectoryFile, alternatives: Alternatives | None, preds: list[TrajectoryFile],
+                   settings: ScoreSettings, timer: StageTimer | None = None, references: tuple[Path, ...] = (),
+                   device: torch.device | None = None) -> PreparedSweep:
+    """Serialize and embed trajectories already read (the reference set as read_references gives it, the
+    predictions as `scorable` keeps them), and build all candidate pairs with their similarities."""
+    timer = timer or StageTimer()
+    device = device if device is not None else resolve_device(settings.device)
     with timer.stage("serialize"):
         tables = flatten_sweep(gt, preds, settings.profile, alternatives)
     with timer.stage("embed"):
@@ -138,7 +149,6 @@ def prepare_sweep(gt_path: str | Path | list[Path], pred_paths: Sequence[str | P
     threads = kernel_threads(len(tables.pred_sample))
     with timer.stage("align"), cpu_threads(threads):
         candidates = candidate_pairs(tables, embeddings, device)
-    references = (Path(gt_path),) if isinstance(gt_path, (str, Path)) else tuple(Path(p) for p in gt_path)
     return PreparedSweep(gt=gt, preds=preds, tables=tables, candidates=candidates, embedding=stats,
                          settings=settings, timer=timer, threads=threads, references=references)
 
@@ -184,34 +194,48 @@ def load_sweep_joined(result: SweepScores, judges: Sequence[JoinedFiles | None] 
     return [load_joined(files, pred) for files, pred in zip(judges or [None] * len(result.preds), result.preds)]
 
 
+def file_result(result: SweepScores, f: int, name: str, judges: JoinedFiles | None = None,
+                joined: Joined | None = None, view: SampleView | None = None) -> FileResults:
+    """The outputs of prediction file `f` of a sweep, in memory, recorded as model `name`; `judges`: its
+    evaluator files (named in its meta), `joined`: their values, loaded (load_sweep_joined); `view`: the
+    sweep's match view (sweep_view), when several files share one."""
+    view = view if view is not None else sweep_view(result)
+    s, th = result.settings, result.thresholds
+    pred = result.preds[f]
+    meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": th.tau_weak,
+            "tau_strong": th.tau_strong, "profile": s.profile, "model": name}
+    if len(result.references) > 1:
+        meta["references"] = [str(p) for p in result.references]
+    if result.embedding.backend is not None:  # how the vectors were computed, unless by torch as named
+        meta["encoder"] = result.embedding.backend
+    if judges is not None:
+        meta.update(judges.meta())
+    return file_results(view, result.scores, result.samples_of(f), th.tau_strong, meta, joined)
+
+
+def sweep_view(result: SweepScores) -> SampleView:
+    """The host-side match arrays of a sweep, by sample."""
+    m = result.matches.to_numpy()
+    return SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
+
+
 def write_sweep(result: SweepScores, dirs: list[Path], names: Sequence[str | None] | None = None,
                 judges: Sequence[JoinedFiles | None] | None = None,
                 joined: list[Joined | None] | None = None) -> list[dict]:
     """Write each prediction file's outputs into its folder; returns the aggregates.
 
-    names: model names recorded in each file's meta; judges: each file's evaluator files (None for
-    none) whose values (task_completion / information_grounding, call outcomes, ...) join the
-    outputs, with the values of the evaluators that compute theirs from the predictions; joined: those
-    values already loaded (load_sweep_joined), else they are loaded here.
+    names: model names recorded in each file's meta (default: the folder's name); judges: each file's
+    evaluator files (None for none) whose values (task_completion / information_grounding, call outcomes,
+    ...) join the outputs, with the values of the evaluators that compute theirs from the predictions;
+    joined: those values already loaded (load_sweep_joined), else they are loaded here.
     """
-    m = result.matches.to_numpy()
-    view = SampleView(result.tables, m["sample"], m["gt"], m["pred"], m["similarity"])
-    s, th = result.settings, result.thresholds
+    view = sweep_view(result)
     names = names or [None] * len(result.preds)
     judges = judges or [None] * len(result.preds)
     joined = joined if joined is not None else load_sweep_joined(result, judges)
     aggregates = []
     items = list(enumerate(zip(result.preds, dirs)))
-    for f, (pred, directory) in track(items, "write", s.progress and len(items) > 4):
-        meta = {"gt": str(result.gt.path), "predictions": str(pred.path), "tau_weak": th.tau_weak,
-                "tau_strong": th.tau_strong, "profile": s.profile, "model": names[f] or directory.name}
-        if len(result.references) > 1:
-            meta["references"] = [str(p) for p in result.references]
-        if result.embedding.backend is not None:  # how the vectors were computed, unless by torch as named
-            meta["encoder"] = result.embedding.backend
-        files = judges[f]
-        if files is not None:
-            meta.update(files.meta())
-        aggregates.append(write_file_results(directory, view, result.scores, result.samples_of(f),
-                                             th.tau_strong, meta, joined[f]))
+    for f, (_, directory) in track(items, "write", result.settings.progress and len(items) > 4):
+        outputs = file_result(result, f, names[f] or directory.name, judges[f], joined[f], view)
+        aggregates.append(write_results(directory, outputs))
     return aggregates

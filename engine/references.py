@@ -42,7 +42,12 @@ def check_select(select: Sequence[str] | None, profile: str) -> tuple[str, ...]:
 
 def _read_file(path: Path) -> tuple[TrajectoryFile, Alternatives]:
     """One reference file: its first reference per id, and every reference of the ids given a list."""
-    root = read_json(path, "trajectory file")
+    return _parse_root(path, read_json(path, "trajectory file"))
+
+
+def _parse_root(path: Path, root: Any) -> tuple[TrajectoryFile, Alternatives]:
+    """A reference file's parsed root (`path` names it in errors): its first reference per id, and every
+    reference of the ids given a list."""
     lists = {k: v for k, v in root.items() if isinstance(v, list)} if isinstance(root, dict) else {}
     if not lists:
         gt = parse_trajectories(path, root)
@@ -69,7 +74,17 @@ def read_references(paths: str | Path | Sequence[str | Path]) -> tuple[Trajector
     listed = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     if not listed:
         raise ConfigError("no reference file: set data.gt=PATH or data.references=[PATH, ...]")
-    files = [_read_file(p) for p in listed]
+    return _merged([_read_file(p) for p in listed])
+
+
+def parse_references(label: Path, root: Any) -> tuple[TrajectoryFile, Alternatives | None]:
+    """The reference set of one file's content already parsed (a list of task objects, or an object of id ->
+    task or -> list of tasks), as read_references gives it; `label` names it in errors."""
+    return _merged([_parse_root(label, root)])
+
+
+def _merged(files: list[tuple[TrajectoryFile, Alternatives]]) -> tuple[TrajectoryFile, Alternatives | None]:
+    """The reference set of the files read, in order (read_references)."""
     alternatives: dict[str, tuple[Trajectory, ...]] = {}
     for _, alts in files:
         for tid, refs in alts.items():

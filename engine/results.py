@@ -159,9 +159,27 @@ def join_values(per_id: list[dict], agg: dict, judge: Joined) -> list[str]:
     return judge.keys()
 
 
-def write_file_results(directory: Path, view: SampleView, scores: TaskScores, samples: np.ndarray,
-                       tau_strong: float, meta: dict, judge: Joined | None = None) -> dict:
-    """Write the five output files for one prediction file; returns its aggregate.
+@dataclass
+class FileResults:
+    """One prediction file's outputs, before they are written: the results_eval.json content (`result`:
+    aggregate, per_id, by_type, meta), the strong / weak / unmatched-prediction records and the columns of
+    results_eval.csv."""
+
+    result: dict[str, Any]
+    strong: list[dict]
+    weak: list[dict]
+    unmatched: list[dict]
+    columns: list[str]
+
+    @property
+    def aggregate(self) -> dict[str, Any]:
+        """The file's aggregate (results_eval.json's ``aggregate``)."""
+        return self.result["aggregate"]
+
+
+def file_results(view: SampleView, scores: TaskScores, samples: np.ndarray, tau_strong: float, meta: dict,
+                 judge: Joined | None = None) -> FileResults:
+    """One prediction file's outputs, in memory (write_results writes them).
 
     With evaluator results, each id and every aggregate also get the joined values (e.g.
     task_completion and information_grounding as plain means over the ids that were judged, call
@@ -175,8 +193,14 @@ def write_file_results(directory: Path, view: SampleView, scores: TaskScores, sa
         columns += join_values(per_id, agg, judge)
     result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
               "meta": meta}
-    for name, records in zip(RESULT_FILES[:3], (strong, weak, unmatched)):
+    return FileResults(result, strong, weak, unmatched, columns)
+
+
+def write_results(directory: Path, results: FileResults) -> dict:
+    """Write the five output files of one prediction file (RESULT_FILES, each atomically); returns its aggregate."""
+    for name, records in zip(RESULT_FILES[:3], (results.strong, results.weak, results.unmatched)):
         atomic_write_json(directory / name, records)
-    atomic_write_csv(directory / "results_eval.csv", columns, per_id)
-    atomic_write_json(directory / "results_eval.json", result)
-    return agg
+    atomic_write_csv(directory / "results_eval.csv", results.columns, results.result["per_id"])
+    atomic_write_json(directory / "results_eval.json", results.result)
+    return results.aggregate
+

@@ -6,9 +6,9 @@ trajectories with controlled error rates. Everything is driven by seeded numpy G
 given seed always yields the same data. Nothing here is part of the scoring path.
 """
 
-from engine.synthetic.demo import demo_models, scale_predictions, write_demo
+from engine.synthetic.demo import demo_models, demo_records, scale_predictions, write_demo
 from engine.synthetic.families import make_reference
 from engine.synthetic.perturb import PROFILES, ErrorProfile, perturb
 
-__all__ = ["ErrorProfile", "PROFILES", "make_reference", "perturb", "demo_models", "write_demo",
+__all__ = ["ErrorProfile", "PROFILES", "make_reference", "perturb", "demo_models", "demo_records", "write_demo",
            "scale_predictions"]

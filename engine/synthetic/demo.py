@@ -48,22 +48,32 @@ def _dumps(tasks: list[dict]) -> bytes:
     return (json.dumps(tasks, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
 
 
+def demo_records(n_tasks: int = 60, seed: int = 0) -> tuple[list[dict], dict[str, list[dict]]]:
+    """The demo's reference trajectories and ``{model: its predicted trajectories}``, in memory (what
+    write_demo writes)."""
+    reference = make_reference(n_tasks, seed)
+    models = {}
+    for name, profile in demo_models().items():
+        model_seed = (seed << 32) | zlib.crc32(name.encode("utf-8"))
+        models[name] = perturb(reference, profile, model_seed)
+    return reference, models
+
+
 def write_demo(directory: Path, n_tasks: int = 60, seed: int = 0) -> tuple[Path, dict[str, Path]]:
-    """Write ``reference.json`` and ``<model>.json`` per demo model into ``directory``.
+    """Write ``reference.json`` and ``<model>.json`` per demo model (demo_records) into ``directory``.
 
     Files are replaced atomically and left untouched when their content is
     already identical. Returns the reference path and ``{model: path}``.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    reference = make_reference(n_tasks, seed)
+    reference, models = demo_records(n_tasks, seed)
     gt_path = directory / "reference.json"
     _write_if_changed(gt_path, _dumps(reference))
     paths = {}
-    for name, profile in demo_models().items():
+    for name, tasks in models.items():
         path = directory / f"{name}.json"
-        model_seed = (seed << 32) | zlib.crc32(name.encode("utf-8"))
-        _write_if_changed(path, _dumps(perturb(reference, profile, model_seed)))
+        _write_if_changed(path, _dumps(tasks))
         paths[name] = path
     return gt_path, paths
 
