@@ -35,12 +35,6 @@ def part_inputs(shard: Shard, predictions: Path, gt: Path | None, tasks: str | N
             "tasks": file_sha256(tasks)}
 
 
-def part_document(document: dict[str, Any], inputs: Mapping[str, Any], meta: Mapping[str, Any],
-                  extra: Mapping[str, Any], entries: Mapping[str, Any]) -> dict[str, Any]:
-    """An evaluator's document as a shard's part file: with ``part`` (inputs, meta, extra, entries)."""
-    return {**document, "part": {**inputs, "meta": dict(meta), "extra": dict(extra), "entries": dict(entries)}}
-
-
 class _Object(dict):
     """A JSON object as read, with the first key it repeats (JSON keeps the last value of a repeated key)."""
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.contract import InputError, atomic_write_json, read_json
 from engine.evaluators.base import Evaluator, Judge, Verdict, file_meta, format_record, format_version
+from rollout.judges.journal import VERSION, append_synced, journal_path, read_journal, verdict_line
 from rollout.judges.pool import USAGE_COUNTS
 
 log = logging.getLogger("judge")
@@ -87,27 +88,75 @@ def _listed(ids: Sequence[str]) -> str:
     return ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else "")
 
 
+Usage = Callable[[Mapping[str, Any]], dict[str, Any]]
+"""The judges' usage totals of the run added to an earlier run's (JudgePool.usage_totals)."""
+COMPACT_AT = 64
+"""The verdicts a journal holds at least before its file is written whole again (then as many as the file holds)."""
+
+
+def part_document(document: dict[str, Any], inputs: Mapping[str, Any], meta: Mapping[str, Any],
+                  extra: Mapping[str, Any], entries: Mapping[str, Any]) -> dict[str, Any]:
+    """An evaluator's document as a shard's part file: with ``part`` (inputs, meta, extra, entries)."""
+    return {**document, "part": {**inputs, "meta": dict(meta), "extra": dict(extra), "entries": dict(entries)}}
+
+
 class VerdictFile:
     """One evaluator's file for one run: the entries kept and judged, their input keys, the failures.
 
     `path`: the file (a shard's part file for a shard); `meta`: the run's meta; `names`: the models of the
-    judges asked (what `Judge.complete` checks an entry against); `order`: the tasks of the run, in order."""
+    judges asked (what `Judge.complete` checks an entry against); `order`: the tasks of the run, in order;
+    `part`: a shard's part inputs (rollout.judges.shards.part_inputs), None for the file of a whole run.
+
+    Each verdict is appended to the file's journal (rollout.judges.journal) as it is kept; the file is written
+    whole (atomically, and the journal removed) when the journal holds as many verdicts as the file (at least
+    COMPACT_AT), and at the end, so judging n tasks writes O(n) bytes. A journal left by a killed run is
+    replayed onto its file before anything else reads it."""
 
     def __init__(self, evaluator: Evaluator, path: Path, meta: dict[str, Any], names: Sequence[str],
-                 order: Sequence[str]) -> None:
+                 order: Sequence[str], part: Mapping[str, Any] | None = None) -> None:
         self.evaluator, self.judge = evaluator, judge_of(evaluator)
         self.path, self.meta, self.names, self.order = path, meta, list(names), list(order)
-        self.earlier = previous_meta(path, str(evaluator.suffix))
-        self.usage_before = previous_usage(self.earlier, path)
+        self.part = dict(part) if part is not None else None
+        self.journal = journal_path(path)
         self.entries: dict[str, dict[str, Any]] = {}
         self.keys: dict[str, str] = {}
         self.failed: dict[str, str] = {}
+        self.usage_before: dict[str, Any] = {}
+        self.recover()
+        self.earlier = previous_meta(path, str(evaluator.suffix))
+        self.usage_before = previous_usage(self.earlier, path)
+        self.synced = False
+        """Whether the file holds the entries and keys kept (a journal may then be started on it)."""
+        self.pending = 0
+        """Verdicts in the journal since the file was last written whole."""
+        self.compacted = 0
+        """Entries the file held when it was last written whole."""
+
+    def recover(self) -> None:
+        """Replay the journal a killed run left onto its file and write the file whole (as that run would
+        have written it at its end), then remove the journal."""
+        journal = read_journal(self.journal)
+        if journal is None or not (journal.entries or journal.failed):
+            self.journal.unlink(missing_ok=True)
+            return
+        log.warning("%s: %d verdict(s) of a run that was stopped are taken from %s", self.evaluator.name,
+                    len(journal.entries) + len(journal.failed), self.journal)
+        earlier = previous_meta(self.path, str(self.evaluator.suffix))
+        self.entries = earlier_entries(self.evaluator, self.path)
+        self.keys = {i: k for i, k in previous_keys(earlier, self.path).items() if i in self.entries}
+        self.entries.update(journal.entries)
+        self.keys.update(journal.keys)
+        self.failed = dict(journal.failed)
+        usage = journal.usage if journal.usage is not None else earlier.get("usage")
+        self._write(journal.meta, journal.part, (lambda before: dict(usage)) if isinstance(usage, dict) else None)
+        self.entries, self.keys, self.failed = {}, {}, {}
 
     def resume(self, keys: Mapping[str, str]) -> list[str]:
         """Keep the earlier file's entries that still stand (complete, not stale, their input key
         unchanged: `keys`, task id -> this run's key), saying why others are judged again; the ids of
         the order still to judge."""
-        name, previous = self.evaluator.name, earlier_entries(self.evaluator, self.path)
+        name, on_disk = self.evaluator.name, earlier_entries(self.evaluator, self.path)
+        previous, stored = on_disk, previous_keys(self.earlier, self.path)
         why = self.judge.stale(self.earlier, self.meta) if previous else None
         if why:
             log.warning("%s: every task is judged again, as %s was not made as this run asks: %s", name, self.path, why)
@@ -117,7 +166,7 @@ class VerdictFile:
         if again:
             log.warning("%s: %d task(s) were judged by other models or in part; they are judged again by %s",
                         name, len(again), ", ".join(self.names))
-        self.keys = {i: k for i, k in previous_keys(self.earlier, self.path).items() if i in self.entries}
+        self.keys = {i: k for i, k in stored.items() if i in self.entries}
         changed = [i for i in self.order if i in self.keys and self.keys[i] != keys[i]]
         for i in changed:
             del self.entries[i], self.keys[i]
@@ -130,16 +179,30 @@ class VerdictFile:
                         "verdicts are kept, as nothing shows their input changed (remove the file to judge them "
                         "again)", name, sum(1 for i in self.order if i in self.entries and i not in self.keys),
                         self.path)
+        self.synced = list(self.entries) == list(on_disk) and self.keys == stored
+        self.compacted = len(self.entries)
         return [i for i in self.order if i not in self.entries]
 
-    def record(self, verdict: Verdict, key: str) -> None:
-        """Keep one task's verdict and its input key, or its error among the failures."""
+    def record(self, verdict: Verdict, key: str, usage: Usage | None = None) -> None:
+        """Keep one task's verdict and its input key, or its error among the failures, in the journal (the
+        file written whole first when it does not hold what is kept, and again on the schedule)."""
         if verdict.error is not None:
             self.failed[verdict.task_id] = verdict.error
             log.warning("%s: task %s not judged: %s", self.evaluator.name, verdict.task_id, verdict.error)
+            entry = None
+        else:
+            entry = self.entries[verdict.task_id] = verdict.entry()
+            self.keys[verdict.task_id] = key
+        if not self.synced:
+            self.compact(usage)
             return
-        self.entries[verdict.task_id] = verdict.entry()
-        self.keys[verdict.task_id] = key
+        if self.pending == 0:
+            append_synced(self.journal, {"journal": VERSION, "meta": self.meta, "part": self.part})
+        append_synced(self.journal, verdict_line(verdict.task_id, entry, verdict.error, key,
+                                                 usage(self.usage_before) if usage is not None else None))
+        self.pending += 1
+        if self.pending >= max(COMPACT_AT, self.compacted):
+            self.compact(usage)
 
     def incomplete(self) -> list[str]:
         """The ids of the order whose entry lacks some judge's answer."""
@@ -155,7 +218,7 @@ class VerdictFile:
         out.update((i, e) for i, e in self.entries.items() if i not in out)
         return out
 
-    def extra(self, usage: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+    def extra(self, usage: Usage | None) -> dict[str, Any]:
         """What this run adds to the meta: failures, input keys, incomplete ids, usage (`usage(before)`)."""
         ordered = self.ordered()
         out: dict[str, Any] = {"failed": dict(self.failed), INPUT_KEYS: {i: self.keys[i] for i in ordered
@@ -166,9 +229,14 @@ class VerdictFile:
             out["usage"] = usage(self.usage_before)
         return out
 
-    def write(self, usage: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
-              part: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None) -> None:
-        """Write the file atomically; `part(document, extra, entries)` makes a shard's part file of it."""
+    def _write(self, meta: Mapping[str, Any], part: Mapping[str, Any] | None, usage: Usage | None) -> None:
         extra, ordered = self.extra(usage), self.ordered()
-        document = export(self.evaluator, ordered, {**self.meta, **extra})
-        atomic_write_json(self.path, part(document, extra, ordered) if part is not None else document)
+        document = export(self.evaluator, ordered, {**meta, **extra})
+        atomic_write_json(self.path, part_document(document, part, meta, extra, ordered)
+                          if part is not None else document)
+
+    def compact(self, usage: Usage | None = None) -> None:
+        """Write the file whole, atomically (a shard's part file for a shard), and remove the journal."""
+        self._write(self.meta, self.part, usage)
+        self.journal.unlink(missing_ok=True)
+        self.synced, self.pending, self.compacted = True, 0, len(self.entries)
