@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, dumps_json, read_json
+from engine.contract import InputError, JsonObject, dumps_json, read_json
 from engine.contract.settings import Shard
 from engine.evaluators.base import Evaluator
 from engine.judging import JudgeSpec
@@ -100,9 +100,9 @@ def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int,
             if name in usage and isinstance(block, dict):
                 usage[name].add(block)
     assert first is not None
-    merged = {"failed": {}, INPUT_KEYS: {i: keys[i] for i in order if i in keys}, "incomplete": [],
+    merged: JsonObject = {"failed": {}, INPUT_KEYS: {i: keys[i] for i in order if i in keys}, "incomplete": [],
               "usage": {s.name: usage[s.name].to_json(s) for s in specs}}
-    extra = {k: merged[k] for k in first["extra"] if k in merged}
+    extra: JsonObject = {k: merged[k] for k in first["extra"] if k in merged}
     document = export(judged, {i: entries[i] for i in order if i in entries}, {**first["meta"], **extra})
     write_merged(output, dumps_json(document) + "\n")
     return output

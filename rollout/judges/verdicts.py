@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, atomic_write_json, read_json
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, atomic_write_json, read_json
 from engine.evaluators.base import Evaluator, Judge, Verdict, file_meta, format_record, format_version
 from rollout.judges.journal import VERSION, append_synced, journal_path, read_journal, verdict_line
 from rollout.judges.pool import USAGE_COUNTS
@@ -34,14 +33,14 @@ def judge_of(evaluator: Evaluator) -> Judge:
     return evaluator.judge
 
 
-def export(evaluator: Evaluator, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+def export(evaluator: Evaluator, entries: dict[str, JsonObject], meta: JsonObject) -> JsonObject:
     """The file of an evaluator's entries: its judge's ``export``, its ``meta`` led by the format record."""
     document = judge_of(evaluator).export(entries, meta)
     document["meta"] = {"format": format_record(str(evaluator.suffix)), **document.get("meta", {})}
     return document
 
 
-def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, dict[str, Any]]:
+def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, JsonObject]:
     """The entries of an earlier file of the evaluator, its format checked; empty when there is none."""
     if not path.is_file():
         return {}
@@ -49,7 +48,7 @@ def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, dict[str, Any
     return judge_of(evaluator).load(path)
 
 
-def previous_meta(output: Path, name: str) -> dict[str, Any]:
+def previous_meta(output: Path, name: str) -> JsonObject:
     """The ``meta`` object of an earlier run's output of format `name` (its evaluator's suffix); empty when
     there is none. InputError for a file of another format or of a version this build does not read."""
     if not output.is_file():
@@ -59,7 +58,7 @@ def previous_meta(output: Path, name: str) -> dict[str, Any]:
     return file_meta(root)
 
 
-def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
+def previous_usage(meta: JsonMapping, output: Path) -> JsonObject:
     """The judges' usage an earlier run's output records in its `meta`, its counts checked; empty when
     there is none."""
     usage = meta.get("usage")
@@ -73,7 +72,7 @@ def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
     return usage
 
 
-def previous_keys(meta: Mapping[str, Any], output: Path) -> dict[str, str]:
+def previous_keys(meta: JsonMapping, output: Path) -> dict[str, str]:
     """The input keys an earlier run's output records in its `meta` (task id -> key), checked; empty for
     a file of a build that recorded none."""
     keys = meta.get(INPUT_KEYS)
@@ -81,21 +80,21 @@ def previous_keys(meta: Mapping[str, Any], output: Path) -> dict[str, str]:
         return {}
     if not isinstance(keys, dict) or not all(isinstance(k, str) for k in keys.values()):
         raise InputError(output, "must be an object of task id -> input key (a string)", field=f"meta.{INPUT_KEYS}")
-    return dict(keys)
+    return {i: k for i, k in keys.items() if isinstance(k, str)}
 
 
 def _listed(ids: Sequence[str]) -> str:
     return ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else "")
 
 
-Usage = Callable[[Mapping[str, Any]], dict[str, Any]]
+Usage = Callable[[JsonMapping], JsonObject]
 """The judges' usage totals of the run added to an earlier run's (JudgePool.usage_totals)."""
 COMPACT_AT = 64
 """The verdicts a journal holds at least before its file is written whole again (then as many as the file holds)."""
 
 
-def part_document(document: dict[str, Any], inputs: Mapping[str, Any], meta: Mapping[str, Any],
-                  extra: Mapping[str, Any], entries: Mapping[str, Any]) -> dict[str, Any]:
+def part_document(document: JsonObject, inputs: JsonMapping, meta: JsonMapping,
+                  extra: JsonMapping, entries: JsonMapping) -> JsonObject:
     """An evaluator's document as a shard's part file: with ``part`` (inputs, meta, extra, entries)."""
     return {**document, "part": {**inputs, "meta": dict(meta), "extra": dict(extra), "entries": dict(entries)}}
 
@@ -112,16 +111,16 @@ class VerdictFile:
     COMPACT_AT), and at the end, so judging n tasks writes O(n) bytes. A journal left by a killed run is
     replayed onto its file before anything else reads it."""
 
-    def __init__(self, evaluator: Evaluator, path: Path, meta: dict[str, Any], names: Sequence[str],
-                 order: Sequence[str], part: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, evaluator: Evaluator, path: Path, meta: JsonObject, names: Sequence[str],
+                 order: Sequence[str], part: JsonMapping | None = None) -> None:
         self.evaluator, self.judge = evaluator, judge_of(evaluator)
         self.path, self.meta, self.names, self.order = path, meta, list(names), list(order)
         self.part = dict(part) if part is not None else None
         self.journal = journal_path(path)
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, JsonObject] = {}
         self.keys: dict[str, str] = {}
         self.failed: dict[str, str] = {}
-        self.usage_before: dict[str, Any] = {}
+        self.usage_before: JsonObject = {}
         self.recover()
         self.earlier = previous_meta(path, str(evaluator.suffix))
         self.usage_before = previous_usage(self.earlier, path)
@@ -212,24 +211,25 @@ class VerdictFile:
         """How many tasks of the order have a complete entry."""
         return sum(1 for i in self.order if i in self.entries) - len(self.incomplete())
 
-    def ordered(self) -> dict[str, dict[str, Any]]:
+    def ordered(self) -> dict[str, JsonObject]:
         """The entries in the run's order, those of other tasks (an earlier run's) after them."""
         out = {i: self.entries[i] for i in self.order if i in self.entries}
         out.update((i, e) for i, e in self.entries.items() if i not in out)
         return out
 
-    def extra(self, usage: Usage | None) -> dict[str, Any]:
+    def extra(self, usage: Usage | None) -> JsonObject:
         """What this run adds to the meta: failures, input keys, incomplete ids, usage (`usage(before)`)."""
         ordered = self.ordered()
-        out: dict[str, Any] = {"failed": dict(self.failed), INPUT_KEYS: {i: self.keys[i] for i in ordered
+        out: JsonObject = {"failed": dict(self.failed), INPUT_KEYS: {i: self.keys[i] for i in ordered
                                                                           if i in self.keys}}
-        if type(self.judge).complete is not Judge.complete:
-            out["incomplete"] = self.incomplete()
+        if self.judge.partial:
+            incomplete: list[JsonValue] = list(self.incomplete())
+            out["incomplete"] = incomplete
         if usage is not None:
             out["usage"] = usage(self.usage_before)
         return out
 
-    def _write(self, meta: Mapping[str, Any], part: Mapping[str, Any] | None, usage: Usage | None) -> None:
+    def _write(self, meta: JsonMapping, part: JsonMapping | None, usage: Usage | None) -> None:
         extra, ordered = self.extra(usage), self.ordered()
         document = export(self.evaluator, ordered, {**meta, **extra})
         atomic_write_json(self.path, part_document(document, part, meta, extra, ordered)
