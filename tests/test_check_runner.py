@@ -703,15 +703,15 @@ def test_a_helper_flipping_to_a_link_never_shows_the_sandbox_its_target(tmp_path
 def test_the_copy_of_the_workspace_counts_against_the_time_limit(tmp_path: Path, monkeypatch) -> None:
     """A workspace on slow storage (each file's copy made to take 0.4 s): with a limit of 1.5 s the check
     times out during the copy, within its limit, and never starts (the code before copied it all first)."""
-    from engine.judging.sandbox import runner as _check_runner
+    from engine.judging.sandbox import files as _check_files
 
-    slow_copy = _check_runner._copy_file
+    slow_copy = _check_files._copy_file
 
     def slow(source: int, target: int, deadline: float) -> None:
         time.sleep(0.4)
         slow_copy(source, target, deadline)
 
-    monkeypatch.setattr(_check_runner, "_copy_file", slow)
+    monkeypatch.setattr(_check_files, "_copy_file", slow)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     for n in range(10):

@@ -231,7 +231,7 @@ def test_the_docs_evaluator_on_plain_keeps_the_file_the_store_writes_today(tmp_p
     for i in ids:
         store.record(asyncio.run(legacy.judge.verdict(base.JudgeContext(None, 1, {"max_words": 50}),
                                                       TaskInputs(i, prediction=tasks[i]))), "key")
-    store.write()
+    store.compact()
     written = json.loads(path.read_text())
 
     concise = Concise()

@@ -45,7 +45,6 @@ tasks, for reference; ``answer_judged`` and ``answer_skipped`` count the tasks.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import re
@@ -54,9 +53,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from engine.contract import ConfigError, InputError
+from engine.evaluators.answer_parsing import (
+    ODD_SCORES,
+    PROMPT,
+    PUBLISHED_PROMPT,
+    parse_published,
+    parse_verdict,
+    published_oddity,
+    scripted_answer,
+)
+from engine.evaluators.answer_rates import LEVELS, NO_LEVEL, level_rates, success_rates
 from engine.evaluators.base import (
     PROFILES,
     Evaluator,
@@ -70,7 +77,7 @@ from engine.evaluators.base import (
     file_entries,
     pool_judge,
 )
-from engine.evaluators.verifiers import (
+from engine.evaluators.check_scripts import (
     CheckFailed,
     run_check,
     script_imports,
@@ -78,92 +85,19 @@ from engine.evaluators.verifiers import (
     task_script,
     task_workspace,
 )
-from engine.judging import Question, Rubric, SandboxSettings, check_settings, first_answer, reducer
+from engine.judging import Question, SandboxSettings, check_settings, first_answer, reducer
 
 log = logging.getLogger(__name__)
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
-LEVELS: tuple[str, ...] = ("L1", "L2", "L3")
 PARSERS: tuple[str, ...] = ("published", "strict")
 REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
 """The reducer (engine.judging.reducers) each reading combines its judges' scores with."""
-NO_LEVEL = "(no level)"
-"""The group of the tasks without a level in the published reading's macro mean."""
 
-PROMPT = Rubric(
-    NAME, "ae-1",
-    "You decide whether an AI agent's final answer to a question agrees with the reference answer.\n"
-    "You are given the question, the reference answer and the agent's answer, as JSON.\n"
-    "The answers agree when they say the same thing: the same facts, values and conclusions. Wording, "
-    "order, formatting, units written differently and rounding that keeps the reference's precision do not "
-    "matter; a missing, extra or contradicting key fact does. An answer that hedges between several "
-    "values, or says the task could not be done, does not agree.\n"
-    "First explain your reasoning in a few sentences. Then end your reply with one line of JSON: "
-    "{\"score\": 1} when the answers agree, {\"score\": 0} when they do not.")
-"""The strict reading's prompt."""
 
-PUBLISHED_PROMPT = Rubric(
-    NAME, "ae-published-1",
-    "You grade whether a model's output and a reference answer are consistent in meaning. They need not "
-    "be worded alike: the same or equivalent meaning is consistent, even in different languages.\n"
-    "Give your reason first. Then give the score as JSON in a fenced block: ```json {\"score\": 1} ``` "
-    "when they are consistent, ```json {\"score\": 0} ``` when they are not.",
-    user="The question, the reference answer and the model output follow.\n\n<question>\n{question}\n\n\n"
-         "<reference>\n{reference_answer}\n\n\n<model output>\n{agent_answer}\n\nNow give your judgement.")
-"""The published reading's prompt: MCPVerse's layout (system: reason, then a fenced JSON score; user:
-the question, the reference and the model output, tagged)."""
-
-_SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?\s*([01](?:\.0+)?)\s*["']?\s*[,}]""")
-_FENCED = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
 _OUTPUTS = re.compile(r"^\./outputs/\{OUTPUT_SUB_FOLDER\}/task_outputs(?=/|$)/?")
 """The published runner's output folder in a check script's path: the task's workspace here."""
-
-
-def parse_verdict(text: str) -> int:
-    """The strict reading of a judge reply: the last ``"score": 0|1`` of a JSON-like object in it (the
-    reasoning comes first); ValueError when there is none."""
-    found = _SCORE.findall(text or "")
-    if not found:
-        raise ValueError(f"no {{\"score\": 0|1}} in {(text or '')[-80:]!r}")
-    return int(float(found[-1]))
-
-
-def parse_published(text: str) -> float:
-    """The published reading of a judge reply: the ``score`` of the first fenced ```json {...}``` block
-    (JSON; a boolean is 0/1, a numeric string its number, a fraction kept); ValueError when there is no
-    such block or its score is no number in [0, 1]."""
-    block = _FENCED.search(text or "")
-    if block is None:
-        raise ValueError(f"no fenced ```json {{...}}``` block in {(text or '')[-80:]!r}")
-    try:
-        value = json.loads(block.group(1))["score"]
-        score = float(value.strip() if isinstance(value, str) else value)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"no number under \"score\" in the first fenced block {block.group(1)[:60]!r}") from exc
-    if not 0.0 <= score <= 1.0:
-        raise ValueError(f"score {score!r} outside [0, 1] in the first fenced block")
-    return int(score) if score in (0.0, 1.0) else score
-
-
-ODD_SCORES: tuple[str, ...] = ("score_boolean", "score_out_of_range")
-"""The judge replies MCPVerse's published judger reads otherwise than this project: a score of true/false
-(it keeps the boolean, which its mean counts as 1/0: the same here) and a number outside [0, 1] (it keeps the
-number, so a 2 adds 2 to the level's mean; here the reply is a failed attempt, asked again)."""
-
-
-def published_oddity(text: str) -> str | None:
-    """Which of ODD_SCORES a reply's first fenced ```json {...}``` block's score is, else None."""
-    block = _FENCED.search(text or "")
-    try:
-        value = json.loads(block.group(1)).get("score") if block else None
-    except (ValueError, AttributeError):
-        return None
-    if isinstance(value, bool):
-        return "score_boolean"
-    if isinstance(value, (int, float)) and not 0.0 <= value <= 1.0:
-        return "score_out_of_range"
-    return None
 
 
 def parser_of(options: Mapping[str, Any]) -> str:
@@ -357,50 +291,6 @@ def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dic
                                    else None] for name, v in scores.items()]}]}]
 
 
-def _group_mean(values: Sequence[float]) -> float:
-    """A level's mean as MCPVerse's statistics take it (pandas' ``groupby(...).mean()``): the values summed in
-    task order with Kahan's compensation, divided by their count."""
-    total = compensation = 0.0
-    for value in values:
-        y = value - compensation
-        t = total + y
-        compensation = (t - total) - y
-        total = t
-    return total / len(values)
-
-
-def _column_mean(values: Sequence[float], count: int) -> float:
-    """A column's mean as pandas' ``Series.mean()`` takes it: NumPy's (pairwise) sum of the column, an
-    unscored row counting 0, over the `count` scored rows."""
-    return float(np.sum(np.asarray(values, dtype=np.float64))) / count
-
-
-def success_rates(levels: Mapping[str, str | None], scores: Mapping[str, float | None]) -> dict[str, Any]:
-    """SR per level, their macro mean over the level groups present (L1, L2, L3, and any other label or
-    no level, each its own group), the micro mean, and the counts, of tasks given by id -> level and
-    id -> score (None: skipped). The means are summed as MCPVerse's runner.py and stats.py sum them, to the
-    last digit: per level in task order (compensated), the micro mean over the column in task order, the
-    macro mean over the levels' rates from the highest down."""
-    judged = {i: s for i, s in scores.items() if s is not None}
-    groups: dict[str, list[float]] = {}
-    for i, s in judged.items():
-        groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(s)
-    rates = level_rates(groups)
-    out: dict[str, Any] = {f"answer_sr_{level.lower()}": rates.get(level) for level in LEVELS}
-    ranked = sorted(rates.values(), reverse=True)
-    out["answer_sr"] = _column_mean(ranked, len(ranked)) if ranked else None
-    out["answer_sr_micro"] = (_column_mean([0.0 if s is None else s for s in scores.values()], len(judged))
-                              if judged else None)
-    out["answer_judged"] = len(judged)
-    out["answer_skipped"] = len(scores) - len(judged)
-    return out
-
-
-def level_rates(groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """SR of each level group with a judged task (level -> its scores in task order)."""
-    return {level: _group_mean(values) for level, values in groups.items() if values}
-
-
 def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
     """`success_rates` over these ids (ids without an entry are left out), and the counts of ODD_SCORES
     replies among them when not zero."""
@@ -423,7 +313,7 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     for i, e in per_id.items():
         if e["score"] is not None:
             groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(e["score"])
-    rates["levels"] = level_rates(groups)
+    rates["levels"] = {level: rate for level, rate in level_rates(groups).items()}
     rates["error_ids"] = [i for i, e in per_id.items() if e.get("error")]
     for kind in ODD_SCORES:
         rates[kind] = sum(int((e.get("odd_scores") or {}).get(kind, 0)) for e in per_id.values())
@@ -431,19 +321,6 @@ def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[st
     prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
     return {"aggregate": rates, "per_id": per_id,
             "meta": {**meta, "parser": parser, "prompt_version": prompt.version}}
-
-
-def normalized(text: str) -> str:
-    """Lower case, punctuation (except decimal points) dropped, whitespace collapsed."""
-    return " ".join(re.sub(r"[^\w.]|\.(?!\d)", " ", text.lower()).split())
-
-
-def scripted_answer(payload: dict[str, Any], bias: float) -> str:
-    """The offline scripted judge's reply: the answers agree when the normalized reference answer occurs
-    in the normalized agent answer."""
-    agree = f" {normalized(str(payload['reference_answer']))} " in f" {normalized(str(payload['agent_answer']))} "
-    return (f"The reference answer is {'' if agree else 'not '}contained in the agent's answer."
-            f"\n```json\n{{\"score\": {int(agree)}}}\n```")
 
 
 _RATE, _COUNT = (0.0, 1.0), (0.0, None)

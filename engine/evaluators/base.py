@@ -229,11 +229,13 @@ class Judge:
     (their versions are in each verdict's input key, not in its file's meta); task_files: the task fields
     naming a file beside the tasks file whose content is part of each verdict's input key (a check
     script); read_tasks: ``read_tasks(path) -> {id: record}``, the tasks file as it reads it (None: the
-    judge app's reader).
+    judge app's reader); partial: an entry may lack some judge's answer, and is judged again until it has
+    them all (`complete`; its file's meta names the incomplete ids).
     """
 
     uses_pool: bool = True
     asks_always: bool = True
+    partial: bool = False
     rubrics: tuple[Any, ...] = ()
     asked: tuple[Any, ...] = ()
     task_files: tuple[str, ...] = ()

@@ -339,6 +339,7 @@ class CallJudge(Judge):
     resumed unless made under another mode, catalogue or judge."""
 
     rubrics = (OUTCOME,)
+    partial = True
     asks_always = False
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:

@@ -251,6 +251,7 @@ class M3Judge(Judge):
     """Every judge of the pool asks both questions of each task; the file in the published shape."""
 
     rubrics = (COMPLETION, GROUNDING)
+    partial = True
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
         return Verdict(task.task_id, await judge(context, task))

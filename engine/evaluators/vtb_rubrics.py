@@ -337,6 +337,7 @@ class RubricJudge(Judge):
 
     read_tasks = staticmethod(read_task_records)
     asked = (RUBRIC,)
+    partial = True
 
     async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
         return Verdict(task.task_id, await judge(context, task))

@@ -42,16 +42,8 @@ from engine.judging.questions import (
     parse_score,
 )
 from engine.judging.reducers import REDUCERS, first, majority, mean, mean_or_none, reducer, trimmed_mean
-from engine.judging.sandbox.runner import (
-    BASE_ENV,
-    CHECK_CALL,
-    CheckRun,
-    Limits,
-    SandboxSettings,
-    bubblewrap,
-    check_settings,
-    run_contained,
-)
+from engine.judging.sandbox.runner import CHECK_CALL, run_contained
+from engine.judging.sandbox.settings import BASE_ENV, CheckRun, Limits, SandboxSettings, bubblewrap, check_settings
 
 __all__ = [
     "BASE_ENV", "CALL_CLASSES", "CALL_OUTCOME", "CHECK_CALL", "CLASS_OF_DIGIT", "COMPLETION", "Catalogue", "CheckRun",

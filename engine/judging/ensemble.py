@@ -13,11 +13,11 @@ is taken at the interval level (engine.judging.inter_rater).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import Trajectory, contained_path
+from engine.contract import JsonObject, Trajectory, contained_path
 from engine.judging.inter_rater import agreement, judges_matrix
 from engine.judging.prompts import (
     COMPLETION,
@@ -27,14 +27,14 @@ from engine.judging.prompts import (
     completion_payload,
     grounding_payload,
 )
-from engine.judging.questions import JudgeFailure, Question, first_answer, parse_score
+from engine.judging.questions import JudgeFailure, JudgeSpec, Pool, Question, first_answer, parse_score
 from engine.judging.reducers import reducer
 
 M3_REDUCER = "trimmed_mean"
 """How the judges' scores of a task and metric become one (engine.judging.reducers)."""
 
 
-async def judge_score(pool: Any, spec: Any, question: Question, attempts: int) -> float:
+async def judge_score(pool: Pool, spec: JudgeSpec, question: Question, attempts: int) -> float:
     """One judge's score of a question (divided by the rubric's scale); JudgeFailure when it has none."""
     rubric = question.rubric
     return await first_answer(pool, spec, question, attempts,
@@ -74,13 +74,13 @@ def task_questions(reference: Trajectory, prediction: Trajectory, max_result_cha
                      images)]
 
 
-def _scored(specs: list[Any], scores: list[float]) -> dict[str, Any]:
+def _scored(specs: Sequence[JudgeSpec], scores: list[float]) -> JsonObject:
     return {"final": reducer(M3_REDUCER)(scores),
             "judges": [{"name": s.identity["model"], "score": v} for s, v in zip(specs, scores)]}
 
 
-async def judge_task(pool: Any, reference: Trajectory, prediction: Trajectory, attempts: int,
-                     max_result_chars: int = 0, images: tuple[str, ...] = ()) -> dict[str, Any]:
+async def judge_task(pool: Pool, reference: Trajectory, prediction: Trajectory, attempts: int,
+                     max_result_chars: int = 0, images: tuple[str, ...] = ()) -> JsonObject:
     """The task's entry in the published shape ({final, judges, info_grounding: {final, judges}}), every
     judge asked both questions at once (shown `images`); JudgeFailure naming every judge that failed."""
     questions = task_questions(reference, prediction, max_result_chars, images)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, check_choice, config_int, digest, is_number
+from engine.contract import InputError, JsonMapping, JsonObject, check_choice, config_int, digest, is_number
 from engine.judging import JudgeFailure, JudgeSpec, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, TaskImages, named_images, shown_digest
@@ -113,14 +113,14 @@ class JudgeUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def add(self, other: Mapping[str, Any]) -> None:
+    def add(self, other: Mapping[str, object]) -> None:
         """Add the counts of another usage record (e.g. one read from an earlier run's output)."""
         for key in USAGE_COUNTS:
             value = other.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 setattr(self, key, getattr(self, key) + value)
 
-    def to_json(self, spec: JudgeSpec) -> dict[str, Any]:
+    def to_json(self, spec: JudgeSpec) -> JsonObject:
         """The counts with the model and the cost in USD (null when the judge has no prices)."""
         cost = None
         if spec.price_input is not None and spec.price_output is not None:
@@ -166,13 +166,14 @@ class JudgePool:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def usage_totals(self, before: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    def usage_totals(self, before: JsonMapping) -> JsonObject:
         """Each judge's usage of this run added to an earlier run's (`before`: judge name -> counts),
         with its model and cost."""
-        totals = {}
+        totals: JsonObject = {}
         for spec in self.specs:
             total = JudgeUsage()
-            total.add(before.get(spec.name) or {})
+            earlier = before.get(spec.name)
+            total.add(earlier if isinstance(earlier, dict) else {})
             total.add(vars(self.usage[spec.name]))
             totals[spec.name] = total.to_json(spec)
         return totals

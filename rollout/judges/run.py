@@ -11,10 +11,10 @@ an evaluator of all tasks) with what it ``reads``: the predicted trajectory, the
 the rollout's), every object of the predictions file under its id, and the tool catalogue its entry's
 ``catalogue`` names (loaded once per run, rollout.judges.catalogue). Its pool is the judges pool, or the
 one judge it declares it asks (``one_judge``). Its file ``<predictions stem>_<suffix>.json`` (or its
-entry's ``output``) is the verdict store's (rollout.judges.verdicts): rewritten atomically after every
-task and resumed by a rerun, which judges again the entries the evaluator finds incomplete (e.g. judged
-by another pool), or all of them when it finds the earlier file stale (made with other settings), and
-adds the judges' usage to the earlier runs'.
+entry's ``output``) is the verdict store's (rollout.judges.verdicts): each verdict journaled as it comes,
+the file written whole on the journal's schedule and at the end, and resumed by a rerun, which judges
+again the entries the evaluator finds incomplete (e.g. judged by another pool), or all of them when it
+finds the earlier file stale (made with other settings), and adds the judges' usage to the earlier runs'.
 The images a question names are shown to the judges only by the one path rule of the task's folders
 (rollout.judges.images); those not shown are named in the evaluator's closing lines.
 Every reply is cached, so what a killed run had asked is not asked again. A predictions file with
@@ -67,7 +67,7 @@ from rollout.judges.inputs import (
     wanted_ids,
 )
 from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
-from rollout.judges.shards import merge_verdicts, part_document, part_inputs
+from rollout.judges.shards import merge_verdicts, part_inputs
 from rollout.judges.verdicts import VerdictFile, judge_of
 from rollout.models.clients import bounded, quiet_client_loggers
 from rollout.shard_report import merge_when_complete
@@ -231,9 +231,10 @@ def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[s
 
 
 async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, todo: list[str],
-                      keys: Mapping[str, str], part: Any) -> str:
-    """Ask the evaluator about each task of `todo`, recording each verdict and writing the file after
-    each judged task and at the end; what the judges were asked, as a line's tail."""
+                      keys: Mapping[str, str]) -> str:
+    """Ask the evaluator about each task of `todo`, the store keeping each verdict as it comes (its journal)
+    and writing the file whole at the end, also when the run is stopped; what the judges were asked, as a
+    line's tail."""
     judge = judge_of(stage.judged)
     for tid in todo:  # every task's fields, before a judge or a script is started
         judge.check_task(stage.options, tid, stage.tasks.get(tid))
@@ -253,13 +254,13 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
                 verdict = Verdict(tid, error=str(exc))
             if shown.refused:
                 stage.refused[tid] = dict(shown.refused)
-            store.record(verdict, keys[tid])
-            if verdict.error is None:
-                store.write(usage, part)
+            store.record(verdict, keys[tid], usage)
 
-        with TaskBar(len(store.order), stage.judged.name, done=len(store.order) - len(todo)) as bar:
-            await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
-        store.write(usage, part)
+        try:
+            with TaskBar(len(store.order), stage.judged.name, done=len(store.order) - len(todo)) as bar:
+                await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
+        finally:  # stopped or done: the verdicts kept so far are in the file
+            store.compact(usage)
 
     if not stage.specs:
         await judge_all(None)
@@ -319,15 +320,13 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
         order = [i for i in order if shard.owns(i)]
         output = part_path(parts_dir, output, shard)
     keys = input_keys(cfg, stage, order)
-    store = VerdictFile(judged, output, meta, stage.names, order)
+    store = VerdictFile(judged, output, meta, stage.names, order, inputs(shard) if shard is not None else None)
     todo = store.resume(keys)
     log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(stage.specs))
     if todo and judge_of(judged).asks_always:
         check_keys(stage.specs)
-    part = (lambda document, extra, entries: part_document(document, inputs(shard), meta, extra, entries)
-            ) if shard is not None else None
     with hold_part(output) if shard is not None else nullcontext():  # a merge sees the part running
-        asked = await judge_tasks(cfg, stage, store, todo, keys, part)
+        asked = await judge_tasks(cfg, stage, store, todo, keys)
     report(judged, store, todo, asked, shard is not None, stage.refused)
     if shard is not None:
         merge_parts(judged, merged, parts_dir, shard, all_order, meta, inputs, stage)

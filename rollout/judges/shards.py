@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, dumps_json, read_json
+from engine.contract import InputError, JsonObject, dumps_json, read_json
 from engine.contract.settings import Shard
 from engine.evaluators.base import Evaluator
 from engine.judging import JudgeSpec
@@ -33,12 +33,6 @@ def part_inputs(shard: Shard, predictions: Path, gt: Path | None, tasks: str | N
     """The settings of a part besides the run's meta: the shard and the SHA-256 of its input files."""
     return {"shard": str(shard), "predictions": file_sha256(predictions), "gt": file_sha256(gt),
             "tasks": file_sha256(tasks)}
-
-
-def part_document(document: dict[str, Any], inputs: Mapping[str, Any], meta: Mapping[str, Any],
-                  extra: Mapping[str, Any], entries: Mapping[str, Any]) -> dict[str, Any]:
-    """An evaluator's document as a shard's part file: with ``part`` (inputs, meta, extra, entries)."""
-    return {**document, "part": {**inputs, "meta": dict(meta), "extra": dict(extra), "entries": dict(entries)}}
 
 
 class _Object(dict):
@@ -106,9 +100,9 @@ def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int,
             if name in usage and isinstance(block, dict):
                 usage[name].add(block)
     assert first is not None
-    merged = {"failed": {}, INPUT_KEYS: {i: keys[i] for i in order if i in keys}, "incomplete": [],
+    merged: JsonObject = {"failed": {}, INPUT_KEYS: {i: keys[i] for i in order if i in keys}, "incomplete": [],
               "usage": {s.name: usage[s.name].to_json(s) for s in specs}}
-    extra = {k: merged[k] for k in first["extra"] if k in merged}
+    extra: JsonObject = {k: merged[k] for k in first["extra"] if k in merged}
     document = export(judged, {i: entries[i] for i in order if i in entries}, {**first["meta"], **extra})
     write_merged(output, dumps_json(document) + "\n")
     return output

@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, atomic_write_json, read_json
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, atomic_write_json, read_json
 from engine.evaluators.base import Evaluator, Judge, Verdict, file_meta, format_record, format_version
+from rollout.judges.journal import VERSION, append_synced, journal_path, read_journal, verdict_line
 from rollout.judges.pool import USAGE_COUNTS
 
 log = logging.getLogger("judge")
@@ -33,14 +33,14 @@ def judge_of(evaluator: Evaluator) -> Judge:
     return evaluator.judge
 
 
-def export(evaluator: Evaluator, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+def export(evaluator: Evaluator, entries: dict[str, JsonObject], meta: JsonObject) -> JsonObject:
     """The file of an evaluator's entries: its judge's ``export``, its ``meta`` led by the format record."""
     document = judge_of(evaluator).export(entries, meta)
     document["meta"] = {"format": format_record(str(evaluator.suffix)), **document.get("meta", {})}
     return document
 
 
-def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, dict[str, Any]]:
+def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, JsonObject]:
     """The entries of an earlier file of the evaluator, its format checked; empty when there is none."""
     if not path.is_file():
         return {}
@@ -48,7 +48,7 @@ def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, dict[str, Any
     return judge_of(evaluator).load(path)
 
 
-def previous_meta(output: Path, name: str) -> dict[str, Any]:
+def previous_meta(output: Path, name: str) -> JsonObject:
     """The ``meta`` object of an earlier run's output of format `name` (its evaluator's suffix); empty when
     there is none. InputError for a file of another format or of a version this build does not read."""
     if not output.is_file():
@@ -58,7 +58,7 @@ def previous_meta(output: Path, name: str) -> dict[str, Any]:
     return file_meta(root)
 
 
-def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
+def previous_usage(meta: JsonMapping, output: Path) -> JsonObject:
     """The judges' usage an earlier run's output records in its `meta`, its counts checked; empty when
     there is none."""
     usage = meta.get("usage")
@@ -72,7 +72,7 @@ def previous_usage(meta: Mapping[str, Any], output: Path) -> dict[str, Any]:
     return usage
 
 
-def previous_keys(meta: Mapping[str, Any], output: Path) -> dict[str, str]:
+def previous_keys(meta: JsonMapping, output: Path) -> dict[str, str]:
     """The input keys an earlier run's output records in its `meta` (task id -> key), checked; empty for
     a file of a build that recorded none."""
     keys = meta.get(INPUT_KEYS)
@@ -80,34 +80,82 @@ def previous_keys(meta: Mapping[str, Any], output: Path) -> dict[str, str]:
         return {}
     if not isinstance(keys, dict) or not all(isinstance(k, str) for k in keys.values()):
         raise InputError(output, "must be an object of task id -> input key (a string)", field=f"meta.{INPUT_KEYS}")
-    return dict(keys)
+    return {i: k for i, k in keys.items() if isinstance(k, str)}
 
 
 def _listed(ids: Sequence[str]) -> str:
     return ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else "")
 
 
+Usage = Callable[[JsonMapping], JsonObject]
+"""The judges' usage totals of the run added to an earlier run's (JudgePool.usage_totals)."""
+COMPACT_AT = 64
+"""The verdicts a journal holds at least before its file is written whole again (then as many as the file holds)."""
+
+
+def part_document(document: JsonObject, inputs: JsonMapping, meta: JsonMapping,
+                  extra: JsonMapping, entries: JsonMapping) -> JsonObject:
+    """An evaluator's document as a shard's part file: with ``part`` (inputs, meta, extra, entries)."""
+    return {**document, "part": {**inputs, "meta": dict(meta), "extra": dict(extra), "entries": dict(entries)}}
+
+
 class VerdictFile:
     """One evaluator's file for one run: the entries kept and judged, their input keys, the failures.
 
     `path`: the file (a shard's part file for a shard); `meta`: the run's meta; `names`: the models of the
-    judges asked (what `Judge.complete` checks an entry against); `order`: the tasks of the run, in order."""
+    judges asked (what `Judge.complete` checks an entry against); `order`: the tasks of the run, in order;
+    `part`: a shard's part inputs (rollout.judges.shards.part_inputs), None for the file of a whole run.
 
-    def __init__(self, evaluator: Evaluator, path: Path, meta: dict[str, Any], names: Sequence[str],
-                 order: Sequence[str]) -> None:
+    Each verdict is appended to the file's journal (rollout.judges.journal) as it is kept; the file is written
+    whole (atomically, and the journal removed) when the journal holds as many verdicts as the file (at least
+    COMPACT_AT), and at the end, so judging n tasks writes O(n) bytes. A journal left by a killed run is
+    replayed onto its file before anything else reads it."""
+
+    def __init__(self, evaluator: Evaluator, path: Path, meta: JsonObject, names: Sequence[str],
+                 order: Sequence[str], part: JsonMapping | None = None) -> None:
         self.evaluator, self.judge = evaluator, judge_of(evaluator)
         self.path, self.meta, self.names, self.order = path, meta, list(names), list(order)
-        self.earlier = previous_meta(path, str(evaluator.suffix))
-        self.usage_before = previous_usage(self.earlier, path)
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.part = dict(part) if part is not None else None
+        self.journal = journal_path(path)
+        self.entries: dict[str, JsonObject] = {}
         self.keys: dict[str, str] = {}
         self.failed: dict[str, str] = {}
+        self.usage_before: JsonObject = {}
+        self.recover()
+        self.earlier = previous_meta(path, str(evaluator.suffix))
+        self.usage_before = previous_usage(self.earlier, path)
+        self.synced = False
+        """Whether the file holds the entries and keys kept (a journal may then be started on it)."""
+        self.pending = 0
+        """Verdicts in the journal since the file was last written whole."""
+        self.compacted = 0
+        """Entries the file held when it was last written whole."""
+
+    def recover(self) -> None:
+        """Replay the journal a killed run left onto its file and write the file whole (as that run would
+        have written it at its end), then remove the journal."""
+        journal = read_journal(self.journal)
+        if journal is None or not (journal.entries or journal.failed):
+            self.journal.unlink(missing_ok=True)
+            return
+        log.warning("%s: %d verdict(s) of a run that was stopped are taken from %s", self.evaluator.name,
+                    len(journal.entries) + len(journal.failed), self.journal)
+        earlier = previous_meta(self.path, str(self.evaluator.suffix))
+        self.entries = earlier_entries(self.evaluator, self.path)
+        self.keys = {i: k for i, k in previous_keys(earlier, self.path).items() if i in self.entries}
+        self.entries.update(journal.entries)
+        self.keys.update(journal.keys)
+        self.failed = dict(journal.failed)
+        usage = journal.usage if journal.usage is not None else earlier.get("usage")
+        self._write(journal.meta, journal.part, (lambda before: dict(usage)) if isinstance(usage, dict) else None)
+        self.entries, self.keys, self.failed = {}, {}, {}
 
     def resume(self, keys: Mapping[str, str]) -> list[str]:
         """Keep the earlier file's entries that still stand (complete, not stale, their input key
         unchanged: `keys`, task id -> this run's key), saying why others are judged again; the ids of
         the order still to judge."""
-        name, previous = self.evaluator.name, earlier_entries(self.evaluator, self.path)
+        name, on_disk = self.evaluator.name, earlier_entries(self.evaluator, self.path)
+        previous, stored = on_disk, previous_keys(self.earlier, self.path)
         why = self.judge.stale(self.earlier, self.meta) if previous else None
         if why:
             log.warning("%s: every task is judged again, as %s was not made as this run asks: %s", name, self.path, why)
@@ -117,7 +165,7 @@ class VerdictFile:
         if again:
             log.warning("%s: %d task(s) were judged by other models or in part; they are judged again by %s",
                         name, len(again), ", ".join(self.names))
-        self.keys = {i: k for i, k in previous_keys(self.earlier, self.path).items() if i in self.entries}
+        self.keys = {i: k for i, k in stored.items() if i in self.entries}
         changed = [i for i in self.order if i in self.keys and self.keys[i] != keys[i]]
         for i in changed:
             del self.entries[i], self.keys[i]
@@ -130,16 +178,30 @@ class VerdictFile:
                         "verdicts are kept, as nothing shows their input changed (remove the file to judge them "
                         "again)", name, sum(1 for i in self.order if i in self.entries and i not in self.keys),
                         self.path)
+        self.synced = list(self.entries) == list(on_disk) and self.keys == stored
+        self.compacted = len(self.entries)
         return [i for i in self.order if i not in self.entries]
 
-    def record(self, verdict: Verdict, key: str) -> None:
-        """Keep one task's verdict and its input key, or its error among the failures."""
+    def record(self, verdict: Verdict, key: str, usage: Usage | None = None) -> None:
+        """Keep one task's verdict and its input key, or its error among the failures, in the journal (the
+        file written whole first when it does not hold what is kept, and again on the schedule)."""
         if verdict.error is not None:
             self.failed[verdict.task_id] = verdict.error
             log.warning("%s: task %s not judged: %s", self.evaluator.name, verdict.task_id, verdict.error)
+            entry = None
+        else:
+            entry = self.entries[verdict.task_id] = verdict.entry()
+            self.keys[verdict.task_id] = key
+        if not self.synced:
+            self.compact(usage)
             return
-        self.entries[verdict.task_id] = verdict.entry()
-        self.keys[verdict.task_id] = key
+        if self.pending == 0:
+            append_synced(self.journal, {"journal": VERSION, "meta": self.meta, "part": self.part})
+        append_synced(self.journal, verdict_line(verdict.task_id, entry, verdict.error, key,
+                                                 usage(self.usage_before) if usage is not None else None))
+        self.pending += 1
+        if self.pending >= max(COMPACT_AT, self.compacted):
+            self.compact(usage)
 
     def incomplete(self) -> list[str]:
         """The ids of the order whose entry lacks some judge's answer."""
@@ -149,26 +211,32 @@ class VerdictFile:
         """How many tasks of the order have a complete entry."""
         return sum(1 for i in self.order if i in self.entries) - len(self.incomplete())
 
-    def ordered(self) -> dict[str, dict[str, Any]]:
+    def ordered(self) -> dict[str, JsonObject]:
         """The entries in the run's order, those of other tasks (an earlier run's) after them."""
         out = {i: self.entries[i] for i in self.order if i in self.entries}
         out.update((i, e) for i, e in self.entries.items() if i not in out)
         return out
 
-    def extra(self, usage: Callable[[Mapping[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+    def extra(self, usage: Usage | None) -> JsonObject:
         """What this run adds to the meta: failures, input keys, incomplete ids, usage (`usage(before)`)."""
         ordered = self.ordered()
-        out: dict[str, Any] = {"failed": dict(self.failed), INPUT_KEYS: {i: self.keys[i] for i in ordered
+        out: JsonObject = {"failed": dict(self.failed), INPUT_KEYS: {i: self.keys[i] for i in ordered
                                                                           if i in self.keys}}
-        if type(self.judge).complete is not Judge.complete:
-            out["incomplete"] = self.incomplete()
+        if self.judge.partial:
+            incomplete: list[JsonValue] = list(self.incomplete())
+            out["incomplete"] = incomplete
         if usage is not None:
             out["usage"] = usage(self.usage_before)
         return out
 
-    def write(self, usage: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
-              part: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None) -> None:
-        """Write the file atomically; `part(document, extra, entries)` makes a shard's part file of it."""
+    def _write(self, meta: JsonMapping, part: JsonMapping | None, usage: Usage | None) -> None:
         extra, ordered = self.extra(usage), self.ordered()
-        document = export(self.evaluator, ordered, {**self.meta, **extra})
-        atomic_write_json(self.path, part(document, extra, ordered) if part is not None else document)
+        document = export(self.evaluator, ordered, {**meta, **extra})
+        atomic_write_json(self.path, part_document(document, part, meta, extra, ordered)
+                          if part is not None else document)
+
+    def compact(self, usage: Usage | None = None) -> None:
+        """Write the file whole, atomically (a shard's part file for a shard), and remove the journal."""
+        self._write(self.meta, self.part, usage)
+        self.journal.unlink(missing_ok=True)
+        self.synced, self.pending, self.compacted = True, 0, len(self.entries)

@@ -1,5 +1,6 @@
 """A real judge process (scripts/judge.py) killed with SIGKILL mid-run, then run again: no judged task is
-lost, none is judged again, and the replies the killed run got are not asked for again. The judges are
+lost (the verdicts it kept are in its file's journal), none is judged again, and the replies the killed run got
+are not asked for again. The judges are
 a pool of its own config group (--config-dir) on a loopback server that counts every request."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from rollout_helpers import ROOT, write_json
@@ -28,6 +30,19 @@ def asked(requests: list[dict]) -> Counter:
     for body in (r["body"] for r in requests if "messages" in r["body"]):
         purpose = "tc" if body["messages"][0]["content"] == COMPLETION.system else "ig"
         out[body["model"], purpose, json.loads(body["messages"][-1]["content"])["prediction"]["id"]] += 1
+    return out
+
+
+def kept_in(journal: Path) -> dict:
+    """Task id -> entry of the verdicts a journal holds (a line the kill cut short left out)."""
+    out = {}
+    for line in journal.read_text().splitlines()[1:] if journal.is_file() else ():
+        try:
+            verdict = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "entry" in verdict:
+            out[verdict["id"]] = verdict["entry"]
     return out
 
 
@@ -49,6 +64,7 @@ def test_kill_and_resume(tmp_path, chat_server) -> None:
     (conf / "judges").mkdir(parents=True)
     (conf / "judges" / "loopback.yaml").write_text(json.dumps({"max_requests": 8, "pool": pool}))
     output = tmp_path / "m_test_mcp_fuzzy_taskcompletion.json"
+    journal = tmp_path / "m_test_mcp_fuzzy_taskcompletion.json.journal"
     command = [sys.executable, str(ROOT / "scripts" / "judge.py"), "--config-dir", str(conf), "judges=loopback",
                f"predictions={preds}", f"data.gt={gt}", "stage=judge", "concurrency=2",
                f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}"]
@@ -59,13 +75,13 @@ def test_kill_and_resume(tmp_path, chat_server) -> None:
     judged: dict = {}
     while len(judged) < 3 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.02)
-        if output.is_file():
-            judged = json.loads(output.read_text())["pre_id"]  # written atomically: always whole
+        judged = kept_in(journal)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()
-    kept = json.loads(output.read_text())["pre_id"]
+    kept = kept_in(journal)
     assert 3 <= len(kept) < len(TASKS)
+    assert not output.exists(), "the file is written whole only on the journal's schedule and at the end"
     first = asked(server.requests)
     n_first = len(server.requests)
 
@@ -73,6 +89,7 @@ def test_kill_and_resume(tmp_path, chat_server) -> None:
     assert done.returncode == 0, done.stderr
     final = json.loads(output.read_text())
     assert list(final["pre_id"]) == TASKS
+    assert not journal.exists()
     assert all(final["pre_id"][t] == entry for t, entry in kept.items())  # nothing lost, nothing redone
     second = asked(server.requests[n_first:])
     assert not any(tid in kept for _, _, tid in second), "a task judged before the kill was asked again"

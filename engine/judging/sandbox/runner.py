@@ -3,7 +3,8 @@
 `run_contained(command, ...)` runs the command in a scratch folder of its own and returns a `CheckRun`
 (exit status, timed out or not, the head and tail of stdout and stderr with the bytes dropped counted,
 the processes it left behind and that were killed, what it wrote to its result descriptor, the entries
-of the workspace not copied); `check_settings` reads a check's config entry. What it promises
+of the workspace not copied); `check_settings` reads a check's config entry
+(engine.judging.sandbox.settings; the scratch folder and the copies: engine.judging.sandbox.files). What it promises
 (docs/reliability.md, "What the check sandbox does"):
 
 - environment: `BASE_ENV` and the variables the config names, nothing else; the value of every variable
@@ -33,43 +34,41 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import errno
-import json
 import logging
 import os
-import re
-import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, config_int, is_number
-from engine.contract.beneath import Refused, read_beneath
+from engine.judging.sandbox.files import CopyExpired, prepare_scratch, remove_scratch
+from engine.judging.sandbox.settings import (
+    CheckRun,
+    Limits,
+    bubblewrap,
+    check_environment,
+    scrub,
+    secret_values,
+)
 from engine.judging.sandbox.supervisor import alive, process_table
 
 log = logging.getLogger(__name__)
+
+LIMITS = Limits()
+"""The limits of a contained command unless it is given others."""
 
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 """The first process of every contained command (run by path, `python -I -S`)."""
 CHECK_CALL = Path(__file__).with_name("call.py")
 """The process a check module is called in (run by path inside the sandbox: engine.judging.sandbox.call)."""
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|PRIVATE|SESSION", re.IGNORECASE)
-"""Names of environment variables whose values are never let out."""
-BASE_ENV = ("PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE")
-"""The variables every contained command gets (HOME and TMPDIR: folders of its scratch folder)."""
-MIN_SECRET = 6  # shorter values are not scrubbed from the output (they would match ordinary text)
 DRAIN_S = 1.0  # how long the pipes are read after the command's processes are gone
 BACKSTOP_S = 30.0  # beyond the time limit, when the supervisor itself does not end, it is killed
-DEFAULT_TIMEOUT_S = 60.0
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """The system folders a sandbox holds (read-only; kept as the links they are on merged-/usr systems)."""
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf", "mime.types",
@@ -83,127 +82,12 @@ STAGE = "/.m3check-stage"
 TMPFS_SLACK = 1024 * 1024  # room of the sandbox's tmpfs beyond the cap and the inputs (its own bookkeeping)
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What a contained command may use: bytes of stdout and of stderr kept (each), the largest output
-    file read back, its address space, the largest file it may write and the bytes all its files may add
-    to its writable places (None: no limit)."""
-
-    output: int = 64 * 1024
-    result: int = 1024 * 1024
-    memory: int | None = 4 * 1024**3
-    file_size: int | None = 1024**3
-    disk: int | None = 1024**3
-
-
-@dataclass(frozen=True)
-class CheckRun:
-    """What a contained command did. ``status``: its exit status (negative: the signal that ended it;
-    None when it timed out or could not start); ``stdout``/``stderr``: what was kept of them, scrubbed
-    (a line marks the bytes dropped); ``leftovers``: processes it left running, killed; ``result``:
-    what it wrote to its result descriptor, scrubbed (empty: nothing; None: over ``Limits.result``
-    bytes); ``error``: why it could not run, else None; ``contained``: whether bubblewrap isolated it;
-    ``over_disk``: whether its files went over ``Limits.disk`` (it was then ended); ``skipped``: the
-    entries of the workspace not copied, each ``path (kind)`` (links, FIFOs, sockets, devices)."""
-
-    status: int | None
-    timed_out: bool
-    stdout: str
-    stderr: str
-    stdout_dropped: int
-    stderr_dropped: int
-    leftovers: int
-    result: bytes | None = b""
-    error: str | None = None
-    contained: bool = False
-    over_disk: bool = False
-    skipped: tuple[str, ...] = field(default_factory=tuple)
-
-
-@dataclass(frozen=True)
-class SandboxSettings:
-    """How checks run: the time limit (s), the variables they get besides the base, their limits and
-    whether bubblewrap isolates them (None: when it can)."""
-
-    timeout: float = DEFAULT_TIMEOUT_S
-    env: tuple[str, ...] = ()
-    limits: Limits = Limits()
-    isolate: bool | None = None
-
-
-def _megabytes(options: Mapping[str, Any], key: str, default_bytes: int | None, where: str) -> int | None:
-    """The bytes of the setting `key`, given in MiB (None: no limit), `default_bytes` when it is absent."""
-    default = None if default_bytes is None else default_bytes // 1024**2
-    if options.get(key, default) is None:
-        return None
-    return config_int(options, key, default=default, where=f"{where}.{key}") * 1024 * 1024
-
-
-def check_settings(options: Mapping[str, Any], where: str) -> SandboxSettings:
-    """The settings of a check's config entry (`where` names it): ``timeout``, ``env``, ``output_kb``,
-    ``memory_mb``, ``file_mb``, ``disk_mb``, ``bubblewrap``; InputError naming a bad one."""
-    timeout = options.get("timeout") or DEFAULT_TIMEOUT_S
-    if not is_number(timeout) or timeout <= 0:
-        raise InputError("config", f"must be a number of seconds > 0, got {timeout!r}", field=f"{where}.timeout")
-    env = options.get("env") or []
-    if not isinstance(env, (list, tuple)) or not all(isinstance(n, str) and n and "=" not in n for n in env):
-        raise InputError("config", f"must be a list of environment variable names, got {env!r}", field=f"{where}.env")
-    isolate = options.get("bubblewrap")
-    if isolate not in (None, True, False):
-        raise InputError("config", f"must be true, false or null, got {isolate!r}", field=f"{where}.bubblewrap")
-    if isolate and bubblewrap()[0] is None:
-        raise InputError("config", f"is true but {bubblewrap()[1]}", field=f"{where}.bubblewrap")
-    output = config_int(options, "output_kb", default=Limits.output // 1024, where=f"{where}.output_kb")
-    limits = Limits(output=output * 1024, memory=_megabytes(options, "memory_mb", Limits.memory, where),
-                    file_size=_megabytes(options, "file_mb", Limits.file_size, where),
-                    disk=_megabytes(options, "disk_mb", Limits.disk, where))
-    return SandboxSettings(float(timeout), tuple(env), limits, isolate)
-
-
-@cache
-def bubblewrap() -> tuple[str | None, str]:
-    """The bwrap program when it can start a sandbox here (tried once), and else why not."""
-    path = shutil.which("bwrap")
-    if path is None:
-        return None, "bwrap is not installed (Debian package bubblewrap)"
-    try:
-        done = subprocess.run([path, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc",
-                               "--dev", "/dev", "true"], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"bwrap does not start: {exc}"
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"status {done.returncode}"]
-        return None, f"bwrap does not start here: {lines[-1][:200]}"
-    return path, ""
-
 
 @cache
 def _warn_uncontained(reason: str) -> None:
     log.warning("checks run without filesystem or network isolation (%s): a check can read and write what this "
                 "user can and reach the network; its environment, output and processes are still contained",
                 reason)
-
-
-def secret_values(environ: Mapping[str, str]) -> list[str]:
-    """The values of the variables whose names look secret, longest first (at least MIN_SECRET characters)."""
-    found = {v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET}
-    return sorted(found, key=len, reverse=True)
-
-
-def scrub(data: bytes, secrets: Sequence[str]) -> bytes:
-    """`data` with every secret replaced by ``***`` (as it is and as it reads inside a JSON string)."""
-    for secret in secrets:
-        for form in {secret, json.dumps(secret)[1:-1]}:
-            data = data.replace(form.encode("utf-8", "surrogateescape"), b"***")
-    return data
-
-
-def check_environment(names: Sequence[str], home: Path, tmp: Path) -> dict[str, str]:
-    """The environment of a contained command: the minimal base and the named variables that are set."""
-    env = dict(zip(BASE_ENV, (os.environ.get("PATH") or os.defpath, os.environ.get("LANG") or "C.UTF-8", str(home),
-                              str(tmp), "1")))
-    env.update((name, os.environ[name]) for name in names if name in os.environ)
-    return env
 
 
 def _bind(path: Path) -> list[str]:
@@ -294,183 +178,9 @@ def _result(data: bytes, secrets: Sequence[str]) -> bytes | None:
     return scrub(data[:int(size)], secrets) if len(data) >= int(size) else b""
 
 
-def _unlock(folder: str) -> None:
-    os.chmod(folder, 0o700)
-    for entry in os.scandir(folder):
-        if entry.is_dir(follow_symlinks=False):
-            _unlock(entry.path)
-
-
-def _remove(folder: Path) -> None:
-    """Remove the scratch folder, whatever modes the command left in it."""
-    try:
-        shutil.rmtree(folder)
-    except OSError:
-        try:
-            _unlock(str(folder))
-        except OSError:
-            pass
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-COPY_BLOCK = 8 << 20
-
-
-class CopyExpired(Exception):
-    """The copy of a check's inputs ran past its time limit."""
-
-
-def _in_time(deadline: float) -> None:
-    if time.monotonic() >= deadline:
-        raise CopyExpired
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "a special file"
-
-
-def _copy_file(source: int, target: int, deadline: float) -> None:
-    """The bytes of the descriptor `source` written to `target`, a block at a time (in the kernel,
-    sendfile, where it can), in time."""
-    kernel = True
-    while True:
-        _in_time(deadline)
-        if kernel:
-            try:
-                if os.sendfile(target, source, None, COPY_BLOCK) == 0:
-                    return
-                continue
-            except OSError as exc:
-                if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-                    raise
-                kernel = False
-        block = os.read(source, COPY_BLOCK)
-        if not block:
-            return
-        view = memoryview(block)
-        while view:
-            view = view[os.write(target, view):]
-
-
-def _copy_entries(folder: int, target: Path, where: str, deadline: float, skipped: list[str]) -> None:
-    """Copy the entries of the open folder `folder` into `target` (made here), each opened from the
-    folder's descriptor with O_NOFOLLOW; `where`: its path in the copy, for `skipped`."""
-    info = os.fstat(folder)
-    target.mkdir(mode=0o700)
-    with os.scandir(folder) as listing:
-        names = sorted(entry.name for entry in listing)
-    for name in names:
-        _in_time(deadline)
-        shown = f"{where}{name}"
-        try:
-            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
-                child = os.open(name, _DIR_FLAGS, dir_fd=folder)
-                try:
-                    _copy_entries(child, target / name, f"{shown}/", deadline, skipped)
-                finally:
-                    os.close(child)
-                continue
-            if not stat.S_ISREG(mode):  # a link, FIFO, socket or device: never opened
-                skipped.append(f"{shown} ({_kind(mode)})")
-                continue
-            source = os.open(name, _FILE_FLAGS, dir_fd=folder)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:  # e.g. swapped for a link since it was listed (ELOOP)
-            skipped.append(f"{shown} ({exc.strerror or type(exc).__name__})")
-            continue
-        try:
-            found = os.fstat(source)
-            if not stat.S_ISREG(found.st_mode):  # swapped for a FIFO since: opened without waiting, not read
-                skipped.append(f"{shown} ({_kind(found.st_mode)})")
-                continue
-            copy = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                _copy_file(source, copy, deadline)
-                os.fchmod(copy, stat.S_IMODE(found.st_mode))
-                os.utime(copy, ns=(found.st_atime_ns, found.st_mtime_ns))
-            finally:
-                os.close(copy)
-        finally:
-            os.close(source)
-    os.chmod(target, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
-    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
-
-
-def copy_folder(source: Path, target: Path, deadline: float) -> list[str]:
-    """Copy the folder `source` to `target` from file descriptors: `source` opened with O_NOFOLLOW (OSError
-    when it is a link), each folder below from its parent's descriptor with O_NOFOLLOW, each regular file
-    with O_NOFOLLOW and O_NONBLOCK, its mode and times kept. Symbolic links, FIFOs, sockets and devices
-    are left out without being opened (a file swapped for one while it is copied too): the entries left
-    out, each ``path (kind)``. CopyExpired once `deadline` (a time.monotonic()) has passed."""
-    skipped: list[str] = []
-    folder = os.open(source, _DIR_FLAGS)
-    try:
-        _copy_entries(folder, target, "", deadline, skipped)
-    finally:
-        os.close(folder)
-    return skipped
-
-
-def _copies(top: Path, root: Path, files: Sequence[Path], deadline: float) -> list[tuple[Path, list[str]]]:
-    """Copies of `files` under `top`, each read beneath `root` from descriptors (its path resolved once,
-    then opened component by component with no link followed: `engine.contract.beneath`), with the
-    names each is shown at (its own and its resolved path); OSError naming a file that cannot be read
-    so (a link out of `root`, one swapped in since, a FIFO, ...)."""
-    top.mkdir()
-    base = root.resolve()
-    out = []
-    for n, path in enumerate(files):
-        _in_time(deadline)
-        resolved = path.resolve()
-        try:
-            data = read_beneath(base, resolved.relative_to(base) if resolved.is_relative_to(base) else resolved)
-        except Refused as exc:
-            raise OSError(f"{path}: {exc}") from None
-        copy = top / f"{n}{path.suffix}"
-        copy.write_bytes(data)
-        out.append((copy, sorted({str(path.absolute()), str(resolved)})))
-    return out
-
-
-@dataclass
-class _Staged:
-    """What `_prepare` made: the bytes of the scratch folder on a tmpfs, the workspace's entries left
-    out and the copies of the files read."""
-
-    size: int
-    skipped: list[str]
-    copied: list[tuple[Path, list[str]]]
-
-
-def _prepare(top: Path, workspace: Path | None, inputs: Mapping[str, bytes], copies: Sequence[Path],
-             root: Path | None, deadline: float) -> _Staged:
-    """Under `top`: the scratch folder's job (holding the inputs), home, tmp and copy of the workspace
-    (`copy_folder`), and the copies of `copies` (read beneath `root`; none without `root`); the bytes
-    the scratch folder takes on a tmpfs (whole pages)."""
-    scratch = top / "scratch"
-    scratch.mkdir()
-    for name in ("job", "home", "tmp"):
-        (scratch / name).mkdir()
-    skipped = copy_folder(workspace, scratch / "workspace", deadline) if workspace is not None else []
-    for name, data in inputs.items():
-        (scratch / "job" / name).write_bytes(data)
-    copied = _copies(top / "code", root, copies, deadline) if root is not None else []
-    size = sum(-(-os.lstat(os.path.join(folder, n)).st_size // 4096) * 4096
-               for folder, dirs, files in os.walk(scratch) for n in (*dirs, *files))
-    return _Staged(size, skipped, copied)
-
-
 async def run_contained(command: Sequence[str], *, timeout: float, inputs: Mapping[str, bytes] | None = None,
                         workspace: Path | None = None, reads: Sequence[Path] = (), copies: Sequence[Path] = (),
-                        copies_root: Path | None = None, env: Sequence[str] = (), limits: Limits = Limits(),
+                        copies_root: Path | None = None, env: Sequence[str] = (), limits: Limits = LIMITS,
                         isolate: bool | None = None) -> CheckRun:
     """Run `command` contained (see the module's docstring) for at most `timeout` seconds, counted from
     the start of the copy of its workspace and files.
@@ -496,7 +206,7 @@ async def run_contained(command: Sequence[str], *, timeout: float, inputs: Mappi
     scratch = top / "scratch"
     try:
         try:
-            staged = await asyncio.to_thread(_prepare, top, workspace, inputs or {}, copies,
+            staged = await asyncio.to_thread(prepare_scratch, top, workspace, inputs or {}, copies,
                                              copies_root if bwrap else None, deadline)
         except CopyExpired:
             return CheckRun(None, True, "", "", 0, 0, 0)
@@ -512,7 +222,7 @@ async def run_contained(command: Sequence[str], *, timeout: float, inputs: Mappi
         run = await _run(prefix, argv, scratch, seen, left, env, limits, secrets)
         return dataclasses.replace(run, skipped=tuple(staged.skipped))
     finally:
-        await asyncio.to_thread(_remove, top)
+        await asyncio.to_thread(remove_scratch, top)
 
 
 async def _run(prefix: list[str], argv: list[str], scratch: Path, seen: Path, timeout: float,
