@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -322,9 +323,12 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
             total = len(todo) - len(unreferenced)
             ended = [len(tasks) - len(todo)]  # tasks with a record; counted on the event loop, once per task
 
-            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
-                """Write the task's tool log and add its record."""
-                atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json", {"id": run.task.id, "calls": calls})
+            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, Any]],
+                       began: float) -> dict[str, Any]:
+                """Write the task's tool log (with its wall time; a replay's the recorded one) and add its record."""
+                wall = cache.wall_time(run.task.id, round(time.monotonic() - began, 3))
+                atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json",
+                                  {"id": run.task.id, "calls": calls, **({"wall_s": wall} if wall is not None else {})})
                 if trial is not None:
                     record["trial"] = trial
                 results.add(record)
@@ -343,6 +347,7 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                 return error[0]
 
             async def work(task: Task) -> str:
+                began = time.monotonic()
                 run = executor.begin(task, Workspace.fresh(workspace_base, task.id))
                 calls: list[dict[str, Any]] = []
                 try:
@@ -352,12 +357,13 @@ async def _rollout_trial(cfg: Mapping[str, Any], trial: int | None) -> int:
                 except CacheMiss as exc:
                     record = run.record(task_error(REPLAY, str(exc), 1))
                 except asyncio.CancelledError:
-                    finish(run, run.record(task_error(CUT_SHORT, "the run was stopped before the task ended")), calls)
+                    finish(run, run.record(task_error(CUT_SHORT, "the run was stopped before the task ended")), calls,
+                           began)
                     raise
                 except Exception as exc:  # boundary: one task's bug must not end the others
                     log.exception("task %s failed", task.id)
                     record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
-                return progress(task, await asyncio.to_thread(finish, run, record, calls))
+                return progress(task, await asyncio.to_thread(finish, run, record, calls, began))
 
             with TaskBar(total, "rollout") as bar:
                 outcomes = await bounded([t for t in todo if t.id in exposed], concurrency, bar.each(work))
