@@ -7,6 +7,7 @@ Layout of a cache directory:
 - ``models.jsonl``: one line per model response, keyed by the request (scope, purpose, model,
   parameters, messages with images as workspace paths) and its occurrence within the scope;
 - ``catalogue.json``: the tool catalogue of the recorded run, so a replay starts no server;
+- ``timings.jsonl``: one line per task, its wall time in seconds, so a replay's tool log gives the recorded one;
 - ``blobs/``: the files tools produced, by SHA-256, restored into the workspace on replay.
 
 Modes: ``live`` uses no cache, ``record`` calls everything for real and writes what it got (a
@@ -73,6 +74,7 @@ class RolloutCache:
         self.directory = Path(directory)
         self._tools: dict[str, dict[str, Any]] = {}
         self._models: dict[str, dict[str, Any]] = {}
+        self._timings: dict[str, dict[str, Any]] = {}
         if mode == "live":
             return
         if mode == "replay" and not self.directory.is_dir():
@@ -82,6 +84,7 @@ class RolloutCache:
         (self.directory / "blobs").mkdir(exist_ok=True)
         self._tools = read_keyed_lines(self.directory / "tools.jsonl")
         self._models = read_keyed_lines(self.directory / "models.jsonl")
+        self._timings = read_keyed_lines(self.directory / "timings.jsonl")
 
     @property
     def replaying(self) -> bool:
@@ -115,6 +118,18 @@ class RolloutCache:
         entry = {"key": key, "response": response}
         self._models[key] = entry
         append_line(self.directory / "models.jsonl", entry)
+
+    def wall_time(self, task: str, measured: float) -> float | None:
+        """A task's wall seconds as its tool log records them: `measured` (written to the cache when recording),
+        the recorded one when replaying (None when the cache has none: a cache recorded before timings were)."""
+        if self.replaying:
+            entry = self._timings.get(task)
+            return entry["wall_s"] if entry else None
+        if self.recording:
+            entry = {"key": task, "wall_s": measured}
+            self._timings[task] = entry
+            append_line(self.directory / "timings.jsonl", entry)
+        return measured
 
     def put_catalogue(self, tools: Sequence[Mapping[str, object]], failures: dict[str, str]) -> None:
         """Record the tool catalogue (key order kept: it is shown to the model) and the servers that failed."""

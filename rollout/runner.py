@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -152,9 +153,12 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
             total = len(todo) - len(unreferenced)
             ended = [len(tasks) - len(todo)]  # tasks with a record; counted on the event loop, once per task
 
-            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, object]]) -> dict[str, Any]:
-                """Write the task's tool log and add its record."""
-                atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json", {"id": run.task.id, "calls": calls})
+            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, object]],
+                       began: float) -> dict[str, Any]:
+                """Write the task's tool log (with its wall time; a replay's the recorded one) and add its record."""
+                wall = cache.wall_time(run.task.id, round(time.monotonic() - began, 3))
+                atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json",
+                                  {"id": run.task.id, "calls": calls, **({"wall_s": wall} if wall is not None else {})})
                 if trial is not None:
                     record["trial"] = trial
                 results.add(record)
@@ -173,6 +177,7 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
                 return error[0]
 
             async def work(task: Task) -> str:
+                began = time.monotonic()
                 run = executor.begin(task, Workspace.fresh(workspace_base, task.id))
                 calls: list[dict[str, object]] = []
                 try:
@@ -182,12 +187,13 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
                 except CacheMiss as exc:
                     record = run.record(task_error(REPLAY, str(exc), 1))
                 except asyncio.CancelledError:
-                    finish(run, run.record(task_error(CUT_SHORT, "the run was stopped before the task ended")), calls)
+                    finish(run, run.record(task_error(CUT_SHORT, "the run was stopped before the task ended")), calls,
+                           began)
                     raise
                 except Exception as exc:  # boundary: one task's bug must not end the others
                     log.exception("task %s failed", task.id)
                     record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
-                return progress(task, await asyncio.to_thread(finish, run, record, calls))
+                return progress(task, await asyncio.to_thread(finish, run, record, calls, began))
 
             with TaskBar(len(tasks), "rollout", done=len(tasks) - total) as bar:
                 outcomes = await bounded([t for t in todo if t.id in exposed], cfg.concurrency, bar.each(work))

@@ -55,6 +55,7 @@ from engine.stats import (
     threshold_robustness,
     trial_intervals,
 )
+from engine.stats.cost import COST_FILE, score_cost
 from engine.stats.settings import check_memory
 from engine.synthetic import write_demo
 from engine.thresholds import Thresholds
@@ -344,6 +345,10 @@ def _write_outputs(cfg: DictConfig, prepared: PreparedSweep, result: SweepScores
                             for tid in sorted(result.gt.tasks)]
                 document["trials"] = {model: trial_intervals(c, clusters, stats, device) for model, c in counts.items()}
             atomic_write_json(folder / STATS_FILE, document)
+    with timer.stage("write"):  # cost beside score: usage.json (engine/stats/cost.py)
+        score_cost(folder, result, inputs.names, inputs.predictions, joined, aggregates,
+                   [j.files for j in inputs.judges], OmegaConf.to_container(cfg.model, resolve=True), stats,
+                   resolve_device(str(cfg.device)))
     if inputs.trials:
         with timer.stage("write"):
             write_trials(folder / TRIALS_FILE, result, inputs.trials, inputs.predictions, inputs.judges, joined,
@@ -358,7 +363,7 @@ def planned_outputs(inputs: Inputs) -> list[str]:
     """The entries a run scoring `inputs` may write into its output folder."""
     if inputs.gt is None:
         return inputs.names if inputs.per_file_dirs else ["results_eval.json", "results_eval.csv"]
-    return [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES, TRIALS_FILE, STATS_FILE]
+    return [*(inputs.names if inputs.per_file_dirs else RESULT_FILES), *GRID_FILES, TRIALS_FILE, STATS_FILE, COST_FILE]
 
 
 def check_existing_folder(cfg: DictConfig, folder: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.metricspec import AVERAGE
+from engine.reports.cost import cost_chart, cost_table, read_cost
 from engine.reports.groups import Group, differing, group_results, run_folder, why_not_comparable
 from engine.reports.intervals import (
     neighbour_intervals_table,
@@ -47,12 +48,13 @@ from engine.reports.trials import (
 )
 from engine.reports.vtb import vtb_tables
 from engine.stats import STATS_FILE
+from engine.stats.cost import COST_FILE
 from engine.trials import TRIALS_FILE
 
 
 def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVERAGE,
                   results: list[ModelResult] | None = None) -> list[Path]:
-    """Write the run's leaderboard, family and budget tables (md/csv/json) and plots, and the call
+    """Write the run's leaderboard, family, budget and cost tables (md/csv/json) and plots, and the call
     outcomes, tool-use, outcome checks and VisualToolBench (vtb_table3, vtb_table7, vtb_table8, vtb_turns,
     vtb_domains, vtb_focus) tables and plots, TOBench's Table 2 (tobench.md) and MCPVerse's Table 2
     (mcpverse.md), when some model has them; returns the paths.
@@ -78,6 +80,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     robustness = None if stats is None else robustness_table(stats)
     neighbours = None if stats is None else neighbour_intervals_table(stats, board.column("Model"))
     pairwise = None if stats is None else pairwise_table(stats)
+    spent = read_cost(run_dir / COST_FILE)
+    cost = None if spent is None else cost_table(spent, board.column("Model"))
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -90,8 +94,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
 
     for stem, table in (("leaderboard", board), ("leaderboard_intervals", intervals), ("pairwise", pairwise),
                         ("threshold_robustness", robustness), ("neighbour_intervals", neighbours), ("budget", budget),
-                        ("calls", calls), ("tool_use", tools), ("outcomes", outcomes), ("tobench", tobench),
-                        ("mcpverse", mcpverse), *vtb_tables(ranked).items()):
+                        ("cost", cost), ("calls", calls), ("tool_use", tools), ("outcomes", outcomes),
+                        ("tobench", tobench), ("mcpverse", mcpverse), *vtb_tables(ranked).items()):
         if table is None:
             continue
         text(f"{stem}.md", table.to_markdown())
@@ -102,6 +106,8 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     written.append(leaderboard_chart(board, out / "leaderboard.png"))
     if stats is not None:
         written += write_stats_plots(stats, out)
+    if spent is not None and (chart := cost_chart(spent, out / "cost_frontier.png", stats)) is not None:
+        written.append(chart)
     if families:
         written.append(family_chart(families, out / "families.png", models=board.column("Model")))
     if calls is not None:

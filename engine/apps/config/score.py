@@ -22,6 +22,7 @@ class ScoreModel:
     judge: str | None = None
     calls: str | None = None
     rubrics: str | None = None
+    price: Any = None  # null or {input_usd_per_mtok, output_usd_per_mtok, as_of, source}: engine/cost.py
 
 
 @dataclass
