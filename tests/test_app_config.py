@@ -20,8 +20,10 @@ from engine.apps.config import APPS, AppSpec, CalibrateConfig, JudgeConfig, Scor
 from engine.contract import ConfigError
 from engine.contract.settings import DataSet, SettingError
 
-OVERRIDES = {"score": [], "calibrate": ["pairs=p.json"], "rollout": ["model=scripted", "data=rollout_demo"],
-             "judge": ["data=rollout_demo", "judges=scripted"]}
+OVERRIDES = {"score": ["output_dir=out"], "calibrate": ["pairs=p.json", "output_dir=out"],
+             "rollout": ["model=scripted", "data=rollout_demo"], "judge": ["data=rollout_demo", "judges=scripted"]}
+"""A fixed output folder where the default names the time (`${now:...}`): the typed config and the composed
+one, each resolved on its own, would otherwise differ across a second's boundary."""
 
 
 def test_every_app_with_a_config_root_is_in_the_registry() -> None:
