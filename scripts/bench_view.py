@@ -103,13 +103,17 @@ def _watch(page: Page, errors: list[str]) -> None:
     page.on("pageerror", lambda e: errors.append(str(e)))
 
 
+def _first_model_middle_task(index: Path) -> tuple[str, str]:
+    """The slug of a built site's first leaderboard model and the id of its middle task (read from index.html)."""
+    site = json.loads(index.read_text(encoding="utf-8").split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0])
+    return site["board"]["rows"][0]["slug"], site["index"]["tasks"][len(site["index"]["tasks"]) // 2]["id"]
+
+
 def time_browser(index: Path, rounds: int) -> dict[str, list[float]]:
     """Seconds per round: fresh page to the leaderboard; leaderboard to a task view; a task's address direct."""
     from playwright.sync_api import sync_playwright
 
-    site = json.loads(index.read_text(encoding="utf-8").split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0])
-    slug = site["board"]["rows"][0]["slug"]
-    task = site["index"]["tasks"][len(site["index"]["tasks"]) // 2]["id"]
+    slug, task = _first_model_middle_task(index)
     url = index.resolve().as_uri()
     times: dict[str, list[float]] = {"leaderboard": [], "leaderboard (in page)": [], "to a task view": [],
                                      "task address": []}
@@ -221,9 +225,7 @@ def time_transcript(index: Path, rounds: int) -> list[float]:
     """Seconds per round to open a task's address in a fresh page, its transcript drawn."""
     from playwright.sync_api import sync_playwright
 
-    site = json.loads(index.read_text(encoding="utf-8").split("var M3V_SITE = ", 1)[1].split(";</script>", 1)[0])
-    slug = site["board"]["rows"][0]["slug"]
-    task = site["index"]["tasks"][len(site["index"]["tasks"]) // 2]["id"]
+    slug, task = _first_model_middle_task(index)
     url = f"{index.resolve().as_uri()}#/m/{slug}/t/{task}"
     times = []
     with sync_playwright() as p:
