@@ -410,9 +410,10 @@ def _compose(*overrides: str):
 
 
 def _score(capsys, *overrides: str) -> tuple[int, str, str]:
-    from engine.apps.score import run
+    from engine.apps.kit import run_config
+    from engine.apps.score import SPEC, run
 
-    code = run(_compose(*overrides))
+    code = run_config(SPEC, run, _compose(*overrides))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -452,7 +453,7 @@ def test_leaderboards_get_statistics_by_default_and_change_no_other_file(tmp_pat
         assert (row["A"], row["B"], row["p (Holm)"]) == (record["a"], record["b"], block["p_holm"])
         assert row["Separable"].startswith("yes" if block["separable"] else "no")
     one = tmp_path / "demo" / "demo_strong.json"
-    code, _, err = _score(capsys, *base, f"model.predictions={one}", f"output_dir={tmp_path / 'one'}")
+    code, _, err = _score(capsys, *base, f"inputs.file={one}", f"output_dir={tmp_path / 'one'}")
     assert code == 0, err
     assert not (tmp_path / "one" / "stats.json").exists()
 

@@ -464,6 +464,20 @@ def check_argv(app: str, open_keys: Sequence[str] = (), names: Sequence[str] = (
         sys.exit(2)
 
 
+def run_config(spec: AppSpec[Any], run: Callable[..., int], cfg: DictConfig) -> int:
+    """Run the app on a composed config: its ranges checked (what the command line's check could not see, a
+    group option's own file), then ``run(typed(spec, cfg), run_folder)`` for an app with `spec.typed` (the
+    config as the schema's objects, made once: engine.apps.config.typed), else ``run(cfg)``; a refused value
+    is one line and status 2. Returns the status."""
+    try:
+        check_ranges(spec.name, cfg)
+        settings = typed(spec, cfg) if spec.typed else None
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run(cfg) if settings is None else run(settings, output_folder(cfg))
+
+
 def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = False,
               rewrite: Callable[[list[str]], list[str]] | None = None,
               check_folder: Callable[[DictConfig, Path], None] | None = None) -> Callable[..., None]:
@@ -482,14 +496,7 @@ def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = Fa
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
-        try:
-            check_ranges(app, cfg)  # what the command line's check could not see (a group option's own file)
-            settings = typed(spec, cfg) if spec.typed else None
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            code = 2
-        else:
-            code = run(cfg) if settings is None else run(settings, output_folder(cfg))
+        code = run_config(spec, run, cfg)
         if code == 2:  # bad input: the run stopped before doing anything
             remove_failed_run_folder(cfg)
         if code:
