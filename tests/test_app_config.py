@@ -20,7 +20,8 @@ from engine.apps.config import APPS, AppSpec, CalibrateConfig, JudgeConfig, Scor
 from engine.contract import ConfigError
 from engine.contract.settings import DataSet, SettingError
 
-OVERRIDES = {"score": [], "calibrate": ["pairs=p.json"], "rollout": ["model=scripted", "data=rollout_demo"],
+OVERRIDES = {"score": ["output_dir=o"], "calibrate": ["pairs=p.json", "output_dir=o"],
+             "rollout": ["model=scripted", "data=rollout_demo"],
              "judge": ["data=rollout_demo", "judges=scripted"]}
 
 

@@ -15,12 +15,9 @@ from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf
 
 import engine.apps.config  # noqa: F401  (stores the apps' schemas in Hydra's ConfigStore)
+from engine.apps.resolvers import PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_ROOT = PROJECT_ROOT / "conf"
-
-# ${project_path:rollout/demo/reference.json}: a path inside the project, wherever it is installed.
-OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / rel), replace=True)
 
 
 def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> DictConfig:

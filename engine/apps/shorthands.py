@@ -28,8 +28,9 @@ from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
+from omegaconf import OmegaConf
 
-from engine.apps.compose import compose, config_groups, plain_config
+from engine.apps.compose import CONF_ROOT, compose, config_groups, plain_config
 from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, hydra_arguments
 from engine.contract import InputError, check_name
@@ -54,7 +55,8 @@ def _results_dir(argv: Sequence[str]) -> str:
     given = [v for v in (_value(t) for t in argv if t.startswith("results_dir=")) if v is not None]
     if given:
         return given[-1]
-    return str(compose("score").results_dir)
+    written = OmegaConf.load(CONF_ROOT / "score" / "config.yaml").results_dir  # ${oc.env:...}: nothing to compose
+    return str(OmegaConf.create({"results_dir": written}).results_dir)
 
 
 SCORES_DIR = "${results_dir}/scores/${now:%Y-%m-%d_%H-%M-%S}"
