@@ -12,7 +12,6 @@ import io
 import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
-from typing import Any
 
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
@@ -38,7 +37,7 @@ from engine.contract import ConfigError
 _OWN_FLAGS = ("config_path", "config_name", "config_dir", "experimental_rerun", "shell_completion")
 
 
-def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
+def _dotted_keys(node: object, prefix: str = "") -> list[str]:
     """Every dotted key of a composed config, inner nodes and leaves."""
     keys = []
     if isinstance(node, DictConfig):
@@ -51,7 +50,7 @@ def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
 
 def _first_new(cfg: DictConfig, key: str) -> str | None:
     """The shortest prefix of a dotted key that the config lacks; None when the key exists."""
-    node: Any = cfg
+    node: object = cfg
     parts = key.split(".")
     for i, part in enumerate(parts):
         if isinstance(node, ListConfig):

@@ -110,7 +110,7 @@ class RunFolder(Callback):
     (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created (in the
     launch under way: Launch)."""
 
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         """Called before Hydra creates the run folder (or writes into it): a folder that cannot be made
         (engine.apps.config.folder_problem), or an existing folder the app refuses (`check`, raising a
         ValueError such as ConfigError, or an OSError), ends the run with one line and status 2 before
@@ -131,7 +131,7 @@ class RunFolder(Callback):
             outermost = path
         launch.created = outermost
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         """Called before Hydra creates the multirun's folder: one that cannot be made ends it as above."""
         _check_folder("hydra.sweep.dir", Path(str(OmegaConf.select(config, "hydra.sweep.dir"))).absolute())
 

@@ -8,6 +8,7 @@ import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from omegaconf import DictConfig
 
@@ -22,7 +23,7 @@ from engine.evaluators.vtb_rubrics import NAME as VTB
 from engine.grid import threshold_grid, write_grid
 from engine.inputs import Plan, resolve_inputs
 from engine.metrics import TaskScores
-from engine.metricspec import alignment_keys, check_profile
+from engine.metricspec import Profile, alignment_keys
 from engine.pipeline import (
     PreparedSweep,
     ScoreSettings,
@@ -33,7 +34,6 @@ from engine.pipeline import (
     score_prepared,
     write_sweep,
 )
-from engine.references import check_select
 from engine.reports.index import append_run, run_entry
 from engine.reports.intervals import read_stats
 from engine.reports.read import GRID_FILE, load_threshold_grid
@@ -58,10 +58,10 @@ log = logging.getLogger("score")
 
 
 def settings_from(cfg: ScoreConfig) -> ScoreSettings:
-    """The serialization and embedding settings of a score config."""
-    profile = check_profile(str(cfg.metrics.profile))
-    return ScoreSettings(profile=profile, device=cfg.device, encoder_model=cfg.encoder.model,
-                         select=check_select(cfg.align.select, profile),
+    """The serialization and embedding settings of a score config (its profile and selection metrics checked by
+    the schema: ScoreConfig)."""
+    return ScoreSettings(profile=cast(Profile, str(cfg.metrics.profile)), device=cfg.device,
+                         encoder_model=cfg.encoder.model, select=tuple(cfg.align.select) or None,
                          encoder_batch_size=cfg.encoder.batch_size, encoder_backend=str(cfg.encoder.backend),
                          encoder_save_every=float(cfg.encoder.save_every), cache_dir=cfg.encoder.cache_dir or None,
                          progress=cfg.progress, parse_string_arguments=cfg.parse_string_arguments)
