@@ -6,7 +6,6 @@ the run)."""
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from collections.abc import Sequence
@@ -233,17 +232,6 @@ def _published_files(results: Path, models: list[str], discover: bool) -> list[t
     return found
 
 
-def _missing_file(path: Path, name: str | None) -> str:
-    """The one line for a prediction file that is not there, with the closest model names under its folder."""
-    suffix = PUBLISHED_NAME.format(model="")
-    if name is None or path.name != PUBLISHED_NAME.format(model=name):
-        return f"inputs.file={path}: no such prediction file"
-    found = sorted(p.name[:-len(suffix)] for p in path.parent.glob(f"?*{suffix}"))
-    near = difflib.get_close_matches(name, found, n=3, cutoff=0.6)
-    return (f"model={name}: no prediction file {path}"
-            + (f"; closest: {', '.join(near)}" if near else f" (no {PUBLISHED_NAME.format(model='<model>')} there)"))
-
-
 Group = tuple[str, list[Path], bool]
 """A model, its files, and whether they are its trials."""
 
@@ -263,8 +251,6 @@ def _groups(inputs: InputsNode, results_dir: Path, n_trials: int | None) -> tupl
         pred = Path(inputs.file)
         if trials := find_trials(pred, n_trials):
             return [(inputs.name or pred.stem, trials, True)], True
-        if not pred.exists():
-            raise ConfigError(_missing_file(pred, inputs.name))
         return [(inputs.name or pred.stem, [pred], False)], False
     found = _published_files(results_dir, inputs.models, inputs.discover)
     groups = [(m, p, find_trials(p, n_trials)) for m, p in found]
@@ -274,7 +260,7 @@ def _groups(inputs: InputsNode, results_dir: Path, n_trials: int | None) -> tupl
                 "no prediction file under %s for %d of the %d model(s) listed: %s", results_dir, len(missing),
                 len(inputs.models), ", ".join(missing))
     if len(missing) == len(found):
-        raise ConfigError(f"none of the listed models (inputs.models) has a prediction file under {results_dir} "
+        raise ConfigError(f"none of the sweep's models has a prediction file under {results_dir} "
                           f"(expected {PUBLISHED_NAME.format(model='<model>')})")
     return [(m, t or [p], bool(t)) for m, p, t in groups if m not in missing], True
 

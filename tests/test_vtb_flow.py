@@ -154,8 +154,8 @@ def test_the_score_app_refuses_an_unknown_profile_in_one_line(tmp_path: Path) ->
                            f"inputs.verdicts.rubrics={path}", "vtb.profile=lenient", f"output_dir={tmp_path / 'out'}"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == ("error: vtb.profile: unknown VisualToolBench profile 'lenient'; "
-                                                   "expected one of published, strict")
+    assert proc.stderr.strip().splitlines()[-1] == ("error: vtb.profile=lenient: wrong type for vtb.profile: Invalid "
+                                                   "value 'lenient', expected one of [published, strict]")
     assert not (tmp_path / "out" / "results_eval.json").exists()
 
 

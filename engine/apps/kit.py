@@ -188,7 +188,7 @@ def run_config(spec: AppSpec[Any], run: Callable[..., int], cfg: DictConfig) -> 
     is one line and status 2. Returns the status."""
     try:
         check_ranges(spec.name, cfg)
-        settings = typed(spec, cfg) if spec.typed else None
+        settings = typed(spec, cfg, missing_as_none=spec.missing_as_none) if spec.typed else None
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

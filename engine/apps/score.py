@@ -138,7 +138,7 @@ def check_existing_folder(config: DictConfig, folder: Path) -> None:
     """Before Hydra writes into an existing output folder: ConfigError unless this run's outputs may
     replace it (engine.contract.staged.check_output_folder), so a refused folder is left as it was. It
     only reads: the demo is not written here."""
-    check_output_folder(folder, plan_of(typed(SPEC, config)).outputs())
+    check_output_folder(folder, plan_of(typed(SPEC, config, missing_as_none=SPEC.missing_as_none)).outputs())
 
 
 def run(cfg: ScoreConfig, out: Path) -> int:

@@ -233,5 +233,6 @@ class ScoreConfig:
         check_select(self.align.select, str(self.metrics.profile))
 
 
-SPEC = AppSpec("score", ScoreConfig, names=("inputs.name", "inputs.models"), typed=True)
-"""m3bench-score: it reads no new key; inputs.name and inputs.models become part of file and folder names."""
+SPEC = AppSpec("score", ScoreConfig, names=("inputs.name", "inputs.models"), typed=True, missing_as_none=True)
+"""m3bench-score: it reads no new key; inputs.name and inputs.models become part of file and folder names; a
+data set's tasks file, left to the user (``???``) by some data sets, is not read by scoring (None)."""
