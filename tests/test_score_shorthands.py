@@ -87,18 +87,27 @@ def _task(tid: str, query: str) -> dict:
     return {"id": tid, "steps": [{"step": 1, "calls": [{"name": "maps/search", "arguments": {"query": query}}]}]}
 
 
-def test_predictions_file_scores_what_model_predictions_scores(tmp_path: Path, embedding_cache: Path) -> None:
+def test_predictions_file_scores_what_inputs_file_and_the_old_spelling_score(tmp_path: Path,
+                                                                             embedding_cache: Path) -> None:
+    """predictions=P, inputs.file=P and the old spelling model.predictions=P (with its warning) write the same
+    files, byte for byte."""
     (tmp_path / "G.json").write_text(json.dumps([_task(f"g{i}", f"cafe {i}") for i in range(3)]))
     (tmp_path / "P.json").write_text(json.dumps([_task(f"g{i}", "a bakery" if i else "cafe 0") for i in range(3)]))
     common = ["data.gt=G.json", "device=cpu", f"encoder.cache_dir={embedding_cache}", "reports=false",
               "index_dir=null", "progress=false"]
-    for setting, out in (("predictions=P.json", "short"), ("inputs.file=P.json", "long")):
+    runs = (("predictions=P.json", "short"), ("inputs.file=P.json", "long"), ("model.predictions=P.json", "old"))
+    for setting, out in runs:
         proc = run_script("score", setting, *common, f"output_dir={out}", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
+        warned = [line for line in proc.stderr.splitlines() if line.startswith("warning: model.predictions")]
+        assert len(warned) == (out == "old"), proc.stderr
     short, long = (json.loads((tmp_path / out / "results_eval.json").read_text()) for out in ("short", "long"))
     assert short == long and short["aggregate"]["num_ids"] == 3 and short["meta"]["predictions"] == "P.json"
-    written = [sorted(p.name for p in (tmp_path / out).iterdir()) for out in ("short", "long")]
-    assert written[0] == written[1]
+    written = [sorted(p.name for p in (tmp_path / out).iterdir() if p.is_file()) for _, out in runs]
+    assert written[0] == written[1] == written[2]
+    for name in written[0]:
+        if not name.endswith(".log"):
+            assert len({(tmp_path / out / name).read_bytes() for _, out in runs}) == 1, name
 
 
 @pytest.mark.slow
