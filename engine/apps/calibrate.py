@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import cast
 
 from engine.apps.config.calibrate import SPEC, CalibrateConfig
 from engine.apps.kit import hydra_app
 from engine.calibration import best_point, calibrate, load_pairs, pair_similarities
 from engine.contract import ConfigError, InputError, atomic_write_csv, atomic_write_json
 from engine.encoders import TextEncoder
-from engine.metricspec import check_profile
+from engine.metricspec import Profile
 from kernels.device import resolve_device
 
 COLUMNS = ["tau_strong", "tau_weak", "accuracy", "recall_weak", "recall_medium", "recall_strong"]
@@ -24,7 +25,7 @@ def run(cfg: CalibrateConfig, out: Path) -> int:
         print("error: no labelled pairs file: set pairs=FILE", file=sys.stderr)
         return 2
     try:
-        profile = check_profile(str(cfg.profile))
+        profile = cast(Profile, str(cfg.profile))  # one of the schema's choices
         pairs = load_pairs(cfg.pairs)
         cache_dir = cfg.encoder.cache_dir or None
         encoder = TextEncoder(cfg.encoder.model, device=str(resolve_device(cfg.device)),
