@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.contract import (
     AGENT,
+    ConfigError,
     InputError,
     TrajectoryFile,
     atomic_write_json,
@@ -133,6 +134,22 @@ class SuccessRule:
             return bool(value)
         raise InputError(source, f"must be a pass/fail verdict (true/false), got {value!r}; a fraction is "
                                  "not a success", task_id=task_id, field=self.field)
+
+
+def success_rule(cfg: Mapping[str, Any] | None) -> SuccessRule:
+    """A `trials.success` mapping as a SuccessRule (the score app reads its typed node instead:
+    engine.apps.config.score.Success); ConfigError naming the setting when it is wrong."""
+    cfg = cfg or {}
+    rule = cfg.get("rule", SuccessRule.rule)
+    if rule not in RULES:
+        raise ConfigError(f"trials.success.rule: unknown rule {rule!r} (expected one of {', '.join(RULES)})")
+    threshold = cfg.get("threshold", SuccessRule.threshold)
+    if not is_number(threshold) or not 0.0 <= float(threshold) <= 1.0:
+        raise ConfigError(f"trials.success.threshold: must be a number in [0, 1], got {threshold!r}")
+    key = cfg.get("key")
+    if key is not None and (not isinstance(key, str) or not key):
+        raise ConfigError(f"trials.success.key: must be a per_id key or null, got {key!r}")
+    return SuccessRule(rule, float(threshold), key)
 
 
 @dataclass(frozen=True)
