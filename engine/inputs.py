@@ -177,17 +177,6 @@ class Plan:
     demo: Demo | None = None
     listed: bool = False
 
-    def outputs(self) -> list[str]:
-        """The entries a run of this plan may write into its output folder."""
-        from engine.grid import GRID_FILES  # the scoring modules load torch: not at the front door
-        from engine.results import RESULT_FILES
-        from engine.stats import STATS_FILE
-        from engine.trials import TRIALS_FILE
-
-        if self.gt is None:
-            return self.names if self.folders else ["results_eval.json", "results_eval.csv"]
-        return [*(self.names if self.folders else RESULT_FILES), *GRID_FILES, TRIALS_FILE, STATS_FILE]
-
     def leaderboard(self) -> bool:
         """Whether the run is a leaderboard (statistics by default): two or more models, a model's trial files
         counting once, or the leaderboard's list (models with discover)."""

@@ -13,6 +13,7 @@ interpreter without importing the app that reads it:
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,27 @@ from omegaconf import OmegaConf
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 """The project's folder (conf/, rollout/, engine/ ...)."""
+CONF_ROOT = PROJECT_ROOT / "conf"
+"""The apps' config roots: conf/<app>/."""
+
+
+@functools.cache
+def config_roots(app: str) -> tuple[Path, ...]:
+    """The folders of the app's config groups: conf/<app>/, then the folders its config adds to the search
+    path (`hydra.searchpath`, `file://` entries: conf/shared/, whose data sets the score, judge and rollout
+    apps share)."""
+    entries = OmegaConf.select(OmegaConf.load(CONF_ROOT / app / "config.yaml"), "hydra.searchpath") or []
+    return (CONF_ROOT / app, *(Path(e.removeprefix("file://")) for e in entries if e.startswith("file://")))
+
+
+def config_groups(app: str) -> dict[str, list[str]]:
+    """The config groups on the app's search path (not Hydra's) and their options."""
+    groups: dict[str, set[str]] = {}
+    for root in config_roots(app):
+        for d in sorted(root.iterdir()):
+            if d.is_dir() and d.name != "hydra":
+                groups.setdefault(d.name, set()).update(f.stem for f in d.glob("*.yaml"))
+    return {name: sorted(groups[name]) for name in sorted(groups)}
 
 
 def project_path(rel: str) -> str:
@@ -42,8 +64,6 @@ def sweep_subdir(num: int, dirname: str) -> str:
 def app_groups(app: str) -> str:
     """`group: option, ...` for each config group of the app, one a line: the groups of its --help
     (Hydra's own list, $APP_CONFIG_GROUPS, leaves out those of hydra.searchpath)."""
-    from engine.apps.compose import config_groups  # compose imports this module
-
     return "\n".join(f"{name}: {', '.join(options)}" for name, options in config_groups(app).items())
 
 

@@ -20,7 +20,7 @@ from engine.contract import ConfigError, InputError, JsonObject, atomic_write_js
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
 from engine.evaluators.vtb_rubrics import NAME as VTB
-from engine.grid import threshold_grid, write_grid
+from engine.grid import GRID_FILES, threshold_grid, write_grid
 from engine.inputs import Plan, resolve_inputs
 from engine.metrics import TaskScores
 from engine.metricspec import Profile, alignment_keys
@@ -39,6 +39,7 @@ from engine.reports.intervals import read_stats
 from engine.reports.read import GRID_FILE, load_threshold_grid
 from engine.reports.summary import grid_headline, headline
 from engine.reports.write import write_reports
+from engine.results import RESULT_FILES
 from engine.stats import (
     STATS_FILE,
     ModelUnits,
@@ -80,7 +81,10 @@ def stats_of(cfg: ScoreConfig, plan: Plan) -> StatsSettings | None:
     mode = cfg.stats.enabled
     if mode is StatsMode.off or (mode is StatsMode.auto and not plan.leaderboard()):
         return None
-    return cfg.stats.settings().check()
+    s = cfg.stats
+    return StatsSettings(resamples=s.resamples, level=float(s.level), seed=s.seed, cluster=str(s.cluster),
+                         method=str(s.method), correction=str(s.correction), scheme=str(s.scheme),
+                         power=float(s.power), min_clusters=s.min_clusters).check()
 
 
 def _write_outputs(cfg: ScoreConfig, prepared: PreparedSweep, result: SweepScores, plan: Plan, folder: Path,
@@ -134,11 +138,18 @@ def _write_outputs(cfg: ScoreConfig, prepared: PreparedSweep, result: SweepScore
     return aggregates
 
 
+def planned_outputs(plan: Plan) -> list[str]:
+    """The entries a run of this plan may write into its output folder."""
+    if plan.gt is None:
+        return plan.names if plan.folders else ["results_eval.json", "results_eval.csv"]
+    return [*(plan.names if plan.folders else RESULT_FILES), *GRID_FILES, TRIALS_FILE, STATS_FILE]
+
+
 def check_existing_folder(config: DictConfig, folder: Path) -> None:
     """Before Hydra writes into an existing output folder: ConfigError unless this run's outputs may
     replace it (engine.contract.staged.check_output_folder), so a refused folder is left as it was. It
     only reads: the demo is not written here."""
-    check_output_folder(folder, plan_of(typed(SPEC, config, missing_as_none=SPEC.missing_as_none)).outputs())
+    check_output_folder(folder, planned_outputs(plan_of(typed(SPEC, config, missing_as_none=SPEC.missing_as_none))))
 
 
 def run(cfg: ScoreConfig, out: Path) -> int:
@@ -161,7 +172,7 @@ def _run(cfg: ScoreConfig, out: Path) -> int:
                          len(alignment_keys(settings.profile)), resolve_device(cfg.device))
         if plan.gt is None:
             return _run_unreferenced(cfg, plan, out)
-        check_output_folder(out, plan.outputs())
+        check_output_folder(out, planned_outputs(plan))
         if plan.demo is not None:
             log.info("scoring the built-in demo (%s)", plan.demo.dir)
             plan.demo.write()
@@ -208,7 +219,7 @@ def _run_unreferenced(cfg: ScoreConfig, plan: Plan, out: Path) -> int:
     if needs:
         raise ConfigError(f"{needs[0]} needs reference trajectories (set data.gt=PATH), and this run has none")
     log.warning(NO_REFERENCE)
-    check_output_folder(out, plan.outputs())
+    check_output_folder(out, planned_outputs(plan))
     dirs = [Path(name) for name in plan.names] if plan.folders else [Path(".")]
     with staged_folder(out) as folder:
         aggregates = write_unreferenced(plan.predictions, [folder / d for d in dirs], plan.names, plan.verdicts)

@@ -5,7 +5,6 @@ declared on its field (`bounded`) and checked before any work, a rule across fie
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from omegaconf import MISSING
 
@@ -14,12 +13,10 @@ from engine.apps.config.spec import AppSpec
 from engine.contract.settings import Choice, DataSet, SettingError
 from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as VTB_DEFAULT
 from engine.inputs import Demo, InputsNode
+from engine.references import check_select
 from engine.thresholds import Thresholds
 from engine.trial_conventions import conventions_of
 from engine.trials import SuccessRule
-
-if TYPE_CHECKING:
-    from engine.stats import StatsSettings
 
 
 class Backend(Choice):
@@ -129,13 +126,6 @@ class Stats:
             if not 0.0 < getattr(self, key) < 1.0:
                 raise SettingError(key, getattr(self, key), "must lie strictly between 0 and 1")
 
-    def settings(self) -> StatsSettings:
-        """The statistics step's settings."""
-        from engine.stats import StatsSettings  # loads torch: not at the front door
-        return StatsSettings(resamples=self.resamples, level=float(self.level), seed=self.seed,
-                             cluster=str(self.cluster), method=str(self.method), correction=str(self.correction),
-                             scheme=str(self.scheme), power=float(self.power), min_clusters=self.min_clusters)
-
 
 class VtbProfile(Choice):
     """How VisualToolBench rubric verdicts are read (engine.evaluators.vtb_scoring.PROFILES)."""
@@ -229,7 +219,6 @@ class ScoreConfig:
     demo: ScoreDemo = field(default_factory=ScoreDemo)
 
     def __post_init__(self) -> None:
-        from engine.references import check_select  # not at the front door: the command line's check
         check_select(self.align.select, str(self.metrics.profile))
 
 
