@@ -6,6 +6,7 @@ the run-folder callback keeps nothing on its class."""
 from __future__ import annotations
 
 import inspect
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -71,12 +72,18 @@ def test_sys_argv_is_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(sys, "argv", ["calibrate.py", f"output_dir={tmp_path / 'out'}", "profile=paper"])
     before = list(sys.argv)
-    with pytest.raises(SystemExit):
-        main([f"output_dir={tmp_path / 'out'}", "tau_weak_grid=[2]"])
-    assert sys.argv == before
-    with pytest.raises(SystemExit):
-        main()
-    assert sys.argv == before
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        with pytest.raises(SystemExit):
+            main([f"output_dir={tmp_path / 'out'}", "tau_weak_grid=[2]"])
+        assert sys.argv == before
+        with pytest.raises(SystemExit):
+            main()
+        assert sys.argv == before
+    finally:  # Hydra's log file was in the run folder the refused run removed
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def test_the_run_folder_callback_keeps_nothing_on_its_class() -> None:
