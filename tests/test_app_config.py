@@ -6,6 +6,8 @@ folder, and the composed config to the others."""
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +21,17 @@ from engine.apps.compose import CONF_ROOT, compose
 from engine.apps.config import APPS, AppSpec, CalibrateConfig, JudgeConfig, ScoreConfig, record, typed
 from engine.contract import ConfigError
 from engine.contract.settings import DataSet, SettingError
+
+@pytest.fixture(autouse=True)
+def _root_logger() -> Iterator[None]:
+    """The root logger's handlers as they were after each test: an app run in-process here adds Hydra's file
+    handler, whose run folder a refused run removes (later logging in this process would fail on it)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
 
 OVERRIDES = {"score": ["output_dir=o"], "calibrate": ["pairs=p.json", "output_dir=o"],
              "rollout": ["model=scripted", "data=rollout_demo"],
