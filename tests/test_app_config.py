@@ -22,6 +22,7 @@ from engine.apps.config import APPS, AppSpec, CalibrateConfig, JudgeConfig, Scor
 from engine.contract import ConfigError
 from engine.contract.settings import DataSet, SettingError
 
+
 @pytest.fixture(autouse=True)
 def _root_logger() -> Iterator[None]:
     """The root logger's handlers as they were after each test: an app run in-process here adds Hydra's file
