@@ -181,6 +181,13 @@ def check_argv(app: str, argv: Sequence[str], open_keys: Sequence[str] = (), nam
         sys.exit(2)
 
 
+def _remove_failed_run() -> None:
+    """remove_failed_run_folder of the launch under way (a module function: a launcher that pickles the task,
+    submitit's, pickles it by name, and a ContextVar cannot be pickled)."""
+    launch = _LAUNCH.get()
+    remove_failed_run_folder(launch.created if launch is not None else None)
+
+
 def run_config(spec: AppSpec[Any], run: Callable[..., int], cfg: DictConfig) -> int:
     """Run the app on a composed config: its ranges checked (what the command line's check could not see, a
     group option's own file), then ``run(typed(spec, cfg), run_folder)`` for an app with `spec.typed` (the
@@ -216,8 +223,7 @@ def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = Fa
     def task(cfg: DictConfig) -> None:
         code = run_config(spec, run, cfg)
         if code == 2:  # bad input: the run stopped before doing anything
-            launch = _LAUNCH.get()
-            remove_failed_run_folder(launch.created if launch is not None else None)
+            _remove_failed_run()
         if code:
             sys.exit(code)
 
