@@ -19,7 +19,7 @@ import datetime
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from engine.contract import InputError, is_number, read_json, safe_name
+from engine.contract.settings import ListPrice, SettingError
 from kernels import bootstrap as bs
 
 QUANTITIES = ("tokens_in", "tokens_out", "tokens", "requests", "wall_s", "usd")
@@ -35,49 +36,29 @@ QUANTITIES = ("tokens_in", "tokens_out", "tokens", "requests", "wall_s", "usd")
 LABELS = {"tokens_in": "Tokens in", "tokens_out": "Tokens out", "tokens": "Tokens", "requests": "Requests",
           "wall_s": "Wall s", "usd": "USD"}
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-@dataclass(frozen=True)
-class Price:
-    """A model's list price: USD per million input and output tokens, the day it was read and where."""
-
-    input_usd_per_mtok: float
-    output_usd_per_mtok: float
-    as_of: str
-    source: str | None = None
-
-
-def read_price(value: Any, where: str, file: str | Path = "config") -> Price | None:
+def read_price(value: Any, where: str, file: str | Path = "config") -> ListPrice | None:
     """The price of a model config's ``price`` node (None when it is null); InputError naming the file and the
-    field when a rate is not a number >= 0 or ``as_of`` is no YYYY-MM-DD date."""
+    field when it is no mapping, has a key of its own, a rate is not a number >= 0 or ``as_of`` is no YYYY-MM-DD
+    date (engine.contract.settings.ListPrice's rules)."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise InputError(file, "must be {input_usd_per_mtok, output_usd_per_mtok, as_of, source} or null",
                          field=where)
-    rates = []
-    for key in ("input_usd_per_mtok", "output_usd_per_mtok"):
-        rate: Any = value.get(key)
-        if not is_number(rate) or rate < 0:
-            raise InputError(file, f"must be a number >= 0 (USD per million tokens), got {str(rate)[:40]!r}",
-                             field=f"{where}.{key}")
-        rates.append(float(rate))
-    as_of = value.get("as_of")
-    as_of = as_of.isoformat() if isinstance(as_of, datetime.date) else as_of
-    if not isinstance(as_of, str) or not _DATE.match(as_of):
-        raise InputError(file, f"must be the date the price was read, YYYY-MM-DD, got {str(as_of)[:40]!r}",
-                         field=f"{where}.as_of")
-    source = value.get("source")
-    if source is not None and not isinstance(source, str):
-        raise InputError(file, "must be a text (where the price was read) or null", field=f"{where}.source")
-    unknown = set(value) - {"input_usd_per_mtok", "output_usd_per_mtok", "as_of", "source"}
+    unknown = set(value) - {f.name for f in fields(ListPrice)}
     if unknown:
         raise InputError(file, f"unknown key(s) {', '.join(sorted(map(str, unknown)))}", field=where)
-    return Price(rates[0], rates[1], as_of, source)
+    as_of = value.get("as_of")
+    try:
+        price = ListPrice(**{**value, "as_of": as_of.isoformat() if isinstance(as_of, datetime.date) else as_of})
+    except SettingError as exc:
+        raise InputError(file, f"{exc.problem}, got {str(exc.value)[:40]!r}", field=f"{where}.{exc.key}") from None
+    if price.source is not None and not isinstance(price.source, str):
+        raise InputError(file, "must be a text (where the price was read) or null", field=f"{where}.source")
+    return price
 
 
-def price_json(price: Price | None) -> dict[str, Any] | None:
+def price_json(price: ListPrice | None) -> dict[str, Any] | None:
     """A price as usage.json records it."""
     return None if price is None else asdict(price)
 
@@ -127,12 +108,13 @@ def read_usage(path: Path, records: Sequence[Any], scored: Sequence[str],
     return TaskUsage(ids, counts[:, 0], counts[:, 1], counts[:, 2], seconds)
 
 
-def dollars(tokens_in: np.ndarray, tokens_out: np.ndarray, price: Price) -> np.ndarray:
+def dollars(tokens_in: np.ndarray, tokens_out: np.ndarray, price: ListPrice) -> np.ndarray:
     """Each task's cost in USD at `price` (vectorized)."""
-    return (tokens_in * price.input_usd_per_mtok + tokens_out * price.output_usd_per_mtok) / 1e6
+    rate_in, rate_out = price.rates()
+    return (tokens_in * rate_in + tokens_out * rate_out) / 1e6
 
 
-def quantities(usage: TaskUsage, price: Price | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def quantities(usage: TaskUsage, price: ListPrice | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per quantity the per-id numerator and denominator of its per-task ratio (den 1 where the id has the value;
     no ``wall_s`` without any wall time, no ``usd`` without a price)."""
     ones = np.ones(len(usage.ids))
@@ -146,13 +128,13 @@ def quantities(usage: TaskUsage, price: Price | None) -> dict[str, tuple[np.ndar
     return out
 
 
-def per_task_means(usage: TaskUsage, price: Price | None) -> dict[str, float]:
+def per_task_means(usage: TaskUsage, price: ListPrice | None) -> dict[str, float]:
     """Each quantity's mean per task (the point values of the cost table)."""
     return {key: float(num.sum() / den.sum()) for key, (num, den) in quantities(usage, price).items()}
 
 
 def per_task_means_reference(records: Sequence[Mapping[str, Any]], scored: Sequence[str],
-                             wall: Mapping[str, float], price: Price | None) -> dict[str, float]:
+                             wall: Mapping[str, float], price: ListPrice | None) -> dict[str, float]:
     """The same means as per_task_means, one task at a time in plain Python (the reference the tests hold the
     vectorized path to)."""
     last = {r["id"]: r for r in records if "usage" in r}
@@ -168,8 +150,8 @@ def per_task_means_reference(records: Sequence[Mapping[str, Any]], scored: Seque
         if task in wall:
             values["wall_s"] = wall[task]
         if price is not None:
-            values["usd"] = (values["tokens_in"] * price.input_usd_per_mtok
-                             + values["tokens_out"] * price.output_usd_per_mtok) / 1e6
+            rate_in, rate_out = price.rates()
+            values["usd"] = (values["tokens_in"] * rate_in + values["tokens_out"] * rate_out) / 1e6
         for key, value in values.items():
             totals[key] = totals.get(key, 0.0) + value
             counts[key] = counts.get(key, 0) + 1
@@ -326,7 +308,7 @@ SHIPPED_MODELS = Path(__file__).resolve().parents[1] / "conf" / "score" / "model
 """The score app's model configs, whose ``price`` a leaderboard's models are priced by."""
 
 
-def shipped_price(name: str, folder: Path = SHIPPED_MODELS) -> Price | None:
+def shipped_price(name: str, folder: Path = SHIPPED_MODELS) -> ListPrice | None:
     """The ``price`` of the model config <folder>/<name>.yaml (None without such a config or price)."""
     import yaml
 

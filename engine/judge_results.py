@@ -3,7 +3,7 @@
 Every evaluator that reads a file (engine.evaluators) may have one beside a prediction file
 ``<stem>.json``: ``<stem>_<suffix>.json`` (e.g. ``_taskcompletion`` of m3_judges, ``_callanalysis``
 of call_outcomes), or one named explicitly (the score app's ``model.<option>=PATH``, e.g.
-``model.judge``, ``model.calls``). Evaluators that compute their values from the predictions
+``inputs.verdicts.judge``, ``inputs.verdicts.calls``). Evaluators that compute their values from the predictions
 (``compute``) join every prediction file. Values join each task of ``per_id`` and are aggregated by
 the metric table's rules and by the evaluator's own ``aggregate``; values a file gives only as
 totals join the file's aggregate as they are.

@@ -17,6 +17,7 @@ from engine.contract import TrajectoryFile, read_trajectories, scorable
 from engine.contract.progress import track
 from engine.encode import EmbeddingStats, embed_distinct
 from engine.encoders import SAVE_EVERY, TextEncoder
+from engine.inputs import output_dirs as output_dirs
 from engine.judge_results import Joined, JoinedFiles, load_joined
 from engine.metrics import TaskScores, task_scores
 from engine.references import Alternatives, check_select, chosen_samples, read_references
@@ -168,23 +169,6 @@ def score_sweep(gt_path: str | Path | list[Path], pred_paths: list[str | Path], 
                 settings: ScoreSettings, timer: StageTimer | None = None) -> SweepScores:
     """Score every prediction file against the GT in one pass (one embedding of all texts)."""
     return score_prepared(prepare_sweep(gt_path, pred_paths, settings, timer), thresholds)
-
-
-def output_dirs(pred_paths: list[Path], root: Path) -> list[Path]:
-    """One output folder per prediction file: its stem, or parent_stem where stems collide."""
-    stems = [p.stem for p in pred_paths]
-    dirs = []
-    for path, stem in zip(pred_paths, stems):
-        if stems.count(stem) > 1:
-            name = f"{path.parent.name}_{stem}"
-            log.warning("prediction files share the stem %r; writing %s to %s/", stem, path, name)
-            dirs.append(root / name)
-        else:
-            dirs.append(root / stem)
-    if len(set(dirs)) != len(dirs):
-        raise ValueError("prediction files map to the same output folder even with their parent "
-                         f"folder names: {', '.join(map(str, pred_paths))}")
-    return dirs
 
 
 def load_sweep_joined(result: SweepScores, judges: Sequence[JoinedFiles | None] | None = None

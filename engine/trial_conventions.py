@@ -46,9 +46,8 @@ def threshold_note(rule: str, threshold: float) -> str | None:
             f"trials.success.threshold={PEER_THRESHOLD:g} for their rule in the main table")
 
 
-def conventions_of(cfg: Mapping[str, Any]) -> tuple[str, ...]:
+def conventions_of(value: str = "all") -> tuple[str, ...]:
     """The peer conventions `trials.convention` asks for beside the project's (default: all)."""
-    value = cfg.get("convention") or "all"
     if value not in CONVENTIONS:
         raise ConfigError(f"trials.convention: unknown convention {value!r} (expected one of "
                           f"{', '.join(CONVENTIONS)})")

@@ -39,12 +39,13 @@ from engine.contract import (
     server_down,
 )
 from engine.evaluators import evaluator
+from engine.inputs import check_distinct as check_distinct
 from engine.inputs import check_trial_files as check_trial_files
 from engine.inputs import find_trials as find_trials
 from engine.inputs import model_name as model_name
 from engine.inputs import trial_path as trial_path
 from engine.judge_results import Joined, JoinedFiles
-from engine.trial_conventions import conventions_of, peer_blocks, threshold_note
+from engine.trial_conventions import peer_blocks, threshold_note
 from engine.trial_estimators import ESTIMATORS, rate
 
 if TYPE_CHECKING:
@@ -136,12 +137,13 @@ class SuccessRule:
 
 
 def success_rule(cfg: Mapping[str, Any] | None) -> SuccessRule:
-    """The `trials.success` config as a SuccessRule; ConfigError naming the setting when it is wrong."""
+    """A `trials.success` mapping as a SuccessRule (the score app reads its typed node instead:
+    engine.apps.config.score.Success); ConfigError naming the setting when it is wrong."""
     cfg = cfg or {}
-    rule = cfg.get("rule", "task_completion")
+    rule = cfg.get("rule", SuccessRule.rule)
     if rule not in RULES:
         raise ConfigError(f"trials.success.rule: unknown rule {rule!r} (expected one of {', '.join(RULES)})")
-    threshold = cfg.get("threshold", 0.5)
+    threshold = cfg.get("threshold", SuccessRule.threshold)
     if not is_number(threshold) or not 0.0 <= float(threshold) <= 1.0:
         raise ConfigError(f"trials.success.threshold: must be a number in [0, 1], got {threshold!r}")
     key = cfg.get("key")
@@ -159,17 +161,6 @@ class Trial:
     file: TrajectoryFile | None
     values: Mapping[str, Mapping[str, Any]]
     source: Path | None = None
-
-
-def check_distinct(paths: Sequence[Path]) -> None:
-    """A file named twice as a trial is one slot counted twice: an InputError naming it."""
-    seen: dict[Path, int] = {}
-    for i, path in enumerate(paths, 1):
-        key = Path(path).resolve()
-        if key in seen:
-            raise InputError(path, f"named as trial {seen[key]} and trial {i}: a duplicate trial",
-                             field="trials.predictions")
-        seen[key] = i
 
 
 def inventory(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRule) -> list[Slot]:
@@ -338,11 +329,10 @@ def trial_items(result: SweepScores, paths: Sequence[Path], position: Mapping[Pa
 
 
 def success_counts(result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
-                   judges: Sequence[JoinedFiles], joined: Sequence[Joined | None], cfg: Mapping[str, Any]
+                   judges: Sequence[JoinedFiles], joined: Sequence[Joined | None], rule: SuccessRule
                    ) -> dict[str, list[tuple[int, int]]]:
     """Per model of `trials`, (trials, successes) of every reference task in sorted id order, losses
     counted as failures (the counts behind pass@k, pass^k and avg@k)."""
-    rule = success_rule(cfg.get("success"))
     position = {Path(p): f for f, p in enumerate(scored)}
     task_ids = sorted(result.gt.tasks)
     out = {}
@@ -354,11 +344,12 @@ def success_counts(result: SweepScores, trials: Mapping[str, Sequence[Path]], sc
 
 def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
                  judges: Sequence[JoinedFiles], joined: Sequence[Joined | None],
-                 aggregates: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict[str, Any]:
+                 aggregates: Sequence[Mapping[str, Any]], rule: SuccessRule,
+                 conventions: Sequence[str] = ("tau2", "mcpmark")) -> dict[str, Any]:
     """Write trials.json for a scored sweep: per model of `trials` (model -> every trial file in trial
     order), its trials document; `scored` are the sweep's files in order, `judges`, `joined` (their
-    values, as write_sweep joined them) and `aggregates` theirs."""
-    rule = success_rule(cfg.get("success"))
+    values, as write_sweep joined them) and `aggregates` theirs; a trial's success is `rule`'s, and the peers'
+    `conventions` (engine.trial_conventions) are written beside the project's."""
     note = threshold_note(rule.rule, rule.threshold)
     if note is not None:  # the tables name the rule beside every pass^k; the peers' rule is in their blocks
         log.info(note)
@@ -370,7 +361,7 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
         keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
                                             if k not in scores.names and _numeric(v[k])})
         models[model] = trials_document(sorted(result.gt.tasks), items, rule, [aggregates[f] for f in present], keys,
-                                        conventions=conventions_of(cfg))
+                                        conventions=tuple(conventions))
     document = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
     atomic_write_json(path, document)
     return document

@@ -44,7 +44,7 @@ def test_every_app_with_a_config_root_is_in_the_registry() -> None:
     roots = sorted(p.parent.name for p in CONF_ROOT.glob("*/config.yaml"))
     assert sorted(APPS) == roots == ["calibrate", "judge", "rollout", "score"]
     assert all(spec.name == name for name, spec in APPS.items())
-    assert APPS["judge"].schema is JudgeConfig and APPS["score"].names == ("model.name", "sweep.models")
+    assert APPS["judge"].schema is JudgeConfig and APPS["score"].names == ("inputs.name", "inputs.models")
 
 
 @pytest.mark.parametrize("app", sorted(OVERRIDES))
@@ -148,7 +148,8 @@ def test_the_kit_hands_a_typed_app_its_settings_and_run_folder(tmp_path: Path) -
 
     out = tmp_path / "out"
     kit.hydra_app(dataclasses.replace(APPS["calibrate"], typed=True), typed_run)(["pairs=p.json", f"output_dir={out}"])
-    kit.hydra_app(APPS["calibrate"], plain_run)(["pairs=p.json", f"output_dir={out}2"])
+    kit.hydra_app(dataclasses.replace(APPS["calibrate"], typed=False), plain_run)(["pairs=p.json",
+                                                                                  f"output_dir={out}2"])
     (settings, folder), (composed, none) = got
     assert isinstance(settings, CalibrateConfig) and settings.pairs == "p.json" and folder == out
     assert isinstance(composed, DictConfig) and composed.pairs == "p.json" and none is None

@@ -100,7 +100,7 @@ def test_score_run_writes_log_and_config_only_into_its_output_dir(tmp_path: Path
 def test_failed_run_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    proc = run_script("score", "data.gt=missing.json", "model.predictions=missing.json",
+    proc = run_script("score", "data.gt=missing.json", "inputs.file=missing.json",
                       f"output_dir={tmp_path / 'out'}", cwd=cwd)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error: missing.json: reference trajectory file not found: "
@@ -154,11 +154,12 @@ def test_a_flag_for_a_setting_is_one_line_saying_how_to_write_it(script: str, ar
 def score_in_process(capsys, *overrides: str) -> tuple[int, str]:
     """The score app's run on the config its command line would compose (the process around it, exit
     status and all, is the command line's tests' above): (status, stderr)."""
-    from engine.apps.score import run
+    from engine.apps.kit import run_config
+    from engine.apps.score import SPEC, run
 
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
         cfg = compose(config_name="config", overrides=list(overrides))
-    code = run(cfg)
+    code = run_config(SPEC, run, cfg)
     return code, capsys.readouterr().err
 
 
@@ -166,7 +167,7 @@ def test_bad_threshold_is_one_line(tmp_path: Path, capsys) -> None:
     code, err = score_in_process(capsys, "align.tau_weak=1.5", "data=demo", f"demo.dir={tmp_path / 'demo'}",
                                  f"output_dir={tmp_path / 'out'}")
     assert code == 2
-    assert err.strip().splitlines() == ["error: align.tau_weak=1.5: a threshold must be a number in [-1, 1]"]
+    assert err.strip().splitlines() == ["error: align.tau_weak=1.5: must be a number in [-1, 1]"]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -212,17 +213,18 @@ def test_calibrate_needs_pairs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("sweep", "level"), [(["sweep=leaderboard"], "INFO"),
-                                              (["sweep.models=[gpt5,scripted]"], "WARNING")])
+                                              (["inputs.models=[gpt5,scripted]"], "WARNING")])
 def test_models_without_a_file_are_said_once(tmp_path: Path, caplog, sweep: list[str], level: str) -> None:
     """The leaderboard's list lacks files in a folder of one's own rollouts: one INFO line, not a warning;
     a model of one's own list without its file is one warning."""
-    from engine.apps.score import resolve_inputs
+    from engine.apps.config import typed
+    from engine.apps.score import plan_of
 
     (tmp_path / "scripted_test_mcp_fuzzy.json").write_text("[]")
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
         cfg = compose(config_name="config", overrides=[*sweep, "data=rollout_demo", f"results_dir={tmp_path}"])
     with caplog.at_level("INFO", logger="score"):
-        assert resolve_inputs(cfg).names == ["scripted"]
+        assert plan_of(typed("score", cfg)).names == ["scripted"]
     said = [(r.levelname, r.getMessage()) for r in caplog.records if "no prediction file" in r.getMessage()]
     missing, listed = (14, 14) if level == "INFO" else (1, 2)  # the leaderboard's list; scripted found beside it
     assert len(said) == 1 and said[0][0] == level

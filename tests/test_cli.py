@@ -42,7 +42,7 @@ def small(tmp_path_factory) -> dict[str, Path]:
 @pytest.mark.slow
 def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
     out = tmp_path / "out"
-    proc = score(f"data.gt={small['gt']}", f"model.predictions={small['a']}", f"output_dir={out}",
+    proc = score(f"data.gt={small['gt']}", f"inputs.file={small['a']}", f"output_dir={out}",
                  f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert OUTPUT_FILES <= {p.name for p in out.iterdir()}
@@ -55,7 +55,7 @@ def test_single_file(small, tmp_path: Path, embedding_cache: Path) -> None:
 @pytest.mark.slow
 def test_sweep_with_colliding_stems_and_options(small, tmp_path: Path, embedding_cache: Path) -> None:
     out = tmp_path / "sweep"
-    proc = score(f"data.gt={small['gt']}", f"sweep.predictions=[{small['a']},{small['b']}]", f"output_dir={out}",
+    proc = score(f"data.gt={small['gt']}", f"inputs.files=[{small['a']},{small['b']}]", f"output_dir={out}",
                  f"encoder.cache_dir={embedding_cache}", "align.tau_weak=0.7", "align.tau_strong=0.9",
                  "metrics.profile=paper", "device=cpu", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -70,7 +70,7 @@ def test_sweep_with_colliding_stems_and_options(small, tmp_path: Path, embedding
 def test_bad_input_is_one_line(small, tmp_path: Path, embedding_cache: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"id": "x1", "steps": [{"calls": [{"name": 3}]}]}]))
-    proc = score(f"data.gt={small['gt']}", f"model.predictions={bad}", f"output_dir={tmp_path / 'o'}",
+    proc = score(f"data.gt={small['gt']}", f"inputs.file={bad}", f"output_dir={tmp_path / 'o'}",
                  f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -119,8 +119,9 @@ def test_judge_files_join_the_outputs(small, tmp_path: Path, embedding_cache: Pa
     listed.write_text(json.dumps([{"id": str(i), "task_completion": 0.25, "information_grounding": 1.0}
                                   for i in range(4)]))
     one = tmp_path / "one"
-    proc = score(f"data.gt={small['gt']}", f"model.predictions={pred}", f"model.judge={listed}", f"output_dir={one}",
-                 f"encoder.cache_dir={embedding_cache}", "device=cpu", "reports=false", cwd=tmp_path)
+    proc = score(f"data.gt={small['gt']}", f"inputs.file={pred}", f"inputs.verdicts.judge={listed}",
+                 f"output_dir={one}", f"encoder.cache_dir={embedding_cache}", "device=cpu", "reports=false",
+                 cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     aggregate = json.loads((one / "results_eval.json").read_text())["aggregate"]
     assert aggregate["task_completion"] == 0.25 and aggregate["success"] == 9

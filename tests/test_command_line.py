@@ -39,9 +39,8 @@ HELP = "; --help lists its settings"
     ("score", ["predictons=p.json"], f"predictons=p.json: m3bench-score has no setting predictons (closest: "
                                      f"predictions){HELP}"),
     ("rollout", ["taks=demo"], f"taks=demo: m3bench-rollout has no setting taks (closest: tasks){HELP}"),
-    ("score", ["predictions.foo=1"], f"predictions.foo=1: m3bench-score has no setting predictions.foo (closest: "
-                                     f"sweep.predictions){HELP}"),
-    ("score", ["modle.name=x"], f"modle.name=x: m3bench-score has no setting modle.name (closest: model.name){HELP}"),
+    ("score", ["predictions.foo=1"], f"predictions.foo=1: m3bench-score has no setting predictions.foo{HELP}"),
+    ("score", ["modle.name=x"], f"modle.name=x: m3bench-score has no setting modle.name (closest: data.name){HELP}"),
     ("score", ["model=gpt55"], "model=gpt55: group model has no option 'gpt55'; closest: gpt5"),
     ("score", ["-m", "model=gpt5,grok44"],
      "model=gpt5,grok44: group model has no option 'grok44'; closest: grok4, grok4_fast"),
@@ -94,8 +93,9 @@ def test_a_bad_command_line_is_one_line_naming_the_closest(app: str, argv: list[
 
 
 @pytest.mark.parametrize(("app", "argv"), [
-    ("score", ["model=gpt5", "align.tau_weak=0.5", "model.judge=j.json", "hydra.job.chdir=true", "--cfg", "job"]),
-    ("score", ["data.gt=g.json", "sweep.predictions=[a.json,b.json]", "~model", "reports=false"]),
+    ("score", ["model=gpt5", "align.tau_weak=0.5", "inputs.verdicts.judge=j.json", "hydra.job.chdir=true", "--cfg",
+               "job"]),
+    ("score", ["data.gt=g.json", "inputs.files=[a.json,b.json]", "~model", "reports=false"]),
     ("rollout", ["model=scripted", "+model.params.reasoning_effort=low", "model@curate.model=gpt5",
                  "+curate.model.params.seed=1"]),
     ("judge", ["~judges.pool.deepseek_chat", "+judges.pool.qwen={provider: openai, api_name: q}",
@@ -176,16 +176,16 @@ def test_failed_judge_and_rollout_runs_leave_no_run_folder(tmp_path: Path) -> No
 
 
 def test_verdict_files_named_for_several_prediction_files_are_refused(tmp_path: Path) -> None:
-    """model.judge=PATH is the verdicts of model.predictions' one file; with sweep.predictions it would
+    """inputs.verdicts.judge=PATH is the verdicts of inputs.file's one file; with inputs.files it would
     be ignored, so it is refused in one line naming the setting."""
     demo = tmp_path / "demo"
     gt, models = write_demo(demo, n_tasks=3, seed=0)
-    proc = run("score", f"data.gt={gt}", f"sweep.predictions=[{models['demo_weak']}]",
-               f"model.judge={tmp_path / 'judge.json'}", f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
+    proc = run("score", f"data.gt={gt}", f"inputs.files=[{models['demo_weak']}]",
+               f"inputs.verdicts.judge={tmp_path / 'judge.json'}", f"output_dir={tmp_path / 'out'}", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == (f"error: model.judge={tmp_path / 'judge.json'} is for the one file of model.predictions, "
-                           "not for sweep.predictions: each of their files' verdicts is read from beside it "
-                           "(<predictions stem>_<suffix>.json); drop model.judge\n")
+    assert proc.stderr == (f"error: inputs.verdicts.judge={tmp_path / 'judge.json'}: is for the one file of "
+                           "inputs.file, not for inputs.files: each of their files' verdicts is read from beside it "
+                           "(<predictions stem>_<suffix>.json); drop it\n")
     assert not (tmp_path / "out").exists()
 
 

@@ -15,13 +15,14 @@ import pytest
 
 from engine import cost as ct
 from engine.contract import InputError
+from engine.contract.settings import ListPrice
 from engine.stats.cost import NO_USAGE
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from script_runs import run_script  # noqa: E402
+from script_runs import call_app, run_script  # noqa: E402
 
-PRICE = ct.Price(1.25, 10.0, "2025-10-15", "list price")
+PRICE = ListPrice(1.25, 10.0, "2025-10-15", "list price")
 
 
 def _records(rng: np.random.Generator, n: int) -> list[dict]:
@@ -37,7 +38,7 @@ def _records(rng: np.random.Generator, n: int) -> list[dict]:
 
 
 @pytest.mark.parametrize("price", [PRICE, None])
-def test_vectorized_means_equal_the_per_task_loop(price: ct.Price | None) -> None:
+def test_vectorized_means_equal_the_per_task_loop(price: ListPrice | None) -> None:
     """Random records (some without usage, a repeated id whose last copy counts, some tasks without a wall time,
     some ids not scored): the numpy path's per-task means equal the plain loop's, USD only with a price."""
     rng = np.random.default_rng(7)
@@ -87,6 +88,22 @@ def test_a_bad_price_is_one_line_naming_the_field(value: dict, field: str) -> No
         ct.read_price(value, "price", "gpt5.yaml")
 
 
+@pytest.mark.parametrize(("given", "said"), [
+    ("inputs.price.input_usd_per_mtok=-1", "inputs.price.input_usd_per_mtok=-1.0: must be a number >= 0"),
+    ("inputs.price={input_usd_per_mtok: 1, output_usd_per_mtok: 1, as_of: May}", "inputs.price.as_of=May: must be"),
+    ("inputs.price={input_usd_per_mtok: 1}", "inputs.price.output_usd_per_mtok=null: must be a number"),
+    ("inputs.price={currency: EUR}", "has no setting inputs.price.currency"),
+    ("inputs.price=[{a: 1}]", "wrong type for inputs.price")])
+def test_a_bad_price_on_the_command_line_is_one_line_naming_the_setting(tmp_path: Path, given: str, said: str) -> None:
+    """inputs.price given wrong (a rate < 0, no date, a rate left out, a key of its own, a list) is one line on
+    stderr naming the setting, status 2, nothing written."""
+    proc = call_app("score", "demo.n_tasks=3", f"demo.dir={tmp_path}/demo", f"output_dir={tmp_path}/out",
+                    "index_dir=null", given, cwd=tmp_path)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and said in lines[0], proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_every_shipped_price_reads() -> None:
     """Every score model config's price reads (dated), and the published API models have one."""
     folder = ROOT / "conf" / "score" / "model"
@@ -114,7 +131,7 @@ def test_a_truly_dominated_model_is_rarely_called_on(gt_path: Path) -> None:
 def test_a_scripted_rollout_scored_has_cost_columns_and_says_which_model_lacks_a_price(tmp_path: Path,
                                                                                       embedding_cache: Path) -> None:
     """The README's offline rollout (model=scripted, tasks=demo), scored: usage.json and cost.md hold tokens, requests
-    and the tool logs' wall time per task, no USD and one line naming the model without a price; with model.price
+    and the tool logs' wall time per task, no USD and one line naming the model without a price; with inputs.price
     on the command line, USD per task too; the rollout demo's reference (no usage) scored says so once, no file."""
     results = tmp_path / "results"
     run_script("rollout", "model=scripted", "tasks=demo", f"results_dir={results}", cwd=tmp_path)
@@ -138,7 +155,7 @@ def test_a_scripted_rollout_scored_has_cost_columns_and_says_which_model_lacks_a
     priced = tmp_path / "priced"
     run_script("score", "data=rollout_demo", "model=scripted", f"results_dir={results}", f"output_dir={priced}",
                "index_dir=null", cache,
-               "model.price={input_usd_per_mtok: 2.0, output_usd_per_mtok: 8.0, as_of: '2025-10-15'}", cwd=tmp_path)
+               "inputs.price={input_usd_per_mtok: 2.0, output_usd_per_mtok: 8.0, as_of: '2025-10-15'}", cwd=tmp_path)
     spent = json.loads((priced / "usage.json").read_text())["models"]["scripted"]["metrics"]
     assert spent["usd"]["value"] == pytest.approx((metrics["tokens_in"]["value"] * 2 + metrics["tokens_out"]["value"]
                                                    * 8) / 1e6)

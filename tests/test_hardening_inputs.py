@@ -12,7 +12,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from preloaded import run_python
 
-from engine.apps.score import run
+from engine.apps.kit import run_config
+from engine.apps.score import SPEC, run
 from engine.contract import MAX_DEPTH, read_trajectories, strict_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,12 +81,12 @@ def gt_file(tmp_path_factory) -> Path:
 
 def score_in_process(gt: Path, pred: Path, out: Path, cache: Path, capsys, *extra: str) -> tuple[int, str, str]:
     """The scoring app's run() on a composed config, with `extra` overrides: (exit code, stdout, stderr)."""
-    overrides = ["data=m3bench", f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={out}",
+    overrides = ["data=m3bench", f"data.gt={gt}", f"inputs.file={pred}", f"output_dir={out}",
                  f"encoder.cache_dir={cache}", "device=cpu", "reports=false", "progress=false", *extra]
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
         cfg = compose(config_name="config", overrides=overrides)
     capsys.readouterr()
-    code = run(cfg)
+    code = run_config(SPEC, run, cfg)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -294,7 +295,7 @@ def test_cli_refuses_with_one_line(case: str, gt_file: Path, tmp_path: Path, emb
     content, expected = REFUSED[case]
     pred = tmp_path / "pred.json"
     pred.write_bytes(content)
-    proc = cli(f"data.gt={gt_file}", f"model.predictions={pred}", f"output_dir={tmp_path / 'out'}",
+    proc = cli(f"data.gt={gt_file}", f"inputs.file={pred}", f"output_dir={tmp_path / 'out'}",
                f"encoder.cache_dir={embedding_cache}", cwd=tmp_path)
     assert_one_line(proc.returncode, proc.stderr, pred, expected)
 
@@ -303,7 +304,7 @@ def test_cli_refuses_with_one_line(case: str, gt_file: Path, tmp_path: Path, emb
 def test_cli_scores_model_output_with_a_warning(gt_file: Path, tmp_path: Path, embedding_cache: Path) -> None:
     pred = tmp_path / "pred.json"
     pred.write_text(call_task(LENIENT["NaN"][0]))
-    proc = cli(f"data.gt={gt_file}", f"model.predictions={pred}", f"output_dir={tmp_path / 'out'}",
+    proc = cli(f"data.gt={gt_file}", f"inputs.file={pred}", f"output_dir={tmp_path / 'out'}",
                f"encoder.cache_dir={embedding_cache}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"WARNING: {pred}: id 00040000: field '{ARGS}.limit': NaN is not a JSON number" in proc.stderr
@@ -314,7 +315,7 @@ def test_cli_warnings_go_to_stderr(gt_file: Path, tmp_path: Path, embedding_cach
     tasks = [GT[0], {"id": "extra", "steps": []}, GT[0]]
     pred = tmp_path / "pred.json"
     pred.write_text(json.dumps(tasks))
-    proc = cli(f"data.gt={gt_file}", f"model.predictions={pred}", f"output_dir={tmp_path / 'out'}",
+    proc = cli(f"data.gt={gt_file}", f"inputs.file={pred}", f"output_dir={tmp_path / 'out'}",
                f"encoder.cache_dir={embedding_cache}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     warnings = proc.stderr.splitlines()

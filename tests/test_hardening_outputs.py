@@ -129,7 +129,7 @@ def small_sweep(tmp_path_factory) -> dict[str, Path]:
 
 def score_args(data: dict[str, Path], out: Path, cache: Path, tau_weak: float) -> list[str]:
     preds = ",".join(str(data[f"m{k}"]) for k in range(3))
-    return [f"data.gt={data['gt']}", f"sweep.predictions=[{preds}]", f"output_dir={out}", f"encoder.cache_dir={cache}",
+    return [f"data.gt={data['gt']}", f"inputs.files=[{preds}]", f"output_dir={out}", f"encoder.cache_dir={cache}",
             "device=cpu", "progress=false", "reports=true", f"align.tau_weak={tau_weak}", "align.tau_strong=0.95"]
 
 

@@ -15,9 +15,9 @@ from hydra.core.global_hydra import GlobalHydra
 from preloaded import run_python
 
 from engine.apps.compose import compose
-from engine.apps.kit import CommandLineError, check_command_line
+from engine.apps.kit import CommandLineError, check_command_line, run_config
 from engine.apps.score import NAME_KEYS as SCORE_NAMES
-from engine.apps.score import OPEN_KEYS, run
+from engine.apps.score import OPEN_KEYS, SPEC, run
 from engine.apps.shorthands import resolved_config as compose_config
 from engine.apps.shorthands import score_shorthands
 from engine.contract import ConfigError, InputError
@@ -67,15 +67,15 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedding_cache: Path
 def score(capsys: pytest.CaptureFixture, overrides: list[str]) -> tuple[int, list[str]]:
     """The score app's run on the config of these overrides, shorthands spelt out as its command line
     does: (status, stderr lines)."""
-    code = run(compose("score", score_shorthands(overrides)))
+    code = run_config(SPEC, run, compose("score", score_shorthands(overrides)))
     return code, capsys.readouterr().err.strip().splitlines()
 
 
 def test_readme_trials_command_scores_its_reference(files: Path, capsys) -> None:
-    """`data.gt=G 'trials.predictions=[P1,P2,P3,P4]' output_dir=D`: once the demo replaced G (the
+    """`data.gt=G 'inputs.trials=[P1,P2,P3,P4]' output_dir=D`: once the demo replaced G (the
     trials setting did not count as predictions named); G's tasks are scored, and no demo is made."""
-    overrides = readme_command("'trials.predictions=[P1,P2,P3,P4]'")
-    assert overrides == ["data.gt=G", "trials.predictions=[P1,P2,P3,P4]", "output_dir=D"]
+    overrides = readme_command("'inputs.trials=[P1,P2,P3,P4]'")
+    assert overrides == ["data.gt=G", "inputs.trials=[P1,P2,P3,P4]", "output_dir=D"]
     code, err = score(capsys, overrides)
     assert code == 0, err
     for i in range(1, 5):
@@ -97,15 +97,15 @@ def test_the_demo_is_the_default_data_set_unless_something_is_named() -> None:
     assert data("device=cpu", "align.tau_weak=0.5", "demo.n_tasks=3", "reports=false", "output_dir=D",
                 "encoder.batch_size=8", "metrics=paper", "stats=on", "parse_string_arguments=true",
                 "predictions.parse_string_arguments=true", "hydra.job.chdir=true") == "demo"
-    for named in (["trials.predictions=[P1]"], ["model=gpt5"], ["data.gt=G"], ["results_dir=R", "trials.n=2"],
-                  ["model.rubrics=r.json"], ["sweep=leaderboard"], ["~model"], ["predictions=P1"],
+    for named in (["inputs.trials=[P1]"], ["model=gpt5"], ["data.gt=G"], ["results_dir=R", "trials.n=2"],
+                  ["inputs.verdicts.rubrics=r.json"], ["sweep=leaderboard"], ["~model"], ["predictions=P1"],
                   ["predictions=[P1,P2]"]):
         assert data(*named) == "m3bench", named
     assert data("data=rollout_demo", "model=gpt5") == "rollout_demo"
     assert data("data=demo", "model=gpt5") == "demo"
     # inside a running app (another config root's Hydra), which is put back afterwards
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "judge")):
-        assert compose("score", ["sweep.models=[a]"]).sweep.models == ["a"]
+        assert compose("score", ["inputs.models=[a]"]).inputs.models == ["a"]
         assert GlobalHydra.instance().is_initialized()
         assert "judges" in compose("judge")
 
@@ -133,27 +133,25 @@ def a_folder(folder: Path) -> str:
 
 @pytest.mark.parametrize(("overrides", "make", "line"), [
     (["data.gt=G"], None, "no predictions named (data=m3bench): name them with model=NAME, predictions=FILE, "
-     "predictions=[FILE,...], trials.predictions=[FILE,...], sweep.models=[NAME,...] or sweep=leaderboard (data=demo, "
+     "predictions=[FILE,...], inputs.trials=[FILE,...], inputs.models=[NAME,...] or sweep=leaderboard (data=demo, "
      "the default when nothing is named, scores the built-in demo)"),
     (["results_dir=R"], None, "no predictions named (data=m3bench)"),
     (["trials.n=4"], None, "no predictions named (data=m3bench)"),
     (["data=demo", "data.gt=G"], None, "data.gt names a reference and data=demo the built-in demo's: drop one"),
-    (["data.gt=G", "model.predictions=P1", "sweep.predictions=[P2]"], None,
-     "sweep.predictions and model.predictions both name the files to score, and only sweep.predictions would be "
-     "scored: give one of trials.predictions, sweep.predictions, model.predictions, sweep.models"),
-    (["data.gt=G", "trials.predictions=[P1,P2]", "model=gpt5"], None,
-     "trials.predictions and model.predictions both name the files to score"),
-    (["data.gt=G", "model.predictions=P1", "model.name=../../evil"], None,
-     f"config: field 'model.name': '../../evil' {NAME_RULE}"),
-    (["data.gt=G", "trials.predictions=[P1,P2]", "model.name=.."], None,
-     f"config: field 'model.name': '..' {NAME_RULE}"),
-    (["data.gt=G", "sweep.models=[ok,a/b]"], None, f"config: field 'sweep.models': 'a/b' {NAME_RULE}"),
-    (["data.references=[{file}]", "model.predictions=P1"], bad_references,
+    (["data.gt=G", "inputs.file=P1", "inputs.files=[P2]"], None,
+     "inputs.files=[P2]: inputs.file names the files to score already: give one of inputs.file, inputs.files, "
+     "inputs.models, inputs.trials"),
+    (["data.gt=G", "inputs.trials=[P1,P2]", "model=gpt5"], None,
+     "inputs.trials=[P1,P2]: inputs.file names the files to score already"),
+    (["data.gt=G", "inputs.file=P1", "inputs.name=../../evil"], None, f"inputs.name=../../evil: {NAME_RULE}"),
+    (["data.gt=G", "inputs.trials=[P1,P2]", "inputs.name=.."], None, f"inputs.name=..: {NAME_RULE}"),
+    (["data.gt=G", "inputs.models=[ok,a/b]"], None, f"inputs.models=a/b: {NAME_RULE}"),
+    (["data.references=[{file}]", "inputs.file=P1"], bad_references,
      "refs.json: id g0: field 'id': reference 0 of the list says id 'g1'"),
-    (["data.gt=G", "trials.predictions=[{file},P2]"], trial_true,
+    (["data.gt=G", "inputs.trials=[{file},P2]"], trial_true,
      "T1: id g0: field 'trial': must be the trial's number, got True"),
-    (["data.gt=G", "trials.predictions=[P1,{file},P3]"], a_folder,
-     "P9: field 'trials.predictions': not a file: a trial is a prediction file"),
+    (["data.gt=G", "inputs.trials=[P1,{file},P3]"], a_folder,
+     "P9: field 'inputs.trials': not a file: a trial is a prediction file"),
 ])
 def test_refused_with_one_line_and_nothing_written(files: Path, capsys, overrides: list[str], make, line: str) -> None:
     if make is not None:
@@ -165,19 +163,19 @@ def test_refused_with_one_line_and_nothing_written(files: Path, capsys, override
 
 
 def test_a_folder_in_place_of_a_trial_found_by_name(files: Path, capsys) -> None:
-    """model.predictions=m.json with m_trial1.json a file and m_trial2.json a folder: once, trial 2 was lost."""
+    """inputs.file=m.json with m_trial1.json a file and m_trial2.json a folder: once, trial 2 was lost."""
     (files / "m.json").write_text((files / "P1").read_text())
     (files / "m_trial1.json").write_text((files / "P1").read_text())
     (files / "m_trial2.json").mkdir()
-    code, err = score(capsys, ["data.gt=G", "model.predictions=m.json", "output_dir=D"])
-    assert code == 2 and err == ["error: m_trial2.json: field 'model.predictions': not a file: a trial is a "
+    code, err = score(capsys, ["data.gt=G", "inputs.file=m.json", "output_dir=D"])
+    assert code == 2 and err == ["error: m_trial2.json: field 'inputs.file': not a file: a trial is a "
                                  "prediction file"]
     assert not (files / "D").exists()
 
 
 @pytest.mark.parametrize(("app", "argv", "line"), [
-    ("score", ["model.predictions=/x/<img src=x>.json"], "model.predictions=/x/<img src=x>.json: not a valid "
-     "override (unexpected '<' at character 22); quote the value: model.predictions='...'"),
+    ("score", ["inputs.file=/x/<img src=x>.json"], "inputs.file=/x/<img src=x>.json: not a valid "
+     "override (unexpected '<' at character 16); quote the value: inputs.file='...'"),
     ("judge", ["predictions=/x/<img src=x>.json"], "predictions=/x/<img src=x>.json: not a valid override "
      "(unexpected '<' at character 16); quote the value: predictions='...'"),
     ("judge", ["model=x", "predictions=[a.json"], "predictions=[a.json: not a valid override (no viable alternative "
@@ -187,14 +185,15 @@ def test_a_folder_in_place_of_a_trial_found_by_name(files: Path, capsys) -> None
     ("rollout", ["model.name=../../evil"], f"config: field 'model.name': '../../evil' {NAME_RULE}"),
     ("rollout", ["-m", "model.name=ok,../x"], f"config: field 'model.name': '../x' {NAME_RULE}"),
     ("judge", ["model=../../evil"], f"config: field 'model': '../../evil' {NAME_RULE}"),
-    ("score", ["sweep.models=[a,..]"], f"config: field 'sweep.models': '..' {NAME_RULE}"),
+    ("score", ["inputs.models=[a,..]"], f"config: field 'inputs.models': '..' {NAME_RULE}"),
 ])
 def test_command_line_refusals(app: str, argv: list[str], line: str) -> None:
     names = {"score": SCORE_NAMES, "judge": JUDGE_NAMES, "rollout": ROLLOUT_NAMES}[app]
     with pytest.raises(CommandLineError) as caught:
         check_command_line(app, argv, OPEN_KEYS if app == "score" else (), names)
     assert str(caught.value) == line
-    check_command_line(app, ["model.name=gpt-5.1 mini"] if app != "judge" else ["model=gpt-5.1"], (), names)
+    good = {"score": ["inputs.name=gpt-5.1 mini"], "judge": ["model=gpt-5.1"], "rollout": ["model.name=gpt-5.1 mini"]}
+    check_command_line(app, good[app], (), names)
 
 
 def test_the_runs_check_model_names_too(tmp_path: Path) -> None:
@@ -215,8 +214,8 @@ def test_the_apps_refuse_before_making_a_folder(tmp_path: Path) -> None:
     override was Hydra's four lines and exit status 1."""
     results = tmp_path / "deep" / "results"
     for app, args in (("rollout", ["model=scripted", "model.name=../../evil"]), ("judge", ["model=../../evil"]),
-                      ("score", ["model.predictions=/x/<img src=x>.json"]),
-                      ("score", ["data.gt=G", "model.predictions=P", "model.name=../../evil"])):
+                      ("score", ["inputs.file=/x/<img src=x>.json"]),
+                      ("score", ["data.gt=G", "inputs.file=P", "inputs.name=../../evil"])):
         proc = run_python([str(ROOT / "scripts" / f"{app}.py"), *args, f"results_dir={results}",
                                *([f"output_dir={tmp_path / 'out'}"] if app == "score" else [])],
                               cwd=tmp_path, capture_output=True, text=True, timeout=600)

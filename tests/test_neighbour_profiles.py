@@ -152,9 +152,9 @@ def test_mcpmark_reports_k_equal_n_with_the_population_std_and_refuses_missing_t
     assert out["pass@1"] == {"avg": round(mean, 4), "std": round(math.sqrt(sum((r - mean) ** 2 for r in rates) / 3), 4)}
     assert (out["pass@3"], out["pass^3"], out["k"]) == (1.0, round(1 / 3, 4), 3) and "pass@2" not in out
     assert "a#2" in mcpmark(runs, ["a#2"])["refused"]
-    assert conventions_of({}) == ("tau2", "mcpmark") and conventions_of({"convention": "project"}) == ()
+    assert conventions_of() == ("tau2", "mcpmark") and conventions_of("project") == ()
     with pytest.raises(ConfigError, match="trials.convention"):
-        conventions_of({"convention": "olmo"})
+        conventions_of("olmo")
 
 
 def test_tobench_accuracy_defaults_to_the_evaluated_tasks_and_groups_by_family_and_difficulty(tmp_path: Path) -> None:

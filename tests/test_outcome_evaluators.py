@@ -263,7 +263,7 @@ def test_a_partial_answers_file_is_scored_with_a_warning_naming_what_is_missing(
     (tmp_path / "m_test_mcp_fuzzy_answers.json").write_text(json.dumps(ae.document(
         {ids[-1]: {"level": "L3", "score": None, "judges": {}, "reason": "no ground truth (skipped)"}}, {})))
     done = subprocess.run([sys.executable, str(root / "scripts" / "score.py"), f"data.gt={reference}",
-                           f"model.predictions={preds}", f"output_dir={tmp_path / 'out'}",
+                           f"inputs.file={preds}", f"output_dir={tmp_path / 'out'}",
                            f"encoder.cache_dir={embedding_cache}", "device=cpu", "reports=false", "progress=false"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -121,7 +121,7 @@ def test_score_against_several_references(tmp_path: Path, embedding_cache: Path)
         paths[name].write_text(json.dumps(content))
 
     def run(out: str, *overrides: str) -> dict:
-        proc = run_python([str(ROOT / "scripts" / "score.py"), f"model.predictions={paths['pred']}",
+        proc = run_python([str(ROOT / "scripts" / "score.py"), f"inputs.file={paths['pred']}",
                                f"output_dir={tmp_path / out}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
                                "reports=false", *overrides], cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr

@@ -22,7 +22,7 @@ def test_a_model_name_with_a_prediction_file_is_scored_as_that_file(tmp_path: Pa
     (tmp_path / "scripted_test_mcp_fuzzy.json").write_text("[]")
     path = tmp_path / "scripted_test_mcp_fuzzy.json"
     assert score_shorthands(["model=scripted", f"results_dir={tmp_path}", "output_dir=o"]) == [
-        "model=none", "model.name=scripted", f"model.predictions='{path}'", f"results_dir={tmp_path}", "output_dir=o",
+        "model=none", "inputs.name=scripted", f"inputs.file='{path}'", f"results_dir={tmp_path}", "output_dir=o",
         "data=m3bench"]
     # a leaderboard option
     assert score_shorthands(["model=gpt5", "device=cpu"]) == ["model=gpt5", "device=cpu", "data=m3bench"]
@@ -45,19 +45,19 @@ def test_scores_go_beside_the_results_named(argv: list[str], added: bool) -> Non
 
 
 @pytest.mark.parametrize(("argv", "spelt"), [
-    (["predictions=p.json"], ["model.predictions=p.json", "data=m3bench"]),
-    (["predictions='a b.json'", "data=vtb"], ["model.predictions='a b.json'", "data=vtb"]),
-    (["predictions=${oc.env:P}", "data.gt=G"], ["model.predictions=${oc.env:P}", "data.gt=G", "data=m3bench"]),
-    (["predictions=[p1.json,'p 2.json']"], ["sweep.predictions=[p1.json,'p 2.json']", "data=m3bench"]),
-    (["-m", "predictions=p1.json,p2.json"], ["-m", "model.predictions=p1.json,p2.json", "data=m3bench"]),
-    (["--multir", "predictions=p1.json,p2.json"], ["--multir", "model.predictions=p1.json,p2.json", "data=m3bench"]),
+    (["predictions=p.json"], ["inputs.file=p.json", "data=m3bench"]),
+    (["predictions='a b.json'", "data=vtb"], ["inputs.file='a b.json'", "data=vtb"]),
+    (["predictions=${oc.env:P}", "data.gt=G"], ["inputs.file=${oc.env:P}", "data.gt=G", "data=m3bench"]),
+    (["predictions=[p1.json,'p 2.json']"], ["inputs.files=[p1.json,'p 2.json']", "data=m3bench"]),
+    (["-m", "predictions=p1.json,p2.json"], ["-m", "inputs.file=p1.json,p2.json", "data=m3bench"]),
+    (["--multir", "predictions=p1.json,p2.json"], ["--multir", "inputs.file=p1.json,p2.json", "data=m3bench"]),
     (["predictions=p1.json,p2.json"], ["predictions=p1.json,p2.json", "data=m3bench"]),  # no -m: refused as written
     (["predictions=/x/<img>.json"], ["predictions=/x/<img>.json", "data=m3bench"]),  # for the check to name
-    (["model.predictions=p.json", "sweep.predictions=[q.json]", "trials.predictions=[r.json]"],
-     ["model.predictions=p.json", "sweep.predictions=[q.json]", "trials.predictions=[r.json]", "data=m3bench"]),
+    (["inputs.file=p.json", "inputs.files=[q.json]", "inputs.trials=[r.json]"],
+     ["inputs.file=p.json", "inputs.files=[q.json]", "inputs.trials=[r.json]", "data=m3bench"]),
 ])
 def test_predictions_names_the_files_to_score(argv: list[str], spelt: list[str]) -> None:
-    """`predictions=FILE` is model.predictions, `predictions=[...]` sweep.predictions, a multirun sweep of
+    """`predictions=FILE` is inputs.file, `predictions=[...]` inputs.files, a multirun sweep of
     files one job per file; the value as written, and data=m3bench as for any file named."""
     assert score_shorthands(argv) == spelt
 
@@ -66,8 +66,8 @@ def test_predictions_compose_as_the_settings_they_spell(tmp_path: Path) -> None:
     def composed(*argv: str):
         return compose("score", score_shorthands(list(argv)))
 
-    assert composed("predictions=p.json").model.predictions == "p.json"
-    assert list(composed("predictions=[p1.json,p2.json]").sweep.predictions) == ["p1.json", "p2.json"]
+    assert composed("predictions=p.json").inputs.file == "p.json"
+    assert list(composed("predictions=[p1.json,p2.json]").inputs.files) == ["p1.json", "p2.json"]
     assert composed("predictions=p.json").data.name == "m3bench"
 
 
@@ -87,18 +87,27 @@ def _task(tid: str, query: str) -> dict:
     return {"id": tid, "steps": [{"step": 1, "calls": [{"name": "maps/search", "arguments": {"query": query}}]}]}
 
 
-def test_predictions_file_scores_what_model_predictions_scores(tmp_path: Path, embedding_cache: Path) -> None:
+def test_predictions_file_scores_what_inputs_file_and_the_old_spelling_score(tmp_path: Path,
+                                                                             embedding_cache: Path) -> None:
+    """predictions=P, inputs.file=P and the old spelling model.predictions=P (with its warning) write the same
+    files, byte for byte."""
     (tmp_path / "G.json").write_text(json.dumps([_task(f"g{i}", f"cafe {i}") for i in range(3)]))
     (tmp_path / "P.json").write_text(json.dumps([_task(f"g{i}", "a bakery" if i else "cafe 0") for i in range(3)]))
     common = ["data.gt=G.json", "device=cpu", f"encoder.cache_dir={embedding_cache}", "reports=false",
               "index_dir=null", "progress=false"]
-    for setting, out in (("predictions=P.json", "short"), ("model.predictions=P.json", "long")):
+    runs = (("predictions=P.json", "short"), ("inputs.file=P.json", "long"), ("model.predictions=P.json", "old"))
+    for setting, out in runs:
         proc = run_script("score", setting, *common, f"output_dir={out}", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
+        warned = [line for line in proc.stderr.splitlines() if line.startswith("warning: model.predictions")]
+        assert len(warned) == (out == "old"), proc.stderr
     short, long = (json.loads((tmp_path / out / "results_eval.json").read_text()) for out in ("short", "long"))
     assert short == long and short["aggregate"]["num_ids"] == 3 and short["meta"]["predictions"] == "P.json"
-    written = [sorted(p.name for p in (tmp_path / out).iterdir()) for out in ("short", "long")]
-    assert written[0] == written[1]
+    written = [sorted(p.name for p in (tmp_path / out).iterdir() if p.is_file()) for _, out in runs]
+    assert written[0] == written[1] == written[2]
+    for name in written[0]:
+        if not name.endswith(".log"):
+            assert len({(tmp_path / out / name).read_bytes() for _, out in runs}) == 1, name
 
 
 @pytest.mark.slow

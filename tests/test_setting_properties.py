@@ -32,8 +32,8 @@ TMP = "{tmp}"
 
 def leaves(schema: type, prefix: str = "") -> list[tuple[str, Any, dict]]:
     """(dotted key, type, metadata) of every setting of a schema; open mappings (dict fields: a model's settings,
-    the `stats` group, checked where they are read; so `stats.resamples`, whose bound with a memory estimate is
-    the statistics step's, is not drawn here) are left out."""
+    checked where they are read) are left out. The score app's `stats` is a node of its own, so `stats.*` is drawn,
+    `stats.resamples` too (its bound with a memory estimate is the statistics step's, for values in range)."""
     hints = typing.get_type_hints(schema)
     out = []
     for f in dataclasses.fields(schema):
@@ -124,3 +124,19 @@ def test_every_setting_of_every_app_is_drawn() -> None:
     assert json.dumps(sorted(key for app, key, *_ in SETTINGS if app == "calibrate")) == json.dumps(sorted(
         ["pairs", "profile", "device", "home", "output_dir", "encoder.model", "encoder.backend", "encoder.cache_dir",
          "tau_weak_grid", "tau_strong_grid"]))
+
+
+def test_stats_settings_are_drawn_and_a_resample_count_past_memory_is_one_line(tmp_path: Path) -> None:
+    """`stats` is a typed node, so its settings are drawn above; a resample count within its range that would
+    not fit in memory is refused by the statistics step's estimate the same way: one line, status 2, and
+    nothing written (the demo neither: it is written after the checks)."""
+    drawn = {key for app, key, *_ in SETTINGS if app == "score" and key.startswith("stats.")}
+    assert {"stats.enabled", "stats.resamples", "stats.level", "stats.seed", "stats.cluster", "stats.method",
+            "stats.power", "stats.min_clusters"} <= drawn
+    before = sorted(tmp_path.rglob("*"))
+    args = [a.format(tmp=tmp_path) for a in BASE["score"]]
+    proc = call_app("score", *args, "stats=on", f"stats.resamples={10 ** 15}", cwd=tmp_path)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"error: stats.resamples={10 ** 15}: the statistics step would need about")
+    assert sorted(tmp_path.rglob("*")) == before

@@ -9,8 +9,11 @@ from math import comb
 from pathlib import Path
 
 import pytest
+from hydra.errors import ConfigCompositionException
 from preloaded import run_python
 
+from engine.apps.compose import compose
+from engine.apps.config import check_ranges, typed
 from engine.contract import ConfigError, InputError, parse_trajectories
 from engine.trial_estimators import pass_at_k, pass_hat_k, rate
 from engine.trials import (
@@ -26,7 +29,6 @@ from engine.trials import (
     mean_std,
     rates,
     slot_state,
-    success_rule,
     trial_path,
     trials_document,
 )
@@ -158,14 +160,17 @@ def test_success_needs_a_declared_verdict() -> None:
         inventory(["a"], [fraction], rubric)
     verdict = Trial(Path("t1.json"), parse_trajectories(Path("t1.json"), [record("a")]), {"a": {"ok": True}})
     assert inventory(["a"], [verdict], SuccessRule("outcome_checks", key="ok"))[0].success is True
-    assert success_rule({"rule": "outcome_checks"}).field == "check_success"
-    assert success_rule({"rule": "critical_rubrics"}).field == "pass_rate"
+    assert SuccessRule("outcome_checks").field == "check_success"
+    assert SuccessRule("critical_rubrics").field == "pass_rate"
     errored = Trial(Path("t1.json"), parse_trajectories(Path("t1.json"), [record("a")]), {"a": {"check_success": None}})
     assert inventory(["a"], [errored], SuccessRule("outcome_checks"))[0].success is False  # an evaluator error
-    with pytest.raises(ConfigError, match="trials.success.rule"):
-        success_rule({"rule": "sum_of_fractions"})
-    with pytest.raises(ConfigError, match="trials.success.threshold"):
-        success_rule({"threshold": 2})
+    with pytest.raises(ConfigCompositionException, match="sum_of_fractions"):  # a choice: trials.success.rule's enum
+        compose("score", ["trials.success.rule=sum_of_fractions"])
+    with pytest.raises(ConfigError, match=r"^trials.success.threshold=2.0: must be a number in \[0, 1\]$"):
+        check_ranges("score", compose("score", ["trials.success.threshold=2"]))
+    with pytest.raises(ConfigError, match="^trials.success.key=: must be a per_id key or null$"):
+        typed("score", compose("score", ["trials.success.key=''"]))
+
 
 
 def test_mean_std() -> None:
@@ -213,7 +218,7 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
         trial_path(pred, i).with_name(f"m_test_mcp_fuzzy_trial{i}_taskcompletion.json").write_text(
             json.dumps([{"id": k, "task_completion": v, "information_grounding": 0.5} for k, v in tc.items()]))
     out = tmp_path / "out"
-    proc = score(f"data.gt={tmp_path / 'gt.json'}", f"model.predictions={pred}", f"output_dir={out}",
+    proc = score(f"data.gt={tmp_path / 'gt.json'}", f"inputs.file={pred}", f"output_dir={out}",
                  f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out / "trials.json").read_text())["models"]["m_test_mcp_fuzzy"]
@@ -246,7 +251,7 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     assert "refused: 1 slot(s) missing: 1#3" in conventions and "(max_k 3)" in conventions
     assert (out / "pass_k.png").stat().st_size > 0 and (out / "task_spread.png").stat().st_size > 0
     # with stats=on, stats.json holds the rates' intervals (tasks resampled with their trials)
-    on = score(f"data.gt={tmp_path / 'gt.json'}", f"model.predictions={pred}", f"output_dir={tmp_path / 'on'}",
+    on = score(f"data.gt={tmp_path / 'gt.json'}", f"inputs.file={pred}", f"output_dir={tmp_path / 'on'}",
                f"encoder.cache_dir={embedding_cache}", "device=cpu", "stats=on", "stats.resamples=200",
                "stats.cluster=sample", "stats.min_clusters=2", cwd=tmp_path)  # three tasks of no family: 3 clusters
     assert on.returncode == 0, on.stderr
@@ -261,14 +266,14 @@ def test_score_four_trials(tmp_path: Path, embedding_cache: Path) -> None:
     assert shown
     # a leaderboard sweep finds the trials by name beside a model with one plain file
     (tmp_path / "plain_test_mcp_fuzzy.json").write_text(json.dumps(gt))
-    sweep = score(f"data.gt={tmp_path / 'gt.json'}", "sweep.models=[m,plain]", f"results_dir={tmp_path}",
+    sweep = score(f"data.gt={tmp_path / 'gt.json'}", "inputs.models=[m,plain]", f"results_dir={tmp_path}",
                   f"output_dir={tmp_path / 'sweep'}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
                   cwd=tmp_path)
     assert sweep.returncode == 0, sweep.stderr
     models = json.loads((tmp_path / "sweep" / "trials.json").read_text())["models"]
     assert list(models) == ["m"] and models["m"]["pass_hat_k"] == doc["pass_hat_k"]
     assert {"m_trial1", "m_trial4", "plain"} <= {p.name for p in (tmp_path / "sweep").iterdir()}
-    dup = score(f"data.gt={tmp_path / 'gt.json'}", f"trials.predictions=[{trial_path(pred, 1)},{trial_path(pred, 1)}]",
+    dup = score(f"data.gt={tmp_path / 'gt.json'}", f"inputs.trials=[{trial_path(pred, 1)},{trial_path(pred, 1)}]",
                 f"output_dir={tmp_path / 'dup'}", f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
     assert dup.returncode == 2 and "duplicate trial" in dup.stderr and "Traceback" not in dup.stderr
 

@@ -52,7 +52,7 @@ def scored_run(tmp_path_factory, embedding_cache: Path) -> Path:
     _run(["scripts/judge.py", "judges=scripted", f"data.gt={gt}", f"predictions={paths['demo_weak']}",
           f"results_dir={base}", f"cache_dir={base / 'judge-cache'}"])
     run = base / "run"
-    _run(["scripts/score.py", f"data.gt={gt}", f"sweep.predictions=[{','.join(str(paths[m]) for m in MODELS)}]",
+    _run(["scripts/score.py", f"data.gt={gt}", f"inputs.files=[{','.join(str(paths[m]) for m in MODELS)}]",
           f"output_dir={run}", f"encoder.cache_dir={embedding_cache}"])
     assert view_main([str(run)]) == 0
     return run
@@ -656,7 +656,7 @@ def test_a_reference_from_a_second_references_file_is_drawn(tmp_path: Path, embe
     g2.write_text(json.dumps([two]))
     pred.write_text(json.dumps([{**two, "final_reply": "done"}]))
     run = tmp_path / "run"
-    _run(["scripts/score.py", f"data.references=[{g1},{g2}]", f"model.predictions={pred}", f"output_dir={run}",
+    _run(["scripts/score.py", f"data.references=[{g1},{g2}]", f"inputs.file={pred}", f"output_dir={run}",
           f"encoder.cache_dir={embedding_cache}"])
     meta = json.loads((run / "results_eval.json").read_text())["meta"]
     assert meta["references"] == [str(g1), str(g2)] and meta["gt"] == str(g1)
@@ -840,7 +840,7 @@ def test_a_call_never_made_is_shown_so_and_never_matched(tmp_path: Path, embeddi
     gt.write_text(json.dumps([{"id": "1", "question": "q", "steps": [{"calls": [call]}, {"calls": [call]}]}]))
     pred.write_text(json.dumps([{"id": "1", "steps": [{"calls": [unmade]}, {"calls": [call]}], "illegal_calls": 1}]))
     run = tmp_path / "run"
-    _run(["scripts/score.py", f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={run}",
+    _run(["scripts/score.py", f"data.gt={gt}", f"inputs.file={pred}", f"output_dir={run}",
           f"encoder.cache_dir={embedding_cache}"])
     assert view_main([str(run)]) == 0
     task = _model_data(run, _slug(run, "p"))["tasks"]["1"]
@@ -872,7 +872,7 @@ def test_leaderboard_intervals_in_every_column_fit_1400_px(tmp_path: Path, score
     data = scored_run.parent / "data"
     run = tmp_path / "run"
     _run(["scripts/score.py", f"data.gt={data / 'reference.json'}",
-          f"sweep.predictions=[{','.join(str(data / f'{m}.json') for m in MODELS)}]", "stats.cluster=sample",
+          f"inputs.files=[{','.join(str(data / f'{m}.json') for m in MODELS)}]", "stats.cluster=sample",
           "stats.resamples=2000", f"output_dir={run}", f"encoder.cache_dir={embedding_cache}", "device=cpu"])
     assert view_main([str(run)]) == 0
     stats = json.loads((run / "stats.json").read_text(encoding="utf-8"))

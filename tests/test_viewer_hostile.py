@@ -111,7 +111,7 @@ def hostile_run(tmp_path_factory, embedding_cache: Path) -> tuple[Path, str]:
     gt = _write_hostile_inputs(base)
     run = base / RUN_NAME
     quoted = ",".join(f"'{base / m}.json'" for m in MODEL_NAMES)
-    done = _script("score", f"data.gt={gt}", f"sweep.predictions=[{quoted}]", f"output_dir='{run}'",
+    done = _script("score", f"data.gt={gt}", f"inputs.files=[{quoted}]", f"output_dir='{run}'",
                    f"encoder.cache_dir={embedding_cache}")
     assert done.returncode == 0, done.stderr[-3000:]
     results = next(p for p in run.glob("*/results_eval.json") if p.parent.name == MODEL_NAMES[1])
@@ -333,7 +333,7 @@ def _small_run(base: Path, embedding_cache: Path) -> Path:
     gt.write_text(json.dumps([task]))
     pred.write_text(json.dumps([task]))
     run = base / "run"
-    done = _script("score", f"data.gt={gt}", f"model.predictions={pred}", f"output_dir={run}",
+    done = _script("score", f"data.gt={gt}", f"inputs.file={pred}", f"output_dir={run}",
                    f"encoder.cache_dir={embedding_cache}")
     assert done.returncode == 0, done.stderr[-3000:]
     return run
@@ -475,7 +475,7 @@ def test_a_killed_build_leaves_nothing_in_the_way(tmp_path: Path, embedding_cach
     assert not stage.exists() and not dead.exists() and live.is_dir()  # the dead ones removed, not the live one
     live.rmdir()
     stage = _killed_build(run)
-    done = _script("score", f"data.gt={tmp_path / 'gt.json'}", f"model.predictions={tmp_path / 'p.json'}",
+    done = _script("score", f"data.gt={tmp_path / 'gt.json'}", f"inputs.file={tmp_path / 'p.json'}",
                    f"output_dir={run}", f"encoder.cache_dir={embedding_cache}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert not (run / STAGING).exists() and (run / "results_eval.json").is_file()

@@ -150,12 +150,12 @@ def test_the_dropin_file_joins_per_task_and_in_aggregate_under_each_profile(tmp_
 def test_the_score_app_refuses_an_unknown_profile_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "verdicts.json", [{"id": "vtb-01", "rubrics": [{"weight": 2, "met": True}]}])
     proc = run_python([str(ROOT / "scripts" / "score.py"), "data=vtb_demo",
-                           f"model.predictions={ROOT / 'rollout' / 'demo' / 'vtb_reference.json'}",
-                           f"model.rubrics={path}", "vtb.profile=lenient", f"output_dir={tmp_path / 'out'}"],
+                           f"inputs.file={ROOT / 'rollout' / 'demo' / 'vtb_reference.json'}",
+                           f"inputs.verdicts.rubrics={path}", "vtb.profile=lenient", f"output_dir={tmp_path / 'out'}"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == ("error: vtb.profile: unknown VisualToolBench profile 'lenient'; "
-                                                   "expected one of published, strict")
+    assert proc.stderr.strip().splitlines()[-1] == ("error: vtb.profile=lenient: wrong type for vtb.profile: Invalid "
+                                                   "value 'lenient', expected one of [published, strict]")
     assert not (tmp_path / "out" / "results_eval.json").exists()
 
 
@@ -219,9 +219,9 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     dropin = _write(tmp_path / "verdicts.json", [{"id": tid, "rubrics": [{"weight": 2, "met": tid.endswith("mt")}]}
                                                  for tid in values.per_id])
     one = tmp_path / "one"
-    run_script("score", "data=vtb_demo", f"model.predictions={results / 'scripted_test_mcp_fuzzy.json'}",
-               f"model.rubrics={dropin}", f"output_dir={one}", f"encoder.cache_dir={embedding_cache}", "device=cpu",
-               cwd=tmp_path)
+    run_script("score", "data=vtb_demo", f"inputs.file={results / 'scripted_test_mcp_fuzzy.json'}",
+               f"inputs.verdicts.rubrics={dropin}", f"output_dir={one}", f"encoder.cache_dir={embedding_cache}",
+               "device=cpu", cwd=tmp_path)
     result = json.loads((one / "results_eval.json").read_text())
     assert result["aggregate"]["rubric_score"] == 2 / 6 and result["aggregate"]["pass_rate"] == 1.0
 
@@ -260,7 +260,7 @@ def test_vtb_response_files_are_judged_and_scored_without_references(tmp_path: P
     assert [len(verdicts["per_id"][t]["turns"]) for t in ("s1", "m1")] == [1, 2]
     assert all(turn["answered"] for turn in verdicts["per_id"]["m1"]["turns"])
     out = tmp_path / "board"
-    proc = run_script("score", "data=vtb", f"model.predictions={responses}", f"output_dir={out}", "device=cpu",
+    proc = run_script("score", "data=vtb", f"inputs.file={responses}", f"output_dir={out}", "device=cpu",
                       cwd=tmp_path)
     assert proc.stderr.count("no reference trajectories") == 1
     aggregate = json.loads((out / "results_eval.json").read_text())["aggregate"]

@@ -4,39 +4,38 @@ pairs with labelled call pairs, from the Hydra config in conf/calibrate/."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import cast
 
-from omegaconf import DictConfig
-from omegaconf.errors import MissingMandatoryValue
-
-from engine.apps.config import APPS
-from engine.apps.kit import hydra_app, output_folder
+from engine.apps.config.calibrate import SPEC, CalibrateConfig
+from engine.apps.kit import hydra_app
 from engine.calibration import best_point, calibrate, load_pairs, pair_similarities
 from engine.contract import ConfigError, InputError, atomic_write_csv, atomic_write_json
 from engine.encoders import TextEncoder
-from engine.metricspec import check_profile
+from engine.metricspec import Profile
 from kernels.device import resolve_device
 
 COLUMNS = ["tau_strong", "tau_weak", "accuracy", "recall_weak", "recall_medium", "recall_strong"]
 
 
-def run(cfg: DictConfig) -> int:
-    """Calibrate on cfg.pairs, write the grid and print the best points; returns the exit code."""
-    try:
-        profile = check_profile(str(cfg.profile))
-        pairs = load_pairs(cfg.pairs)
-        cache_dir = None if cfg.encoder.cache_dir in (None, "") else str(cfg.encoder.cache_dir)
-        encoder = TextEncoder(cfg.encoder.model, device=str(resolve_device(str(cfg.device))),
-                              backend=str(cfg.encoder.get("backend") or "auto"), export_dir=cache_dir)
-        similarity = pair_similarities(pairs, encoder, cache_dir, profile)
-        rows = calibrate(similarity, pairs.labels, list(cfg.tau_weak_grid), list(cfg.tau_strong_grid))
-        best = best_point(rows)
-    except MissingMandatoryValue:
+def run(cfg: CalibrateConfig, out: Path) -> int:
+    """Calibrate on cfg.pairs, write the grid into the run folder `out` and print the best points; returns the
+    exit code."""
+    if cfg.pairs is None:
         print("error: no labelled pairs file: set pairs=FILE", file=sys.stderr)
         return 2
+    try:
+        profile = cast(Profile, str(cfg.profile))  # one of the schema's choices
+        pairs = load_pairs(cfg.pairs)
+        cache_dir = cfg.encoder.cache_dir or None
+        encoder = TextEncoder(cfg.encoder.model, device=str(resolve_device(cfg.device)),
+                              backend=str(cfg.encoder.backend), export_dir=cache_dir)
+        similarity = pair_similarities(pairs, encoder, cache_dir, profile)
+        rows = calibrate(similarity, pairs.labels, cfg.tau_weak_grid, cfg.tau_strong_grid)
+        best = best_point(rows)
     except (InputError, ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = output_folder(cfg)
     atomic_write_csv(out / "calibration.csv", COLUMNS, rows)
     described = encoder.description()
     atomic_write_json(out / "calibration.json", {"pairs": len(pairs.labels), "best": best, "grid": rows,
@@ -50,4 +49,4 @@ def run(cfg: DictConfig) -> int:
     return 0
 
 
-main = hydra_app(APPS["calibrate"], run)
+main = hydra_app(SPEC, run)

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, cast
 
 from hydra import compose as hydra_compose
@@ -15,12 +13,10 @@ from hydra.initialize import get_gh_backup, restore_gh_from_backup
 from omegaconf import DictConfig, OmegaConf
 
 import engine.apps.config  # noqa: F401  (stores the apps' schemas in Hydra's ConfigStore)
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CONF_ROOT = PROJECT_ROOT / "conf"
-
-# ${project_path:rollout/demo/reference.json}: a path inside the project, wherever it is installed.
-OmegaConf.register_new_resolver("project_path", lambda rel: str(PROJECT_ROOT / rel), replace=True)
+from engine.apps.resolvers import CONF_ROOT as CONF_ROOT
+from engine.apps.resolvers import PROJECT_ROOT as PROJECT_ROOT
+from engine.apps.resolvers import config_groups as config_groups
+from engine.apps.resolvers import config_roots as config_roots
 
 
 def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> DictConfig:
@@ -40,22 +36,3 @@ def plain_config(cfg: DictConfig) -> dict[str, Any]:
     """A composed config as a plain dict, its interpolations resolved (a config root is a mapping with string
     keys, so the dict's keys are strings)."""
     return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
-
-
-@functools.cache
-def config_roots(app: str) -> tuple[Path, ...]:
-    """The folders of the app's config groups: conf/<app>/, then the folders its config adds to the search
-    path (`hydra.searchpath`, `file://` entries: conf/shared/, whose data sets the score, judge and rollout
-    apps share)."""
-    entries = OmegaConf.select(OmegaConf.load(CONF_ROOT / app / "config.yaml"), "hydra.searchpath") or []
-    return (CONF_ROOT / app, *(Path(e.removeprefix("file://")) for e in entries if e.startswith("file://")))
-
-
-def config_groups(app: str) -> dict[str, list[str]]:
-    """The config groups on the app's search path (not Hydra's) and their options."""
-    groups: dict[str, set[str]] = {}
-    for root in config_roots(app):
-        for d in sorted(root.iterdir()):
-            if d.is_dir() and d.name != "hydra":
-                groups.setdefault(d.name, set()).update(f.stem for f in d.glob("*.yaml"))
-    return {name: sorted(groups[name]) for name in sorted(groups)}

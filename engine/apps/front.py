@@ -5,6 +5,7 @@ imports only the app kit, the shorthands and the apps' schemas)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +23,10 @@ class CommandLine:
     spec: AppSpec[Any]
     rewrite: Callable[[list[str]], list[str]] | None = None
 
-    def check(self) -> None:
-        """Check the process's command line (engine.apps.kit.check_argv): status 2 with one line when bad."""
-        check_argv(self.spec.name, self.spec.open_keys, self.spec.names, self.rewrite)
+    def check(self) -> list[str]:
+        """The process's command line checked (engine.apps.kit.check_argv), as Hydra is to run it: status 2
+        with one line when bad."""
+        return check_argv(self.spec.name, sys.argv[1:], self.spec.open_keys, self.spec.names, self.rewrite)
 
 
 SCORE = CommandLine(APPS["score"], rewrite=score_shorthands)
@@ -37,11 +39,8 @@ LINES = {"engine.apps.score": SCORE, "engine.apps.calibrate": CALIBRATE}
 """The app modules whose command line is checked here first, by module."""
 
 
-def check_line(module: str) -> bool:
-    """Check the process's command line for the app module, if it is one of LINES (a bad one ends the process
-    with status 2); whether it was checked."""
+def check_line(module: str) -> list[str] | None:
+    """The process's command line checked for the app module, if it is one of LINES (a bad one ends the
+    process with status 2), as Hydra is to run it; None for another module."""
     line = LINES.get(module)
-    if line is None:
-        return False
-    line.check()
-    return True
+    return None if line is None else line.check()

@@ -34,8 +34,8 @@ def run_app(module: str) -> None:
         main = importlib.import_module(module).main
     except KeyboardInterrupt as exc:
         sys.exit(interrupted(exc))
-    if checked:
-        main(checked=True)
+    if checked is not None:
+        main(checked=checked)
     else:
         main()
 

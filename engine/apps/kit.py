@@ -9,59 +9,34 @@ with. The console scripts (pyproject) and scripts/*.py call the same `main` of e
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
-import difflib
-import io
 import logging
 import os
-import re
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from fnmatch import fnmatchcase
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import hydra
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override, Transformer
-from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import ConfigTypeError, ValidationError
+from omegaconf import DictConfig, OmegaConf
 
-from engine.apps.compose import CONF_ROOT, compose, config_groups
-from engine.apps.config import CHECKS, FLAGS, RANGES, AppSpec, check_ranges, folder_problem, typed
+import engine.apps.resolvers  # noqa: F401  (the configs' resolvers, registered once)
+from engine.apps.check import check_command_line as check_command_line
+from engine.apps.check import closest as closest
+from engine.apps.compose import CONF_ROOT
+from engine.apps.compose import config_groups as config_groups
+from engine.apps.config import AppSpec, check_ranges, folder_problem, typed
 from engine.apps.interrupt import interrupted
-from engine.apps.overrides import (
-    CommandLineError,
-    check_names,
-    hydra_arguments,
-    override_values,
-    sweep_jobs,
-    unparsable,
-)
+from engine.apps.overrides import CommandLineError as CommandLineError
 from engine.contract import ConfigError
-
-# A command line that names no config (--help, --info ...) or another one is left to Hydra as it is.
-_OWN_FLAGS = ("config_path", "config_name", "config_dir", "experimental_rerun", "shell_completion")
-
-
-def sweep_subdir(num: int, dirname: str) -> str:
-    """A multirun job's folder: its swept settings (`hydra.job.override_dirname`, the kit keeps only
-    the swept keys in it), with path separators replaced; the job's number when nothing is swept."""
-    return dirname.replace("/", "_").replace(os.sep, "_") or str(num)
-
-
-# ${sweep_subdir:${hydra.job.num},${hydra.job.override_dirname}}: hydra.sweep.subdir of every app.
-OmegaConf.register_new_resolver("sweep_subdir", sweep_subdir, replace=True)
 
 
 class BelowWarning(logging.Filter):
@@ -95,23 +70,57 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+@dataclass
+class Launch:
+    """One launch of an app, shared by its entry point and its RunFolder callback (which Hydra makes): the
+    app's check of an existing run folder, and the outermost folder the run created (None: none)."""
+
+    check: Callable[[DictConfig, Path], None] | None = None
+    created: Path | None = None
+
+
+_LAUNCH: ContextVar[Launch | None] = ContextVar("m3bench_launch", default=None)
+"""The launch under way, set by the entry point for the time of its run only (hydra_app's `main`)."""
+
+
+@contextlib.contextmanager
+def launched(launch: Launch) -> Iterator[Launch]:
+    """`launch` as the launch under way for the block, and the one before it again afterwards."""
+    token = _LAUNCH.set(launch)
+    try:
+        yield launch
+    finally:
+        _LAUNCH.reset(token)
+
+
+@contextlib.contextmanager
+def hydra_argv(argv: Sequence[str]) -> Iterator[None]:
+    """The process's arguments as Hydra is to read them (`argv` after the program's name) for the block, and
+    as they were afterwards: Hydra reads its command line from sys.argv and nowhere else."""
+    given = sys.argv[1:]
+    sys.argv[1:] = list(argv)
+    try:
+        yield
+    finally:
+        sys.argv[1:] = given
+
+
 class RunFolder(Callback):
     """Hydra callback (hydra.callbacks.run_folder of every app): notes whether the run folder
-    (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created."""
+    (hydra.run.dir) exists before Hydra creates it, so that a failed run can remove what it created (in the
+    launch under way: Launch)."""
 
-    created: Path | None = None  # the outermost folder this run created, None when it created none
-    check: Callable[[DictConfig, Path], None] | None = None  # the app's check of an existing run folder
-
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         """Called before Hydra creates the run folder (or writes into it): a folder that cannot be made
         (engine.apps.config.folder_problem), or an existing folder the app refuses (`check`, raising a
         ValueError such as ConfigError, or an OSError), ends the run with one line and status 2 before
         Hydra writes `.hydra/` and the log into it."""
         folder = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
         _check_folder("hydra.run.dir", folder)
-        if RunFolder.check is not None and folder.is_dir():
+        launch = _LAUNCH.get() or Launch()
+        if launch.check is not None and folder.is_dir():
             try:
-                RunFolder.check(config, folder)
+                launch.check(config, folder)
             except (ValueError, OSError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 sys.exit(2)
@@ -120,9 +129,9 @@ class RunFolder(Callback):
             if path.exists():
                 break
             outermost = path
-        RunFolder.created = outermost
+        launch.created = outermost
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         """Called before Hydra creates the multirun's folder: one that cannot be made ends it as above."""
         _check_folder("hydra.sweep.dir", Path(str(OmegaConf.select(config, "hydra.sweep.dir"))).absolute())
 
@@ -135,10 +144,10 @@ def _check_folder(key: str, folder: Path) -> None:
         sys.exit(2)
 
 
-def remove_failed_run_folder(cfg: DictConfig) -> None:
-    """After a run stopped by bad input: remove its run folder when this run created it and it holds nothing but
-    Hydra's own files (`.hydra/`, `<job name>.log`), with the empty folders above it it created."""
-    created = RunFolder.created
+def remove_failed_run_folder(created: Path | None) -> None:
+    """After a run stopped by bad input: remove its run folder when this run created it (`created`: the
+    outermost folder it created, RunFolder) and it holds nothing but Hydra's own files (`.hydra/`,
+    `<job name>.log`), with the empty folders above it it created."""
     if created is None or not HydraConfig.initialized():
         return
     hydra_cfg = HydraConfig.get()
@@ -160,308 +169,37 @@ def remove_failed_run_folder(cfg: DictConfig) -> None:
             break
 
 
-def group_lines(app: str) -> str:
-    """`group: option, ...` for each config group of the app, one a line: the groups of its --help
-    (Hydra's own list, $APP_CONFIG_GROUPS, leaves out those of hydra.searchpath)."""
-    return "\n".join(f"{name}: {', '.join(options)}" for name, options in config_groups(app).items())
-
-
-# ${app_groups:score}: the groups an app's --help lists.
-OmegaConf.register_new_resolver("app_groups", group_lines, replace=True)
-
-
-def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
-    """Every dotted key of a composed config, inner nodes and leaves."""
-    keys = []
-    if isinstance(node, DictConfig):
-        for key in node.keys():
-            path = prefix + str(key)
-            keys.append(path)
-            keys += _dotted_keys(node._get_node(key), f"{path}.")
-    return keys
-
-
-def _first_new(cfg: DictConfig, key: str) -> str | None:
-    """The shortest prefix of a dotted key that the config lacks; None when the key exists."""
-    node: Any = cfg
-    parts = key.split(".")
-    for i, part in enumerate(parts):
-        if isinstance(node, ListConfig):
-            return None
-        if not isinstance(node, DictConfig) or node._is_none() or part not in node.keys():
-            return ".".join(parts[:i + 1])
-        node = node._get_node(part)
-    return None
-
-
-def _is_open(path: str, open_keys: Sequence[str]) -> bool:
-    """Whether a new key at `path` is one an app reads: it matches a pattern of open_keys segment by
-    segment (`*` stands for one segment)."""
-    parts = path.split(".")
-    for pattern in open_keys:
-        segments = pattern.split(".")
-        if len(segments) == len(parts) and all(fnmatchcase(p, s) for p, s in zip(parts, segments)):
-            return True
-    return False
-
-
-def closest(word: str, candidates: Sequence[str], n: int) -> list[str]:
-    """The (at most n) candidates closest to word, closest first."""
-    return difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.6)
-
-
-RUN_FOLDER_SETTING = {"score": "output_dir", "calibrate": "output_dir", "rollout": "run_dir", "judge": "run_dir"}
-"""The setting each app's run folder (hydra.run.dir, hydra.sweep.dir) is made of."""
-
-
-def _check_run_folder(app: str, keys: Sequence[str]) -> None:
-    """Refuse a command line naming the run folder twice: Hydra's folder setting and the app's own."""
-    setting = RUN_FOLDER_SETTING.get(app)
-    hydra_keys = sorted({"hydra.run.dir", "hydra.sweep.dir"}.intersection(keys))
-    if setting in keys and hydra_keys:
-        raise CommandLineError(f"{hydra_keys[0]} and {setting} both name the run folder, and only "
-                               f"{hydra_keys[0]} would be used: give {setting} alone")
-
-
-def check_flags(argv: Sequence[str]) -> None:
-    """Refuse a flag Hydra lacks (``--model gpt5``, ``--model=gpt5``) with the one line that says how a
-    setting is written (``model=gpt5``), in place of Hydra's usage text."""
-    known = hydra_arguments()._option_string_actions
-    for i, token in enumerate(argv):
-        if not token.startswith("--") or token.split("=", 1)[0] in known:
-            continue
-        key, _, value = token[2:].partition("=")
-        if not value and i + 1 < len(argv) and not argv[i + 1].startswith("-") and "=" not in argv[i + 1]:
-            value = argv[i + 1]
-        raise CommandLineError(f"{token}: settings are written key=value, not as flags: write "
-                               f"{key.replace('-', '_')}={value or 'VALUE'} (--help lists the settings)")
-
-
-def check_command_line(app: str, argv: Sequence[str], open_keys: Sequence[str] = (),
-                       names: Sequence[str] = ()) -> list[str]:
-    """Check a Hydra app's command line against its config root before Hydra runs it; returns the
-    overrides Hydra is to run with (the command line's, plus, for a multirun, the keys left out of the
-    jobs' folder names). Raises CommandLineError for: an option that its group lacks (naming the
-    closest options), what Hydra refuses when it composes the command line on the app's schema (a setting
-the config lacks, naming the closest setting; a value of the wrong type: engine.apps.config), a new key (`+key`,
-    `++key`) that no app reads (open_keys: the dotted patterns where new keys are read, e.g. a model's
-    extra request `params.*`; Hydra's own `hydra.*` settings are Hydra's to check), several values (a
-    sweep) without -m, a multirun that would run the same settings twice, an override Hydra cannot
-    parse, a value of a setting of `names` (those that name files, e.g. a model's name) that cannot be
-    part of a file name (engine.contract.check_name), and a value outside its setting's range
-    (engine.apps.config.check_ranges; each value of a sweep). A command line naming other config roots is
-    returned unchecked."""
-    with contextlib.redirect_stderr(io.StringIO()):
-        try:
-            args = hydra_arguments().parse_args(list(argv))
-        except (SystemExit, argparse.ArgumentError):
-            check_flags(argv)
-            return list(argv)
-    if any(getattr(args, flag, None) for flag in _OWN_FLAGS):
-        return list(argv)
+def check_argv(app: str, argv: Sequence[str], open_keys: Sequence[str] = (), names: Sequence[str] = (),
+               rewrite: Callable[[list[str]], list[str]] | None = None) -> list[str]:
+    """A command line of the app checked (`rewrite` first: its shorthands spelt out; then check_command_line):
+    the command line as Hydra is to run it; a CommandLineError ends the process with its one line and
+    status 2."""
     try:
-        overrides = OverridesParser.create().parse_overrides(args.overrides)
-    except OverrideParseException as exc:
-        raise unparsable(exc) from None
-    except HydraException:
-        return list(argv)
-    swept = [o for o in overrides if o.is_sweep_override()]
-    if swept and not args.multirun:
-        o = swept[0]
-        key = o.get_key_element()
-        raise CommandLineError(f"{o.input_line}: several values (a sweep) need -m, one job per value; a single "
-                               f"value holding a comma is quoted: {key}='...'")
-    _check_run_folder(app, [o.key_or_group for o in overrides])
-    groups = config_groups(app)
-    ours = [o for o in overrides if not (o.key_or_group == "hydra" or o.key_or_group.startswith(("hydra.", "hydra/")))]
-    check_names([o for o in ours if o.key_or_group in names and not o.is_delete()])
-    hydra_groups = [o for o in overrides if o.key_or_group.startswith("hydra/")]
-    if hydra_groups:
-        groups.update(_hydra_groups(app, [o.key_or_group for o in hydra_groups]))
-    for o in [*hydra_groups, *ours]:
-        if o.key_or_group in groups:
-            _check_option(o, groups[o.key_or_group])
-    group_lines = []
-    for o in ours:
-        if o.key_or_group not in groups:
-            continue
-        values = override_values(o)
-        group_lines.append(_given(o) if not o.is_sweep_override() or not values
-                           else f"{o.get_key_element()}={values[0]}")
-    settings = [o for o in ours if o.key_or_group not in groups]
-    if settings or args.multirun:
-        lines = [*group_lines, *(line for o in settings if (line := _first_value(o)) is not None)]
-        try:
-            cfg = compose(app, lines, hydra=True)
-        except ConfigCompositionException as exc:
-            raise _refused(app, exc, settings, group_lines, open_keys, groups) from None
-        except HydraException:
-            return list(argv)  # Hydra says why
-        _check_flags(app, settings)
-        for o in settings:
-            if not (o.is_add() or o.is_force_add()):
-                continue
-            base = compose_config(app, group_lines)
-            new = _first_new(base, o.key_or_group) if base is not None else None
-            if new is None or _is_open(new, open_keys):  # `++` of a setting, or a new key an app reads
-                continue
-            raise CommandLineError(f"{o.input_line}: m3bench-{app} does not read {o.key_or_group}"
-                                   f"{_closest_hint(app, o.key_or_group, base, groups)}; --help lists its settings")
-        if not any(getattr(args, flag) for flag in ("help", "hydra_help", "version", "cfg", "info")):
-            _check_ranges(app, cfg, lines, settings)
-        if args.multirun:
-            return [*argv, _folder_names(cfg, overrides, ours)]
-    return list(argv)
-
-
-def _check_flags(app: str, settings: Sequence[Override]) -> None:
-    """A flag (engine.apps.config.FLAGS) given something other than true or false (each value of a sweep) is
-    a CommandLineError: OmegaConf would take 91 or `n` for one."""
-    for o in settings:
-        if o.key_or_group not in FLAGS[app] or o.is_delete() or (o.is_sweep_override() and not o.is_discrete_sweep()):
-            continue
-        values = list(o.sweep_iterator(Transformer.identity)) if o.is_discrete_sweep() else [o.value()]
-        wrong = [v for v in values if not isinstance(v, bool) and not (isinstance(v, str) and "${" in v)]
-        if wrong:
-            raise CommandLineError(f"{o.input_line}: {o.key_or_group} is a flag: true or false")
-
-
-def _check_ranges(app: str, cfg: DictConfig, lines: Sequence[str], settings: Sequence[Override]) -> None:
-    """A bounded setting outside its range, or a checked one its check refuses (check_ranges), is a
-    CommandLineError: in the config of the command line's `lines` (a sweep's first value), then with each
-    further value of a swept bounded or checked setting."""
-    jobs = [cfg]
-    for o in settings:
-        checked = o.key_or_group in RANGES[app] or o.key_or_group in CHECKS[app]
-        values = override_values(o) if o.is_sweep_override() and checked else None
-        at = lines.index(f"{o.get_key_element()}={values[0]}") if values else -1
-        for value in (values or [])[1:]:
-            job = [*lines[:at], f"{o.get_key_element()}={value}", *lines[at + 1:]]
-            jobs.append(compose(app, job, hydra=True))
-    for job_cfg in jobs:
-        try:
-            check_ranges(app, job_cfg)
-        except ConfigError as exc:
-            raise CommandLineError(str(exc)) from None
-
-
-def _given(override: Override) -> str:
-    """The override's text as the command line gave it (Hydra's parser keeps it for every override)."""
-    assert override.input_line is not None, f"override of {override.key_or_group} without its text"
-    return override.input_line
-
-
-def _first_value(override: Override) -> str | None:
-    """The override as one job of it would be given (a choice sweep's first value); None for a sweep
-    whose values cannot be listed (a range, an interval)."""
-    if not override.is_sweep_override():
-        return _given(override)
-    values = override_values(override)
-    return f"{override.get_key_element()}={values[0]}" if values else None
-
-
-SHORTHAND_KEYS: dict[str, tuple[str, ...]] = {"score": ("predictions",), "rollout": ("tasks",)}
-"""Keys a command line of the app may set that no config holds: its shorthands spell them out
-(engine/apps/shorthands.py)."""
-
-
-def _closest_hint(app: str, key: str, base: DictConfig | None, groups: dict[str, list[str]]) -> str:
-    """` (closest: KEY)`: the setting, group or shorthand of the app nearest to key, if any."""
-    shorthands = SHORTHAND_KEYS.get(app, ()) if "." not in key else ()  # a shorthand has no settings under it
-    known = [*(k for k in _dotted_keys(base) if not k.startswith("hydra.")), *groups, *shorthands] \
-        if base is not None else []
-    near = closest(key, known, 1)
-    return f" (closest: {near[0]})" if near else ""
-
-
-def _refused(app: str, exc: ConfigCompositionException, settings: Sequence[Override], group_lines: Sequence[str],
-             open_keys: Sequence[str], groups: dict[str, list[str]]) -> CommandLineError:
-    """Hydra's refusal of a command line's settings, against the app's schema (engine.apps.config), as one
-    line naming the override: a setting the app lacks (with the closest), a value of the wrong type, `+key`
-    for a setting the app has, a new key given without `+` where new keys are read."""
-    text = str(exc)
-    cause = exc.__cause__
-    quoted = re.search(r"'([^']+)'", text)
-    key = str(getattr(cause, "full_key", "") or (quoted.group(1) if quoted else ""))
-    given = [o for o in settings if o.key_or_group == key or key.startswith(f"{o.key_or_group}.")
-             or o.key_or_group.startswith(f"{key}.")]  # a setting under a node the app lacks
-    merging = re.match(r"Error merging override (.+)$", text.splitlines()[0])
-    if merging:
-        given = [o for o in settings if o.input_line == merging.group(1)] or given
-    if not given:
-        return CommandLineError(f"m3bench-{app}: {text.splitlines()[0]}")
-    o = given[0]
-    if isinstance(cause, (ValidationError, ConfigTypeError)):  # a value of another type; a mapping for a list
-        reason = str(cause).splitlines()[0]
-        return CommandLineError(f"{o.input_line}: wrong type for {cause.full_key or o.key_or_group}: {reason}")
-    if "An item is already at" in text:
-        return CommandLineError(f"{o.input_line}: {o.key_or_group} is a setting already: set it with "
-                                f"{_given(o)[1:]}")
-    base = compose_config(app, group_lines)
-    if text.startswith("Could not override") and base is not None:
-        new = _first_new(base, o.key_or_group)
-        if new is not None and _is_open(new, open_keys):
-            return CommandLineError(f"{o.input_line}: {o.key_or_group} is a new key: add it with +{o.input_line}")
-    return CommandLineError(f"{o.input_line}: m3bench-{app} has no setting {o.key_or_group}"
-                            f"{_closest_hint(app, o.key_or_group, base, groups)}; --help lists its settings")
-
-
-def _hydra_groups(app: str, names: Sequence[str]) -> dict[str, list[str]]:
-    """Hydra's groups among names (hydra/launcher, ...) with their options on the app's search path
-    (the app's conf/<app>/hydra/ and Hydra's plugins); a group without options is Hydra's to report."""
-    with initialize_config_dir(config_dir=str(CONF_ROOT / app), version_base="1.3"):
-        loader = GlobalHydra.instance().config_loader()
-        found = {name: sorted(loader.get_group_options(name)) for name in names}
-    return {name: options for name, options in found.items() if options}
-
-
-def _check_option(override: Override, options: list[str]) -> None:
-    """An option its group lacks is a CommandLineError naming the closest options (or all of them)."""
-    for value in override_values(override) or []:
-        if value not in options and value not in ("null", "None"):
-            near = closest(value, options, 3)
-            raise CommandLineError(
-                f"{override.input_line}: group {override.key_or_group} has no option {value!r}; "
-                + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
-
-
-def compose_config(app: str, overrides: Sequence[str]) -> DictConfig | None:
-    """The app's config with these (group) overrides and its hydra node, unresolved; None when Hydra
-    cannot compose it (Hydra then says why)."""
-    try:
-        return compose(app, overrides, hydra=True)
-    except HydraException:
-        return None
-
-
-def _folder_names(cfg: DictConfig, overrides: Sequence[Override], ours: Sequence[Override]) -> str:
-    """The override that names each multirun job's folder by its swept settings only: every other key
-    of the command line joins the app's excluded keys (its output settings,
-    hydra.job.config.override_dirname.exclude_keys). Two jobs with the same settings are refused."""
-    excluded = list(OmegaConf.select(cfg, "hydra.job.config.override_dirname.exclude_keys") or [])
-    swept = {o.key_or_group for o in ours if o.is_sweep_override()}
-    excluded += sorted({o.key_or_group for o in ours} - swept - set(excluded))
-    if not any(o.key_or_group.startswith("hydra/sweeper") for o in overrides):
-        seen: set[tuple[str, ...]] = set()
-        for job in sweep_jobs(ours) or []:
-            if job in seen:
-                raise CommandLineError(f"the multirun runs {','.join(job) or 'the same job'} twice (each job's "
-                                       "folder is named by its swept settings): drop the repeated value")
-            seen.add(job)
-    return f"hydra.job.config.override_dirname.exclude_keys=[{','.join(excluded)}]"
-
-
-def check_argv(app: str, open_keys: Sequence[str] = (), names: Sequence[str] = (),
-               rewrite: Callable[[list[str]], list[str]] | None = None) -> None:
-    """The process's command line checked for the app (`rewrite` first: its shorthands spelt out; then
-    check_command_line) and put back in sys.argv as Hydra is to run it; a CommandLineError ends the
-    process with its one line and status 2."""
-    try:
-        argv = rewrite(sys.argv[1:]) if rewrite else sys.argv[1:]
-        sys.argv[1:] = check_command_line(app, argv, open_keys, names)
+        return check_command_line(app, rewrite(list(argv)) if rewrite else list(argv), open_keys, names)
     except CommandLineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+def _remove_failed_run() -> None:
+    """remove_failed_run_folder of the launch under way (a module function: a launcher that pickles the task,
+    submitit's, pickles it by name, and a ContextVar cannot be pickled)."""
+    launch = _LAUNCH.get()
+    remove_failed_run_folder(launch.created if launch is not None else None)
+
+
+def run_config(spec: AppSpec[Any], run: Callable[..., int], cfg: DictConfig) -> int:
+    """Run the app on a composed config: its ranges checked (what the command line's check could not see, a
+    group option's own file), then ``run(typed(spec, cfg), run_folder)`` for an app with `spec.typed` (the
+    config as the schema's objects, made once: engine.apps.config.typed), else ``run(cfg)``; a refused value
+    is one line and status 2. Returns the status."""
+    try:
+        check_ranges(spec.name, cfg)
+        settings = typed(spec, cfg, missing_as_none=spec.missing_as_none) if spec.typed else None
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run(cfg) if settings is None else run(settings, output_folder(cfg))
 
 
 def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = False,
@@ -474,50 +212,39 @@ def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = Fa
     `spec.typed`, ``run(typed(spec, cfg), run_folder)``) and exits with its status; a run stopped by bad input
     (status 2) removes the run folder it created when that holds nothing but Hydra's own files
     (RunFolder); `check_folder(cfg, folder)`, when given, checks an existing run folder before Hydra
-    writes into it (RunFolder.check). Ctrl-C ends it with one line and status 130 (`interrupted`). With
-    `quick_exit`, the process ends through exit_now. `main(checked=True)` runs a command line already
-    checked (check_argv: engine.apps.interrupt.run_app checks it before the app's modules load)."""
+    writes into it (RunFolder, through the Launch under way). Ctrl-C ends it with one line and status 130
+    (`interrupted`). With `quick_exit`, the process ends through exit_now. `main(checked=LINE)` runs the
+    process's command line as already checked (check_argv: engine.apps.interrupt.run_app checks it before the
+    app's modules load). sys.argv is Hydra's command line only while Hydra runs, and as it was afterwards."""
 
     app, open_keys, names = spec.name, spec.open_keys, spec.names
 
     @hydra.main(version_base="1.3", config_path=str(CONF_ROOT / app), config_name="config")
     def task(cfg: DictConfig) -> None:
-        try:
-            check_ranges(app, cfg)  # what the command line's check could not see (a group option's own file)
-            settings = typed(spec, cfg, missing_as_none=spec.missing_as_none) if spec.typed else None
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            code = 2
-        else:
-            code = run(cfg) if settings is None else run(settings, output_folder(cfg))
+        code = run_config(spec, run, cfg)
         if code == 2:  # bad input: the run stopped before doing anything
-            remove_failed_run_folder(cfg)
+            _remove_failed_run()
         if code:
             sys.exit(code)
 
-    def start(checked: bool = False) -> None:
-        if not checked:
-            check_argv(app, open_keys, names, rewrite)
-        RunFolder.check = check_folder
+    def start(argv: Sequence[str], checked: bool = False) -> None:
+        line = list(argv) if checked else check_argv(app, argv, open_keys, names, rewrite)
         try:
-            task()
+            with launched(Launch(check_folder)), hydra_argv(line):
+                task()
         except KeyboardInterrupt as exc:
             sys.exit(interrupted(exc))
 
-    def main(argv: Sequence[str] | None = None, checked: bool = False) -> None:
+    def main(argv: Sequence[str] | None = None, checked: Sequence[str] | None = None) -> None:
         if argv is not None:  # called in-process: these arguments, and the process is not ended early
-            given = sys.argv[1:]
-            sys.argv[1:] = list(argv)
-            try:
-                start()
-            finally:
-                sys.argv[1:] = given
+            start(argv)
             return
+        line, given = (checked, True) if checked is not None else (sys.argv[1:], False)
         if not quick_exit:
-            start(checked)
+            start(line, given)
             return
         try:
-            start(checked)
+            start(line, given)
         except SystemExit as stop:
             code = stop.code
             if code is not None and not isinstance(code, int):

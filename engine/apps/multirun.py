@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -22,7 +21,7 @@ class CombinedTable(Callback):
     `reports` on, the reports of every job's results in `<sweep dir>/report/`: one leaderboard when the jobs
     are comparable, else one per group of comparable jobs and comparison.md (engine.reports.write.write_comparison)."""
 
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         """Called once, after every job of the multirun."""
         if not OmegaConf.select(config, "reports", default=True):
             return

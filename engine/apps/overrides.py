@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import itertools
 from collections.abc import Sequence
-from typing import Any
 
 from hydra.core.override_parser.types import Override, Transformer
 from hydra.errors import OverrideParseException
@@ -34,7 +33,7 @@ def check_names(overrides: Sequence[Override]) -> None:
     """A value of these overrides (each of a choice sweep or a list; null and ranges left to the run) that
     cannot be part of a file name (engine.contract.check_name) is a CommandLineError."""
     for o in overrides:
-        given: list[Any]
+        given: list[object]
         if o.is_discrete_sweep():
             given = list(o.sweep_iterator(Transformer.identity))
         elif o.is_sweep_override():

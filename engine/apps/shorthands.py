@@ -6,12 +6,14 @@
   that the built-in demo is never scored in place of what it names;
 - `model=NAME` for any model whose predictions are under results_dir: the file
   ``<results_dir>/NAME_test_mcp_fuzzy.json`` that ``rollout.py model=NAME`` writes (and ``judge.py model=NAME``
-  judges), scored as `model.predictions` when NAME is no option of the model group (conf/score/model/);
+  judges), scored as `inputs.file` when NAME is no option of the model group (conf/score/model/);
 - `results_dir=R` without `output_dir`: the scores are written under ``R/scores/<time>/``, beside what they score;
 - `predictions=` names the file(s) of predicted calls, as in the judge and rollout apps: `predictions=FILE` is
-  `model.predictions=FILE`, `predictions=[F1,F2]` is `sweep.predictions=[F1,F2]` (one embedding pass), and the
-  multirun sweep `-m predictions=F1,F2` is `model.predictions=F1,F2` (one job per file);
-- a renamed setting (RENAMED) is read under its new name, with a note on stderr.
+  `inputs.file=FILE`, `predictions=[F1,F2]` is `inputs.files=[F1,F2]` (one embedding pass), and the
+  multirun sweep `-m predictions=F1,F2` is `inputs.file=F1,F2` (one job per file);
+- a renamed setting (RENAMED) is read under its new name, with a note on stderr; an old spelling of what to
+  score (MOVED: `model.predictions`, `sweep.predictions`, `trials.predictions`, `sweep.models`, ...) is read as
+  its setting of the `inputs` node, with a warning naming it, for one more release.
 
 The rollout's shorthand (`tasks=NAME`) is the rollout's own (rollout.cli).
 """
@@ -26,11 +28,13 @@ from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
+from omegaconf import OmegaConf
 
-from engine.apps.compose import compose, config_groups, plain_config
+from engine.apps.compose import CONF_ROOT, compose, config_groups, plain_config
 from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, hydra_arguments
 from engine.contract import InputError, check_name
+from engine.evaluators import evaluators
 from engine.inputs import PUBLISHED_NAME
 
 
@@ -51,7 +55,8 @@ def _results_dir(argv: Sequence[str]) -> str:
     given = [v for v in (_value(t) for t in argv if t.startswith("results_dir=")) if v is not None]
     if given:
         return given[-1]
-    return str(compose("score").results_dir)
+    written = OmegaConf.load(CONF_ROOT / "score" / "config.yaml").results_dir  # ${oc.env:...}: nothing to compose
+    return str(OmegaConf.create({"results_dir": written}).results_dir)
 
 
 SCORES_DIR = "${results_dir}/scores/${now:%Y-%m-%d_%H-%M-%S}"
@@ -79,9 +84,16 @@ RENAMED = {"predictions.parse_string_arguments": "parse_string_arguments"}
 """The score app's renamed settings: old spelling -> the setting it is read as."""
 
 
+MOVED = {"model.predictions": "inputs.file", "model.name": "inputs.name", "sweep.predictions": "inputs.files",
+         "sweep.models": "inputs.models", "sweep.discover": "inputs.discover", "trials.predictions": "inputs.trials",
+         **{f"model.{e.option}": f"inputs.verdicts.{e.option}" for e in evaluators() if e.read is not None}}
+"""What to score, as it was spelt before the `inputs` node (engine.inputs.InputsNode): old spelling -> the
+setting it is read as, with a warning, until the next release (`+model.<option>=PATH` too, without its `+`)."""
+
+
 def renamed(argv: list[str]) -> list[str]:
     """argv with each setting of RENAMED under its new name (the value as written), and one note on stderr
-    for each."""
+    for each; each of MOVED likewise, with one warning on stderr for each."""
     out = []
     for token in argv:
         prefix = token[:len(token) - len(token.lstrip("+~"))]
@@ -89,14 +101,18 @@ def renamed(argv: list[str]) -> list[str]:
         if key in RENAMED:
             token = f"{prefix}{RENAMED[key]}{sep}{value}"
             print(f"note: {key} is now {RENAMED[key]}: read as {token}", file=sys.stderr)
+        elif key in MOVED:
+            token = f"{prefix.replace('+', '')}{MOVED[key]}{sep}{value}"
+            print(f"warning: {key} is now {MOVED[key]} (read as {token}); the old spelling goes in the next release",
+                  file=sys.stderr)
         out.append(token)
     return out
 
 
 def prediction_files(argv: list[str]) -> list[str]:
     """argv with `predictions=` (the file or files of predicted calls) spelt out as the setting that scores
-    them, the value as written: a list `predictions=[F1,F2]` as `sweep.predictions=[F1,F2]`, one file or a
-    multirun sweep of files `predictions=F1,F2` as `model.predictions=...`. An override Hydra cannot parse is
+    them, the value as written: a list `predictions=[F1,F2]` as `inputs.files=[F1,F2]`, one file or a
+    multirun sweep of files `predictions=F1,F2` as `inputs.file=...`. An override Hydra cannot parse is
     left as it is, for the command line's check to name, and so is a sweep without -m (several values: refused)."""
     try:  # -m as Hydra reads it (abbreviated, among other flags)
         multirun = bool(hydra_arguments().parse_known_args(argv)[0].multirun)
@@ -116,7 +132,7 @@ def prediction_files(argv: list[str]) -> list[str]:
             out.append(token)
             continue
         several = not override.is_sweep_override() and isinstance(override.value(), list)
-        out.append(f"{'sweep' if several else 'model'}.{token}")
+        out.append(f"inputs.{'files' if several else 'file'}={token.partition('=')[2]}")
     return out
 
 
@@ -137,7 +153,7 @@ def score_shorthands(argv: list[str]) -> list[str]:
 
 def named_model(argv: list[str]) -> list[str]:
     """argv with `model=NAME`, when NAME is no option of the score app's model group, spelt out as
-    `model=none model.name=NAME model.predictions=<results_dir>/NAME_test_mcp_fuzzy.json`; a NAME
+    `model=none inputs.name=NAME inputs.file=<results_dir>/NAME_test_mcp_fuzzy.json`; a NAME
     without that file is a CommandLineError naming the file and the closest names (of the group's options and
     the prediction files under results_dir)."""
     options = config_groups("score")["model"]
@@ -160,7 +176,7 @@ def named_model(argv: list[str]) -> list[str]:
                                    f"has no option {name!r}; "
                                    + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
         quoted = str(path).replace("'", "\\'")
-        out += ["model=none", f"model.name={name}", f"model.predictions='{quoted}'"]
+        out += ["model=none", f"inputs.name={name}", f"inputs.file='{quoted}'"]
     return out
 
 

@@ -8,7 +8,8 @@ its defaults live on its fields, its ranges and cross-field rules in ``__post_in
 - `number(default)`: a float field recorded as the YAML wrote it (``timeout: 60`` stays 60, not 60.0);
 - `record(node)`: a node's JSON form, equal to what its YAML gave (what run meta and input keys hold);
 - the shared nodes: `DataSet` (conf/shared/data/), `ModelConfig` with `Backoff`, `Price` and `Noise` (a
-  rollout's model, a judge of a pool, the curator's model), `Judges` (a judge pool);
+  rollout's model, a judge of a pool, the curator's model), `Judges` (a judge pool), `ListPrice` (a scored
+  model's list price);
 - `Shard` and `parse_shard`: a run's ``shard=i/n`` setting.
 
 Here and not in engine.apps because the rollout's model layer, the judges and the evaluators read these
@@ -138,6 +139,39 @@ class Price:
             value = getattr(self, key)
             if value is not None and value < 0:
                 raise SettingError(key, value, "must be a number >= 0 (USD per million tokens) or null")
+
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass
+class ListPrice:
+    """A scored model's list price (the score app's ``inputs.price``, ``price:`` of conf/score/model/<name>.yaml):
+    USD per million input and output tokens, the day it was read (YYYY-MM-DD) and where (optional). All four
+    null (the default) is no price: `given` is False."""
+
+    input_usd_per_mtok: float | None = None
+    output_usd_per_mtok: float | None = None
+    as_of: str | None = None
+    source: str | None = None
+
+    def given(self) -> bool:
+        """Whether any of the four is set (else this is no price)."""
+        return any(v is not None for v in dataclasses.astuple(self))
+
+    def __post_init__(self) -> None:
+        if not self.given():
+            return
+        for key in ("input_usd_per_mtok", "output_usd_per_mtok"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise SettingError(key, value, "must be a number >= 0 (USD per million tokens)")
+        if not isinstance(self.as_of, str) or not _DATE.match(self.as_of):
+            raise SettingError("as_of", self.as_of, "must be the date the price was read, YYYY-MM-DD")
+
+    def rates(self) -> tuple[float, float]:
+        """USD per million input and per million output tokens (both numbers: ``__post_init__`` checked them)."""
+        return float(self.input_usd_per_mtok or 0), float(self.output_usd_per_mtok or 0)
 
 
 @dataclass

@@ -22,6 +22,7 @@ import torch
 
 from engine import cost as ct
 from engine.contract import atomic_write_json, read_json
+from engine.contract.settings import ListPrice
 from engine.stats import decisions as dc
 from engine.stats.settings import AVERAGE_KEY, StatsSettings
 from engine.stats.units import ModelUnits, empty_value, sweep_units
@@ -44,13 +45,13 @@ class ModelCost:
     ids: list[str]
     clusters: list[str]
     usage: ct.TaskUsage | None
-    price: ct.Price | None
+    price: ListPrice | None
     judges: dict[str, Any] | None
     score: float | None
 
 
 def model_costs(units: Sequence[ModelUnits], predictions: Sequence[Path], records: Sequence[Sequence[Any]],
-                prices: Mapping[str, ct.Price | None], judge_files: Sequence[Mapping[str, Path]]) -> list[ModelCost]:
+                prices: Mapping[str, ListPrice | None], judge_files: Sequence[Mapping[str, Path]]) -> list[ModelCost]:
     """Each model's cost inputs: the usage of its prediction file's `records` on its scored ids (wall times from
     the rollout's tool logs beside the file), its price and its evaluator files' judge usage."""
     out = []
@@ -131,7 +132,7 @@ def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], sett
     notes = []
     unpriced = [m.name for m in models if m.usage is not None and m.price is None]
     if unpriced:
-        notes.append(f"no price for {', '.join(unpriced)} (model.price, or price: in conf/score/model/<name>.yaml): "
+        notes.append(f"no price for {', '.join(unpriced)} (inputs.price, or price: in conf/score/model/<name>.yaml): "
                      "tokens, requests and time only, no USD")
     bare = [m.name for m in models if m.usage is None]
     if bare and len(bare) < len(models):
@@ -215,17 +216,17 @@ def write_cost(folder: Path, document: dict[str, Any] | None) -> Path | None:
     return folder / COST_FILE
 
 
-def model_prices(names: Sequence[str], model: Any) -> dict[str, ct.Price | None]:
-    """Each model's price: the run's own model config's ``price`` (model=NAME, or model.price=... on the command
+def model_prices(names: Sequence[str], own: tuple[str | None, ListPrice | None]) -> dict[str, ListPrice | None]:
+    """Each model's price: `own` (the run's model name and price: model=NAME, or inputs.price=... on the command
     line) for its model, else the ``price`` of conf/score/model/<name>.yaml."""
-    model = model if isinstance(model, Mapping) else {}
-    own = ct.read_price(model.get("price"), "model.price") if model.get("name") in names else None
-    return {n: own if n == model.get("name") and own is not None else ct.shipped_price(n) for n in names}
+    name, price = own
+    return {n: price if n == name and price is not None else ct.shipped_price(n) for n in names}
 
 
 def score_cost(folder: Path, result: Any, names: Sequence[str], predictions: Sequence[Path], joined: Sequence[Any],
-               aggregates: Sequence[dict], judge_files: Sequence[Mapping[str, Path]], model: Any,
-               settings: StatsSettings | None, device: torch.device | str = "cpu") -> Path | None:
+               aggregates: Sequence[dict], judge_files: Sequence[Mapping[str, Path]],
+               own: tuple[str | None, ListPrice | None], settings: StatsSettings | None,
+               device: torch.device | str = "cpu") -> Path | None:
     """The cost step of a scoring run: usage.json in `folder` from the prediction files' usage, the tool logs'
     wall times, the prices and the evaluator files' judge usage (the statistics step's settings, when on, give
     the intervals and the frontier calls); None, said once, when nothing recorded any usage."""
@@ -234,5 +235,5 @@ def score_cost(folder: Path, result: Any, names: Sequence[str], predictions: Seq
     for path in predictions:
         data = read_json(Path(path), "prediction file")
         records.append(data if isinstance(data, list) else [])
-    models = model_costs(units, predictions, records, model_prices(names, model), judge_files)
+    models = model_costs(units, predictions, records, model_prices(names, own), judge_files)
     return write_cost(folder, cost_document(models, units, settings, device))

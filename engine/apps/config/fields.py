@@ -27,7 +27,7 @@ class Range:
     integer: bool = True
     nullable: bool = False
 
-    def admits(self, value: Any) -> bool:
+    def admits(self, value: object) -> bool:
         """Whether value lies in the range."""
         if value is None:
             return self.nullable
@@ -73,7 +73,7 @@ CHECK = "check"
 class Check:
     """What a setting's values must be beyond their type and range."""
 
-    def problem(self, value: Any) -> str | None:
+    def problem(self, value: object) -> str | None:
         """Why value is refused, in a few words after `key=value: ` (None: it is admitted)."""
         raise NotImplementedError
 
@@ -81,7 +81,7 @@ class Check:
 class Device(Check):
     """A torch device this machine has: auto, cpu, cuda or cuda:N (kernels.device.device_problem)."""
 
-    def problem(self, value: Any) -> str | None:
+    def problem(self, value: object) -> str | None:
         """kernels.device's reason (torch is loaded only for a CUDA device's name)."""
         return device_problem(str(value))
 
@@ -89,7 +89,7 @@ class Device(Check):
 class Folder(Check):
     """An output folder: one there that this user may write into, or one that can be made (folder_problem)."""
 
-    def problem(self, value: Any) -> str | None:
+    def problem(self, value: object) -> str | None:
         """folder_problem of the path (None for null)."""
         return None if value is None else folder_problem(Path(str(value)))
 
@@ -97,7 +97,7 @@ class Folder(Check):
 class TaskIds(Check):
     """Task ids: null, one id (text or an integer) or a list of them."""
 
-    def problem(self, value: Any) -> str | None:
+    def problem(self, value: object) -> str | None:
         """Why value holds something other than ids."""
         ids = value if isinstance(value, list) else [] if value is None else [value]
         wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, (str, int)) or i == ""]

@@ -1,101 +1,199 @@
-"""The score app's schema (conf/score/config.yaml): `ScoreConfig` and its nodes, and its `SPEC`."""
+"""The score app's schema (conf/score/config.yaml): `ScoreConfig` and its nodes, and its `SPEC`. Each node
+holds its defaults (the YAML files name only what differs) and checks itself: choices are enums, a range is
+declared on its field (`bounded`) and checked before any work, a rule across fields is its ``__post_init__``'s."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from omegaconf import MISSING
 
 from engine.apps.config.fields import COUNT, DEVICE, FOLDER, SIZE, THRESHOLD, Range, bounded, checked
 from engine.apps.config.spec import AppSpec
-from engine.contract.settings import DataSet
-from engine.evaluators import evaluators
+from engine.contract.settings import Choice, DataSet, SettingError
+from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as VTB_DEFAULT
+from engine.inputs import Demo, InputsNode
+from engine.references import check_select
+from engine.thresholds import Thresholds
+from engine.trial_conventions import conventions_of
+from engine.trials import SuccessRule
 
 
-@dataclass
-class ScoreModel:
-    """The score app's model group: a model's prediction file and its evaluators' files."""
+class Backend(Choice):
+    """The encoder's backend (engine.encoders.select): auto, the fastest here that keeps torch's similarities."""
 
-    name: str | None = None
-    predictions: str | None = None
-    judge: str | None = None
-    calls: str | None = None
-    rubrics: str | None = None
-    price: Any = None  # null or {input_usd_per_mtok, output_usd_per_mtok, as_of, source}: engine/cost.py
+    auto = "auto"
+    torch = "torch"
+    onnxruntime = "onnxruntime"
+    openvino = "openvino"
 
 
 @dataclass
 class ScoreEncoder:
-    """The score app's encoder group."""
+    """The sentence encoder (model null: the bundled all-MiniLM-L6-v2) and its embedding cache."""
 
     model: str | None = None
     batch_size: int = bounded(128, COUNT)
-    backend: str | None = "auto"
-    cache_dir: str | None = None
+    backend: Backend = Backend.auto
+    cache_dir: str | None = "${oc.env:M3BENCH_CACHE,${home}/embeddings}"
     save_every: float = bounded(5.0, Range(low=0, integer=False))
 
 
 @dataclass
 class Align:
-    """The score app's align group: the similarity thresholds."""
+    """The similarity thresholds of the alignment, their grids, and how a task's best reference is chosen."""
 
-    tau_weak: float = bounded(0.6, THRESHOLD)
-    tau_strong: float = bounded(0.8, THRESHOLD)
+    tau_weak: float = bounded(Thresholds.tau_weak, THRESHOLD)
+    tau_strong: float = bounded(Thresholds.tau_strong, THRESHOLD)
     tau_weak_grid: list[float] = bounded([], THRESHOLD)
     tau_strong_grid: list[float] = bounded([], THRESHOLD)
     select: list[str] = field(default_factory=list)
 
+    def thresholds(self) -> Thresholds:
+        """The thresholds the run scores at."""
+        return Thresholds(self.tau_weak, self.tau_strong)
+
+
+class Profile(Choice):
+    """The metrics' formulas (engine.metricspec.PROFILES)."""
+
+    reference = "reference"
+    paper = "paper"
+
 
 @dataclass
 class Metrics:
-    """The score app's metrics group."""
+    """The metrics group."""
 
-    profile: str = "reference"
+    profile: Profile = Profile.reference
+
+
+class StatsMode(Choice):
+    """When the statistics step runs: for a leaderboard (auto), always (on), never (off)."""
+
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
+class Cluster(Choice):
+    """What the bootstrap draws: task families or task ids."""
+
+    family = "family"
+    sample = "sample"
+
+
+class Method(Choice):
+    """The interval's method."""
+
+    logit = "logit"
+    percentile = "percentile"
+    bca = "bca"
+
+
+class Correction(Choice):
+    """The small-sample correction."""
+
+    expanded = "expanded"
+    none = "none"
+
+
+class Scheme(Choice):
+    """How a resample's weights are drawn."""
+
+    multinomial = "multinomial"
+    poisson = "poisson"
 
 
 @dataclass
-class Sweep:
-    """The score app's sweep group: several prediction files, or models under results_dir."""
+class Stats:
+    """The statistics step (engine.stats): a cluster bootstrap of every leaderboard aggregate, `resamples`
+    times from `seed` (engine.stats.StatsSettings, made by the app from these)."""
 
-    predictions: list[str] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
-    discover: bool = False
+    enabled: StatsMode = StatsMode.auto
+    resamples: int = bounded(10_000, Range(low=2))
+    level: float = bounded(0.95, Range(low=0, high=1, integer=False))
+    seed: int = bounded(0, SIZE)
+    cluster: Cluster = Cluster.family
+    method: Method = Method.logit
+    correction: Correction = Correction.expanded
+    scheme: Scheme = Scheme.multinomial
+    power: float = bounded(0.8, Range(low=0, high=1, integer=False))
+    min_clusters: int = bounded(5, Range(low=2))
+
+    def __post_init__(self) -> None:
+        for key in ("level", "power"):
+            if not 0.0 < getattr(self, key) < 1.0:
+                raise SettingError(key, getattr(self, key), "must lie strictly between 0 and 1")
+
+
+class VtbProfile(Choice):
+    """How VisualToolBench rubric verdicts are read (engine.evaluators.vtb_scoring.PROFILES)."""
+
+    published = "published"
+    strict = "strict"
 
 
 @dataclass
 class Vtb:
     """How the score app reads VisualToolBench rubric verdicts."""
 
-    profile: str = "published"
+    profile: VtbProfile = VtbProfile(VTB_DEFAULT)
+
+
+class Rule(Choice):
+    """A trial's success rule (engine.trials.RULES)."""
+
+    task_completion = "task_completion"
+    critical_rubrics = "critical_rubrics"
+    outcome_checks = "outcome_checks"
 
 
 @dataclass
 class Success:
-    """When a trial counts as a success."""
+    """When a finished trial counts as a success (engine.trials.SuccessRule)."""
 
-    rule: str = "task_completion"
-    threshold: float = bounded(0.5, Range(low=0, high=1, integer=False))
+    rule: Rule = Rule(SuccessRule.rule)
+    threshold: float = bounded(SuccessRule.threshold, Range(low=0, high=1, integer=False))
     key: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.key == "":
+            raise SettingError("key", self.key, "must be a per_id key or null")
+
+    def success_rule(self) -> SuccessRule:
+        """The rule the trials are counted with."""
+        return SuccessRule(str(self.rule), float(self.threshold), self.key)
+
+
+class Convention(Choice):
+    """The peers' conventions written beside the project's in trials.json (engine.trial_conventions)."""
+
+    project = "project"
+    tau2 = "tau2"
+    mcpmark = "mcpmark"
+    all = "all"
 
 
 @dataclass
 class Trials:
-    """Repeated runs of one model, scored together."""
+    """Repeated runs of one model, scored together (the files: inputs.trials, or those beside inputs.file)."""
 
-    predictions: list[str] = field(default_factory=list)
     n: int | None = bounded(None, Range(low=1, nullable=True))
     success: Success = field(default_factory=Success)
-    convention: str = "all"
+    convention: Convention = Convention.all
+
+    def conventions(self) -> tuple[str, ...]:
+        """The peers' conventions written beside the project's."""
+        return conventions_of(str(self.convention))
 
 
 @dataclass
-class Demo:
-    """The built-in demo (data=demo)."""
+class ScoreDemo(Demo):
+    """The built-in demo, its sizes bounded."""
 
-    dir: str = MISSING
-    n_tasks: int = bounded(60, COUNT)
-    seed: int = bounded(0, SIZE)
+    n_tasks: int = bounded(Demo.n_tasks, COUNT)
+    seed: int = bounded(Demo.seed, SIZE)
 
 
 @dataclass
@@ -103,12 +201,11 @@ class ScoreConfig:
     """conf/score/config.yaml."""
 
     data: DataSet = field(default_factory=DataSet)
-    model: ScoreModel = field(default_factory=ScoreModel)
+    inputs: InputsNode = field(default_factory=InputsNode)
     encoder: ScoreEncoder = field(default_factory=ScoreEncoder)
     align: Align = field(default_factory=Align)
     metrics: Metrics = field(default_factory=Metrics)
-    sweep: Sweep = field(default_factory=Sweep)
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: Stats = field(default_factory=Stats)
     device: str = checked("auto", DEVICE)
     home: str = MISSING
     results_dir: str = MISSING
@@ -119,10 +216,12 @@ class ScoreConfig:
     parse_string_arguments: bool = False
     vtb: Vtb = field(default_factory=Vtb)
     trials: Trials = field(default_factory=Trials)
-    demo: Demo = field(default_factory=Demo)
+    demo: ScoreDemo = field(default_factory=ScoreDemo)
+
+    def __post_init__(self) -> None:
+        check_select(self.align.select, str(self.metrics.profile))
 
 
-SPEC = AppSpec("score", ScoreConfig, open_keys=tuple(f"model.{e.option}" for e in evaluators()),
-               names=("model.name", "sweep.models"))
-"""m3bench-score: the new keys it reads are an evaluator's file, `+model.<option>=PATH`; model.name and
-sweep.models become part of file and folder names."""
+SPEC = AppSpec("score", ScoreConfig, names=("inputs.name", "inputs.models"), typed=True, missing_as_none=True)
+"""m3bench-score: it reads no new key; inputs.name and inputs.models become part of file and folder names; a
+data set's tasks file, left to the user (``???``) by some data sets, is not read by scoring (None)."""

@@ -15,7 +15,9 @@ class AppSpec(Generic[S]):
     extra request fields `model.params.*`), the settings whose values become part of file and folder
     names (`names`, engine.contract.check_name), and what its run gets (`typed`: the config as the
     schema's objects and the run folder, ``run(cfg: S, run_folder: Path) -> int``; otherwise, until the
-    app moves to it, the composed DictConfig, ``run(cfg) -> int``)."""
+    app moves to it, the composed DictConfig, ``run(cfg) -> int``); with `missing_as_none`, a value left for the
+    user to give (``???``, such as a data set's tasks file, which only some runs read) is None in the typed
+    config, for the code that reads it to name."""
 
     name: str
     schema: type[S]
