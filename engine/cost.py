@@ -220,12 +220,13 @@ def frontier_tail(level: float, clusters: int | None = None) -> float:
 
 
 def frontier_call(share: float, level: float, clusters: int | None = None) -> str | None:
-    """A model's frontier membership from its share of resamples on the frontier: on when at least 1 - tail, off
+    """A model's frontier membership from its share of resamples on the frontier: on when at least 1 - tail / 2
+    (a model is on by beating each other one on score or on cost, two ways: the tail is split between them), off
     when at most tail (frontier_tail), uncertain between (None without a share)."""
     if math.isnan(share):
         return None
     tail = frontier_tail(level, clusters)
-    if share >= 1 - tail:
+    if share >= 1 - tail / 2:
         return ON
     if share <= tail:
         return OFF

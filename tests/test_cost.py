@@ -111,19 +111,21 @@ def test_every_shipped_price_reads() -> None:
     assert all(prices[m] is not None for m in ("gpt5", "gpt5_mini", "claude45_sonnet", "gemini25_pro", "grok4"))
 
 
-def test_a_truly_dominated_model_is_rarely_called_on(gt_path: Path) -> None:
-    """On a population with the real reference's 30 family sizes, a model dominated by a hair (score 0.012 lower,
-    cost 3% higher than the best: the least favourable truth) is called "on with confidence" in at most 5% of
-    benchmarks of 30 families (+ 3 MC errors), and the truly-on models are never called off."""
+@pytest.mark.parametrize("families", [10, 30])
+def test_a_truly_dominated_model_is_rarely_called_on(gt_path: Path, families: int) -> None:
+    """On a population with the real reference's 30 family sizes, a model dominated by a hair (score 0.011 lower,
+    cost 1.3% higher than the best: the least favourable truth) is called "on with confidence" in at most 5% of
+    benchmarks of 10 and of 30 families (+ one MC error: 3.9% and 3.8% here; the whole tail for `on` gave 6.5% at
+    10), and the truly-on models are never called off."""
     from engine.synthetic.cost import frontier_calls, make_cost_population
 
     last = {r["id"]: r.get("type") for r in json.loads(gt_path.read_text(encoding="utf-8"))}
     sizes = list(collections.Counter(last.values()).values())
     pop = make_cost_population(sizes, [0.80, 0.79, 0.55], [1.0, 1.02, 0.1], seed=0)
     assert pop.truly_on == [True, False, True]
-    draws = 300
-    calls = frontier_calls(pop, 30, draws=draws, resamples=400)
-    assert calls[ct.ON][1] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / draws), calls
+    draws = 1000
+    calls = frontier_calls(pop, families, draws=draws, resamples=400)
+    assert calls[ct.ON][1] <= 0.05 + math.sqrt(0.05 * 0.95 / draws), calls
     assert calls[ct.OFF][0] == 0 and calls[ct.OFF][2] == 0 and calls[ct.ON][2] == 1.0, calls
 
 

@@ -89,7 +89,8 @@ def cost_note(cost: dict[str, Any]) -> str:
     if front.get("level") is not None:
         tail = front.get("tail", (1 - front["level"]) / 2)
         parts.append(f"Frontier by {AVERAGE} and {axis}: the share of joint resamples in which the model is on it; "
-                     f"on >= {1 - tail:.4f}, off <= {tail:.4f}, uncertain between (the expanded percentile tail).")
+                     f"on >= {1 - tail / 2:.4f}, off <= {tail:.4f}, uncertain between (tail: the expanded percentile "
+                     "tail, halved for on: a model is on by beating each other one on score or on cost).")
     elif front:
         parts.append(f"Frontier by {AVERAGE} and {axis} of the point values (no statistics: membership not "
                      "assessed).")

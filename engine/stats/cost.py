@@ -195,7 +195,7 @@ def _frontier(placed: Sequence[ModelCost], out_models: dict[str, Any], axis: str
     level = settings.level if settings is not None else None
     tail = ct.frontier_tail(settings.level, _expanded(settings, clusters)) if settings is not None else None
     rule = ("on the frontier when no model has a score >= and a cost <=, one strictly; with statistics, the share "
-            "of joint resamples in which it is on it: on when >= 1 - tail, off when <= tail, uncertain between")
+            "of joint resamples in which it is on it: on when >= 1 - tail / 2, off when <= tail, uncertain between")
     return {"axis": axis, "score": AVERAGE_KEY, "models": names, "rule": rule, "level": level, "tail": tail,
             "resamples_left_out": left_out}
 
