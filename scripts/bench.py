@@ -211,7 +211,7 @@ def repeat_files(root: Path, tasks: int, models: int, trials: int, references: i
 def repeat_command(root: Path, gts: list[Path], names: list[str], settings: ScoreSettings, out: Path) -> list[str]:
     """The scoring process of a --trials / --references case: the models found by name under root."""
     data = f"data.gt={gts[0]}" if len(gts) == 1 else "data.references=[" + ",".join(map(str, gts)) + "]"
-    return [sys.executable, str(ROOT / "scripts" / "score.py"), data, "sweep.models=[" + ",".join(names) + "]",
+    return [sys.executable, str(ROOT / "scripts" / "score.py"), data, "inputs.models=[" + ",".join(names) + "]",
             f"results_dir={root}", f"output_dir={out}", f"encoder.cache_dir={settings.cache_dir}",
             f"device={settings.device}", "reports=false", "progress=false", "trials.success.key=recall",
             "trials.success.threshold=1.0"]

@@ -23,7 +23,7 @@ def score_command(args: argparse.Namespace, settings: ScoreSettings, thresholds:
     """The scoring process of the benchmark's files (reports off unless an override turns them on)."""
     preds = "[" + ",".join(str(Path(p).resolve()) for p in args.predictions) + "]"
     return [sys.executable, str(ROOT / "scripts" / "score.py"), f"data.gt={Path(args.gt).resolve()}",
-            f"sweep.predictions={preds}", f"output_dir={out}", f"encoder.cache_dir={settings.cache_dir}",
+            f"inputs.files={preds}", f"output_dir={out}", f"encoder.cache_dir={settings.cache_dir}",
             f"device={settings.device}", f"align.tau_weak={thresholds.tau_weak}",
             f"align.tau_strong={thresholds.tau_strong}", f"metrics.profile={settings.profile}",
             f"encoder.backend={settings.encoder_backend}", "reports=false", "progress=false", *overrides]

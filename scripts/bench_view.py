@@ -86,7 +86,7 @@ def build_sweep(gt: Path, golden: Path, work: Path, judges: bool) -> Path:
                 run([sys.executable, "scripts/judge.py", "judges=scripted", f"data.gt={gt}", f"predictions={path}",
                      f"results_dir={work}", f"cache_dir={work / 'judge-cache'}"])
     out = work / "run"
-    run([sys.executable, "scripts/score.py", f"data.gt={gt}", f"sweep.predictions=[{','.join(map(str, files))}]",
+    run([sys.executable, "scripts/score.py", f"data.gt={gt}", f"inputs.files=[{','.join(map(str, files))}]",
          f"output_dir={out}"])
     return out
 
@@ -202,7 +202,7 @@ def build_rollout(work: Path, n: int) -> Path:
          f"tasks.reference={work / 'reference.json'}", f"model.script={work / 'reference.json'}",
          f"results_dir={work / 'results'}", "concurrency=8"])
     run([sys.executable, "scripts/score.py", f"data.gt={work / 'reference.json'}",
-         f"model.predictions={work / 'results' / 'scripted_test_mcp_fuzzy.json'}", f"output_dir={out}",
+         f"inputs.file={work / 'results' / 'scripted_test_mcp_fuzzy.json'}", f"output_dir={out}",
          "index_dir=null"])
     return out
 
