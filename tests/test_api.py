@@ -10,22 +10,22 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from script_runs import run_script
 
 from engine.api import Scores, default_cache_dir, in_memory, score
-from engine.apps.score import run  # registers the config's resolvers too
 from engine.contract import ConfigError, InputError, dumps_json
 from engine.synthetic import demo_records
 
 ROOT = Path(__file__).resolve().parents[1]
+HYDRA_FILES = (".hydra", "score.log")
+"""What Hydra writes into the score app's run folder (its config and log) besides the run's outputs."""
 REPORTS = ("leaderboard", "families", "leaderboard_intervals", "pairwise")
 """The report files whose content the API gives back (families.json as rows with a Family column)."""
 
 
 def app_run(*overrides: str) -> None:
-    """The score app's run on the config its command line would compose; it must succeed."""
-    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
-        cfg = compose(config_name="config", overrides=["index_dir=null", "progress=false", *overrides])
-    assert run(cfg) == 0
+    """The score app run in this process as its command line runs it; it must succeed."""
+    run_script("score", "index_dir=null", "progress=false", *overrides, cwd=ROOT)
 
 
 def tables_of(run: Path) -> dict[str, list[dict]]:
@@ -53,7 +53,8 @@ def test_the_demo_scores_as_the_score_app_writes_it(tmp_path: Path, embedding_ca
     assert api_tables(scores) == tables_of(tmp_path / "app")
     assert scores.stats == json.loads((tmp_path / "app" / "stats.json").read_text(encoding="utf-8"))
     assert scores.written == tmp_path / "api"
-    app_files = sorted(p.relative_to(tmp_path / "app") for p in (tmp_path / "app").rglob("*"))
+    app_files = sorted(p.relative_to(tmp_path / "app") for p in (tmp_path / "app").rglob("*")
+                       if p.relative_to(tmp_path / "app").parts[0] not in HYDRA_FILES)
     assert sorted(p.relative_to(tmp_path / "api") for p in (tmp_path / "api").rglob("*")) == app_files
     for name in (p for p in app_files if len(p.parts) == 1 and p.suffix in (".md", ".csv", ".json")):
         assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "app" / name).read_bytes(), name
@@ -66,9 +67,9 @@ def test_the_demo_scores_as_the_score_app_writes_it(tmp_path: Path, embedding_ca
 def test_the_golden_files_score_as_the_score_app_writes_them(tmp_path: Path, gt_path: Path, golden_dir: Path,
                                                              embedding_cache: Path) -> None:
     """The golden prediction files (tests/test_golden.py) at their thresholds 0.6/0.8: the API's leaderboard and
-    statistics are the app's sweep.predictions run's, to the last digit."""
+    statistics are the app's inputs.files run's, to the last digit."""
     preds = [golden_dir / name / "pred.json" for name in ("m1", "m2", "m3")]
-    app_run("data=m3bench", f"data.gt={gt_path}", f"sweep.predictions=[{','.join(map(str, preds))}]",
+    app_run("data=m3bench", f"data.gt={gt_path}", f"inputs.files=[{','.join(map(str, preds))}]",
             f"output_dir={tmp_path / 'app'}", f"encoder.cache_dir={embedding_cache}", "encoder.backend=torch")
     scores = score(preds, gt_path, cache_dir=embedding_cache, encoder_backend="torch")
     assert [row["Model"] for row in scores.leaderboard] != []
