@@ -22,7 +22,7 @@ import logging
 import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.contract import (
@@ -77,16 +77,16 @@ class RecordedCall:
     result: str
     is_error: bool
     duration_s: float | None
-    outside: list[dict[str, str]] = field(default_factory=list)
-    files: list[tuple[str, str]] = field(default_factory=list)
+    outside: list[dict[str, str]]
+    files: list[tuple[str, str]]
 
 
-def _strings(value: object) -> dict[str, str] | None:
-    """An object of strings, else None."""
-    if not isinstance(value, dict):
+def _strings(value: object, keys: tuple[str, ...]) -> dict[str, str] | None:
+    """An object of strings holding `keys`, else None."""
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()) or \
+            not all(k in value for k in keys):
         return None
-    found = {k: v for k, v in value.items() if isinstance(v, str)}
-    return found if len(found) == len(value) else None
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _recorded_call(record: object) -> RecordedCall | None:
@@ -94,14 +94,17 @@ def _recorded_call(record: object) -> RecordedCall | None:
     if not isinstance(record, dict):
         return None
     result, is_error, duration = record.get("result"), record.get("is_error"), record.get("duration_s")
-    outside = [_strings(w) for w in record.get("outside") or []] if isinstance(record.get("outside", []), list) \
-        else [None]
-    files = [_strings(f) for f in record.get("files") or []] if isinstance(record.get("files"), list) else [None]
+    listed_outside, listed_files = record.get("outside", []), record.get("files")
     if not isinstance(result, str) or not isinstance(is_error, bool) or \
-            not (duration is None or isinstance(duration, (int, float))) or None in outside or None in files:
+            not (duration is None or isinstance(duration, (int, float))) or \
+            not isinstance(listed_outside, list) or not isinstance(listed_files, list):
+        return None
+    outside = [_strings(w, ("path",)) for w in listed_outside]
+    files = [_strings(f, ("path", "sha256")) for f in listed_files]
+    if None in outside or None in files:
         return None
     return RecordedCall(result, is_error, duration, [w for w in outside if w is not None],
-                        [(f["path"], f["sha256"]) for f in files if f is not None and "path" in f and "sha256" in f])
+                        [(f["path"], f["sha256"]) for f in files if f is not None])
 
 
 class RolloutCache:

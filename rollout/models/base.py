@@ -53,7 +53,7 @@ class Completion:
         if not isinstance(content, str) or not isinstance(model, str) or not isinstance(usage, dict) or \
                 not all(isinstance(k, str) and isinstance(v, int) for k, v in usage.items()) or \
                 not (finish is None or isinstance(finish, str)):
-            raise ValueError(f"not a recorded completion: {dict(data)!r}")
+            raise ValueError("not a completion (content and model strings, usage of counts, finish_reason)")
         return cls(content, dict(usage), model, finish)
 
 
