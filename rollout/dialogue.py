@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from rollout.models.messages import Message, Part
 from rollout.record import CachedModel
 
 
@@ -15,12 +16,12 @@ class Dialogue:
         self.model = model
         self.scope = scope
         self.workspace = workspace
-        self.messages: list[dict[str, object]] = [{"role": "system", "content": system}]
+        self.messages: list[Message] = [{"role": "system", "content": system}]
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "requests": 0}
 
     async def ask(self, text: str, phase: str, *, images: Sequence[str] = (), json_mode: bool = False) -> str:
         """Send a user message (text, then images) and return the model's reply."""
-        content: list[dict[str, str]] = [{"type": "text", "text": text}]
+        content: list[Part] = [{"type": "text", "text": text}]
         content += [{"type": "image", "path": p} for p in images]
         self.messages.append({"role": "user", "content": content})
         completion = await self.model.complete(self.messages, scope=self.scope, workspace=self.workspace,

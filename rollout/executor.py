@@ -27,10 +27,18 @@ record keeps its steps (and turns) so far and carries ``error`` (engine.contract
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
-from engine.contract import AGENT, NOT_MADE_RESULT, SERVER, Task, server_down, task_error, trajectory_record
+from engine.contract import (
+    AGENT,
+    NOT_MADE_RESULT,
+    SERVER,
+    JsonObject,
+    Task,
+    server_down,
+    task_error,
+    trajectory_record,
+)
 from rollout import prompts
 from rollout.dialogue import Dialogue
 from rollout.mcp.protocol import ToolInfo
@@ -75,10 +83,10 @@ class TaskRun:
     final_reply: str | None = None
     turns: list[dict[str, object]] | None = None
 
-    def record(self, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    def record(self, error: JsonObject | None = None) -> JsonObject:
         """The prediction record in the published format, with ``error`` when the task failed."""
         task = self.task
-        fields: dict[str, Any] = {"image": task.image, "type": task.type, "question": task.question}
+        fields: dict[str, object] = {"image": task.image, "type": task.type, "question": task.question}
         if self.final_reply is not None:
             fields["final_reply"] = self.final_reply
         if self.turns is not None:
@@ -108,7 +116,7 @@ class Executor:
         return TaskRun(task, ws, Dialogue(self.model, task.id, prompts.SYSTEM, ws.root))
 
     async def run(self, run: TaskRun, exposed: list[ToolInfo], tool_log: list[dict[str, object]] | None = None,
-                  turns: list[Turn] | None = None) -> dict[str, Any]:
+                  turns: list[Turn] | None = None) -> JsonObject:
         """Roll out one task, as a dialogue when it has `turns`; its prediction record. Every call made is
         appended to `tool_log` (when given) as its tool log line, in step and call order. A failed model
         call (ModelError) or cache miss propagates: `run.record(error)` then gives the record of what was
@@ -181,7 +189,7 @@ class Executor:
                 log.warning("task %s, step %d: %s wrote %s outside the task workspace%s", run.task.id, step,
                             record.name, write["path"], copied)
 
-    async def _run_calls(self, run: TaskRun, calls: list[dict[str, Any]], exposed: set[str],
+    async def _run_calls(self, run: TaskRun, calls: list[JsonObject], exposed: set[str],
                          step: int) -> list[CallRecord]:
         """Run a step's calls; an illegal-format call (its "problem" set) is recorded as written, not run."""
         good = [c for c in calls if "problem" not in c]
@@ -193,12 +201,12 @@ class Executor:
                 continue
             run.illegal_calls += 1
             start, end = NOT_MADE_RESULT
-            records.append(CallRecord(call["name"], call["arguments"], f"{start}{call['problem']}{end}", True,
-                                      duration_s=0.0, made=False))
+            records.append(replace(CallRecord.of(call), result=f"{start}{call['problem']}{end}", is_error=True,
+                                   duration_s=0.0, made=False))
         return records
 
     async def _process(self, dialogue: Dialogue, exposed: list[ToolInfo], step: int,
-                       last: int) -> tuple[list[dict[str, Any]], list[str]]:
+                       last: int) -> tuple[list[JsonObject], list[str]]:
         """Prepare and Process for one step: the calls to run (empty: the model calls nothing more) and
         notes for the model; AgentFailure when the reply is not tool-call JSON after its retry."""
         s = self.settings

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -43,7 +42,7 @@ class ResultFile:
         self._part = part
         self._shard = shard
         self._texts: dict[str, str] = {}
-        self._records: dict[str, dict[str, object]] = {}
+        self._records: dict[str, Mapping[str, object]] = {}
         self._lock = FileLock(str(self.path.with_name(f".{self.path.name}.lock")))
         self._write_lock = threading.Lock()
 
@@ -88,11 +87,11 @@ class ResultFile:
         """Ids already in the file."""
         return set(self._records)
 
-    def get(self, task_id: str) -> dict[str, object] | None:
+    def get(self, task_id: str) -> Mapping[str, object] | None:
         """The record of an id, if the file has one."""
         return self._records.get(task_id)
 
-    def records(self) -> list[dict[str, object]]:
+    def records(self) -> list[Mapping[str, object]]:
         """Every record, in file order."""
         return [self._records[i] for i in self._ordered_ids()]
 
@@ -100,12 +99,16 @@ class ResultFile:
         unknown = len(self._order)
         return sorted(self._records, key=lambda i: (self._order.get(i, unknown), i))
 
-    def add(self, record: dict[str, Any]) -> None:
-        """Add (or replace) a record and rewrite the file atomically (safe to call from threads)."""
+    def add(self, record: Mapping[str, object]) -> None:
+        """Add (or replace) a record (its ``id`` a string) and rewrite the file atomically (safe to call from
+        threads)."""
+        task_id = record["id"]
+        if not isinstance(task_id, str):
+            raise ValueError(f"a record's id must be a string, got {task_id!r}")
         text = dumps_record(record)
         with self._write_lock:
-            self._records[record["id"]] = record
-            self._texts[record["id"]] = text
+            self._records[task_id] = record
+            self._texts[task_id] = text
             self._write()
 
     def save(self) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rollout.mcp.protocol import ToolInfo
+from rollout.models.messages import Message, Part
 from rollout.models.replies import parse_json_object
 
 if TYPE_CHECKING:
@@ -42,17 +43,18 @@ def _task_text(question: str, images: list[str]) -> str:
     return text
 
 
-def _user_message(text: str, images: list[str]) -> dict[str, object]:
-    return {"role": "user", "content": [{"type": "text", "text": text}]
-            + [{"type": "image", "path": p} for p in images]}
+def _user_message(text: str, images: list[str]) -> Message:
+    content: list[Part] = [{"type": "text", "text": text}]
+    content += [{"type": "image", "path": p} for p in images]
+    return {"role": "user", "content": content}
 
 
-def task_message(question: str, images: list[str]) -> dict[str, object]:
+def task_message(question: str, images: list[str]) -> Message:
     """The first user message: the task and its image(s)."""
     return _user_message(_task_text(question, images), images)
 
 
-def turn_message(turn: int, prompt: str, images: list[str]) -> dict[str, object]:
+def turn_message(turn: int, prompt: str, images: list[str]) -> Message:
     """The user message opening turn `turn` (from 2) of a multi-turn task: its prompt and its image(s)."""
     return _user_message(f"## TURN {turn}\n{_task_text(prompt, images)}", images)
 

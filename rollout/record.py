@@ -22,11 +22,12 @@ import logging
 import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engine.contract import (
     InputError,
+    JsonObject,
     append_line,
     atomic_write_bytes,
     atomic_write_text,
@@ -38,8 +39,10 @@ from engine.contract import (
 )
 from engine.contract.settings import ModelConfig
 from rollout.errors import CacheMiss
+from rollout.mcp.protocol import ToolInfo
 from rollout.models.base import Completion, ModelDriver, driver_settings
 from rollout.models.errors import LOOPBACK_DOWN, loopback_down, on_loopback
+from rollout.models.messages import Messages
 from rollout.models.registry import build_driver
 
 log = logging.getLogger(__name__)
@@ -66,15 +69,53 @@ class Occurrences:
         return tool_key(task, server, tool, arguments, n)
 
 
+@dataclass
+class RecordedCall:
+    """A tool call's outcome as the cache recorded it: its result text, whether it failed, its duration, its
+    writes outside the workspace, and the files it produced (workspace path, SHA-256 of the kept copy)."""
+
+    result: str
+    is_error: bool
+    duration_s: float | None
+    outside: list[dict[str, str]]
+    files: list[tuple[str, str]]
+
+
+def _strings(value: object, keys: tuple[str, ...]) -> dict[str, str] | None:
+    """An object of strings holding `keys`, else None."""
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()) or \
+            not all(k in value for k in keys):
+        return None
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _recorded_call(record: object) -> RecordedCall | None:
+    """The recorded outcome of a tools.jsonl line's ``record``; None when it is not of that shape."""
+    if not isinstance(record, dict):
+        return None
+    result, is_error, duration = record.get("result"), record.get("is_error"), record.get("duration_s")
+    listed_outside, listed_files = record.get("outside", []), record.get("files")
+    if not isinstance(result, str) or not isinstance(is_error, bool) or \
+            not (duration is None or isinstance(duration, (int, float))) or \
+            not isinstance(listed_outside, list) or not isinstance(listed_files, list):
+        return None
+    outside = [_strings(w, ("path",)) for w in listed_outside]
+    files = [_strings(f, ("path", "sha256")) for f in listed_files]
+    if None in outside or None in files:
+        return None
+    return RecordedCall(result, is_error, duration, [w for w in outside if w is not None],
+                        [(f["path"], f["sha256"]) for f in files if f is not None])
+
+
 class RolloutCache:
     """The cache directory of a run, in one of the modes live, record or replay."""
 
     def __init__(self, directory: str | Path, mode: str) -> None:
         self.mode = check_choice(mode, RECORD_MODES, "mode", "mode")
         self.directory = Path(directory)
-        self._tools: dict[str, dict[str, Any]] = {}
-        self._models: dict[str, dict[str, Any]] = {}
-        self._timings: dict[str, dict[str, Any]] = {}
+        self._tools: dict[str, Mapping[str, object]] = {}
+        self._models: dict[str, Mapping[str, object]] = {}
+        self._timings: dict[str, JsonObject] = {}
         if mode == "live":
             return
         if mode == "replay" and not self.directory.is_dir():
@@ -82,8 +123,8 @@ class RolloutCache:
                              field="cache_dir")
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "blobs").mkdir(exist_ok=True)
-        self._tools = read_keyed_lines(self.directory / "tools.jsonl")
-        self._models = read_keyed_lines(self.directory / "models.jsonl")
+        self._tools = dict(read_keyed_lines(self.directory / "tools.jsonl"))
+        self._models = dict(read_keyed_lines(self.directory / "models.jsonl"))
         self._timings = read_keyed_lines(self.directory / "timings.jsonl")
 
     @property
@@ -96,10 +137,16 @@ class RolloutCache:
         """Whether live results are written to the cache."""
         return self.mode == "record"
 
-    def get_tool(self, key: str) -> dict[str, Any] | None:
-        """The recorded outcome of a tool call."""
+    def get_tool(self, key: str) -> RecordedCall | None:
+        """The recorded outcome of a tool call; InputError naming the cache's file when it is not of its shape."""
         entry = self._tools.get(key)
-        return entry["record"] if entry else None
+        if not entry:
+            return None
+        recorded = _recorded_call(entry.get("record"))
+        if recorded is None:
+            raise InputError(self.directory / "tools.jsonl", "not a recorded tool call's outcome (result, is_error, "
+                             "duration_s, files, outside)", field=f"{key}.record")
+        return recorded
 
     def put_tool(self, key: str, task: str, server: str, tool: str, arguments: object,
                  record: Mapping[str, object]) -> None:
@@ -108,10 +155,19 @@ class RolloutCache:
         self._tools[key] = entry
         append_line(self.directory / "tools.jsonl", entry)
 
-    def get_model(self, key: str) -> dict[str, Any] | None:
-        """The recorded model response of a request key."""
+    def get_model(self, key: str) -> Completion | None:
+        """The recorded model response of a request key; InputError naming the cache's file when it is not one."""
         entry = self._models.get(key)
-        return entry["response"] if entry else None
+        if not entry:
+            return None
+        response = entry.get("response")
+        try:
+            if not isinstance(response, dict):
+                raise ValueError("not an object")
+            return Completion.from_json(response)
+        except (KeyError, ValueError):
+            raise InputError(self.directory / "models.jsonl", "not a recorded model response (content, usage, "
+                             "model, finish_reason)", field=f"{key}.response") from None
 
     def put_model(self, key: str, response: Mapping[str, object]) -> None:
         """Record a model response."""
@@ -124,11 +180,12 @@ class RolloutCache:
         the recorded one when replaying (None when the cache has none: a cache recorded before timings were)."""
         if self.replaying:
             entry = self._timings.get(task)
-            return entry["wall_s"] if entry else None
+            wall = entry.get("wall_s") if entry else None
+            return wall if isinstance(wall, (int, float)) else None
         if self.recording:
-            entry = {"key": task, "wall_s": measured}
-            self._timings[task] = entry
-            append_line(self.directory / "timings.jsonl", entry)
+            line: JsonObject = {"key": task, "wall_s": measured}
+            self._timings[task] = line
+            append_line(self.directory / "timings.jsonl", line)
         return measured
 
     def put_catalogue(self, tools: Sequence[Mapping[str, object]], failures: dict[str, str]) -> None:
@@ -136,13 +193,16 @@ class RolloutCache:
         text = dumps_json({"tools": tools, "failures": failures}, indent=1)
         atomic_write_text(self.directory / "catalogue.json", text)
 
-    def get_catalogue(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    def get_catalogue(self) -> tuple[list[ToolInfo], dict[str, str]]:
         """The recorded tool catalogue and server failures."""
         path = self.directory / "catalogue.json"
         if not path.exists():
             raise InputError(path, "no recorded tool catalogue (record a run first)", field="cache_dir")
         data = read_json(path, "recorded tool catalogue")
-        return data["tools"], data["failures"]
+        try:
+            return [ToolInfo.from_json(t) for t in data["tools"]], data["failures"]
+        except ValueError as exc:
+            raise InputError(path, str(exc), field="tools") from None
 
     def store_blob(self, path: Path) -> str:
         """Keep a copy of a file by content; returns its SHA-256."""
@@ -181,7 +241,7 @@ class CachedModel:
         self.params = params or {}
         self._seen: dict[tuple[str, str], int] = {}
 
-    async def complete(self, messages: list[dict[str, Any]], *, scope: str, workspace: Path | None = None,
+    async def complete(self, messages: Messages, *, scope: str, workspace: Path | None = None,
                        json_mode: bool = False) -> Completion:
         """The response to messages: from the cache when replaying, else from the driver."""
         if self.cache.mode == "live":
@@ -197,7 +257,7 @@ class CachedModel:
             if response is None:
                 raise CacheMiss(f"no recorded model response for a {scope} request (the run diverged "
                                 "from the recorded one, or it was never recorded)")
-            return Completion.from_json(response)
+            return response
         assert self.driver is not None
         completion = await self.driver.complete(messages, workspace=workspace, json_mode=json_mode)
         self.cache.put_model(key, completion.to_json())

@@ -19,7 +19,6 @@ import sys
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import rollout.scripted  # noqa: F401 (registers the scripted policy "plan" of model=scripted)
 from engine.apps.config.rollout import RolloutConfig, Stage
@@ -29,6 +28,7 @@ from engine.contract import (
     MODEL_API,
     REPLAY,
     InputError,
+    JsonObject,
     Task,
     atomic_write_json,
     check_name,
@@ -80,7 +80,7 @@ async def _open_tools(cfg: RolloutConfig, cache: RolloutCache,
         tools, failures = cache.get_catalogue()
         for name, reason in failures.items():
             log.warning("MCP server %s was not running in the recorded run: %s", name, reason)
-        return None, [ToolInfo(t["name"], t["description"], t["input_schema"]) for t in tools], failures
+        return None, tools, failures
     environment = cfg.server_environment.value if cfg.server_environment is not None else None
     specs = read_servers_config(cfg.servers, cfg.server_envs, environment)
     host = MCPHost(specs, call_timeout=cfg.call_timeout, start_timeout=cfg.start_timeout,
@@ -153,8 +153,7 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
             total = len(todo) - len(unreferenced)
             ended = [len(tasks) - len(todo)]  # tasks with a record; counted on the event loop, once per task
 
-            def finish(run: TaskRun, record: dict[str, Any], calls: list[dict[str, object]],
-                       began: float) -> dict[str, Any]:
+            def finish(run: TaskRun, record: JsonObject, calls: list[dict[str, object]], began: float) -> JsonObject:
                 """Write the task's tool log (with its wall time; a replay's the recorded one) and add its record."""
                 wall = cache.wall_time(run.task.id, round(time.monotonic() - began, 3))
                 atomic_write_json(tool_logs / f"{safe_name(run.task.id)}.json",
@@ -164,14 +163,14 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
                 results.add(record)
                 return record
 
-            def progress(task: Task, record: dict[str, Any]) -> str:
+            def progress(run: TaskRun, record: JsonObject) -> str:
                 """Log the task's end with the count of tasks ended; its outcome ("finished" or the error kind)."""
                 ended[0] += 1
-                error = record_error(record)
-                if error is None:
+                error, task = record_error(record), run.task
+                if error is None:  # the record's steps and usage are the run's
                     log.info("task %s done: %d step(s), %d call(s), %d tokens (%d of %d)", task.id,
-                             record["num_step"], sum(len(s["calls"]) for s in record["steps"]),
-                             record["usage"]["total_tokens"], ended[0], len(tasks))
+                             len(run.steps), sum(len(calls) for calls in run.steps),
+                             run.dialogue.usage["total_tokens"], ended[0], len(tasks))
                     return "finished"
                 log.error("task %s failed (%s): %s (%d of %d)", task.id, error[0], error[1], ended[0], len(tasks))
                 return error[0]
@@ -193,7 +192,7 @@ async def _rollout_trial(cfg: RolloutConfig, trial: int | None) -> int:
                 except Exception as exc:  # boundary: one task's bug must not end the others
                     log.exception("task %s failed", task.id)
                     record = run.record(task_error(CUT_SHORT, f"the rollout failed: {type(exc).__name__}: {exc}"))
-                return progress(task, await asyncio.to_thread(finish, run, record, calls, began))
+                return progress(run, await asyncio.to_thread(finish, run, record, calls, began))
 
             with TaskBar(len(tasks), "rollout", done=len(tasks) - total) as bar:
                 outcomes = await bounded([t for t in todo if t.id in exposed], cfg.concurrency, bar.each(work))

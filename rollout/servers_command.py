@@ -37,6 +37,7 @@ from rollout.mcp.config import ENVIRONMENT_MODES, ServerSpec, read_servers_confi
 from rollout.mcp.derive import derive_config
 from rollout.mcp.host import MCPHost
 from rollout.mcp.install import INSTALLERS, InstallOutcome, install_server
+from rollout.mcp.launch import entry_words
 from rollout.mcp.placeholders import write_keys, write_placeholder_images
 from rollout.mcp.requirements import missing_here, server_system_packages
 from rollout.servers_bench import measure_overhead
@@ -320,14 +321,16 @@ def _init(args: argparse.Namespace) -> int:
     atomic_write_json(output, config)
     for d in derived:
         if d.entry is not None:
-            print(f"{d.name:<24} {d.entry['command']} {' '.join(d.entry['args'])}".rstrip() + "   " +
+            print(f"{d.name:<24} {' '.join(entry_words(d.entry))}".rstrip() + "   " +
                   "; ".join(d.sources))
     missing = [d for d in derived if d.missing]
     if missing:
         print("\ncould not derive (fill in by hand):")
         for d in missing:
             print(f"  {d.name:<22} " + ("" if d.entry is not None else "LEFT OUT: ") + "; ".join(d.missing))
-    print(f"\nwrote {output}: {len(config['servers'])} of {len(derived)} folder(s); review it, then "
+    servers = config["servers"]
+    written = len(servers) if isinstance(servers, dict) else 0
+    print(f"\nwrote {output}: {written} of {len(derived)} folder(s); review it, then "
           f"python scripts/servers.py install --config {output}")
     return 1 if missing else 0
 

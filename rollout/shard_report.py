@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO, TypedDict
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
@@ -40,6 +40,32 @@ OUTCOME_FILE = "shard_outcomes.jsonl"
 """A multirun shard job's records of its merges (one line each: a trial's, an evaluator's), in its job folder."""
 
 
+class _State(TypedDict):
+    shard: str
+    state: str
+
+
+class PartState(_State, total=False):
+    """A part a merge waits for: its shard, its state (running, missing, stopped, ended) and, for a stopped
+    one, how many of its tasks it lacks."""
+
+    lacking: int
+
+
+class Outcome(TypedDict):
+    """A shard job's record of its merge (a line of OUTCOME_FILE)."""
+
+    app: str
+    shard: str
+    output: str
+    parts: list[str]
+    merged: bool
+    line: str
+    waits_for: list[PartState]
+    stream: list[int] | None
+    time: float
+
+
 def _in_multirun() -> bool:
     """Whether this run is a job of a Hydra multirun."""
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
@@ -54,10 +80,10 @@ def _stream_id(stream: TextIO) -> list[int] | None:
     return [st.st_dev, st.st_ino]
 
 
-def part_states(shard: Shard, parts: Sequence[Path], pending: PartPending) -> list[dict[str, Any]]:
+def part_states(shard: Shard, parts: Sequence[Path], pending: PartPending) -> list[PartState]:
     """The parts other than `shard`'s that the merge waits for, each with its state: running, missing, or
     stopped (the part the merge found lacking tasks, `lacking` of them, with no run writing it)."""
-    states: list[dict[str, Any]] = []
+    states: list[PartState] = []
     for other, path in zip(shard.siblings(), parts):
         if other == shard:
             continue
@@ -70,7 +96,7 @@ def part_states(shard: Shard, parts: Sequence[Path], pending: PartPending) -> li
     return states
 
 
-def _state_words(state: dict[str, Any], advise: bool) -> str:
+def _state_words(state: PartState, advise: bool) -> str:
     """A waited-for part as words: `part 2/3 (running)`, with the advice for a part not running when `advise`
     (a part `ended` is one the launcher finds written and not running after it was last seen running or
     missing)."""
@@ -85,13 +111,13 @@ def _state_words(state: dict[str, Any], advise: bool) -> str:
     return f"part {part} (stopped with {lacking}{f': run shard={part} again to finish it' if advise else ''})"
 
 
-def waited_words(states: Sequence[dict[str, Any]], advise: bool) -> str:
+def waited_words(states: Sequence[PartState], advise: bool) -> str:
     """The parts a merge waits for, as words (`_state_words`), and who merges when one is running."""
     words = ", ".join(_state_words(s, advise) for s in states) or "the other parts"
     return words + ("; the last part to end merges" if any(s["state"] == "running" for s in states) else "")
 
 
-def waiting_line(app: str, shard: Shard, states: Sequence[dict[str, Any]], advise: bool) -> str:
+def waiting_line(app: str, shard: Shard, states: Sequence[PartState], advise: bool) -> str:
     """The line of a shard whose merge waits for other parts."""
     return f"{app}: part {shard} done; the merge waits for {waited_words(states, advise)}"
 
@@ -102,7 +128,7 @@ def merge_when_complete(app: str, shard: Shard, output: Path, parts: Sequence[Pa
     when every one is complete (this job ended last), saying so; else say what the merge waits for, or why a
     part is refused (stderr); in a multirun, record it for the launcher (ShardReport)."""
     multirun = _in_multirun()
-    states: list[dict[str, Any]] = []
+    states: list[PartState] = []
     stream = sys.stdout
     try:
         line = f"{app}: every part is complete; {shard.count} part(s) merged -> {merge()}"
@@ -114,7 +140,7 @@ def merge_when_complete(app: str, shard: Shard, output: Path, parts: Sequence[Pa
         line, merged, stream = f"{app}: not merged: {exc}", False, sys.stderr
     print(line, file=stream, flush=True)
     if multirun:
-        record = {"app": app, "shard": str(shard), "output": str(output), "parts": [str(p) for p in parts],
+        record: Outcome = {"app": app, "shard": str(shard), "output": str(output), "parts": [str(p) for p in parts],
                   "merged": merged, "line": line, "waits_for": states, "stream": _stream_id(stream),
                   "time": time.time()}
         try:
@@ -125,10 +151,10 @@ def merge_when_complete(app: str, shard: Shard, output: Path, parts: Sequence[Pa
             log.warning("the launcher will not hear of this shard's merge: %s", exc)
 
 
-def _final_words(record: dict[str, Any]) -> str:
+def _final_words(record: Outcome) -> str:
     """What is left to do for a merge that did not happen, from the parts as they stand now."""
     shard = Shard(*(int(x) for x in record["shard"].split("/")))
-    states = []
+    states: list[PartState] = []
     for other, path in zip(shard.siblings(), (Path(p) for p in record["parts"])):
         waited = next((s for s in record["waits_for"] if s["shard"] == str(other)), None)
         if waited is None:
@@ -142,11 +168,11 @@ def _final_words(record: dict[str, Any]) -> str:
     return waited_words(states, advise=True)
 
 
-def launcher_lines(records: Sequence[dict[str, Any]], seen: dict[str, list[int] | None]) -> list[str]:
+def launcher_lines(records: Sequence[Outcome], seen: dict[str, list[int] | None]) -> list[str]:
     """The launcher's lines for its shard jobs' records: per merged file, its merge line unless a job's own
     output reached this terminal (`seen`: the launcher's stdout and stderr), else what is left to do."""
     lines: list[str] = []
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[Outcome]] = {}
     for record in records:
         groups.setdefault((record["app"], record["output"]), []).append(record)
     for (app, output), group in groups.items():
@@ -174,13 +200,13 @@ class ShardReport(Callback):
         self.sweep: Path | None = None
         self.start = 0.0
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         """Called in the launching process before the jobs start."""
         self.sweep = Path(str(OmegaConf.select(config, "hydra.sweep.dir"))).absolute()
         self.start = time.time()
         atexit.register(self.report)  # a launcher that ends on a failed job skips on_multirun_end
 
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         """Called in the launching process once every job has ended."""
         self.report()
 
@@ -190,7 +216,7 @@ class ShardReport(Callback):
             return
         sweep, self.sweep = self.sweep, None
         atexit.unregister(self.report)
-        records = []
+        records: list[Outcome] = []
         for path in sorted(sweep.rglob(OUTCOME_FILE)):
             try:
                 lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

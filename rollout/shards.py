@@ -14,11 +14,10 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
-from engine.contract import InputError, atomic_write_text, file_digest
+from engine.contract import InputError, JsonObject, atomic_write_text, file_digest
 from engine.contract.settings import Shard, shard_of
 
 MERGE_WAIT_S = 120.0
@@ -75,10 +74,10 @@ def _first_difference(found: Mapping[str, object], expected: Mapping[str, object
     return "", None, None
 
 
-def part_records(path: Path, shard: Shard, records: Iterable[object]) -> dict[str, dict[str, Any]]:
+def part_records(path: Path, shard: Shard, records: Iterable[object]) -> dict[str, JsonObject]:
     """id -> record of a part's records; InputError naming the part and the id for a record without a string
     id, or an id held twice (a merge would keep one of them silently)."""
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, JsonObject] = {}
     at: dict[str, int] = {}
     for k, record in enumerate(records):
         tid = record.get("id") if isinstance(record, dict) else None

@@ -26,9 +26,8 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from engine.contract import MADE, canonical_json
+from engine.contract import MADE, JsonObject, JsonValue, canonical_json
 from rollout.errors import CacheMiss
 from rollout.mcp.host import MCPHost
 from rollout.mcp.paths import argument_paths, kept_paths, named_paths, under_kept
@@ -50,7 +49,7 @@ class CallRecord:
     is false for an illegal-format call, recorded as written and never run."""
 
     name: str
-    arguments: Any
+    arguments: JsonValue
     result: str
     is_error: bool
     files: list[str] = field(default_factory=list)
@@ -60,6 +59,15 @@ class CallRecord:
     """Writes outside the workspace: ``{"path"}`` (a temp folder's file as ``$TMPDIR/<name>``), with
     ``"copied_to"`` when the file was copied in."""
 
+    @classmethod
+    def of(cls, call: JsonObject) -> CallRecord:
+        """The record of a call as the PROCESS reply's parser gives it (engine.contract.parse_tool_calls:
+        ``{"name", "arguments"}``, the name a string), before it runs; ValueError for another shape."""
+        name = call.get("name")
+        if not isinstance(name, str):
+            raise ValueError(f"a tool call's name must be a string, got {name!r}")
+        return cls(name, call.get("arguments"), "", False)
+
     def add_note(self, note: str) -> None:
         """Append a line of the host's own to the result text."""
         self.result = f"{self.result}\n{note}" if self.result else note
@@ -67,7 +75,8 @@ class CallRecord:
     def to_output(self) -> dict[str, object]:
         """The call in the published prediction format (plus is_error, and ``"made": false`` for a call
         that was not made)."""
-        out = {"name": self.name, "arguments": self.arguments, "result": self.result, "is_error": self.is_error}
+        out: dict[str, object] = {"name": self.name, "arguments": self.arguments, "result": self.result,
+                                  "is_error": self.is_error}
         return out if self.made else {**out, MADE: False}
 
     def to_log(self, step: int, index: int) -> dict[str, object]:
@@ -115,10 +124,10 @@ class ToolRunner:
             return f"Error: MCP server '{server}' is not running ({self.failures[server]})"
         return f"Error: unknown tool '{name}'"
 
-    async def run_step(self, calls: list[dict[str, Any]], exposed: set[str], ws: Workspace,
+    async def run_step(self, calls: list[JsonObject], exposed: set[str], ws: Workspace,
                        step: int) -> list[CallRecord]:
         """Run a step's calls concurrently; results come back in the order of the calls."""
-        records = [CallRecord(c["name"], c["arguments"], "", False) for c in calls]
+        records = [CallRecord.of(c) for c in calls]
         runnable = []
         for i, record in enumerate(records):
             rejection = self._rejection(record.name, exposed)
@@ -141,7 +150,8 @@ class ToolRunner:
 
         async def timed(record: CallRecord) -> ToolOutcome:
             start = time.perf_counter()
-            outcome = await host.call(record.name, record.arguments, ws.root)
+            arguments = record.arguments if isinstance(record.arguments, dict) else {}  # a run call's: an object
+            outcome = await host.call(record.name, arguments, ws.root)
             record.duration_s = round(time.perf_counter() - start, 6)
             return outcome
 
@@ -293,14 +303,13 @@ class ToolRunner:
         if cached is None:
             raise CacheMiss(f"no recorded result for this call to {record.name} with these arguments in task "
                             f"{ws.task_id} (the run diverged from the recorded one, or it was never recorded)")
-        record.result, record.is_error = cached["result"], cached["is_error"]
-        record.duration_s = cached.get("duration_s")
-        record.outside = list(cached.get("outside", []))
-        for entry in cached["files"]:
-            dest = ws.inside(entry["path"])
+        record.result, record.is_error = cached.result, cached.is_error
+        record.duration_s = cached.duration_s
+        record.outside = list(cached.outside)
+        for path, sha in cached.files:
+            dest = ws.inside(path)
             if dest is None:
                 continue
-            if not self.cache.restore_blob(entry["sha256"], dest):
-                log.warning("cache blob %s of %s is missing; the file is not restored", entry["sha256"],
-                            entry["path"])
-            record.files.append(entry["path"])
+            if not self.cache.restore_blob(sha, dest):
+                log.warning("cache blob %s of %s is missing; the file is not restored", sha, path)
+            record.files.append(path)

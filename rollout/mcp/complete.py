@@ -32,9 +32,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from engine.contract import read_json
+from engine.contract import JsonObject, JsonValue, read_json
 from rollout.mcp.derive import (
     Derived,
     local_path,
@@ -46,7 +45,16 @@ from rollout.mcp.derive import (
     read_package,
 )
 from rollout.mcp.envhints import read_in_file, read_in_files
-from rollout.mcp.launch import PACKAGE_RUNNERS, SCRIPT, in_environment, pointed, third_party_imports
+from rollout.mcp.launch import (
+    PACKAGE_RUNNERS,
+    SCRIPT,
+    entry_list,
+    entry_object,
+    entry_words,
+    in_environment,
+    pointed,
+    third_party_imports,
+)
 from rollout.mcp.published import npm_pin, plain_entry, root_variables, servers_of
 from rollout.mcp.requirements import (
     distributions_of,
@@ -74,15 +82,15 @@ def _rel(path: Path, base: Path) -> str:
     return Path(os.path.relpath(path, base)).as_posix()
 
 
-def _inherit(entry: dict[str, Any], variables: list[str], out: Completion) -> None:
-    given = set(entry.get("env") or {}) | set(entry.get("inherit") or [])
+def _inherit(entry: JsonObject, variables: list[str], out: Completion) -> None:
+    given = set(entry_object(entry, "env")) | set(entry_list(entry, "inherit"))
     new = [v for v in variables if v not in given]
     if new:
-        entry["inherit"] = [*(entry.get("inherit") or []), *new]
+        entry["inherit"] = [*entry_list(entry, "inherit"), *new]
         out.added.append(f"inherit: the variables its files read ({', '.join(new)})")
 
 
-def _folder(entry: dict[str, Any], folder: Path, base: Path, out: Completion) -> None:
+def _folder(entry: JsonObject, folder: Path, base: Path, out: Completion) -> None:
     """Give an entry that runs a server folder the folder's install block and a command run from it."""
     out.kind = "folder"
     runs = in_environment(entry)
@@ -115,9 +123,9 @@ def _folder(entry: dict[str, Any], folder: Path, base: Path, out: Completion) ->
     out.missing += derived.missing
     if install is None:
         return
-    before = " ".join([entry["command"], *(entry.get("args") or [])])
+    before = " ".join(entry_words(entry))
     entry.update(launch)
-    after = " ".join([entry["command"], *(entry.get("args") or [])])
+    after = " ".join(entry_words(entry))
     if after != before:
         out.added.append(f"command: {before} -> {after}" +
                          (f" in {launch['cwd']}" if "cwd" in launch else "") + " (from its environment)")
@@ -127,11 +135,12 @@ def _folder(entry: dict[str, Any], folder: Path, base: Path, out: Completion) ->
     _inherit(entry, read_in_files(folder), out)
 
 
-def _package_folder(entry: dict[str, Any], folder: Path, base: Path) -> Path | None:
+def _package_folder(entry: JsonObject, folder: Path, base: Path) -> Path | None:
     """The folder of the ``package.json`` nearest to the entry's script (a server folder may hold another
     package beside its entry point, ``server/package.json``), else the server folder's own; None: neither."""
-    cwd = base / entry["cwd"] if isinstance(entry.get("cwd"), str) else base
-    for arg in entry.get("args") or []:
+    given = entry.get("cwd")
+    cwd = base / given if isinstance(given, str) else base
+    for arg in entry_list(entry, "args"):
         if not isinstance(arg, str) or not arg.endswith(SCRIPT[1:]):
             continue
         script = Path(os.path.normpath(cwd / arg))
@@ -145,7 +154,7 @@ def _package_folder(entry: dict[str, Any], folder: Path, base: Path) -> Path | N
     return folder if (folder / "package.json").is_file() else None
 
 
-def _own_output(entry: dict[str, Any], folder: Path, out: Completion) -> None:
+def _own_output(entry: JsonObject, folder: Path, out: Completion) -> None:
     """`paths` keeping the folder a server confines its saves to (`own_output_folder`), and that folder's
     variable set to the server's working directory when the entry does not set it, so that a path the model
     writes (``./media/deck.pptx``) is saved where it says, not one folder deeper."""
@@ -153,20 +162,20 @@ def _own_output(entry: dict[str, Any], folder: Path, out: Completion) -> None:
     if found is None or "paths" in entry:
         return
     variable, default, where = found
-    env = entry.get("env") or {}
+    env = entry_object(entry, "env")
     folder_value = env.get(variable, default)
     if not isinstance(folder_value, str) or folder_value.startswith("/") or ".." in folder_value.split("/"):
         return
-    entry["paths"] = {"mode": "workspace", "keep": [f"./{folder_value.removeprefix('./').rstrip('/')}"]}
-    out.added.append(f"paths: keep {entry['paths']['keep'][0]} ({where} saves only under ${variable}, "
-                     f"default {default})")
+    keep = f"./{folder_value.removeprefix('./').rstrip('/')}"
+    entry["paths"] = {"mode": "workspace", "keep": [keep]}
+    out.added.append(f"paths: keep {keep} ({where} saves only under ${variable}, default {default})")
     if variable not in env:
         entry["env"] = {**env, variable: "."}
         out.added.append(f"env: {variable}=. (relative saves under the working directory, so "
-                         f"{entry['paths']['keep'][0]}/x lands there, not in {default}/{default.removeprefix('./')}/x)")
+                         f"{keep}/x lands there, not in {default}/{default.removeprefix('./')}/x)")
 
 
-def _file(entry: dict[str, Any], script: Path, lines: dict[str, str] | None, requirements: Path | None,
+def _file(entry: JsonObject, script: Path, lines: dict[str, str] | None, requirements: Path | None,
           out: Completion) -> None:
     """Give a single-file Python server an environment with what it imports: the requirements file's lines
     that provide its imports (never the whole file), else distributions of the imports' names."""
@@ -206,19 +215,22 @@ def _system(requirements: list[str], out: Completion) -> None:
         out.added.append(f"system packages: {' '.join(packages)} (python scripts/servers.py system-deps)")
 
 
-def _registry_pin(entry: dict[str, Any], package: str | None, lines: dict[str, str] | None, registry: bool,
+def _registry_pin(entry: JsonObject, package: str | None, lines: dict[str, str] | None, registry: bool,
                   out: Completion) -> None:
     """An ``uvx PKG`` or ``npx PKG`` entry no folder vendors: an install block with PKG at the version it names,
     else the requirements file's line or the registry's newest (so ``install`` fetches it once and the server
     starts offline); nothing when none is known."""
-    found: tuple[dict[str, Any], str] | None = None
+    found: tuple[JsonObject, str] | None = None
     why = "" if registry else "; the registry was not asked"
     if package and entry["command"] == "npx":
         pin = npm_pin(package, registry)
         if isinstance(pin, str) and " has no " in pin:
             out.missing.append(f"install: {pin}, so npx cannot fetch it either")
             return
-        found, why = (({"npm": [pin[0]]}, f"{pin[0]}, {pin[1]}"), "") if isinstance(pin, tuple) else (None, f"; {pin}")
+        if isinstance(pin, tuple):
+            found, why = ({"npm": [pin[0]]}, f"{pin[0]}, {pin[1]}"), ""
+        else:
+            why = f"; {pin}"
     elif package:
         name = re.split(r"[<>=!~\[;@ ]", package, maxsplit=1)[0]
         named = re.fullmatch(r"([A-Za-z0-9._-]+)(?:==|@)([A-Za-z0-9.+!-]+)", package)
@@ -226,7 +238,7 @@ def _registry_pin(entry: dict[str, Any], package: str | None, lines: dict[str, s
             found = ({"requirements": [f"{named.group(1)}=={named.group(2)}"]},
                      f"{named.group(1)}=={named.group(2)}, the version it names")
         elif (release := module_distribution(name, lines, registry)) is not None:
-            found = ({"requirements": release[0]}, f"{', '.join(release[0])}, from {release[1]}")
+            found = ({"requirements": [*release[0]]}, f"{', '.join(release[0])}, from {release[1]}")
     if found is None:
         out.added.append(f"nothing to install: {entry['command']} fetches its package when the server starts "
                          f"(an install block with the package pinned would run it offline{why})")
@@ -235,13 +247,13 @@ def _registry_pin(entry: dict[str, Any], package: str | None, lines: dict[str, s
     out.added.append(f"install: {found[1]} (fetched once by install instead of at every start)")
 
 
-def _package(entry: dict[str, Any], base: Path, root: Path, lines: dict[str, str] | None, registry: bool,
+def _package(entry: JsonObject, base: Path, root: Path, lines: dict[str, str] | None, registry: bool,
              out: Completion) -> None:
     """An ``uvx PKG`` entry runs the folder under DIR that vendors PKG (the version the benchmark was built
     with, with the SDK versions of its ``uv.lock``) instead of the newest release fetched at start; other
     ``uvx`` and ``npx`` entries get their package pinned (`_registry_pin`)."""
     out.kind = "package"
-    args = [a for a in entry.get("args") or [] if isinstance(a, str)]
+    args = [a for a in entry_list(entry, "args") if isinstance(a, str)]
     package = args[args.index("--from") + 1] if "--from" in args[:-1] else next(
         (a for a in args if not a.startswith("-")), None)
     vendored = vendored_project(re.split(r"[=<>@\[ ]", package)[0], root) if entry["command"] == "uvx" and \
@@ -249,24 +261,24 @@ def _package(entry: dict[str, Any], base: Path, root: Path, lines: dict[str, str
     if vendored is None:
         _registry_pin(entry, package, lines, registry, out)
         return
-    folder, data = vendored
-    project = data["project"]
+    folder = vendored.folder
     derived = Derived(out.name, None)
     pins = lock_pins(folder) or mcp_pin(python_files(folder), derived)
     where = "its uv.lock" if (folder / "uv.lock").is_file() else "its files"
-    if "build-system" in data:
+    if vendored.builds:
         first, what = local_path(_rel(folder, base)), f"the vendored folder {_rel(folder, base)}"
     else:
-        first, what = f"{project['name']}=={project.get('version')}", f"the version {_rel(folder, base)} names"
+        first, what = f"{vendored.name}=={vendored.version}", f"the version {_rel(folder, base)} names"
     entry["install"] = {"requirements": [first, *pins]}
-    out.added.append(f"install: {what} ({project['name']} {project.get('version', '')}) instead of the newest "
+    version = "" if vendored.version is None else vendored.version
+    out.added.append(f"install: {what} ({vendored.name} {version}) instead of the newest "
                      "release uvx fetches" + (f"; {', '.join(pins)} from {where}" if pins else ""))
     _inherit(entry, read_in_files(folder), out)
 
 
-def _module(entry: dict[str, Any], lines: dict[str, str] | None, registry: bool, out: Completion) -> bool:
+def _module(entry: JsonObject, lines: dict[str, str] | None, registry: bool, out: Completion) -> bool:
     """``python -m MODULE`` run from no folder: the distribution named like the module; False when none is."""
-    args = entry.get("args") or []
+    args = entry_list(entry, "args")
     runs = in_environment(entry)
     if isinstance(runs, str) or runs[0] != "python" or len(args) < 2 or args[0] != "-m" or \
             not isinstance(args[1], str):
@@ -275,20 +287,20 @@ def _module(entry: dict[str, Any], lines: dict[str, str] | None, registry: bool,
     if found is None:
         return False
     out.kind = "module"
-    entry["install"] = {"requirements": found[0]}
+    entry["install"] = {"requirements": [*found[0]]}
     out.added.append(f"install: {', '.join(found[0])} (the distribution of module {args[1]}, from {found[1]})")
     _system(found[0], out)
     return True
 
 
-def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: Path | None,
-                   registry: bool = True, rewritten: list[str] | None = None) -> tuple[Any, Completion]:
+def complete_entry(name: str, given: JsonValue, base: Path, root: Path, requirements: Path | None,
+                   registry: bool = True, rewritten: list[str] | None = None) -> tuple[JsonValue, Completion]:
     """One entry completed (a new object; the given one is unchanged) and how; `rewritten` says how the entry
     was already rewritten into a form this reads (`rollout.mcp.published.plain_entry`)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str) or not entry["command"]:
-        return entry, Completion(name, "other", False, missing=["not an entry with a command"])
-    out = Completion(name, "other", entry.get("disabled") is True, added=list(rewritten or []))
-    entry = {k: (list(v) if isinstance(v, list) else v) for k, v in entry.items()}
+    if not isinstance(given, dict) or not isinstance(given.get("command"), str) or not given["command"]:
+        return given, Completion(name, "other", False, missing=["not an entry with a command"])
+    out = Completion(name, "other", given.get("disabled") is True, added=list(rewritten or []))
+    entry: JsonObject = {k: (list(v) if isinstance(v, list) else v) for k, v in given.items()}
     if "install" in entry or "python" in entry:
         out.kind = "kept"
         out.added.append(f"kept: it names its own {'install block' if 'install' in entry else 'python'}")
@@ -299,11 +311,11 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
         lines = requirement_lines(requirements) if requirements else None
         if target is None:
             if not _module(entry, lines, registry, out):
-                args = entry.get("args") or []
+                args = entry_list(entry, "args")
                 looked = ("in the requirements file" if lines is not None else "no requirements file given") + \
                     ("" if registry else "; the registry was not asked")
                 named = f", and no distribution of its name was found ({looked})" if args[:1] == ["-m"] else ""
-                out.missing.append(f"install: {' '.join([entry['command'], *args])} runs nothing under {root}"
+                out.missing.append(f"install: {' '.join(entry_words(entry))} runs nothing under {root}"
                                    f"{named} (name what it needs in an install block)")
         elif target[1]:
             _file(entry, target[0], lines, requirements, out)
@@ -315,14 +327,15 @@ def complete_entry(name: str, entry: Any, base: Path, root: Path, requirements: 
 
 
 def complete_config(root: Path, config: Path, requirements: Path | None = None,
-                    registry: bool = True) -> tuple[dict[str, Any], list[Completion]]:
+                    registry: bool = True) -> tuple[JsonObject, list[Completion]]:
     """The config at `config` with each entry completed from the server folders and files directly under
     `root` (the written file goes beside it: its relative paths stay as they are), and how each entry was."""
     data = read_json(config, "servers config")
     key, servers = servers_of(data, config)
     variables = root_variables(config)
     base, root = config.resolve().parent, root.resolve()
-    completed, how = {}, []
+    completed: JsonObject = {}
+    how = []
     for name, entry in servers.items():
         plain, rewritten = plain_entry(f"{key}.{name}", entry, variables, config)
         completed[name], one = complete_entry(name, plain, base, root,

@@ -26,9 +26,9 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from engine.contract import InputError, read_json
 from rollout.mcp.environments import (
@@ -170,7 +170,7 @@ def not_installed(folder: Path, path: Path) -> str:
     return f"its build failed: {failed.reason}"
 
 
-def _runtime(entry: dict[str, Any], install: InstallSpec | None, folder: Path | None, path: Path,
+def _runtime(entry: Mapping[str, object], install: InstallSpec | None, folder: Path | None, path: Path,
              where: str) -> Runtime | None:
     """What the entry names as its environment (None: it names none)."""
     python = entry.get("python")

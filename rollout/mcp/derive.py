@@ -27,8 +27,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from engine.contract import JsonObject, JsonValue
 from rollout.mcp.envhints import read_in_files
 
 _MCP_LIKE = re.compile(r"mcp|server", re.IGNORECASE)
@@ -45,12 +45,12 @@ class Derived:
     """One folder's entry (None: no entry point), where each part came from, and what could not be derived."""
 
     name: str
-    entry: dict[str, Any] | None
+    entry: JsonObject | None
     sources: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
 
-def _read_toml(path: Path) -> dict[str, Any] | str:
+def _read_toml(path: Path) -> dict[str, object] | str:
     """The parsed file, or why it could not be read."""
     try:
         import tomllib
@@ -65,7 +65,7 @@ def _read_toml(path: Path) -> dict[str, Any] | str:
         return f"cannot be read ({exc})"
 
 
-def read_package(path: Path) -> dict[str, Any] | str:
+def read_package(path: Path) -> JsonObject | str:
     """The parsed ``package.json``, or why it could not be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -143,7 +143,7 @@ def own_output_folder(files: list[Path]) -> tuple[str, str, str] | None:
     return found if enforced else None
 
 
-def python_install(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def python_install(folder: Path, rel: str, out: Derived) -> tuple[JsonObject | None, dict[str, object] | None]:
     """(install block, parsed pyproject.toml) of a Python server folder: the project itself when it has a
     readable ``pyproject.toml``, else its ``requirements.txt``; None where neither is there. ``mcp<2`` is
     added when its files are written for mcp 1.x (`mcp_pin`)."""
@@ -162,12 +162,14 @@ def python_install(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any]
     return None, None
 
 
-def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
+def _python(folder: Path, rel: str, out: Derived) -> tuple[JsonObject | None, list[str] | None]:
     """(install block, command + args) of a Python server folder."""
     install, data = python_install(folder, rel, out)
     command = None
     if data is not None:
-        scripts = sorted((data.get("project") or {}).get("scripts") or {})
+        project = data.get("project")
+        listed = project.get("scripts") if isinstance(project, dict) else None
+        scripts = sorted(listed) if isinstance(listed, dict) else []
         script = _one(scripts)
         if script is not None:
             command = [script]
@@ -184,11 +186,11 @@ def _python(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None
     return install, command
 
 
-def node_install(data: dict[str, Any], rel: str, out: Derived) -> dict[str, Any] | None:
+def node_install(data: JsonObject, rel: str, out: Derived) -> JsonObject | None:
     """The install block of a Node server folder from its parsed ``package.json`` (None: nothing to install): its
     ``build:stdio`` script when it has one (the server as an MCP host runs it, over stdio), else ``build``."""
     listed = data.get("scripts")
-    scripts: dict[str, Any] = listed if isinstance(listed, dict) else {}
+    scripts = listed if isinstance(listed, dict) else {}
     build = next((name for name in ("build:stdio", "build") if name in scripts), None)
     if build is not None:
         out.sources.append(f"install: package.json (npm install, npm run {build})")
@@ -199,7 +201,7 @@ def node_install(data: dict[str, Any], rel: str, out: Derived) -> dict[str, Any]
     return None
 
 
-def _node(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, list[str] | None]:
+def _node(folder: Path, rel: str, out: Derived) -> tuple[JsonObject | None, list[str] | None]:
     """(install block, command + args) of a Node server folder."""
     data = read_package(folder / "package.json")
     if isinstance(data, str):
@@ -207,7 +209,7 @@ def _node(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, 
         return None, None
     install = node_install(data, rel, out)
     bins = data.get("bin")
-    target = None
+    target: JsonValue = None
     if isinstance(bins, str):
         target, where = bins, "bin"
     elif isinstance(bins, dict) and bins:
@@ -220,6 +222,9 @@ def _node(folder: Path, rel: str, out: Derived) -> tuple[dict[str, Any] | None, 
         target, where = data["main"], "main"
     if target is None:
         out.missing.append("entry point: package.json has no bin or main")
+        return install, None
+    if not isinstance(target, str):
+        out.missing.append(f"entry point: package.json {where} is not a path")
         return install, None
     out.sources.append(f"entry point: package.json {where} ({target})")
     return install, ["node", target.removeprefix("./")]
@@ -250,10 +255,10 @@ def derive_server(folder: Path, rel: str) -> Derived:
     elif install is None:
         out.missing.append("install: no pyproject.toml, requirements.txt or package.json to build from "
                            "(it runs on the python or node on PATH)")
-    entry: dict[str, Any] = {"command": command[0], "args": command[1:], "cwd": rel}
+    entry: JsonObject = {"command": command[0], "args": [*command[1:]], "cwd": rel}
     variables = read_in_files(folder)
     if variables:
-        entry["inherit"] = variables
+        entry["inherit"] = [*variables]
         out.sources.append(f"inherit: the variables its files read ({', '.join(variables)})")
     if install is not None:
         entry["install"] = install
@@ -262,7 +267,7 @@ def derive_server(folder: Path, rel: str) -> Derived:
     return out
 
 
-def derive_config(root: Path, output: Path) -> tuple[dict[str, Any], list[Derived]]:
+def derive_config(root: Path, output: Path) -> tuple[JsonObject, list[Derived]]:
     """A servers config for the server folders directly under `root` (paths relative to `output`'s folder),
     and what was derived for each folder."""
     base = output.resolve().parent
@@ -271,8 +276,8 @@ def derive_config(root: Path, output: Path) -> tuple[dict[str, Any], list[Derive
         if folder.name in ("node_modules", "__pycache__"):
             continue
         derived.append(derive_server(folder, Path(os.path.relpath(folder, base)).as_posix()))
-    servers = {d.name: d.entry for d in derived if d.entry is not None}
-    config = {"_comment": f"derived by scripts/servers.py init from the folders under {root} (Python "
+    servers: JsonObject = {d.name: d.entry for d in derived if d.entry is not None}
+    config: JsonObject = {"_comment": f"derived by scripts/servers.py init from the folders under {root} (Python "
                           f"{sys.version_info.major}.{sys.version_info.minor}); review each entry before use",
               "servers": servers}
     return config, derived

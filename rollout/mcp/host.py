@@ -19,13 +19,18 @@ import asyncio
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
+from engine.contract import JsonObject
 from engine.contract.staged import remove_if_empty
 from rollout.mcp.config import ServerSpec
 from rollout.mcp.paths import from_workspace, to_workspace
 from rollout.mcp.process import ServerProcess, file_name, redact
 from rollout.mcp.protocol import WORKSPACE_META_KEY, ToolInfo, ToolOutcome, describe_error, render_content
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import RequestParamsMeta
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +125,7 @@ class MCPHost:
             log.debug("MCP server %s had calls in flight for %g s; its temp folder is looked at now", name,
                       self.call_timeout)
 
-    async def call(self, name: str, arguments: dict[str, Any], workspace: Path | None = None) -> ToolOutcome:
+    async def call(self, name: str, arguments: JsonObject, workspace: Path | None = None) -> ToolOutcome:
         """Call "server/tool" with the task workspace in the request's _meta; never raises for tool trouble."""
         server_name, _, tool = name.partition("/")
         server = self._servers.get(server_name)
@@ -131,11 +136,13 @@ class MCPHost:
         session = server.session
         if session is None:
             return ToolOutcome(f"Error: MCP server '{server_name}' is not running ({server.error})", True)
-        meta = None
+        meta: RequestParamsMeta | None = None
         if workspace is not None:
-            meta = {WORKSPACE_META_KEY: str(workspace)}
+            # an open map of the SDK (extra keys of any value), which mypy's TypedDicts cannot express yet
+            meta = cast("RequestParamsMeta", {WORKSPACE_META_KEY: str(workspace)})
             if server.spec.paths == "workspace":
-                arguments = to_workspace(arguments, workspace, keep=server.spec.keep_paths)
+                sent = to_workspace(arguments, workspace, keep=server.spec.keep_paths)
+                arguments = sent if isinstance(sent, dict) else arguments  # an object's paths: an object
         idle = self._idle.setdefault(server_name, asyncio.Event())
         self._in_flight[server_name] = self._in_flight.get(server_name, 0) + 1
         idle.clear()
@@ -148,8 +155,8 @@ class MCPHost:
         text = from_workspace(outcome.text, workspace) if workspace is not None else outcome.text
         return ToolOutcome(redact(text, server.spec.secrets), outcome.is_error, outcome.images)
 
-    async def _send(self, server: ServerProcess, session: Any, tool: str, arguments: dict[str, Any],
-                    meta: dict[str, str] | None) -> ToolOutcome:
+    async def _send(self, server: ServerProcess, session: ClientSession, tool: str, arguments: JsonObject,
+                    meta: RequestParamsMeta | None) -> ToolOutcome:
         """One tools/call on a session; transport trouble, time-outs and frozen servers become error outcomes."""
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT

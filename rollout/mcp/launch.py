@@ -10,14 +10,31 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
+from engine.contract import JsonObject, JsonValue
 from rollout.mcp.environments import PYTHON_NAMES
 
 PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?(?:\.exe)?")
 VENV_BIN = re.compile(r"(?:^|/)\.?venv/(?:bin|Scripts)/([^/]+)$")
 SCRIPT = (".py", ".js", ".mjs", ".cjs")
 PACKAGE_RUNNERS = ("uvx", "npx")
+
+
+def entry_list(entry: JsonObject, key: str) -> list[JsonValue]:
+    """An entry's list (``args``, ``inherit``); empty when it has none or it is not a list."""
+    value = entry.get(key)
+    return value if isinstance(value, list) else []
+
+
+def entry_object(entry: JsonObject, key: str) -> JsonObject:
+    """An entry's object (``env``); empty when it has none or it is not an object."""
+    value = entry.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def entry_words(entry: JsonObject) -> list[str]:
+    """An entry's command and args as strings (for a line that names them)."""
+    return [str(entry.get("command")), *map(str, entry_list(entry, "args"))]
 
 
 
@@ -47,15 +64,16 @@ def inside(path: Path, root: Path) -> Path | None:
     return root / parts[0] if parts else None
 
 
-def pointed(entry: dict[str, Any], base: Path, root: Path) -> tuple[Path, bool] | None:
+def pointed(entry: JsonObject, base: Path, root: Path) -> tuple[Path, bool] | None:
     """(the server folder or single file under `root` the entry runs, whether it is a file), or None."""
-    cwd = base / entry["cwd"] if isinstance(entry.get("cwd"), str) else base
-    refs = [base / entry["command"]] if "/" in entry["command"] else []
-    refs += [cwd / a for a in entry.get("args") or [] if isinstance(a, str) and not a.startswith("-")
+    given, command = entry.get("cwd"), entry.get("command")
+    cwd = base / given if isinstance(given, str) else base
+    refs = [base / command] if isinstance(command, str) and "/" in command else []
+    refs += [cwd / a for a in entry_list(entry, "args") if isinstance(a, str) and not a.startswith("-")
              and ("/" in a or a.endswith(SCRIPT))]
-    if isinstance(entry.get("cwd"), str):
+    if isinstance(given, str):
         refs.append(cwd)
-    pythonpath = (entry.get("env") or {}).get("PYTHONPATH")
+    pythonpath = entry_object(entry, "env").get("PYTHONPATH")
     if isinstance(pythonpath, str):
         refs += [cwd / p for p in pythonpath.split(os.pathsep) if p and "$" not in p]
     for ref in refs:
@@ -89,9 +107,11 @@ def uv_run(args: list[str]) -> tuple[str | None, list[str]] | None:
     return (directory, rest) if rest else None
 
 
-def in_environment(entry: dict[str, Any]) -> tuple[str, dict[str, object]] | str:
+def in_environment(entry: JsonObject) -> tuple[str, JsonObject] | str:
     """(python or node, the entry's command, args and cwd as its environment runs them), or why not known."""
-    command, args = entry["command"], list(entry.get("args") or [])
+    command, args = entry.get("command"), [a for a in entry_list(entry, "args") if isinstance(a, str)]
+    if not isinstance(command, str):
+        return "no command"
     name = command.rsplit("/", 1)[-1]
     if name in ("node", "node.exe"):
         return "node", {"command": "node"}
@@ -100,13 +120,13 @@ def in_environment(entry: dict[str, Any]) -> tuple[str, dict[str, object]] | str
         if run is None:
             return "uv with arguments other than run [--directory D] ..."
         directory, rest = run
-        moved: dict[str, object] = {}
+        moved: JsonObject = {}
         if directory is not None:
             cwd = entry.get("cwd")
             moved["cwd"] = os.path.normpath(os.path.join(cwd, directory)) if isinstance(cwd, str) else directory
         if rest[0] == "-m" or rest[0].endswith(".py"):
-            return "python", {"command": "python", "args": rest, **moved}
-        return "python", {"command": rest[0], "args": rest[1:], **moved}
+            return "python", {"command": "python", "args": [*rest], **moved}
+        return "python", {"command": rest[0], "args": [*rest[1:]], **moved}
     venv = VENV_BIN.search(command)
     if venv is not None:
         script = venv.group(1)

@@ -19,9 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from engine.contract import json_strings
+from engine.contract import JsonValue, json_strings
 
 _PATH_WORDS = {"path", "paths", "file", "files", "filepath", "filepaths", "filename", "filenames", "name", "dir",
                "dirs", "directory", "folder", "uri", "uris"}
@@ -88,7 +87,7 @@ def kept_paths(arguments: object, keep: tuple[str, ...]) -> list[str]:
     return [s.strip() for s in _one_line_strings(arguments) if under_kept(s, keep)]
 
 
-def to_workspace(arguments: Any, root: Path, keyed: bool = False, keep: tuple[str, ...] = ()) -> Any:
+def to_workspace(arguments: JsonValue, root: Path, keyed: bool = False, keep: tuple[str, ...] = ()) -> JsonValue:
     """The arguments with workspace-relative paths made absolute (a new structure; the input is unchanged).
 
     Paths inside the server's own folders (`keep`, see `kept_folder`) are sent as written.

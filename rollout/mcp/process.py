@@ -17,9 +17,10 @@ import logging
 import os
 import re
 import time
+from collections.abc import AsyncIterable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
@@ -28,7 +29,9 @@ from rollout.mcp.envhints import missing_variables_hint
 from rollout.mcp.protocol import ToolInfo, describe_error
 
 if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp import ClientSession
+    from mcp.shared.message import SessionMessage
 
 log = logging.getLogger(__name__)
 
@@ -188,10 +191,13 @@ class ServerProcess:
             if hint:
                 self.error += f"; {hint}"
 
-    async def _messages_only(self, stack: AsyncExitStack, read: Any, errlog: TextIO) -> Any:
+    async def _messages_only(self, stack: AsyncExitStack, read: AsyncIterable[SessionMessage | Exception],
+                             errlog: TextIO) -> MemoryObjectReceiveStream[SessionMessage]:
         """A stream of the MCP messages of `read`; each stdout line that is no MCP message is warned about (in
         the rollout's log and the server's) and skipped."""
-        send, receive = anyio.create_memory_object_stream[Any](0)
+        send: MemoryObjectSendStream[SessionMessage]
+        receive: MemoryObjectReceiveStream[SessionMessage]
+        send, receive = anyio.create_memory_object_stream(0)
         group = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(group.cancel_scope.cancel)
 

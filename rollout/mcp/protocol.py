@@ -8,11 +8,14 @@ from __future__ import annotations
 import base64
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
+if TYPE_CHECKING:
+    from mcp.types import ContentBlock
 
 WORKSPACE_META_KEY = "m3bench/workspace"
 """Request ``_meta`` key carrying the task workspace; the shipped servers confine paths to it."""
@@ -40,6 +43,16 @@ class ToolInfo:
         """A JSON object of this tool."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
+    @classmethod
+    def from_json(cls, data: object) -> ToolInfo:
+        """The tool of a JSON object made by to_json; ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError("a tool must be an object")
+        name, description, schema = data.get("name"), data.get("description"), data.get("input_schema")
+        if not isinstance(name, str) or not isinstance(description, str) or not isinstance(schema, dict):
+            raise ValueError("a tool must have a name and a description (strings) and an input_schema (an object)")
+        return cls(name, description, schema)
+
 
 @dataclass
 class ToolOutcome:
@@ -50,21 +63,20 @@ class ToolOutcome:
     images: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-def render_content(blocks: list[Any], structured: object) -> tuple[str, list[tuple[str, bytes]]]:
+def render_content(blocks: Sequence[ContentBlock], structured: object) -> tuple[str, list[tuple[str, bytes]]]:
     """Text of an MCP result's content blocks, and the images among them as (mime type, bytes)."""
     parts: list[str] = []
     images: list[tuple[str, bytes]] = []
     for block in blocks:
-        kind = getattr(block, "type", None)
-        if kind == "text":
+        if block.type == "text":
             parts.append(block.text)
-        elif kind == "image":
+        elif block.type == "image":
             images.append((block.mime_type, base64.b64decode(block.data)))
-        elif kind == "audio":
+        elif block.type == "audio":
             parts.append(f"[audio {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
-        elif kind == "resource_link":
+        elif block.type == "resource_link":
             parts.append(f"[resource {block.uri}]")
-        elif kind == "resource":
+        elif block.type == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
             parts.append(text if text is not None else f"[resource {resource.uri}, binary]")

@@ -21,9 +21,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError
+from engine.contract import InputError, JsonObject, JsonValue
 
 SERVER_KEYS = ("servers", "mcpServers")
 """Where a config keeps its entries: M3-Bench's ``servers``, MCPVerse's (and Claude Desktop's) ``mcpServers``."""
@@ -37,7 +36,7 @@ BRIDGE = "mcp-remote"
 """The npm package that serves a remote MCP server (streamable HTTP or SSE) over stdio."""
 
 
-def servers_of(data: Any, path: Path) -> tuple[str, dict[str, Any]]:
+def servers_of(data: object, path: Path) -> tuple[str, JsonObject]:
     """(the key, the entries) of a servers config: ``servers``, else ``mcpServers``; InputError for neither."""
     if isinstance(data, dict):
         for key in SERVER_KEYS:
@@ -79,7 +78,7 @@ def _uv(args: list[str]) -> tuple[str, list[str], str] | None:
     return None
 
 
-def _bridged(entry: dict[str, Any], path: Path, where: str) -> tuple[dict[str, Any], str]:
+def _bridged(entry: JsonObject, path: Path, where: str) -> tuple[JsonObject, str]:
     """A remote server's entry as a stdio entry running ``mcp-remote URL`` (SSE only where it prefers SSE)."""
     url, headers = entry.get("url"), entry.get("headers") or {}
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -88,32 +87,34 @@ def _bridged(entry: dict[str, Any], path: Path, where: str) -> tuple[dict[str, A
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         raise InputError(path, "must be an object of strings", field=f"{where}.headers")
     sse = entry.get("prefer_sse") is True or entry.get("type") == "sse"
-    args = ["-y", BRIDGE, url, *(["--transport", "sse-only"] if sse else [])]
+    args: list[JsonValue] = ["-y", BRIDGE, url, *(["--transport", "sse-only"] if sse else [])]
     for key, value in headers.items():
         args += ["--header", f"{key}:{value}"]
     kept = {k: v for k, v in entry.items() if k not in ("url", "headers", "type", "prefer_sse", "transport")}
     return {"command": "npx", "args": args, **kept}, f"a remote server ({url}): npx {BRIDGE} serves it over stdio"
 
 
-def plain_entry(where: str, entry: Any, variables: dict[str, str], path: Path) -> tuple[Any, list[str]]:
+def plain_entry(where: str, entry: JsonValue, variables: dict[str, str], path: Path) -> tuple[JsonValue, list[str]]:
     """An entry (at `where` in the config at `path`) in the forms the completion reads (a new object), and a
     note per change; other values as given."""
     if not isinstance(entry, dict):
         return entry, []
+    plain: JsonObject = entry
     notes = []
-    if variables and (text := json.dumps(entry)) != (done := json.dumps(_substituted(entry, variables))):
-        entry = json.loads(done)
+    if variables and (text := json.dumps(plain)) != (done := json.dumps(_substituted(plain, variables))):
+        plain = json.loads(done)
         notes.append(", ".join(f"{v} -> {f}" for v, f in variables.items() if v in text) + " (as its runner sets it)")
-    if "command" not in entry and ("url" in entry or entry.get("type") in ("http", "sse", "streamable-http")):
-        entry, note = _bridged(entry, path, where)
+    if "command" not in plain and ("url" in plain or plain.get("type") in ("http", "sse", "streamable-http")):
+        plain, note = _bridged(plain, path, where)
         notes.append(note)
-    args = entry.get("args")
-    if entry.get("command") == "uv" and isinstance(args, list) and all(isinstance(a, str) for a in args):
-        rewritten = _uv(args)
+    args = plain.get("args")
+    words = [a for a in args if isinstance(a, str)] if isinstance(args, list) else None
+    if plain.get("command") == "uv" and isinstance(args, list) and words is not None and len(words) == len(args):
+        rewritten = _uv(words)
         if rewritten is not None:
-            entry = {**entry, "command": rewritten[0], "args": rewritten[1]}
+            plain = {**plain, "command": rewritten[0], "args": [*rewritten[1]]}
             notes.append(rewritten[2])
-    return entry, notes
+    return plain, notes
 
 
 def npm_package(spec: str) -> tuple[str, str | None]:

@@ -23,10 +23,10 @@ import shutil
 import subprocess
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import packages_distributions
 from pathlib import Path
-from typing import Any
 
 IMPORT_NAMES = {
     "cv2": "opencv-python", "PIL": "Pillow", "bs4": "beautifulsoup4", "yaml": "PyYAML",
@@ -135,8 +135,10 @@ def _registry_release(name: str, timeout: float) -> tuple[str, list[str]] | None
     cannot be reached)."""
     try:
         with urllib.request.urlopen(REGISTRY.format(name=name), timeout=timeout) as response:
-            info: dict[str, Any] = json.load(response).get("info") or {}
+            info: object = json.load(response).get("info") or {}
     except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(info, dict):
         return None
     version, requires = info.get("version"), info.get("requires_dist") or []
     return (version, [r for r in requires if isinstance(r, str)]) if isinstance(version, str) else None
@@ -168,7 +170,7 @@ def module_distribution(module: str, lines: dict[str, str] | None, registry: boo
     return None
 
 
-def read_pyproject(folder: Path) -> dict[str, Any] | None:
+def read_pyproject(folder: Path) -> dict[str, object] | None:
     """The folder's parsed ``pyproject.toml``, None when it has none or it does not parse."""
     try:
         import tomllib
@@ -180,19 +182,30 @@ def read_pyproject(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def vendored_project(package: str, root: Path) -> tuple[Path, dict[str, Any]] | None:
-    """(folder, its parsed pyproject.toml) of the folder directly under `root` whose ``pyproject.toml`` names the
-    project `package` or has a script of that name; None when none does."""
+@dataclass(frozen=True)
+class Vendored:
+    """A project folder under DIR: its ``[project]`` name and version (as written; None when it names none) and
+    whether it has a ``[build-system]`` (pip can then build it from the folder)."""
+
+    folder: Path
+    name: str
+    version: object
+    builds: bool
+
+
+def vendored_project(package: str, root: Path) -> Vendored | None:
+    """The folder directly under `root` whose ``pyproject.toml`` names the project `package` or has a script of
+    that name; None when none does."""
     wanted = normal(package)
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         data = read_pyproject(folder) or {}
         project = data.get("project")
         if not isinstance(project, dict) or not isinstance(project.get("name"), str):
             continue
-        listed = project.get("scripts")
-        scripts: dict[str, Any] = listed if isinstance(listed, dict) else {}
-        if normal(project["name"]) == wanted or package in scripts:
-            return folder, data
+        name, listed = project["name"], project.get("scripts")
+        scripts = listed if isinstance(listed, dict) else {}
+        if normal(name) == wanted or package in scripts:
+            return Vendored(folder, name, project.get("version"), "build-system" in data)
     return None
 
 

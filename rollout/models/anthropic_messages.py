@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from engine.contract import InputError
 from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
 from rollout.models.errors import MalformedReply
+from rollout.models.messages import Messages, parts_of, role_of, text_of
 
 
 def _image_block(mime: str, data: str) -> dict[str, object]:
@@ -30,20 +30,20 @@ class AnthropicDriver(SDKDriver):
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=settings.base_url or None,
                                                 timeout=settings.timeout, max_retries=0)
 
-    def _convert(self, messages: list[dict[str, Any]],
-                 workspace: Path | None) -> tuple[str | None, list[dict[str, object]]]:
+    def _convert(self, messages: Messages, workspace: Path | None) -> tuple[str | None, list[dict[str, object]]]:
         system = None
         out: list[dict[str, object]] = []
         for message in messages:
-            content = message["content"]
-            if message["role"] == "system":
-                system = content if isinstance(content, str) else "\n".join(p["text"] for p in content
-                                                                              if p["type"] == "text")
+            content, role = message.get("content"), role_of(message)
+            if role == "system":
+                parts = parts_of(content)
+                system = parts if isinstance(parts, str) else "\n".join(text_of(p) for p in parts
+                                                                          if p["type"] == "text")
                 continue
-            out.append({"role": message["role"], "content": self._content(content, workspace, _image_block)})
+            out.append({"role": role, "content": self._content(content, workspace, _image_block)})
         return system, out
 
-    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+    async def _request(self, messages: Messages, workspace: Path | None,
                        json_mode: bool) -> Completion:
         kwargs = dict(self.settings.params)
         kwargs.setdefault("max_tokens", 4096)

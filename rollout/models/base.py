@@ -1,8 +1,8 @@
 """What every driver shares: settings from a model config, completions, retries, error classification.
 
-Drivers take messages in the rollout's own form: ``{"role", "content"}`` where content is a string
-or a list of parts ``{"type": "text", "text"}`` / ``{"type": "image", "path"}`` (a path relative to the
-task workspace, read beneath it with no link followed, and only an image by its content) /
+Drivers take messages in the rollout's own form (rollout.models.messages): ``{"role", "content"}`` where
+content is a string or a list of parts ``{"type": "text", "text"}`` / ``{"type": "image", "path"}`` (a path
+relative to the task workspace, read beneath it with no link followed, and only an image by its content) /
 ``{"type": "image", "mime", "data"}`` (an image's bytes, read and checked by the caller: the judges').
 Every request goes through one retry policy (rollout.models.retry: a total deadline per attempt, rate
 limits, server errors, connection failures and malformed replies retried with backoff or as Retry-After
@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -27,6 +28,7 @@ from engine.contract.beneath import Refused
 from engine.contract.settings import ModelConfig, SettingError
 from rollout.models.errors import ModelError
 from rollout.models.images import ImageEncoder, read_image
+from rollout.models.messages import Messages, parts_of
 from rollout.models.retry import Failure, RetryPolicy, malformed, retried_status, retry_after
 
 
@@ -45,9 +47,14 @@ class Completion:
                 "finish_reason": self.finish_reason}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Completion:
-        """The completion of a JSON object made by to_json."""
-        return cls(data["content"], dict(data["usage"]), data["model"], data.get("finish_reason"))
+    def from_json(cls, data: Mapping[str, object]) -> Completion:
+        """The completion of a JSON object made by to_json; ValueError naming what is not of its shape."""
+        content, usage, model, finish = data["content"], data["usage"], data["model"], data.get("finish_reason")
+        if not isinstance(content, str) or not isinstance(model, str) or not isinstance(usage, dict) or \
+                not all(isinstance(k, str) and isinstance(v, int) for k, v in usage.items()) or \
+                not (finish is None or isinstance(finish, str)):
+            raise ValueError("not a completion (content and model strings, usage of counts, finish_reason)")
+        return cls(content, dict(usage), model, finish)
 
 
 def usage_of(prompt: int | None, completion: int | None) -> dict[str, int]:
@@ -65,7 +72,7 @@ class DriverSettings:
     base_url: str | None
     api_key_env: str | None
     json_mode: bool
-    params: dict[str, Any]  # extra request fields, passed through as the config gives them
+    params: dict[str, Any]  # extra request fields, passed as they are to the SDK call's keyword arguments
     timeout: float
     max_retries: int
     backoff_initial: float
@@ -132,7 +139,7 @@ class ModelDriver:
         """The driver of a model config (what the registry calls)."""
         return cls(driver_settings(model))
 
-    async def complete(self, messages: list[dict[str, Any]], *, workspace: Path | None = None,
+    async def complete(self, messages: Messages, *, workspace: Path | None = None,
                        json_mode: bool = False) -> Completion:
         """The model's reply to messages under the retry policy (rollout.models.retry); ModelError,
         with its reason and the attempts made, when there is none."""
@@ -150,7 +157,7 @@ class ModelDriver:
         finally:
             self.retries += len(retries)
 
-    async def _attempt(self, messages: list[dict[str, Any]], workspace: Path | None, json_mode: bool) -> Completion:
+    async def _attempt(self, messages: Messages, workspace: Path | None, json_mode: bool) -> Completion:
         """One request under the total deadline; its failure classified as a `Failure`."""
         timeout = self.settings.timeout
         try:
@@ -168,7 +175,7 @@ class ModelDriver:
     async def aclose(self) -> None:
         """Release what the driver holds (its HTTP client)."""
 
-    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+    async def _request(self, messages: Messages, workspace: Path | None,
                        json_mode: bool) -> Completion:
         raise NotImplementedError
 
@@ -176,21 +183,27 @@ class ModelDriver:
         """(retry?, seconds the server asked to wait or None, one-line reason) of a failed request."""
         raise NotImplementedError
 
-    def _content(self, content: str | list[dict[str, Any]], workspace: Path | None,
+    def _content(self, content: object, workspace: Path | None,
                  image_part: Callable[[str, str], dict[str, object]]) -> str | list[dict[str, object]]:
         """A message's content in an API's form: text parts as they are, images through image_part(mime, data)."""
-        if not isinstance(content, list):
+        content = parts_of(content)
+        if isinstance(content, str):
             return content
         return [{"type": "text", "text": part["text"]} if part["type"] == "text"
                 else image_part(*self._image(part, workspace)) for part in content]
 
-    def _image(self, part: Mapping[str, Any], workspace: Path | None) -> tuple[str, str]:
+    def _image(self, part: Mapping[str, object], workspace: Path | None) -> tuple[str, str]:
         """(mime type, base64 data) of an image part: its bytes as given (``data``, ``mime``), or the image
         its ``path`` names beneath the workspace, read once with no link followed and checked by its
         content (rollout.models.images.read_image); ModelError naming it when it is refused."""
         if "data" in part:
-            return self._images.encode(part["data"], part["mime"])
-        path = part["path"]
+            data, mime = part["data"], part.get("mime")
+            if not isinstance(data, bytes) or not isinstance(mime, str):
+                raise ModelError("an image part's data must be bytes and its mime a string")
+            return self._images.encode(data, mime)
+        path = part.get("path")
+        if not isinstance(path, str):
+            raise ModelError(f"an image part must name its path or give its data, got {sorted(part)}")
         if workspace is None:
             raise ModelError(f"image {path} given without a workspace")
         try:
@@ -215,8 +228,8 @@ def _status_message(exc: Exception) -> str:
 class SDKDriver(ModelDriver):
     """A driver over a provider SDK whose errors follow the openai/anthropic layout (``self._sdk``)."""
 
-    _sdk: Any
-    _client: Any
+    _sdk: ModuleType
+    _client: Any  # the SDK's client: called with the config's params, which its typed signatures cannot check
 
     def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
         sdk = self._sdk

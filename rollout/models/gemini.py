@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.contract import InputError
 from rollout.models.base import Completion, DriverSettings, ModelDriver, usage_of
 from rollout.models.errors import MalformedReply
+from rollout.models.messages import Messages, parts_of, role_of, text_of
 from rollout.models.retry import retried_status, retry_after
 
 if TYPE_CHECKING:
@@ -39,22 +41,23 @@ class GeminiDriver(ModelDriver):
                                     retry_options=types.HttpRetryOptions(attempts=1))
         self._client = genai.Client(api_key=key, http_options=options)
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[Content]:
+    def _convert(self, messages: Messages, workspace: Path | None) -> list[Content]:
         types = self._types
         texts, images = [], []
         for message in messages:
-            content = message["content"]
-            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            text = "\n".join(p["text"] for p in parts if p["type"] == "text")
+            content = parts_of(message.get("content"))
+            parts: list[Mapping[str, object]] = [{"type": "text", "text": content}] if isinstance(content, str) \
+                else content
+            text = "\n".join(text_of(p) for p in parts if p["type"] == "text")
             if text:
-                texts.append(f"[{message['role']}] {text}")
+                texts.append(f"[{role_of(message)}] {text}")
             for part in parts:
                 if part["type"] == "image":
                     mime, data = self._image(part, workspace)
                     images.append(types.Part.from_bytes(data=base64.b64decode(data), mime_type=mime))
         return [types.Content(role="user", parts=[*images, types.Part.from_text(text="\n".join(texts) or " ")])]
 
-    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+    async def _request(self, messages: Messages, workspace: Path | None,
                        json_mode: bool) -> Completion:
         contents = await asyncio.to_thread(self._convert, messages, workspace)  # images are read and scaled
         params = dict(self.settings.params)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from rollout.models.base import Completion, DriverSettings, SDKDriver, usage_of
 from rollout.models.errors import MalformedReply
+from rollout.models.messages import Messages, role_of
 
 
 def _image_url(mime: str, data: str) -> dict[str, object]:
@@ -26,10 +26,10 @@ class OpenAIChatDriver(SDKDriver):
         self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url or None,
                                           timeout=settings.timeout, max_retries=0)
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, object]]:
-        return [{"role": m["role"], "content": self._content(m["content"], workspace, _image_url)} for m in messages]
+    def _convert(self, messages: Messages, workspace: Path | None) -> list[dict[str, object]]:
+        return [{"role": role_of(m), "content": self._content(m["content"], workspace, _image_url)} for m in messages]
 
-    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+    async def _request(self, messages: Messages, workspace: Path | None,
                        json_mode: bool) -> Completion:
         from openai.types.chat import ChatCompletion
 

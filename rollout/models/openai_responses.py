@@ -4,11 +4,12 @@ reasoning models are asked in; ``params`` go to the request as they are (e.g. ``
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from rollout.models.base import Completion, usage_of
 from rollout.models.errors import MalformedReply
+from rollout.models.messages import Messages, parts_of, role_of
 from rollout.models.openai_chat import OpenAIChatDriver
 
 
@@ -21,21 +22,23 @@ class OpenAIResponsesDriver(OpenAIChatDriver):
     ``output_text``), images go as ``input_image`` data URLs. The client is the chat driver's (without
     api_key_env, a base_url gets "EMPTY")."""
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, object]]:
-        out = []
+    def _convert(self, messages: Messages, workspace: Path | None) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
         for message in messages:
-            text_type = "output_text" if message["role"] == "assistant" else "input_text"
-            content = message["content"]
-            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            out.append({"role": message["role"], "content": [
+            role = role_of(message)
+            text_type = "output_text" if role == "assistant" else "input_text"
+            content = parts_of(message.get("content"))
+            parts: list[Mapping[str, object]] = [{"type": "text", "text": content}] if isinstance(content, str) \
+                else content
+            out.append({"role": role, "content": [
                 {"type": text_type, "text": part["text"]} if part["type"] == "text"
                 else _input_image(*self._image(part, workspace)) for part in parts]})
         return out
 
-    async def _request(self, messages: list[dict[str, Any]], workspace: Path | None,
+    async def _request(self, messages: Messages, workspace: Path | None,
                        json_mode: bool) -> Completion:
         converted = await asyncio.to_thread(self._convert, messages, workspace)  # images are read and scaled
-        kwargs: dict[str, object] = dict(self.settings.params)
+        kwargs = dict(self.settings.params)
         if json_mode:
             kwargs["text"] = {"format": {"type": "json_object"}}
         response = await self._client.responses.create(model=self.settings.name, input=converted, **kwargs)

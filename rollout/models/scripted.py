@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 from engine.contract.settings import ModelConfig
 from rollout.models.base import DriverSettings, driver_settings
 from rollout.models.loopback import Policy, ScriptedChatServer, policy_of
+from rollout.models.messages import Messages
 from rollout.models.openai_chat import OpenAIChatDriver
 
 MARKERS: tuple[str, ...] = ("purpose", "payload")
@@ -49,7 +49,7 @@ class ScriptedDriver(OpenAIChatDriver):
             return cls(settings, None)
         return cls(settings, policy_of(model), model.delay)
 
-    def _convert(self, messages: list[dict[str, Any]], workspace: Path | None) -> list[dict[str, object]]:
+    def _convert(self, messages: Messages, workspace: Path | None) -> list[dict[str, object]]:
         converted = super()._convert(messages, workspace)
         marked = [{**c, **{k: m[k] for k in MARKERS if k in m}} for c, m in zip(converted, messages)]
         if marked and workspace is not None:
