@@ -12,7 +12,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from engine.api import Scores, default_cache_dir, in_memory, score
-from engine.apps.score import run  # registers the config's resolvers too
+from engine.apps.kit import run_config
+from engine.apps.score import SPEC, run  # registers the config's resolvers too
 from engine.contract import ConfigError, InputError, dumps_json
 from engine.synthetic import demo_records
 
@@ -25,7 +26,7 @@ def app_run(*overrides: str) -> None:
     """The score app's run on the config its command line would compose; it must succeed."""
     with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf" / "score")):
         cfg = compose(config_name="config", overrides=["index_dir=null", "progress=false", *overrides])
-    assert run(cfg) == 0
+    assert run_config(SPEC, run, cfg) == 0
 
 
 def tables_of(run: Path) -> dict[str, list[dict]]:
@@ -66,9 +67,9 @@ def test_the_demo_scores_as_the_score_app_writes_it(tmp_path: Path, embedding_ca
 def test_the_golden_files_score_as_the_score_app_writes_them(tmp_path: Path, gt_path: Path, golden_dir: Path,
                                                              embedding_cache: Path) -> None:
     """The golden prediction files (tests/test_golden.py) at their thresholds 0.6/0.8: the API's leaderboard and
-    statistics are the app's sweep.predictions run's, to the last digit."""
+    statistics are the app's inputs.files run's, to the last digit."""
     preds = [golden_dir / name / "pred.json" for name in ("m1", "m2", "m3")]
-    app_run("data=m3bench", f"data.gt={gt_path}", f"sweep.predictions=[{','.join(map(str, preds))}]",
+    app_run("data=m3bench", f"data.gt={gt_path}", f"inputs.files=[{','.join(map(str, preds))}]",
             f"output_dir={tmp_path / 'app'}", f"encoder.cache_dir={embedding_cache}", "encoder.backend=torch")
     scores = score(preds, gt_path, cache_dir=embedding_cache, encoder_backend="torch")
     assert [row["Model"] for row in scores.leaderboard] != []
