@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from engine.api_sources import (
     PathLike,
@@ -60,7 +60,7 @@ from engine.reports.intervals import pairwise_table
 from engine.reports.read import ModelResult
 from engine.reports.tables import Table, family_tables, intervals_table, leaderboard_table
 from engine.reports.write import write_reports
-from engine.results import RESULT_FILES, FileResults, write_results
+from engine.results import RESULT_FILES, FileResults, ResultsDocument, write_results
 from engine.stats import STATS_FILE, StatsSettings, bootstrap_stats, sweep_units
 from engine.stats.settings import check_memory
 from engine.synthetic import demo_records
@@ -76,16 +76,7 @@ Row: TypeAlias = "dict[str, JsonValue]"
 """One row of a table: column -> cell (a number, a text or None), as the table's JSON file holds it."""
 
 
-class ModelResults(TypedDict):
-    """One model's results_eval.json, as the file reads back."""
-
-    aggregate: JsonObject
-    per_id: list[JsonObject]
-    by_type: dict[str, JsonObject]
-    meta: JsonObject
-
-
-__all__ = ["TABLES", "ModelResults", "PathLike", "Predictions", "Records", "References", "Row", "Scores",
+__all__ = ["TABLES", "ResultsDocument", "PathLike", "Predictions", "Records", "References", "Row", "Scores",
            "default_cache_dir", "in_memory", "score"]
 
 TABLES = ("leaderboard", "per_task", "families", "intervals", "pairwise")
@@ -123,7 +114,7 @@ class Scores:
     intervals: list[Row]
     pairwise: list[Row]
     stats: JsonObject | None
-    results: dict[str, ModelResults] = field(repr=False)
+    results: dict[str, ResultsDocument] = field(repr=False)
     tables: dict[str, Table] = field(repr=False, compare=False)
     written: Path | None = None
 
@@ -194,9 +185,9 @@ def _normal(value: object) -> JsonObject:
     return normal
 
 
-def _results(result: object) -> ModelResults:
+def _results(result: ResultsDocument) -> ResultsDocument:
     """A model's results_eval.json content as the file reads back."""
-    normal: ModelResults = json.loads(dumps_json(result, indent=None))
+    normal: ResultsDocument = json.loads(dumps_json(result, indent=None))
     return normal
 
 
@@ -295,10 +286,10 @@ def _score(predictions: Predictions | None, references: References | None, demo:
     if statistics is not None:
         with cpu_threads(prepared.threads):
             units = sweep_units(result, model_names, joined, [o.aggregate for o in outputs])
-            document = bootstrap_stats(units, statistics, torch_device)
-        for warning in document["warnings"]:
+            made = bootstrap_stats(units, statistics, torch_device)
+        for warning in made["warnings"]:
             log.log(logging.WARNING if stats is True else logging.INFO, "stats: %s", warning)
-        document = _normal(document)
+        document = _normal(made)
     if out is not None:
         _write(out, outputs, model_names if own_dirs else None, document)
     return _scores(outputs, model_names, document, sort_by, out)
