@@ -18,18 +18,25 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from engine.api_sources import (
+    PathLike,
+    Predictions,
+    Records,
+    References,
+    Source,
+    in_memory,
+    read_sources,
+    references_of,
+)
 from engine.contract import (
     ConfigError,
-    TrajectoryFile,
+    JsonObject,
+    JsonValue,
     atomic_write_json,
-    check_name,
     config_int,
     dumps_json,
-    parse_trajectories,
-    read_trajectories,
-    scorable,
 )
 from engine.contract.pause import gc_paused
 from engine.contract.staged import check_output_folder, staged_folder
@@ -44,31 +51,33 @@ from engine.pipeline import (
     ScoreSettings,
     file_result,
     load_sweep_joined,
-    output_dirs,
     prepare_loaded,
     score_prepared,
     sweep_view,
 )
-from engine.references import Alternatives, check_select, parse_references, read_references
+from engine.references import check_select
 from engine.reports.intervals import pairwise_table
 from engine.reports.read import ModelResult
 from engine.reports.tables import Table, family_tables, intervals_table, leaderboard_table
 from engine.reports.write import write_reports
-from engine.results import RESULT_FILES, FileResults, write_results
+from engine.results import RESULT_FILES, FileResults, ResultsDocument, write_results
 from engine.stats import STATS_FILE, StatsSettings, bootstrap_stats, sweep_units
 from engine.stats.settings import check_memory
 from engine.synthetic import demo_records
 from engine.thresholds import Thresholds
 from kernels.device import cpu_threads, resolve_device
 
+if TYPE_CHECKING:
+    import pandas
+
 log = logging.getLogger(__name__)
 
-PathLike = str | os.PathLike[str]
-Records = list[dict[str, Any]] | dict[str, Any]
-"""Trajectories held in memory: what a trajectory file's JSON parses to (a list of task objects, or an
-object of id -> task), in the published record shape (engine.contract.trajectory)."""
-Predictions = PathLike | Sequence[PathLike] | list[dict[str, Any]] | Mapping[str, PathLike | Records]
-References = PathLike | Sequence[PathLike] | Records
+Row: TypeAlias = "dict[str, JsonValue]"
+"""One row of a table: column -> cell (a number, a text or None), as the table's JSON file holds it."""
+
+
+__all__ = ["TABLES", "ResultsDocument", "PathLike", "Predictions", "Records", "References", "Row", "Scores",
+           "default_cache_dir", "in_memory", "score"]
 
 TABLES = ("leaderboard", "per_task", "families", "intervals", "pairwise")
 """The tables of a Scores, in the order to_records and to_pandas give them."""
@@ -85,11 +94,6 @@ def default_cache_dir() -> Path | None:
     return Path(f"{home}/embeddings")
 
 
-def in_memory(name: str) -> Path:
-    """The label that stands for a file's path in what trajectories held in memory give (errors, meta)."""
-    return Path(f"<in-memory: {name}>")
-
-
 @dataclass(frozen=True)
 class Scores:
     """What `score` gives back, as plain objects: each table a list of row dicts (column -> cell).
@@ -104,17 +108,17 @@ class Scores:
     the outputs were written to (`write_to`), else None.
     """
 
-    leaderboard: list[dict[str, Any]]
-    per_task: list[dict[str, Any]]
-    families: list[dict[str, Any]]
-    intervals: list[dict[str, Any]]
-    pairwise: list[dict[str, Any]]
-    stats: dict[str, Any] | None
-    results: dict[str, dict[str, Any]] = field(repr=False)
+    leaderboard: list[Row]
+    per_task: list[Row]
+    families: list[Row]
+    intervals: list[Row]
+    pairwise: list[Row]
+    stats: JsonObject | None
+    results: dict[str, ResultsDocument] = field(repr=False)
     tables: dict[str, Table] = field(repr=False, compare=False)
     written: Path | None = None
 
-    def to_records(self) -> dict[str, list[dict[str, Any]]]:
+    def to_records(self) -> dict[str, list[Row]]:
         """Every table (TABLES) by name, as lists of row dicts."""
         return {name: getattr(self, name) for name in TABLES}
 
@@ -125,7 +129,7 @@ class Scores:
                  for name in ("leaderboard", "intervals", "pairwise") if name in self.tables]
         return "\n".join(parts)
 
-    def to_pandas(self) -> dict[str, Any]:
+    def to_pandas(self) -> dict[str, pandas.DataFrame]:
         """Every table (TABLES) by name as a pandas DataFrame (columns in the tables' order). pandas is not a
         dependency of the project: ImportError saying so when it is not installed."""
         try:
@@ -141,90 +145,7 @@ class Scores:
         return frames
 
 
-@dataclass(frozen=True)
-class _Source:
-    """One model to score: its name, and its file or its trajectories held in memory."""
-
-    name: str
-    path: Path | None
-    records: Any = None
-
-    def read(self, parse_strings: bool) -> TrajectoryFile:
-        """The model's scorable trajectories, read as the score app reads a prediction file."""
-        if self.path is not None:
-            return scorable(read_trajectories(self.path, lenient=True, parse_strings=parse_strings))
-        return scorable(parse_trajectories(in_memory(self.name), self.records, lenient=True,
-                                           parse_strings=parse_strings))
-
-
-def _is_path(value: Any) -> bool:
-    return isinstance(value, (str, os.PathLike))
-
-
-def _records(value: Any) -> bool:
-    return isinstance(value, dict) or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
-
-
-def _sources(predictions: Any, names: str | Sequence[str] | None) -> tuple[list[_Source], bool]:
-    """The models of `predictions` with their names, and whether each gets a folder of its own when written
-    (not for one file or one list of records, as the score app writes one model.predictions file)."""
-    if _is_path(predictions):
-        sources, own_dirs = [_Source(Path(predictions).stem, Path(predictions))], False
-    elif isinstance(predictions, Mapping):
-        if not predictions:
-            raise ConfigError("predictions: an empty mapping (expected model name -> file or trajectories)")
-        sources = []
-        for name, value in predictions.items():
-            if _is_path(value):
-                sources.append(_Source(check_name(name, "predictions"), Path(value)))
-            elif _records(value):
-                sources.append(_Source(check_name(name, "predictions"), None, value))
-            else:
-                raise TypeError(f"predictions[{name!r}]: expected a file path or trajectories (a list of task "
-                                f"objects, or an object of id -> task), got {type(value).__name__}")
-        own_dirs = True
-    elif isinstance(predictions, Sequence) and predictions and all(_is_path(p) for p in predictions):
-        paths = [Path(p) for p in predictions]
-        sources, own_dirs = [_Source(d.name, p) for p, d in zip(paths, output_dirs(paths, Path(".")))], True
-    elif isinstance(predictions, list) and predictions and _records(predictions):
-        sources, own_dirs = [_Source("predictions", None, predictions)], False
-    else:
-        raise TypeError("predictions: expected a file path, a list of file paths, a list of task objects (one "
-                        "model's trajectories) or a mapping of model name -> file path or trajectories, got "
-                        + (f"an empty {type(predictions).__name__}" if isinstance(predictions, (list, tuple))
-                           else type(predictions).__name__))
-    if names is not None:
-        listed = [names] if isinstance(names, str) else list(names)
-        if len(listed) != len(sources):
-            raise ConfigError(f"names: {len(listed)} name(s) for {len(sources)} model(s)")
-        sources = [_Source(check_name(n, "names"), s.path, s.records) for n, s in zip(listed, sources)]
-    seen = [s.name for s in sources]
-    repeated = sorted({n for n in seen if seen.count(n) > 1})
-    if repeated:
-        raise ConfigError(f"names: {', '.join(repeated)} named twice: give each model a name of its own (names=...)")
-    return sources, own_dirs
-
-
-def _references(references: Any) -> tuple[TrajectoryFile, Alternatives | None, tuple[Path, ...]]:
-    """The reference set (engine.references) of a file, several files or trajectories held in memory, and
-    the files it was read from."""
-    if _is_path(references):
-        paths: list[Path] = [Path(references)]
-    elif isinstance(references, (list, tuple)) and references and all(_is_path(r) for r in references):
-        paths = [Path(r) for r in references]
-    elif _records(references) and references:
-        gt, alternatives = parse_references(in_memory("references"), references)
-        return gt, alternatives, (in_memory("references"),)
-    else:
-        raise TypeError("references: expected a file path, a list of file paths (several references per task) "
-                        "or the reference trajectories (a list of task objects, or an object of id -> task), got "
-                        + (f"an empty {type(references).__name__}" if isinstance(references, (list, tuple, dict))
-                           else type(references).__name__))
-    gt, alternatives = read_references(paths)
-    return gt, alternatives, tuple(paths)
-
-
-def _judge_files(source: _Source, explicit: Mapping[str, Any], settings: Mapping[str, Mapping[str, Any]]
+def _judge_files(source: Source, explicit: Mapping[str, PathLike], settings: Mapping[str, Mapping[str, str]]
                  ) -> JoinedFiles:
     """A model's evaluator files: those `explicit` names by option (judge, calls, ...), else, for a file, the
     companions beside it the score app reads (<predictions stem>_<suffix>.json)."""
@@ -257,9 +178,17 @@ def _stats_settings(stats: bool | str, models: int, resamples: int, level: float
     return settings if stats else None
 
 
-def _normal(value: Any) -> Any:
-    """`value` as its JSON file reads back (what the written outputs hold: tuples as lists, numbers as parsed)."""
-    return json.loads(dumps_json(value, indent=None))
+def _normal(value: object) -> JsonObject:
+    """The object `value` as its JSON file reads back (what the written outputs hold: tuples as lists, numbers
+    as parsed)."""
+    normal: JsonObject = json.loads(dumps_json(value, indent=None))
+    return normal
+
+
+def _results(result: ResultsDocument) -> ResultsDocument:
+    """A model's results_eval.json content as the file reads back."""
+    normal: ResultsDocument = json.loads(dumps_json(result, indent=None))
+    return normal
 
 
 def score(predictions: Predictions | None = None, references: References | None = None, *, demo: bool = False,
@@ -275,7 +204,7 @@ def score(predictions: Predictions | None = None, references: References | None 
     statistics come back as a `Scores`.
 
     predictions: a prediction file; a list of files (each model named by its file's stem, as the app's
-    sweep.predictions); one model's trajectories held in memory (a list of task objects in the published
+    inputs.files); one model's trajectories held in memory (a list of task objects in the published
     record shape, named "predictions"); or a mapping of model name -> a file or trajectories. references:
     the reference file, several (a task's references in file order), or the reference trajectories held in
     memory. demo=True scores the built-in demo (the score app's data=demo, made in memory) and takes
@@ -289,9 +218,9 @@ def score(predictions: Predictions | None = None, references: References | None 
     (encoder.cache_dir; None, the default: none, nothing is written; default_cache_dir(): the app's).
     stats: the statistics step (True, False, or "auto": with two or more models), with resamples, level,
     seed, cluster and method as the app's stats.* settings. judges: model name -> {evaluator option: file}
-    (the app's model.judge=PATH ...), each in place of the companion file the app reads beside a prediction
-    file (<stem>_taskcompletion.json ...); vtb_profile: the app's vtb.profile. sort_by: the leaderboard's
-    order (a column label). write_to: a folder that gets exactly the files the score app writes into its
+    (the app's inputs.verdicts.judge=PATH ...), each in place of the companion file the app reads beside a
+    prediction file (<stem>_taskcompletion.json ...); vtb_profile: the app's vtb.profile. sort_by: the
+    leaderboard's order (a column label). write_to: a folder that gets exactly the files the score app writes into its
     output folder (per-model results, stats.json, reports), replaced as a unit; None: nothing is written.
     """
     with gc_paused():
@@ -301,7 +230,8 @@ def score(predictions: Predictions | None = None, references: References | None 
                       progress, write_to)
 
 
-def _score(predictions: Any, references: Any, demo: bool, names: str | Sequence[str] | None, thresholds: Thresholds,
+def _score(predictions: Predictions | None, references: References | None, demo: bool,
+           names: str | Sequence[str] | None, thresholds: Thresholds,
            profile: str, select: Sequence[str] | None, device: str, encoder_model: str | None, encoder_backend: str,
            encoder_batch_size: int, cache_dir: PathLike | None, parse_strings: bool, stats: bool | str,
            stats_options: tuple[int, float, int, str, str], judges: Mapping[str, Mapping[str, PathLike]],
@@ -330,7 +260,7 @@ def _score(predictions: Any, references: Any, demo: bool, names: str | Sequence[
     elif references is None:
         raise ConfigError("no references given: score(predictions, references) needs the reference trajectories "
                           "(a file such as the published test_mcp_GT.json, or a list of task objects)")
-    sources, own_dirs = _sources(predictions, names)
+    sources, own_dirs = read_sources(predictions, names)
     unknown = sorted(set(judges) - {s.name for s in sources})
     if unknown:
         raise ConfigError(f"judges: no model named {', '.join(map(repr, unknown))} (the models: "
@@ -345,7 +275,7 @@ def _score(predictions: Any, references: Any, demo: bool, names: str | Sequence[
     if out is not None:
         check_output_folder(out, [*(model_names if own_dirs else RESULT_FILES), STATS_FILE])
     files = [_judge_files(s, judges.get(s.name, {}), reading) for s in sources]
-    gt, alternatives, read_from = _references(references)
+    gt, alternatives, read_from = references_of(references)
     preds = [s.read(parse_strings) for s in sources]
     prepared = prepare_loaded(gt, alternatives, preds, settings, references=read_from, device=torch_device)
     result = score_prepared(prepared, thresholds)
@@ -356,16 +286,16 @@ def _score(predictions: Any, references: Any, demo: bool, names: str | Sequence[
     if statistics is not None:
         with cpu_threads(prepared.threads):
             units = sweep_units(result, model_names, joined, [o.aggregate for o in outputs])
-            document = bootstrap_stats(units, statistics, torch_device)
-        for warning in document["warnings"]:
+            made = bootstrap_stats(units, statistics, torch_device)
+        for warning in made["warnings"]:
             log.log(logging.WARNING if stats is True else logging.INFO, "stats: %s", warning)
-        document = _normal(document)
+        document = _normal(made)
     if out is not None:
         _write(out, outputs, model_names if own_dirs else None, document)
     return _scores(outputs, model_names, document, sort_by, out)
 
 
-def _write(out: Path, outputs: list[FileResults], dirs: list[str] | None, document: dict[str, Any] | None) -> None:
+def _write(out: Path, outputs: list[FileResults], dirs: list[str] | None, document: JsonObject | None) -> None:
     """The score app's outputs in `out`, replaced as a unit: each model's files (in a folder of its own when
     `dirs` names them), stats.json and the reports."""
     with staged_folder(out) as folder:
@@ -376,11 +306,11 @@ def _write(out: Path, outputs: list[FileResults], dirs: list[str] | None, docume
         write_reports(folder)
 
 
-def _scores(outputs: list[FileResults], names: list[str], document: dict[str, Any] | None, sort_by: str,
+def _scores(outputs: list[FileResults], names: list[str], document: JsonObject | None, sort_by: str,
             written: Path | None) -> Scores:
     """The Scores of a sweep's outputs: the report tables built from them as write_reports builds them from
     the files (models in name order, as collect_run reads them)."""
-    results = {name: _normal(o.result) for name, o in zip(names, outputs)}
+    results = {name: _results(o.result) for name, o in zip(names, outputs)}
     models = sorted((ModelResult(name, Path(name) / "results_eval.json", r["aggregate"], r["by_type"], r["meta"])
                      for name, r in results.items()), key=lambda r: r.name)
     board = leaderboard_table(models, sort_by)

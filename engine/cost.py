@@ -21,12 +21,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import torch
 
-from engine.contract import InputError, is_number, read_json, safe_name
+from engine.contract import InputError, JsonObject, is_number, read_json, safe_name
 from engine.contract.settings import ListPrice, SettingError
 from kernels import bootstrap as bs
 
@@ -36,7 +36,7 @@ QUANTITIES = ("tokens_in", "tokens_out", "tokens", "requests", "wall_s", "usd")
 LABELS = {"tokens_in": "Tokens in", "tokens_out": "Tokens out", "tokens": "Tokens", "requests": "Requests",
           "wall_s": "Wall s", "usd": "USD"}
 
-def read_price(value: Any, where: str, file: str | Path = "config") -> ListPrice | None:
+def read_price(value: object, where: str, file: str | Path = "config") -> ListPrice | None:
     """The price of a model config's ``price`` node (None when it is null); InputError naming the file and the
     field when it is no mapping, has a key of its own, a rate is not a number >= 0 or ``as_of`` is no YYYY-MM-DD
     date (engine.contract.settings.ListPrice's rules)."""
@@ -58,7 +58,7 @@ def read_price(value: Any, where: str, file: str | Path = "config") -> ListPrice
     return price
 
 
-def price_json(price: ListPrice | None) -> dict[str, Any] | None:
+def price_json(price: ListPrice | None) -> JsonObject | None:
     """A price as usage.json records it."""
     return None if price is None else asdict(price)
 
@@ -75,18 +75,18 @@ class TaskUsage:
     wall_s: np.ndarray
 
 
-def _count(path: Path, usage: Mapping[str, Any], key: str, task: str) -> int:
+def _count(path: Path, usage: Mapping[str, object], key: str, task: str) -> int:
     value = usage.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(path, f"must be an integer >= 0, got {str(value)[:40]!r}", task_id=task, field=f"usage.{key}")
     return value
 
 
-def read_usage(path: Path, records: Sequence[Any], scored: Sequence[str],
+def read_usage(path: Path, records: Sequence[object], scored: Sequence[str],
                wall: Mapping[str, float] | None = None) -> TaskUsage | None:
     """The usage of a prediction file's records (its last record of each id) on the `scored` ids, checked;
     None when no scored record has one. `wall`: id -> wall seconds (from the tool logs)."""
-    last: dict[str, Mapping[str, Any]] = {}
+    last: dict[str, Mapping[str, object]] = {}
     for record in records:
         if isinstance(record, Mapping) and isinstance(record.get("id"), str) and "usage" in record:
             last[record["id"]] = record
@@ -133,7 +133,20 @@ def per_task_means(usage: TaskUsage, price: ListPrice | None) -> dict[str, float
     return {key: float(num.sum() / den.sum()) for key, (num, den) in quantities(usage, price).items()}
 
 
-def per_task_means_reference(records: Sequence[Mapping[str, Any]], scored: Sequence[str],
+class _Usage(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    requests: int
+
+
+class UsageRecord(TypedDict):
+    """What per_task_means_reference reads of a record: its id and its usage (token and request counts)."""
+
+    id: str
+    usage: _Usage
+
+
+def per_task_means_reference(records: Sequence[UsageRecord], scored: Sequence[str],
                              wall: Mapping[str, float], price: ListPrice | None) -> dict[str, float]:
     """The same means as per_task_means, one task at a time in plain Python (the reference the tests hold the
     vectorized path to)."""
@@ -144,8 +157,9 @@ def per_task_means_reference(records: Sequence[Mapping[str, Any]], scored: Seque
         if task not in last:
             continue
         usage = last[task]["usage"]
-        values = {"tokens_in": usage.get("prompt_tokens", 0), "tokens_out": usage.get("completion_tokens", 0),
-                  "requests": usage.get("requests", 0)}
+        values: dict[str, float] = {"tokens_in": usage.get("prompt_tokens", 0),
+                                    "tokens_out": usage.get("completion_tokens", 0),
+                                    "requests": usage.get("requests", 0)}
         values["tokens"] = values["tokens_in"] + values["tokens_out"]
         if task in wall:
             values["wall_s"] = wall[task]
@@ -263,7 +277,7 @@ def read_wall_times(folder: Path | None, ids: Sequence[str]) -> dict[str, float]
             log = read_json(path, "tool log")
         except InputError:
             continue
-        seconds: Any = log.get("wall_s") if isinstance(log, dict) and log.get("id") == task else None
+        seconds: object = log.get("wall_s") if isinstance(log, dict) and log.get("id") == task else None
         if is_number(seconds) and seconds >= 0:
             out[task] = float(seconds)
     return out
@@ -272,11 +286,11 @@ def read_wall_times(folder: Path | None, ids: Sequence[str]) -> dict[str, float]
 JUDGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens")
 
 
-def judge_usage(files: Mapping[str, Path]) -> dict[str, Any] | None:
+def judge_usage(files: Mapping[str, Path]) -> JsonObject | None:
     """The judges' usage recorded in a prediction file's evaluator files (each file's ``meta.usage``: judge ->
     requests, cached, prompt and completion tokens, cost_usd, added up over the runs that made the file), summed
     over files and judges; ``usd`` None when a judge that sent requests has no price. None without any usage."""
-    total: dict[str, Any] = dict.fromkeys(JUDGE_COUNTS, 0)
+    total: dict[str, int] = dict.fromkeys(JUDGE_COUNTS, 0)
     usd: float | None = 0.0
     models: set[str] = set()
     found = False
@@ -295,14 +309,14 @@ def judge_usage(files: Mapping[str, Path]) -> dict[str, Any] | None:
             for key in JUDGE_COUNTS:
                 value = block.get(key)
                 total[key] += value if isinstance(value, int) and not isinstance(value, bool) else 0
-            cost: Any = block.get("cost_usd")
+            cost: object = block.get("cost_usd")
             if is_number(cost) and usd is not None:
                 usd += float(cost)
             elif block.get("requests"):
                 usd = None
             if isinstance(block.get("model"), str):
                 models.add(block["model"])
-    return {**total, "usd": usd, "models": sorted(models)} if found else None
+    return {**total, "usd": usd, "models": [*sorted(models)]} if found else None
 
 
 SHIPPED_MODELS = Path(__file__).resolve().parents[1] / "conf" / "score" / "model"

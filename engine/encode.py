@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -23,7 +22,7 @@ class EmbeddingStats:
     distinct_texts: int
     cached: int
     encoded: int
-    backend: dict[str, Any] | None = None  # how the vectors were computed (TextEncoder.description); None: torch
+    backend: dict[str, object] | None = None  # how the vectors were computed (TextEncoder.description); None: torch
 
 
 def _place(vectors: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -39,9 +39,8 @@ import io
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, Task, contained_path, read_json
+from engine.contract import InputError, JsonObject, JsonValue, Task, contained_path, read_json
 from engine.contract.beneath import Refused, open_beneath
 
 REQUIRED = ("question_id", "question", "complexity", "answer", "eval_method")
@@ -71,8 +70,8 @@ def _split(value: str) -> list[str]:
     return [value.strip()] if value.strip() else []
 
 
-def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[str, Any] | None:
-    """A row's task record; None for a row of empty fields (the earlier releases' separator rows)."""
+def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> tuple[str, JsonObject] | None:
+    """A row's id and task record; None for a row of empty fields (the earlier releases' separator rows)."""
     if not any((v or "").strip() for v in row.values()):
         return None
     tid = (row.get("question_id") or "").strip()
@@ -83,10 +82,10 @@ def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[
         raise InputError(path, f"must be one of {', '.join(METHODS)}, got {method!r}", task_id=tid,
                          field="eval_method")
     answer = (row.get("answer") or "").strip()
-    record: dict[str, Any] = {
+    record: JsonObject = {
         "id": tid, "question": (row.get("question") or "").replace(OUTPUT_FOLDER, "."),
         "level": (row.get("complexity") or "").strip() or None, "ground_truth": answer or None,
-        "eval_method": method, "required_mcps": _split(row.get("MCP") or ""),
+        "eval_method": method, "required_mcps": [*_split(row.get("MCP") or "")],
         "required_tools": (row.get("tool") or "").strip() or None,
         "time_sensitive": (row.get("time-sensitive") or "No").strip() != "No"}
     if method == "eval_script":
@@ -111,28 +110,29 @@ def _record(path: Path, row: dict[str, str], folder: Path, prefix: str) -> dict[
             record["answer_template"] = f"{prefix}templates/{template}.py"
         else:  # the published runner's import fails too: the row keeps its answer
             record["missing_template"] = template
-    return record
+    return tid, record
 
 
-def read_mcpverse(root: str | Path) -> dict[str, dict[str, Any]]:
+def read_mcpverse(root: str | Path) -> dict[str, JsonObject]:
     """id -> task record of every row of an MCPVerse checkout's data/*.csv (files in name order)."""
     root = Path(root)
     folder = mcpverse_folder(root)
     prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for path in sorted((folder / "data").glob("*.csv")):
         blank, missing = 0, []
         for row in csv_rows(path):
-            record = _record(path, row, folder, prefix)
-            if record is None:
+            read = _record(path, row, folder, prefix)
+            if read is None:
                 blank += 1
                 continue
+            tid, record = read
             if "missing_template" in record:
-                missing.append(f"{record['id']} ({record.pop('missing_template')})")
-            if record["id"] in out:
-                raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=record["id"],
+                missing.append(f"{tid} ({record.pop('missing_template')})")
+            if tid in out:
+                raise InputError(path, "repeated id (in this or an earlier file of data/)", task_id=tid,
                                  field="question_id")
-            out[record["id"]] = record
+            out[tid] = record
         if blank:
             log.warning("%s: %d row(s) of empty fields left out", path, blank)
         if missing:
@@ -199,21 +199,25 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 
 
-def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) -> dict[str, Any]:
+def _tobench_record(root: Path, path: Path, obj: JsonObject, alone: bool) -> tuple[str, JsonObject]:
     tid = obj.get("task_name")
     if not isinstance(tid, str) or not tid.strip():
         raise InputError(path, "missing or empty task name", field="task_name")
     request = obj.get("user_request")
     if not isinstance(request, str) or not request.strip():
         raise InputError(path, "missing or empty text", task_id=tid, field="user_request")
-    files = obj.get("input_files") or []
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+    given = obj.get("input_files") or []
+    files = [f for f in given if isinstance(f, str)] if isinstance(given, list) else []
+    if not isinstance(given, list) or len(files) != len(given):
         raise InputError(path, "must be a list of paths", task_id=tid, field="input_files")
     relative = path.parent.relative_to(root)
     for k, name in enumerate(files):
         contained_path(root, (relative / name).as_posix(), file=path, task=tid, field=f"input_files[{k}]",
                        folder="task folder (tasks.root)")
     family = obj.get("task_family") or obj.get("category") or (relative.parts[0] if relative.parts else None)
+    if family is not None and not isinstance(family, str):
+        raise InputError(path, f"must be a text, got {family!r}", task_id=tid,
+                         field="task_family" if obj.get("task_family") else "category")
     image = next((f for f in files if Path(f).suffix.lower() in IMAGE_SUFFIXES), None)
     check = obj.get("check")
     if check is None and alone and path.with_suffix(".py").is_file():
@@ -221,14 +225,18 @@ def _tobench_record(root: Path, path: Path, obj: dict[str, Any], alone: bool) ->
     elif isinstance(check, str):
         check = (relative / check).as_posix()
         contained_path(root, check, file=path, task=tid, field="check", folder="task folder (tasks.root)")
-    return {**obj, "id": tid, "question": request, "type": family, "check": check,
-            "image": None if image is None else (relative / image).as_posix()}
+    return tid, {**obj, "id": tid, "question": request, "type": family, "check": check,
+                 "image": None if image is None else (relative / image).as_posix()}
 
 
-def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
+def _listed(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def read_tobench(root: str | Path) -> dict[str, JsonObject]:
     """id -> task record of every TOBench task file under `root` (paths in sorted order)."""
     root = Path(root)
-    parsed: dict[Path, list[Any]] = {}
+    parsed: dict[Path, list[JsonObject]] = {}
     broken: dict[Path, InputError] = {}
     for path in sorted(root.rglob("*.json")):
         try:
@@ -240,21 +248,20 @@ def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
         if all(isinstance(o, dict) and "task_name" in o for o in items):
             parsed[path] = items  # else not a task file (a fixture, a task's data)
     inputs = {(path.parent / name).resolve() for path, items in parsed.items() for obj in items
-              for name in (obj.get("input_files") if isinstance(obj.get("input_files"), list) else [])
-              if isinstance(name, str)}
+              for name in _listed(obj.get("input_files")) if isinstance(name, str)}
     for path, error in broken.items():
         if path.resolve() not in inputs:
             log.warning("%s (not read as a task file; any task it holds is left out)", error)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for path, items in parsed.items():
         if path.resolve() in inputs:
             continue  # a task's input file is its data, never a task description
         for obj in items:
-            record = _tobench_record(root, path, obj, len(items) == 1)
-            if record["id"] in out:
-                raise InputError(path, "repeated task name (in this or an earlier task file)", task_id=record["id"],
+            tid, record = _tobench_record(root, path, obj, len(items) == 1)
+            if tid in out:
+                raise InputError(path, "repeated task name (in this or an earlier task file)", task_id=tid,
                                  field="task_name")
-            out[record["id"]] = record
+            out[tid] = record
     if not out:
         why = f" ({len(broken)} *.json not valid JSON, first: {next(iter(broken.values()))})" if broken else ""
         raise InputError(root, "no TOBench task file (*.json objects with task_name and user_request) and no "
@@ -262,7 +269,7 @@ def read_tobench(root: str | Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def read_task_dir(root: str | Path) -> dict[str, dict[str, Any]]:
+def read_task_dir(root: str | Path) -> dict[str, JsonObject]:
     """The task records of a neighbour's folder: an MCPVerse checkout (data/*.csv), else TOBench task files."""
     root = Path(root)
     if any(sorted((folder / "data").glob("*.csv")) for folder in (root / "mcpverse", root)):
@@ -283,7 +290,8 @@ def task_dir_tasks(root: str | Path, ids: list[str] | None = None) -> list[Task]
     for index, (tid, r) in enumerate(records.items()):
         if wanted is not None and tid not in wanted:
             continue
-        image = r.get("image")
+        question, image, family = r["question"], r.get("image"), r.get("type") or r.get("level")
+        assert isinstance(question, str) and isinstance(image, str | None) and isinstance(family, str | None)
         image_path = contained_path(root, image, file=root, task=tid, field="input_files",
                                     folder="task folder (tasks.root)") if image else None
         if image_path is not None:
@@ -291,5 +299,5 @@ def task_dir_tasks(root: str | Path, ids: list[str] | None = None) -> list[Task]
                 os.close(open_beneath(root, image_path))  # a FIFO is refused, never waited on
             except Refused as exc:
                 raise InputError(root, f"input file {image_path}: {exc}", task_id=tid, field="input_files") from None
-        tasks.append(Task(tid, r["question"], image, image_path, r.get("type") or r.get("level"), index))
+        tasks.append(Task(tid, question, image, image_path, family, index))
     return tasks

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -45,11 +44,11 @@ def _read_file(path: Path) -> tuple[TrajectoryFile, Alternatives]:
     return _parse_root(path, read_json(path, "trajectory file"))
 
 
-def _parse_root(path: Path, root: Any) -> tuple[TrajectoryFile, Alternatives]:
+def _parse_root(path: Path, root: object) -> tuple[TrajectoryFile, Alternatives]:
     """A reference file's parsed root (`path` names it in errors): its first reference per id, and every
     reference of the ids given a list."""
     lists = {k: v for k, v in root.items() if isinstance(v, list)} if isinstance(root, dict) else {}
-    if not lists:
+    if not lists or not isinstance(root, dict):
         gt = parse_trajectories(path, root)
         return gt, {tid: (task,) for tid, task in gt.tasks.items()}
     for tid, items in lists.items():
@@ -77,7 +76,7 @@ def read_references(paths: str | Path | Sequence[str | Path]) -> tuple[Trajector
     return _merged([_read_file(p) for p in listed])
 
 
-def parse_references(label: Path, root: Any) -> tuple[TrajectoryFile, Alternatives | None]:
+def parse_references(label: Path, root: object) -> tuple[TrajectoryFile, Alternatives | None]:
     """The reference set of one file's content already parsed (a list of task objects, or an object of id ->
     task or -> list of tasks), as read_references gives it; `label` names it in errors."""
     return _merged([_parse_root(label, root)])
@@ -104,7 +103,7 @@ def chosen_samples(task_ids: Sequence[str], sample_task: np.ndarray, sample_ref:
     samples = np.asarray(samples)
     if sample_ref is None or not (sample_ref[samples] > 0).any():
         return samples
-    best: dict[str, tuple[Any, int]] = {}
+    best: dict[str, tuple[tuple[float, ...], int]] = {}
     for s in samples.tolist():
         tid = task_ids[sample_task[s]]
         key = tuple(-float(values[k][s]) for k in select) + (int(sample_ref[s]),)

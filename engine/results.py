@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
-from engine.contract import atomic_write_csv, atomic_write_json, strict_value
+from engine.contract import JsonObject, atomic_write_csv, atomic_write_json, strict_value
 from engine.judge_results import Joined, joined_aggregate
 from engine.metrics import TaskScores, aggregate
 from engine.serialize import SweepTables
@@ -20,6 +20,15 @@ log = logging.getLogger(__name__)
 RESULT_FILES = ("strong_matches.json", "weak_matches.json", "unmatched_predictions.json", "results_eval.csv",
                 "results_eval.json")
 """The files written for each prediction file, in writing order."""
+
+
+class ResultsDocument(TypedDict):
+    """results_eval.json: the aggregate, one entry per scored id, the aggregates per task family, the meta."""
+
+    aggregate: JsonObject
+    per_id: list[JsonObject]
+    by_type: dict[str, JsonObject]
+    meta: JsonObject
 
 
 @dataclass
@@ -129,7 +138,7 @@ def by_type(tables: SweepTables, scores: TaskScores, samples: np.ndarray, judge:
     return out
 
 
-def _warn_unlisted(path: str, ids: list[str], listed: frozenset[str], headline: str, value: Any) -> None:
+def _warn_unlisted(path: str, ids: list[str], listed: frozenset[str], headline: str, value: object) -> None:
     """Warn when a file of every task (answers, checks) lacks entries for scored tasks (a judge run that
     stopped early), and, in one line, when nothing in it can be scored (its headline is null)."""
     missing = [i for i in ids if i not in listed]
@@ -165,14 +174,14 @@ class FileResults:
     aggregate, per_id, by_type, meta), the strong / weak / unmatched-prediction records and the columns of
     results_eval.csv."""
 
-    result: dict[str, Any]
+    result: ResultsDocument
     strong: list[dict]
     weak: list[dict]
     unmatched: list[dict]
     columns: list[str]
 
     @property
-    def aggregate(self) -> dict[str, Any]:
+    def aggregate(self) -> JsonObject:
         """The file's aggregate (results_eval.json's ``aggregate``)."""
         return self.result["aggregate"]
 
@@ -191,8 +200,8 @@ def file_results(view: SampleView, scores: TaskScores, samples: np.ndarray, tau_
     columns = ["id", "total_gt_calls", "total_pred_calls", "matched", *scores.names]
     if judge:
         columns += join_values(per_id, agg, judge)
-    result = {"aggregate": agg, "per_id": per_id, "by_type": by_type(view.tables, scores, samples, judge),
-              "meta": meta}
+    result: ResultsDocument = {"aggregate": agg, "per_id": per_id,
+                               "by_type": by_type(view.tables, scores, samples, judge), "meta": meta}
     return FileResults(result, strong, weak, unmatched, columns)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -24,7 +23,7 @@ def profile_text(name: str, arguments_text: str, profile: Profile = "reference")
     raise ValueError(f"unknown metrics profile {profile!r}; expected one of {', '.join(PROFILES)}")
 
 
-def call_text(name: str, arguments: Any, profile: Profile = "reference") -> str:
+def call_text(name: str, arguments: object, profile: Profile = "reference") -> str:
     """The text of one call: its arguments (`reference`) or `name(arguments)` (`paper`)."""
     return profile_text(name, canonical_json(arguments), profile)
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Protocol
 
-from engine.contract import ConfigError
+from engine.contract import ConfigError, JsonMapping, JsonObject, JsonValue
 
 CONVENTIONS: tuple[str, ...] = ("project", "tau2", "mcpmark", "all")
 _TOLERANCE = 1e-6
@@ -54,7 +54,27 @@ def conventions_of(value: str = "all") -> tuple[str, ...]:
     return ("tau2", "mcpmark") if value == "all" else () if value == "project" else (value,)
 
 
-def tau2(rewards: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+class Slot(Protocol):
+    """What the conventions read of an inventory slot (engine.trials.Slot)."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def trial(self) -> int: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def success(self) -> bool | None: ...
+
+
+class Trial(Protocol):
+    """What the conventions read of a trial (engine.trials.Trial): its per-task values by id."""
+
+    @property
+    def values(self) -> Mapping[str, JsonMapping]: ...
+
+
+def tau2(rewards: Mapping[str, Sequence[float]]) -> JsonObject:
     """tau2-bench's figures from task id -> the rewards of its simulations not lost (a task with none
     is absent, as its dataframe has no row of it)."""
     tasks = {tid: list(values) for tid, values in rewards.items() if values}
@@ -64,7 +84,7 @@ def tau2(rewards: Mapping[str, Sequence[float]]) -> dict[str, Any]:
                 "tasks": 0}
     max_k = min(len(values) for values in tasks.values())
     success = {tid: [abs(r - 1.0) <= _TOLERANCE for r in values] for tid, values in tasks.items()}
-    pass_hat = {}
+    pass_hat: JsonObject = {}
     for k in range(1, max_k + 1):
         per_task = [math.comb(sum(s), k) / math.comb(len(s), k) for s in success.values()]
         pass_hat[str(k)] = sum(per_task) / len(per_task)
@@ -73,7 +93,7 @@ def tau2(rewards: Mapping[str, Sequence[float]]) -> dict[str, Any]:
             "pass_hat_k": pass_hat, "max_k": max_k, "simulations": len(simulations), "tasks": len(tasks)}
 
 
-def mcpmark(success: Mapping[str, Sequence[bool | None]], lost: Sequence[str]) -> dict[str, Any]:
+def mcpmark(success: Mapping[str, Sequence[bool | None]], lost: Sequence[str]) -> JsonObject:
     """MCPMark's figures from task id -> success per run (all tasks, N runs each), or its refusal
     when `lost` names slots lost (missing tasks or runs)."""
     if lost:
@@ -92,16 +112,20 @@ def mcpmark(success: Mapping[str, Sequence[bool | None]], lost: Sequence[str]) -
             "total_tasks": len(tasks)}
 
 
-def _reward(value: Any) -> float:
+def _reward(value: JsonValue | None) -> float:
     """A finished slot's reward: the rule's value as a number (true 1, false and null 0)."""
-    return 0.0 if value is None else float(value)
+    if value is None:
+        return 0.0
+    if not isinstance(value, (bool, int, float)):
+        raise TypeError(f"a reward must be a number or a verdict, got {value!r}")
+    return float(value)
 
 
-def peer_blocks(slots: Sequence[Any], task_ids: Sequence[str], trials: Sequence[Any], field: str,
-                wanted: Sequence[str]) -> dict[str, Any]:
+def peer_blocks(slots: Sequence[Slot], task_ids: Sequence[str], trials: Sequence[Trial], field: str,
+                wanted: Sequence[str]) -> JsonObject:
     """The `wanted` peer conventions over an inventory: `slots` (engine.trials.Slot) of `trials`
     (engine.trials.Trial, in order), whose per-task values hold the success rule's `field`."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     if "tau2" in wanted:
         kept: dict[str, list[float]] = {tid: [] for tid in task_ids}
         for slot in slots:

@@ -25,12 +25,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.contract import (
     AGENT,
     ConfigError,
     InputError,
+    JsonMapping,
+    JsonObject,
+    JsonValue,
     TrajectoryFile,
     atomic_write_json,
     is_number,
@@ -77,13 +80,13 @@ class Slot:
     success: bool | None = None
     illegal_calls: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The slot as a trials.json inventory record."""
         return {"id": self.task_id, "trial": self.trial, "state": self.state, "reason": self.reason,
                 "success": self.success, "illegal_calls": self.illegal_calls}
 
 
-def slot_state(record: Mapping[str, Any] | None) -> tuple[str, str | None]:
+def slot_state(record: JsonMapping | None) -> tuple[str, str | None]:
     """(state, reason) of one trial's record of a task (None: no record)."""
     if record is None:
         return INFRASTRUCTURE, "no record (the run was killed before the task ended)"
@@ -117,7 +120,7 @@ class SuccessRule:
             return f"{self.field} >= {self.threshold}"
         return f"{self.field} is true"
 
-    def success(self, values: Mapping[str, Any], source: Path | str, task_id: str) -> bool:
+    def success(self, values: JsonMapping, source: Path | str, task_id: str) -> bool:
         """A finished trial's success from its per-task values; InputError naming the source, the id
         and the field when the value is missing or not of the rule's kind."""
         value = values.get(self.field)
@@ -136,7 +139,7 @@ class SuccessRule:
                                  "not a success", task_id=task_id, field=self.field)
 
 
-def success_rule(cfg: Mapping[str, Any] | None) -> SuccessRule:
+def success_rule(cfg: Mapping[str, object] | None) -> SuccessRule:
     """A `trials.success` mapping as a SuccessRule (the score app reads its typed node instead:
     engine.apps.config.score.Success); ConfigError naming the setting when it is wrong."""
     cfg = cfg or {}
@@ -159,7 +162,7 @@ class Trial:
 
     path: Path
     file: TrajectoryFile | None
-    values: Mapping[str, Mapping[str, Any]]
+    values: Mapping[str, JsonMapping]
     source: Path | None = None
 
 
@@ -209,27 +212,28 @@ def counts_per_task(slots: Sequence[Slot], task_ids: Sequence[str], trials: int,
     return out
 
 
-def rates(slots: Sequence[Slot], task_ids: Sequence[str], trials: int) -> dict[str, Any]:
+def rates(slots: Sequence[Slot], task_ids: Sequence[str], trials: int) -> JsonObject:
     """pass_at_k, pass_hat_k and avg_at_k for k = 1..trials, each with losses counted as failures and
     with losses excluded; beside each value, the number of tasks it is the mean over."""
     conventions = {"losses_as_failures": counts_per_task(slots, task_ids, trials, "failures"),
                    "losses_excluded": counts_per_task(slots, task_ids, trials, "excluded")}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for name in ESTIMATORS:
-        out[name] = {}
+        by_convention: JsonObject = {}
         for convention, counts in conventions.items():
-            block = {}
+            block: JsonObject = {}
             for k in range(1, trials + 1):
                 value, tasks = rate(counts, k, name)
                 block[str(k)] = {"value": value, "tasks": tasks}
-            out[name][convention] = block
+            by_convention[convention] = block
+        out[name] = by_convention
     return out
 
 
-def inventory_summary(slots: Sequence[Slot], trials: int) -> dict[str, Any]:
+def inventory_summary(slots: Sequence[Slot], trials: int) -> JsonObject:
     """Counts of each state (overall and per trial), of the calls never made (``illegal_calls``), and
     the lost slots named."""
-    per_trial = []
+    per_trial: list[JsonValue] = []
     for index in range(1, trials + 1):
         mine = [s for s in slots if s.trial == index]
         per_trial.append({"trial": index, **{state: sum(1 for s in mine if s.state == state) for state in STATES},
@@ -251,26 +255,21 @@ def mean_std(values: Sequence[float]) -> dict[str, float | int]:
     return {"mean": mean, "std": std, "n": n}
 
 
-def _numeric(value: Any) -> bool:
-    return is_number(value) and not isinstance(value, bool)
-
-
-def aggregate_spread(aggregates: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | int]]:
+def aggregate_spread(aggregates: Sequence[JsonMapping]) -> JsonObject:
     """Every numeric aggregate key as mean and standard deviation over the trials that have it."""
-    keys = [k for k in aggregates[0] if _numeric(aggregates[0][k])] if aggregates else []
-    keys += [k for a in aggregates[1:] for k in a if _numeric(a[k]) and k not in keys]
-    return {k: mean_std([float(a[k]) for a in aggregates if _numeric(a.get(k))]) for k in keys}
+    keys = [k for k in aggregates[0] if is_number(aggregates[0][k])] if aggregates else []
+    keys += [k for a in aggregates[1:] for k in a if is_number(a[k]) and k not in keys]
+    return {k: dict(mean_std([float(v) for a in aggregates if is_number(v := a.get(k))])) for k in keys}
 
 
-def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
+def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> JsonObject:
     """Per task id: each key's mean, standard deviation, min and max over the trials that scored it."""
     ids = sorted(set().union(*(t.values for t in trials))) if trials else []
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: JsonObject = {}
     for tid in ids:
-        entry = {}
+        entry: JsonObject = {}
         for key in keys:
-            values = [float(t.values[tid][key]) for t in trials
-                      if tid in t.values and _numeric(t.values[tid].get(key))]
+            values = [float(v) for t in trials if tid in t.values and is_number(v := t.values[tid].get(key))]
             if values:
                 entry[key] = {**mean_std(values), "min": min(values), "max": max(values)}
         out[tid] = entry
@@ -278,8 +277,8 @@ def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> dict[str, dict[
 
 
 def trials_document(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRule,
-                    aggregates: Sequence[Mapping[str, Any]], keys: Sequence[str],
-                    meta: Mapping[str, Any] | None = None, conventions: Sequence[str] = ()) -> dict[str, Any]:
+                    aggregates: Sequence[JsonMapping], keys: Sequence[str],
+                    meta: JsonMapping | None = None, conventions: Sequence[str] = ()) -> JsonObject:
     """trials.json: the inventory, the rates in both loss conventions, the peers' `conventions`
     (engine.trial_conventions), the aggregate spread, the per-task spread."""
     slots = inventory(task_ids, trials, rule)
@@ -294,11 +293,11 @@ def trials_document(task_ids: Sequence[str], trials: Sequence[Trial], rule: Succ
 
 
 def scored_values(task_ids: Sequence[str], sample_task: np.ndarray, values: Mapping[str, np.ndarray],
-                  samples: Sequence[int], joined: Mapping[str, Mapping[str, Any]] | None = None
-                  ) -> dict[str, dict[str, Any]]:
+                  samples: Sequence[int], joined: Mapping[str, JsonMapping] | None = None
+                  ) -> dict[str, JsonObject]:
     """id -> the per-task values of one trial: its alignment metrics (values[key][sample]) and the
     values joined from its judge files (`joined`, keyed by id; every key, so other verdicts plug in)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for s in samples:
         tid = task_ids[sample_task[s]]
         out[tid] = {key: float(column[s]) for key, column in values.items()}
@@ -344,8 +343,8 @@ def success_counts(result: SweepScores, trials: Mapping[str, Sequence[Path]], sc
 
 def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
                  judges: Sequence[JoinedFiles], joined: Sequence[Joined | None],
-                 aggregates: Sequence[Mapping[str, Any]], rule: SuccessRule,
-                 conventions: Sequence[str] = ("tau2", "mcpmark")) -> dict[str, Any]:
+                 aggregates: Sequence[JsonMapping], rule: SuccessRule,
+                 conventions: Sequence[str] = ("tau2", "mcpmark")) -> JsonObject:
     """Write trials.json for a scored sweep: per model of `trials` (model -> every trial file in trial
     order), its trials document; `scored` are the sweep's files in order, `judges`, `joined` (their
     values, as write_sweep joined them) and `aggregates` theirs; a trial's success is `rule`'s, and the peers'
@@ -355,13 +354,13 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
         log.info(note)
     position = {Path(p): f for f, p in enumerate(scored)}
     scores = result.scores
-    models = {}
+    models: JsonObject = {}
     for model, paths in trials.items():
         items, present = trial_items(result, paths, position, judges, joined, rule)
         keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
-                                            if k not in scores.names and _numeric(v[k])})
+                                            if k not in scores.names and is_number(v[k])})
         models[model] = trials_document(sorted(result.gt.tasks), items, rule, [aggregates[f] for f in present], keys,
                                         conventions=tuple(conventions))
-    document = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
+    document: JsonObject = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
     atomic_write_json(path, document)
     return document

@@ -4,8 +4,10 @@
 
 1. Judging: scripted judges in their own process (``python -m rollout.judges.scripted``) answer at
    once, so the time is the harness's: payloads, cache keys and writes, HTTP through the openai SDK,
-   the trimmed means and the resumable output rewritten after every task. Target: >= 200 judged
-   tasks/min with 4 judges and 8 tasks at once.
+   the trimmed means and the resumable output (each verdict appended to the file's journal and synced;
+   the file written whole, atomically, once the journal holds 64 verdicts and as many as the file, and
+   at the end: rollout/judges/journal.py). Target: >= 200 judged tasks/min with 4 judges and 8 tasks at
+   once.
 2. A fully cached rerun of the same tasks into a new output, timed as a whole process
    (scripts/judge.py, start-up included). Target: <= 10 s for 200 tasks.
 3. The call outcome rules over a demo sweep of the 14 leaderboard models (synthetic predictions whose

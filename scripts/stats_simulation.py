@@ -18,6 +18,7 @@ concludes at its defaults, and how often its Holm decisions equal those of `--la
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from engine.stats import AVERAGE_KEY, StatsSettings, bootstrap_stats
+from engine.stats.document import ModelRecord, StatsDocument
 from engine.synthetic.population import METRICS, exchangeable, ladder, make_population, real_outcomes
 from engine.synthetic.simulation import METHODS, benchmark_units, coverage, null_rates
 
@@ -81,9 +83,15 @@ def run_null(args: argparse.Namespace) -> None:
               f"(Average Score {r.family_wise[-1]:.3f})", flush=True)
 
 
-def _decisions(document: dict, key: str) -> dict[tuple[str, str], bool]:
+def _decisions(document: StatsDocument, key: str) -> dict[tuple[str, str], bool]:
     return {(p["a"], p["b"]): bool(p["metrics"][key]["separable"]) for p in document["pairs"]
-            if p["metrics"].get(key, {}).get("separable") is not None}
+            if key in p["metrics"] and p["metrics"][key]["separable"] is not None}
+
+
+def _rank(record: ModelRecord) -> float:
+    """A model's rank by the Average Score (last without one)."""
+    rank = record.get("rank")
+    return math.inf if rank is None else rank
 
 
 def run_table2(args: argparse.Namespace) -> None:
@@ -94,7 +102,7 @@ def run_table2(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     doc = bootstrap_stats(units, StatsSettings())
     seconds = time.perf_counter() - start
-    records = sorted(doc["models"].items(), key=lambda kv: kv[1]["rank"])
+    records = sorted(doc["models"].items(), key=lambda kv: _rank(kv[1]))
     print(f"{len(units)} models on {len(outcomes.family)} real ids in {doc['settings']['clusters']} families, "
           f"{doc['settings']['resamples']} resamples ({seconds:.1f} s):")
     for name, record in records:
@@ -103,8 +111,8 @@ def run_table2(args: argparse.Namespace) -> None:
         print(f"  {name}{tied:2s} {block['value']:.4f} [{block['low']:.4f}, {block['high']:.4f}] rank "
               f"{record['rank']} ({record['rank_low']}-{record['rank_high']})")
     pairs = [p["metrics"][AVERAGE_KEY] for p in doc["pairs"]]
-    print(f"Average Score: {sum(p['p'] < 0.05 for p in pairs)} of {len(pairs)} pairs with p < 0.05, "
-          f"{sum(p['separable'] for p in pairs)} separable after Holm; tied with the top: "
+    print(f"Average Score: {sum(p['p'] is not None and p['p'] < 0.05 for p in pairs)} of {len(pairs)} pairs with "
+          f"p < 0.05, {sum(bool(p['separable']) for p in pairs)} separable after Holm; tied with the top: "
           f"{len(doc['tied_with_top'][AVERAGE_KEY])} ({', '.join(doc['tied_with_top'][AVERAGE_KEY])})")
     if not args.large:
         return

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
@@ -17,6 +17,7 @@ from engine.apps.resolvers import CONF_ROOT as CONF_ROOT
 from engine.apps.resolvers import PROJECT_ROOT as PROJECT_ROOT
 from engine.apps.resolvers import config_groups as config_groups
 from engine.apps.resolvers import config_roots as config_roots
+from engine.contract import JsonObject
 
 
 def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> DictConfig:
@@ -32,7 +33,7 @@ def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> 
         restore_gh_from_backup(backup)
 
 
-def plain_config(cfg: DictConfig) -> dict[str, Any]:
+def plain_config(cfg: DictConfig) -> JsonObject:
     """A composed config as a plain dict, its interpolations resolved (a config root is a mapping with string
-    keys, so the dict's keys are strings)."""
-    return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
+    keys, and its values what YAML holds, so it is a JSON object)."""
+    return cast(JsonObject, OmegaConf.to_container(cfg, resolve=True))

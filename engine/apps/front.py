@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from engine.apps.config import APPS, AppSpec
 from engine.apps.kit import check_argv
@@ -20,7 +19,7 @@ class CommandLine:
     """What an app's command-line check needs: the app (its config root, the new keys it reads, the
     settings that name files: engine.apps.config.AppSpec) and the rewrite of its shorthands."""
 
-    spec: AppSpec[Any]
+    spec: AppSpec[object]
     rewrite: Callable[[list[str]], list[str]] | None = None
 
     def check(self) -> list[str]:

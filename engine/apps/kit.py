@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -188,7 +188,7 @@ def _remove_failed_run() -> None:
     remove_failed_run_folder(launch.created if launch is not None else None)
 
 
-def run_config(spec: AppSpec[Any], run: Callable[..., int], cfg: DictConfig) -> int:
+def run_config(spec: AppSpec[object], run: Callable[..., int], cfg: DictConfig) -> int:
     """Run the app on a composed config: its ranges checked (what the command line's check could not see, a
     group option's own file), then ``run(typed(spec, cfg), run_folder)`` for an app with `spec.typed` (the
     config as the schema's objects, made once: engine.apps.config.typed), else ``run(cfg)``; a refused value
@@ -202,7 +202,7 @@ def run_config(spec: AppSpec[Any], run: Callable[..., int], cfg: DictConfig) -> 
     return run(cfg) if settings is None else run(settings, output_folder(cfg))
 
 
-def hydra_app(spec: AppSpec[Any], run: Callable[..., int], quick_exit: bool = False,
+def hydra_app(spec: AppSpec[object], run: Callable[..., int], quick_exit: bool = False,
               rewrite: Callable[[list[str]], list[str]] | None = None,
               check_folder: Callable[[DictConfig, Path], None] | None = None) -> Callable[..., None]:
     """The entry point of the app `spec` (config root conf/<spec.name>/): checks the command line

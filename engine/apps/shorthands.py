@@ -24,7 +24,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
@@ -33,7 +32,7 @@ from omegaconf import OmegaConf
 from engine.apps.compose import CONF_ROOT, compose, config_groups, plain_config
 from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, hydra_arguments
-from engine.contract import InputError, check_name
+from engine.contract import InputError, JsonObject, check_name
 from engine.evaluators import evaluators
 from engine.inputs import PUBLISHED_NAME
 
@@ -191,7 +190,7 @@ def spelt_out(app: str, argv: Sequence[str]) -> list[str]:
     return rewrite(list(argv)) if rewrite else list(argv)
 
 
-def resolved_config(app: str, argv: Sequence[str] = ()) -> dict[str, Any]:
+def resolved_config(app: str, argv: Sequence[str] = ()) -> JsonObject:
     """The resolved config the command line of app with these overrides would run with (its shorthands
     spelt out), as a plain dict."""
     return plain_config(compose(app, spelt_out(app, argv)))

@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with one line saying what was kept (the apps print it: ``interrupted: <line>``)."""
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     """A finite int or float (booleans excluded); an integer too large for a float is not one."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False

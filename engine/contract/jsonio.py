@@ -175,7 +175,7 @@ def json_strings(value: object) -> Iterator[str]:
             yield from json_strings(item)
 
 
-def strict_value(value: object) -> Any:
+def strict_value(value: object) -> JsonValue:
     """A copy of a JSON value with NaN and the infinities as the strings ``"NaN"``, ``"Infinity"`` and
     ``"-Infinity"``, so strict JSON outputs can echo model output that held them."""
     return json.loads(json.dumps(value, ensure_ascii=False), parse_constant=str)
@@ -215,11 +215,11 @@ def read_json(path: str | Path, what: str = "file", error: type[InputError] = In
                           "digits") from None
 
 
-def read_keyed_lines(path: str | Path) -> dict[str, dict[str, Any]]:
+def read_keyed_lines(path: str | Path) -> dict[str, JsonObject]:
     """The entries of a JSON-lines log by their "key" (a later line wins); a line cut short by a
     killed writer, or one that is not such an entry, is skipped."""
     path = Path(path)
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, JsonObject] = {}
     if not path.exists():
         return entries
     with path.open(encoding="utf-8") as fh:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from functools import cache
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar
 
 PROGRESS_DELAY = 2.0
 """Seconds of work before a progress bar shows: a short run shows none."""
@@ -31,6 +31,13 @@ def on_terminal() -> bool:
     return bool(isatty is not None and isatty()) and multiprocessing.parent_process() is None
 
 
+class Bar(Protocol):
+    """What a `progress` bar is used for: moving its count on by `n` (a tqdm bar)."""
+
+    def update(self, n: float = 1) -> bool | None:
+        """Move the count on by `n`; whether the bar was drawn again (None: not)."""
+
+
 @cache
 def _bar_class() -> type:
     """tqdm, hidden until its delay has passed whatever draws it (a log line written above it included), and
@@ -41,7 +48,7 @@ def _bar_class() -> type:
         shown = False
         last_print_t: float
 
-        def display(self, msg: str | None = None, pos: int | None = None) -> Any:
+        def display(self, msg: str | None = None, pos: int | None = None) -> bool | None:
             if not self.shown:
                 if self.delay > 0 and self._time() < self.start_t + self.delay:
                     return None
@@ -63,7 +70,7 @@ def _bar_class() -> type:
 
 @contextmanager
 def progress(total: int, label: str, unit: str, show: bool = True, delay: float | None = None,
-             done: int = 0) -> Iterator[Any]:
+             done: int = 0) -> Iterator[Bar]:
     """A bar of `total` units labelled `label`, `done` of them done already, with log lines going above it
     while it is open; drawn only when `show` and on_terminal() (else one whose `update` does nothing)."""
     bar_class = _bar_class()
@@ -96,7 +103,7 @@ class TaskBar:
         self.label = label
         self.done = done
         self._stack = ExitStack()
-        self._bar: Any = None
+        self._bar: Bar | None = None
 
     def __enter__(self) -> TaskBar:
         if self.done < self.total:

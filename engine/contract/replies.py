@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any, NoReturn
 
-from engine.contract.jsonio import JsonValue
+from engine.contract.jsonio import JsonObject, JsonValue
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```$", re.DOTALL)
 
@@ -46,7 +46,7 @@ def parse_json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def parse_tool_calls(text: str, *, keep_bad_arguments: bool = False) -> list[dict[str, Any]]:
+def parse_tool_calls(text: str, *, keep_bad_arguments: bool = False) -> list[JsonObject]:
     """The tool calls of a PROCESS reply, as {"name", "arguments"}; ValueError when malformed.
 
     Arguments given as a JSON string (as some APIs do) are decoded; missing arguments are {}. With
@@ -57,7 +57,7 @@ def parse_tool_calls(text: str, *, keep_bad_arguments: bool = False) -> list[dic
     calls = obj.get("tool_calls")
     if not isinstance(calls, list):
         raise ValueError('the object has no "tool_calls" list')
-    out = []
+    out: list[JsonObject] = []
     for i, call in enumerate(calls):
         if not isinstance(call, dict):
             raise ValueError(f"tool_calls[{i}] is not an object")
@@ -76,9 +76,9 @@ def parse_tool_calls(text: str, *, keep_bad_arguments: bool = False) -> list[dic
     return out
 
 
-def _arguments(raw: object, i: int) -> dict[str, Any]:
+def _arguments(raw: JsonValue, i: int) -> JsonObject:
     """The arguments object of tool_calls[i] (a JSON string decoded, null or "" as {})."""
-    arguments = {} if raw is None else raw
+    arguments: JsonValue = {} if raw is None else raw
     if isinstance(arguments, str):
         try:
             arguments = _loads(arguments) if arguments.strip() else {}

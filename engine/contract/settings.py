@@ -66,7 +66,7 @@ NUMBER = "number"
 """The metadata key of a `number` field."""
 
 
-def number(default: float) -> Any:
+def number(default: float) -> float:
     """A float field recorded as the YAML wrote it: an integral value is an int in `record` (60, not 60.0)."""
     return field(default=default, metadata={NUMBER: True})
 
@@ -273,7 +273,7 @@ def shard_of(task_id: str, count: int) -> int:
     return int(hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest(), 16) % count
 
 
-def parse_shard(value: Any, field: str = "shard") -> Shard | None:
+def parse_shard(value: object, field: str = "shard") -> Shard | None:
     """The shard a ``shard`` setting names ("i/n", 0 <= i < n), None when unset; InputError naming the setting
     otherwise."""
     if value is None or value == "":

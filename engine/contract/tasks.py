@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engine.contract.errors import InputError
-from engine.contract.jsonio import JsonValue, read_json
+from engine.contract.jsonio import JsonObject, JsonValue, read_json
 from engine.contract.paths import contained_path
 
 WHAT = "tasks file"
@@ -30,7 +29,7 @@ def task_id_of(record: object) -> JsonValue:
     return record.get("id", record.get("task_id")) if isinstance(record, dict) else None
 
 
-def task_records(path: str | Path) -> dict[str, dict[str, Any]]:
+def task_records(path: str | Path) -> dict[str, JsonObject]:
     """id -> task record of a tasks file, in file order."""
     path = Path(path)
     root = read_json(path, WHAT)
@@ -40,7 +39,7 @@ def task_records(path: str | Path) -> dict[str, dict[str, Any]]:
         items = [(f"#{i}", v, None) for i, v in enumerate(root)]
     else:
         raise InputError(path, "the root must be a list of tasks or an object of id -> task")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for position, (label, record, key) in enumerate(items):
         if not isinstance(record, dict):
             raise InputError(path, "a task must be an object", task_id=label)

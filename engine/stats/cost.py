@@ -15,18 +15,22 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 import torch
 
 from engine import cost as ct
-from engine.contract import atomic_write_json, read_json
+from engine.contract import JsonMapping, JsonObject, atomic_write_json, read_json
 from engine.contract.settings import ListPrice
 from engine.stats import decisions as dc
 from engine.stats.settings import AVERAGE_KEY, StatsSettings
 from engine.stats.units import ModelUnits, empty_value, sweep_units
 from kernels import bootstrap as bs
+
+if TYPE_CHECKING:
+    from engine.judge_results import Joined
+    from engine.pipeline import SweepScores
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +50,32 @@ class ModelCost:
     clusters: list[str]
     usage: ct.TaskUsage | None
     price: ListPrice | None
-    judges: dict[str, Any] | None
+    judges: JsonObject | None
     score: float | None
 
 
-def model_costs(units: Sequence[ModelUnits], predictions: Sequence[Path], records: Sequence[Sequence[Any]],
+class Frontier(TypedDict):
+    """usage.json's frontier block: its axis and rule, the models placed on it and the tail of its calls."""
+
+    axis: str
+    score: str
+    models: list[str]
+    rule: str
+    level: float | None
+    tail: float | None
+    resamples_left_out: int | None
+
+
+class CostDocument(TypedDict):
+    """usage.json's content: per model its cost record, the frontier, the notes, the statistics' settings."""
+
+    models: dict[str, JsonObject]
+    frontier: Frontier
+    notes: list[str]
+    settings: JsonObject | None
+
+
+def model_costs(units: Sequence[ModelUnits], predictions: Sequence[Path], records: Sequence[Sequence[object]],
                 prices: Mapping[str, ListPrice | None], judge_files: Sequence[Mapping[str, Path]]) -> list[ModelCost]:
     """Each model's cost inputs: the usage of its prediction file's `records` on its scored ids (wall times from
     the rollout's tool logs beside the file), its price and its evaluator files' judge usage."""
@@ -90,7 +115,7 @@ def score_rows(unit: ModelUnits, cluster_of: Mapping[str, int], clusters: int, c
 
 
 def _intervals(rows: torch.Tensor, num: np.ndarray, den: np.ndarray, settings: StatsSettings
-               ) -> list[dict[str, Any]]:
+               ) -> list[JsonObject]:
     """Each quantity's block: value, low, high, se, clusters (or the reason it has no interval)."""
     k = num.shape[1]
     point = torch.as_tensor(num.sum(0) / den.sum(0), dtype=torch.float64)
@@ -101,7 +126,7 @@ def _intervals(rows: torch.Tensor, num: np.ndarray, den: np.ndarray, settings: S
     zeros, inf = torch.zeros(k, dtype=torch.float64), torch.full((k,), math.inf, dtype=torch.float64)
     low, high, se = dc.model_intervals(rows, point, jack, present, effective, zeros, inf, settings)
     valid = bs.valid_counts(rows)
-    out = []
+    out: list[JsonObject] = []
     for q in range(k):
         why = dc.reason(None, int(present[q]), int(valid[q]), float(se[q]), settings.min_clusters)
         out.append({"value": float(point[q]), "low": None if why else _clean(low[q]),
@@ -115,15 +140,15 @@ def _clean(value: torch.Tensor | float) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _judges_block(judges: dict[str, Any] | None, tasks: int) -> dict[str, Any] | None:
+def _judges_block(judges: JsonObject | None, tasks: int) -> JsonObject | None:
     if judges is None:
         return None
     usd = judges["usd"]
-    return {**judges, "usd_per_task": None if usd is None or not tasks else usd / tasks}
+    return {**judges, "usd_per_task": usd / tasks if isinstance(usd, (int, float)) and tasks else None}
 
 
 def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], settings: StatsSettings | None,
-                  device: torch.device | str = "cpu") -> dict[str, Any] | None:
+                  device: torch.device | str = "cpu") -> CostDocument | None:
     """usage.json's content: per model its per-task quantities (with intervals when `settings` are given), price,
     judges' usage and frontier membership; the frontier's axis and rule; notes (a model without a price or usage).
     None when no model has usage and no judge has any (nothing to say but NO_USAGE)."""
@@ -139,7 +164,7 @@ def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], sett
         notes.append(f"no usage recorded in the prediction file of {', '.join(bare)}")
     placed = [m for m in models if m.usage is not None and m.score is not None]
     axis = "usd" if placed and all(m.price is not None for m in placed) else "tokens"
-    out_models: dict[str, Any] = {}
+    out_models: dict[str, JsonObject] = {}
     axis_rows: dict[str, torch.Tensor] = {}
     counts = cluster_of = None
     clusters = 0
@@ -148,7 +173,7 @@ def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], sett
         clusters = len(set(cluster_of.values()))
         counts = bs.resample_counts(settings.resamples, clusters, settings.seed, settings.scheme).to(device)
     for m in models:
-        record: dict[str, Any] = {"tasks_scored": len(m.ids), "price": ct.price_json(m.price),
+        record: JsonObject = {"tasks_scored": len(m.ids), "price": ct.price_json(m.price),
                                   "judges": _judges_block(m.judges, len(m.ids)), "score": m.score}
         if m.usage is not None:
             parts = ct.quantities(m.usage, m.price)
@@ -168,14 +193,17 @@ def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], sett
             "settings": None if settings is None else {**asdict(settings), "clusters": clusters}}
 
 
-def axis_value(record: Mapping[str, Any], axis: str) -> float | None:
+def axis_value(record: JsonMapping, axis: str) -> float | None:
     """A model's cost on the frontier's axis (USD per task, or tokens in + out per task); None without it."""
-    return ((record.get("metrics") or {}).get(axis) or {}).get("value")
+    metrics = record.get("metrics")
+    block = metrics.get(axis) if isinstance(metrics, dict) else None
+    value = block.get("value") if isinstance(block, dict) else None
+    return value if isinstance(value, (int, float)) else None
 
 
-def _frontier(placed: Sequence[ModelCost], out_models: dict[str, Any], axis: str, axis_rows: dict[str, torch.Tensor],
-              units: Sequence[ModelUnits], cluster_of: Mapping[str, int] | None, clusters: int,
-              counts: torch.Tensor | None, settings: StatsSettings | None) -> dict[str, Any]:
+def _frontier(placed: Sequence[ModelCost], out_models: dict[str, JsonObject], axis: str,
+              axis_rows: dict[str, torch.Tensor], units: Sequence[ModelUnits], cluster_of: Mapping[str, int] | None,
+              clusters: int, counts: torch.Tensor | None, settings: StatsSettings | None) -> Frontier:
     """The frontier block, and each placed model's ``frontier`` record (point membership, share, call)."""
     names = [m.name for m in placed]
     score = [m.score if m.score is not None else math.nan for m in placed]
@@ -205,7 +233,7 @@ def _expanded(settings: StatsSettings, clusters: int) -> int | None:
     return clusters if settings.correction == "expanded" else None
 
 
-def write_cost(folder: Path, document: dict[str, Any] | None) -> Path | None:
+def write_cost(folder: Path, document: CostDocument | None) -> Path | None:
     """Write usage.json into the run's folder (nothing, and NO_USAGE said once, without a document)."""
     if document is None:
         log.info(NO_USAGE)
@@ -223,7 +251,8 @@ def model_prices(names: Sequence[str], own: tuple[str | None, ListPrice | None])
     return {n: price if n == name and price is not None else ct.shipped_price(n) for n in names}
 
 
-def score_cost(folder: Path, result: Any, names: Sequence[str], predictions: Sequence[Path], joined: Sequence[Any],
+def score_cost(folder: Path, result: SweepScores, names: Sequence[str], predictions: Sequence[Path],
+               joined: Sequence[Joined | None],
                aggregates: Sequence[dict], judge_files: Sequence[Mapping[str, Path]],
                own: tuple[str | None, ListPrice | None], settings: StatsSettings | None,
                device: torch.device | str = "cpu") -> Path | None:
@@ -231,7 +260,7 @@ def score_cost(folder: Path, result: Any, names: Sequence[str], predictions: Seq
     wall times, the prices and the evaluator files' judge usage (the statistics step's settings, when on, give
     the intervals and the frontier calls); None, said once, when nothing recorded any usage."""
     units = sweep_units(result, list(names), list(joined), list(aggregates))
-    records = []
+    records: list[list[object]] = []
     for path in predictions:
         data = read_json(Path(path), "prediction file")
         records.append(data if isinstance(data, list) else [])

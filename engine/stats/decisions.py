@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from engine.metricspec import BY_KEY
+from engine.stats.document import ModelRecord, PairRecord, PowerRow
 from engine.stats.settings import AVERAGE_KEY, StatsSettings
 
 if TYPE_CHECKING:
@@ -148,15 +149,15 @@ def rank_sets(names: list[str], values: list[float], sign: int, better: set[tupl
     return out
 
 
-def ranks_and_ties(models: Sequence[ModelUnits], out_models: dict[str, Any], out_pairs: list[dict[str, Any]],
-                   keys: Sequence[str], alpha: float) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
+def ranks_and_ties(models: Sequence[ModelUnits], out_models: dict[str, ModelRecord], out_pairs: list[PairRecord],
+                   keys: Sequence[str], alpha: float) -> tuple[dict[str, list[str]], dict[str, list[PowerRow]]]:
     """Fill every ranked quantity's rank, rank_low and rank_high (None for the others) in out_models, from the
     pairs' Holm decisions; return per ranked metric the models tied with the top (rank interval reaching 1, in
     point order) and the power of the adjacent pairs (point order: difference, SE, minimum detectable
     difference, clusters needed)."""
     by_pair = {(r["a"], r["b"]): r for r in out_pairs}
     tied: dict[str, list[str]] = {}
-    power: dict[str, list[dict]] = {}
+    power: dict[str, list[PowerRow]] = {}
     for key in keys:
         blocks = {u.name: out_models[u.name]["metrics"][key] for u in models if key in out_models[u.name]["metrics"]}
         for block in blocks.values():
@@ -170,7 +171,10 @@ def ranks_and_ties(models: Sequence[ModelUnits], out_models: dict[str, Any], out
         held = [(a, b, r["metrics"][key]) for (a, b), r in by_pair.items() if a in blocks and b in blocks
                 and key in r["metrics"] and not excluded(blocks[a].get("reason"))
                 and not excluded(blocks[b].get("reason"))]
-        better = {(a, b) if sign * m["difference"] > 0 else (b, a) for a, b, m in held if m["separable"]}
+        better: set[tuple[str, str]] = set()
+        for a, b, m in held:
+            if m["separable"] and (d := m["difference"]) is not None:  # a separable pair has a difference
+                better.add((a, b) if sign * d > 0 else (b, a))
         closed = implied(ranked, better)
         for a, b, m in held:
             if m["separable"] is False and ((a, b) in closed or (b, a) in closed):
@@ -181,12 +185,12 @@ def ranks_and_ties(models: Sequence[ModelUnits], out_models: dict[str, Any], out
         for name, (rank, low, high) in sets.items():
             blocks[name].update({"rank": rank, "rank_low": low, "rank_high": high})
         tied[key] = [n for n in ranked if sets[n][1] == 1]
-        rows = []
+        rows: list[PowerRow] = []
         for upper, lower in zip(ranked, ranked[1:]):
             record, flip = (by_pair[(upper, lower)], 1) if (upper, lower) in by_pair else (by_pair[(lower, upper)], -1)
-            block = record["metrics"][key]
+            pair = record["metrics"][key]
             rows.append({"a": upper, "b": lower,
-                         "difference": None if block["difference"] is None else flip * block["difference"],
-                         "se": block["se"], "mde": block["mde"], "clusters_needed": block["clusters_needed"]})
+                         "difference": None if pair["difference"] is None else flip * pair["difference"],
+                         "se": pair["se"], "mde": pair["mde"], "clusters_needed": pair["clusters_needed"]})
         power[key] = rows
     return tied, power

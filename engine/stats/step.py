@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import Any
 
 import numpy as np
 import torch
 
 from engine.metricspec import AVERAGE, BY_KEY, alignment_keys
 from engine.stats import decisions as dc
+from engine.stats.document import MetricBlock, ModelRecord, PairBlock, PairRecord, StatsDocument
 from engine.stats.settings import AVERAGE_KEY, PAIR_BLOCK, StatsSettings, check_memory
 from engine.stats.units import JUDGED_KEYS, NEIGHBOUR_KEYS, ModelUnits, empty_value
 from kernels import bootstrap as bs
@@ -119,7 +119,7 @@ def _pair_spread(rows: torch.Tensor, ia: torch.Tensor, ib: torch.Tensor) -> tupl
 
 
 def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: torch.device | str = "cpu",
-                    counts: torch.Tensor | None = None) -> dict[str, Any]:
+                    counts: torch.Tensor | None = None) -> StatsDocument:
     """The content of stats.json for these models: per model and metric value / low / high / se / clusters (or
     the reason it has no interval) and rank / rank_low / rank_high, per pair difference / low / high / p /
     p_holm / separable / win_probability / se / mde / clusters_needed (or the reason it is not tested), the
@@ -182,10 +182,10 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
     if c < settings.min_clusters:
         warnings.append(f"the run has {c} {'families' if settings.cluster == 'family' else 'ids'} to resample; "
                         f"intervals and tests need at least {settings.min_clusters} (stats.min_clusters): none made")
-    out_models: dict[str, Any] = {}
+    out_models: dict[str, ModelRecord] = {}
     excluded = np.zeros((m, k1), dtype=bool)
     for i, unit in enumerate(models):
-        metrics = {}
+        metrics: dict[str, MetricBlock] = {}
         for key, q in key_index.items():
             if key not in unit.published:
                 excluded[i, q] = True
@@ -193,10 +193,12 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
             why = dc.reason(unit.constant.get(key), int(mcs[i][q]), int(valids[i][q]), ses[i][q],
                             settings.min_clusters)
             excluded[i, q] = dc.excluded(why)
-            block = {"value": unit.published[key], "low": None if why else clean(lows[i][q]),
-                     "high": None if why else clean(highs[i][q]), "se": clean(ses[i][q]), "clusters": int(mcs[i][q]),
-                     "resamples_left_out": int(b - valids[i][q])}
-            metrics[key] = {**block, **({"reason": why} if why else {})}
+            block: MetricBlock = {"value": unit.published[key], "low": None if why else clean(lows[i][q]),
+                                  "high": None if why else clean(highs[i][q]), "se": clean(ses[i][q]),
+                                  "clusters": int(mcs[i][q]), "resamples_left_out": int(b - valids[i][q])}
+            if why:
+                block["reason"] = why
+            metrics[key] = block
         out_models[unit.name] = {"ids": len(unit.ids), "clusters": len({cluster_of[x] for x in unit.ids}),
                                  "metrics": metrics}
 
@@ -204,17 +206,19 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
     alpha = 1 - settings.level
     tied, adjacent = dc.ranks_and_ties(models, out_models, out_pairs, list(key_index), alpha)
     for record in out_models.values():
-        if AVERAGE_KEY in record["metrics"]:
-            record.update({r: record["metrics"][AVERAGE_KEY][r] for r in ("rank", "rank_low", "rank_high")})
+        if (average_block := record["metrics"].get(AVERAGE_KEY)) is not None:
+            record["rank"] = average_block["rank"]
+            record["rank_low"] = average_block["rank_low"]
+            record["rank_high"] = average_block["rank_high"]
     return {"settings": {**asdict(settings), "clusters": c, "device": str(device)},
             "metrics": {k: (AVERAGE if k == AVERAGE_KEY else BY_KEY[k].label) for k in key_index},
             "models": out_models, "pairs": out_pairs, "tied_with_top": tied, "power": adjacent,
             "warnings": warnings}
 
 
-def _pairs(models: list[ModelUnits], out_models: dict[str, Any], pairs: list[tuple[int, int, int, int, int]],
+def _pairs(models: list[ModelUnits], out_models: dict[str, ModelRecord], pairs: list[tuple[int, int, int, int, int]],
            rows: torch.Tensor, point: torch.Tensor, present: torch.Tensor, weight: torch.Tensor, excluded: np.ndarray,
-           key_index: dict[str, int], settings: StatsSettings) -> list[dict[str, Any]]:
+           key_index: dict[str, int], settings: StatsSettings) -> list[PairRecord]:
     """Every pair's record: per metric both models have, the difference on their shared ids and its t test, or
     the reason it is not tested (a model's quantity without an interval, too few clusters)."""
     if not pairs:
@@ -235,14 +239,14 @@ def _pairs(models: list[ModelUnits], out_models: dict[str, Any], pairs: list[tup
     alpha = 1 - settings.level
     lists = {name: t.cpu().tolist() for name, t in (("difference", dpoint), ("se", dse), ("win", win),
                                                      ("clusters", dclusters), ("testable", testable), *tests.items())}
-    out = []
+    out: list[PairRecord] = []
     for j, (a, bb, _, _, n_shared) in enumerate(pairs):
-        metrics = {}
+        metrics: dict[str, PairBlock] = {}
         for key, q in key_index.items():
             if key not in models[a].published or key not in models[bb].published:
                 continue
             d, sd, n_c = clean(lists["difference"][j][q]), clean(lists["se"][j][q]), int(lists["clusters"][j][q])
-            block: dict[str, Any] = {"difference": d, "low": None, "high": None, "p": None, "p_holm": None,
+            block: PairBlock = {"difference": d, "low": None, "high": None, "p": None, "p_holm": None,
                                      "separable": None, "win_probability": None, "se": sd,
                                      "clusters": n_c, "mde": None, "clusters_needed": None}
             if lists["testable"][j][q]:
@@ -259,7 +263,8 @@ def _pairs(models: list[ModelUnits], out_models: dict[str, Any], pairs: list[tup
     return out
 
 
-def _untested(out_models: dict[str, Any], a: str, b: str, key: str, clusters: int, settings: StatsSettings) -> str:
+def _untested(out_models: dict[str, ModelRecord], a: str, b: str, key: str, clusters: int,
+              settings: StatsSettings) -> str:
     """Why a pair is not tested on `key`: the first model's reason for having no interval, too few clusters
     on the shared ids, or no value."""
     for name in (a, b):

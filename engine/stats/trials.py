@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
 from engine.stats import decisions as dc
+from engine.stats.document import TrialIntervals, TrialRate
 from engine.stats.settings import StatsSettings
 from engine.stats.step import clean
 from engine.trial_estimators import ESTIMATORS, rate
@@ -15,7 +14,7 @@ from kernels import bootstrap as bs
 
 
 def trial_intervals(counts: list[tuple[int, int]], clusters: list[str], settings: StatsSettings,
-                    device: torch.device | str = "cpu", resample: torch.Tensor | None = None) -> dict[str, Any]:
+                    device: torch.device | str = "cpu", resample: torch.Tensor | None = None) -> TrialIntervals:
     """Intervals of a model's pass@k, pass^k and avg@k (k = 1 .. its trials, losses as failures): each a
     plain mean over the tasks with n >= k of the task's estimator from its (n trials, c successes), so a
     task's trials move together with the task; tasks are resampled by `clusters` (each task's family,
@@ -47,11 +46,13 @@ def trial_intervals(counts: list[tuple[int, int]], clusters: list[str], settings
     bounds = torch.zeros(len(columns), dtype=torch.float64, device=device)
     low, high, se = dc.model_intervals(rows, point, jack, clusters_of, effective, bounds, bounds + 1, settings)
     valid = bs.valid_counts(rows).tolist()
-    out: dict[str, Any] = {name: {} for name in ESTIMATORS}
+    out: TrialIntervals = {name: {} for name in ESTIMATORS}
     for q, (name, k) in enumerate(columns):
         value, tasks = rate(counts, k, name)
         why = dc.reason(None, int(clusters_of[q]), int(valid[q]), float(se[q]), settings.min_clusters)
-        out[name][str(k)] = {"value": value, "low": None if why else clean(float(low[q])),
-                             "high": None if why else clean(float(high[q])), "tasks": tasks,
-                             **({"reason": why} if why else {})}
+        block: TrialRate = {"value": value, "low": None if why else clean(float(low[q])),
+                            "high": None if why else clean(float(high[q])), "tasks": tasks}
+        if why:
+            block["reason"] = why
+        out[name][str(k)] = block
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from engine.contract import JsonObject
 from engine.synthetic.draws import _copy_json, _Draws
@@ -266,7 +265,7 @@ _ERROR_RESULTS = (
 )
 
 
-def _call(d: _Draws, tool: str, /, **fixed: Any) -> JsonObject:
+def _call(d: _Draws, tool: str, /, **fixed: object) -> JsonObject:
     args = _TOOLS[tool](d)
     if args is None:
         return {"name": tool}

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from typing import Any, TypeVar
+from typing import TypeVar, overload
 
 import numpy as np
+
+from engine.contract import JsonObject, JsonValue
 
 T = TypeVar("T")
 
@@ -55,9 +57,16 @@ class _Draws:
     def hexid(self, digits: int = 8) -> str:
         return format(self.below(16**digits), f"0{digits}x")
 
-def _copy_json(value: Any) -> Any:
+@overload
+def _copy_json(value: JsonObject) -> JsonObject: ...
+@overload
+def _copy_json(value: object) -> JsonValue: ...
+def _copy_json(value: object) -> JsonValue:
+    """A copy of a JSON value, its objects and lists copied too; TypeError for a value JSON cannot hold."""
     if type(value) is dict:
         return {k: _copy_json(v) for k, v in value.items()}
     if type(value) is list:
         return [_copy_json(v) for v in value]
-    return value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"not a JSON value: {type(value).__name__}")

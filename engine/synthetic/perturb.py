@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import marshal
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
@@ -71,14 +71,49 @@ PROFILES: dict[str, ErrorProfile] = {
 }
 
 
-def _leaves(value: Any, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-    """(container, key) pairs of every scalar, non-null value inside ``value``."""
-    items = value.items() if type(value) is dict else enumerate(value)
-    for k, v in items:
+class _Leaf(Protocol):
+    """A scalar inside a JSON value, read and replaced where it is."""
+
+    def get(self) -> JsonValue: ...
+    def set(self, value: JsonValue) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Field:
+    obj: JsonObject
+    key: str
+
+    def get(self) -> JsonValue:
+        return self.obj[self.key]
+
+    def set(self, value: JsonValue) -> None:
+        self.obj[self.key] = value
+
+
+@dataclass(frozen=True)
+class _Item:
+    items: list[JsonValue]
+    index: int
+
+    def get(self) -> JsonValue:
+        return self.items[self.index]
+
+    def set(self, value: JsonValue) -> None:
+        self.items[self.index] = value
+
+
+def _leaves(value: JsonObject | list[JsonValue], out: list[_Leaf]) -> list[_Leaf]:
+    """Every scalar, non-null value inside ``value``, in order."""
+    leaves: list[tuple[_Leaf, JsonValue]]
+    if isinstance(value, dict):
+        leaves = [(_Field(value, k), v) for k, v in value.items()]
+    else:
+        leaves = [(_Item(value, i), v) for i, v in enumerate(value)]
+    for leaf, v in leaves:
         if type(v) is dict or type(v) is list:
             _leaves(v, out)
         elif v is not None:
-            out.append((value, k))
+            out.append(leaf)
     return out
 
 
@@ -120,12 +155,12 @@ def _drift(args: JsonObject, strong: bool, d: _Draws) -> None:
     if not leaves:
         return
     if not strong:
-        container, key = d.pick(leaves)
-        container[key] = _nudge(container[key], d)
+        leaf = d.pick(leaves)
+        leaf.set(_nudge(leaf.get(), d))
         return
     k = len(leaves) if len(leaves) <= 2 else d.randint(2, len(leaves))
-    for container, key in d.sample(leaves, k):
-        container[key] = _replace(container[key], d)
+    for leaf in d.sample(leaves, k):
+        leaf.set(_replace(leaf.get(), d))
 
 
 # Per-call event flags, drawn in bulk for a whole prediction file.
@@ -147,15 +182,16 @@ def _call_events(p: ErrorProfile, rng: np.random.Generator, n: int) -> list[int]
     return events.tolist()
 
 
-def _mutate_call(call: dict[str, Any], events: int, d: _Draws) -> dict[str, Any]:
+def _mutate_call(call: JsonObject, events: int, d: _Draws) -> JsonObject:
     """A new predicted call from ``call`` with the renaming / drift in ``events``."""
     name = call["name"]
     if events & _WRONG:
-        pool = _SAME_SERVER.get(name) or ()
+        tool = name if isinstance(name, str) else ""  # "": no tool of the catalogue
+        pool = _SAME_SERVER.get(tool) or ()
         if not pool or d.u() < 0.5:
-            pool = _OTHER_SERVER.get(name) or _TOOL_NAMES
+            pool = _OTHER_SERVER.get(tool) or _TOOL_NAMES
         name = d.pick(pool)
-    out: dict[str, Any] = {"name": name}
+    out: JsonObject = {"name": name}
     if "arguments" in call:
         args = call["arguments"]
         if events & (_MILD | _STRONG) and type(args) is dict:
@@ -166,12 +202,13 @@ def _mutate_call(call: dict[str, Any], events: int, d: _Draws) -> dict[str, Any]
     return out
 
 
-def _extra_call(call: dict[str, Any], d: _Draws) -> dict[str, Any]:
+def _extra_call(call: JsonObject, d: _Draws) -> JsonObject:
     """A spurious call: a re-issued variant of ``call`` or an unrelated tool."""
-    if d.u() < 0.5 and type(call.get("arguments")) is dict:
-        args = _copy_json(call["arguments"])
+    arguments = call.get("arguments")
+    if d.u() < 0.5 and type(arguments) is dict:
+        args = _copy_json(arguments)
         _drift(args, False, d)
-        extra = {"name": call["name"], "arguments": args}
+        extra: JsonObject = {"name": call["name"], "arguments": args}
     else:
         extra = _call(d, d.pick(_TOOL_NAMES))
     extra["result"] = d.pick(_OK_RESULTS)

@@ -107,3 +107,13 @@ def test_an_input_file_that_is_a_fifo_is_named_as_such(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         task_dir_tasks(root, ["poster"])
     assert str(caught.value).endswith(f": id poster: field 'input_files': input file {image}: not found")
+
+
+def test_a_family_that_is_no_text_is_named(tmp_path: Path) -> None:
+    """A task's task_family (or category) must be a text: a number is one line naming the file, the task and the
+    field, not a task whose family is a number."""
+    root = task_files(tmp_path / "tobench")
+    task = root / "Intelligent Creation" / "poster.json"
+    task.write_text(json.dumps({**json.loads(task.read_text()), "task_family": 3}))
+    with pytest.raises(InputError, match="id poster: field 'task_family': must be a text, got 3"):
+        read_task_dir(root)

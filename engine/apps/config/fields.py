@@ -11,7 +11,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar, overload
 
 from engine.contract.settings import setting_text
 from kernels.device import device_problem
@@ -59,7 +59,14 @@ RANGE = "range"
 """The metadata key of a bounded field's Range."""
 
 
-def bounded(default: Any, allowed: Range) -> Any:
+T = TypeVar("T")
+
+
+@overload
+def bounded(default: list[T], allowed: Range) -> list[T]: ...
+@overload
+def bounded(default: T, allowed: Range) -> T: ...
+def bounded(default: object, allowed: Range) -> object:
     """A dataclass field of this default whose values lie in `allowed` (a list default: each value)."""
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata={RANGE: allowed})
@@ -110,7 +117,7 @@ class TaskIds(Check):
 DEVICE, FOLDER, TASK_IDS = Device(), Folder(), TaskIds()
 
 
-def checked(default: Any, check: Check) -> Any:
+def checked(default: T, check: Check) -> T:
     """A dataclass field of this default whose values `check` admits."""
     return field(default=default, metadata={CHECK: check})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-S = TypeVar("S")
+S = TypeVar("S", covariant=True)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ from engine.contract import ConfigError
 from engine.contract.settings import SettingError, setting_text
 
 S = TypeVar("S")
+D = TypeVar("D")
 
 APPS: dict[str, AppSpec[Any]] = {spec.name: spec for spec in (score.SPEC, calibrate.SPEC, rollout.SPEC, judge.SPEC)}
-"""Every app with a config root, by name."""
+"""Every app with a config root, by name (each app's module has its own SPEC, typed by its schema)."""
 SCHEMAS: dict[str, type] = {name: spec.schema for name, spec in APPS.items()}
 """Each app's schema, stored in Hydra's ConfigStore as `<app>_schema`."""
 
@@ -33,13 +34,14 @@ for _app, _schema in SCHEMAS.items():
     ConfigStore.instance().store(name=f"{_app}_schema", node=_schema)
 
 
-def _declared(schema: type, what: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(dotted key, metadata[what]) of every field of a schema declaring `what`, nested schemas included."""
+def _declared(schema: type, what: str, kind: type[D], prefix: str = "") -> Iterator[tuple[str, D]]:
+    """(dotted key, metadata[what]) of every field of a schema declaring `what` (a `kind`), nested schemas
+    included."""
     for f in dataclasses.fields(schema):
-        if what in f.metadata:
-            yield f"{prefix}{f.name}", f.metadata[what]
+        if isinstance(declared := f.metadata.get(what), kind):
+            yield f"{prefix}{f.name}", declared
         elif isinstance(f.default_factory, type) and dataclasses.is_dataclass(f.default_factory):
-            yield from _declared(f.default_factory, what, f"{prefix}{f.name}.")
+            yield from _declared(f.default_factory, what, kind, f"{prefix}{f.name}.")
 
 
 def _flags(schema: type, prefix: str = "") -> Iterator[str]:
@@ -55,16 +57,16 @@ def _flags(schema: type, prefix: str = "") -> Iterator[str]:
 FLAGS: dict[str, set[str]] = {app: set(_flags(schema)) for app, schema in SCHEMAS.items()}
 """Each app's flags (dotted keys): a command line gives them true or false, never what OmegaConf would take for
 one (91, yes, n)."""
-RANGES: dict[str, dict[str, Range]] = {app: dict(_declared(schema, RANGE)) for app, schema in SCHEMAS.items()}
+RANGES: dict[str, dict[str, Range]] = {app: dict(_declared(schema, RANGE, Range)) for app, schema in SCHEMAS.items()}
 """Each app's bounded settings (dotted keys) and their ranges, read from the schemas' fields."""
-CHECKS: dict[str, dict[str, Check]] = {app: dict(_declared(schema, CHECK)) for app, schema in SCHEMAS.items()}
+CHECKS: dict[str, dict[str, Check]] = {app: dict(_declared(schema, CHECK, Check)) for app, schema in SCHEMAS.items()}
 """Each app's checked settings (dotted keys) and their checks, read from the schemas' fields."""
 
 
 _ABSENT = object()
 
 
-def _value(cfg: DictConfig, key: str) -> Any:
+def _value(cfg: DictConfig, key: str) -> object:
     """A setting's value, resolved; _ABSENT when the config lacks it (a config of another root: --config-dir,
     --config-name) or it cannot be resolved here (the app says why when it reads it)."""
     try:
