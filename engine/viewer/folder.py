@@ -29,9 +29,9 @@ from engine.contract.staged import MANIFEST, SITE_MARKER, listed_outputs, old_si
 MARKER = SITE_MARKER
 """The file every site holds: {"site": "m3bench-viewer", "run": the run folder it shows, "files": {relative
 path: {"size": bytes, "sha256": hex}} of every other file the viewer wrote into it}."""
-SITE_LAYOUT = ("index.html", "core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js", "viewer.css",
-               MARKER, "data/gt.js", "data/m/*.js", "data/x/*/*.js", "plots/*.png", "img/*.jpg", "media/*.png",
-               "media/*.jpg")
+SITE_LAYOUT = ("index.html", "dom.js", "core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js",
+               "viewer.css", MARKER, "data/gt.js", "data/m/*.js", "data/x/*/*.js", "plots/*.png", "img/*.jpg",
+               "media/*.png", "media/*.jpg")
 """The names of the files a site holds (the patterns match one path segment each): what an earlier site
 whose marker lists no files may hold to be replaced."""
 _RESULTS = "results_eval.json"

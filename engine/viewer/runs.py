@@ -7,9 +7,9 @@ those settings, and its viewer site when built; every column sorts, a text filte
 the rows, and two runs picked are shown side by side: model by model, each leaderboard column of both
 (their ``leaderboard.json``, else the index's Average Scores) with the difference, when they are
 comparable as the report app decides (the same settings digest, engine.reports.groups), else the
-settings that keep them apart and each run's own table. The page is one file: its script and styles are
-this package's (``static/runs.js``, ``static/runs.css``), its data JSON made safe inside ``<script>``
-(engine.viewer.text.js_literal), every text put in as text.
+settings that keep them apart and each run's own table. The page is one file: its scripts and styles are
+this package's (``static/dom.js`` then ``static/runs.js``: `RUNS_SCRIPTS`; ``static/runs.css``), its data
+JSON made safe inside ``<script>`` (engine.viewer.text.js_literal), every text put in as text.
 
 `serve_runs` serves the page on 127.0.0.1: it reads the index again whenever ``index.json`` changes (its
 size or time), the page asks for the runs every few seconds and draws the new ones without a reload, and
@@ -41,6 +41,8 @@ PAGE = "runs.html"
 STATIC = Path(__file__).with_name("static")
 POLL_S = 3
 """How often a served page asks for new runs, in seconds."""
+RUNS_SCRIPTS = ("dom.js", "runs.js")
+"""The page's scripts, inlined in this order (runs.js uses dom.js's element helper)."""
 BOARD_LIMIT = 4 * 2 ** 20
 """The largest leaderboard.json of a run that is read (bytes)."""
 
@@ -103,9 +105,10 @@ def runs_page(data: dict[str, Any]) -> str:
     """The page's HTML of `runs_data`."""
     env = Environment(loader=PackageLoader("engine.viewer", "templates"), autoescape=True)
     env.filters["js"] = js_literal
-    script, styles = ((STATIC / name).read_text(encoding="utf-8") for name in ("runs.js", "runs.css"))
-    assert "</" not in script and "</" not in styles, "the page's own script and styles are inline"
-    return env.get_template("runs.html.j2").render(data=data, script=script, styles=styles)
+    scripts = [(STATIC / name).read_text(encoding="utf-8") for name in RUNS_SCRIPTS]
+    styles = (STATIC / "runs.css").read_text(encoding="utf-8")
+    assert all("</" not in text for text in (*scripts, styles)), "the page's own scripts and styles are inline"
+    return env.get_template("runs.html.j2").render(data=data, scripts=scripts, styles=styles)
 
 
 def write_runs_page(index_dir: Path, out: Path | None = None) -> Path:

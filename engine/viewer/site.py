@@ -3,7 +3,7 @@
 ``index.html`` carries the leaderboard and the task index inline; the reference steps
 (``data/gt.js``) and each model's tasks (``data/m/<slug>.js``) are loaded with a ``<script>`` tag when
 a view needs them (``fetch`` of ``file://`` is blocked in browsers). The page's script and styles are
-``core.js``, ``blocks.js``, ``task.js``, ``trials.js``, ``viewer.js`` and ``viewer.css`` of this package
+``dom.js``, ``core.js``, ``blocks.js``, ``task.js``, ``trials.js``, ``viewer.js`` and ``viewer.css`` of this package
 (`SCRIPTS`, loaded in that order); a repeated run's trials summary (`engine.viewer.trials`)
 is inline too; the report plots are copied beside them, and the
 task images as small JPEG thumbnails (`engine.viewer.images`); no other file is copied. Every text
@@ -36,7 +36,7 @@ from engine.viewer.trials import model_counts, trial_of, trials_data
 
 SITE_DIR = "viewer"
 STATIC = Path(__file__).with_name("static")
-SCRIPTS = ("core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js")
+SCRIPTS = ("dom.js", "core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js")
 """The page's scripts, in the order the page loads them (each uses what the ones before define)."""
 CHUNK = 256_000
 """Characters of transcripts per data file (a site of thousands of small ones keeps few files)."""
