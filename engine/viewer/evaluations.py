@@ -48,7 +48,7 @@ def evaluator_file(result: ModelResult, e: Evaluator) -> Path | None:
                         result.path, e.name, path, e.option)
             return None
         return path
-    path = companion_path(Path(result.meta["predictions"]), str(e.suffix))
+    path = companion_path(Path(str(result.meta["predictions"])), str(e.suffix))  # checked by read_run
     return path if path.is_file() else None
 
 

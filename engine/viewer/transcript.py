@@ -228,7 +228,7 @@ def _label(text: str) -> str:
 def model_transcripts(run: Run, result: ModelResult, media: SiteMedia,
                       images_dir: Path | None) -> dict[str, dict[str, Any]]:
     """task id -> its transcript, for each task of a model's results whose record has one."""
-    folders = rollout_folders(Path(result.meta["predictions"]))
+    folders = rollout_folders(Path(str(result.meta["predictions"])))  # checked by read_run
     declared = (images_dir or reference_key(result)[0].parent,)
     predictions = run.predictions[result.name].tasks
     out = {}

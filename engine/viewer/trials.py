@@ -14,6 +14,7 @@ from engine.contract import InputError, is_number
 from engine.metricspec import BY_KEY, label_of
 from engine.reports.trials import TRIAL_ROW, conventions_table, read_trials
 from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, STATES, TRIALS_FILE, mean_std
+from engine.viewer.data import Board, Run
 from engine.viewer.text import cut, number_or_none
 
 RATES = ("pass_at_k", "pass_hat_k", "avg_at_k")
@@ -78,7 +79,7 @@ def _model(path: Path, model: str, doc: Any, slugs: dict[str, str], averages: li
             "slots": [[tid, row] for tid, row in sorted(slots.items())]}
 
 
-def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> dict[str, Any] | None:
+def trials_data(folder: Path, slugs: dict[str, str], board: Board) -> dict[str, Any] | None:
     """model -> its trials summary for the site (None when the run has no trials.json); `board` is the
     site's leaderboard, whose trial rows (<model>_trial<i>) give the Average Score over the trials."""
     path = Path(folder) / TRIALS_FILE
@@ -89,8 +90,8 @@ def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> d
     averages: dict[str, list[float]] = {}
     for row in board["rows"]:
         m = TRIAL_ROW.match(row["model"])
-        if m and at is not None and is_number(row["cells"][at]):
-            averages.setdefault(m.group("model"), []).append(float(row["cells"][at]))
+        if m and at is not None and (value := number_or_none(row["cells"][at])) is not None:
+            averages.setdefault(m.group("model"), []).append(value)
     out = {model: _model(path, model, doc, slugs, averages.get(model, [])) for model, doc in models.items()}
     try:
         table = conventions_table(models)
@@ -113,7 +114,7 @@ def trial_of(trials: dict[str, Any] | None) -> dict[str, list[Any]]:
     return out
 
 
-def model_counts(run: Any, trials: dict[str, Any] | None) -> dict[str, int]:
+def model_counts(run: Run, trials: dict[str, Any] | None) -> dict[str, int]:
     """{models, trials}: the run's models, each run over trials counted once (its trials' results are
     rows <model>_trial<i> of the run), and the trials' results among the run's results."""
     names = [r.name for r in run.results]
