@@ -26,7 +26,8 @@ from jinja2 import Environment, PackageLoader
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.contract.staged import MANIFEST, staging, swap_in
-from engine.viewer.data import Run, board, model_data, read_run, reference_data, slug, task_index
+from engine.viewer.board import board
+from engine.viewer.data import Run, model_data, read_run, reference_data, slug, task_index
 from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages, site_files
 from engine.viewer.images import task_images
 from engine.viewer.media import SiteMedia

@@ -14,7 +14,8 @@ from engine.contract import InputError, is_number
 from engine.metricspec import BY_KEY, label_of
 from engine.reports.trials import TRIAL_ROW, conventions_table, read_trials
 from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, STATES, TRIALS_FILE, mean_std
-from engine.viewer.data import Board, Run
+from engine.viewer.board import Board
+from engine.viewer.data import Run
 from engine.viewer.text import cut, number_or_none
 
 RATES = ("pass_at_k", "pass_hat_k", "avg_at_k")
