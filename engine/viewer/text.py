@@ -20,7 +20,7 @@ MAX_REPLY = 600
 _SCRIPT_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
-def js_literal(value: Any) -> str:
+def js_literal(value: object) -> str:
     """Compact JSON that reads as the same value inside a <script> element or a .js file:
     ``<``, ``>``, ``&``, U+2028 and U+2029 written as \\u escapes (they occur only inside strings),
     so no text of the run can end the element, open a comment or start markup."""
@@ -30,9 +30,9 @@ def js_literal(value: Any) -> str:
     return text
 
 
-def number_or_none(value: Any) -> float | None:
+def number_or_none(value: object) -> float | None:
     """A finite number of a run's file as a float (engine.contract.is_number); None for anything else."""
-    return float(value) if is_number(value) else None
+    return float(value) if isinstance(value, (int, float)) and is_number(value) else None
 
 
 def cut(value: Any) -> Any:
