@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from engine.contract import (
     InputError,
@@ -254,7 +255,21 @@ def _label(key: str) -> str:
     return label_of(key) if key in BY_KEY else key.replace("_", " ").capitalize()
 
 
-def model_data(run: Run, result: ModelResult) -> dict[str, object]:
+class ModelData(TypedDict):
+    """One model's site data (`model_data`): each task's view by id, in the results' order."""
+
+    name: str
+    tau_strong: float
+    tau_weak: float | None
+    profile: JsonValue
+    metrics: list[list[str]]
+    blocks: list[dict[str, object]]
+    order: list[str]
+    tasks: dict[str, dict[str, object]]
+    lost: dict[str, list[object]]
+
+
+def model_data(run: Run, result: ModelResult) -> ModelData:
     """One model's site data: per task its metrics, predicted steps (with their calls' is_error and the
     calls never made, ``unmade``), matches,
     what each evaluator's display shows of it (``blocks``), the reference it was aligned with and whether
@@ -267,7 +282,8 @@ def model_data(run: Run, result: ModelResult) -> dict[str, object]:
     metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *task_columns(records))
                    if any(is_number(r.get(m)) for r in records)]
     hidden = COUNT_KEYS | shown_keys()
-    tasks, order = {}, []
+    tasks: dict[str, dict[str, object]] = {}
+    order: list[str] = []
     for record in records:
         tid = str(record["id"])
         details = block_of(record["details"])

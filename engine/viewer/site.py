@@ -20,14 +20,13 @@ import logging
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.contract.staged import MANIFEST, staging, swap_in
 from engine.viewer.board import board
-from engine.viewer.data import Run, model_data, read_run, reference_data, slug, task_index
+from engine.viewer.data import ModelData, Run, model_data, read_run, reference_data, slug, task_index
 from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages, site_files
 from engine.viewer.images import task_images
 from engine.viewer.media import SiteMedia
@@ -45,11 +44,11 @@ CHUNK = 256_000
 log = logging.getLogger(__name__)
 
 
-def _data_script(kind: str, key: str, value: Any) -> str:
+def _data_script(kind: str, key: str, value: object) -> str:
     return f"M3V.put({js_literal(kind)},{js_literal(key)},{js_literal(value)});\n"
 
 
-def _write_transcripts(folder: Path, key: str, data: dict[str, Any], transcripts: dict[str, Any]) -> None:
+def _write_transcripts(folder: Path, key: str, data: ModelData, transcripts: dict[str, dict[str, object]]) -> None:
     """The model's transcripts, in its tasks' order, as data/x/<model>/<n>.js files of about CHUNK characters
     each (a long one alone; loaded when a task's page opens); each task's ``x`` says where its own is:
     [n, its place in the file]."""

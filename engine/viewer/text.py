@@ -9,7 +9,8 @@ script itself puts text into the page only as text nodes and attribute values, n
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import overload
 
 from engine.contract import is_number
 
@@ -35,7 +36,19 @@ def number_or_none(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and is_number(value) else None
 
 
-def cut(value: Any) -> Any:
+@overload
+def cut(value: str) -> str: ...
+
+
+@overload
+def cut(value: Mapping[str, object]) -> dict[str, object]: ...
+
+
+@overload
+def cut(value: object) -> object: ...
+
+
+def cut(value: object) -> object:
     """The value with every string longer than MAX_TEXT cut, noting its length (JSON-ready)."""
     if isinstance(value, str):
         return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + f"\u2026 [{len(value):,} characters in all]"
@@ -46,7 +59,7 @@ def cut(value: Any) -> Any:
     return value
 
 
-def cut_reply(text: Any) -> Any:
+def cut_reply(text: object) -> object:
     """A judge reply cut at MAX_REPLY characters (pointing to the judge file for the rest)."""
     if not isinstance(text, str) or len(text) <= MAX_REPLY:
         return text
