@@ -90,8 +90,8 @@ def _check_per_id(result: ModelResult, per_id: JsonValue) -> list[JsonObject]:
     records: list[JsonObject] = []
     for i, record in enumerate(per_id):
         details = record.get("details") if isinstance(record, dict) else None
-        if not isinstance(record, dict) or not isinstance(details, dict) or not isinstance(details.get("matches"),
-                                                                                           list):
+        matches = details.get("matches") if isinstance(details, dict) else None
+        if not isinstance(record, dict) or not isinstance(matches, list):
             raise InputError(result.path, "missing: per-task match details (per_id[].details.matches), which the "
                              "viewer needs: score the run again", task_id=str(
                                  record.get("id") if isinstance(record, dict) else f"#{i}"),
