@@ -294,3 +294,19 @@ def test_served_runs_show_a_run_added_while_serving(tmp_path: Path, page) -> Non
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 130 and err.strip().endswith("stopped serving the runs"), err
+
+
+def test_the_element_helper_is_defined_once_and_loaded_before_the_scripts_that_use_it() -> None:
+    """h() lives in static/dom.js only: the site loads it first (and its layout names it), and the runs page
+    inlines it before runs.js."""
+    from engine.viewer.folder import SITE_LAYOUT
+    from engine.viewer.runs import RUNS_SCRIPTS, STATIC, runs_page
+    from engine.viewer.site import SCRIPTS
+
+    defining = sorted(p.name for p in STATIC.glob("*.js")
+                      if re.search(r"^function h\(", p.read_text(encoding="utf-8"), re.M))
+    assert defining == ["dom.js"]
+    assert SCRIPTS[0] == "dom.js" and RUNS_SCRIPTS == ("dom.js", "runs.js") and "dom.js" in SITE_LAYOUT
+    page = runs_page({"index": "index.json", "base": ".", "compared": [], "runs": [], "live": False, "poll": 3})
+    helper = page.index("function h(tag, attrs, ...children)")
+    assert page.count("function h(") == 1 and helper < page.index("let DATA = window.M3R_DATA")

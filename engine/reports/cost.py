@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
-from engine.contract import InputError, read_json
+from engine.contract import InputError, JsonValue, read_json
 from engine.cost import LABELS, OFF, ON, QUANTITIES, UNCERTAIN
 from engine.metricspec import AVERAGE
 from engine.reports.plots import model_colors, save_figure
+from engine.reports.records import Cost, CostModel, Interval, Stats
 from engine.reports.tables import Table, interval_cell, intervals_note
 
 if TYPE_CHECKING:
@@ -19,25 +20,26 @@ if TYPE_CHECKING:
 AXIS_LABELS = {"usd": "USD per task", "tokens": "tokens (in + out) per task"}
 
 
-def read_cost(path: Path) -> dict[str, Any] | None:
-    """A run's usage.json, None when there is none; InputError when it is not a cost document."""
+def read_cost(path: Path) -> Cost | None:
+    """A run's usage.json, None when there is none; InputError when it is not a cost document (an object with
+    'models')."""
     if not path.is_file():
         return None
-    data = read_json(path, "cost file")
+    data: JsonValue = read_json(path, "cost file")
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
         raise InputError(path, "expected an object with 'models'", field="models")
-    return data
+    return cast(Cost, data)  # the cost step's document (engine.stats.cost), in the shape it writes
 
 
 def _digits(key: str) -> int:
     return 5 if key == "usd" else 2 if key == "wall_s" else 1
 
 
-def _cell(block: dict[str, Any] | None, key: str) -> str | None:
+def _cell(block: Interval | None, key: str) -> str | None:
     return interval_cell(block, _digits(key))
 
 
-def _frontier_cell(record: dict[str, Any]) -> str | None:
+def _frontier_cell(record: CostModel) -> str | None:
     front = record.get("frontier")
     if front is None:
         return None
@@ -46,7 +48,7 @@ def _frontier_cell(record: dict[str, Any]) -> str | None:
     return f"{front['call']} ({front['share']:.2f})"
 
 
-def cost_table(cost: dict[str, Any], order: list[str]) -> Table:
+def cost_table(cost: Cost, order: list[str]) -> Table:
     """Per model (in `order`, then the others) its Average Score, tasks with usage, each per-task quantity some
     model has (`value [low, high]` with statistics), the judges' requests and USD per scored task when recorded,
     and its frontier membership (with statistics: on / off / uncertain and the share of resamples on it)."""
@@ -61,7 +63,7 @@ def cost_table(cost: dict[str, Any], order: list[str]) -> Table:
     for name in names:
         record = models[name]
         metrics = record.get("metrics") or {}
-        row: list[Any] = [name, record.get("score"), record.get("tasks"),
+        row: list[JsonValue] = [name, record.get("score"), record.get("tasks"),
                           *(_cell(metrics.get(k), k) for k in keys)]
         if judged:
             judges = record.get("judges") or {}
@@ -71,23 +73,23 @@ def cost_table(cost: dict[str, Any], order: list[str]) -> Table:
     return Table(columns, rows, title="Cost beside score", note=cost_note(cost))
 
 
-def cost_note(cost: dict[str, Any]) -> str:
+def cost_note(cost: Cost) -> str:
     """What the cost table's numbers are: per task over the tasks with usage, the prices' dates, the intervals and
     the frontier rule, and the notes (models without a price or usage)."""
     models = cost["models"]
-    priced = [f"{n} {r['price']['input_usd_per_mtok']:g}/{r['price']['output_usd_per_mtok']:g} USD per million "
-              f"tokens in/out as of {r['price']['as_of']}" for n, r in models.items() if r.get("price")]
+    priced = [f"{n} {p['input_usd_per_mtok']:g}/{p['output_usd_per_mtok']:g} USD per million "
+              f"tokens in/out as of {p['as_of']}" for n, r in models.items() if (p := r.get("price"))]
     front = cost.get("frontier") or {}
     parts = ["Per task: means over the scored tasks with a usage record (Wall s: the rollout's tool logs); judges: "
              "the evaluator files' recorded usage per scored task."]
     if priced:
         parts.append("Prices: " + "; ".join(priced) + ".")
-    if cost.get("settings"):
-        parts.append(intervals_note(cost["settings"]).split("; a value")[0] + ", on stats.json's "
+    if settings := cost.get("settings"):
+        parts.append(intervals_note(settings).split("; a value")[0] + ", on stats.json's "
                      "resamples.")
     axis = AXIS_LABELS.get(front.get("axis", ""), "cost")
-    if front.get("level") is not None:
-        tail = front.get("tail", (1 - front["level"]) / 2)
+    if (level := front.get("level")) is not None:
+        tail = front.get("tail", (1 - level) / 2)
         parts.append(f"Frontier by {AVERAGE} and {axis}: the share of joint resamples in which the model is on it; "
                      f"on >= {1 - tail / 2:.4f}, off <= {tail:.4f}, uncertain between (tail: the expanded percentile "
                      "tail, halved for on: a model is on by beating each other one on score or on cost).")
@@ -98,7 +100,7 @@ def cost_note(cost: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def cost_figure(cost: dict[str, Any], stats: dict[str, Any] | None = None) -> Figure:
+def cost_figure(cost: Cost, stats: Stats | None = None) -> Figure:
     """Average Score against cost per task, each model with its intervals, the frontier of the point values as a
     staircase, and the membership calls: on (filled), uncertain (ringed), off (faded); the Average Score's interval
     from `stats` (stats.json) when given."""
@@ -115,7 +117,7 @@ def cost_figure(cost: dict[str, Any], stats: dict[str, Any] | None = None) -> Fi
     points = []
     for name in names:
         record = models[name]
-        block = record["metrics"][axis]
+        block = (record.get("metrics") or {})[axis]
         score = record.get("score")
         if score is None:
             continue
@@ -123,12 +125,12 @@ def cost_figure(cost: dict[str, Any], stats: dict[str, Any] | None = None) -> Fi
         call = (record.get("frontier") or {}).get("call")
         on = (record.get("frontier") or {}).get("on")
         alpha = 0.35 if call == OFF or (call is None and not on) else 1.0
-        if block.get("low") is not None:
-            ax.errorbar([x], [y], xerr=[[x - block["low"]], [block["high"] - x]], fmt="none", ecolor=colors[name],
+        if (low := block.get("low")) is not None and (high := block.get("high")) is not None:
+            ax.errorbar([x], [y], xerr=[[x - low], [high - x]], fmt="none", ecolor=colors[name],
                         alpha=alpha, capsize=3, lw=1)
         span = score_span(stats, name) or {}
-        if span.get("low") is not None:
-            ax.errorbar([x], [y], yerr=[[y - span["low"]], [span["high"] - y]], fmt="none", ecolor=colors[name],
+        if (low := span.get("low")) is not None and (high := span.get("high")) is not None:
+            ax.errorbar([x], [y], yerr=[[y - low], [high - y]], fmt="none", ecolor=colors[name],
                         alpha=alpha, capsize=3, lw=1)
         ax.scatter([x], [y], s=70, color=colors[name], alpha=alpha, zorder=3, edgecolors="black", linewidths=0.5)
         if call == UNCERTAIN:
@@ -158,7 +160,7 @@ def cost_figure(cost: dict[str, Any], stats: dict[str, Any] | None = None) -> Fi
     return fig
 
 
-def cost_chart(cost: dict[str, Any], path: Path, stats: dict[str, Any] | None = None) -> Path | None:
+def cost_chart(cost: Cost, path: Path, stats: Stats | None = None) -> Path | None:
     """The cost figure (cost_figure) as a PNG at path; None when no model has both a score and a cost."""
     front = cost.get("frontier") or {}
     models = cost["models"]
@@ -169,7 +171,7 @@ def cost_chart(cost: dict[str, Any], path: Path, stats: dict[str, Any] | None = 
     return save_figure(cost_figure(cost, stats), path)
 
 
-def score_span(stats: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+def score_span(stats: Stats | None, name: str) -> Interval | None:
     """A model's Average Score interval block of stats.json (None without one)."""
     if stats is None:
         return None

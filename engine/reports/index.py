@@ -16,14 +16,14 @@ import numbers
 import os
 import time
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict, cast
 
 from filelock import FileLock, Timeout
 
-from engine.contract import InputError, atomic_write_json, read_json, shown
+from engine.contract import InputError, JsonValue, atomic_write_json, read_json, shown
 from engine.metricspec import AVERAGE
 from engine.reports.groups import COMPARED, group_results, settings_digest
-from engine.reports.read import collect_run
+from engine.reports.read import collect_run, number
 from engine.reports.tables import Table, leaderboard_table
 
 INDEX_FILE = "index.json"
@@ -59,11 +59,11 @@ def run_entry(run_dir: Path) -> IndexEntry:
     run_dir = Path(run_dir).resolve()
     results = collect_run(run_dir)
     board = leaderboard_table(results)
-    scores = dict(zip(board.column("Model"), board.column(AVERAGE))) if AVERAGE in board.columns else {}
+    scores = dict(zip(board.names(), board.column(AVERAGE))) if AVERAGE in board.columns else {}
     settings = group_results(results, run_dir)[0].settings
     return {"run": str(run_dir), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "models": [r.name for r in results], "settings": settings,
-            "average_score": {r.name: scores.get(r.name) for r in results}}
+            "average_score": {r.name: number(scores.get(r.name)) for r in results}}
 
 
 def entry_problem(entry: object) -> str | None:
@@ -87,11 +87,11 @@ def entry_problem(entry: object) -> str | None:
     return None
 
 
-def _entries(path: Path) -> list[Any]:
+def _entries(path: Path) -> list[JsonValue]:
     """The list index.json holds (none when there is no index), its entries as they are."""
     if not path.is_file():
         return []
-    entries = read_json(path, "run index")
+    entries: JsonValue = read_json(path, "run index")
     if not isinstance(entries, list):
         raise InputError(path, "expected a list of run entries")
     return entries
@@ -101,11 +101,11 @@ def read_index(index_dir: Path) -> list[IndexEntry]:
     """The entries of index_dir/index.json (none when there is no index; InputError when it is not a list);
     an entry that is not one the index writes (entry_problem) is skipped with a warning naming it."""
     path = Path(index_dir) / INDEX_FILE
-    good = []
+    good: list[IndexEntry] = []
     for i, entry in enumerate(_entries(path)):
         problem = entry_problem(entry)
         if problem is None:
-            good.append(entry)
+            good.append(cast(IndexEntry, entry))  # entry_problem checked every key of the shape
         else:
             log.warning("%s: entry [%d] skipped: %s", path, i, problem)
     return good

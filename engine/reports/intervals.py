@@ -5,14 +5,16 @@ win-probability heatmap."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from engine.contract import InputError, read_json
+from engine.contract import InputError, JsonValue, read_json
 from engine.metricspec import AVERAGE
 from engine.reports.plots import model_colors, save_figure
+from engine.reports.records import Stats, stats_of
 from engine.reports.tables import Table, interval_cell
 from engine.stats import AVERAGE_KEY, NEIGHBOUR_KEYS
 
@@ -24,17 +26,17 @@ RANKS_FILE = "rank_intervals.png"
 PAIRS_FILE = "pairwise.png"
 
 
-def read_stats(path: Path) -> dict[str, Any] | None:
-    """A run's stats.json, checked to be the score app's; None when the run has none."""
+def read_stats(path: Path) -> Stats | None:
+    """A run's stats.json, checked to be the score app's (an object with 'models'); None when the run has none."""
     if not path.is_file():
         return None
-    stats = read_json(path, "statistics file")
+    stats: JsonValue = read_json(path, "statistics file")
     if not isinstance(stats, dict) or not isinstance(stats.get("models"), dict):
         raise InputError(path, "expected an object with 'models' (a stats.json of the score app)", field="models")
-    return stats
+    return cast(Stats, stats)  # the statistics step's document (engine.stats), in the shape it writes
 
 
-def robustness_table(stats: dict[str, Any]) -> Table | None:
+def robustness_table(stats: Stats) -> Table | None:
     """Per metric of a stats.json with a `robustness` section: the smallest and the mean Kendall tau-b of
     the grid points' rankings with the default's, and how many pairs keep their conclusion (which model
     is better, significant or not) at every grid point; None without the section."""
@@ -45,7 +47,7 @@ def robustness_table(stats: dict[str, Any]) -> Table | None:
     points = robust.get("points", [])
     rows = []
     for key, (holding, total) in robust.get("pairs_holding", {}).items():
-        taus = [p["kendall_tau"][key] for p in points if p["kendall_tau"].get(key) is not None]
+        taus = [tau for p in points if (tau := p["kendall_tau"].get(key)) is not None]
         changed = [f"{r['a']} vs {r['b']}" for r in robust.get("pairs", [])
                    if key in r["metrics"] and not r["metrics"][key]["holds"]]
         rows.append([labels.get(key, key), min(taus) if taus else None, sum(taus) / len(taus) if taus else None,
@@ -59,7 +61,7 @@ def robustness_table(stats: dict[str, Any]) -> Table | None:
                           "Pairs changing"], rows=rows, title="Threshold robustness", note=note)
 
 
-def neighbour_intervals_table(stats: dict[str, Any], models: list[str]) -> Table | None:
+def neighbour_intervals_table(stats: Stats, models: list[str]) -> Table | None:
     """The neighbour aggregates with intervals (tool use, SR per level, accuracy: NEIGHBOUR_KEYS) of a
     stats.json, `value [low, high]` per model (in the given order) and aggregate some model has; None
     when none has any."""
@@ -76,10 +78,11 @@ def neighbour_intervals_table(stats: dict[str, Any], models: list[str]) -> Table
                       "value without an interval has the reason in stats.json (e.g. constant by construction).")
 
 
-def pairwise_table(stats: dict[str, Any], key: str = AVERAGE_KEY) -> Table | None:
+def pairwise_table(document: Mapping[str, object], key: str = AVERAGE_KEY) -> Table | None:
     """Every pair of a stats.json by one metric (default the Average Score), in leaderboard order: the difference
     and its interval, p and Holm's p, whether the pair is separable (or why it is not tested), the win
     probability and the clusters needed; None when no pair has the metric."""
+    stats = stats_of(document)
     rows = []
     for record in stats.get("pairs", []):
         block = record.get("metrics", {}).get(key)
@@ -105,7 +108,7 @@ def pairwise_table(stats: dict[str, Any], key: str = AVERAGE_KEY) -> Table | Non
                  title=f"Pairwise comparisons by {label}", note=note)
 
 
-def _ranked(stats: dict[str, Any]) -> list[str]:
+def _ranked(stats: Stats) -> list[str]:
     """The models by their Average Score, best first (then name)."""
     models = stats.get("models", {})
     return sorted((n for n, r in models.items() if AVERAGE_KEY in r.get("metrics", {})),
@@ -116,13 +119,13 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def _setting_note(stats: dict[str, Any]) -> str:
+def _setting_note(stats: Stats) -> str:
     s = stats.get("settings", {})
     return (f"{s.get('level', 0.95):.0%} intervals, {s.get('resamples')} resamples over {s.get('clusters')} "
             f"{'families' if s.get('cluster') == 'family' else 'ids'}")
 
 
-def forest_figure(stats: dict[str, Any]) -> Figure:
+def forest_figure(stats: Stats) -> Figure:
     """The leaderboard as a forest plot: per model (best at the top) its Average Score and interval; the
     models tied with the top drawn filled, the others hollow."""
     from matplotlib.figure import Figure
@@ -156,7 +159,7 @@ def forest_figure(stats: dict[str, Any]) -> Figure:
     return fig
 
 
-def rank_figure(stats: dict[str, Any]) -> Figure:
+def rank_figure(stats: Stats) -> Figure:
     """Per model (best at the top) its point rank by the Average Score and its rank interval."""
     from matplotlib.figure import Figure
 
@@ -179,7 +182,7 @@ def rank_figure(stats: dict[str, Any]) -> Figure:
     return fig
 
 
-def pairwise_figure(stats: dict[str, Any], key: str = AVERAGE_KEY) -> Figure:
+def pairwise_figure(stats: Stats, key: str = AVERAGE_KEY) -> Figure:
     """Two heatmaps over the models (best first): the Holm-adjusted p-value of each pair, and the win
     probability P(row > column) over the resamples, each cell written in it."""
     from matplotlib import colormaps
@@ -220,7 +223,7 @@ def pairwise_figure(stats: dict[str, Any], key: str = AVERAGE_KEY) -> Figure:
     return fig
 
 
-def write_stats_plots(stats: dict[str, Any], out: Path) -> list[Path]:
+def write_stats_plots(stats: Stats, out: Path) -> list[Path]:
     """The forest, rank-interval and pairwise figures of a stats.json as PNGs in out (none when no model
     has an Average Score)."""
     if not _ranked(stats):

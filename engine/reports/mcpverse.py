@@ -6,9 +6,9 @@ Max-Scale) where the runs say which mode they were; read from the answer equival
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from engine.reports.read import ModelResult
+from engine.contract import JsonValue
+from engine.reports.read import ModelResult, number
 from engine.reports.tables import Table
 
 MODES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -53,15 +53,15 @@ def mcpverse_table(results: list[ModelResult]) -> Table | None:
     named = groups != [UNSTATED]
 
     def percent(r: ModelResult | None, key: str) -> float | None:
-        value = None if r is None else r.aggregate.get(key)
+        value = None if r is None else number(r.aggregate.get(key))
         return None if value is None else 100.0 * value
 
-    rows: list[list[Any]] = []
+    rows: list[list[JsonValue]] = []
     for model, runs in cells.items():
         rows.append([model, *(percent(runs.get(g), key) for g in groups for key, _ in KEYS),
-                     sum(int(r.aggregate.get("answer_judged") or 0) for r in runs.values()),
-                     sum(int(r.aggregate.get("answer_skipped") or 0) for r in runs.values())])
-    rows.sort(key=lambda row: (row[1] is None, -(row[1] or 0.0), row[0]))
+                     sum(int(number(r.aggregate.get("answer_judged")) or 0) for r in runs.values()),
+                     sum(int(number(r.aggregate.get("answer_skipped")) or 0) for r in runs.values())])
+    rows.sort(key=lambda row: (row[1] is None, -(number(row[1]) or 0.0), str(row[0])))
     columns = ["Model", *((f"{g} {label}" if named else label) for g in groups for _, label in KEYS),
                "Answers Judged", "Answers Skipped"]
     note = ("Laid out as MCPVerse's Table 2: SR = (SR L1 + SR L2 + SR L3) / 3 over the levels present, and each "

@@ -6,13 +6,14 @@ import io
 import math
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.contract import atomic_write_bytes
+from engine.contract import JsonObject, atomic_write_bytes
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
 from engine.metricspec import AVERAGE, BY_KEY, METRICS, label_of
+from engine.reports.read import number, real
 from engine.reports.tables import OUTCOME_KEYS, TOOL_USE_KEYS, Table
 
 if TYPE_CHECKING:
@@ -45,8 +46,10 @@ def model_colors(models: list[str]) -> dict[str, tuple[float, float, float, floa
     return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
 
 
-def _value(cell: float | None) -> float:
-    return math.nan if cell is None else float(cell)
+def _value(cell: object) -> float:
+    """A numeric cell as a float, NaN for a missing one."""
+    found = number(cell)
+    return math.nan if found is None else float(found)
 
 
 def leaderboard_figure(table: Table) -> Figure:
@@ -54,7 +57,7 @@ def leaderboard_figure(table: Table) -> Figure:
     from matplotlib.figure import Figure
 
     metrics = table.columns[1:]
-    models = [str(m) for m in table.column("Model")]
+    models = [str(m) for m in table.names()]
     colors = model_colors(models)
     fig = Figure(figsize=(max(8.0, 1.0 + len(metrics) * (0.25 * len(models) + 0.6)), 4.8), layout="constrained")
     ax = fig.add_subplot()
@@ -113,13 +116,13 @@ def family_chart(tables: dict[str, Table], path: Path, models: list[str] | None 
     return save_figure(family_figure(tables, models), path)
 
 
-def grid_metrics(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def grid_metrics(rows: list[JsonObject]) -> list[tuple[str, str]]:
     """(key, label) of the alignment and judge metrics a threshold grid holds, in table order."""
     present = {key for row in rows for key, value in row.items() if value is not None}
     return [(m.key, m.label) for m in METRICS if m.source != "budget" and m.key in present]
 
 
-def threshold_figure(rows: list[dict[str, Any]]) -> Figure:
+def threshold_figure(rows: list[JsonObject]) -> Figure:
     """Threshold ablation: each metric vs tau_weak, one line per model.
 
     One column of panels per metric and one row per tau_strong value of the grid.
@@ -128,8 +131,8 @@ def threshold_figure(rows: list[dict[str, Any]]) -> Figure:
     from matplotlib.lines import Line2D
 
     metrics = grid_metrics(rows)
-    strongs = sorted({float(r["tau_strong"]) for r in rows})
-    models = sorted({r["model"] for r in rows})
+    strongs = sorted({real(r["tau_strong"]) for r in rows})
+    models = sorted({str(r["model"]) for r in rows})
     colors = model_colors(models)
     n_cols, n_rows = max(len(metrics), 1), max(len(strongs), 1)
     fig = Figure(figsize=(2.9 * n_cols + 1.8, 2.5 * n_rows + 0.6), layout="constrained")
@@ -138,8 +141,8 @@ def threshold_figure(rows: list[dict[str, Any]]) -> Figure:
         for c, (key, label) in enumerate(metrics):
             ax = axes[r][c]
             for model in models:
-                points = sorted((float(row["tau_weak"]), _value(row.get(key))) for row in rows
-                                if row["model"] == model and float(row["tau_strong"]) == strong)
+                points = sorted((real(row["tau_weak"]), _value(row.get(key))) for row in rows
+                                if row["model"] == model and real(row["tau_strong"]) == strong)
                 if points:
                     xs, ys = zip(*points)
                     ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.3, color=colors[model], label=model)
@@ -156,7 +159,7 @@ def threshold_figure(rows: list[dict[str, Any]]) -> Figure:
     return fig
 
 
-def threshold_chart(rows: list[dict[str, Any]], path: Path) -> Path:
+def threshold_chart(rows: list[JsonObject], path: Path) -> Path:
     """The threshold ablation figure (threshold_figure) as a PNG at path."""
     return save_figure(threshold_figure(rows), path)
 
@@ -166,7 +169,7 @@ def calls_chart(table: Table, path: Path) -> Path:
     illegal calling format count written beside it."""
     from matplotlib.figure import Figure
 
-    models = table.column("Model")
+    models = table.names()
     fig = Figure(figsize=(10.0, max(2.4, 1.2 + 0.45 * len(models))), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(models))
@@ -195,7 +198,7 @@ def tool_use_chart(table: Table, path: Path) -> Path:
     from matplotlib import colormaps
     from matplotlib.figure import Figure
 
-    models = table.column("Model")
+    models = table.names()
     rates = [label_of(k) for k in TOOL_USE_KEYS if BY_KEY[k].high == 1.0]
     volume = next(label_of(k) for k in TOOL_USE_KEYS if BY_KEY[k].high is None)
     fig = Figure(figsize=(max(8.0, 2.0 + 0.9 * len(models)), 4.2), layout="constrained")

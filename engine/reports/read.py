@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, is_number, read_json
+from engine.contract import InputError, JsonObject, JsonValue, is_number, read_json
 from engine.metricspec import CORE_SOURCES, METRICS, Metric, leaderboard_columns, metric_value
 
 log = logging.getLogger(__name__)
@@ -22,12 +21,30 @@ class ModelResult:
 
     name: str
     path: Path
-    aggregate: dict[str, Any]
-    by_type: dict[str, dict[str, Any]]
-    meta: dict[str, Any] = field(default_factory=dict)
+    aggregate: JsonObject
+    by_type: dict[str, JsonObject]
+    meta: JsonObject = field(default_factory=dict)
 
 
-def _check_number(path: Path, block: dict[str, Any], key: str, where: str) -> None:
+def number(value: object) -> int | float | None:
+    """value when it is a number (`is_number`: a checked block's metrics are), else None."""
+    return value if isinstance(value, (int, float)) and is_number(value) else None
+
+
+def block_of(value: JsonValue) -> JsonObject:
+    """value when it is a JSON object, else an empty one (an absent or null block reads as empty)."""
+    return value if isinstance(value, dict) else {}
+
+
+def real(value: object) -> float:
+    """A checked number as a float (ValueError for anything else: the block or row was not checked)."""
+    found = number(value)
+    if found is None:
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(found)
+
+
+def _check_number(path: Path, block: JsonObject, key: str, where: str) -> None:
     if not is_number(block[key]):
         raise InputError(path, f"expected a number, got {block[key]!r}", field=f"{where}.{key}")
 
@@ -45,8 +62,8 @@ def _range(metric: Metric) -> str:
     return f"a number in [{metric.low:g}, {metric.high:g}]"
 
 
-def _check_block(path: Path, block: object, where: str, aligned: bool = True) -> None:
-    """Raise InputError unless block holds every metric the tables read, as numbers (the alignment
+def _check_block(path: Path, block: JsonValue, where: str, aligned: bool = True) -> JsonObject:
+    """block, checked: InputError unless it holds every metric the tables read, as numbers (the alignment
     metrics only when `aligned`: a result scored without reference has none)."""
     if not isinstance(block, dict):
         raise InputError(path, "expected an object", field=where)
@@ -61,10 +78,11 @@ def _check_block(path: Path, block: object, where: str, aligned: bool = True) ->
         value = metric_value(block, metric.key)
         if metric.source in CORE_SOURCES or value is None:
             continue
-        if not is_number(value):
+        if not isinstance(value, (int, float)) or not is_number(value):
             raise InputError(path, f"expected a number, got {value!r}", field=f"{where}.{metric.key}")
         if (metric.low is not None and value < metric.low) or (metric.high is not None and value > metric.high):
             raise InputError(path, f"expected {_range(metric)}, got {value!r}", field=f"{where}.{metric.key}")
+    return block
 
 
 def load_result(path: Path, name: str | None = None) -> ModelResult:
@@ -73,20 +91,19 @@ def load_result(path: Path, name: str | None = None) -> ModelResult:
     The model is named by meta.model, else `name`, else the stem of meta.predictions, else
     the file's folder.
     """
-    data = read_json(path, "results file")
+    data: JsonValue = read_json(path, "results file")
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object with 'aggregate', 'by_type' and 'meta'")
     if "aggregate" not in data:
         raise InputError(path, "missing", field="aggregate")
     # a run without reference trajectories (engine.unreferenced) says so with meta.gt null
-    aligned = not (isinstance(data.get("meta"), dict) and "gt" in data["meta"] and data["meta"]["gt"] is None)
-    _check_block(path, data["aggregate"], "aggregate", aligned)
-    by_type = data.get("by_type", {})
-    if not isinstance(by_type, dict):
-        raise InputError(path, "expected an object of per-family aggregates", field="by_type")
-    for family, block in by_type.items():
-        _check_block(path, block, f"by_type.{family}", aligned)
     meta = data.get("meta", {})
+    aligned = not (isinstance(meta, dict) and "gt" in meta and meta["gt"] is None)
+    aggregate = _check_block(path, data["aggregate"], "aggregate", aligned)
+    found = data.get("by_type", {})
+    if not isinstance(found, dict):
+        raise InputError(path, "expected an object of per-family aggregates", field="by_type")
+    by_type = {family: _check_block(path, block, f"by_type.{family}", aligned) for family, block in found.items()}
     if not isinstance(meta, dict):
         raise InputError(path, "expected an object", field="meta")
     model = meta.get("model")
@@ -95,7 +112,7 @@ def load_result(path: Path, name: str | None = None) -> ModelResult:
     predictions = meta.get("predictions")
     stem = Path(predictions).stem if isinstance(predictions, str) and predictions else None
     return ModelResult(name=model or name or stem or Path(path).parent.name, path=Path(path),
-                       aggregate=data["aggregate"], by_type=by_type, meta=meta)
+                       aggregate=aggregate, by_type=by_type, meta=meta)
 
 
 def collect_run(run_dir: Path) -> list[ModelResult]:
@@ -129,12 +146,13 @@ def _distinct_name(result: ModelResult, run_dir: Path) -> str:
     return rel.as_posix() if rel.name == result.name else f"{result.name} [{rel.as_posix()}]"
 
 
-def load_threshold_grid(path: Path) -> list[dict[str, Any]]:
+def load_threshold_grid(path: Path) -> list[JsonObject]:
     """Rows of a threshold_grid.json, checked: model (text), tau_weak, tau_strong and metrics (numbers)."""
-    rows = read_json(path, "threshold grid")
-    if not isinstance(rows, list):
+    found: JsonValue = read_json(path, "threshold grid")
+    if not isinstance(found, list):
         raise InputError(path, "expected a list of rows {model, tau_weak, tau_strong, metrics...}")
-    for i, row in enumerate(rows):
+    rows: list[JsonObject] = []
+    for i, row in enumerate(found):
         if not isinstance(row, dict):
             raise InputError(path, "expected an object", field=f"[{i}]")
         if not isinstance(row.get("model"), str):
@@ -145,4 +163,5 @@ def load_threshold_grid(path: Path) -> list[dict[str, Any]]:
         for key, value in row.items():
             if key != "model" and value is not None and not is_number(value):
                 raise InputError(path, f"expected a number, got {value!r}", field=f"[{i}].{key}")
+        rows.append(row)
     return rows

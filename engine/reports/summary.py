@@ -6,24 +6,26 @@ beside it, the models tied with the top marked and the files that hold the rest 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from engine.contract import JsonObject
 from engine.judge_results import HEADLINE_KEYS
 from engine.metricspec import AVERAGE, label_of
+from engine.reports.read import real
+from engine.reports.records import Stats
 from engine.reports.tables import Table, interval_cell, score_table
 from engine.reports.trials import read_trials, trials_leaderboard
 from engine.stats import AVERAGE_KEY
 
 
-def headline_table(names: list[str], aggregates: list[dict[str, Any]]) -> Table:
+def headline_table(names: list[str], aggregates: list[JsonObject]) -> Table:
     """One row per prediction file, best first: the tasks scored, the leaderboard's columns (the judges'
     and rubrics' ones where a file has them), Average Score, and the outcome checks' headlines present."""
     by_name = dict(zip(names, aggregates))
     table = score_table(list(zip(names, aggregates)), "Summary")
     outcomes = [k for k in HEADLINE_KEYS if any(a.get(k) is not None for a in aggregates)]
     table.columns = [table.columns[0], "Tasks", *table.columns[1:], *(label_of(k) for k in outcomes)]
-    table.rows = [[row[0], by_name[row[0]].get("num_ids"), *row[1:], *(by_name[row[0]].get(k) for k in outcomes)]
-                  for row in table.rows]
+    table.rows = [[name, by_name[name].get("num_ids"), *row[1:], *(by_name[name].get(k) for k in outcomes)]
+                  for name, row in zip(table.names(), table.rows)]
     return table
 
 
@@ -35,21 +37,21 @@ def trials_headline(trials_file: Path, board: Table) -> Table:
                  full.digits)
 
 
-def with_intervals(table: Table, stats: dict[str, Any]) -> Table:
+def with_intervals(table: Table, stats: Stats) -> Table:
     """The headline table with `value [low, high]` in every cell the statistics cover (the value alone where a
     quantity has no interval) and ` *` after the models tied with the top by the Average Score."""
     key_of = {label: key for key, label in stats.get("metrics", {}).items()}
     tied = set(stats.get("tied_with_top", {}).get(AVERAGE_KEY, []))
     rows = []
-    for row in table.rows:
-        record = stats.get("models", {}).get(row[0], {}).get("metrics", {})
+    for name, row in zip(table.names(), table.rows):
+        record = stats.get("models", {}).get(name, {}).get("metrics", {})
         cells = [interval_cell(record.get(key_of[c]), table.digits) if c in key_of and record.get(key_of[c]) else v
                  for c, v in zip(table.columns[1:], row[1:])]
-        rows.append([row[0] + (" *" if row[0] in tied else ""), *cells])
+        rows.append([name + (" *" if name in tied else ""), *cells])
     return Table(table.columns, rows, table.title, table.digits, table.note)
 
 
-def stats_note(stats: dict[str, Any], reports: bool) -> str:
+def stats_note(stats: Stats, reports: bool) -> str:
     """What the intervals are, what * marks, and the files of the statistics."""
     s = stats.get("settings", {})
     if stats.get("warnings"):
@@ -61,8 +63,8 @@ def stats_note(stats: dict[str, Any], reports: bool) -> str:
             f"* tied with the top (rank interval by {AVERAGE} reaching 1, Holm over every pair); see {files}.")
 
 
-def headline(names: list[str], aggregates: list[dict[str, Any]], trials_file: Path | None = None,
-             stats: dict[str, Any] | None = None, reports: bool = True) -> str:
+def headline(names: list[str], aggregates: list[JsonObject], trials_file: Path | None = None,
+             stats: Stats | None = None, reports: bool = True) -> str:
     """The score app's closing summary: the headline table (with the run's statistics, `stats`: each value's
     interval and the tie mark), what Average Score averages, the statistics' files, and pass^k with trials."""
     table = headline_table(names, aggregates)
@@ -73,16 +75,17 @@ def headline(names: list[str], aggregates: list[dict[str, Any]], trials_file: Pa
     return "\n".join(parts)
 
 
-def grid_headline(rows: list[dict[str, Any]], folder: Path) -> str:
+def grid_headline(rows: list[JsonObject], folder: Path) -> str:
     """A threshold grid's closing lines: Average Score (of the alignment metrics each grid row holds) pivoted
     by model (rows) and threshold pair (a column each, in the grid's order), then the files that hold it all."""
-    pairs = list(dict.fromkeys((float(r["tau_weak"]), float(r["tau_strong"])) for r in rows))
+    pairs = list(dict.fromkeys((real(r["tau_weak"]), real(r["tau_strong"])) for r in rows))
     models = list(dict.fromkeys(str(r["model"]) for r in rows))
-    cells: dict[str, dict[tuple[float, float], Any]] = {m: {} for m in models}
+    cells: dict[str, dict[tuple[float, float], object]] = {m: {} for m in models}
     for pair in pairs:
-        entries = [(str(r["model"]), r) for r in rows if (float(r["tau_weak"]), float(r["tau_strong"])) == pair]
-        for record in score_table(entries, "grid").records():
-            cells[record["Model"]][pair] = record[AVERAGE]
+        entries = [(str(r["model"]), r) for r in rows if (real(r["tau_weak"]), real(r["tau_strong"])) == pair]
+        table = score_table(entries, "grid")
+        for name, average in zip(table.names(), table.column(AVERAGE)):
+            cells[name][pair] = average
     table = Table(["Model", *(f"{w:g}/{s:g}" for w, s in pairs)],
                   [[m, *(cells[m].get(p) for p in pairs)] for m in models])
     return "\n".join([f"threshold grid, {AVERAGE} of the alignment metrics by tau_weak/tau_strong:", table.to_text(),

@@ -3,10 +3,10 @@ the outcome checks (answer equivalence's SR, the verifiers' accuracy)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from engine.contract import csv_text
+from engine.contract import JsonObject, JsonValue, csv_text
 from engine.evaluators.call_outcomes import CALL_CLASSES, CALL_KEYS
 from engine.evaluators.tool_use import KEY as TOOL_USE
 from engine.evaluators.tool_use import METRICS as TOOL_USE_METRICS
@@ -20,7 +20,8 @@ from engine.metricspec import (
     metric_value,
     metrics_of,
 )
-from engine.reports.read import ModelResult
+from engine.reports.read import ModelResult, number, real
+from engine.reports.records import Interval, StatsSettings, stats_of
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
 OUTCOME_SOURCES: tuple[str, ...] = ("answer_equivalence", "verifiers")
@@ -34,21 +35,25 @@ class Table:
     """A small table of a first text column and numeric (or missing) cells."""
 
     columns: list[str]
-    rows: list[list[Any]]
+    rows: Sequence[Sequence[object]]
     title: str = ""
     digits: int = 4
     note: str = ""
 
-    def column(self, name: str) -> list[Any]:
+    def column(self, name: str) -> list[object]:
         """The cells of one column, top to bottom."""
         i = self.columns.index(name)
         return [row[i] for row in self.rows]
 
-    def records(self) -> list[dict[str, Any]]:
+    def names(self) -> list[str]:
+        """The first column (the models, or what else names the rows), top to bottom, as text."""
+        return [str(row[0]) for row in self.rows]
+
+    def records(self) -> list[dict[str, object]]:
         """The rows as {column: cell} dicts."""
         return [dict(zip(self.columns, row)) for row in self.rows]
 
-    def _cell(self, value: Any) -> str:
+    def _cell(self, value: object) -> str:
         if value is None:
             return "–"
         if isinstance(value, float):
@@ -72,12 +77,12 @@ class Table:
         """CSV text with full-precision numbers and empty missing cells."""
         return csv_text(self.columns, self.rows)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """{"title", "columns", "rows": [{column: cell}], "note"} with missing cells as null."""
         return {"title": self.title, "columns": list(self.columns), "rows": self.records(), "note": self.note}
 
 
-def score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: str = AVERAGE) -> Table:
+def score_table(entries: list[tuple[str, JsonObject]], title: str, sort_by: str = AVERAGE) -> Table:
     """Rows of the alignment columns, the judge and rubric columns some entry has, and the Average Score.
 
     The Average Score is the plain mean of a row's cells whose metric is in the average (the six
@@ -89,13 +94,13 @@ def score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: 
     labels = ["Model", *(c.label for c in columns), AVERAGE]
     if sort_by not in labels[1:]:
         raise ValueError(f"cannot sort by {sort_by!r}: expected one of {', '.join(labels[1:])}")
-    rows: list[list[Any]] = []
+    rows: list[list[JsonValue]] = []
     for name, block in entries:
         cells = [_cell(block, c) for c in columns]
         averaged = [v for v, c in zip(cells, columns) if c.in_average and v is not None]
         rows.append([name, *cells, sum(averaged) / len(averaged) if averaged else None])
     key = labels.index(sort_by)
-    rows.sort(key=lambda row: (row[key] is None, -(row[key] or 0.0), row[0]))
+    rows.sort(key=lambda row: (row[key] is None, -(number(row[key]) or 0.0), str(row[0])))
     in_average = [c.label for c in columns if c.in_average]
     note = f"{AVERAGE}: mean of {', '.join(in_average)}"
     if not any(c.source not in CORE_SOURCES for c in columns if c.in_average):
@@ -105,9 +110,10 @@ def score_table(entries: list[tuple[str, dict[str, Any]]], title: str, sort_by: 
     return Table(columns=labels, rows=rows, title=title, note=note + ".")
 
 
-def _cell(block: dict[str, Any], column: Column) -> float | None:
+def _cell(block: JsonObject, column: Column) -> float | None:
     key = next((k for k in column.keys if metric_value(block, k) is not None), None)
-    return None if key is None else float(metric_value(block, key))
+    value = None if key is None else number(metric_value(block, key))
+    return None if value is None else float(value)
 
 
 def leaderboard_table(results: list[ModelResult], sort_by: str = AVERAGE) -> Table:
@@ -134,10 +140,10 @@ def budget_table(results: list[ModelResult]) -> Table:
     columns += [f"{family} {label_of(key)}" for family in families for key in BUDGET_KEYS]
     rows = []
     for r in results:
-        row: list[Any] = [r.name, *(float(r.aggregate[key]) for key in BUDGET_KEYS)]
+        row: list[JsonValue] = [r.name, *(real(r.aggregate[key]) for key in BUDGET_KEYS)]
         for family in families:
             block = r.by_type.get(family)
-            row += [None if block is None else float(block[key]) for key in BUDGET_KEYS]
+            row += [None if block is None else real(block[key]) for key in BUDGET_KEYS]
         rows.append(row)
     return Table(columns=columns, rows=rows, title="Budget", digits=2)
 
@@ -151,9 +157,9 @@ def calls_table(results: list[ModelResult]) -> Table | None:
         return None
     columns = ["Model", "Calls", *(label_of(key) for key in CALL_KEYS),
                *(f"{label_of(key)} %" for key in CALL_CLASSES)]
-    rows = []
+    rows: list[list[JsonValue]] = []
     for r in judged:
-        counts = [r.aggregate.get(key) for key in CALL_KEYS]
+        counts = [number(r.aggregate.get(key)) for key in CALL_KEYS]
         total = sum(c or 0 for c in counts[1:])
         shares = [c / total if total and c is not None else None for c in counts[1:]]
         rows.append([r.name, total, *counts, *shares])
@@ -162,8 +168,8 @@ def calls_table(results: list[ModelResult]) -> Table | None:
     return Table(columns=columns, rows=rows, title="Call outcomes", note=note)
 
 
-def _tool_use_cells(block: dict[str, Any] | None) -> list[float | None]:
-    values = [metric_value(block or {}, key) for key in TOOL_USE_KEYS]
+def _tool_use_cells(block: JsonObject | None) -> list[JsonValue]:
+    values = [number(metric_value(block or {}, key)) for key in TOOL_USE_KEYS]
     return [None if value is None else float(value) for value in values]
 
 
@@ -177,7 +183,7 @@ def tool_use_table(results: list[ModelResult]) -> Table | None:
     families = sorted({family for r in used for family in r.by_type})
     columns = ["Model", *(label_of(key) for key in TOOL_USE_KEYS)]
     columns += [f"{family} {label_of(key)}" for family in families for key in TOOL_USE_KEYS]
-    rows = [[r.name, *_tool_use_cells(r.aggregate), *(cell for family in families
+    rows: list[list[JsonValue]] = [[r.name, *_tool_use_cells(r.aggregate), *(cell for family in families
                                                       for cell in _tool_use_cells(r.by_type.get(family)))]
             for r in used]
     note = ("Proactivity: share of tasks with at least one call; Success Rate: calls not reporting an error over "
@@ -210,13 +216,13 @@ def outcomes_table(results: list[ModelResult]) -> Table | None:
     keys = [k for k in OUTCOME_KEYS if any(r.aggregate.get(k) is not None for r in results)]
     if not keys:
         return None
-    rows = [[r.name, *(r.aggregate.get(k) for k in keys)] for r in results
+    rows: list[list[JsonValue]] = [[r.name, *(r.aggregate.get(k) for k in keys)] for r in results
             if any(r.aggregate.get(k) is not None for k in keys)]
     note = " ".join(text for key, text in OUTCOME_NOTES if key in keys)
     return Table(columns=["Model", *(label_of(k) for k in keys)], rows=rows, title="Outcome checks", note=note)
 
 
-def interval_cell(block: dict[str, Any] | None, digits: int = 4) -> str | None:
+def interval_cell(block: Interval | None, digits: int = 4) -> str | None:
     """`value [low, high]` of a stats.json metric block (None without one; the value alone where it has no
     interval: stats.json gives the reason)."""
     if block is None or block.get("value") is None:
@@ -231,7 +237,7 @@ METHOD_NAMES = {"logit": "t intervals on the logit scale (the log of a volume)",
                 "bca": "BCa intervals"}
 
 
-def intervals_note(settings: dict[str, Any]) -> str:
+def intervals_note(settings: StatsSettings) -> str:
     """What a stats.json's intervals are and what the tie mark means, in a sentence or two."""
     level = settings.get("level", 0.95)
     method = METHOD_NAMES.get(settings.get("method", "logit"), str(settings.get("method")))
@@ -244,16 +250,17 @@ def intervals_note(settings: dict[str, Any]) -> str:
             "decisions over every pair (simultaneous: they hold jointly).")
 
 
-def intervals_table(board: Table, stats: dict[str, Any]) -> Table:
+def intervals_table(board: Table, document: Mapping[str, object]) -> Table:
     """The leaderboard with intervals (stats.json): per model in the leaderboard's order its rank and
     rank interval by the Average Score, and `value [low, high]` for each column of the leaderboard the
     statistics cover; the models tied with the top are marked with `*`."""
+    stats = stats_of(document)
     settings = stats.get("settings", {})
     key_of = {label: key for key, label in stats.get("metrics", {}).items()}
     labels = [c for c in board.columns[1:] if c in key_of]
     tied = set(stats.get("tied_with_top", {}).get("average_score", []))
-    rows = []
-    for name in board.column("Model"):
+    rows: list[list[JsonValue]] = []
+    for name in board.names():
         record = stats.get("models", {}).get(name, {})
         metrics = record.get("metrics", {})
         span = (f"{record['rank_low']}–{record['rank_high']}" if record.get("rank_low") is not None else None)

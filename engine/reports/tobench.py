@@ -6,7 +6,8 @@ check_usage)."""
 
 from __future__ import annotations
 
-from engine.reports.read import ModelResult
+from engine.contract import JsonValue
+from engine.reports.read import ModelResult, block_of, number
 from engine.reports.tables import Table
 
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
@@ -36,18 +37,20 @@ def tobench_table(results: list[ModelResult]) -> Table | None:
     if not checked:
         return None
     checked.sort(key=lambda r: (r.aggregate.get("check_accuracy_evaluated") is None,
-                                -(r.aggregate.get("check_accuracy_evaluated") or 0.0), r.name))
-    groups = sorted({g for r in checked for g in (r.aggregate.get("check_by_group") or {})}, key=group_order)
+                                -(number(r.aggregate.get("check_accuracy_evaluated")) or 0.0), r.name))
+    groups = sorted({g for r in checked for g in block_of(r.aggregate.get("check_by_group"))}, key=group_order)
 
-    def percent(value: float | None) -> float | None:
-        return None if value is None else 100.0 * value
+    def percent(value: JsonValue) -> float | None:
+        found = number(value)
+        return None if found is None else 100.0 * found
 
-    rows = []
+    rows: list[list[JsonValue]] = []
     for r in checked:
-        by_group = r.aggregate.get("check_by_group") or {}
-        usage = r.aggregate.get("check_usage") or {}
+        by_group = block_of(r.aggregate.get("check_by_group"))
+        usage = block_of(r.aggregate.get("check_usage"))
         rows.append([r.name,
-                     *(percent(by_group[g]["check_accuracy_evaluated"]) if g in by_group else None for g in groups),
+                     *(percent(block_of(by_group[g]).get("check_accuracy_evaluated")) if g in by_group else None
+                       for g in groups),
                      percent(r.aggregate.get("check_accuracy_evaluated")),
                      usage.get("tool_calls"), usage.get("tokens_k"), usage.get("cost_usd"),
                      r.aggregate.get("check_tasks"), r.aggregate.get("check_errors")])

@@ -5,34 +5,36 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import numpy as np
 
-from engine.contract import InputError, read_json
+from engine.contract import InputError, JsonValue, read_json
 from engine.metricspec import AVERAGE, evaluator_columns, leaderboard_columns
 from engine.reports.plots import model_colors, save_figure
+from engine.reports.read import number
+from engine.reports.records import Spread, TrialsDoc
 from engine.reports.tables import Table
-from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, mean_std
+from engine.trials import mean_std
 
 TRIAL_ROW = re.compile(r"^(?P<model>.+)_trial(?P<index>\d+)$")
 """A trial's row of the run's leaderboard: <model>_trial<i> (the score app's folder and model name)."""
 
 
-def read_trials(path: Path) -> dict[str, dict[str, Any]]:
-    """model -> its trials document, from a run's trials.json."""
-    data = read_json(path, "trials file")
+def read_trials(path: Path) -> dict[str, TrialsDoc]:
+    """model -> its trials document, from a run's trials.json (checked to hold an object 'models')."""
+    data: JsonValue = read_json(path, "trials file")
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, dict):
         raise InputError(path, "expected an object of model -> trials document", field="models")
-    return models
+    return cast(dict[str, TrialsDoc], models)  # the trials step's documents (engine.trials), as it writes them
 
 
-def _spread(block: dict[str, Any] | None) -> str | None:
+def _spread(block: Spread | dict[str, float | int] | None) -> str | None:
     return None if block is None else f"{block['mean']:.3f} ± {block['std']:.3f}"
 
 
-def _pass_hat(doc: dict[str, Any], k: int) -> str | None:
+def _pass_hat(doc: TrialsDoc, k: int) -> str | None:
     """pass^k with lost slots counted as failures, and in brackets without them where that differs."""
     failures = doc["pass_hat_k"]["losses_as_failures"][str(k)]["value"]
     excluded = doc["pass_hat_k"]["losses_excluded"][str(k)]["value"]
@@ -41,7 +43,7 @@ def _pass_hat(doc: dict[str, Any], k: int) -> str | None:
     return f"{failures:.3f}" + (f" ({excluded:.3f})" if excluded is not None and excluded != failures else "")
 
 
-def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table:
+def trials_leaderboard(models: dict[str, TrialsDoc], board: Table) -> Table:
     """One row per model: each leaderboard column and the Average Score as mean ± std over its
     trials, pass^1 and pass^N (losses counted as failures; losses excluded in brackets; their headers name the
     success rule), lost slots."""
@@ -49,31 +51,32 @@ def trials_leaderboard(models: dict[str, dict[str, Any]], board: Table) -> Table
     present = [c for c in columns if any(next((k for k in c.keys if k in d["aggregate"]), None)
                                          for d in models.values())]
     averages: dict[str, list[float]] = {}
-    for name, average in zip(board.column("Model"), board.column(AVERAGE)):
+    for name, average in zip(board.names(), board.column(AVERAGE)):
         m = TRIAL_ROW.match(str(name))
-        if m and m.group("model") in models and average is not None:
-            averages.setdefault(m.group("model"), []).append(float(average))
+        if m and m.group("model") in models and (value := number(average)) is not None:
+            averages.setdefault(m.group("model"), []).append(float(value))
     rules = sorted({str(d["meta"].get("success_rule")) for d in models.values() if d["meta"].get("success_rule")})
     said = f" [success: {'; '.join(rules)}]" if rules else ""
     labels = ["Model", "Trials", *(c.label for c in present), AVERAGE, f"pass^1{said}", f"pass^k{said}", "k",
               "Lost slots"]
-    rows, rank = [], {}
+    rows: list[list[JsonValue]] = []
+    rank: dict[str, float] = {}
     for model, doc in models.items():
         n = doc["meta"]["trials"]
         cells = [_spread(next((doc["aggregate"][k] for k in c.keys if k in doc["aggregate"]), None)) for c in present]
 
-        average = mean_std(averages[model]) if averages.get(model) else None
-        rank[model] = -average["mean"] if average else float("inf")
-        rows.append([model, n, *cells, _spread(average), _pass_hat(doc, 1), _pass_hat(doc, n), n,
-                     doc["inventory"][INFRASTRUCTURE]])
-    rows.sort(key=lambda row: (rank[row[0]], row[0]))
+        spread = mean_std(averages[model]) if averages.get(model) else None
+        rank[model] = -spread["mean"] if spread else float("inf")
+        rows.append([model, n, *cells, _spread(spread), _pass_hat(doc, 1), _pass_hat(doc, n), n,
+                     doc["inventory"]["infrastructure"]])
+    rows.sort(key=lambda row: (rank[str(row[0])], str(row[0])))
     note = ("Cells: mean ± sample standard deviation over the model's trials. pass^k: all k trials succeed "
             "(unbiased estimator), with infrastructure losses counted as failures; in brackets, with them "
             "excluded, where that differs.")
     return Table(columns=labels, rows=rows, title="Leaderboard over trials", digits=3, note=note)
 
 
-def conventions_table(models: dict[str, dict[str, Any]]) -> Table | None:
+def conventions_table(models: dict[str, TrialsDoc]) -> Table | None:
     """Per model, the figures each convention reports (trials.json's main block and its ``conventions``):
     the project's pass^1 and pass^N (losses counted as failures), tau2-bench's average reward and pass^k
     up to its max_k, MCPMark's pass@1 (avg ± population std), pass@N and pass^N or its refusal; None when
@@ -112,14 +115,14 @@ def _value(value: float | None) -> str:
     return "–" if value is None else f"{value:.4f}"
 
 
-def inventory_table(models: dict[str, dict[str, Any]]) -> Table:
+def inventory_table(models: dict[str, TrialsDoc]) -> Table:
     """Every model's slots per trial: finished, failed by the agent, lost to infrastructure; and the calls
     its records hold that were never made (illegal format; 0 in a trials.json written before they were
     counted)."""
-    rows = []
+    rows: list[list[JsonValue]] = []
     for model, doc in models.items():
         for block in doc["inventory"]["per_trial"]:
-            rows.append([model, block["trial"], block[FINISHED], block[AGENT_FAILURE], block[INFRASTRUCTURE],
+            rows.append([model, block["trial"], block["finished"], block["agent_failure"], block["infrastructure"],
                          block.get("illegal_calls", 0)])
     return Table(columns=["Model", "Trial", "Finished", "Agent failure", "Lost to infrastructure",
                           "Calls not made"], rows=rows, title="Trial inventory",
@@ -127,7 +130,7 @@ def inventory_table(models: dict[str, dict[str, Any]]) -> Table:
                       "were not a JSON object (illegal format), recorded but never run; never matched.")
 
 
-def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
+def pass_k_chart(models: dict[str, TrialsDoc], path: Path) -> Path:
     """pass^k over k per model: losses counted as failures (solid) and excluded (dashed)."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
@@ -137,10 +140,10 @@ def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
     colors = model_colors(list(models))
     for model, doc in models.items():
         color = colors[model]
-        for convention, style in (("losses_as_failures", "-"), ("losses_excluded", "--")):
-            block = doc["pass_hat_k"][convention]
+        rates = doc["pass_hat_k"]
+        for block, style in ((rates["losses_as_failures"], "-"), (rates["losses_excluded"], "--")):
             ks = [int(k) for k in block if block[k]["value"] is not None]
-            ax.plot(ks, [block[str(k)]["value"] for k in ks], style, marker="o", color=color,
+            ax.plot(ks, [v for k in ks if (v := block[str(k)]["value"]) is not None], style, marker="o", color=color,
                     label=model if style == "-" else None)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("k (trials that must all succeed)")
@@ -152,7 +155,7 @@ def pass_k_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def spread_chart(models: dict[str, dict[str, Any]], path: Path) -> Path:
+def spread_chart(models: dict[str, TrialsDoc], path: Path) -> Path:
     """Per model, each task's mean over trials (dots, tasks sorted by it) with its min-max range;
     Task Completion where judged, else Recall."""
     from matplotlib.figure import Figure

@@ -6,10 +6,9 @@ the same five over the multi-turn tasks; read from each model's ``rubrics`` bloc
 
 from __future__ import annotations
 
-from typing import Any
-
+from engine.contract import JsonObject, JsonValue
 from engine.evaluators.vtb_records import MULTI_TURN, SINGLE_TURN
-from engine.reports.read import ModelResult
+from engine.reports.read import ModelResult, block_of, number
 from engine.reports.tables import Table
 
 RUBRICS = "rubrics"
@@ -17,29 +16,29 @@ _NOTE = ("APR: share of tasks with no critical rubric failed; ARS: mean weighted
          "scored tasks (fractions, the paper prints percentages). Profile: {profile}.")
 
 
-def _block(result: ModelResult) -> dict[str, Any] | None:
+def _block(result: ModelResult) -> JsonObject | None:
     block = result.aggregate.get(RUBRICS)
     return block if isinstance(block, dict) else None
 
 
 def _profile(used: list[ModelResult]) -> str:
-    names = sorted({str(_block(r).get("profile")) for r in used})  # type: ignore[union-attr]
+    names = sorted({str(block_of(r.aggregate.get(RUBRICS)).get("profile")) for r in used})
     return ", ".join(names)
 
 
-def _pair(block: dict[str, Any] | None) -> list[float | None]:
+def _pair(block: JsonObject | None) -> list[float | None]:
     block = block or {}
-    return [block.get("APR"), block.get("ARS")]
+    return [number(block.get("APR")), number(block.get("ARS"))]
 
 
 def _breakdown_table(used: list[ModelResult], group: str, title: str, order: list[str] | None = None) -> Table:
-    names = order or sorted({n for r in used for n in (_block(r) or {}).get(f"by_{group}", {})})
+    names = order or sorted({n for r in used for n in block_of((_block(r) or {}).get(f"by_{group}", {}))})
     columns = ["Model", "APR", "ARS", *(f"{n} {k}" for n in names for k in ("APR", "ARS"))]
     rows = []
     for r in used:
         block = _block(r) or {}
-        parts = block.get(f"by_{group}") or {}
-        rows.append([r.name, *_pair(block), *(cell for n in names for cell in _pair(parts.get(n)))])
+        parts = block_of(block.get(f"by_{group}"))
+        rows.append([r.name, *_pair(block), *(cell for n in names for cell in _pair(block_of(parts.get(n))))])
     return Table(columns=columns, rows=rows, title=title, note=_NOTE.format(profile=_profile(used)))
 
 
@@ -63,7 +62,7 @@ def _ranked(used: list[ModelResult]) -> list[ModelResult]:
 def _domains(used: list[ModelResult]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(label, name in the data) of every domain some model has: the paper's five in its order, and the
     others by name."""
-    names = sorted({n for r in used for n in (_block(r) or {}).get("by_domain_turncase") or {}})
+    names = sorted({n for r in used for n in block_of((_block(r) or {}).get("by_domain_turncase"))})
     known = {n.casefold(): n for n in names}
     paper = [(label, known.pop(label.casefold())) for label in PAPER_DOMAINS if label.casefold() in known]
     return paper, [(n, n) for n in names if n.casefold() in known]
@@ -80,16 +79,16 @@ def paper_table(used: list[ModelResult], metric: str) -> Table:
     # (turncase, domain name in the data) per column, the paper's grid first
     grid = [(turn, name) for domains in (paper, others) for turn, _ in turns for _, name in domains]
 
-    def cell(block: dict[str, Any] | None) -> float | None:
-        value = (block or {}).get(metric)
+    def cell(block: JsonValue) -> float | None:
+        value = number(block_of(block).get(metric))
         return None if value is None else scale * value
 
-    rows = []
+    rows: list[list[JsonValue]] = []
     for r in _ranked(used):
         block = _block(r) or {}
-        cells = block.get("by_domain_turncase") or {}
-        by_turn = block.get("by_turncase") or {}
-        rows.append([r.name, cell(block), *(cell((cells.get(name) or {}).get(turn)) for turn, name in grid),
+        cells = block_of(block.get("by_domain_turncase"))
+        by_turn = block_of(block.get("by_turncase"))
+        rows.append([r.name, cell(block), *(cell(block_of(cells.get(name)).get(turn)) for turn, name in grid),
                      *(cell(by_turn.get(turn)) for turn, _ in turns), block.get("tasks")])
     columns = ["Model", "Overall",
                *(f"{short} {label}" for domains in (paper, others) for _, short in turns for label, _ in domains),
@@ -105,18 +104,18 @@ def table8(results: list[ModelResult]) -> Table | None:
     """Table 8 as printed: per model the total tool calls (Total #), then for single-turn and multi-turn
     tasks the Proactivity, Success Rate and Volume (tool_use.by_turncase); after them the tasks of each.
     Models by overall APR where they have it, the others after by name; None when no model has the split."""
-    used = [r for r in results if isinstance((r.aggregate.get("tool_use") or {}).get("by_turncase"), dict)]
+    used = [r for r in results if isinstance(block_of(r.aggregate.get("tool_use")).get("by_turncase"), dict)]
     if not used:
         return None
     scored = _ranked([r for r in used if _block(r) is not None])
     used = scored + sorted((r for r in used if r not in scored), key=lambda r: r.name)
     turns = ((SINGLE_TURN, "Single-turn"), (MULTI_TURN, "Multi-turn"))
     metrics = (("proactivity", "Proactivity"), ("success_rate", "Success Rate"), ("volume", "Volume"))
-    rows = []
+    rows: list[list[JsonValue]] = []
     for r in used:
-        split = r.aggregate["tool_use"]["by_turncase"]
-        parts = [split.get(turn) or {} for turn, _ in turns]
-        rows.append([r.name, sum(int(p.get("calls") or 0) for p in parts),
+        split = block_of(block_of(r.aggregate["tool_use"])["by_turncase"])
+        parts = [block_of(split.get(turn)) for turn, _ in turns]
+        rows.append([r.name, sum(int(number(p.get("calls")) or 0) for p in parts),
                      *(p.get(key) for p in parts for key, _ in metrics), *(p.get("tasks") for p in parts)])
     columns = ["Model", "Total #", *(f"{label} {name}" for _, label in turns for _, name in metrics),
                *(f"{label} Tasks" for _, label in turns)]

@@ -67,7 +67,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     results = collect_run(run_dir) if results is None else results
     board = leaderboard_table(results, sort_by)
     families = family_tables(results, sort_by)
-    rank = {name: i for i, name in enumerate(board.column("Model"))}
+    rank = {name: i for i, name in enumerate(board.names())}
     ranked = sorted(results, key=lambda r: rank[r.name])
     budget = budget_table(ranked)
     calls = calls_table(ranked)
@@ -78,10 +78,10 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     stats = read_stats(run_dir / STATS_FILE)
     intervals = None if stats is None else intervals_table(board, stats)
     robustness = None if stats is None else robustness_table(stats)
-    neighbours = None if stats is None else neighbour_intervals_table(stats, board.column("Model"))
+    neighbours = None if stats is None else neighbour_intervals_table(stats, board.names())
     pairwise = None if stats is None else pairwise_table(stats)
     spent = read_cost(run_dir / COST_FILE)
-    cost = None if spent is None else cost_table(spent, board.column("Model"))
+    cost = None if spent is None else cost_table(spent, board.names())
     written: list[Path] = []
 
     def text(name: str, content: str) -> None:
@@ -109,7 +109,7 @@ def write_reports(run_dir: Path, out_dir: Path | None = None, sort_by: str = AVE
     if spent is not None and (chart := cost_chart(spent, out / "cost_frontier.png", stats)) is not None:
         written.append(chart)
     if families:
-        written.append(family_chart(families, out / "families.png", models=board.column("Model")))
+        written.append(family_chart(families, out / "families.png", models=board.names()))
     if calls is not None:
         written.append(calls_chart(calls, out / "calls.png"))
     if tools is not None:
@@ -155,8 +155,9 @@ def pivot_table(groups: list[Group], boards: list[Table], run_dir: Path, metric:
         for short in names.values():
             counts[short] = counts.get(short, 0) + 1
         for record in board.records():
-            short = names.get(record["Model"], record["Model"])
-            row = short if counts.get(short, 1) == 1 else record["Model"]
+            model = str(record["Model"])
+            short = names.get(model, model)
+            row = short if counts.get(short, 1) == 1 else model
             cells.setdefault(row, {})[i] = record.get(metric)
     rows = [[name, *(values.get(i) for i in range(len(groups)))] for name, values in cells.items()]
     return Table(["Model", *labels], rows, title=f"{metric} by model and setting",

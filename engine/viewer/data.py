@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from engine.contract import (
     InputError,
+    JsonObject,
+    JsonValue,
     TrajectoryFile,
     is_number,
     lost_tasks,
@@ -28,16 +30,14 @@ from engine.contract import (
     strict_value,
 )
 from engine.contract.trajectory import Trajectory
-from engine.metricspec import AVERAGE, BY_KEY, label_of, leaderboard_columns
+from engine.metricspec import BY_KEY, label_of, leaderboard_columns
 from engine.references import read_references
-from engine.reports.intervals import read_stats
-from engine.reports.read import ModelResult, collect_run
-from engine.reports.tables import intervals_table, leaderboard_table
-from engine.stats import AVERAGE_KEY, STATS_FILE
+from engine.reports.read import ModelResult, block_of, collect_run, real
 from engine.viewer.evaluations import evaluations_of, shown_keys, task_columns
 from engine.viewer.text import cut, number_or_none
 
-_COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details", "reference"})
+COUNT_KEYS = frozenset({"num_ids", "total_gt_calls", "total_pred_calls", "matched", "id", "details", "reference"})
+"""A result's keys that are counts or structure, not metrics: no column of their own."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Run:
 
     folder: Path
     results: list[ModelResult]
-    per_id: dict[str, list[dict[str, Any]]]     # model name -> results' per_id records
+    per_id: dict[str, list[JsonObject]]     # model name -> results' per_id records
     gt: dict[tuple[Path, ...], dict[str, Trajectory]]  # reference files -> their trajectories (each id's first)
     predictions: dict[str, TrajectoryFile]
     alternatives: dict[tuple[Path, ...], dict[str, tuple[Trajectory, ...]]]  # reference files -> id -> its references
@@ -74,26 +74,30 @@ def reference_key(result: ModelResult) -> tuple[Path, ...]:
     several = result.meta.get("references")
     if several is None:
         return (_meta_file(result, "gt", "reference file"),)
-    if not isinstance(several, list) or not several or not all(isinstance(p, str) and p for p in several):
+    files = [p for p in several if isinstance(p, str) and p] if isinstance(several, list) else []
+    if not isinstance(several, list) or not several or len(files) != len(several):
         raise InputError(result.path, "must be a list of reference files", field="meta.references")
-    missing = [p for p in several if not Path(p).is_file()]
+    missing = [p for p in files if not Path(p).is_file()]
     if missing:
         raise InputError(result.path, f"the reference file {missing[0]} named in meta.references is missing",
                          field="meta.references")
-    return tuple(Path(p) for p in several)
+    return tuple(Path(p) for p in files)
 
 
-def _check_per_id(result: ModelResult, per_id: Any) -> list[dict[str, Any]]:
+def _check_per_id(result: ModelResult, per_id: JsonValue) -> list[JsonObject]:
     if not isinstance(per_id, list):
         raise InputError(result.path, "missing: per_id (a list of per-task records)", field="per_id")
+    records: list[JsonObject] = []
     for i, record in enumerate(per_id):
         details = record.get("details") if isinstance(record, dict) else None
-        if not isinstance(details, dict) or not isinstance(details.get("matches"), list):
+        matches = details.get("matches") if isinstance(details, dict) else None
+        if not isinstance(record, dict) or not isinstance(matches, list):
             raise InputError(result.path, "missing: per-task match details (per_id[].details.matches), which the "
                              "viewer needs: score the run again", task_id=str(
                                  record.get("id") if isinstance(record, dict) else f"#{i}"),
                              field=f"per_id[{i}].details.matches")
-    return per_id
+        records.append(record)
+    return records
 
 
 def read_run(folder: Path) -> Run:
@@ -115,83 +119,17 @@ def read_run(folder: Path) -> Run:
     return Run(folder, results, per_id, gt, predictions, alternatives)
 
 
-def _extra_columns(results: list[ModelResult]) -> list[dict[str, Any]]:
-    """Columns for aggregate keys beyond the metric table's: numbers, {mean, std} and objects of numbers."""
-    columns: dict[str, dict[str, Any]] = {}
-    for r in results:
-        for key, value in r.aggregate.items():
-            if key in BY_KEY or key in _COUNT_KEYS:
-                continue
-            if is_number(value):
-                columns.setdefault(key, {"key": key, "label": label_of(key), "path": [key]})
-            elif isinstance(value, dict) and is_number(value.get("mean")):
-                columns.setdefault(key, {"key": key, "label": label_of(key), "path": [key], "std": True})
-            elif isinstance(value, dict):
-                for sub, inner in value.items():
-                    if is_number(inner) or (isinstance(inner, dict) and is_number(inner.get("mean"))):
-                        full = f"{key}.{sub}"
-                        label = label_of(full) if full in BY_KEY else f"{label_of(key)}: {sub}"
-                        columns.setdefault(full, {"key": full, "label": label, "path": [key, sub],
-                                                  "std": isinstance(inner, dict)})
-    return list(columns.values())
-
-
-def _extra_cell(aggregate: dict[str, Any], column: dict[str, Any]) -> Any:
-    value: Any = aggregate
-    for part in column["path"]:
-        value = value.get(part) if isinstance(value, dict) else None
-    if column.get("std"):
-        return [number_or_none(value.get("mean")), number_or_none(value.get("std"))] if isinstance(value, dict) \
-            else None
-    return number_or_none(value)
-
-
-def board(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
-    """The leaderboard as the reports compute it (Table 2), plus the extra aggregate columns; with the run's
-    stats.json, each row's [low, high] per column, the extra ones (tool use) included (null where it has none),
-    the reason a value has no interval, its rank interval and whether it is tied with the top, and the
-    intervals' note."""
-    table = leaderboard_table(run.results)
-    extra = _extra_columns(run.results)
-    by_name = {r.name: r for r in run.results}
-    stats = read_stats(run.folder / STATS_FILE)
-    rows: list[dict[str, Any]] = []
-    for row in table.rows:
-        result = by_name[row[0]]
-        rows.append({"model": row[0], "slug": slugs[row[0]], "cells": row[1:],
-                     "extra": [_extra_cell(result.aggregate, c) for c in extra],
-                     "tasks": result.aggregate.get("num_ids")})
-    out = {"columns": table.columns[1:], "average": AVERAGE, "note": table.note,
-           "extra": [{"key": c["key"], "label": c["label"], "std": bool(c.get("std"))} for c in extra],
-           "rows": rows}
-    if stats is not None:
-        key_of = {label: key for key, label in stats.get("metrics", {}).items()}
-        tied = set(stats.get("tied_with_top", {}).get(AVERAGE_KEY, []))
-        for model_row in rows:
-            record = stats["models"].get(model_row["model"], {})
-            blocks = [record.get("metrics", {}).get(key_of.get(label, "")) for label in table.columns[1:]]
-            blocks += [record.get("metrics", {}).get(c["key"]) for c in extra]   # tool use and the other extras
-            model_row["intervals"] = [[number_or_none(b.get("low")), number_or_none(b.get("high"))]
-                                      if isinstance(b, dict) else None for b in blocks]
-            model_row["reasons"] = [b.get("reason") if isinstance(b, dict) else None for b in blocks]
-            model_row["rank"] = [record.get(k) for k in ("rank", "rank_low", "rank_high")] if "rank" in record \
-                else None
-            model_row["tied"] = model_row["model"] in tied
-        out["stats"] = intervals_table(table, stats).note
-    return out
-
-
-def _task_average(record: dict[str, Any]) -> float | None:
+def _task_average(record: JsonObject) -> float | None:
     """The mean of a task's alignment metrics that are in the Average Score (for 'models differ most')."""
     values = []
     for column in leaderboard_columns("alignment"):
         key = next((k for k in column.keys if is_number(record.get(k))), None)
         if column.in_average and key is not None:
-            values.append(float(record[key]))
+            values.append(real(record[key]))
     return sum(values) / len(values) if values else None
 
 
-def steps_of(trajectory: Trajectory | None) -> list[list[list[Any]]]:
+def steps_of(trajectory: Trajectory | None) -> list[list[list[object]]]:
     """[[tool, arguments], ...] per step (arguments cut to MAX_TEXT per string; NaN and the infinities of a
     prediction read leniently shown as strings, as the results echo them)."""
     if trajectory is None:
@@ -200,14 +138,14 @@ def steps_of(trajectory: Trajectory | None) -> list[list[list[Any]]]:
             for step in trajectory.steps]
 
 
-def task_index(run: Run, slugs: dict[str, str]) -> dict[str, Any]:
+def task_index(run: Run, slugs: dict[str, str]) -> dict[str, object]:
     """Every task of the run's reference: family, question, image, and each model's per-task average."""
     order = [r.name for r in run.results]
     averages: dict[str, list[float | None]] = {}
     for m, name in enumerate(order):
         for record in run.per_id[name]:
             averages.setdefault(str(record["id"]), [None] * len(order))[m] = _task_average(record)
-    tasks: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, dict[str, object]] = {}
     for gt in run.gt.values():
         for tid, t in gt.items():
             if tid in averages and tid not in tasks:
@@ -222,7 +160,7 @@ def scored_ids(run: Run) -> set[str]:
     return {str(r["id"]) for records in run.per_id.values() for r in records}
 
 
-def reference_data(run: Run, images: dict[str, str | None]) -> dict[str, Any]:
+def reference_data(run: Run, images: dict[str, str | None]) -> dict[str, dict[str, object]]:
     """id -> {family, question, steps, image, image_file} of every reference task some model was scored
     on; `images` gives per task with an image it may show that image's path in the site (None when
     the file was not found), so a task without an entry there shows no image name."""
@@ -253,13 +191,13 @@ def error_flags(trajectory: Trajectory | None) -> list[list[bool | None]] | None
     return flags if any(f is not None for step in flags for f in step) else None
 
 
-def not_made(result: ModelResult, record: dict[str, Any], trajectory: Trajectory | None) -> list[int]:
+def not_made(result: ModelResult, record: JsonObject, trajectory: Trajectory | None) -> list[int]:
     """The flat indices of a task's predicted calls that were never made (illegal format); InputError
     when the run matched one of them (it was scored before such calls were left unmatched)."""
     if trajectory is None:
         return []
     indices = [i for i, call in enumerate(trajectory.calls) if not call.made]
-    matched = {m.get("pred_call_index") for m in record["details"]["matches"] if isinstance(m, dict)}
+    matched = {m.get("pred_call_index") for m in _match_list(record) if isinstance(m, dict)}
     wrong = sorted(set(indices).intersection(matched))
     if wrong:
         raise InputError(result.path, f"the run matched predicted call #{wrong[0]}, which was never made (illegal "
@@ -268,7 +206,14 @@ def not_made(result: ModelResult, record: dict[str, Any], trajectory: Trajectory
     return indices
 
 
-def _chosen_reference(run: Run, result: ModelResult, record: dict[str, Any]) -> tuple[int | None, Trajectory | None,
+def _match_list(record: JsonObject) -> list[JsonValue]:
+    """A checked record's details.matches (`_check_per_id`)."""
+    details = record["details"]
+    matches = details.get("matches") if isinstance(details, dict) else None
+    return matches if isinstance(matches, list) else []
+
+
+def _chosen_reference(run: Run, result: ModelResult, record: JsonObject) -> tuple[int | None, Trajectory | None,
                                                                                        int]:
     """(the index of the reference the task was aligned with, or None with one reference per task; that
     reference when the run's reference file holds it; the number of references it holds for the task)."""
@@ -280,7 +225,7 @@ def _chosen_reference(run: Run, result: ModelResult, record: dict[str, Any]) -> 
     return index, alternatives[index] if 0 <= index < len(alternatives) else None, len(alternatives)
 
 
-def _check_counts(result: ModelResult, record: dict[str, Any], reference: Trajectory | None,
+def _check_counts(result: ModelResult, record: JsonObject, reference: Trajectory | None,
                   prediction: Trajectory | None) -> None:
     """InputError unless the trajectory files still hold the calls the run scored for this task."""
     for key, trajectory, meta in (("total_gt_calls", reference, "gt"), ("total_pred_calls", prediction, "predictions")):
@@ -291,11 +236,11 @@ def _check_counts(result: ModelResult, record: dict[str, Any], reference: Trajec
                              "it again", task_id=str(record["id"]), field=f"per_id.{key}")
 
 
-def _matches(result: ModelResult, record: dict[str, Any], tau_strong: float) -> list[list[Any]]:
+def _matches(result: ModelResult, record: JsonObject, tau_strong: float) -> list[list[object]]:
     """[[reference call, predicted call, similarity, strong 0/1]] of a task's match details (flat call
     indices); InputError for a match without integer indices and a numeric similarity."""
-    out = []
-    for i, match in enumerate(record["details"]["matches"]):
+    out: list[list[object]] = []
+    for i, match in enumerate(_match_list(record)):
         g, p, sim = (match.get(k) if isinstance(match, dict) else None
                      for k in ("gt_call_index", "pred_call_index", "similarity"))
         similarity = number_or_none(sim)
@@ -310,23 +255,38 @@ def _label(key: str) -> str:
     return label_of(key) if key in BY_KEY else key.replace("_", " ").capitalize()
 
 
-def model_data(run: Run, result: ModelResult) -> dict[str, Any]:
+class ModelData(TypedDict):
+    """One model's site data (`model_data`): each task's view by id, in the results' order."""
+
+    name: str
+    tau_strong: float
+    tau_weak: float | None
+    profile: JsonValue
+    metrics: list[list[str]]
+    blocks: list[dict[str, object]]
+    order: list[str]
+    tasks: dict[str, dict[str, object]]
+    lost: dict[str, list[object]]
+
+
+def model_data(run: Run, result: ModelResult) -> ModelData:
     """One model's site data: per task its metrics, predicted steps (with their calls' is_error and the
     calls never made, ``unmade``), matches,
     what each evaluator's display shows of it (``blocks``), the reference it was aligned with and whether
     that reference has its calls in one step (``one_step``: the published Order Consistency has no step
     pairs there); the evaluators' blocks of the model as a whole."""
-    tau_strong = float(result.meta["tau_strong"])
+    tau_strong = real(result.meta["tau_strong"])
     predictions = run.predictions[result.name]
     records = run.per_id[result.name]
     shown = evaluations_of(result, predictions, [str(r["id"]) for r in records])
     metric_keys = [m for m in (*(k for c in leaderboard_columns("alignment") for k in c.keys), *task_columns(records))
                    if any(is_number(r.get(m)) for r in records)]
-    hidden = _COUNT_KEYS | shown_keys()
-    tasks, order = {}, []
+    hidden = COUNT_KEYS | shown_keys()
+    tasks: dict[str, dict[str, object]] = {}
+    order: list[str] = []
     for record in records:
         tid = str(record["id"])
-        details = record["details"]
+        details = block_of(record["details"])
         trajectory = predictions.tasks.get(tid)
         error = record_error(trajectory.raw if trajectory is not None else None)
         index, chosen, n_refs = _chosen_reference(run, result, record)

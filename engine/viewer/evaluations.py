@@ -13,9 +13,8 @@ import inspect
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from engine.contract import TrajectoryFile
+from engine.contract import JsonObject, TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.base import Evaluator, Verdicts
 from engine.judge_results import companion_path
@@ -33,8 +32,8 @@ class Shown:
     """One model's evaluations as the site shows them: per task id its blocks, and the blocks of the files
     as a whole (a model's page)."""
 
-    tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    model: list[dict[str, Any]] = field(default_factory=list)
+    tasks: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    model: list[dict[str, object]] = field(default_factory=list)
 
 
 def evaluator_file(result: ModelResult, e: Evaluator) -> Path | None:
@@ -48,11 +47,11 @@ def evaluator_file(result: ModelResult, e: Evaluator) -> Path | None:
                         result.path, e.name, path, e.option)
             return None
         return path
-    path = companion_path(Path(result.meta["predictions"]), str(e.suffix))
+    path = companion_path(Path(str(result.meta["predictions"])), str(e.suffix))  # checked by read_run
     return path if path.is_file() else None
 
 
-def read_settings(result: ModelResult, e: Evaluator) -> dict[str, Any]:
+def read_settings(result: ModelResult, e: Evaluator) -> JsonObject:
     """The keyword settings of the evaluator's ``read`` that the results' meta records
     (``<option>_<setting>``, as engine.judge_results writes them)."""
     names = [p.name for p in list(inspect.signature(e.read).parameters.values())[1:]] if e.read else []
@@ -66,7 +65,7 @@ def _values(result: ModelResult, e: Evaluator, predictions: TrajectoryFile) -> V
     return e.compute(predictions) if e.compute is not None else None
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: object) -> object:
     if isinstance(value, dict) and "reply" in value:
         return {**cut(value), "reply": cut_reply(value["reply"])}
     if isinstance(value, dict) and "rows" in value:
@@ -77,7 +76,7 @@ def _cell(value: Any) -> Any:
     return cut(value)
 
 
-def _block(e: Evaluator, block: Any) -> dict[str, Any]:
+def _block(e: Evaluator, block: object) -> dict[str, object]:
     """A display's block, checked to be of the known kinds, its texts cut."""
     if not isinstance(block, dict) or not isinstance(block.get("parts"), list):
         raise ValueError(f"evaluator {e.name}: display gave a block without parts: {str(block)[:80]}")
@@ -128,7 +127,7 @@ def shown_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
-def task_columns(records: list[dict[str, Any]]) -> list[str]:
+def task_columns(records: list[JsonObject]) -> list[str]:
     """The evaluators' per-task values that are numbers in some record, in registry order: their metric
     rows that are leaderboard columns, then their other per-task columns."""
     keys = [k for e in evaluators() for k in (*(m.key for m in e.metrics if m.column and "." not in m.key),

@@ -21,17 +21,17 @@ import shutil
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TypedDict
 
-from engine.contract import ConfigError, file_digest, shown
+from engine.contract import ConfigError, JsonObject, JsonValue, file_digest, shown
 from engine.contract.staged import MANIFEST, SITE_MARKER, listed_outputs, old_site_stage
 
 MARKER = SITE_MARKER
 """The file every site holds: {"site": "m3bench-viewer", "run": the run folder it shows, "files": {relative
 path: {"size": bytes, "sha256": hex}} of every other file the viewer wrote into it}."""
-SITE_LAYOUT = ("index.html", "core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js", "viewer.css",
-               MARKER, "data/gt.js", "data/m/*.js", "data/x/*/*.js", "plots/*.png", "img/*.jpg", "media/*.png",
-               "media/*.jpg")
+SITE_LAYOUT = ("index.html", "dom.js", "core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js",
+               "viewer.css", MARKER, "data/gt.js", "data/m/*.js", "data/x/*/*.js", "plots/*.png", "img/*.jpg",
+               "media/*.png", "media/*.jpg")
 """The names of the files a site holds (the patterns match one path segment each): what an earlier site
 whose marker lists no files may hold to be replaced."""
 _RESULTS = "results_eval.json"
@@ -46,13 +46,28 @@ def _walk(folder: Path) -> Iterator[tuple[str, Path, bool]]:
             yield path.relative_to(folder).as_posix(), path, name in dirs and not path.is_symlink()
 
 
-def site_files(site: Path) -> dict[str, dict[str, Any]]:
+class SiteFile(TypedDict):
+    """A file the viewer wrote into a site, as its marker records it."""
+
+    size: int
+    sha256: str
+
+
+class Marker(TypedDict):
+    """The marker file's content (`MARKER`)."""
+
+    site: str
+    run: str
+    files: dict[str, SiteFile]
+
+
+def site_files(site: Path) -> dict[str, SiteFile]:
     """{relative path: {size, sha256}} of every file of a site being built, its marker left out."""
     return {rel: {"size": path.stat().st_size, "sha256": file_digest(path)}
             for rel, path, is_dir in _walk(site) if not is_dir and rel != MARKER}
 
 
-def marker(run_dir: Path, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def marker(run_dir: Path, files: dict[str, SiteFile]) -> Marker:
     """The marker file's content for a site of this run holding `files` (`site_files`)."""
     return {"site": "m3bench-viewer", "run": str(Path(run_dir).resolve()), "files": files}
 
@@ -68,7 +83,7 @@ def _in_layout(rel: str, is_dir: bool) -> bool:
     return False
 
 
-def _same(path: Path, recorded: Any) -> bool:
+def _same(path: Path, recorded: JsonValue) -> bool:
     """Whether a file is the one the marker records (a plain file of that size and SHA-256)."""
     if not isinstance(recorded, dict) or path.is_symlink() or not path.is_file():
         return False
@@ -78,7 +93,7 @@ def _same(path: Path, recorded: Any) -> bool:
         return False
 
 
-def not_written(folder: Path, files: dict[str, Any] | None) -> list[str]:
+def not_written(folder: Path, files: JsonObject | None) -> list[str]:
     """The entries of a site folder the viewer did not write: with the marker's `files`, every file not
     listed or changed since, and every folder that holds no listed file; without (`files` None: an
     earlier build's site), every entry outside the site's layout, and every link."""
@@ -103,10 +118,11 @@ def _holds_run(folder: Path) -> bool:
             or any(folder.glob(f"*/{_RESULTS}")) or any(folder.glob(f"*/*/{_RESULTS}")))
 
 
-def _own_marker(folder: Path) -> dict[str, Any] | None:
-    """The folder's marker when it is the viewer's; None otherwise."""
+def _own_marker(folder: Path) -> JsonObject | None:
+    """The folder's marker when it is the viewer's; None otherwise (read as untrusted JSON: a copied or edited
+    marker gives no right to the folder)."""
     try:
-        found = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        found: JsonValue = json.loads((folder / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) and found.get("site") == "m3bench-viewer" else None

@@ -19,7 +19,6 @@ import io
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from engine.contract import shown
 from engine.contract.beneath import Refused, image_type, read_beneath, relative_parts
@@ -42,11 +41,11 @@ class SiteMedia:
         self.max_side = max_side
         self.limit = limit
         self.refused: dict[tuple[str, str, str], str] = {}
-        self._seen: dict[tuple[tuple[Path, ...], Path | None, str], dict[str, Any]] = {}
+        self._seen: dict[tuple[tuple[Path, ...], Path | None, str], dict[str, str]] = {}
         self._written: dict[str, str] = {}
 
     def image(self, task: tuple[str, str], path: str, workspace: Path | None,
-              folders: tuple[Path, ...]) -> dict[str, Any]:
+              folders: tuple[Path, ...]) -> dict[str, str]:
         """``{"name": path, "src": its file in the site}`` for an image the rule admits, else ``{"name": path,
         "refused": why}``, of a `task` (model, task id). A relative `path` is read beneath the task's `workspace`
         (None: refused); an absolute one beneath the first of the workspace and `folders` it lies under."""

@@ -7,9 +7,9 @@ those settings, and its viewer site when built; every column sorts, a text filte
 the rows, and two runs picked are shown side by side: model by model, each leaderboard column of both
 (their ``leaderboard.json``, else the index's Average Scores) with the difference, when they are
 comparable as the report app decides (the same settings digest, engine.reports.groups), else the
-settings that keep them apart and each run's own table. The page is one file: its script and styles are
-this package's (``static/runs.js``, ``static/runs.css``), its data JSON made safe inside ``<script>``
-(engine.viewer.text.js_literal), every text put in as text.
+settings that keep them apart and each run's own table. The page is one file: its scripts and styles are
+this package's (``static/dom.js`` then ``static/runs.js``: `RUNS_SCRIPTS`; ``static/runs.css``), its data
+JSON made safe inside ``<script>`` (engine.viewer.text.js_literal), every text put in as text.
 
 `serve_runs` serves the page on 127.0.0.1: it reads the index again whenever ``index.json`` changes (its
 size or time), the page asks for the runs every few seconds and draws the new ones without a reload, and
@@ -26,12 +26,12 @@ import mimetypes
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from urllib.parse import unquote, urlsplit
 
 from jinja2 import Environment, PackageLoader
 
-from engine.contract import InputError, Interrupted, atomic_write_text
+from engine.contract import InputError, Interrupted, JsonValue, atomic_write_text
 from engine.contract.beneath import Refused, read_beneath
 from engine.reports.groups import COMPARED
 from engine.reports.index import INDEX_FILE, SITE, best_model, entry_set, entry_settings, read_index, short_paths
@@ -41,6 +41,8 @@ PAGE = "runs.html"
 STATIC = Path(__file__).with_name("static")
 POLL_S = 3
 """How often a served page asks for new runs, in seconds."""
+RUNS_SCRIPTS = ("dom.js", "runs.js")
+"""The page's scripts, inlined in this order (runs.js uses dom.js's element helper)."""
 BOARD_LIMIT = 4 * 2 ** 20
 """The largest leaderboard.json of a run that is read (bytes)."""
 
@@ -50,14 +52,54 @@ def run_key(run: str) -> str:
     return hashlib.sha256(run.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def _board(run: Path) -> dict[str, Any] | None:
+class RunBoard(TypedDict):
+    """A run's leaderboard.json as the page shows it: the columns after the model, each model's cells."""
+
+    columns: list[str]
+    rows: dict[str, list[float | None]]
+
+
+class RunRow(TypedDict):
+    """One run of the page: its key, folder (relative and whole), time, models with their Average Score, best
+    model, set and settings, site address and leaderboard."""
+
+    key: str
+    run: str
+    path: str
+    time: object
+    models: list[list[object]]
+    best: list[object]
+    set: str
+    settings: object
+    site: str | None
+    board: RunBoard | None
+
+
+class RunsData(TypedDict):
+    """What the page shows (`runs_data`)."""
+
+    index: str
+    base: str
+    compared: list[str]
+    runs: list[RunRow]
+    live: bool
+    poll: int
+
+
+class ServedData(RunsData, total=False):
+    """The served page's data: with the ``version`` of the index it was read from."""
+
+    version: str
+
+
+def _board(run: Path) -> RunBoard | None:
     """A run's leaderboard.json as {columns, rows: {model: cells}} (numbers or None); None when absent or not
     one the reports write."""
     path = run / "leaderboard.json"
     try:
         if not path.is_file() or path.stat().st_size > BOARD_LIMIT:
             return None
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc: JsonValue = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     columns = doc.get("columns") if isinstance(doc, dict) else None
@@ -65,14 +107,15 @@ def _board(run: Path) -> dict[str, Any] | None:
     if not isinstance(columns, list) or not isinstance(rows, list) or not columns:
         return None
     labels = [str(c) for c in columns[1:]]
-    out = {}
+    first = columns[0]
+    out: dict[str, list[float | None]] = {}
     for row in rows:
-        if isinstance(row, dict) and isinstance(row.get(columns[0]), str):
-            out[cut(row[columns[0]])] = [number_or_none(row.get(c)) for c in labels]
+        if isinstance(row, dict) and isinstance(first, str) and isinstance(name := row.get(first), str):
+            out[cut(name)] = [number_or_none(row.get(c)) for c in labels]
     return {"columns": labels, "rows": out}
 
 
-def runs_data(index_dir: Path, live: bool = False) -> dict[str, Any]:
+def runs_data(index_dir: Path, live: bool = False) -> RunsData:
     """What the page shows of index_dir/index.json (module doc); `live`: each site linked through the server,
     else by its file address. InputError when there is no index or it holds no run."""
     index_dir = Path(index_dir)
@@ -81,7 +124,7 @@ def runs_data(index_dir: Path, live: bool = False) -> dict[str, Any]:
         raise InputError(index_dir / INDEX_FILE, "no run index here (score runs add to <index_dir>/index.json, "
                                                  "by default <home>/runs)")
     base, labels = short_paths([e["run"] for e in entries], index_dir)
-    runs = []
+    runs: list[RunRow] = []
     for entry, label in zip(entries, labels):
         run = Path(entry["run"])
         key = run_key(entry["run"])
@@ -99,13 +142,14 @@ def runs_data(index_dir: Path, live: bool = False) -> dict[str, Any]:
             "live": live, "poll": POLL_S}
 
 
-def runs_page(data: dict[str, Any]) -> str:
+def runs_page(data: RunsData) -> str:
     """The page's HTML of `runs_data`."""
     env = Environment(loader=PackageLoader("engine.viewer", "templates"), autoescape=True)
     env.filters["js"] = js_literal
-    script, styles = ((STATIC / name).read_text(encoding="utf-8") for name in ("runs.js", "runs.css"))
-    assert "</" not in script and "</" not in styles, "the page's own script and styles are inline"
-    return env.get_template("runs.html.j2").render(data=data, script=script, styles=styles)
+    scripts = [(STATIC / name).read_text(encoding="utf-8") for name in RUNS_SCRIPTS]
+    styles = (STATIC / "runs.css").read_text(encoding="utf-8")
+    assert all("</" not in text for text in (*scripts, styles)), "the page's own scripts and styles are inline"
+    return env.get_template("runs.html.j2").render(data=data, scripts=scripts, styles=styles)
 
 
 def write_runs_page(index_dir: Path, out: Path | None = None) -> Path:
@@ -122,10 +166,10 @@ class RunsState:
         self.index_dir = Path(index_dir)
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._data: dict[str, Any] = {}
+        self._data: ServedData | None = None
         self._sites: dict[str, Path] = {}
 
-    def current(self) -> dict[str, Any]:
+    def current(self) -> ServedData:
         """The data of the index as it is now, with its ``version`` (the index file's time and size)."""
         path = self.index_dir / INDEX_FILE
         with self._lock:
@@ -143,6 +187,7 @@ class RunsState:
                 self._data = {**data, "version": f"{stamp[0]}-{stamp[1]}"}
                 self._sites = {r["key"]: Path(r["path"]) / Path(SITE).parent for r in data["runs"]}
                 self._stamp = stamp
+            assert self._data is not None  # read above on the first call (the stamp starts as None)
             return self._data
 
     def site_file(self, key: str, rel: str) -> bytes:
@@ -188,7 +233,7 @@ def _handler(state: RunsState) -> type[http.server.BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             """Quiet: a served page asks every few seconds."""
 
     return Handler

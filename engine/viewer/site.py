@@ -3,7 +3,7 @@
 ``index.html`` carries the leaderboard and the task index inline; the reference steps
 (``data/gt.js``) and each model's tasks (``data/m/<slug>.js``) are loaded with a ``<script>`` tag when
 a view needs them (``fetch`` of ``file://`` is blocked in browsers). The page's script and styles are
-``core.js``, ``blocks.js``, ``task.js``, ``trials.js``, ``viewer.js`` and ``viewer.css`` of this package
+``dom.js``, ``core.js``, ``blocks.js``, ``task.js``, ``trials.js``, ``viewer.js`` and ``viewer.css`` of this package
 (`SCRIPTS`, loaded in that order); a repeated run's trials summary (`engine.viewer.trials`)
 is inline too; the report plots are copied beside them, and the
 task images as small JPEG thumbnails (`engine.viewer.images`); no other file is copied. Every text
@@ -20,13 +20,13 @@ import logging
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
 from engine.contract import atomic_write_json, atomic_write_text
 from engine.contract.staged import MANIFEST, staging, swap_in
-from engine.viewer.data import Run, board, model_data, read_run, reference_data, slug, task_index
+from engine.viewer.board import board
+from engine.viewer.data import ModelData, Run, model_data, read_run, reference_data, slug, task_index
 from engine.viewer.folder import MARKER, check_site_folder, marker, remove_old_stages, site_files
 from engine.viewer.images import task_images
 from engine.viewer.media import SiteMedia
@@ -36,7 +36,7 @@ from engine.viewer.trials import model_counts, trial_of, trials_data
 
 SITE_DIR = "viewer"
 STATIC = Path(__file__).with_name("static")
-SCRIPTS = ("core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js")
+SCRIPTS = ("dom.js", "core.js", "blocks.js", "transcript.js", "task.js", "trials.js", "viewer.js")
 """The page's scripts, in the order the page loads them (each uses what the ones before define)."""
 CHUNK = 256_000
 """Characters of transcripts per data file (a site of thousands of small ones keeps few files)."""
@@ -44,11 +44,11 @@ CHUNK = 256_000
 log = logging.getLogger(__name__)
 
 
-def _data_script(kind: str, key: str, value: Any) -> str:
+def _data_script(kind: str, key: str, value: object) -> str:
     return f"M3V.put({js_literal(kind)},{js_literal(key)},{js_literal(value)});\n"
 
 
-def _write_transcripts(folder: Path, key: str, data: dict[str, Any], transcripts: dict[str, Any]) -> None:
+def _write_transcripts(folder: Path, key: str, data: ModelData, transcripts: dict[str, dict[str, object]]) -> None:
     """The model's transcripts, in its tasks' order, as data/x/<model>/<n>.js files of about CHUNK characters
     each (a long one alone; loaded when a task's page opens); each task's ``x`` says where its own is:
     [n, its place in the file]."""

@@ -9,7 +9,8 @@ script itself puts text into the page only as text nodes and attribute values, n
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import overload
 
 from engine.contract import is_number
 
@@ -20,7 +21,7 @@ MAX_REPLY = 600
 _SCRIPT_SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
-def js_literal(value: Any) -> str:
+def js_literal(value: object) -> str:
     """Compact JSON that reads as the same value inside a <script> element or a .js file:
     ``<``, ``>``, ``&``, U+2028 and U+2029 written as \\u escapes (they occur only inside strings),
     so no text of the run can end the element, open a comment or start markup."""
@@ -30,12 +31,24 @@ def js_literal(value: Any) -> str:
     return text
 
 
-def number_or_none(value: Any) -> float | None:
+def number_or_none(value: object) -> float | None:
     """A finite number of a run's file as a float (engine.contract.is_number); None for anything else."""
-    return float(value) if is_number(value) else None
+    return float(value) if isinstance(value, (int, float)) and is_number(value) else None
 
 
-def cut(value: Any) -> Any:
+@overload
+def cut(value: str) -> str: ...
+
+
+@overload
+def cut(value: Mapping[str, object]) -> dict[str, object]: ...
+
+
+@overload
+def cut(value: object) -> object: ...
+
+
+def cut(value: object) -> object:
     """The value with every string longer than MAX_TEXT cut, noting its length (JSON-ready)."""
     if isinstance(value, str):
         return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + f"\u2026 [{len(value):,} characters in all]"
@@ -46,7 +59,7 @@ def cut(value: Any) -> Any:
     return value
 
 
-def cut_reply(text: Any) -> Any:
+def cut_reply(text: object) -> object:
     """A judge reply cut at MAX_REPLY characters (pointing to the judge file for the rest)."""
     if not isinstance(text, str) or len(text) <= MAX_REPLY:
         return text

@@ -27,15 +27,14 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from engine.contract import is_number, json_strings, safe_name
+from engine.contract import JsonObject, JsonValue, is_number, json_strings, safe_name
 from engine.contract.beneath import Refused, read_beneath
 from engine.contract.trajectory import Trajectory
 from engine.reports.read import ModelResult
 from engine.viewer.data import Run, reference_key
 from engine.viewer.media import SiteMedia
-from engine.viewer.text import cut
+from engine.viewer.text import cut, number_or_none
 
 log = logging.getLogger(__name__)
 
@@ -75,18 +74,19 @@ def rollout_folders(predictions: Path) -> RolloutFolders:
     return RolloutFolders(folder("workspace"), folder("tool_logs"))
 
 
-def _text(content: Any) -> tuple[str, list[str]]:
+def _text(content: object) -> tuple[str, list[str]]:
     """The text of a message's content and the paths of its image parts."""
     if isinstance(content, str):
         return content, []
-    texts, images = [], []
+    texts: list[str] = []
+    images: list[str] = []
     for part in content if isinstance(content, list) else []:
         if not isinstance(part, dict):
             continue
-        if isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif part.get("type") == "image" and isinstance(part.get("path"), str):
-            images.append(part["path"])
+        if isinstance(text := part.get("text"), str):
+            texts.append(text)
+        elif part.get("type") == "image" and isinstance(path := part.get("path"), str):
+            images.append(path)
         elif part.get("type") in ("image", "image_url"):
             texts.append("[an image given inline]")
     return "\n".join(texts), images
@@ -106,13 +106,13 @@ class TaskTranscript:
             self.workspace = None
         self.log = self._tool_log(folders.tool_logs)
 
-    def _tool_log(self, folder: Path | None) -> dict[tuple[int, int], dict[str, Any]]:
+    def _tool_log(self, folder: Path | None) -> dict[tuple[int, int], JsonObject]:
         """(step number, call number from 1) -> the tool log's line of the task (none without a tool log)."""
         if folder is None:
             return {}
         name = f"{safe_name(self.t.id)}.json"
         try:
-            doc = json.loads(read_beneath(folder, name, TOOL_LOG_LIMIT))
+            doc: JsonValue = json.loads(read_beneath(folder, name, TOOL_LOG_LIMIT))
         except Refused as exc:
             if str(exc) != "not found":
                 log.warning("%s: tool log not read (%s): its calls' files are not shown", folder / name, exc)
@@ -121,17 +121,18 @@ class TaskTranscript:
             log.warning("%s: tool log is not JSON (%s): its calls' files are not shown", folder / name, exc)
             return {}
         calls = doc.get("calls") if isinstance(doc, dict) else None
-        out = {}
+        out: dict[tuple[int, int], JsonObject] = {}
         for line in calls if isinstance(calls, list) else []:
-            if isinstance(line, dict) and isinstance(line.get("step"), int) and isinstance(line.get("index"), int):
-                out[(line["step"], line["index"])] = line
+            if isinstance(line, dict) and isinstance(step := line.get("step"), int) and isinstance(
+                    index := line.get("index"), int):
+                out[(step, index)] = line
         return out
 
-    def image(self, path: str) -> dict[str, Any]:
+    def image(self, path: str) -> dict[str, str]:
         """An image a text or a file list names, by the site's rule (engine.viewer.media)."""
         return self.media.image((self.model, self.t.id), path, self.workspace, self.declared)
 
-    def _calls(self) -> tuple[list[list[dict[str, Any]]], list[int]]:
+    def _calls(self) -> tuple[list[list[dict[str, object]]], list[int]]:
         """Per step its calls as the transcript shows them, and each step's number."""
         raw_steps = self.t.raw.get("steps")
         raw_steps = raw_steps if isinstance(raw_steps, list) else []
@@ -146,33 +147,34 @@ class TaskTranscript:
             numbers.append(number)
         return steps, numbers
 
-    def _call(self, call: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, call: JsonObject, line: JsonObject) -> dict[str, object]:
         result = call.get("result")
         text = result if isinstance(result, str) or result is None else json.dumps(result, ensure_ascii=False)
-        files: dict[str, dict[str, Any]] = {}
-        for rel in line.get("files") or []:
+        files: dict[str, dict[str, str]] = {}
+        listed = line.get("files")
+        for rel in listed if isinstance(listed, list) else []:
             if isinstance(rel, str) and rel:
                 files[rel] = self.image(rel) if rel.lower().endswith(IMAGE_SUFFIXES) else {"name": rel}
         for path in dict.fromkeys(p.rstrip(".:") for s in json_strings([result, call.get("arguments")])
                                   for p in FILE_REFERENCE.findall(s)):
             files.setdefault(path, self.image(path))
-        out: dict[str, Any] = {"r": cut(text)}
+        out: dict[str, object] = {"r": cut(text)}
         if isinstance(call.get("is_error"), bool):
             out["e"] = call["is_error"]
-        if is_number(line.get("duration_s")):
-            out["d"] = float(line["duration_s"])
+        if (duration := number_or_none(line.get("duration_s"))) is not None:
+            out["d"] = duration
         if files:
             out["f"] = list(files.values())
         return out
 
-    def build(self) -> dict[str, Any] | None:
+    def build(self) -> dict[str, object] | None:
         """The task's transcript (the module doc), or None when its record has no dialogue and no result."""
         calls, numbers = self._calls()
         dialogue = self.t.raw.get("dialogue")
         dialogue = [m for m in dialogue if isinstance(m, dict)] if isinstance(dialogue, list) else []
         if not dialogue and not any(c.get("r") is not None for step in calls for c in step):
             return None
-        items: list[list[Any]] = []
+        items: list[list[object]] = []
         placed = 0
         first_user = True
         for message in dialogue:
@@ -226,9 +228,9 @@ def _label(text: str) -> str:
 
 
 def model_transcripts(run: Run, result: ModelResult, media: SiteMedia,
-                      images_dir: Path | None) -> dict[str, dict[str, Any]]:
+                      images_dir: Path | None) -> dict[str, dict[str, object]]:
     """task id -> its transcript, for each task of a model's results whose record has one."""
-    folders = rollout_folders(Path(result.meta["predictions"]))
+    folders = rollout_folders(Path(str(result.meta["predictions"])))  # checked by read_run
     declared = (images_dir or reference_key(result)[0].parent,)
     predictions = run.predictions[result.name].tasks
     out = {}

@@ -8,12 +8,14 @@ figures each convention reports as the reports' table gives them. trials.json is
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from engine.contract import InputError, is_number
 from engine.metricspec import BY_KEY, label_of
 from engine.reports.trials import TRIAL_ROW, conventions_table, read_trials
 from engine.trials import AGENT_FAILURE, FINISHED, INFRASTRUCTURE, STATES, TRIALS_FILE, mean_std
+from engine.viewer.board import Board
+from engine.viewer.data import Run
 from engine.viewer.text import cut, number_or_none
 
 RATES = ("pass_at_k", "pass_hat_k", "avg_at_k")
@@ -21,15 +23,34 @@ RATES = ("pass_at_k", "pass_hat_k", "avg_at_k")
 LOSSES = ("losses_as_failures", "losses_excluded")
 
 
-def _rates(path: Path, model: str, doc: dict[str, Any], n: int) -> list[dict[str, Any]]:
+class _Summary(TypedDict):
+    name: str
+    trials: int
+    tasks: object
+    rule: object
+    slugs: list[str | None]
+    aggregate: list[list[object]]
+    rates: list[dict[str, object]]
+    inventory: dict[str, object]
+    slots: list[list[object]]
+
+
+class TrialSummary(_Summary, total=False):
+    """A model's trials summary as the site shows it (`trials_data`); its peer conventions' figures."""
+
+    conventions: dict[str, object] | None
+
+
+def _rates(path: Path, model: str, doc: dict[str, object], n: int) -> list[dict[str, object]]:
     """Per k = 1..n: {k, losses_as_failures: [[value, tasks] per rate], losses_excluded: ...}."""
     rows = []
     for k in range(1, n + 1):
-        row: dict[str, Any] = {"k": k}
+        row: dict[str, object] = {"k": k}
         for losses in LOSSES:
             cells = []
             for name in RATES:
-                block = doc.get(name, {}).get(losses, {}).get(str(k)) if isinstance(doc.get(name), dict) else None
+                rates = doc.get(name)
+                block = rates.get(losses, {}).get(str(k)) if isinstance(rates, dict) else None
                 if not isinstance(block, dict):
                     raise InputError(path, f"missing: {name}.{losses}.{k}", field=f"models.{model}.{name}.{losses}.{k}")
                 cells.append([number_or_none(block.get("value")), block.get("tasks")])
@@ -38,11 +59,13 @@ def _rates(path: Path, model: str, doc: dict[str, Any], n: int) -> list[dict[str
     return rows
 
 
-def _aggregates(doc: dict[str, Any], averages: list[float]) -> list[list[Any]]:
+def _aggregates(aggregate: object, averages: list[float]) -> list[list[object]]:
     """[[key, label, mean, std, n]]: the Average Score over the trials' leaderboard rows, every metric of
-    the metric table, then the other aggregates (counts and the like)."""
-    out = [[key, label_of(key), float(v["mean"]), float(v["std"]), v.get("n")] for key, v in doc["aggregate"].items()
-           if isinstance(v, dict) and is_number(v.get("mean")) and is_number(v.get("std"))]
+    the metric table, then the other aggregates (counts and the like) of a trials document's aggregate."""
+    blocks = aggregate.items() if isinstance(aggregate, dict) else ()
+    out: list[list[object]] = [[key, label_of(key), float(v["mean"]), float(v["std"]), v.get("n")]
+                               for key, v in blocks
+                               if isinstance(v, dict) and is_number(v.get("mean")) and is_number(v.get("std"))]
     out.sort(key=lambda row: row[0] not in BY_KEY)
     if averages:
         spread = mean_std(averages)
@@ -50,14 +73,14 @@ def _aggregates(doc: dict[str, Any], averages: list[float]) -> list[list[Any]]:
     return out
 
 
-def _model(path: Path, model: str, doc: Any, slugs: dict[str, str], averages: list[float]) -> dict[str, Any]:
+def _model(path: Path, model: str, doc: object, slugs: dict[str, str], averages: list[float]) -> TrialSummary:
     if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict) or not isinstance(doc.get("inventory"), dict):
         raise InputError(path, "a model's trials document needs meta and inventory", field=f"models.{model}")
     n = doc["meta"].get("trials")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise InputError(path, "must be a whole number >= 1", field=f"models.{model}.meta.trials")
     inv = doc["inventory"]
-    slots: dict[str, list[list[Any]]] = {}
+    slots: dict[str, list[list[object]]] = {}
     for record in inv.get("records") or []:
         trial, tid = record.get("trial"), str(record.get("id"))
         if record.get("state") not in STATES or not isinstance(trial, int) or not 1 <= trial <= n:
@@ -68,7 +91,7 @@ def _model(path: Path, model: str, doc: Any, slugs: dict[str, str], averages: li
     return {"name": model, "trials": n, "tasks": doc["meta"].get("tasks"),
             "rule": cut(doc["meta"].get("success_rule")),
             "slugs": [slugs.get(f"{model}_trial{i}") for i in range(1, n + 1)],
-            "aggregate": _aggregates(doc, averages),
+            "aggregate": _aggregates(doc["aggregate"], averages),
             "rates": _rates(path, model, doc, n),
             "inventory": {"slots": inv.get("slots"), **{s: inv.get(s) for s in STATES},
                           "per_trial": [[b.get("trial"), b.get(FINISHED), b.get(AGENT_FAILURE), b.get(INFRASTRUCTURE)]
@@ -78,7 +101,7 @@ def _model(path: Path, model: str, doc: Any, slugs: dict[str, str], averages: li
             "slots": [[tid, row] for tid, row in sorted(slots.items())]}
 
 
-def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> dict[str, Any] | None:
+def trials_data(folder: Path, slugs: dict[str, str], board: Board) -> dict[str, TrialSummary] | None:
     """model -> its trials summary for the site (None when the run has no trials.json); `board` is the
     site's leaderboard, whose trial rows (<model>_trial<i>) give the Average Score over the trials."""
     path = Path(folder) / TRIALS_FILE
@@ -89,8 +112,8 @@ def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> d
     averages: dict[str, list[float]] = {}
     for row in board["rows"]:
         m = TRIAL_ROW.match(row["model"])
-        if m and at is not None and is_number(row["cells"][at]):
-            averages.setdefault(m.group("model"), []).append(float(row["cells"][at]))
+        if m and at is not None and (value := number_or_none(row["cells"][at])) is not None:
+            averages.setdefault(m.group("model"), []).append(value)
     out = {model: _model(path, model, doc, slugs, averages.get(model, [])) for model, doc in models.items()}
     try:
         table = conventions_table(models)
@@ -103,9 +126,9 @@ def trials_data(folder: Path, slugs: dict[str, str], board: dict[str, Any]) -> d
     return out
 
 
-def trial_of(trials: dict[str, Any] | None) -> dict[str, list[Any]]:
+def trial_of(trials: dict[str, TrialSummary] | None) -> dict[str, list[object]]:
     """site key of a trial's results -> [its model, its trial index], for the trial's own page."""
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[object]] = {}
     for model, summary in (trials or {}).items():
         for i, key in enumerate(summary["slugs"], 1):
             if key is not None:
@@ -113,7 +136,7 @@ def trial_of(trials: dict[str, Any] | None) -> dict[str, list[Any]]:
     return out
 
 
-def model_counts(run: Any, trials: dict[str, Any] | None) -> dict[str, int]:
+def model_counts(run: Run, trials: dict[str, TrialSummary] | None) -> dict[str, int]:
     """{models, trials}: the run's models, each run over trials counted once (its trials' results are
     rows <model>_trial<i> of the run), and the trials' results among the run's results."""
     names = [r.name for r in run.results]

@@ -1,9 +1,9 @@
 // M3-Bench run viewer, shared part: the site's data, building elements, loading data files, formatting.
 // Data: M3V_SITE (inline in index.html; a repeated run's trials summary in M3V_SITE.trials); data/gt.js, data/m/<slug>.js and the
 // transcripts data/x/<slug>/<n>.js (a list; a task's x: [n, its place]), loaded on demand with <script> tags (they call M3V.put). The page's scripts, in order:
-// core.js (this), blocks.js (what the evaluators show), transcript.js (a task's transcript), task.js (a task's views),
+// dom.js (the element helper h), core.js (this), blocks.js (what the evaluators show), transcript.js (a task's transcript), task.js (a task's views),
 // trials.js (a repeated run), viewer.js (the leaderboard, a model's tasks, routing).
-// Every text of the run goes into the page as a text node or an attribute value (h), never as markup.
+// Every text of the run goes into the page as a text node or an attribute value (dom.js's h), never as markup.
 "use strict";
 
 const SITE = window.M3V_SITE;
@@ -15,21 +15,6 @@ const KEY = 60;  // characters of an argument's path shown (the whole path as it
 class NotFound extends Error {}
 // obj[key] when obj has it as its own key ("__proto__", "constructor" ... are no task ids of a run)
 const own = (obj, key) => obj && typeof key === "string" && Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
-
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "class") el.className = v;
-    else el.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
-  }
-  return el;
-}
 
 function fill(el, ...children) {
   el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));

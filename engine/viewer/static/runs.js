@@ -1,6 +1,6 @@
 // M3-Bench runs page (engine/viewer/runs.py): every run of a run index, one row per run with its models folded;
 // sortable, filterable, two runs side by side when comparable (the same settings digest, as report.py groups
-// results). Data: M3R_DATA (inline); served, the page asks runs.json for new runs every few seconds.
+// results). Data: M3R_DATA (inline); dom.js's h is inlined before it; served, the page asks runs.json for new runs every few seconds.
 // The state (sort, filters, the two runs picked) is kept in the address after #. Every text of the index goes
 // into the page as a text node or an attribute value, never as markup.
 "use strict";
@@ -8,21 +8,6 @@
 let DATA = window.M3R_DATA;
 const seenKeys = new Set(DATA.runs.map((r) => r.key));
 const freshKeys = new Set();
-
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "class") el.className = v;
-    else el.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
-  }
-  return el;
-}
 
 const fmt = (v, d = 4) => v === null || v === undefined ? "\u2013" : typeof v === "number" ? v.toFixed(d) : String(v);
 const when = (t) => t ? String(t).slice(0, 16).replace("T", " ") : "\u2013";
