@@ -33,7 +33,6 @@ from engine.api_sources import (
 from engine.contract import (
     ConfigError,
     JsonObject,
-    JsonValue,
     atomic_write_json,
     config_int,
     dumps_json,
@@ -72,7 +71,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Row: TypeAlias = "dict[str, JsonValue]"
+Row: TypeAlias = "dict[str, object]"
 """One row of a table: column -> cell (a number, a text or None), as the table's JSON file holds it."""
 
 
@@ -320,7 +319,7 @@ def _scores(outputs: list[FileResults], names: list[str], document: JsonObject |
         tables["intervals"] = intervals_table(board, document)
         if (pairwise := pairwise_table(document)) is not None:
             tables["pairwise"] = pairwise
-    per_task = [{"model": name, **{c: entry.get(c) for c in o.columns}}
+    per_task: list[Row] = [{"model": name, **{c: entry.get(c) for c in o.columns}}
                 for name, o in zip(names, outputs) for entry in results[name]["per_id"]]
     return Scores(leaderboard=board.records(), per_task=per_task,
                   families=[{"Family": family, **row} for family, table in families.items()
