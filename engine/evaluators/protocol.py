@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from engine.contract import ConfigError, JsonMapping, JsonObject, TrajectoryFile, task_records
-from engine.contract.settings import Judges, ModelConfig, SettingError, setting_text
+from engine.contract.settings import SettingError, setting_text
 from engine.evaluators.base import (
     INPUTS,
     Input,
@@ -197,19 +197,20 @@ class Evaluator(Protocol[EntryT, OptionsT]):
         """Why an earlier file, by its meta, cannot be resumed under this run's meta (None: it can)."""
         ...
 
-    def one_judge(self, options: OptionsT, judges: Judges) -> tuple[str, ModelConfig] | None:
-        """The one judge it asks under its options, as (name, model config); None: the whole pool."""
+    def one_judge(self, options: OptionsT, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
+        """The one judge it asks under its options and the judges config (``judges``), as (name, model
+        config); None: the whole pool."""
         ...
 
     def task_count(self, reference: Path) -> int | None:
         """The number of tasks its file records (meta ``num_total``) from the reference file; None: none."""
         ...
 
-    def check_task(self, options: OptionsT, task_id: str, task: TaskRecord | None) -> None:
+    def check_task(self, options: OptionsT, files: RunFiles, task_id: str, task: JsonMapping | None) -> None:
         """Raise the InputError its verdict would raise on a task record (every task is checked first)."""
         ...
 
-    def input_files(self, options: OptionsT, task: TaskInputs) -> dict[str, Path]:
+    def input_files(self, options: OptionsT, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """The files besides those of `card.task_files` whose content decides a task's verdict, by a name that
         stays when the data set's folder moves: their content is part of its input key."""
         ...
@@ -267,7 +268,7 @@ class Plain(Generic[EntryT, OptionsT]):
         """An earlier file can always be resumed."""
         return None
 
-    def one_judge(self, options: OptionsT, judges: Judges) -> tuple[str, ModelConfig] | None:
+    def one_judge(self, options: OptionsT, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
         """The whole pool is asked."""
         return None
 
@@ -275,10 +276,10 @@ class Plain(Generic[EntryT, OptionsT]):
         """No ``num_total``."""
         return None
 
-    def check_task(self, options: OptionsT, task_id: str, task: TaskRecord | None) -> None:
+    def check_task(self, options: OptionsT, files: RunFiles, task_id: str, task: JsonMapping | None) -> None:
         """Every task record is admitted."""
 
-    def input_files(self, options: OptionsT, task: TaskInputs) -> dict[str, Path]:
+    def input_files(self, options: OptionsT, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """No file besides the task's."""
         return {}
 
