@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import ConfigError, InputError
-from engine.evaluators._legacy import legacy
 from engine.evaluators.answer_parsing import (
     ODD_SCORES,
     PROMPT,
@@ -77,6 +76,7 @@ from engine.evaluators.check_scripts import (
 )
 from engine.evaluators.protocol import (
     Card,
+    Evaluator,
     EvaluatorOptions,
     JudgeContext,
     Plain,
@@ -384,4 +384,4 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
         return scripted_answer if purpose == NAME else None
 
 
-EVALUATOR = legacy(AnswerEquivalence())
+EVALUATOR: Evaluator[AnswerEntry, AnswerOptions] = AnswerEquivalence()

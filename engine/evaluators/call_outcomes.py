@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, call_made, check_choice, read_json
-from engine.evaluators._legacy import legacy
 from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_meta, format_version, pool_judge
-from engine.evaluators.protocol import Card, EvaluatorOptions, JudgeContext, Plain, ReadSettings, Verdict
+from engine.evaluators.protocol import Card, Evaluator, EvaluatorOptions, JudgeContext, Plain, ReadSettings, Verdict
 from engine.judging import (
     CALL_CLASSES,
     CALL_OUTCOME,
@@ -372,4 +371,4 @@ class CallOutcomes(Plain[CallEntry, CallOptions]):
         return _display(task)
 
 
-EVALUATOR = legacy(CallOutcomes())
+EVALUATOR: Evaluator[CallEntry, CallOptions] = CallOutcomes()

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TypedDict, cast
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, is_number, read_json
-from engine.evaluators._legacy import legacy
 from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_meta, format_version
 from engine.evaluators.protocol import (
     Card,
+    Evaluator,
     EvaluatorOptions,
     JudgeContext,
     Plain,
@@ -302,4 +302,4 @@ class M3Judges(Plain[M3Entry, M3Options]):
                                                                        task.get("info_grounding"))]}]
 
 
-EVALUATOR = legacy(M3Judges())
+EVALUATOR: Evaluator[M3Entry, M3Options] = M3Judges()

@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from engine.contract import JsonObject, JsonValue, Trajectory, TrajectoryFile
-from engine.evaluators._legacy import legacy
 from engine.evaluators.base import PROFILES, Metric, Verdicts
-from engine.evaluators.protocol import Card, EvaluatorOptions, Plain
+from engine.evaluators.protocol import Card, Evaluator, EvaluatorOptions, Plain
 from engine.evaluators.vtb_records import MULTI_TURN, SINGLE_TURN
 
 KEY = "tool_use"
@@ -127,4 +126,4 @@ class ToolUse(Plain[Mapping[str, JsonValue], EvaluatorOptions]):
             {"kind": "note", "text": "; ".join(f"{_COUNT_HEADS[k][0]}: {_COUNT_HEADS[k][1]}" for k in COUNTS)}]}]
 
 
-EVALUATOR = legacy(ToolUse())
+EVALUATOR: Evaluator[Mapping[str, JsonValue], EvaluatorOptions] = ToolUse()

@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, is_number
-from engine.evaluators._legacy import legacy
 from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_document, file_entries
 from engine.evaluators.check_scripts import (
     CheckFailed,
@@ -60,7 +59,16 @@ from engine.evaluators.check_scripts import (
     skipped_note,
     task_workspace,
 )
-from engine.evaluators.protocol import Card, EvaluatorOptions, JudgeContext, Plain, ReadSettings, RunFiles, Verdict
+from engine.evaluators.protocol import (
+    Card,
+    Evaluator,
+    EvaluatorOptions,
+    JudgeContext,
+    Plain,
+    ReadSettings,
+    RunFiles,
+    Verdict,
+)
 from engine.judging import check_settings
 
 log = logging.getLogger(__name__)
@@ -291,4 +299,4 @@ class Verifiers(Plain[CheckEntry, CheckOptions]):
         return _display(task)
 
 
-EVALUATOR = legacy(Verifiers())
+EVALUATOR: Evaluator[CheckEntry, CheckOptions] = Verifiers()

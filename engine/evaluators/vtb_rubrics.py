@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue
-from engine.evaluators._legacy import legacy
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
 from engine.evaluators.base import Metric, TaskInputs, Verdicts, pool_judge
 from engine.evaluators.protocol import (
     Card,
+    Evaluator,
     EvaluatorOptions,
     JudgeContext,
     Plain,
@@ -395,4 +395,4 @@ class VtbRubrics(Plain[RubricEntry, VtbOptions]):
         return scripted_reply if purpose == RUBRIC.purpose else None
 
 
-EVALUATOR = legacy(VtbRubrics())
+EVALUATOR: Evaluator[RubricEntry, VtbOptions] = VtbRubrics()

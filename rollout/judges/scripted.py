@@ -11,7 +11,7 @@ A request names its rubric by the ``purpose`` marker of its system message and c
 ``payload`` marker of its user message (engine.judging.questions.Rubric.messages; a request without it has
 the payload as its user message's JSON); the answer of each purpose is registered with `register_answer`, so a
 new rubric adds its scripted answer where it is defined: an evaluator declares its answers in its own module
-(``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
+(``Evaluator.scripted_answer``), and they are registered here. Importing this module registers the scripted
 policy ``judge`` (its ``bias`` from the model config), the answers of the built-in rubrics and those of
 every evaluator.
 
@@ -121,10 +121,13 @@ register_answer(CALL_OUTCOME, outcome_answer)
 
 
 def register_evaluator_answers() -> None:
-    """Register the scripted answers every evaluator declares (``Evaluator.scripted``)."""
+    """Register the scripted answers every evaluator declares for the prompts it asks
+    (``Evaluator.scripted_answer``)."""
     for found in evaluators():
-        for purpose, answer in found.scripted.items():
-            register_answer(purpose, answer)
+        for rubric in (*found.card.rubrics, *found.card.asked):
+            answer = found.scripted_answer(rubric.purpose)
+            if answer is not None:
+                register_answer(rubric.purpose, answer)
 
 
 register_evaluator_answers()
