@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.contract import TrajectoryFile
+from engine.contract import JsonObject, TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.answer_equivalence import ODD_SCORES
 from engine.evaluators.base import Verdicts
-from engine.evaluators.protocol import Evaluator, ReadSettings
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT, ReadSettings
 from engine.evaluators.vtb_scoring import COUNTS as VTB_COUNTS
 from engine.judging import mean
 from engine.metricspec import metric_value, metrics_of
@@ -40,21 +40,21 @@ class JoinedFiles:
     """The evaluator files of one prediction file: evaluator name -> path (only those there are)."""
 
     files: Mapping[str, Path] = field(default_factory=dict)
-    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    settings: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     """Evaluator name -> the keyword settings its ``read`` takes (e.g. vtb_rubrics: {"profile": ...})."""
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> JsonObject:
         """The files as the outputs' meta records them: the evaluator's option (judge, calls, ...) -> path,
         and ``<option>_<setting>`` -> value for the settings of the evaluators with a file."""
         by_name = {e.card.name: e.card for e in evaluators()}
-        out: dict[str, Any] = {by_name[name].option_name: str(path) for name, path in self.files.items()}
+        out: JsonObject = {by_name[name].option_name: str(path) for name, path in self.files.items()}
         for name, settings in self.settings.items():
             if name in self.files:
                 out.update((f"{by_name[name].option_name}_{k}", v) for k, v in settings.items())
         return out
 
 
-def joined_files(predictions: Path, explicit: Mapping[str, Any] | None = None) -> JoinedFiles:
+def joined_files(predictions: Path, explicit: Mapping[str, str | Path | None] | None = None) -> JoinedFiles:
     """Per evaluator that reads a file: the file named by its option in `explicit` (e.g. {"judge":
     PATH}), else the companion file beside the predictions when it exists."""
     explicit = explicit or {}
@@ -84,7 +84,7 @@ class Joined:
     """(file, the ids it has an entry for, its headline metric) of the files of the evaluators that judge
     every task (answers, checks): every scored task should have an entry, and the headline a value."""
 
-    def add(self, evaluator: Evaluator[Any, Any], values: Verdicts) -> None:
+    def add(self, evaluator: Evaluator[EntryT, OptionsT], values: Verdicts) -> None:
         """Join one evaluator's values."""
         self.totals.update(values.totals)
         for tid, block in values.per_id.items():
@@ -98,7 +98,7 @@ class Joined:
         return [k for e in evaluators() for k in (*(m.key for m in e.card.metrics), *e.card.columns) if k in present]
 
 
-def _warn_unmatched(path: Path, per_id: Mapping[str, Any], predictions: TrajectoryFile) -> None:
+def _warn_unmatched(path: Path, per_id: Mapping[str, object], predictions: TrajectoryFile) -> None:
     """Warn about the ids of an evaluator file that match no prediction (their values count nowhere)."""
     unmatched = [tid for tid in per_id if tid not in predictions.tasks]
     if unmatched:
@@ -167,7 +167,7 @@ out-of-range judge scores; VisualToolBench's fenced and empty judge replies and 
 in an evaluator's aggregate or its ``rubrics`` block when not zero; docs/judges.md says what each would do."""
 
 
-def _file_aggregate(evaluator: Evaluator[Any, Any], path: Path) -> dict[str, Any]:
+def _file_aggregate(evaluator: Evaluator[EntryT, OptionsT], path: Path) -> dict[str, Any]:
     """The joined aggregate of an evaluator's file over the tasks it has."""
     values = evaluator.read(path, ReadSettings()) if evaluator.card.suffix is not None else Verdicts()
     joined = Joined()
@@ -182,7 +182,7 @@ def odd_counts(aggregate: Mapping[str, Any]) -> dict[str, int]:
     return {k: found[k] for k in ODD_COUNTS if found.get(k)}
 
 
-def verdict_lines(evaluator: Evaluator[Any, Any], path: Path) -> list[str]:
+def verdict_lines(evaluator: Evaluator[EntryT, OptionsT], path: Path) -> list[str]:
     """The closing lines of an evaluator's file, read once: its headline numbers under the papers' names over
     the tasks it has (its leaderboard columns: Task Completion, Information Grounding, VisualToolBench's rubric
     scores; else its HEADLINE_KEYS: SR, Accuracy; else every metric it reports: the call outcome counts), then
@@ -191,7 +191,7 @@ def verdict_lines(evaluator: Evaluator[Any, Any], path: Path) -> list[str]:
     metrics = metrics_of(evaluator.card.name)
     shown = ([m for m in metrics if m.column] or [m for m in metrics if m.key in HEADLINE_KEYS] or list(metrics))
 
-    def cell(value: Any) -> str:
+    def cell(value: object) -> str:
         if value is None:
             return "–"
         return f"{value:.4f}" if isinstance(value, float) else str(value)

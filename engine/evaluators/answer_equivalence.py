@@ -52,9 +52,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from engine.contract import ConfigError, InputError
+from engine.contract import ConfigError, InputError, JsonMapping, JsonObject, JsonValue
 from engine.evaluators.answer_parsing import (
     ODD_SCORES,
     PROMPT,
@@ -112,7 +112,7 @@ _OUTPUTS = re.compile(r"^\./outputs/\{OUTPUT_SUB_FOLDER\}/task_outputs(?=/|$)/?"
 """The published runner's output folder in a check script's path: the task's workspace here."""
 
 
-def parser_of(options: Mapping[str, Any]) -> str:
+def parser_of(options: JsonMapping) -> str:
     """The ``parser`` setting (default ``published``); ConfigError naming it when unknown."""
     parser = options.get("parser") or "published"
     if parser not in PARSERS:
@@ -121,7 +121,7 @@ def parser_of(options: Mapping[str, Any]) -> str:
     return parser
 
 
-def usable_truth(value: Any) -> bool:
+def usable_truth(value: object) -> bool:
     """Whether a ground truth (a tasks file's, or what an answer template returned) can be judged against:
     a non-empty string or a finite number (NaN, infinities, booleans, lists and blanks cannot)."""
     return (isinstance(value, (str, int, float)) and not isinstance(value, bool)
@@ -257,14 +257,14 @@ def _check_entry(path: Path, task_id: str, entry: object) -> AnswerEntry:
     return entry
 
 
-def _display(task: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _display(task: JsonMapping | None) -> list[JsonObject]:
     """The viewer's block of a task (`AnswerEquivalence.display`)."""
     if task is None or "level" not in task:
         return []
     score = task.get("score")
     judges, replied = task.get("judges"), task.get("replies")
-    scores: Mapping[str, Any] = judges if isinstance(judges, Mapping) else {}
-    replies: Mapping[str, Any] = replied if isinstance(replied, Mapping) else {}
+    scores: JsonMapping = judges if isinstance(judges, Mapping) else {}
+    replies: JsonMapping = replied if isinstance(replied, Mapping) else {}
     reason, level = task.get("reason"), task.get("level") or "\u2013"
     return [{"title": "Answer equivalence", "id": "answer", "parts": [
         {"kind": "verdict", "label": f"level {level} \u00b7 E =",
@@ -313,7 +313,7 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
             found.update(script_imports(script, script.parent.parent, package=True))
         return found
 
-    def export(self, entries: Mapping[str, AnswerEntry], meta: Mapping[str, Any]) -> dict[str, Any]:
+    def export(self, entries: Mapping[str, AnswerEntry], meta: JsonMapping) -> JsonObject:
         """The file: aggregate (over every entry; with the SR of every level group, the ids whose check
         script or answer template failed and the counts of ODD_SCORES replies), per_id and meta."""
         levels = {i: e["level"] for i, e in entries.items()}
@@ -328,19 +328,18 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
             rates[kind] = sum(int((e.get("odd_scores") or {}).get(kind, 0)) for e in entries.values())
         parser = parser_of(meta)
         prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
-        return {"aggregate": rates, "per_id": dict(entries),
+        return {"aggregate": rates, "per_id": cast(JsonObject, dict(entries)),
                 "meta": {**meta, "parser": parser, "prompt_version": prompt.version}}
 
     def load(self, path: Path) -> dict[str, AnswerEntry]:
         """The checked entries of an earlier file (to resume), id -> entry."""
         return file_entries(path, "answer equivalence file", _check_entry, SUFFIX)
 
-    def one_judge(self, options: AnswerOptions, judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    def one_judge(self, options: AnswerOptions, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
         """The pool's first judge under the published reading (it alone is asked), else None (every judge)."""
         return pool_judge(judges) if parser_of({"parser": options.parser}) == "published" else None
 
-    def check_task(self, options: AnswerOptions, files: RunFiles, task_id: str, task: Mapping[str, Any] | None
-                   ) -> None:
+    def check_task(self, options: AnswerOptions, files: RunFiles, task_id: str, task: JsonMapping | None) -> None:
         """Raise the InputError the judge would raise on this task's fields (the judge app checks every task
         before the first judge is asked), and on the scripts it names."""
         where = files.tasks or Path("tasks file")
@@ -355,14 +354,14 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
         found, meta = file_document(Path(path), "answer equivalence file", _check_entry, SUFFIX)
         out = Verdicts(meta=meta)
         for tid, entry in found.items():
-            values: dict[str, Any] = {"answer_level": entry["level"]}
+            values: dict[str, JsonValue] = {"answer_level": entry["level"]}
             if entry["score"] is not None:
                 values["answer_success"] = entry["score"]
             out.per_id[tid] = values
             out.detail[tid] = entry
         return out
 
-    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
+    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> JsonObject:
         """`success_rates` over these ids (ids without an entry are left out), and the counts of ODD_SCORES
         replies among them when not zero."""
         known = [i for i in ids if i in verdicts.per_id]
@@ -374,7 +373,7 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
                 out[kind] = count
         return out
 
-    def display(self, task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
         """The viewer's block of a task: its level, E (1, 0, or skipped) with the reason, each judge's score
         and reply."""
         return _display(task)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
-from engine.contract import InputError, Trajectory, read_json
+from engine.contract import InputError, JsonMapping, JsonObject, Trajectory, read_json
 
 Input = Literal["prediction", "final_answer", "reference", "task", "workspace", "tool_log", "file_entries",
                 "catalogue"]
@@ -23,6 +23,8 @@ about every id of the file, those lost to the infrastructure included), and the 
 (``catalogue``: loaded once per run by the judge app from its config entry's ``catalogue`` setting, in
 the context; its source recorded in the meta)."""
 INPUTS: tuple[str, ...] = get_args(Input)
+EntryT = TypeVar("EntryT")
+"""An entry of an evaluator's file as its checker gives it."""
 PROFILES: tuple[str, ...] = ("reference", "paper")
 """The metrics profiles: the published scorer (``reference``) and the paper's formulas (``paper``)."""
 
@@ -85,19 +87,19 @@ class Verdicts:
     per_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     totals: dict[str, Any] = field(default_factory=dict)
     detail: dict[str, dict[str, Any]] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)
     """The file's ``meta`` as its reader kept it (what a display shows of the file as a whole)."""
 
 
 FORMAT_PREFIX = "m3bench."
 
 
-def format_record(name: str, version: int = 1) -> dict[str, Any]:
+def format_record(name: str, version: int = 1) -> JsonObject:
     """The ``meta.format`` record of a file the project writes: {"name": "m3bench.<name>", "version": N}."""
     return {"name": FORMAT_PREFIX + name, "version": version}
 
 
-def format_version(path: Path, root: Any, name: str, versions: Sequence[int] = (1,)) -> int:
+def format_version(path: Path, root: object, name: str, versions: Sequence[int] = (1,)) -> int:
     """The version of a file of format `name` as its ``meta.format`` records it; a file without the record
     (a published shape, a drop-in) is version 1. InputError for a record of another format or a version
     this reader does not know."""
@@ -119,15 +121,15 @@ def format_version(path: Path, root: Any, name: str, versions: Sequence[int] = (
     return version
 
 
-def file_entries(path: Path, what: str, check: Callable[[Path, str, Any], dict[str, Any]],
-                 name: str | None = None) -> dict[str, dict[str, Any]]:
+def file_entries(path: Path, what: str, check: Callable[[Path, str, object], EntryT],
+                 name: str | None = None) -> dict[str, EntryT]:
     """id -> entry of the ``per_id`` object of an evaluator's file, each checked by `check(path, id,
     entry)`; `what` names the file in errors; `name`, when given, its format (`format_version`)."""
     return file_document(path, what, check, name)[0]
 
 
-def file_document(path: Path, what: str, check: Callable[[Path, str, Any], dict[str, Any]],
-                  name: str | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+def file_document(path: Path, what: str, check: Callable[[Path, str, object], EntryT],
+                  name: str | None = None) -> tuple[dict[str, EntryT], JsonObject]:
     """(`file_entries`, the file's meta) of an evaluator's file, read once."""
     root = read_json(path, what)
     if name is not None:
@@ -135,14 +137,13 @@ def file_document(path: Path, what: str, check: Callable[[Path, str, Any], dict[
     return root_entries(path, root, check), file_meta(root)
 
 
-def file_meta(root: Any) -> dict[str, Any]:
+def file_meta(root: object) -> JsonObject:
     """The ``meta`` object of a file's root (empty when it has none)."""
     meta = root.get("meta") if isinstance(root, dict) else None
     return dict(meta) if isinstance(meta, dict) else {}
 
 
-def root_entries(path: Path, root: Any,
-                 check: Callable[[Path, str, Any], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def root_entries(path: Path, root: object, check: Callable[[Path, str, object], EntryT]) -> dict[str, EntryT]:
     """id -> entry of the ``per_id`` object of an evaluator file's root already read, each checked by
     `check(path, id, entry)`."""
     per_id = root.get("per_id") if isinstance(root, dict) else None
@@ -151,22 +152,23 @@ def root_entries(path: Path, root: Any,
     return {str(tid): check(path, str(tid), entry) for tid, entry in per_id.items()}
 
 
-def pool_judge(judges: Mapping[str, Any], name: str | None = None,
-               where: str = "judges.pool") -> tuple[str, Mapping[str, Any]]:
+def pool_judge(judges: JsonMapping, name: str | None = None, where: str = "judges.pool") -> tuple[str, JsonMapping]:
     """(name, model config) of the judge `name` of the judges config's pool (``judges.pool``), or of
     its first judge when `name` is None; InputError naming the setting `where` when it has none such."""
     pool = judges.get("pool")
     if not isinstance(pool, Mapping) or not pool:
         raise InputError("config", "the judge pool is empty: choose judges=<pool> or add judges", field="judges.pool")
-    if name is None:
-        first = next(iter(pool))
-        return str(first), pool[first]
-    if name not in pool:
+    chosen = str(next(iter(pool))) if name is None else name
+    if chosen not in pool:
         raise InputError("config", f"no judge {name!r} in the pool ({', '.join(map(str, pool))})", field=where)
-    return name, pool[name]
+    config = pool[chosen]
+    if not isinstance(config, Mapping):
+        raise InputError("config", f"must be a model config, got {str(config)[:40]!r}", field=f"judges.pool.{chosen}")
+    return chosen, config
 
 
-def object_entry(path: Path, task_id: str, entry: object) -> dict[str, Any]:
+def object_entry(path: Path, task_id: str, entry: object) -> JsonObject:
+    """An entry of an evaluator's file, checked to be an object."""
     if not isinstance(entry, dict):
         raise InputError(path, "must be an object", task_id=task_id)
     return entry

@@ -177,12 +177,12 @@ def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], samp
 # file positions of its objects, their illegal formats and their calls' labels; the document puts them
 # back in file order.
 
-def entry_calls(entry: Mapping[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
+def entry_calls(entry: JsonMapping) -> list[tuple[int, int, JsonObject]]:
     """(step index, call index, call) of every call object of an entry's steps."""
     steps = entry.get("steps")
     return [(si, ci, call) for si, step in enumerate(steps if isinstance(steps, list) else [])
-            if isinstance(step, dict) and isinstance(step.get("calls"), list)
-            for ci, call in enumerate(step["calls"]) if isinstance(call, dict)]
+            if isinstance(step, dict) and isinstance(calls := step.get("calls"), list)
+            for ci, call in enumerate(calls) if isinstance(call, dict)]
 
 
 def classified_entry(task_id: str, objects: Sequence[tuple[int, Mapping[str, Any]]], catalogue: Catalogue | None
@@ -202,13 +202,13 @@ def classified_entry(task_id: str, objects: Sequence[tuple[int, Mapping[str, Any
     return {"entries": [position for position, _ in objects], "illegal": illegal, "calls": labels}, calls
 
 
-def agreement_of(labels: list[dict[str, Any]]) -> dict[str, Any]:
+def agreement_of(labels: Sequence[JsonMapping]) -> JsonObject:
     """Per class of the rules: the calls a rule settled in that class, how many of them the
     classifier put in the same class, and the rate; plus the calls no rule settles."""
     ruled = Counter(label["rule"] for label in labels if label["rule"] and label["label"])
     agree = Counter(label["rule"] for label in labels if label["rule"] and label["rule"] == label["label"])
-    per_class = {key: {"rule": ruled[key], "agree": agree[key],
-                       "rate": agree[key] / ruled[key] if ruled[key] else None} for key in CALL_CLASSES}
+    per_class: JsonObject = {key: {"rule": ruled[key], "agree": agree[key],
+                                   "rate": agree[key] / ruled[key] if ruled[key] else None} for key in CALL_CLASSES}
     total, same = sum(ruled.values()), sum(agree.values())
     return {**per_class, "all": {"rule": total, "agree": same, "rate": same / total if total else None},
             "no_rule": sum(1 for label in labels if label["rule"] is None)}

@@ -47,9 +47,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from engine.contract import InputError, is_number
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, is_number
 from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_document, file_entries
 from engine.evaluators.check_scripts import (
     CheckFailed,
@@ -114,7 +114,7 @@ async def judge(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> CheckEnt
     return {**entry, **({"group": group} if group else {}), **({"usage": _usage(ctx, inputs)} if recorded else {})}
 
 
-def _usage(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> dict[str, Any]:
+def _usage(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> JsonObject:
     """The run's tool calls, tokens (as the rollout recorded them in the record's ``usage``) and cost in
     USD (null without the ``price`` setting, USD per million input / output tokens)."""
     assert inputs.prediction is not None
@@ -177,11 +177,11 @@ def _check_entry(path: Path, task_id: str, entry: object) -> CheckEntry:
 _SHOWN = ("check", "checks", "passed", "error", "reason")
 
 
-def _display(task: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def _display(task: JsonMapping | None) -> list[JsonObject]:
     """The viewer's block of a task (`Verifiers.display`)."""
     if task is None or "passed" not in task:
         return []
-    parts: list[dict[str, Any]] = [{"kind": "note", "text": str(task["check"])}] if task.get("check") else []
+    parts: list[JsonValue] = [{"kind": "note", "text": str(task["check"])}] if task.get("check") else []
     reason = str(task["reason"]) if task.get("reason") else ""
     if task.get("error") is not None:
         parts.append({"kind": "error", "text": str(task["error"])})
@@ -189,14 +189,14 @@ def _display(task: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         parts.append({"kind": "note", "text": reason or "not checked"})
     else:
         listed = task.get("checks")
-        checks: list[Any] = listed if isinstance(listed, list) else []
+        checks: list[JsonValue] = listed if isinstance(listed, list) else []
         parts += [{"kind": "badges", "items": [[str(c), bool(c)] for c in checks]},
                   {"kind": "verdict", "label": "checks", "pass": bool(task["passed"]),
                    "text": "passed" if task["passed"] else "failed", "note": reason}]
     return [{"title": "Verifier", "id": "checks", "parts": parts}]
 
 
-def accuracy(successes: Sequence[int | None]) -> dict[str, Any]:
+def accuracy(successes: Sequence[int | None]) -> JsonObject:
     """Accuracy over tasks given by their S_i (None: evaluator error): over all of them counting errors as
     failures, and over the evaluated ones; with the counts."""
     evaluated = [s for s in successes if s is not None]
@@ -260,14 +260,14 @@ class Verifiers(Plain[CheckEntry, CheckOptions]):
             return {}
         return script_imports(module, tasks_file.resolve().parent)
 
-    def export(self, entries: Mapping[str, CheckEntry], meta: Mapping[str, Any]) -> dict[str, Any]:
+    def export(self, entries: Mapping[str, CheckEntry], meta: JsonMapping) -> JsonObject:
         """The file: aggregate (`breakdown`, the ids with an evaluator error, the skipped count), per_id and
         meta."""
         checked = {i: e for i, e in entries.items() if e.get("error") is not None or e.get("passed") is not None}
         agg = breakdown([(None if e.get("error") is not None else int(e["passed"]), e) for e in checked.values()])
         agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
         agg["skipped"] = len(entries) - len(checked)
-        return {"aggregate": agg, "per_id": dict(entries), "meta": dict(meta)}
+        return {"aggregate": agg, "per_id": cast(JsonObject, dict(entries)), "meta": dict(meta)}
 
     def load(self, path: Path) -> dict[str, CheckEntry]:
         """The checked entries of an earlier file (to resume), id -> entry."""
@@ -288,12 +288,12 @@ class Verifiers(Plain[CheckEntry, CheckOptions]):
                                **{k: entry.get(k) for k in _SHOWN}}
         return out
 
-    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
+    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> JsonObject:
         """`breakdown` over the checked tasks among these ids."""
         return breakdown([(verdicts.per_id[i]["check_success"], verdicts.detail.get(i, {})) for i in ids
                           if i in verdicts.per_id])
 
-    def display(self, task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
         """The viewer's block of a task: its check script, and its checks and pass, an evaluator error (apart
         from the agent's failure), or why it was not checked."""
         return _display(task)

@@ -126,7 +126,7 @@ def turn_answers(inputs: TaskInputs, n_turns: int) -> list[str | None]:
     return [inputs.final_answer or ""] * n_turns
 
 
-def parse_verdict(text: str) -> tuple[Any, str]:
+def parse_verdict(text: str) -> tuple[JsonValue, str]:
     """(label, explanation) of a judge reply ``{"explanation", "judge_result": label}``, the label as
     given; ValueError for a reply without such an object."""
     reply = json_object(text)
@@ -139,7 +139,7 @@ def parse_verdict(text: str) -> tuple[Any, str]:
 _QUOTED = re.compile(r'"([^"]+)"')
 
 
-def scripted_verdict(payload: Mapping[str, Any], strict: bool = False) -> str:
+def scripted_verdict(payload: JsonMapping, strict: bool = False) -> str:
     """A scripted judge's reply to the rubric prompt: Met when every double-quoted phrase of the
     criterion appears in the answer (ignoring case unless `strict`), or, for a criterion without one,
     when the answer is not empty."""
@@ -163,7 +163,7 @@ def scripted_reply(payload: JsonObject, bias: float) -> str:
     return scripted_verdict(payload, strict=bias <= -0.1)
 
 
-def rubric_payload(turn: Turn, rubric: RubricItem, answer: str) -> dict[str, Any]:
+def rubric_payload(turn: Turn, rubric: RubricItem, answer: str) -> JsonObject:
     """What a judge sees of one rubric: the turn's question and gold answer, the criterion, the answer."""
     return {"question": turn.prompt, "gold_answer": turn.golden_answer, "rubric": rubric.description,
             "answer": answer}
@@ -187,7 +187,7 @@ async def _one_verdict(ctx: JudgeContext[VtbOptions], spec: JudgeSpec, question:
                        ) -> dict[str, Any]:
     name = spec.identity["model"]
 
-    def read_reply(text: str) -> tuple[Any, str]:
+    def read_reply(text: str) -> tuple[JsonValue, str]:
         kind = published_oddity(text)
         if kind is not None:
             odd[kind] = odd.get(kind, 0) + 1
@@ -283,11 +283,11 @@ def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[st
                                for d in found.ranked[:top] if d.disagreement > 0]}
 
 
-def _passed(value: Any) -> str:
+def _passed(value: object) -> str:
     return "pass" if value is True else "fail" if value is False else "not scored"
 
 
-def _verdict(met: Any) -> dict[str, Any]:
+def _verdict(met: object) -> JsonObject:
     return {"badge": "Met" if met is True else "Not Met" if met is False else "no verdict",
             "pass": met if isinstance(met, bool) else None}
 

@@ -17,7 +17,7 @@ from typing import Any
 from engine.contract import TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.base import Verdicts
-from engine.evaluators.protocol import Evaluator, ReadSettings
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT, ReadSettings
 from engine.judge_results import companion_path
 from engine.reports.read import ModelResult
 from engine.viewer.text import cut, cut_reply
@@ -37,7 +37,7 @@ class Shown:
     model: list[dict[str, Any]] = field(default_factory=list)
 
 
-def evaluator_file(result: ModelResult, e: Evaluator[Any, Any]) -> Path | None:
+def evaluator_file(result: ModelResult, e: Evaluator[EntryT, OptionsT]) -> Path | None:
     """An evaluator's file as the score app found it: named in the results' meta under the evaluator's
     option, else ``<predictions stem>_<suffix>.json`` beside the predictions; None when there is none."""
     named = result.meta.get(e.card.option_name)
@@ -52,14 +52,14 @@ def evaluator_file(result: ModelResult, e: Evaluator[Any, Any]) -> Path | None:
     return path if path.is_file() else None
 
 
-def read_settings(result: ModelResult, e: Evaluator[Any, Any]) -> ReadSettings:
+def read_settings(result: ModelResult, e: Evaluator[EntryT, OptionsT]) -> ReadSettings:
     """How the score app read the evaluator's file, as the results' meta records it (``<option>_profile``, as
     engine.judge_results writes it)."""
     profile = result.meta.get(f"{e.card.option_name}_profile")
     return ReadSettings(vtb_profile=None if profile is None else str(profile))
 
 
-def _values(result: ModelResult, e: Evaluator[Any, Any], predictions: TrajectoryFile) -> Verdicts | None:
+def _values(result: ModelResult, e: Evaluator[EntryT, OptionsT], predictions: TrajectoryFile) -> Verdicts | None:
     if e.card.suffix is not None:
         path = evaluator_file(result, e)
         return None if path is None else e.read(path, read_settings(result, e))
@@ -77,7 +77,7 @@ def _cell(value: Any) -> Any:
     return cut(value)
 
 
-def _block(e: Evaluator[Any, Any], block: Any) -> dict[str, Any]:
+def _block(e: Evaluator[EntryT, OptionsT], block: Any) -> dict[str, Any]:
     """A display's block, checked to be of the known kinds, its texts cut."""
     if not isinstance(block, dict) or not isinstance(block.get("parts"), list):
         raise ValueError(f"evaluator {e.card.name}: display gave a block without parts: {str(block)[:80]}")

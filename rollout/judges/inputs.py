@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.contract import InputError, check_name, digest, read_json, task_records
 from engine.evaluators.base import TaskInputs
-from engine.evaluators.protocol import Evaluator
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
 
@@ -79,7 +79,7 @@ def evaluator_options(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
     return dict((cfg.get("evaluators") or {}).get(name) or {})
 
 
-def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator[Any, Any], predictions: Path) -> Path:
+def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], predictions: Path) -> Path:
     """The file of an evaluator: its entry's ``output``, else <predictions stem>_<suffix>.json."""
     explicit = evaluator_options(cfg, judged.card.name).get("output")
     return Path(explicit) if explicit else companion_path(predictions, str(judged.card.suffix))

@@ -49,7 +49,16 @@ from engine.contract.progress import TaskBar
 from engine.contract.settings import Shard, parse_shard
 from engine.evaluators import evaluator
 from engine.evaluators.base import TaskInputs
-from engine.evaluators.protocol import Evaluator, EvaluatorOptions, JudgeContext, RunFiles, Verdict, options_of
+from engine.evaluators.protocol import (
+    EntryT,
+    Evaluator,
+    EvaluatorOptions,
+    JudgeContext,
+    OptionsT,
+    RunFiles,
+    Verdict,
+    options_of,
+)
 from engine.judge_results import verdict_lines
 from engine.judging import JudgeFailure, JudgeSpec
 from engine.serialize import scored_ids
@@ -116,10 +125,8 @@ class Stage:
     """Where the files its questions name may lie (rollout.judges.images)."""
     refused: dict[str, dict[str, str]] = field(default_factory=dict)
     """Task id -> file reference -> why it was not shown to the judges, this run."""
-    typed: EvaluatorOptions = field(default_factory=EvaluatorOptions)
-    """Its options, from its config entry (engine.evaluators.protocol.options_of)."""
-    files: RunFiles = field(default_factory=lambda: RunFiles(Path()))
-    """The run's files it judges with."""
+    typed: EvaluatorOptions = field(default_factory=EvaluatorOptions)  # its options (options_of its entry)
+    files: RunFiles = field(default_factory=lambda: RunFiles(Path()))  # the run's files it judges with
 
     @property
     def names(self) -> list[str]:
@@ -136,7 +143,7 @@ class Stage:
                           file_entries=self.objects.get(tid, ()))
 
 
-async def read_stage(cfg: Mapping[str, Any], judged: Evaluator[Any, Any], preds: TrajectoryFile,
+async def read_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
                      gt: TrajectoryFile | None, catalogues: Catalogues | None) -> Stage:
     """What an evaluator reads on this run: its config entry (with the run's files, FILE_OPTIONS), the tasks
     file, the rollout's folders, the predictions file's objects, its judges (none for one that asks no
@@ -279,7 +286,7 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
                 f"{sum(u.cached for u in pool.usage.values())} reply(ies) from the cache")
 
 
-def report(judged: Evaluator[Any, Any], store: VerdictFile, todo: list[str], asked: str, sharded: bool,
+def report(judged: Evaluator[EntryT, OptionsT], store: VerdictFile, todo: list[str], asked: str, sharded: bool,
            refused: Mapping[str, Mapping[str, str]] | None = None) -> None:
     """The lines of an evaluator's run: what was judged, the file references its judges were not shown
     (`refused`: task id -> path -> why), and (unsharded) its headline and odd counts."""
@@ -294,7 +301,7 @@ def report(judged: Evaluator[Any, Any], store: VerdictFile, todo: list[str], ask
             print(f"{judged.card.name}: {closing}")
 
 
-def merge_parts(judged: Evaluator[Any, Any], merged: Path, parts_dir: Path, shard: Shard, order: list[str],
+def merge_parts(judged: Evaluator[EntryT, OptionsT], merged: Path, parts_dir: Path, shard: Shard, order: list[str],
                 meta: Mapping[str, Any], inputs: Any, stage: Stage) -> None:
     """Merge the shards' part files once every part is complete, saying so, or what it waits for."""
     merge_when_complete(judged.card.name, shard, merged, [part_path(parts_dir, merged, s) for s in shard.siblings()],
@@ -302,7 +309,7 @@ def merge_parts(judged: Evaluator[Any, Any], merged: Path, parts_dir: Path, shar
                                                stage.specs, stage.names))
 
 
-async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator[Any, Any], preds: TrajectoryFile,
+async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
                           gt: TrajectoryFile | None, output: Path,
                           lost: Mapping[str, tuple[str, str]] | None = None,
                           catalogues: Catalogues | None = None) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.contract import InputError, JsonObject, dumps_json, read_json
 from engine.contract.settings import Shard
-from engine.evaluators.protocol import Evaluator
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT
 from engine.judging import JudgeSpec
 from rollout.judges.pool import JudgeUsage
 from rollout.judges.verdicts import INPUT_KEYS, export
@@ -58,7 +58,7 @@ def repeated_entry(path: Path) -> str | None:
     return root["part"]["entries"].repeated
 
 
-def merge_verdicts(judged: Evaluator[Any, Any], output: Path, parts_dir: Path, count: int, order: Sequence[str],
+def merge_verdicts(judged: Evaluator[EntryT, OptionsT], output: Path, parts_dir: Path, count: int, order: Sequence[str],
                    meta: Mapping[str, Any], inputs: Callable[[Shard], dict[str, Any]], specs: Sequence[JudgeSpec],
                    names: Sequence[str]) -> Path:
     """Merge the `count` part files of `output` into it; InputError naming a part made with other settings,

@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, atomic_write_json, read_json
 from engine.evaluators.base import file_meta, format_record, format_version
-from engine.evaluators.protocol import Evaluator, Verdict
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT, Verdict
 from rollout.judges.journal import VERSION, append_synced, journal_path, read_journal, verdict_line
 from rollout.judges.pool import USAGE_COUNTS
 
@@ -27,7 +27,7 @@ INPUT_KEYS = "input_keys"
 """The meta key of an evaluator file's input keys: task id -> `input_key` of what its verdict judged."""
 
 
-def check_judged(evaluator: Evaluator[Any, Any]) -> None:
+def check_judged(evaluator: Evaluator[EntryT, OptionsT]) -> None:
     """InputError naming its config entry for an evaluator with no file (nothing to judge)."""
     if evaluator.card.suffix is None:
         raise InputError("config", f"evaluator {evaluator.card.name} has nothing to judge (no file); the score app "
