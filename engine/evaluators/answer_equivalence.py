@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from engine.contract import ConfigError, InputError, JsonMapping, JsonObject, JsonValue
 from engine.evaluators.answer_parsing import (
@@ -105,8 +105,22 @@ class AnswerOptions(EvaluatorOptions):
     timeout: float = 60
 
 
-AnswerEntry = dict[str, Any]
-"""A task's entry: level, score, each judge's score and reply, why no judge was asked, a fetched ground truth."""
+class _Answered(TypedDict):
+    level: str | None
+    score: float | None
+    judges: dict[str, float]
+
+
+class AnswerEntry(_Answered, total=False):
+    """A task's entry: level, score (null: skipped or erred), each judge's score and reply, why no judge was
+    asked, the check script's or answer template's error, a fetched ground truth, the odd replies."""
+
+    replies: dict[str, str]
+    reason: str
+    error: str
+    ground_truth: str
+    reference_fetched_at: str
+    odd_scores: dict[str, int]
 
 _OUTPUTS = re.compile(r"^\./outputs/\{OUTPUT_SUB_FOLDER\}/task_outputs(?=/|$)/?")
 """The published runner's output folder in a check script's path: the task's workspace here."""
@@ -193,7 +207,7 @@ def _log_skipped(task_id: str, skipped: Sequence[str]) -> None:
         log.warning("%s: task %s: %s", NAME, task_id, skipped_note(skipped))
 
 
-async def judge(ctx: JudgeContext[AnswerOptions], inputs: TaskInputs) -> AnswerEntry:
+async def judge(ctx: JudgeContext[AnswerOptions], inputs: TaskInputs) -> dict[str, object]:
     """One task's entry: level, score (0, 1, a fraction under the published reading, or null when skipped
     or erred), each judge's score and reply, and why no judge was asked when none was."""
     parser = parser_of({"parser": ctx.options.parser})
@@ -254,7 +268,7 @@ def _check_entry(path: Path, task_id: str, entry: object) -> AnswerEntry:
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
                               or not 0.0 <= score <= 1.0):
         raise InputError(path, f"must be a number in [0, 1] or null, got {score!r}", task_id=task_id, field="score")
-    return entry
+    return cast(AnswerEntry, entry)
 
 
 def _display(task: JsonMapping | None) -> list[JsonObject]:
@@ -296,7 +310,7 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
 
     async def verdict(self, ctx: JudgeContext[AnswerOptions], task: TaskInputs) -> Verdict[AnswerEntry]:
         """One task's entry (`judge`)."""
-        return Verdict(task.task_id, await judge(ctx, task))
+        return Verdict(task.task_id, cast(AnswerEntry, await judge(ctx, task)))
 
     def input_files(self, options: AnswerOptions, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """The modules of its check script's and answer template's packages that they import
@@ -358,7 +372,7 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
             if entry["score"] is not None:
                 values["answer_success"] = entry["score"]
             out.per_id[tid] = values
-            out.detail[tid] = entry
+            out.detail[tid] = dict(entry)
         return out
 
     def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> JsonObject:

@@ -47,7 +47,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, is_number
 from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_document, file_entries
@@ -97,11 +97,23 @@ class CheckOptions(EvaluatorOptions):
     output: str | None = None
 
 
-CheckEntry = dict[str, Any]
-"""A task's entry: its check module, checks, pass, evaluator error, why it was not checked, group and usage."""
+class _Checked(TypedDict):
+    checks: list[int] | None
+    passed: bool | None
+    error: str | None
 
 
-async def judge(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> CheckEntry:
+class CheckEntry(_Checked, total=False):
+    """A task's entry: its check module, checks, pass, evaluator error, why it was not checked, its group and
+    the run's usage."""
+
+    check: str
+    reason: str
+    group: dict[str, JsonValue]
+    usage: dict[str, float | None]
+
+
+async def judge(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> dict[str, object]:
     """One task's entry: its checks, whether all passed, the evaluator error (null when none), its group
     (the task fields the ``by`` setting names, default family and difficulty, when it has them) and
     the run's usage where the rollout recorded it (tool calls, tokens, their cost at ``price``)."""
@@ -129,7 +141,7 @@ def _usage(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> JsonObject:
             "cost_usd": cost}
 
 
-async def _judged(ctx: JudgeContext[CheckOptions], inputs: TaskInputs, task: Mapping[str, Any]) -> CheckEntry:
+async def _judged(ctx: JudgeContext[CheckOptions], inputs: TaskInputs, task: Mapping[str, Any]) -> dict[str, object]:
     if task.get("check") is None:
         return {"checks": None, "passed": None, "error": None, "reason": "no check module (skipped)"}
     tasks_file = ctx.files.tasks or Path("tasks file")
@@ -171,7 +183,7 @@ def _check_entry(path: Path, task_id: str, entry: object) -> CheckEntry:
     if error is None and isinstance(entry.get("checks"), list) and entry["checks"] and \
             passed != all(bool(c) for c in entry["checks"]):
         raise InputError(path, "does not agree with its checks (all must pass)", task_id=task_id, field="passed")
-    return entry
+    return cast(CheckEntry, entry)
 
 
 _SHOWN = ("check", "checks", "passed", "error", "reason")
@@ -246,7 +258,7 @@ class Verifiers(Plain[CheckEntry, CheckOptions]):
 
     async def verdict(self, ctx: JudgeContext[CheckOptions], task: TaskInputs) -> Verdict[CheckEntry]:
         """One task's entry (`judge`)."""
-        return Verdict(task.task_id, await judge(ctx, task))
+        return Verdict(task.task_id, cast(CheckEntry, await judge(ctx, task)))
 
     def input_files(self, options: CheckOptions, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """The modules of the tasks folder its check imports (`script_imports`)."""
@@ -264,7 +276,7 @@ class Verifiers(Plain[CheckEntry, CheckOptions]):
         """The file: aggregate (`breakdown`, the ids with an evaluator error, the skipped count), per_id and
         meta."""
         checked = {i: e for i, e in entries.items() if e.get("error") is not None or e.get("passed") is not None}
-        agg = breakdown([(None if e.get("error") is not None else int(e["passed"]), e) for e in checked.values()])
+        agg = breakdown([(None if e.get("error") is not None else int(bool(e["passed"])), e) for e in checked.values()])
         agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
         agg["skipped"] = len(entries) - len(checked)
         return {"aggregate": agg, "per_id": cast(JsonObject, dict(entries)), "meta": dict(meta)}
@@ -283,7 +295,7 @@ class Verifiers(Plain[CheckEntry, CheckOptions]):
             if entry.get("error") is not None:
                 out.per_id[tid] = {"check_success": None, "check_error": entry["error"]}
             elif entry.get("passed") is not None:
-                out.per_id[tid] = {"check_success": int(entry["passed"]), "check_error": None}
+                out.per_id[tid] = {"check_success": int(bool(entry["passed"])), "check_error": None}
             out.detail[tid] = {**{k: entry[k] for k in ("group", "usage") if isinstance(entry.get(k), dict)},
                                **{k: entry.get(k) for k in _SHOWN}}
         return out

@@ -3,7 +3,7 @@
 joined: named in the results' meta under the evaluator's option, else beside the predictions by its
 suffix; the read settings the results' meta records) or computed from the predictions with its
 ``compute``, handed to its display per task and for the file as a whole. The blocks it gives are checked
-to be of the known kinds (engine.evaluators.base.Display) and their texts cut by the site's rule (replies
+to be of the known kinds (engine.evaluators.protocol.Evaluator.display) and their texts cut by the site's rule (replies
 at MAX_REPLY, other strings at MAX_TEXT); the viewer names no evaluator.
 """
 
