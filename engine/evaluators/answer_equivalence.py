@@ -271,23 +271,6 @@ def _check_entry(path: Path, task_id: str, entry: object) -> AnswerEntry:
     return cast(AnswerEntry, entry)
 
 
-def _display(task: JsonMapping | None) -> list[JsonObject]:
-    """The viewer's block of a task (`AnswerEquivalence.display`)."""
-    if task is None or "level" not in task:
-        return []
-    score = task.get("score")
-    judges, replied = task.get("judges"), task.get("replies")
-    scores: JsonMapping = judges if isinstance(judges, Mapping) else {}
-    replies: JsonMapping = replied if isinstance(replied, Mapping) else {}
-    reason, level = task.get("reason"), task.get("level") or "\u2013"
-    return [{"title": "Answer equivalence", "id": "answer", "parts": [
-        {"kind": "verdict", "label": f"level {level} \u00b7 E =",
-         "pass": None if score is None else bool(score), "text": "skipped" if score is None else f"{score:g}",
-         "note": str(reason) if reason else ""},
-        {"kind": "rows", "rows": [[str(name), v, {"reply": replies.get(name)} if isinstance(replies.get(name), str)
-                                   else None] for name, v in scores.items()]}]}]
-
-
 _RATE, _COUNT = (0.0, 1.0), (0.0, None)
 METRICS: tuple[Metric, ...] = tuple(
     Metric(key, label, NAME, PROFILES, "evaluator", False, False, bounds[0], bounds[1],
@@ -390,7 +373,19 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
     def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
         """The viewer's block of a task: its level, E (1, 0, or skipped) with the reason, each judge's score
         and reply."""
-        return _display(task)
+        if task is None or "level" not in task:
+            return []
+        score = task.get("score")
+        judges, replied = task.get("judges"), task.get("replies")
+        scores: JsonMapping = judges if isinstance(judges, Mapping) else {}
+        replies: JsonMapping = replied if isinstance(replied, Mapping) else {}
+        reason, level = task.get("reason"), task.get("level") or "\u2013"
+        return [{"title": "Answer equivalence", "id": "answer", "parts": [
+            {"kind": "verdict", "label": f"level {level} \u00b7 E =",
+             "pass": None if score is None else bool(score), "text": "skipped" if score is None else f"{score:g}",
+             "note": str(reason) if reason else ""},
+            {"kind": "rows", "rows": [[str(name), v, {"reply": replies.get(name)} if isinstance(replies.get(name), str)
+                                       else None] for name, v in scores.items()]}]}]
 
     def scripted_answer(self, purpose: str) -> ScriptedAnswer | None:
         """The scripted judge's reply to either prompt (answer_parsing.scripted_answer)."""

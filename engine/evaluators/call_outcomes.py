@@ -132,28 +132,6 @@ NOT_MADE_SHOWN = "not made (illegal format)"
 """How the viewer names a call never made, beside it."""
 
 
-def _display(task: JsonMapping | None) -> list[JsonObject]:
-    """The viewer's blocks of a task: each predicted call's class beside it, the counts, the illegal format."""
-    if task is None:
-        return []
-    def shown(label: str) -> str:
-        return NOT_MADE_SHOWN if label == ILLEGAL_CALLING else _SHOWN.get(label, label)
-
-    calls = task.get("calls")
-    objects = [c for c in (calls if isinstance(calls, list) else []) if isinstance(c, dict)]
-    keys = [str(c.get("label") or UNDECIDED) for c in objects]
-    labels: list[list[JsonValue]] = [[c["step"], c["call"], key, shown(key)] for c, key in zip(objects, keys)]
-    tags = sorted(set(keys) | {k for k in CALL_KEYS if task.get(k)})
-    parts: list[JsonValue] = [{"kind": "calls", "labels": cast(JsonValue, labels)},
-                                   {"kind": "tags", "tags": [[k, _SHOWN.get(k, k)] for k in tags]},
-                                   {"kind": "rows", "head": [_SHOWN[k] for k in CALL_KEYS],
-                                    "rows": [[task.get(k) for k in CALL_KEYS]]}]
-    if task.get("illegal"):
-        parts.append({"kind": "verdict", "label": "calling format", "pass": False, "text": "illegal",
-                      "note": task["illegal"]})
-    return [{"title": "Call outcomes", "id": "call-outcomes", "parts": parts}]
-
-
 def outcome_document(labels: list[dict[str, Any]], illegal: dict[str, str], sample_ids: list[str],
                      **meta: Any) -> dict[str, Any]:
     """The callanalysis.json: the published five counts first (``illegal_calling``: the samples with an
@@ -368,7 +346,24 @@ class CallOutcomes(Plain[CallEntry, CallOptions]):
     def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
         """The viewer's blocks of a task: each predicted call's class beside it, the counts, the illegal
         format."""
-        return _display(task)
+        if task is None:
+            return []
+        def shown(label: str) -> str:
+            return NOT_MADE_SHOWN if label == ILLEGAL_CALLING else _SHOWN.get(label, label)
+
+        calls = task.get("calls")
+        objects = [c for c in (calls if isinstance(calls, list) else []) if isinstance(c, dict)]
+        keys = [str(c.get("label") or UNDECIDED) for c in objects]
+        labels: list[list[JsonValue]] = [[c["step"], c["call"], key, shown(key)] for c, key in zip(objects, keys)]
+        tags = sorted(set(keys) | {k for k in CALL_KEYS if task.get(k)})
+        parts: list[JsonValue] = [{"kind": "calls", "labels": cast(JsonValue, labels)},
+                                       {"kind": "tags", "tags": [[k, _SHOWN.get(k, k)] for k in tags]},
+                                       {"kind": "rows", "head": [_SHOWN[k] for k in CALL_KEYS],
+                                        "rows": [[task.get(k) for k in CALL_KEYS]]}]
+        if task.get("illegal"):
+            parts.append({"kind": "verdict", "label": "calling format", "pass": False, "text": "illegal",
+                          "note": task["illegal"]})
+        return [{"title": "Call outcomes", "id": "call-outcomes", "parts": parts}]
 
 
 EVALUATOR: Evaluator[CallEntry, CallOptions] = CallOutcomes()

@@ -189,25 +189,6 @@ def _check_entry(path: Path, task_id: str, entry: object) -> CheckEntry:
 _SHOWN = ("check", "checks", "passed", "error", "reason")
 
 
-def _display(task: JsonMapping | None) -> list[JsonObject]:
-    """The viewer's block of a task (`Verifiers.display`)."""
-    if task is None or "passed" not in task:
-        return []
-    parts: list[JsonValue] = [{"kind": "note", "text": str(task["check"])}] if task.get("check") else []
-    reason = str(task["reason"]) if task.get("reason") else ""
-    if task.get("error") is not None:
-        parts.append({"kind": "error", "text": str(task["error"])})
-    elif task.get("passed") is None:
-        parts.append({"kind": "note", "text": reason or "not checked"})
-    else:
-        listed = task.get("checks")
-        checks: list[JsonValue] = listed if isinstance(listed, list) else []
-        parts += [{"kind": "badges", "items": [[str(c), bool(c)] for c in checks]},
-                  {"kind": "verdict", "label": "checks", "pass": bool(task["passed"]),
-                   "text": "passed" if task["passed"] else "failed", "note": reason}]
-    return [{"title": "Verifier", "id": "checks", "parts": parts}]
-
-
 def accuracy(successes: Sequence[int | None]) -> JsonObject:
     """Accuracy over tasks given by their S_i (None: evaluator error): over all of them counting errors as
     failures, and over the evaluated ones; with the counts."""
@@ -308,7 +289,21 @@ class Verifiers(Plain[CheckEntry, CheckOptions]):
     def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
         """The viewer's block of a task: its check script, and its checks and pass, an evaluator error (apart
         from the agent's failure), or why it was not checked."""
-        return _display(task)
+        if task is None or "passed" not in task:
+            return []
+        parts: list[JsonValue] = [{"kind": "note", "text": str(task["check"])}] if task.get("check") else []
+        reason = str(task["reason"]) if task.get("reason") else ""
+        if task.get("error") is not None:
+            parts.append({"kind": "error", "text": str(task["error"])})
+        elif task.get("passed") is None:
+            parts.append({"kind": "note", "text": reason or "not checked"})
+        else:
+            listed = task.get("checks")
+            checks: list[JsonValue] = listed if isinstance(listed, list) else []
+            parts += [{"kind": "badges", "items": [[str(c), bool(c)] for c in checks]},
+                      {"kind": "verdict", "label": "checks", "pass": bool(task["passed"]),
+                       "text": "passed" if task["passed"] else "failed", "note": reason}]
+        return [{"title": "Verifier", "id": "checks", "parts": parts}]
 
 
 EVALUATOR: Evaluator[CheckEntry, CheckOptions] = Verifiers()
