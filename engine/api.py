@@ -148,7 +148,7 @@ def _judge_files(source: Source, explicit: Mapping[str, PathLike], settings: Map
                  ) -> JoinedFiles:
     """A model's evaluator files: those `explicit` names by option (judge, calls, ...), else, for a file, the
     companions beside it the score app reads (<predictions stem>_<suffix>.json)."""
-    options = {e.option: e.name for e in evaluators() if e.read is not None}
+    options = {e.card.option_name: e.card.name for e in evaluators() if e.card.suffix is not None}
     unknown = [o for o in explicit if o not in options]
     if unknown:
         raise ConfigError(f"judges[{source.name!r}]: unknown evaluator option(s) {', '.join(map(repr, unknown))} "

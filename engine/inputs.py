@@ -108,8 +108,8 @@ class Demo:
         write_demo(Path(self.dir), n_tasks=self.n_tasks, seed=self.seed)
 
 
-Verdicts = make_dataclass("Verdicts", [(e.option, str | None, field(default=None))
-                                       for e in evaluators() if e.read is not None])
+Verdicts = make_dataclass("Verdicts", [(e.card.option_name, str | None, field(default=None))
+                                       for e in evaluators() if e.card.suffix is not None])
 """Each evaluator's file for `inputs.file`, by its option (judge, calls, rubrics, ...; null: the file beside the
 predictions, <stem>_<suffix>.json, when there is one)."""
 

@@ -14,13 +14,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from engine.contract import TrajectoryFile
+from engine.contract import JsonObject, TrajectoryFile
 from engine.evaluators import evaluators
 from engine.evaluators.answer_equivalence import ODD_SCORES
-from engine.evaluators.base import Evaluator, Verdicts
+from engine.evaluators.base import Verdicts
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT, ReadSettings
 from engine.evaluators.vtb_scoring import COUNTS as VTB_COUNTS
 from engine.judging import mean
 from engine.metricspec import metric_value, metrics_of
@@ -39,32 +41,32 @@ class JoinedFiles:
     """The evaluator files of one prediction file: evaluator name -> path (only those there are)."""
 
     files: Mapping[str, Path] = field(default_factory=dict)
-    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    settings: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     """Evaluator name -> the keyword settings its ``read`` takes (e.g. vtb_rubrics: {"profile": ...})."""
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> JsonObject:
         """The files as the outputs' meta records them: the evaluator's option (judge, calls, ...) -> path,
         and ``<option>_<setting>`` -> value for the settings of the evaluators with a file."""
-        by_name = {e.name: e for e in evaluators()}
-        out: dict[str, Any] = {by_name[name].option: str(path) for name, path in self.files.items()}
+        by_name = {e.card.name: e.card for e in evaluators()}
+        out: JsonObject = {by_name[name].option_name: str(path) for name, path in self.files.items()}
         for name, settings in self.settings.items():
             if name in self.files:
-                out.update((f"{by_name[name].option}_{k}", v) for k, v in settings.items())
+                out.update((f"{by_name[name].option_name}_{k}", v) for k, v in settings.items())
         return out
 
 
-def joined_files(predictions: Path, explicit: Mapping[str, Any] | None = None) -> JoinedFiles:
+def joined_files(predictions: Path, explicit: Mapping[str, str | PathLike[str] | None] | None = None) -> JoinedFiles:
     """Per evaluator that reads a file: the file named by its option in `explicit` (e.g. {"judge":
     PATH}), else the companion file beside the predictions when it exists."""
     explicit = explicit or {}
     files = {}
     for e in evaluators():
-        if e.read is None:
+        if e.card.suffix is None:
             continue
-        named = explicit.get(e.option)
-        path = Path(named) if named else companion_path(predictions, str(e.suffix))
+        named = explicit.get(e.card.option_name)
+        path = Path(named) if named else companion_path(predictions, e.card.suffix)
         if named or path.is_file():
-            files[e.name] = path
+            files[e.card.name] = path
     return JoinedFiles(files)
 
 
@@ -83,22 +85,21 @@ class Joined:
     """(file, the ids it has an entry for, its headline metric) of the files of the evaluators that judge
     every task (answers, checks): every scored task should have an entry, and the headline a value."""
 
-    def add(self, evaluator: Evaluator, values: Verdicts) -> None:
+    def add(self, evaluator: Evaluator[EntryT, OptionsT], values: Verdicts) -> None:
         """Join one evaluator's values."""
         self.totals.update(values.totals)
         for tid, block in values.per_id.items():
             self.per_id.setdefault(tid, {}).update(block)
-        if evaluator.aggregate is not None:
-            self.verdicts[evaluator.name] = values
+        self.verdicts[evaluator.card.name] = values
 
     def keys(self) -> list[str]:
         """The joined per-task keys present, in table order (nested ones are left out), each evaluator's
         metric keys followed by its other per-task columns."""
         present = set(self.totals).union(*self.per_id.values())
-        return [k for e in evaluators() for k in (*(m.key for m in e.metrics), *e.columns) if k in present]
+        return [k for e in evaluators() for k in (*(m.key for m in e.card.metrics), *e.card.columns) if k in present]
 
 
-def _warn_unmatched(path: Path, per_id: Mapping[str, Any], predictions: TrajectoryFile) -> None:
+def _warn_unmatched(path: Path, per_id: Mapping[str, object], predictions: TrajectoryFile) -> None:
     """Warn about the ids of an evaluator file that match no prediction (their values count nowhere)."""
     unmatched = [tid for tid in per_id if tid not in predictions.tasks]
     if unmatched:
@@ -112,17 +113,20 @@ def load_joined(files: JoinedFiles | None, predictions: TrajectoryFile | None = 
     joined = Joined()
     found = False
     for e in evaluators():
-        if e.read is not None and files is not None and e.name in files.files:
-            path = files.files[e.name]
-            values = e.read(path, **files.settings.get(e.name, {}))
+        card = e.card
+        if card.suffix is not None and files is not None and card.name in files.files:
+            path = files.files[card.name]
+            profile = files.settings.get(card.name, {}).get("profile")
+            values = e.read(path, ReadSettings(vtb_profile=profile))
             if predictions is not None:
                 _warn_unmatched(path, values.per_id, predictions)
-            expected = tuple(m.key for m in e.metrics if m.aggregation != "evaluator")
+            expected = tuple(m.key for m in card.metrics if m.aggregation != "evaluator")
             if expected and (values.per_id or not values.totals):
                 joined.expected.append((str(path), expected))
-            if e.all_tasks and e.metrics:
-                joined.listed.append((str(path), frozenset(values.per_id) | frozenset(values.detail), e.metrics[0].key))
-        elif e.compute is not None and predictions is not None:
+            if card.all_tasks and card.metrics:
+                joined.listed.append((str(path), frozenset(values.per_id) | frozenset(values.detail),
+                                      card.metrics[0].key))
+        elif card.suffix is None and predictions is not None:
             values = e.compute(predictions)
         else:
             continue
@@ -138,7 +142,7 @@ def joined_aggregate(joined: Joined | Verdicts, ids: Sequence[str], totals: bool
     out: dict[str, Any] = {}
     own = getattr(joined, "verdicts", {})
     for e in evaluators():
-        for metric in metrics_of(e.name):
+        for metric in metrics_of(e.card.name):
             key = metric.key
             if metric.aggregation == "evaluator":
                 continue
@@ -147,9 +151,10 @@ def joined_aggregate(joined: Joined | Verdicts, ids: Sequence[str], totals: bool
                 out[key] = sum(values) if metric.aggregation == "sum" else mean(values)
             elif totals and key in joined.totals:
                 out[key] = joined.totals[key]
-        if e.name in own and e.aggregate is not None:
-            verdicts = own[e.name]
-            out.update(e.aggregate(verdicts, list(verdicts.per_id) if e.all_tasks and totals else ids))
+        if e.card.name in own:
+            verdicts = own[e.card.name]
+            found = e.aggregate(verdicts, list(verdicts.per_id) if e.card.all_tasks and totals else ids)
+            out.update(found or {})
     return out
 
 
@@ -163,9 +168,9 @@ out-of-range judge scores; VisualToolBench's fenced and empty judge replies and 
 in an evaluator's aggregate or its ``rubrics`` block when not zero; docs/judges.md says what each would do."""
 
 
-def _file_aggregate(evaluator: Evaluator, path: Path) -> dict[str, Any]:
+def _file_aggregate(evaluator: Evaluator[EntryT, OptionsT], path: Path) -> dict[str, Any]:
     """The joined aggregate of an evaluator's file over the tasks it has."""
-    values = evaluator.read(path) if evaluator.read is not None else Verdicts()
+    values = evaluator.read(path, ReadSettings()) if evaluator.card.suffix is not None else Verdicts()
     joined = Joined()
     joined.add(evaluator, values)
     return joined_aggregate(joined, list(values.per_id))
@@ -178,16 +183,16 @@ def odd_counts(aggregate: Mapping[str, Any]) -> dict[str, int]:
     return {k: found[k] for k in ODD_COUNTS if found.get(k)}
 
 
-def verdict_lines(evaluator: Evaluator, path: Path) -> list[str]:
+def verdict_lines(evaluator: Evaluator[EntryT, OptionsT], path: Path) -> list[str]:
     """The closing lines of an evaluator's file, read once: its headline numbers under the papers' names over
     the tasks it has (its leaderboard columns: Task Completion, Information Grounding, VisualToolBench's rubric
     scores; else its HEADLINE_KEYS: SR, Accuracy; else every metric it reports: the call outcome counts), then
     the ODD_COUNTS the published code reads otherwise, when there are any."""
     aggregate = _file_aggregate(evaluator, path)
-    metrics = metrics_of(evaluator.name)
+    metrics = metrics_of(evaluator.card.name)
     shown = ([m for m in metrics if m.column] or [m for m in metrics if m.key in HEADLINE_KEYS] or list(metrics))
 
-    def cell(value: Any) -> str:
+    def cell(value: object) -> str:
         if value is None:
             return "–"
         return f"{value:.4f}" if isinstance(value, float) else str(value)

@@ -58,7 +58,7 @@ _BUDGET: tuple[Metric, ...] = (
     Metric("avg_Rounds", "Steps", "budget", _BOTH, "mean_pred_steps", False, False, direction="none"),
     Metric("avg_tool_calls", "Calls", "budget", _BOTH, "pred_calls_per_task", False, False, direction="none"),
 )
-METRICS: tuple[Metric, ...] = (*_ALIGNMENT, *(m for e in evaluators() for m in e.metrics), *_BUDGET)
+METRICS: tuple[Metric, ...] = (*_ALIGNMENT, *(m for e in evaluators() for m in e.card.metrics), *_BUDGET)
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 
 
@@ -118,7 +118,7 @@ def leaderboard_columns(source: str) -> tuple[Column, ...]:
 
 def evaluator_columns() -> tuple[Column, ...]:
     """The table columns of every evaluator, in table order."""
-    return tuple(c for e in evaluators() for c in leaderboard_columns(e.name))
+    return tuple(c for e in evaluators() for c in leaderboard_columns(e.card.name))
 
 
 def label_of(key: str) -> str:

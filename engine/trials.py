@@ -320,7 +320,8 @@ def trial_items(result: SweepScores, paths: Sequence[Path], position: Mapping[Pa
         values = scored_values(tables.task_ids, tables.sample_task, scores.values,
                                result.samples_of(f).tolist(), None if (found := joined[f]) is None else found.per_id)
         source = next((path for name, path in judges[f].files.items()
-                       if rule.field in (*(m.key for m in evaluator(name).metrics), *evaluator(name).columns)),
+                       if rule.field in (*(m.key for m in evaluator(name).card.metrics),
+                                         *evaluator(name).card.columns)),
                       Path(trial))
         items.append(Trial(Path(trial), result.preds[f], values, source))
         present.append(f)

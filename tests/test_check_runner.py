@@ -21,7 +21,8 @@ import pytest
 
 from engine.contract import InputError, read_trajectories
 from engine.evaluators import verifiers as vf
-from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.evaluators.base import TaskInputs
+from engine.evaluators.protocol import JudgeContext, RunFiles
 from engine.judging import BASE_ENV, CheckRun, Limits, bubblewrap, run_contained
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,8 +142,8 @@ def write_check(folder: Path, name: str, body: str) -> None:
 def judge_one(folder: Path, check: str, workspace: Path | None, **options) -> dict:
     preds = folder / "preds.json"
     preds.write_text(json.dumps([{"id": "t1", "steps": [], "final_reply": "done"}]), encoding="utf-8")
-    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(folder / "tasks.json"), "timeout": 20,
-                                                       **options})
+    ctx = JudgeContext(pool=None, attempts=1, options=vf.CheckOptions(**{"timeout": 20, **options}),
+                       files=RunFiles(preds, tasks=folder / "tasks.json"))
     inputs = TaskInputs("t1", prediction=read_trajectories(preds).tasks["t1"],
                         task={"id": "t1", "question": "q", "check": check}, workspace=workspace, tool_log=[])
     return asyncio.run(vf.judge(ctx, inputs))

@@ -11,6 +11,8 @@ import asyncio
 import inspect
 import json
 import re
+import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
@@ -18,9 +20,8 @@ from typing import TypedDict
 import pytest
 
 from engine.contract import ConfigError, Trajectory, TrajectoryFile, digest, read_trajectories
-from engine.contract.settings import Judges, ModelConfig, SettingError, record
-from engine.evaluators import base
-from engine.evaluators.base import PROFILES, Metric, TaskInputs
+from engine.contract.settings import SettingError, record
+from engine.evaluators.base import Metric, TaskInputs
 from engine.evaluators.protocol import (
     Card,
     Evaluator,
@@ -70,44 +71,21 @@ class Short(Plain[ShortEntry, ShortOptions]):
         return Verdict(task.task_id, {"short": float(words <= ctx.options.max_words)}, explanation=f"{words} words")
 
 
-class Explained(TypedDict, total=False):
-    explanation: str
-
-
-class ConciseEntry(Explained):
-    concise: float
-
-
-@dataclass
-class ConciseOptions(EvaluatorOptions):
-    max_words: int = 50  # the longest final reply that counts as concise
-
-    def __post_init__(self) -> None:
-        if self.max_words < 1:
-            raise SettingError("max_words", self.max_words, "must be an integer >= 1")
-
-
-class Concise(Plain[ConciseEntry, ConciseOptions]):
-    """1.0 when the final reply has at most ``max_words`` words, else 0.0 (docs/judges.md's `Judge` on Plain)."""
-
-    card = Card(name="concise", reads=frozenset({"final_answer"}), suffix="concise", uses_pool=False,
-                metrics=(Metric("concise", "Concise Answer", "concise", PROFILES, "judged_mean", False, False, 0, 1),))
-    options_type = ConciseOptions
-
-    async def verdict(self, ctx: JudgeContext[ConciseOptions], task: TaskInputs) -> Verdict[ConciseEntry]:
-        words, limit = len((task.final_answer or "").split()), ctx.options.max_words
-        return Verdict(task.task_id, {"concise": float(words <= limit)}, explanation=f"{words} word(s) of {limit}")
-
-
-def _doc_evaluator() -> base.Evaluator:
-    """The `EVALUATOR` of docs/judges.md's module (the old shape), run as the page gives it."""
+def _page_module() -> types.ModuleType:
+    """docs/judges.md's evaluator module ("A new evaluator: one module and one config entry"), as the page
+    gives it, loaded as a module."""
     text = (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
     section = text[text.index("### A new evaluator: one module and one config entry"):]
-    found: dict[str, object] = {}
-    exec(re.search(r"```python\n(.*?)```", section, re.S).group(1), found)  # type: ignore[union-attr]
-    evaluator = found["EVALUATOR"]
-    assert isinstance(evaluator, base.Evaluator)
-    return evaluator
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found is not None
+    module = types.ModuleType("concise_page")
+    sys.modules[module.__name__] = module
+    exec(compile(found.group(1), "docs/judges.md", "exec"), module.__dict__)
+    return module
+
+
+PAGE = _page_module()
+Concise, ConciseOptions, ConciseEntry = PAGE.Concise, PAGE.ConciseOptions, PAGE.ConciseEntry
 
 
 def _task(task_id: str, answer: str | None) -> TaskInputs:
@@ -136,9 +114,10 @@ def test_the_defaults_write_a_file_and_read_it_back(tmp_path: Path) -> None:
     read = short.read(path, ReadSettings())
     assert read.per_id == entries and read.meta == {"evaluator": "short"}
     assert short.complete(entries["a"], ["j1"]) and short.stale({}, {"x": 1}) is None
-    assert short.one_judge(ShortOptions(), Judges(pool={"j": ModelConfig(provider="scripted")})) is None
-    assert (short.task_count(path), short.input_files(ShortOptions(), _task("a", "x")), short.aggregate(read, ["a"]),
-            short.display(None, {}), short.scripted_answer("short")) == (None, {}, None, [], None)
+    assert short.one_judge(ShortOptions(), {"pool": {"j": {"provider": "scripted"}}}) is None
+    assert (short.task_count(path), short.input_files(ShortOptions(), RunFiles(path), _task("a", "x")),
+            short.aggregate(read, ["a"]), short.display(None, {}),
+            short.scripted_answer("short")) == (None, {}, None, [], None)
     with pytest.raises(NotImplementedError, match="short reads its file"):
         short.compute(TrajectoryFile(path, {}, ()))
 
@@ -212,38 +191,34 @@ def test_first_answer_asks_a_pool_through_the_protocol(tmp_path: Path) -> None:
     assert digest(question.payload) == question.payload_digest
 
 
-def test_the_docs_evaluator_on_plain_keeps_the_file_the_store_writes_today(tmp_path: Path) -> None:
-    """The page's evaluator judged into the verdict store as the judge app does, and its port to `Plain`
-    judged through the protocol: the same entries, byte for byte, and the port loads and reads that file."""
-    pieces = (ConciseEntry, ConciseOptions, Concise)
-    assert sum(len(inspect.getsource(p).splitlines()) for p in pieces) + 3 < 60  # with its YAML entry's 3 lines
+def test_the_pages_evaluator_is_judged_into_the_store_and_read_back(tmp_path: Path) -> None:
+    """The page's evaluator judged into the verdict store as the judge app does: its entries, explanation last,
+    in the plain file shape, which it loads and reads back (the judge app's run of it:
+    tests/rollout/test_judge_doc_example.py)."""
     predictions = tmp_path / "m_test_mcp_fuzzy.json"
     preds = json.loads((ROOT / "rollout" / "demo" / "reference.json").read_text())
     preds[0]["final_reply"] = "word " * 60
     predictions.write_text(json.dumps(preds))
     tasks = read_trajectories(predictions).tasks
     ids = list(tasks)
-
-    legacy, path = _doc_evaluator(), tmp_path / "m_test_mcp_fuzzy_concise.json"
-    assert legacy.judge is not None
-    store = VerdictFile(legacy, path, {"max_words": 50}, [], ids)
+    concise: Evaluator[ConciseEntry, ConciseOptions] = PAGE.EVALUATOR
+    assert isinstance(concise, Evaluator) and isinstance(concise, Plain)
+    options = options_of(concise, {"max_words": 50})
+    ctx = JudgeContext(pool=None, attempts=1, options=options, files=RunFiles(predictions))
+    path = tmp_path / "m_test_mcp_fuzzy_concise.json"
+    store = VerdictFile(concise, path, {"max_words": 50}, [], ids)
     assert store.resume({i: "key" for i in ids}) == ids
     for i in ids:
-        store.record(asyncio.run(legacy.judge.verdict(base.JudgeContext(None, 1, {"max_words": 50}),
-                                                      TaskInputs(i, prediction=tasks[i]))), "key")
+        store.record(asyncio.run(concise.verdict(ctx, TaskInputs(i, prediction=tasks[i]))), "key")
     store.compact()
     written = json.loads(path.read_text())
-
-    concise = Concise()
-    options = options_of(concise, {"max_words": 50})
-    assert isinstance(concise, Evaluator) and record(options) == {"max_words": written["meta"]["max_words"]}
-    ctx = JudgeContext(pool=None, attempts=1, options=options, files=RunFiles(predictions))
-    verdicts = [asyncio.run(concise.verdict(ctx, TaskInputs(i, prediction=tasks[i]))) for i in ids]
-    entries = {v.task_id: v.file_entry() for v in verdicts}
-    assert entries[ids[0]] == {"concise": 0.0, "explanation": "60 word(s) of 50"}
-    assert json.dumps(concise.export(entries, written["meta"])) == json.dumps(written)
-    assert concise.load(path) == written["per_id"] and all(concise.complete(e, []) for e in entries.values())
-    assert legacy.read is not None and concise.read(path, ReadSettings()) == legacy.read(path)
+    assert list(written) == ["per_id", "meta"] and list(written["per_id"]) == ids
+    assert json.dumps(written["per_id"][ids[0]]) == '{"concise": 0.0, "explanation": "60 word(s) of 50"}'
+    assert written["meta"]["max_words"] == 50 and written["meta"]["format"] == {"name": "m3bench.concise",
+                                                                                 "version": 1}
+    assert concise.load(path) == written["per_id"] and all(concise.complete(e, []) for e in written["per_id"].values())
+    assert concise.read(path, ReadSettings()).per_id == {i: {"concise": e["concise"]}
+                                                         for i, e in written["per_id"].items()}
 
 
 def test_options_come_from_the_config_entry_refused_in_one_line() -> None:

@@ -7,19 +7,21 @@ import json
 import pytest
 
 import engine.judge_results as joining
-from engine.contract import read_trajectories
+from engine.contract import JsonObject, TrajectoryFile, read_trajectories
 from engine.evaluators import evaluator, evaluators, names
-from engine.evaluators.base import Evaluator, Metric, Verdicts
+from engine.evaluators.base import Metric, Verdicts
+from engine.evaluators.protocol import Card, EvaluatorOptions, Plain
 from engine.judge_results import Joined, joined_files, load_joined
 from engine.metricspec import BY_KEY, EVALUATOR_KEYS, METRICS, evaluator_columns, metric_value
 
 
 def test_the_registry_loads_evaluators_by_module_name():
     assert {"m3_judges", "call_outcomes"} <= set(names())
-    assert [e.name for e in evaluators()][:2] == ["m3_judges", "call_outcomes"]
-    judges = evaluator("m3_judges")
-    assert judges.suffix == "taskcompletion" and judges.option == "judge"
-    assert evaluator("call_outcomes").suffix == "callanalysis" and evaluator("call_outcomes").option == "calls"
+    assert [e.card.name for e in evaluators()][:2] == ["m3_judges", "call_outcomes"]
+    judges = evaluator("m3_judges").card
+    assert judges.suffix == "taskcompletion" and judges.option_name == "judge"
+    calls = evaluator("call_outcomes").card
+    assert calls.suffix == "callanalysis" and calls.option_name == "calls"
     with pytest.raises(ValueError, match="unknown evaluator 'nope'; expected one of .*m3_judges"):
         evaluator("nope")
 
@@ -37,11 +39,12 @@ def test_the_metric_table_is_the_core_then_the_evaluators():
 
 
 def test_the_registry_holds_every_evaluator_in_table_order():
-    assert [e.name for e in evaluators()] == ["m3_judges", "call_outcomes", "vtb_rubrics", "tool_use",
-                                              "answer_equivalence", "verifiers"]
-    assert evaluator("vtb_rubrics").option == "rubrics" and evaluator("tool_use").suffix is None
-    assert [e.name for e in evaluators() if e.all_tasks] == ["answer_equivalence", "verifiers"]
-    assert [e.name for e in evaluators() if e.judge is not None and not e.judge.uses_pool] == ["verifiers"]
+    cards = [e.card for e in evaluators()]
+    assert [c.name for c in cards] == ["m3_judges", "call_outcomes", "vtb_rubrics", "tool_use",
+                                       "answer_equivalence", "verifiers"]
+    assert evaluator("vtb_rubrics").card.option_name == "rubrics" and evaluator("tool_use").card.suffix is None
+    assert [c.name for c in cards if c.all_tasks] == ["answer_equivalence", "verifiers"]
+    assert [c.name for c in cards if c.suffix is not None and not c.uses_pool] == ["verifiers"]
 
 
 def test_a_dotted_key_names_a_nested_value():
@@ -53,11 +56,9 @@ def test_a_dotted_key_names_a_nested_value():
 def test_an_evaluator_declares_consistently():
     row = Metric("x", "X", "other", ("reference",), "sum", False, False)
     with pytest.raises(ValueError, match="must have source 'mine'"):
-        Evaluator(name="mine", reads=frozenset({"prediction"}), metrics=(row,), compute=lambda f: Verdicts())
+        Card(name="mine", reads=frozenset({"prediction"}), metrics=(row,))
     with pytest.raises(ValueError, match="unknown input"):
-        Evaluator(name="mine", reads=frozenset({"mood"}), metrics=(), compute=lambda f: Verdicts())
-    with pytest.raises(ValueError, match="exactly one of read"):
-        Evaluator(name="mine", reads=frozenset(), metrics=())
+        Card(name="mine", reads=frozenset({"mood"}), metrics=())  # type: ignore[arg-type]
 
 
 def test_files_are_found_by_suffix_or_named_by_option(tmp_path):
@@ -78,19 +79,24 @@ def test_files_are_found_by_suffix_or_named_by_option(tmp_path):
     assert load_joined(joined_files(tmp_path / "other.json")) is None
 
 
-def _calls_per_task(predictions) -> Verdicts:
-    return Verdicts(per_id={tid: {"probe": {"calls": sum(len(s.calls) for s in t.steps)}}
-                            for tid, t in predictions.tasks.items()})
+class Probe(Plain[dict, EvaluatorOptions]):
+    """Calls per task, computed from the predictions, with a nested aggregate of its own."""
+
+    card = Card(name="probe", reads=frozenset({"prediction"}),
+                metrics=(Metric("probe.calls", "Probe Calls", "probe", ("reference", "paper"), "evaluator", False,
+                                False, 0.0),))
+    options_type = EvaluatorOptions
+
+    def compute(self, predictions: TrajectoryFile) -> Verdicts:
+        return Verdicts(per_id={tid: {"probe": {"calls": sum(len(s.calls) for s in t.steps)}}
+                                for tid, t in predictions.tasks.items()})
+
+    def aggregate(self, verdicts: Verdicts, ids) -> JsonObject:
+        calls = [verdicts.per_id[i]["probe"]["calls"] for i in ids if i in verdicts.per_id]
+        return {"probe": {"calls": sum(calls), "tasks": len(calls)}}
 
 
-def _probe_aggregate(values: Verdicts, ids) -> dict:
-    calls = [values.per_id[i]["probe"]["calls"] for i in ids if i in values.per_id]
-    return {"probe": {"calls": sum(calls), "tasks": len(calls)}}
-
-
-PROBE = Evaluator(name="probe", reads=frozenset({"prediction"}), compute=_calls_per_task, aggregate=_probe_aggregate,
-                  metrics=(Metric("probe.calls", "Probe Calls", "probe", ("reference", "paper"), "evaluator", False,
-                                  False, 0.0),))
+PROBE = Probe()
 
 
 def test_a_computed_evaluator_joins_with_its_own_nested_aggregate(tmp_path, monkeypatch):

@@ -12,7 +12,9 @@ import pytest
 
 from engine.contract import ConfigError, InputError, parse_trajectories
 from engine.evaluators import answer_equivalence as ae
-from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.evaluators.base import TaskInputs
+from engine.evaluators.protocol import JudgeContext as AnswerContext
+from engine.evaluators.protocol import RunFiles
 from engine.trial_conventions import conventions_of, mcpmark, tau2
 
 
@@ -36,14 +38,16 @@ def test_a_task_without_level_is_its_own_group() -> None:
     # groups: L1 0.75, (no level) 1, L3 0; L2 has no judged task and is left out
     assert out["answer_sr"] == pytest.approx((0.75 + 1 + 0) / 3)
     assert out["answer_sr_l2"] is None and out["answer_sr_micro"] == pytest.approx(2.5 / 4)
-    doc = ae.document({i: {"level": levels[i], "score": s, "judges": {}} for i, s in
+    doc = ae.AnswerEquivalence().export({i: {"level": levels[i], "score": s, "judges": {}} for i, s in
                        {"a": 1, "b": 0.5, "c": 1, "d": None, "e": 0}.items()}, {})
     assert doc["aggregate"]["levels"] == {"L1": 0.75, ae.NO_LEVEL: 1.0, "L3": 0.0}
     assert doc["meta"]["parser"] == "published"
 
 
-def _ctx(tmp_path: Path, **options: object) -> JudgeContext:
-    return JudgeContext(pool=None, attempts=1, options={"tasks_file": str(tmp_path), **options})
+def _ctx(tasks: Path, parser: str = "published", timeout: float = 60) -> AnswerContext[ae.AnswerOptions]:
+    """The context the judge app gives answer equivalence under these options, its tasks file `tasks`."""
+    return AnswerContext(pool=None, attempts=1, options=ae.AnswerOptions(parser, timeout),
+                         files=RunFiles(Path("predictions.json"), tasks=tasks))
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), "  ", True, ["x"]])
@@ -85,7 +89,7 @@ def test_check_scripts_and_templates_run_in_their_own_processes(tmp_path: Path) 
     task = {"question": "Write hello", "level": "L1",
             "ground_truth": "./outputs/{OUTPUT_SUB_FOLDER}/task_outputs/a.txt",
             "eval_script": "eval_scripts/Q1.py"}
-    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(root), "timeout": 5})
+    ctx = _ctx(root, timeout=5)
     one = asyncio.run(ae.judge(ctx, TaskInputs("Q1", prediction=_prediction("done"), task=task, workspace=workspace)))
     assert one["score"] == 1
     (workspace / "a.txt").write_text("bye")
@@ -94,14 +98,14 @@ def test_check_scripts_and_templates_run_in_their_own_processes(tmp_path: Path) 
     erred = asyncio.run(ae.judge(ctx, TaskInputs("Q2", prediction=_prediction("done"), workspace=workspace,
                                                  task={**task, "eval_script": "eval_scripts/Q2.py"})))
     assert erred["score"] == 0 and "KeyError" in erred["error"]  # published: counted 0, named
-    strict = JudgeContext(pool=None, attempts=1, options={**ctx.options, "parser": "strict"})
+    strict = _ctx(root, "strict", timeout=5)
     assert asyncio.run(ae.judge(strict, TaskInputs("Q2", prediction=_prediction("done"), workspace=workspace,
                                                    task={**task,
                                                          "eval_script": "eval_scripts/Q2.py"})))["score"] is None
     templ = {"question": "Which city?", "level": "L2", "ground_truth": "stale", "answer_template": "templates/tq1.py"}
     fetched = asyncio.run(ae.judge(ctx, TaskInputs("Q3", task=templ)))
     assert fetched["ground_truth"] == "Chengdu" and fetched["score"] == 0 and fetched["reference_fetched_at"]
-    ctx_fast = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(root), "timeout": 1})
+    ctx_fast = _ctx(root, timeout=1)
     slow = asyncio.run(ae.judge(ctx_fast, TaskInputs("Q4", task={**templ, "answer_template": "templates/tq2.py"})))
     assert slow["score"] is None and "timed out" in slow["error"]
 
@@ -111,7 +115,7 @@ def test_a_template_answer_a_tasks_file_could_not_hold_is_not_judged(tmp_path: P
     root = tmp_path / "mcpverse"
     (root / "templates").mkdir(parents=True)
     (root / "templates" / "tq.py").write_text(f"def get_reference():\n    return {returned}\n")
-    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(root), "timeout": 5})
+    ctx = _ctx(root, timeout=5)
     task = {"question": "Which train?", "level": "L3", "ground_truth": "stale", "answer_template": "templates/tq.py"}
     entry = asyncio.run(ae.judge(ctx, TaskInputs("Q9", task=task)))
     assert entry["score"] is None and "ground_truth" not in entry
@@ -162,7 +166,8 @@ def test_tobench_accuracy_defaults_to_the_evaluated_tasks_and_groups_by_family_a
     (tmp_path / "ok.py").write_text("def check(trajectory, workspace, tool_log):\n    return [1, 1]\n")
     (tmp_path / "bad.py").write_text("def check(trajectory, workspace, tool_log):\n    raise KeyError('x')\n")
     tasks = tmp_path / "tasks.json"
-    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(tasks), "timeout": 10})
+    ctx = AnswerContext(pool=None, attempts=1, options=vf.CheckOptions(timeout=10),
+                        files=RunFiles(Path("predictions.json"), tasks=tasks))
     pred = parse_trajectories(Path("p.json"), [{"id": "t", "steps": []}]).tasks["t"]
     entries = {}
     for tid, check, family, difficulty in (("a", "ok.py", "Customer Service", "easy"),
@@ -171,7 +176,7 @@ def test_tobench_accuracy_defaults_to_the_evaluated_tasks_and_groups_by_family_a
         task = {"check": check, "type": family, "task_difficulty": difficulty}
         entries[tid] = asyncio.run(vf.judge(ctx, TaskInputs(tid, prediction=pred, task=task)))
     assert entries["a"]["group"] == {"type": "Customer Service", "task_difficulty": "easy"}
-    agg = vf.document(entries, {})["aggregate"]
+    agg = vf.Verifiers().export(entries, {})["aggregate"]
     assert (agg["check_accuracy_evaluated"], agg["check_accuracy"]) == (1.0, 2 / 3)
     assert agg["check_by_group"]["Customer Service / easy"] == {"check_accuracy": 0.5, "check_accuracy_evaluated": 1.0,
                                                           "check_tasks": 2, "check_errors": 1}
@@ -181,8 +186,9 @@ def test_tobench_accuracy_defaults_to_the_evaluated_tasks_and_groups_by_family_a
 def test_tobench_usage_per_task_where_the_rollout_recorded_it(tmp_path: Path) -> None:
     from engine.evaluators import verifiers as vf
     (tmp_path / "ok.py").write_text("def check(trajectory, workspace, tool_log):\n    return [1]\n")
-    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(tmp_path / "tasks.json"), "timeout": 10,
-                                                       "price": {"input": 1.25, "output": 10.0}})
+    price = {"input": 1.25, "output": 10.0}
+    ctx = AnswerContext(pool=None, attempts=1, options=vf.CheckOptions(timeout=10, price=price),
+                        files=RunFiles(Path("predictions.json"), tasks=tmp_path / "tasks.json"))
     calls = [{"name": "math/add", "arguments": {"a": 1}}]
     records = [{"id": "a", "steps": [{"calls": calls * 2}, {"calls": calls}],
                 "usage": {"prompt_tokens": 3000, "completion_tokens": 1000, "total_tokens": 4000}},
@@ -193,5 +199,5 @@ def test_tobench_usage_per_task_where_the_rollout_recorded_it(tmp_path: Path) ->
                for tid in preds}
     assert entries["a"]["usage"] == {"tool_calls": 3, "tokens": 4000, "cost_usd": (3000 * 1.25 + 1000 * 10.0) / 1e6}
     assert "usage" not in entries["c"]
-    usage = vf.document(entries, {})["aggregate"]["check_usage"]
+    usage = vf.Verifiers().export(entries, {})["aggregate"]["check_usage"]
     assert usage == {"tool_calls": 1.5, "tokens_k": 2.5, "cost_usd": pytest.approx((0.01375 + 0.00125) / 2)}

@@ -16,7 +16,8 @@ import pytest
 from engine.contract import InputError, read_trajectories
 from engine.evaluators import answer_equivalence as ae
 from engine.evaluators import verifiers as vf
-from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.evaluators.base import TaskInputs
+from engine.evaluators.protocol import JudgeContext, ReadSettings, RunFiles
 from engine.judging import reducer
 
 
@@ -155,7 +156,8 @@ def run_judge(folder: Path, check: str | None, workspace: Path | None, timeout: 
     preds = folder / "preds.json"
     preds.write_text(json.dumps([{"id": "t1", "steps": [], "final_reply": "done"}]), encoding="utf-8")
     trajectory = read_trajectories(preds).tasks["t1"] if prediction else None
-    ctx = JudgeContext(pool=None, attempts=1, options={"tasks_file": str(folder / "tasks.json"), "timeout": timeout})
+    ctx = JudgeContext(pool=None, attempts=1, options=vf.CheckOptions(timeout=timeout),
+                       files=RunFiles(preds, tasks=folder / "tasks.json"))
     task = {"id": "t1", "question": "q", "check": check}
     log = [{"step": 1, "index": 1, "server": "s", "tool": "t", "arguments": {}, "result": "", "is_error": False}]
     return asyncio.run(vf.judge(ctx, TaskInputs("t1", prediction=trajectory, task=task, workspace=workspace,
@@ -203,33 +205,33 @@ def test_check_paths_must_stay_beside_the_tasks(task_folder: Path) -> None:
 
 def test_readers_check_the_files(tmp_path: Path) -> None:
     answers = tmp_path / "p_answers.json"
-    answers.write_text(json.dumps(ae.document({
+    answers.write_text(json.dumps(ae.AnswerEquivalence().export({
         "a": {"level": "L1", "score": 1, "judges": {"m": 1}},
         "b": {"level": "L2", "score": 0, "judges": {}, "reason": "no final answer"},
         "c": {"level": None, "score": None, "judges": {}, "reason": "no ground truth (skipped)"}}, {})))
-    verdicts = ae.read(answers)
+    verdicts = ae.AnswerEquivalence().read(answers, ReadSettings())
     assert verdicts.per_id["a"] == {"answer_level": "L1", "answer_success": 1}
     assert "answer_success" not in verdicts.per_id["c"]
-    assert ae.aggregate(verdicts, ["a", "b", "c"])["answer_sr"] == 0.5
+    assert ae.AnswerEquivalence().aggregate(verdicts, ["a", "b", "c"])["answer_sr"] == 0.5
     answers.write_text(json.dumps({"per_id": {"a": {"level": 4, "score": 1}}}))
     with pytest.raises(InputError, match="id a: field 'level'"):
-        ae.read(answers)
+        ae.AnswerEquivalence().read(answers, ReadSettings())
     answers.write_text(json.dumps({"per_id": {"a": {"level": "L1", "score": True}}}))
     with pytest.raises(InputError, match="id a: field 'score'"):
-        ae.read(answers)
+        ae.AnswerEquivalence().read(answers, ReadSettings())
 
     checks = tmp_path / "p_checks.json"
-    document = vf.document({"x": {"checks": [1, 1], "passed": True, "error": None},
+    document = vf.Verifiers().export({"x": {"checks": [1, 1], "passed": True, "error": None},
                             "y": {"checks": None, "passed": None, "error": "KeyError: 'a'"},
                             "z": {"checks": None, "passed": None, "error": None, "reason": "skipped"}}, {})
     assert document["aggregate"] == {"check_accuracy": 0.5, "check_accuracy_evaluated": 1.0, "check_tasks": 2,
                                      "check_errors": 1, "error_ids": ["y"], "skipped": 1}
     checks.write_text(json.dumps(document))
-    assert vf.read(checks).per_id == {"x": {"check_success": 1, "check_error": None},
+    assert vf.Verifiers().read(checks, ReadSettings()).per_id == {"x": {"check_success": 1, "check_error": None},
                                       "y": {"check_success": None, "check_error": "KeyError: 'a'"}}
     checks.write_text(json.dumps({"per_id": {"x": {"checks": [1, 0], "passed": True, "error": None}}}))
     with pytest.raises(InputError, match="id x: field 'passed'"):
-        vf.read(checks)
+        vf.Verifiers().read(checks, ReadSettings())
 
 
 def test_outcomes_table_shows_the_columns_some_model_has() -> None:
@@ -260,7 +262,7 @@ def test_a_partial_answers_file_is_scored_with_a_warning_naming_what_is_missing(
     preds = tmp_path / "m_test_mcp_fuzzy.json"
     preds.write_text(reference.read_text())
     ids = list(read_trajectories(reference).tasks)
-    (tmp_path / "m_test_mcp_fuzzy_answers.json").write_text(json.dumps(ae.document(
+    (tmp_path / "m_test_mcp_fuzzy_answers.json").write_text(json.dumps(ae.AnswerEquivalence().export(
         {ids[-1]: {"level": "L3", "score": None, "judges": {}, "reason": "no ground truth (skipped)"}}, {})))
     done = subprocess.run([sys.executable, str(root / "scripts" / "score.py"), f"data.gt={reference}",
                            f"inputs.file={preds}", f"output_dir={tmp_path / 'out'}",
@@ -284,5 +286,5 @@ def test_replies_the_published_judger_reads_otherwise_are_counted_in_the_aggrega
               "b": {"level": "L1", "score": 0, "judges": {"j": 0},
                     "odd_scores": {"score_out_of_range": 2, "score_boolean": 1}},
               "c": {"level": "L2", "score": 1, "judges": {"j": 1}}}
-    agg = ae.document(per_id, {})["aggregate"]
+    agg = ae.AnswerEquivalence().export(per_id, {})["aggregate"]
     assert (agg["score_boolean"], agg["score_out_of_range"]) == (2, 2)

@@ -15,6 +15,8 @@ from engine.evaluators.base import Verdicts
 from engine.reports.read import ModelResult
 from engine.reports.tables import tool_use_table
 
+USE = tool_use.ToolUse()
+
 
 def _call(flag: object, result: str = "ok") -> dict:
     call = {"name": "images/crop", "arguments": {"x": 1}, "result": result}
@@ -63,51 +65,51 @@ def _random_tasks(rng: random.Random, n: int) -> dict[str, list[list[dict]]]:
 def test_formulas_match_the_plain_version(seed: int) -> None:
     rng = random.Random(seed)
     tasks = _random_tasks(rng, 12)
-    values = tool_use.compute(_file(tasks))
+    values = USE.compute(_file(tasks))
     ids = list(tasks)
-    assert tool_use.aggregate(values, ids)["tool_use"] == pytest.approx(plain(tasks))
+    assert USE.aggregate(values, ids)["tool_use"] == pytest.approx(plain(tasks))
     half = ids[::2]
-    assert tool_use.aggregate(values, half)["tool_use"] == pytest.approx(plain({i: tasks[i] for i in half}))
+    assert USE.aggregate(values, half)["tool_use"] == pytest.approx(plain({i: tasks[i] for i in half}))
 
 
 def test_success_rate_is_micro_over_calls_and_volume_counts_every_task() -> None:
     # task a: 3 calls, 1 failed; task b: 1 call, failed; task c: no call
     tasks = {"a": [[_call(False), _call(True)], [_call(False)]], "b": [[_call(True)]], "c": []}
-    out = tool_use.aggregate(tool_use.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
+    out = USE.aggregate(USE.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
     assert out["success_rate"] == pytest.approx(2 / 4)  # micro: 2 valid of 4 calls (macro would be (2/3 + 0) / 2)
     # a call without is_error counts as valid over all calls (eq. 4), and not at all over the flagged ones
     tasks["c"] = [[_call(None)]]
-    out = tool_use.aggregate(tool_use.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
+    out = USE.aggregate(USE.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
     assert out["success_rate"] == pytest.approx(3 / 5) and out["success_rate_flagged"] == pytest.approx(2 / 4)
     tasks["c"] = []
-    out = tool_use.aggregate(tool_use.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
+    out = USE.aggregate(USE.compute(_file(tasks)), ["a", "b", "c"])["tool_use"]
     assert out["proactivity"] == pytest.approx(2 / 3)
     assert out["volume"] == pytest.approx(4 / 3)  # the zero-call task counts
 
 
 def test_validity_comes_from_is_error_never_from_the_text() -> None:
     tasks = {"a": [[_call(False, '{"error": null, "file": "error_log.txt"}'), _call(True, "all fine")]]}
-    counts = tool_use.compute(_file(tasks)).per_id["a"]["tool_use"]
+    counts = USE.compute(_file(tasks)).per_id["a"]["tool_use"]
     assert counts == {"calls": 2, "flagged": 2, "valid": 1}
 
 
 def test_success_rate_is_null_without_calls_and_the_flagged_one_without_flags() -> None:
     unflagged = {"a": [[_call(None), _call(None)]], "b": []}
-    out = tool_use.aggregate(tool_use.compute(_file(unflagged)), ["a", "b"])["tool_use"]
+    out = USE.aggregate(USE.compute(_file(unflagged)), ["a", "b"])["tool_use"]
     assert out == {"proactivity": 0.5, "success_rate": 1.0, "success_rate_flagged": None, "volume": 1.0}
     none = {"a": [], "b": [[]]}
-    assert tool_use.aggregate(tool_use.compute(_file(none)), ["a", "b"])["tool_use"] == {
+    assert USE.aggregate(USE.compute(_file(none)), ["a", "b"])["tool_use"] == {
         "proactivity": 0.0, "success_rate": None, "success_rate_flagged": None, "volume": 0.0}
-    assert tool_use.aggregate(Verdicts(), [])["tool_use"] == {"proactivity": None, "success_rate": None,
+    assert USE.aggregate(Verdicts(), [])["tool_use"] == {"proactivity": None, "success_rate": None,
                                                               "success_rate_flagged": None, "volume": None}
 
 
 def test_evaluator_declaration() -> None:
-    ev = tool_use.EVALUATOR
-    assert ev.name == "tool_use" and ev.suffix is None and ev.read is None and ev.compute is tool_use.compute
-    assert [m.key for m in ev.metrics] == ["tool_use.proactivity", "tool_use.success_rate",
-                                           "tool_use.success_rate_flagged", "tool_use.volume"]
-    assert all(m.aggregation == "evaluator" and not m.column for m in ev.metrics)
+    card = USE.card
+    assert card.name == "tool_use" and card.suffix is None
+    assert [m.key for m in card.metrics] == ["tool_use.proactivity", "tool_use.success_rate",
+                                             "tool_use.success_rate_flagged", "tool_use.volume"]
+    assert all(m.aggregation == "evaluator" and not m.column for m in card.metrics)
 
 
 def test_report_table_has_the_columns_overall_and_per_family() -> None:

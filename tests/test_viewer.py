@@ -745,7 +745,8 @@ THROWAWAY = '''"""A throwaway evaluator: the length of a prediction's final repl
 
 from pathlib import Path
 
-from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts, file_document, format_record
+from engine.evaluators.base import PROFILES, Metric, Verdicts, file_document, format_record
+from engine.evaluators.protocol import Card, EvaluatorOptions, Plain
 
 NAME = "reply_length"
 
@@ -754,24 +755,26 @@ def _entry(path, tid, entry):
     return entry
 
 
-def read(path: Path) -> Verdicts:
-    found, meta = file_document(Path(path), "reply length file", _entry, "length")
-    return Verdicts(per_id={t: {"reply_chars": e["chars"]} for t, e in found.items()}, detail=found, meta=meta)
+class ReplyLength(Plain[dict, EvaluatorOptions]):
+    card = Card(name=NAME, reads=frozenset({"prediction"}), position=90, suffix="length",
+                metrics=(Metric("reply_chars", "Reply Characters", NAME, PROFILES, "judged_mean", False, False, 0.0),))
+    options_type = EvaluatorOptions
+
+    def read(self, path, settings):
+        found, meta = file_document(Path(path), "reply length file", _entry, "length")
+        return Verdicts(per_id={t: {"reply_chars": e["chars"]} for t, e in found.items()}, detail=found, meta=meta)
+
+    def display(self, task, meta):
+        if task is None:
+            return [{"title": "Reply length overall", "parts": [{"kind": "note", "text": meta.get("note", "")}]}]
+        return [{"title": "Reply length", "id": "reply-length", "parts": [
+            {"kind": "verdict", "label": "short enough", "pass": task["chars"] < 100, "text": str(task["chars"])},
+            {"kind": "rows", "rows": [["counted by", task["by"]]]},
+            {"kind": "reply", "label": "reply", "text": task["text"]},
+            {"kind": "calls", "labels": [[0, 0, "long", "came before a long reply"]]}]}]
 
 
-def display(task, meta):
-    if task is None:
-        return [{"title": "Reply length overall", "parts": [{"kind": "note", "text": meta.get("note", "")}]}]
-    return [{"title": "Reply length", "id": "reply-length", "parts": [
-        {"kind": "verdict", "label": "short enough", "pass": task["chars"] < 100, "text": str(task["chars"])},
-        {"kind": "rows", "rows": [["counted by", task["by"]]]},
-        {"kind": "reply", "label": "reply", "text": task["text"]},
-        {"kind": "calls", "labels": [[0, 0, "long", "came before a long reply"]]}]}]
-
-
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction"}), position=90, suffix="length", read=read,
-                      display=display, metrics=(Metric("reply_chars", "Reply Characters", NAME, PROFILES,
-                                                       "judged_mean", False, False, 0.0),))
+EVALUATOR = ReplyLength()
 '''
 
 
@@ -798,7 +801,7 @@ def throwaway_evaluator(tmp_path: Path, monkeypatch):
 def test_a_new_evaluator_is_shown_with_no_viewer_edit(tmp_path: Path, throwaway_evaluator, page) -> None:
     from engine.evaluators import evaluators
 
-    assert "reply_length" in [e.name for e in evaluators()]
+    assert "reply_length" in [e.card.name for e in evaluators()]
     gt = tmp_path / "gt.json"
     gt.write_text(json.dumps([{"id": "1", "steps": [{"calls": [{"name": "a/b", "arguments": {}}]}]}]))
     pred = tmp_path / "p.json"
@@ -824,9 +827,10 @@ def test_a_new_evaluator_is_shown_with_no_viewer_edit(tmp_path: Path, throwaway_
     (tmp_path / "p_length.json").write_text(json.dumps({"per_id": {}, "meta": {"format": {
         "name": "m3bench.length", "version": 2}}}))
     from engine.evaluators import evaluator
+    from engine.evaluators.protocol import ReadSettings
 
     with pytest.raises(InputError, match=r"p_length\.json: field 'meta\.format\.version': version 2"):
-        evaluator("reply_length").read(tmp_path / "p_length.json")
+        evaluator("reply_length").read(tmp_path / "p_length.json", ReadSettings())
 
 
 @pytest.mark.slow

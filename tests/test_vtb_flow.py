@@ -14,6 +14,7 @@ from preloaded import run_python
 from script_runs import run_script
 
 from engine.evaluators import vtb_rubrics as vtb
+from engine.evaluators.protocol import ReadSettings
 from engine.evaluators.vtb_records import read_task_records
 from engine.judge_results import JoinedFiles, joined_aggregate, load_joined
 
@@ -182,7 +183,7 @@ def test_the_vtb_demo_end_to_end(tmp_path: Path, embedding_cache: Path) -> None:
     assert (judged.stdout + judged.stderr).count("flagged critical otherwise than weight >= 4") == 1  # said once
     run_script("score", "sweep=leaderboard", "data=vtb_demo", f"results_dir={results}", f"output_dir={out}",
                f"encoder.cache_dir={embedding_cache}", "device=cpu", cwd=tmp_path)
-    values = vtb.read(results / "scripted_test_mcp_fuzzy_rubrics.json")
+    values = vtb.VtbRubrics().read(results / "scripted_test_mcp_fuzzy_rubrics.json", ReadSettings())
     result = json.loads((out / "scripted" / "results_eval.json").read_text())
     aggregate = result["aggregate"]
     # as published, the weight-4 rubric flagged not critical fails five tasks: APR 1/6 (strict: 5/6)

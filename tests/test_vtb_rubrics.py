@@ -19,10 +19,18 @@ import pytest
 
 from engine.contract import InputError, TrajectoryFile, parse_trajectories
 from engine.evaluators import vtb_rubrics as vtb
-from engine.evaluators.base import JudgeContext, TaskInputs
+from engine.evaluators.base import TaskInputs, Verdicts
+from engine.evaluators.protocol import JudgeContext, ReadSettings, RunFiles
 from engine.evaluators.vtb_records import read_task_records, task_groups, task_turns
 from engine.evaluators.vtb_scoring import task_score
 from engine.judge_results import JoinedFiles, joined_aggregate, load_joined
+
+V = vtb.VtbRubrics()
+
+
+def read(path: Path, profile: str | None = None) -> Verdicts:
+    """The rubrics file read as the score app reads it under `profile`."""
+    return V.read(path, ReadSettings(profile))
 
 LABELS = ["Met", "Not Met", "Partially Met", "met", " Not  met"]
 
@@ -93,7 +101,7 @@ def test_the_worked_example() -> None:
 def test_both_profiles_match_their_plain_versions(tmp_path: Path, seed: int) -> None:
     records = _random_records(seed)
     path = _write(tmp_path / "v.json", records)
-    published, strict = vtb.read(path), vtb.read(path, "strict")
+    published, strict = read(path), read(path, "strict")
     for rec in records:
         score, passed = plain_published(rec["rubrics"])
         assert published.per_id[rec["id"]] == {"rubric_score": score, "pass_rate": 1.0 if passed else 0.0}
@@ -101,7 +109,7 @@ def test_both_profiles_match_their_plain_versions(tmp_path: Path, seed: int) -> 
         assert strict.per_id[rec["id"]] == ({} if expected is None else
                                             {"rubric_score": expected[0], "pass_rate": 1.0 if expected[1] else 0.0})
     ids = [rec["id"] for rec in records]
-    block = vtb.aggregate(published, ids)["rubrics"]
+    block = V.aggregate(published, ids)["rubrics"]
     plain = [plain_published(rec["rubrics"]) for rec in records]
     assert block["ARS"] == sum(s for s, _ in plain) / len(ids) and block["APR"] == sum(p for _, p in plain) / len(ids)
     stem = [p for rec, p in zip(records, plain) if rec["prompt_category"] in ("maths", "physics")]
@@ -128,7 +136,7 @@ def test_published_rules_and_the_strict_reading(tmp_path: Path, caplog) -> None:
         {"id": "lower", "rubrics": [{"weight": 5, "judge_result": "met"}, {"weight": 1, "met": False}]}]
     path = _write(tmp_path / "v.json", records)
     with caplog.at_level(logging.DEBUG):
-        published = vtb.read(path).per_id
+        published = read(path).per_id
     assert published == {"flag": {"rubric_score": 3 / 7, "pass_rate": 0.0},
                          "flag3": {"rubric_score": 5 / 8, "pass_rate": 1.0},
                          "none": {"rubric_score": 2 / 5, "pass_rate": 1.0},
@@ -143,15 +151,15 @@ def test_published_rules_and_the_strict_reading(tmp_path: Path, caplog) -> None:
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "neither" in r.getMessage()]
     assert warned == [f'{path}: 2 rubric verdict(s) neither "Met" nor "Not Met" (counted as neither: no weight, no '
                       'failure, as published); first: task partial, field [3].rubrics[0].judge_result']
-    strict = vtb.read(path, "strict")
+    strict = read(path, "strict")
     assert strict.per_id == {"flag": {"rubric_score": 3 / 7, "pass_rate": 1.0},
                              "flag3": {"rubric_score": 5 / 8, "pass_rate": 0.0},
                              "none": {"rubric_score": 2 / 5, "pass_rate": 0.0},
                              "partial": {}, "lower": {"rubric_score": 5 / 6, "pass_rate": 1.0}}
-    block = vtb.aggregate(strict, list(strict.per_id))["rubrics"]
+    block = V.aggregate(strict, list(strict.per_id))["rubrics"]
     assert block["unscored"] == 1 and block["no_critical"] == 1 and block["profile"] == "strict"
     with pytest.raises(ValueError, match="unknown VisualToolBench profile 'lenient'"):
-        vtb.read(path, "lenient")
+        read(path, "lenient")
 
 
 def test_repeated_ids_and_bad_verdicts_are_refused_naming_file_task_and_field(tmp_path: Path) -> None:
@@ -167,7 +175,7 @@ def test_repeated_ids_and_bad_verdicts_are_refused_naming_file_task_and_field(tm
     for root, message in cases:
         path = _write(tmp_path / "bad.json", root)
         with pytest.raises(InputError, match=re.escape(message)) as info:
-            vtb.read(path)
+            read(path)
         assert "bad.json" in str(info.value) and "\n" not in str(info.value)
     tasks = _write(tmp_path / "tasks.json", [RELEASED, RELEASED])
     with pytest.raises(InputError, match=re.escape(f"id {RELEASED['id']}: field 'id': the id is given twice")):
@@ -216,19 +224,19 @@ def test_visualtoolbench_judge_results_give_their_scores(tmp_path: Path, caplog)
              "judge_result": [[result("Met")], [result("Not Met")]], "score": 0.25, "accuracy": 0}]
     path = _write(tmp_path / "eval_results.json", root)
     with caplog.at_level(logging.WARNING):
-        values = vtb.read(path)
+        values = read(path)
     assert values.per_id == {"s1": {"rubric_score": 0.625, "pass_rate": 1.0},
                              "m1": {"rubric_score": 0.25, "pass_rate": 0.0}}
-    block = vtb.aggregate(values, ["s1", "m1"])["rubrics"]
+    block = V.aggregate(values, ["s1", "m1"])["rubrics"]
     assert (block["ARS"], block["APR"], block["other_labels"]) == ((0.625 + 0.25) / 2, 0.5, 1)
     assert block["by_domain"] == {"STEM": {"ARS": 0.625, "APR": 1.0, "tasks": 1}, "medical": {"ARS": 0.25, "APR": 0.0,
                                                                                               "tasks": 1}}
     assert "first: task s1, field [0].judge_result[1].judge_result" in caplog.text
     with pytest.raises(InputError, match="carry no rubric weights: only vtb.profile=published reads them"):
-        vtb.read(path, "strict")
+        read(path, "strict")
     _write(path, [{**root[0], "accuracy": 0.5}])
     with pytest.raises(InputError, match=re.escape("id s1: field 'accuracy': must be 0 or 1")):
-        vtb.read(path)
+        read(path)
 
 
 # -- judging with the real pool -----------------------------------------------------------------------------
@@ -267,15 +275,18 @@ def _judge(tmp_path: Path, judges: dict[str, dict[str, Any]], preds: TrajectoryF
 
     async def go() -> dict:
         async with JudgePool(judge_specs(judges), ReplyCache(tmp_path / "cache")) as pool:
-            ctx = JudgeContext(pool, attempts, {"profile": profile})
-            return await vtb.judge(ctx, TaskInputs("mt", prediction=preds.tasks["mt"], task=TASK))
+            ctx = JudgeContext(pool=pool, attempts=attempts, options=vtb.VtbOptions(profile=profile),
+                               files=RunFiles(Path("predictions.json")))
+            found = await V.verdict(ctx, TaskInputs("mt", prediction=preds.tasks["mt"], task=TASK))
+            assert found.entry is not None
+            return dict(found.entry)
 
     return asyncio.run(go())
 
 
 def _reread(tmp_path: Path, entry: dict, profile: str) -> dict:
-    path = _write(tmp_path / "own.json", vtb.document({"mt": entry}, {"profile": profile}))
-    return vtb.read(path, profile).per_id["mt"]
+    path = _write(tmp_path / "own.json", V.export({"mt": entry}, {"profile": profile}))
+    return read(path, profile).per_id["mt"]
 
 
 def test_each_turn_is_judged_on_its_reply_and_unanswered_turns_are_dropped(tmp_path: Path) -> None:
@@ -293,7 +304,7 @@ def test_each_turn_is_judged_on_its_reply_and_unanswered_turns_are_dropped(tmp_p
     # the second turn never answered: dropped as published, Not Met in the strict reading
     entry = _judge(tmp_path, {"a": _scripted("judge-a")}, _predictions(["101 x 81 pixels", None], ""))
     assert entry["turns"][1]["answered"] is False and all(r["judges"] == [] for r in entry["turns"][1]["rubrics"])
-    assert entry["score"] == 1.0 and entry["pass"] is True and vtb.complete(entry, ["judge-a"])
+    assert entry["score"] == 1.0 and entry["pass"] is True and V.complete(entry, ["judge-a"])
     assert _reread(tmp_path, entry, "strict") == {"rubric_score": pytest.approx(7 / 14), "pass_rate": 0.0}
     # no per-turn replies: the final reply answers every turn
     entry = _judge(tmp_path, {"a": _scripted("judge-a")}, _predictions(None, "101 x 81 pixels, red_box.png"))
@@ -305,8 +316,8 @@ def test_an_earlier_verdict_without_a_judge_name_is_judged_again() -> None:
     the task judged again on resume, as a missing verdict does (it was a TypeError sorting None with names)."""
     judges = [{"name": "judge-a", "verdict": "Met", "explanation": ""}, {"verdict": "Met", "explanation": ""}]
     entry = {"turns": [{"answered": True, "rubrics": [{"judges": judges}]}]}
-    assert not vtb.complete(entry, ["judge-a", "judge-b"])
-    assert vtb.complete({"turns": [{"answered": True, "rubrics": [{"judges": judges[:1]}]}]}, ["judge-a"])
+    assert not V.complete(entry, ["judge-a", "judge-b"])
+    assert V.complete({"turns": [{"answered": True, "rubrics": [{"judges": judges[:1]}]}]}, ["judge-a"])
 
 
 def test_a_failed_judge_is_not_met_as_published_and_unanswered_strictly(tmp_path: Path, chat_server) -> None:
@@ -318,12 +329,12 @@ def test_a_failed_judge_is_not_met_as_published_and_unanswered_strictly(tmp_path
     preds = _predictions(["101 x 81 pixels", "red_box.png"], "")
     for server, error in ((down, "HTTP 500: down"), (silent, "no usable vtb_rubric answer in 2 attempt(s)")):
         entry = _judge(tmp_path / str(server.base_url)[-5:], {"x": _loopback(server, "x")}, preds)
-        assert entry["unanswered"] == 4 and not vtb.complete(entry, ["x"])
+        assert entry["unanswered"] == 4 and not V.complete(entry, ["x"])
         assert error in entry["turns"][0]["rubrics"][0]["judges"][0]["error"]
         assert (entry["score"], entry["pass"]) == (0.0, False)  # four Not Met, the task still scored
         assert _reread(tmp_path, entry, "strict") == {}
     entry = _judge(tmp_path / "partial", {"p": _loopback(partial, "p"), "a": _scripted("judge-a")}, preds)
-    assert entry["other_labels"] == 4 and entry["unanswered"] == 0 and vtb.complete(entry, ["p", "judge-a"])
+    assert entry["other_labels"] == 4 and entry["unanswered"] == 0 and V.complete(entry, ["p", "judge-a"])
     assert (entry["score"], entry["pass"]) == (0.0, True)  # neither: no weight, no failure
     # strict: the other label is not counted, the second judge's verdicts decide
     assert _reread(tmp_path, entry, "strict") == {"rubric_score": pytest.approx(10 / 14), "pass_rate": 0.0}
@@ -396,10 +407,10 @@ def test_fenced_and_empty_replies_and_middle_turns_never_answered_are_counted_no
     assert "odd_replies" not in entries["plain"]
     for entry in entries.values():
         assert (entry["score"], entry["pass"], entry["unanswered"]) == (1.0, True, 0)
-    doc = vtb.document({"a": entries["fenced"], "b": entries["empty"], "c": entries["plain"]}, {})
+    doc = V.export({"a": entries["fenced"], "b": entries["empty"], "c": entries["plain"]}, {})
     assert (doc["aggregate"]["fenced_replies"], doc["aggregate"]["empty_replies"]) == (4, 4)
     assert doc["aggregate"]["ARS"] == 1.0 and "unanswered_middle_turns" not in doc["aggregate"]
-    assert not {"fenced_replies", "empty_replies"} & set(vtb.document({"c": entries["plain"]}, {})["aggregate"])
+    assert not {"fenced_replies", "empty_replies"} & set(V.export({"c": entries["plain"]}, {})["aggregate"])
     path = _write(tmp_path / "own.json", doc)
     joined = load_joined(JoinedFiles({"vtb_rubrics": path}))
     rubrics = joined_aggregate(joined, ["a", "b", "c"])["rubrics"]
@@ -407,7 +418,7 @@ def test_fenced_and_empty_replies_and_middle_turns_never_answered_are_counted_no
     assert joined_aggregate(joined, ["c"])["rubrics"].keys().isdisjoint({"fenced_replies", "empty_replies"})
     # a middle turn never answered (the third answers): dropped as published, counted; a last one is not middle
     first, second = entries["plain"]["turns"]
-    middle = vtb.document({"m": {**entries["plain"], "turns": [first, {**second, "answered": False}, first]},
+    middle = V.export({"m": {**entries["plain"], "turns": [first, {**second, "answered": False}, first]},
                            "l": {**entries["plain"], "turns": [first, {**second, "answered": False}]}}, {})
     assert middle["aggregate"]["unanswered_middle_turns"] == 1 and middle["aggregate"]["dropped_turns"] == 2
     assert middle["aggregate"]["ARS"] == 1.0

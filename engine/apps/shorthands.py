@@ -85,7 +85,8 @@ RENAMED = {"predictions.parse_string_arguments": "parse_string_arguments"}
 
 MOVED = {"model.predictions": "inputs.file", "model.name": "inputs.name", "sweep.predictions": "inputs.files",
          "sweep.models": "inputs.models", "sweep.discover": "inputs.discover", "trials.predictions": "inputs.trials",
-         **{f"model.{e.option}": f"inputs.verdicts.{e.option}" for e in evaluators() if e.read is not None}}
+         **{f"model.{e.card.option_name}": f"inputs.verdicts.{e.card.option_name}" for e in evaluators()
+            if e.card.suffix is not None}}
 """What to score, as it was spelt before the `inputs` node (engine.inputs.InputsNode): old spelling -> the
 setting it is read as, with a warning, until the next release (`+model.<option>=PATH` too, without its `+`)."""
 

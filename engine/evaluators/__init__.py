@@ -1,7 +1,7 @@
 """Evaluators by name: every module ``engine.evaluators.<name>`` that defines ``EVALUATOR``.
 
 `evaluator(name)` loads one (an unknown name is an error naming the choices); `evaluators()` gives
-all of them, ordered by their ``position``, then name: the metric table (engine.metricspec) takes
+all of them, ordered by their card's ``position``, then name: the metric table (engine.metricspec) takes
 their metric rows in this order, and the score app looks for each one's file beside the predictions.
 Modules of this package named ``base`` or ``protocol`` (the evaluator's shape), or starting with ``_``, are not
 evaluators.
@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import cache
+from typing import Any
 
-from engine.evaluators.base import Evaluator
+from engine.evaluators.protocol import Evaluator
 
 
 @cache
@@ -24,13 +25,14 @@ def names() -> tuple[str, ...]:
 
 
 @cache
-def evaluator(name: str) -> Evaluator:
+def evaluator(name: str) -> Evaluator[Any, Any]:
     """The evaluator of module engine.evaluators.<name>; ValueError naming the evaluators otherwise."""
     if name not in names():
         raise ValueError(f"unknown evaluator {name!r}; expected one of {', '.join(n for n in names() if _has(n))}")
     found = getattr(importlib.import_module(f"{__name__}.{name}"), "EVALUATOR", None)
-    if not isinstance(found, Evaluator) or found.name != name:
-        raise ValueError(f"module {__name__}.{name} must define EVALUATOR = Evaluator(name={name!r}, ...)")
+    if not isinstance(found, Evaluator) or found.card.name != name:
+        raise ValueError(f"module {__name__}.{name} must define EVALUATOR, an Evaluator (engine.evaluators.protocol) "
+                         f"whose card is named {name!r}")
     return found
 
 
@@ -39,6 +41,6 @@ def _has(name: str) -> bool:
 
 
 @cache
-def evaluators() -> tuple[Evaluator, ...]:
+def evaluators() -> tuple[Evaluator[Any, Any], ...]:
     """Every evaluator of the package, by position, then name."""
-    return tuple(sorted((evaluator(n) for n in names() if _has(n)), key=lambda e: (e.position, e.name)))
+    return tuple(sorted((evaluator(n) for n in names() if _has(n)), key=lambda e: (e.card.position, e.card.name)))

@@ -49,11 +49,12 @@ import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from engine.contract import ConfigError, InputError
+from engine.contract import ConfigError, InputError, JsonMapping, JsonObject, JsonValue
 from engine.evaluators.answer_parsing import (
     ODD_SCORES,
     PROMPT,
@@ -64,19 +65,7 @@ from engine.evaluators.answer_parsing import (
     scripted_answer,
 )
 from engine.evaluators.answer_rates import LEVELS, NO_LEVEL, level_rates, success_rates
-from engine.evaluators.base import (
-    PROFILES,
-    Evaluator,
-    Judge,
-    JudgeContext,
-    Metric,
-    TaskInputs,
-    Verdict,
-    Verdicts,
-    file_document,
-    file_entries,
-    pool_judge,
-)
+from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_document, file_entries, pool_judge
 from engine.evaluators.check_scripts import (
     CheckFailed,
     run_check,
@@ -84,6 +73,17 @@ from engine.evaluators.check_scripts import (
     skipped_note,
     task_script,
     task_workspace,
+)
+from engine.evaluators.protocol import (
+    Card,
+    Evaluator,
+    EvaluatorOptions,
+    JudgeContext,
+    Plain,
+    ReadSettings,
+    RunFiles,
+    ScriptedAnswer,
+    Verdict,
 )
 from engine.judging import Question, SandboxSettings, check_settings, first_answer, reducer
 
@@ -96,11 +96,37 @@ REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
 """The reducer (engine.judging.reducers) each reading combines its judges' scores with."""
 
 
+@dataclass
+class AnswerOptions(EvaluatorOptions):
+    """``evaluators.answer_equivalence``: the reading (published | strict, checked where it is read) and the
+    seconds a check script or answer template may run."""
+
+    parser: str = "published"
+    timeout: float = 60
+
+
+class _Answered(TypedDict):
+    level: str | None
+    score: float | None
+    judges: dict[str, float]
+
+
+class AnswerEntry(_Answered, total=False):
+    """A task's entry: level, score (null: skipped or erred), each judge's score and reply, why no judge was
+    asked, the check script's or answer template's error, a fetched ground truth, the odd replies."""
+
+    replies: dict[str, str]
+    reason: str
+    error: str
+    ground_truth: str
+    reference_fetched_at: str
+    odd_scores: dict[str, int]
+
 _OUTPUTS = re.compile(r"^\./outputs/\{OUTPUT_SUB_FOLDER\}/task_outputs(?=/|$)/?")
 """The published runner's output folder in a check script's path: the task's workspace here."""
 
 
-def parser_of(options: Mapping[str, Any]) -> str:
+def parser_of(options: JsonMapping) -> str:
     """The ``parser`` setting (default ``published``); ConfigError naming it when unknown."""
     parser = options.get("parser") or "published"
     if parser not in PARSERS:
@@ -109,28 +135,17 @@ def parser_of(options: Mapping[str, Any]) -> str:
     return parser
 
 
-def usable_truth(value: Any) -> bool:
+def usable_truth(value: object) -> bool:
     """Whether a ground truth (a tasks file's, or what an answer template returned) can be judged against:
     a non-empty string or a finite number (NaN, infinities, booleans, lists and blanks cannot)."""
     return (isinstance(value, (str, int, float)) and not isinstance(value, bool)
             and not (isinstance(value, float) and not math.isfinite(value)) and bool(str(value).strip()))
 
 
-def task_check(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None) -> None:
-    """Raise the InputError the judge would raise on this task's fields (the judge app checks every task
-    before the first judge is asked), and on the scripts it names."""
-    task_fields(options, task_id, task, parser_of(options))
-    tasks_file = Path(options.get("tasks_file") or "tasks file")
-    for name in ("answer_template", "eval_script"):
-        if (task or {}).get(name) is not None:
-            task_script(tasks_file, task_id, (task or {})[name], name)
-
-
-def task_fields(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None,
+def task_fields(where: Path | str, task_id: str, task: Mapping[str, Any] | None,
                 parser: str) -> tuple[str | None, str | None, str]:
-    """The task's level, ground truth and question, checked (InputError naming the tasks file); a task
+    """The task's level, ground truth and question, checked (InputError naming the tasks file `where`); a task
     without ground truth needs no level, nor does any task under the published reading."""
-    where = options.get("tasks_file", "tasks file")
     task = task or {}
     truth = task.get("ground_truth")
     if truth is not None and not usable_truth(truth):
@@ -150,10 +165,11 @@ def task_fields(options: Mapping[str, Any], task_id: str, task: Mapping[str, Any
     return level, None if truth is None else str(truth), question
 
 
-async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: SandboxSettings) -> dict[str, Any]:
+async def _fetched_truth(ctx: JudgeContext[AnswerOptions], inputs: TaskInputs, settings: SandboxSettings
+                         ) -> dict[str, Any]:
     """The ground truth a task's answer template gives now: {"ground_truth", "reference_fetched_at"}, or
     {"error"} when the template fails."""
-    tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
+    tasks_file = ctx.files.tasks or Path("tasks file")
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["answer_template"], "answer_template")
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     try:
@@ -167,10 +183,10 @@ async def _fetched_truth(ctx: JudgeContext, inputs: TaskInputs, settings: Sandbo
     return {"ground_truth": str(value), "reference_fetched_at": when}
 
 
-async def _state_check(ctx: JudgeContext, inputs: TaskInputs, truth: str | None, parser: str,
+async def _state_check(ctx: JudgeContext[AnswerOptions], inputs: TaskInputs, truth: str | None, parser: str,
                        settings: SandboxSettings) -> dict[str, Any]:
     """A task's check script run on its answer and its workspace: {"score"} or {"score", "error"}."""
-    tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
+    tasks_file = ctx.files.tasks or Path("tasks file")
     module = task_script(tasks_file, inputs.task_id, (inputs.task or {})["eval_script"], "eval_script")
     workspace = task_workspace(inputs.workspace, inputs.task_id)
     # the check gets a copy of the workspace: "{workspace}" in an argument is that copy's path
@@ -191,13 +207,13 @@ def _log_skipped(task_id: str, skipped: Sequence[str]) -> None:
         log.warning("%s: task %s: %s", NAME, task_id, skipped_note(skipped))
 
 
-async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
+async def judge(ctx: JudgeContext[AnswerOptions], inputs: TaskInputs) -> dict[str, object]:
     """One task's entry: level, score (0, 1, a fraction under the published reading, or null when skipped
     or erred), each judge's score and reply, and why no judge was asked when none was."""
-    parser = parser_of(ctx.options)
-    level, truth, question = task_fields(ctx.options, inputs.task_id, inputs.task, parser)
+    parser = parser_of({"parser": ctx.options.parser})
+    level, truth, question = task_fields(ctx.files.tasks or "tasks file", inputs.task_id, inputs.task, parser)
     task = inputs.task or {}
-    settings = check_settings(ctx.options, f"evaluators.{NAME}")
+    settings = check_settings({"timeout": ctx.options.timeout}, f"evaluators.{NAME}")
     fetched: dict[str, Any] = {}
     if task.get("answer_template") is not None:
         fetched = await _fetched_truth(ctx, inputs, settings)
@@ -217,6 +233,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     if answer is None or not answer.strip():
         return {"level": level, "score": 0, "judges": {}, "reason": "no final answer", **fetched}
     prompt, parse = (PUBLISHED_PROMPT, parse_published) if parser == "published" else (PROMPT, parse_verdict)
+    assert ctx.pool is not None
     ask = Question(prompt, {"question": question, "reference_answer": truth, "agent_answer": answer})
     specs = list(ctx.pool.specs)[:1] if parser == "published" else list(ctx.pool.specs)
     odd: dict[str, int] = {}
@@ -241,7 +258,7 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
             "replies": {name: reply for name, (_, reply) in zip(names, got, strict=True)}}
 
 
-def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
+def _check_entry(path: Path, task_id: str, entry: object) -> AnswerEntry:
     if not isinstance(entry, dict):
         raise InputError(path, "must be an object {level, score, judges}", task_id=task_id)
     level = entry.get("level")
@@ -251,76 +268,7 @@ def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
                               or not 0.0 <= score <= 1.0):
         raise InputError(path, f"must be a number in [0, 1] or null, got {score!r}", task_id=task_id, field="score")
-    return entry
-
-
-def entries(path: Path) -> dict[str, dict[str, Any]]:
-    """The checked entries of an earlier file (to resume), id -> entry."""
-    return file_entries(path, "answer equivalence file", _check_entry, SUFFIX)
-
-
-def read(path: Path) -> Verdicts:
-    """Per task: ``answer_level``, and ``answer_success`` (0/1, or a fraction a published judge gave)
-    unless it was skipped or erred; its entry as the detail, and the file's meta."""
-    found, meta = file_document(Path(path), "answer equivalence file", _check_entry, SUFFIX)
-    out = Verdicts(meta=meta)
-    for tid, entry in found.items():
-        values: dict[str, Any] = {"answer_level": entry["level"]}
-        if entry["score"] is not None:
-            values["answer_success"] = entry["score"]
-        out.per_id[tid] = values
-        out.detail[tid] = entry
-    return out
-
-
-def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The viewer's block of a task: its level, E (1, 0, or skipped) with the reason, each judge's score and
-    reply."""
-    if task is None or "level" not in task:
-        return []
-    score = task.get("score")
-    judges, replied = task.get("judges"), task.get("replies")
-    scores: Mapping[str, Any] = judges if isinstance(judges, Mapping) else {}
-    replies: Mapping[str, Any] = replied if isinstance(replied, Mapping) else {}
-    reason, level = task.get("reason"), task.get("level") or "\u2013"
-    return [{"title": "Answer equivalence", "id": "answer", "parts": [
-        {"kind": "verdict", "label": f"level {level} \u00b7 E =",
-         "pass": None if score is None else bool(score), "text": "skipped" if score is None else f"{score:g}",
-         "note": str(reason) if reason else ""},
-        {"kind": "rows", "rows": [[str(name), v, {"reply": replies.get(name)} if isinstance(replies.get(name), str)
-                                   else None] for name, v in scores.items()]}]}]
-
-
-def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """`success_rates` over these ids (ids without an entry are left out), and the counts of ODD_SCORES
-    replies among them when not zero."""
-    known = [i for i in ids if i in verdicts.per_id]
-    out = success_rates({i: verdicts.per_id[i]["answer_level"] for i in known},
-                        {i: verdicts.per_id[i].get("answer_success") for i in known})
-    for kind in ODD_SCORES:
-        count = sum(int((verdicts.detail.get(i, {}).get("odd_scores") or {}).get(kind, 0)) for i in known)
-        if count:
-            out[kind] = count
-    return out
-
-
-def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The file: aggregate (over every entry; with the SR of every level group, the ids whose check
-    script or answer template failed and the counts of ODD_SCORES replies), per_id and meta."""
-    levels = {i: e["level"] for i, e in per_id.items()}
-    rates = success_rates(levels, {i: e["score"] for i, e in per_id.items()})
-    groups: dict[str, list[float]] = {}
-    for i, e in per_id.items():
-        if e["score"] is not None:
-            groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(e["score"])
-    rates["levels"] = {level: rate for level, rate in level_rates(groups).items()}
-    rates["error_ids"] = [i for i, e in per_id.items() if e.get("error")]
-    for kind in ODD_SCORES:
-        rates[kind] = sum(int((e.get("odd_scores") or {}).get(kind, 0)) for e in per_id.values())
-    parser = parser_of(meta)
-    prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
-    return {"aggregate": rates, "per_id": per_id,
-            "meta": {**meta, "parser": parser, "prompt_version": prompt.version}}
+    return cast(AnswerEntry, entry)
 
 
 _RATE, _COUNT = (0.0, 1.0), (0.0, None)
@@ -334,51 +282,114 @@ METRICS: tuple[Metric, ...] = tuple(
 """The Success Rates (per level, their macro mean, the micro mean) and the counts, by `aggregate`; not
 leaderboard columns (the report's outcome checks table has them)."""
 
-def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
-    """The pool's first judge under the published reading (it alone is asked), else None (every judge)."""
-    return pool_judge(judges) if parser_of(options) == "published" else None
-
-
-class AnswerJudge(Judge):
+class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
     """A judge compares each final answer with the ground truth (the pool's first alone under the published
     reading); check scripts and answer templates run in their own processes, their content in the input key."""
 
-    task_files = ("eval_script", "answer_template")
-    asked = (PROMPT, PUBLISHED_PROMPT)
+    card = Card(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
+                suffix=SUFFIX, position=50, all_tasks=True, columns=("answer_level", "answer_success"),
+                asked=(PROMPT, PUBLISHED_PROMPT), task_files=("eval_script", "answer_template"))
+    options_type = AnswerOptions
 
-    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
-        return Verdict(task.task_id, await judge(context, task))
+    async def verdict(self, ctx: JudgeContext[AnswerOptions], task: TaskInputs) -> Verdict[AnswerEntry]:
+        """One task's entry (`judge`)."""
+        return Verdict(task.task_id, cast(AnswerEntry, await judge(ctx, task)))
 
-    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+    def input_files(self, options: AnswerOptions, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """The modules of its check script's and answer template's packages that they import
         (`script_imports`)."""
-        tasks_file = Path(options.get("tasks_file") or "tasks file")
         found: dict[str, Path] = {}
-        for name in self.task_files:
+        for name in self.card.task_files:
             value = (task.task or {}).get(name)
             if value is None:
                 continue
             try:
-                script = task_script(tasks_file, task.task_id, value, name)
+                script = task_script(files.tasks or Path("tasks file"), task.task_id, value, name)
             except InputError:
                 return {}
             found.update(script_imports(script, script.parent.parent, package=True))
         return found
 
-    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-        return document(entries, meta)
+    def export(self, entries: Mapping[str, AnswerEntry], meta: JsonMapping) -> JsonObject:
+        """The file: aggregate (over every entry; with the SR of every level group, the ids whose check
+        script or answer template failed and the counts of ODD_SCORES replies), per_id and meta."""
+        levels = {i: e["level"] for i, e in entries.items()}
+        rates = success_rates(levels, {i: e["score"] for i, e in entries.items()})
+        groups: dict[str, list[float]] = {}
+        for i, e in entries.items():
+            if e["score"] is not None:
+                groups.setdefault(NO_LEVEL if levels[i] is None else str(levels[i]), []).append(e["score"])
+        rates["levels"] = {level: rate for level, rate in level_rates(groups).items()}
+        rates["error_ids"] = [i for i, e in entries.items() if e.get("error")]
+        for kind in ODD_SCORES:
+            rates[kind] = sum(int((e.get("odd_scores") or {}).get(kind, 0)) for e in entries.values())
+        parser = parser_of(meta)
+        prompt = PUBLISHED_PROMPT if parser == "published" else PROMPT
+        return {"aggregate": rates, "per_id": cast(JsonObject, dict(entries)),
+                "meta": {**meta, "parser": parser, "prompt_version": prompt.version}}
 
-    def load(self, path: Path) -> dict[str, dict[str, Any]]:
-        return entries(path)
+    def load(self, path: Path) -> dict[str, AnswerEntry]:
+        """The checked entries of an earlier file (to resume), id -> entry."""
+        return file_entries(path, "answer equivalence file", _check_entry, SUFFIX)
 
-    def one_judge(self, options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
-        return one_judge(options, judges)
+    def one_judge(self, options: AnswerOptions, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
+        """The pool's first judge under the published reading (it alone is asked), else None (every judge)."""
+        return pool_judge(judges) if parser_of({"parser": options.parser}) == "published" else None
 
-    def check_task(self, options: Mapping[str, Any], task_id: str, task: Mapping[str, Any] | None) -> None:
-        task_check(options, task_id, task)
+    def check_task(self, options: AnswerOptions, files: RunFiles, task_id: str, task: JsonMapping | None) -> None:
+        """Raise the InputError the judge would raise on this task's fields (the judge app checks every task
+        before the first judge is asked), and on the scripts it names."""
+        where = files.tasks or Path("tasks file")
+        task_fields(where, task_id, task, parser_of({"parser": options.parser}))
+        for name in ("answer_template", "eval_script"):
+            if (task or {}).get(name) is not None:
+                task_script(where, task_id, (task or {})[name], name)
+
+    def read(self, path: Path, settings: ReadSettings) -> Verdicts:
+        """Per task: ``answer_level``, and ``answer_success`` (0/1, or a fraction a published judge gave)
+        unless it was skipped or erred; its entry as the detail, and the file's meta."""
+        found, meta = file_document(Path(path), "answer equivalence file", _check_entry, SUFFIX)
+        out = Verdicts(meta=meta)
+        for tid, entry in found.items():
+            values: dict[str, JsonValue] = {"answer_level": entry["level"]}
+            if entry["score"] is not None:
+                values["answer_success"] = entry["score"]
+            out.per_id[tid] = values
+            out.detail[tid] = dict(entry)
+        return out
+
+    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> JsonObject:
+        """`success_rates` over these ids (ids without an entry are left out), and the counts of ODD_SCORES
+        replies among them when not zero."""
+        known = [i for i in ids if i in verdicts.per_id]
+        out = success_rates({i: verdicts.per_id[i]["answer_level"] for i in known},
+                            {i: verdicts.per_id[i].get("answer_success") for i in known})
+        for kind in ODD_SCORES:
+            count = sum(int((verdicts.detail.get(i, {}).get("odd_scores") or {}).get(kind, 0)) for i in known)
+            if count:
+                out[kind] = count
+        return out
+
+    def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
+        """The viewer's block of a task: its level, E (1, 0, or skipped) with the reason, each judge's score
+        and reply."""
+        if task is None or "level" not in task:
+            return []
+        score = task.get("score")
+        judges, replied = task.get("judges"), task.get("replies")
+        scores: JsonMapping = judges if isinstance(judges, Mapping) else {}
+        replies: JsonMapping = replied if isinstance(replied, Mapping) else {}
+        reason, level = task.get("reason"), task.get("level") or "\u2013"
+        return [{"title": "Answer equivalence", "id": "answer", "parts": [
+            {"kind": "verdict", "label": f"level {level} \u00b7 E =",
+             "pass": None if score is None else bool(score), "text": "skipped" if score is None else f"{score:g}",
+             "note": str(reason) if reason else ""},
+            {"kind": "rows", "rows": [[str(name), v, {"reply": replies.get(name)} if isinstance(replies.get(name), str)
+                                       else None] for name, v in scores.items()]}]}]
+
+    def scripted_answer(self, purpose: str) -> ScriptedAnswer | None:
+        """The scripted judge's reply to either prompt (answer_parsing.scripted_answer)."""
+        return scripted_answer if purpose == NAME else None
 
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"final_answer", "prediction", "task", "workspace"}), metrics=METRICS,
-                      suffix=SUFFIX, judge=AnswerJudge(), read=read, aggregate=aggregate, position=50,
-                      scripted={NAME: scripted_answer}, all_tasks=True, columns=("answer_level", "answer_success"),
-                      display=display)
+EVALUATOR: Evaluator[AnswerEntry, AnswerOptions] = AnswerEquivalence()

@@ -21,7 +21,7 @@ from engine.judging import CHECK_CALL, CheckRun, SandboxSettings, run_contained
 log = logging.getLogger(__name__)
 
 
-def task_script(tasks_file: Path, task_id: str, value: Any, field: str = "check") -> Path:
+def task_script(tasks_file: Path, task_id: str, value: object, field: str = "check") -> Path:
     """A Python file a task names in `field`, resolved against the tasks file's folder (the folder
     itself when `tasks_file` is one); InputError when it is not a relative path to a .py file inside it
     (the rule of every path a task names: `engine.contract.contained_path`)."""
@@ -140,12 +140,12 @@ def script_imports(script: Path, tasks_folder: Path, package: bool = False) -> d
             for p in check_files(script, tasks_folder, package)[1:]}
 
 
-def check_module(tasks_file: Path, task_id: str, value: Any) -> Path:
+def check_module(tasks_file: Path, task_id: str, value: object) -> Path:
     """The check file a task names in ``check`` (`task_script`)."""
     return task_script(tasks_file, task_id, value, "check")
 
 
-def checks_of(result: Any) -> list[int]:
+def checks_of(result: object) -> list[int]:
     """A check's return value as a list of 0/1; ValueError naming what it was otherwise."""
     if not isinstance(result, list) or not result:
         raise ValueError(f"returned {json.dumps(result)[:80]}, expected a non-empty list of 0/1")

@@ -14,21 +14,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
-from engine.contract import InputError, is_number, read_json
-from engine.evaluators.base import (
-    PROFILES,
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, is_number, read_json
+from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_meta, format_version
+from engine.evaluators.protocol import (
+    Card,
     Evaluator,
-    Judge,
+    EvaluatorOptions,
     JudgeContext,
-    Metric,
-    TaskInputs,
+    Plain,
+    ReadSettings,
+    RunFiles,
     Verdict,
-    Verdicts,
-    file_meta,
-    format_version,
 )
 from engine.judging import (
     COMPLETION,
@@ -53,13 +53,42 @@ JUDGE_KEYS: tuple[str, ...] = tuple(m.key for m in METRICS)
 _ENTRY_KEYS = ("pre_id", "per_id")
 
 
-def _score(path: Path, value: Any, task_id: str, where: str) -> float:
-    if not is_number(value) or not 0.0 <= value <= 1.0:
+class Grounding(TypedDict):
+    """An entry's Information Grounding: the final score and each judge's."""
+
+    final: float
+    judges: list[JsonObject]
+
+
+class _Scored(TypedDict):
+    final: float
+    judges: list[JsonObject]
+
+
+class M3Entry(_Scored, total=False):
+    """A task's entry of a taskcompletion.json: Task Completion (``final``, each judge's under ``judges``) and
+    its Information Grounding when judged."""
+
+    info_grounding: Grounding
+
+
+@dataclass
+class M3Options(EvaluatorOptions):
+    """``evaluators.m3_judges``: the folder a relative ``image`` is under (None: the reference file's), the
+    tasks listed as most disagreed per metric, and the file (None: beside the predictions)."""
+
+    images_dir: str | None = None
+    agreement_top: int = 10
+    output: str | None = None
+
+
+def _score(path: Path, value: object, task_id: str, where: str) -> float:
+    if not is_number(value) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise InputError(path, f"must be a number in [0, 1], got {str(value)[:40]!r}", task_id=task_id, field=where)
     return float(value)
 
 
-def _check_judges(path: Path, task_id: str, block: dict[str, Any], where: str) -> None:
+def _check_judges(path: Path, task_id: str, block: Mapping[str, object], where: str) -> None:
     """Each judge's score of an entry's ``judges`` list is a finite number (when it has one)."""
     judges = block.get("judges")
     for i, judge in enumerate(judges if isinstance(judges, list) else []):
@@ -68,50 +97,49 @@ def _check_judges(path: Path, task_id: str, block: dict[str, Any], where: str) -
                              field=f"{where}judges[{i}].score")
 
 
-def _published_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
+def _published_entry(path: Path, task_id: str, entry: object) -> M3Entry:
     """One entry of a published taskcompletion.json, checked (a bare number is a Task Completion)."""
     if is_number(entry):
         return {"final": _score(path, entry, task_id, "final"), "judges": []}
     if not isinstance(entry, dict):
         raise InputError(path, "must be an object {final, judges, info_grounding}", task_id=task_id)
-    out = dict(entry)
-    out["final"] = _score(path, entry.get("final"), task_id, "final")
+    out = cast(M3Entry, {**entry, "final": _score(path, entry.get("final"), task_id, "final")})
     _check_judges(path, task_id, entry, "")
     grounding = entry.get("info_grounding")
     if grounding is not None:
         if not isinstance(grounding, dict):
             raise InputError(path, "must be an object {final, judges}", task_id=task_id, field="info_grounding")
         _check_judges(path, task_id, grounding, "info_grounding.")
-        out["info_grounding"] = {**grounding,
-                                 "final": _score(path, grounding.get("final"), task_id, "info_grounding.final")}
+        out["info_grounding"] = cast(Grounding, {
+            **grounding, "final": _score(path, grounding.get("final"), task_id, "info_grounding.final")})
     return out
 
 
-def _record_entry(path: Path, task_id: str, record: dict[str, Any]) -> dict[str, Any]:
+def _record_entry(path: Path, task_id: str, record: Mapping[str, object]) -> M3Entry:
     """A {task_completion, information_grounding} record as a published entry."""
     tc, ig = (_score(path, record.get(key), task_id, key) for key in JUDGE_KEYS)
     return {"final": tc, "judges": [], "info_grounding": {"final": ig, "judges": []}}
 
 
-def _root(path: Path) -> Any:
+def _root(path: Path) -> JsonValue:
     root = read_json(path, "judge file")
     format_version(path, root, TASKCOMPLETION)
     return root
 
 
-def read_taskcompletion(path: str | Path) -> dict[str, dict[str, Any]]:
+def read_taskcompletion(path: str | Path) -> dict[str, M3Entry]:
     """id -> published entry ({final, judges, info_grounding?}) of a judge file in any accepted shape."""
     return _entries_of(Path(path), _root(Path(path)))
 
 
-def _entries_of(path: Path, root: Any) -> dict[str, dict[str, Any]]:
+def _entries_of(path: Path, root: JsonValue) -> dict[str, M3Entry]:
     if isinstance(root, dict) and any(k in root for k in _ENTRY_KEYS):
         key = next(k for k in _ENTRY_KEYS if k in root)
         entries = root[key]
         if not isinstance(entries, dict):
             raise InputError(path, "must be an object of id -> entry", field=key)
         return {str(tid): _published_entry(path, str(tid), entry) for tid, entry in entries.items()}
-    items: list[tuple[str | None, Any]]
+    items: list[tuple[str | None, JsonValue]]
     if isinstance(root, dict):
         items = [(str(k), v) for k, v in root.items()]
     elif isinstance(root, list):
@@ -129,34 +157,26 @@ def _entries_of(path: Path, root: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def judge_values(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+def judge_values(entries: Mapping[str, M3Entry]) -> dict[str, dict[str, float]]:
     """id -> {task_completion, information_grounding (when judged)} of published entries."""
     out = {}
     for tid, entry in entries.items():
         values = {"task_completion": entry["final"]}
-        if isinstance(entry.get("info_grounding"), dict):
+        if "info_grounding" in entry and isinstance(entry["info_grounding"], dict):
             values["information_grounding"] = entry["info_grounding"]["final"]
         out[tid] = values
     return out
 
 
-def taskcompletion_document(entries: dict[str, dict[str, Any]], num_total: int, **extra: Any) -> dict[str, Any]:
+def taskcompletion_document(entries: Mapping[str, M3Entry], num_total: int, **extra: JsonValue) -> JsonObject:
     """A taskcompletion.json in the published shape: aggregate (rates are means over the judged tasks,
     null when none is judged) and pre_id; `extra` adds top-level keys (e.g. meta)."""
     tc = [e["final"] for e in entries.values()]
     ig = [e["info_grounding"]["final"] for e in entries.values() if isinstance(e.get("info_grounding"), dict)]
-    aggregate = {"num_total": num_total, "num_scored": len(entries),
+    aggregate: JsonObject = {"num_total": num_total, "num_scored": len(entries),
                  "completion_rate": mean(tc) if tc else None,
                  "information_grounding_rate": mean(ig) if ig else None}
-    return {"aggregate": aggregate, "pre_id": entries, **extra}
-
-
-def read(path: Path) -> Verdicts:
-    """Task Completion and Information Grounding per task id of a judge file in any accepted shape; its
-    entries as the detail and its meta."""
-    root = _root(Path(path))
-    entries = _entries_of(Path(path), root)
-    return Verdicts(per_id=judge_values(entries), detail=entries, meta=file_meta(root))
+    return {"aggregate": aggregate, "pre_id": cast(JsonObject, dict(entries)), **extra}
 
 
 def reference_entries(path: Path) -> int:
@@ -168,61 +188,33 @@ def reference_entries(path: Path) -> int:
 _META_KEYS = ("predictions", "gt", "judges", "prompt_versions", "attempts", "usage", "failed", "input_keys")
 
 
-def document(entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The taskcompletion.json of the judge app: the published shape, its meta the run's files, judges,
-    prompt versions, attempts, usage, failures and input keys, and the judges' agreement (``agreement_top`` most
-    disagreed tasks per metric)."""
-    kept = {key: meta[key] for key in _META_KEYS if key in meta}
-    kept["agreement"] = judges_agreement(entries, int(meta.get("agreement_top", 10)))
-    return taskcompletion_document(entries, int(meta.get("num_total", len(entries))), meta=kept)
-
-
-def complete(entry: Mapping[str, Any], names: Sequence[str]) -> bool:
-    """Whether an entry was judged by the pool's models (one without judges' scores, e.g. a published
-    number, stands)."""
-    judged = sorted(entry_scores(entry, TASK_COMPLETION))
-    return not judged or judged == sorted(names)
-
-
-async def judge(context: JudgeContext, task: TaskInputs) -> dict[str, Any]:
-    """One task's entry in the published shape ({final, judges, info_grounding: {final, judges}}) from
-    every judge of the pool, shown the task's input image (a relative ``image`` is taken under the
-    option ``images_dir``, else the reference file's folder, and refused by the one path rule when it leads
-    out of that folder); the pool's JudgeFailure when some judge has no answer."""
-    if task.prediction is None or task.reference is None:
-        raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
-    image = image_of(context.options, task)
-    return await judge_task(context.pool, task.reference, task.prediction, context.attempts, context.max_result_chars,
-                            (image,) if image else ())
-
-
-def image_of(options: Mapping[str, Any], task: TaskInputs) -> str | None:
-    """The task's input image the judges are shown (`judge`); None when it names none."""
+def image_of(options: M3Options, files: RunFiles, task: TaskInputs) -> str | None:
+    """The task's input image the judges are shown: a relative ``image`` is taken under the option
+    ``images_dir``, else the reference file's folder, and refused by the one path rule when it leads out of
+    that folder; None when it names none."""
     assert task.prediction is not None
-    images = options.get("images_dir") or (Path(options["reference_file"]).parent
-                                           if options.get("reference_file") else None)
-    files = (options.get("reference_file") or "reference", options.get("predictions_file") or "predictions")
-    return task_image(task.reference, task.prediction, images, files)
+    images = options.images_dir or (files.reference.parent if files.reference is not None else None)
+    names = (files.reference or "reference", files.predictions or "predictions")
+    return task_image(task.reference, task.prediction, images, names)
 
 
-def _judged(label: str, block: Any) -> list[dict[str, Any]]:
+def _judged(label: str, block: object) -> list[JsonObject]:
     if not isinstance(block, Mapping):
         return []
     judges = [j for j in block.get("judges") or [] if isinstance(j, Mapping)]
     scores = [float(j["score"]) for j in judges if is_number(j.get("score"))]
     spread = f"{max(scores) - min(scores):.3f}" if len(scores) > 1 else "\u2013"
+    rows: list[JsonValue] = [[str(j.get("name") or "?"), f"{j['score']:.3f}" if is_number(j.get("score")) else None,
+                              {"reply": j["reply"]} if isinstance(j.get("reply"), str) else ""] for j in judges]
     return [{"kind": "heading", "text": f"{label}: {block['final']:.3f}", "note": f"spread {spread}"},
-            {"kind": "rows", "rows": [[str(j.get("name") or "?"),
-                                       f"{j['score']:.3f}" if is_number(j.get("score")) else None,
-                                       {"reply": j["reply"]} if isinstance(j.get("reply"), str) else ""]
-                                      for j in judges]}]
+            {"kind": "rows", "rows": rows}]
 
 
-def _agreement(agreement: Any) -> list[dict[str, Any]]:
+def _agreement(agreement: object) -> list[JsonObject]:
     """The judges' agreement per metric of a file's meta, as a model's page shows it."""
     if not isinstance(agreement, Mapping) or not agreement:
         return []
-    rows = []
+    rows: list[JsonValue] = []
     for metric, v in agreement.items():
         v = v if isinstance(v, Mapping) else {}
         pairs = [p for p in v.get("spearman") or [] if isinstance(p, Mapping)]
@@ -233,51 +225,81 @@ def _agreement(agreement: Any) -> list[dict[str, Any]]:
                      [{"task": str(d.get("id")), "text": f"{d.get('id')} ({d['spread']:.2f})" if is_number(
                          d.get("spread")) else str(d.get("id"))} for d in (v.get("most_disagreed") or [])[:5]
                       if isinstance(d, Mapping)]])
-    head = ["Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)",
+    head: list[JsonValue] = ["Metric", "Judges", "Tasks", "Krippendorff's \u03b1", "Spearman's \u03c1 (pairs)",
             "Most disagreed (spread)"]
     return [{"title": "Judge agreement", "id": "agreement", "parts": [{"kind": "rows", "rows": rows, "head": head}]}]
 
 
-def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The viewer's blocks: per task both scores with each judge's score and reply; for the file, the
-    judges' agreement."""
-    if task is None:
-        return _agreement(meta.get("agreement"))
-    return [{"title": "Judges", "id": "judges",
-             "parts": _judged("Task Completion", task) + _judged("Information Grounding", task.get("info_grounding"))}]
+class M3Judges(Plain[M3Entry, M3Options]):
+    """Every judge of the pool asks both questions of each task; the file in the published shape, resumed
+    but for the entries judged by other models than the pool's."""
 
+    card = Card(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS, suffix=TASKCOMPLETION,
+                option="judge", position=10, rubrics=(COMPLETION, GROUNDING), partial=True)
+    options_type = M3Options
 
-class M3Judge(Judge):
-    """Every judge of the pool asks both questions of each task; the file in the published shape."""
+    async def verdict(self, ctx: JudgeContext[M3Options], task: TaskInputs) -> Verdict[M3Entry]:
+        """One task's entry in the published shape from every judge of the pool, shown the task's input image
+        (`image_of`); the pool's JudgeFailure when some judge has no answer."""
+        if task.prediction is None or task.reference is None:
+            raise ValueError(f"task {task.task_id}: the judges need the prediction and the reference")
+        if ctx.pool is None:
+            raise ValueError(f"task {task.task_id}: the judges need a pool")
+        image = image_of(ctx.options, ctx.files, task)
+        entry = await judge_task(ctx.pool, task.reference, task.prediction, ctx.attempts, ctx.max_result_chars,
+                                 (image,) if image else ())
+        return Verdict(task.task_id, cast(M3Entry, entry))
 
-    rubrics = (COMPLETION, GROUNDING)
-    partial = True
+    def export(self, entries: Mapping[str, M3Entry], meta: JsonMapping) -> JsonObject:
+        """The taskcompletion.json of the judge app: the published shape, its meta the run's files, judges,
+        prompt versions, attempts, usage, failures and input keys, and the judges' agreement
+        (``agreement_top`` most disagreed tasks per metric)."""
+        kept: JsonObject = {key: meta[key] for key in _META_KEYS if key in meta}
+        top, total = meta.get("agreement_top", 10), meta.get("num_total", len(entries))
+        kept["agreement"] = judges_agreement(entries, int(top) if isinstance(top, (int, float)) else 10)
+        return taskcompletion_document(entries, int(total) if isinstance(total, (int, float)) else len(entries),
+                                       meta=kept)
 
-    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
-        return Verdict(task.task_id, await judge(context, task))
-
-    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-        return document(entries, meta)
-
-    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+    def load(self, path: Path) -> dict[str, M3Entry]:
+        """The entries of an earlier file in any accepted shape."""
         return read_taskcompletion(path)
 
-    def complete(self, entry: Mapping[str, Any], names: Sequence[str]) -> bool:
-        return complete(entry, names)
+    def complete(self, entry: M3Entry, judges: Sequence[str]) -> bool:
+        """Whether an entry was judged by the pool's models (one without judges' scores, e.g. a published
+        number, stands)."""
+        judged = sorted(entry_scores(entry, TASK_COMPLETION))
+        return not judged or judged == sorted(judges)
 
     def task_count(self, reference: Path) -> int:
+        """The published ``num_total``: the task objects of the reference file."""
         return reference_entries(reference)
 
-    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+    def input_files(self, options: M3Options, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """The task's input image (`image_of`), shown to every judge."""
         if task.prediction is None or task.reference is None:
             return {}
         try:
-            image = image_of(options, task)
+            image = image_of(options, files, task)
         except InputError:
             return {}
         return {"image": Path(image)} if image else {}
 
+    def read(self, path: Path, settings: ReadSettings) -> Verdicts:
+        """Task Completion and Information Grounding per task id of a judge file in any accepted shape; its
+        entries as the detail and its meta."""
+        root = _root(Path(path))
+        entries = _entries_of(Path(path), root)
+        return Verdicts(per_id=judge_values(entries), detail=cast(dict[str, dict[str, object]], entries),
+                        meta=file_meta(root))
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "reference"}), metrics=METRICS,
-                      suffix=TASKCOMPLETION, judge=M3Judge(), read=read, option="judge", position=10, display=display)
+    def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
+        """The viewer's blocks: per task both scores with each judge's score and reply; for the file, the
+        judges' agreement."""
+        if task is None:
+            return _agreement(meta.get("agreement"))
+        return [{"title": "Judges", "id": "judges", "parts": [*_judged("Task Completion", task),
+                                                              *_judged("Information Grounding",
+                                                                       task.get("info_grounding"))]}]
+
+
+EVALUATOR: Evaluator[M3Entry, M3Options] = M3Judges()

@@ -13,8 +13,8 @@ each default once, so an evaluator subclasses it and overrides what it does othe
     EVALUATOR = Concise()
 
 The judge app makes its options from its config entry with `options_of` (``record(options)`` is what its file's
-meta and input keys hold) and the verdict store keeps a verdict's `Verdict.file_entry`. The evaluators move here
-from engine.evaluators.base's `Evaluator` and `Judge`, which stay until they have.
+meta and input keys hold) and the verdict store keeps a verdict's `Verdict.file_entry`. Each module's
+``EVALUATOR`` is annotated ``Evaluator[Entry, Options]``, so mypy checks its shape.
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from engine.contract import ConfigError, JsonMapping, JsonObject, TrajectoryFile, task_records
-from engine.contract.settings import Judges, ModelConfig, SettingError, setting_text
+from engine.contract.settings import SettingError, setting_text
 from engine.evaluators.base import (
     INPUTS,
     Input,
     Metric,
     TaskInputs,
     Verdicts,
-    _object_entry,
     file_entries,
+    object_entry,
     verdict_reader,
 )
 from engine.judging import Catalogue, Pool, Rubric
@@ -197,19 +197,20 @@ class Evaluator(Protocol[EntryT, OptionsT]):
         """Why an earlier file, by its meta, cannot be resumed under this run's meta (None: it can)."""
         ...
 
-    def one_judge(self, options: OptionsT, judges: Judges) -> tuple[str, ModelConfig] | None:
-        """The one judge it asks under its options, as (name, model config); None: the whole pool."""
+    def one_judge(self, options: OptionsT, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
+        """The one judge it asks under its options and the judges config (``judges``), as (name, model
+        config); None: the whole pool."""
         ...
 
     def task_count(self, reference: Path) -> int | None:
         """The number of tasks its file records (meta ``num_total``) from the reference file; None: none."""
         ...
 
-    def check_task(self, options: OptionsT, task_id: str, task: TaskRecord | None) -> None:
+    def check_task(self, options: OptionsT, files: RunFiles, task_id: str, task: JsonMapping | None) -> None:
         """Raise the InputError its verdict would raise on a task record (every task is checked first)."""
         ...
 
-    def input_files(self, options: OptionsT, task: TaskInputs) -> dict[str, Path]:
+    def input_files(self, options: OptionsT, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """The files besides those of `card.task_files` whose content decides a task's verdict, by a name that
         stays when the data set's folder moves: their content is part of its input key."""
         ...
@@ -231,8 +232,17 @@ class Evaluator(Protocol[EntryT, OptionsT]):
         ...
 
     def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
-        """How the viewer shows it (base.Display's blocks), for one task's values and detail, or the file as
-        a whole (`task` None); none: nothing of its own."""
+        """How the viewer shows it, for one task's values and detail, or the file as a whole (`task` None);
+        none: nothing of its own. Blocks ``{"title", "id"?, "parts": [part, ...]}``, each part one of
+        ``{"kind": "heading", "text", "note"?}``, ``{"kind": "verdict", "label", "pass": true|false|null,
+        "text", "note"?}`` (a labelled pass/fail badge), ``{"kind": "rows", "head"?: [str], "rows": [[cell,
+        ...]], "marked"?: [row index]}`` (key/value rows or a table), ``{"kind": "reply", "label", "text"}`` (a
+        judge's reply, cut by the viewer's rule), ``{"kind": "error", "text"}`` (an evaluator error), ``{"kind":
+        "note", "text"}``, ``{"kind": "calls", "labels": [[step, call, key, text], ...]}`` (a label beside each
+        predicted call) and ``{"kind": "tags", "tags": [[key, text], ...]}`` (what the task list filters by). A
+        cell is a string, a number or null, or ``{"badge": text, "pass": true|false|null}``, ``{"reply":
+        text}``, ``{"task": id, "text"}`` (a link to the model's task) or ``{"details": summary, "rows":
+        [[cell, ...]]}``. Every text is data: the viewer cuts and escapes it."""
         ...
 
     def scripted_answer(self, purpose: str) -> ScriptedAnswer | None:
@@ -257,7 +267,7 @@ class Plain(Generic[EntryT, OptionsT]):
 
     def load(self, path: Path) -> dict[str, EntryT]:
         """The ``per_id`` entries of the file, each an object."""
-        return cast(dict[str, EntryT], file_entries(path, "verdict file", _object_entry))
+        return cast(dict[str, EntryT], file_entries(path, "verdict file", object_entry))
 
     def complete(self, entry: EntryT, judges: Sequence[str]) -> bool:
         """Every entry is complete."""
@@ -267,7 +277,7 @@ class Plain(Generic[EntryT, OptionsT]):
         """An earlier file can always be resumed."""
         return None
 
-    def one_judge(self, options: OptionsT, judges: Judges) -> tuple[str, ModelConfig] | None:
+    def one_judge(self, options: OptionsT, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
         """The whole pool is asked."""
         return None
 
@@ -275,10 +285,10 @@ class Plain(Generic[EntryT, OptionsT]):
         """No ``num_total``."""
         return None
 
-    def check_task(self, options: OptionsT, task_id: str, task: TaskRecord | None) -> None:
+    def check_task(self, options: OptionsT, files: RunFiles, task_id: str, task: JsonMapping | None) -> None:
         """Every task record is admitted."""
 
-    def input_files(self, options: OptionsT, task: TaskInputs) -> dict[str, Path]:
+    def input_files(self, options: OptionsT, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """No file besides the task's."""
         return {}
 

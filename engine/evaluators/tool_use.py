@@ -25,10 +25,10 @@ Table 8.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from engine.contract import Trajectory, TrajectoryFile
-from engine.evaluators.base import PROFILES, Evaluator, Metric, Verdicts
+from engine.contract import JsonObject, JsonValue, Trajectory, TrajectoryFile
+from engine.evaluators.base import PROFILES, Metric, Verdicts
+from engine.evaluators.protocol import Card, Evaluator, EvaluatorOptions, Plain
 from engine.evaluators.vtb_records import MULTI_TURN, SINGLE_TURN
 
 KEY = "tool_use"
@@ -43,7 +43,7 @@ COUNTS: tuple[str, ...] = ("calls", "flagged", "valid")
 """Per task: predicted calls, calls that carry is_error, calls whose is_error is false."""
 
 
-def call_counts(trajectory: Trajectory) -> dict[str, int]:
+def call_counts(trajectory: Trajectory) -> dict[str, JsonValue]:
     """One task's {calls, flagged, valid}, read from the predicted calls' objects (their is_error)."""
     calls = flagged = valid = 0
     for step in trajectory.raw.get("steps") or []:
@@ -56,7 +56,7 @@ def call_counts(trajectory: Trajectory) -> dict[str, int]:
     return {"calls": calls, "flagged": flagged, "valid": valid}
 
 
-def tool_use(counts: Sequence[Mapping[str, int]]) -> dict[str, float | None]:
+def tool_use(counts: Sequence[Mapping[str, int]]) -> JsonObject:
     """{proactivity, success_rate, success_rate_flagged, volume} of some tasks' counts (all None when
     there is no task)."""
     n = len(counts)
@@ -81,45 +81,49 @@ def turncase(trajectory: Trajectory) -> str | None:
     return None
 
 
-def compute(predictions: TrajectoryFile) -> Verdicts:
-    """Per task id of the file, its call counts under ``tool_use`` (and its ``turncase`` where it says)."""
-    per_id: dict[str, dict[str, Any]] = {}
-    for tid, t in predictions.tasks.items():
-        case = turncase(t)
-        per_id[tid] = {KEY: call_counts(t), **({"turncase": case} if case is not None else {})}
-    return Verdicts(per_id=per_id)
-
-
-def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """``{"tool_use": {proactivity, success_rate, success_rate_flagged, volume}}`` over these ids (an id
-    without counts has no call), with ``by_turncase`` when some of them says its turncase."""
-    empty = {k: 0 for k in COUNTS}
-    counts = {i: values.per_id.get(i, {}).get(KEY, empty) for i in ids}
-    out: dict[str, Any] = tool_use(list(counts.values()))
-    cases = {i: values.per_id.get(i, {}).get("turncase") for i in ids}
-    if any(cases.values()):
-        out["by_turncase"] = {}
-        for case in (SINGLE_TURN, MULTI_TURN):
-            part = [counts[i] for i in ids if (cases[i] or SINGLE_TURN) == case]
-            out["by_turncase"][case] = {"calls": sum(c["calls"] for c in part), "tasks": len(part), **tool_use(part)}
-    return {KEY: out}
-
-
 _COUNT_HEADS = {"calls": ("Tool calls", "the task's predicted calls"),
                 "flagged": ("outcome recorded", "calls that carry is_error (true or false) in the prediction file"),
                 "valid": ("valid", "calls whose is_error is false: recorded without an error")}
 
 
-def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The viewer's block of a task: its calls, those whose outcome the prediction file records, and those
-    recorded as valid."""
-    counts = task.get(KEY) if task is not None else None
-    if not isinstance(counts, Mapping):
-        return []
-    return [{"title": "Tool use", "id": "tool-use", "parts": [
-        {"kind": "rows", "head": [_COUNT_HEADS[k][0] for k in COUNTS], "rows": [[counts.get(k) for k in COUNTS]]},
-        {"kind": "note", "text": "; ".join(f"{_COUNT_HEADS[k][0]}: {_COUNT_HEADS[k][1]}" for k in COUNTS)}]}]
+class ToolUse(Plain[Mapping[str, JsonValue], EvaluatorOptions]):
+    """Tool-use analytics, computed from the predictions at scoring time (no file, no judge)."""
+
+    card = Card(name=KEY, reads=frozenset({"prediction"}), metrics=METRICS, position=40)
+    options_type = EvaluatorOptions
+
+    def compute(self, predictions: TrajectoryFile) -> Verdicts:
+        """Per task id of the file, its call counts under ``tool_use`` (and its ``turncase`` where it says)."""
+        per_id: dict[str, dict[str, JsonValue]] = {}
+        for tid, t in predictions.tasks.items():
+            case = turncase(t)
+            per_id[tid] = {KEY: call_counts(t), **({"turncase": case} if case is not None else {})}
+        return Verdicts(per_id=per_id)
+
+    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> JsonObject:
+        """``{"tool_use": {proactivity, success_rate, success_rate_flagged, volume}}`` over these ids (an id
+        without counts has no call), with ``by_turncase`` when some of them says its turncase."""
+        empty = {k: 0 for k in COUNTS}
+        counts: dict[str, Mapping[str, int]] = {i: verdicts.per_id.get(i, {}).get(KEY, empty) for i in ids}
+        out = tool_use(list(counts.values()))
+        cases = {i: verdicts.per_id.get(i, {}).get("turncase") for i in ids}
+        if any(cases.values()):
+            by_case: JsonObject = {}
+            for case in (SINGLE_TURN, MULTI_TURN):
+                part = [counts[i] for i in ids if (cases[i] or SINGLE_TURN) == case]
+                by_case[case] = {"calls": sum(c["calls"] for c in part), "tasks": len(part), **tool_use(part)}
+            out["by_turncase"] = by_case
+        return {KEY: out}
+
+    def display(self, task: Mapping[str, JsonValue] | None, meta: Mapping[str, JsonValue]) -> list[JsonObject]:
+        """The viewer's block of a task: its calls, those whose outcome the prediction file records, and those
+        recorded as valid."""
+        counts = task.get(KEY) if task is not None else None
+        if not isinstance(counts, Mapping):
+            return []
+        return [{"title": "Tool use", "id": "tool-use", "parts": [
+            {"kind": "rows", "head": [_COUNT_HEADS[k][0] for k in COUNTS], "rows": [[counts.get(k) for k in COUNTS]]},
+            {"kind": "note", "text": "; ".join(f"{_COUNT_HEADS[k][0]}: {_COUNT_HEADS[k][1]}" for k in COUNTS)}]}]
 
 
-EVALUATOR = Evaluator(name=KEY, reads=frozenset({"prediction"}), metrics=METRICS, compute=compute,
-                      aggregate=aggregate, position=40, display=display)
+EVALUATOR: Evaluator[Mapping[str, JsonValue], EvaluatorOptions] = ToolUse()

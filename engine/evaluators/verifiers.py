@@ -42,24 +42,15 @@ evaluated tasks, Table 2: GPT-5's 26.80 = 26 / 97) and the default ``Accuracy`` 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from engine.contract import InputError, is_number
-from engine.evaluators.base import (
-    PROFILES,
-    Evaluator,
-    Judge,
-    JudgeContext,
-    Metric,
-    TaskInputs,
-    Verdict,
-    Verdicts,
-    file_document,
-    file_entries,
-)
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, is_number
+from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_document, file_entries
 from engine.evaluators.check_scripts import (
     CheckFailed,
     check_module,
@@ -67,6 +58,16 @@ from engine.evaluators.check_scripts import (
     script_imports,
     skipped_note,
     task_workspace,
+)
+from engine.evaluators.protocol import (
+    Card,
+    Evaluator,
+    EvaluatorOptions,
+    JudgeContext,
+    Plain,
+    ReadSettings,
+    RunFiles,
+    Verdict,
 )
 from engine.judging import check_settings
 
@@ -78,7 +79,41 @@ GROUP_BY: tuple[str, ...] = ("type", "task_difficulty")
 """The task fields TOBench's Table 2 groups its results by: task family and difficulty."""
 
 
-async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
+@dataclass
+class CheckOptions(EvaluatorOptions):
+    """``evaluators.verifiers`` (conf/judge/evaluators/verifiers.yaml): the seconds a check may run, the task
+    fields the accuracy is broken down by, the judged model's price per million tokens, the sandbox's settings
+    (engine.judging.check_settings checks them) and the file (None: beside the predictions)."""
+
+    timeout: float = 60
+    by: list[str] = field(default_factory=lambda: list(GROUP_BY))
+    price: dict[str, float] | None = None
+    env: list[str] = field(default_factory=list)
+    output_kb: int = 64
+    memory_mb: int | None = 4096
+    file_mb: int | None = 1024
+    disk_mb: int | None = 1024
+    bubblewrap: bool | None = None
+    output: str | None = None
+
+
+class _Checked(TypedDict):
+    checks: list[int] | None
+    passed: bool | None
+    error: str | None
+
+
+class CheckEntry(_Checked, total=False):
+    """A task's entry: its check module, checks, pass, evaluator error, why it was not checked, its group and
+    the run's usage."""
+
+    check: str
+    reason: str
+    group: dict[str, JsonValue]
+    usage: dict[str, float | None]
+
+
+async def judge(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> dict[str, object]:
     """One task's entry: its checks, whether all passed, the evaluator error (null when none), its group
     (the task fields the ``by`` setting names, default family and difficulty, when it has them) and
     the run's usage where the rollout recorded it (tool calls, tokens, their cost at ``price``)."""
@@ -86,19 +121,19 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
     entry = await _judged(ctx, inputs, task)
     if "check" not in entry:
         return entry
-    group = {f: task[f] for f in ctx.options.get("by") or GROUP_BY if task.get(f) is not None}
+    group = {f: task[f] for f in ctx.options.by or GROUP_BY if task.get(f) is not None}
     recorded = inputs.prediction is not None and isinstance(inputs.prediction.raw.get("usage"), dict)
     return {**entry, **({"group": group} if group else {}), **({"usage": _usage(ctx, inputs)} if recorded else {})}
 
 
-def _usage(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
+def _usage(ctx: JudgeContext[CheckOptions], inputs: TaskInputs) -> JsonObject:
     """The run's tool calls, tokens (as the rollout recorded them in the record's ``usage``) and cost in
     USD (null without the ``price`` setting, USD per million input / output tokens)."""
     assert inputs.prediction is not None
     usage = inputs.prediction.raw["usage"]
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     total = usage.get("total_tokens")
-    price = ctx.options.get("price") or {}
+    price = ctx.options.price or {}
     cost = None
     if is_number(prompt) and is_number(completion) and is_number(price.get("input")) and is_number(price.get("output")):
         cost = (prompt * price["input"] + completion * price["output"]) / 1e6
@@ -106,16 +141,16 @@ def _usage(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
             "cost_usd": cost}
 
 
-async def _judged(ctx: JudgeContext, inputs: TaskInputs, task: Mapping[str, Any]) -> dict[str, Any]:
+async def _judged(ctx: JudgeContext[CheckOptions], inputs: TaskInputs, task: Mapping[str, Any]) -> dict[str, object]:
     if task.get("check") is None:
         return {"checks": None, "passed": None, "error": None, "reason": "no check module (skipped)"}
-    tasks_file = Path(ctx.options.get("tasks_file") or "tasks file")
+    tasks_file = ctx.files.tasks or Path("tasks file")
     module = check_module(tasks_file, inputs.task_id, task["check"])
     rel = module.relative_to(tasks_file.resolve().parent).as_posix()
     if inputs.prediction is None:
         return {"check": rel, "checks": [], "passed": False, "error": None,
                 "reason": "no prediction (the agent run did not end)"}
-    settings = check_settings(ctx.options, f"evaluators.{NAME}")
+    settings = check_settings(dataclasses.asdict(ctx.options), f"evaluators.{NAME}")
     workspace = task_workspace(inputs.workspace, inputs.task_id)
     tool_log = list(inputs.tool_log) if inputs.tool_log is not None else None
     try:
@@ -137,7 +172,7 @@ def _skipped(task_id: str, skipped: Sequence[str]) -> dict[str, str]:
     return {"reason": skipped_note(skipped)}
 
 
-def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
+def _check_entry(path: Path, task_id: str, entry: object) -> CheckEntry:
     if not isinstance(entry, dict):
         raise InputError(path, "must be an object {checks, passed, error}", task_id=task_id)
     error, passed = entry.get("error"), entry.get("passed")
@@ -148,54 +183,13 @@ def _check_entry(path: Path, task_id: str, entry: Any) -> dict[str, Any]:
     if error is None and isinstance(entry.get("checks"), list) and entry["checks"] and \
             passed != all(bool(c) for c in entry["checks"]):
         raise InputError(path, "does not agree with its checks (all must pass)", task_id=task_id, field="passed")
-    return entry
-
-
-def entries(path: Path) -> dict[str, dict[str, Any]]:
-    """The checked entries of an earlier file (to resume), id -> entry."""
-    return file_entries(path, "verifier file", _check_entry, SUFFIX)
+    return cast(CheckEntry, entry)
 
 
 _SHOWN = ("check", "checks", "passed", "error", "reason")
 
 
-def read(path: Path) -> Verdicts:
-    """Per checked task: ``check_success`` (0/1, null for an evaluator error) and ``check_error``
-    (the reason, or null); skipped tasks have no values. Its group and usage go to ``detail``, with what
-    the viewer shows of every entry (check, checks, passed, error, reason); the file's meta."""
-    found, meta = file_document(Path(path), "verifier file", _check_entry, SUFFIX)
-    out = Verdicts(meta=meta)
-    for tid, entry in found.items():
-        if entry.get("error") is not None:
-            out.per_id[tid] = {"check_success": None, "check_error": entry["error"]}
-        elif entry.get("passed") is not None:
-            out.per_id[tid] = {"check_success": int(entry["passed"]), "check_error": None}
-        out.detail[tid] = {**{k: entry[k] for k in ("group", "usage") if isinstance(entry.get(k), dict)},
-                           **{k: entry.get(k) for k in _SHOWN}}
-    return out
-
-
-def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The viewer's block of a task: its check script, and its checks and pass, an evaluator error (apart from
-    the agent's failure), or why it was not checked."""
-    if task is None or "passed" not in task:
-        return []
-    parts: list[dict[str, Any]] = [{"kind": "note", "text": str(task["check"])}] if task.get("check") else []
-    reason = str(task["reason"]) if task.get("reason") else ""
-    if task.get("error") is not None:
-        parts.append({"kind": "error", "text": str(task["error"])})
-    elif task.get("passed") is None:
-        parts.append({"kind": "note", "text": reason or "not checked"})
-    else:
-        listed = task.get("checks")
-        checks: list[Any] = listed if isinstance(listed, list) else []
-        parts += [{"kind": "badges", "items": [[str(c), bool(c)] for c in checks]},
-                  {"kind": "verdict", "label": "checks", "pass": bool(task["passed"]),
-                   "text": "passed" if task["passed"] else "failed", "note": reason}]
-    return [{"title": "Verifier", "id": "checks", "parts": parts}]
-
-
-def accuracy(successes: Sequence[int | None]) -> dict[str, Any]:
+def accuracy(successes: Sequence[int | None]) -> JsonObject:
     """Accuracy over tasks given by their S_i (None: evaluator error): over all of them counting errors as
     failures, and over the evaluated ones; with the counts."""
     evaluated = [s for s in successes if s is not None]
@@ -227,22 +221,6 @@ def breakdown(tasks: Sequence[tuple[int | None, Mapping[str, Any]]]) -> dict[str
     return out
 
 
-def aggregate(verdicts: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """`breakdown` over the checked tasks among these ids."""
-    return breakdown([(verdicts.per_id[i]["check_success"], verdicts.detail.get(i, {})) for i in ids
-                      if i in verdicts.per_id])
-
-
-def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The file: aggregate (`breakdown`, the ids with an evaluator error, the skipped count), per_id and
-    meta."""
-    checked = {i: e for i, e in per_id.items() if e.get("error") is not None or e.get("passed") is not None}
-    agg = breakdown([(None if e.get("error") is not None else int(e["passed"]), e) for e in checked.values()])
-    agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
-    agg["skipped"] = len(per_id) - len(checked)
-    return {"aggregate": agg, "per_id": per_id, "meta": meta}
-
-
 METRICS: tuple[Metric, ...] = (
     Metric("check_accuracy_evaluated", "Accuracy", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
     Metric("check_accuracy", "Accuracy (errors as failures)", NAME, PROFILES, "evaluator", False, False, 0.0, 1.0),
@@ -250,34 +228,82 @@ METRICS: tuple[Metric, ...] = (
     Metric("check_errors", "Evaluator Errors", NAME, PROFILES, "evaluator", False, False, 0.0, direction="none"),
 )
 
-class CheckJudge(Judge):
+
+class Verifiers(Plain[CheckEntry, CheckOptions]):
     """Each task's check module run contained over its trajectory, workspace and tool log; no judge asked."""
 
-    uses_pool = False
-    task_files = ("check",)
+    card = Card(name=NAME, reads=frozenset({"prediction", "workspace", "tool_log", "task"}), metrics=METRICS,
+                suffix=SUFFIX, position=60, all_tasks=True, columns=("check_success", "check_error"),
+                uses_pool=False, task_files=("check",))
+    options_type = CheckOptions
 
-    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
-        return Verdict(task.task_id, await judge(context, task))
+    async def verdict(self, ctx: JudgeContext[CheckOptions], task: TaskInputs) -> Verdict[CheckEntry]:
+        """One task's entry (`judge`)."""
+        return Verdict(task.task_id, cast(CheckEntry, await judge(ctx, task)))
 
-    def input_files(self, options: Mapping[str, Any], task: TaskInputs) -> dict[str, Path]:
+    def input_files(self, options: CheckOptions, files: RunFiles, task: TaskInputs) -> dict[str, Path]:
         """The modules of the tasks folder its check imports (`script_imports`)."""
         check = (task.task or {}).get("check")
         if check is None:
             return {}
-        tasks_file = Path(options.get("tasks_file") or "tasks file")
+        tasks_file = files.tasks or Path("tasks file")
         try:
             module = check_module(tasks_file, task.task_id, check)
         except InputError:
             return {}
         return script_imports(module, tasks_file.resolve().parent)
 
-    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-        return document(entries, meta)
+    def export(self, entries: Mapping[str, CheckEntry], meta: JsonMapping) -> JsonObject:
+        """The file: aggregate (`breakdown`, the ids with an evaluator error, the skipped count), per_id and
+        meta."""
+        checked = {i: e for i, e in entries.items() if e.get("error") is not None or e.get("passed") is not None}
+        agg = breakdown([(None if e.get("error") is not None else int(bool(e["passed"])), e) for e in checked.values()])
+        agg["error_ids"] = [i for i, e in checked.items() if e.get("error") is not None]
+        agg["skipped"] = len(entries) - len(checked)
+        return {"aggregate": agg, "per_id": cast(JsonObject, dict(entries)), "meta": dict(meta)}
 
-    def load(self, path: Path) -> dict[str, dict[str, Any]]:
-        return entries(path)
+    def load(self, path: Path) -> dict[str, CheckEntry]:
+        """The checked entries of an earlier file (to resume), id -> entry."""
+        return file_entries(path, "verifier file", _check_entry, SUFFIX)
+
+    def read(self, path: Path, settings: ReadSettings) -> Verdicts:
+        """Per checked task: ``check_success`` (0/1, null for an evaluator error) and ``check_error``
+        (the reason, or null); skipped tasks have no values. Its group and usage go to ``detail``, with what
+        the viewer shows of every entry (check, checks, passed, error, reason); the file's meta."""
+        found, meta = file_document(Path(path), "verifier file", _check_entry, SUFFIX)
+        out = Verdicts(meta=meta)
+        for tid, entry in found.items():
+            if entry.get("error") is not None:
+                out.per_id[tid] = {"check_success": None, "check_error": entry["error"]}
+            elif entry.get("passed") is not None:
+                out.per_id[tid] = {"check_success": int(bool(entry["passed"])), "check_error": None}
+            out.detail[tid] = {**{k: entry[k] for k in ("group", "usage") if isinstance(entry.get(k), dict)},
+                               **{k: entry.get(k) for k in _SHOWN}}
+        return out
+
+    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> JsonObject:
+        """`breakdown` over the checked tasks among these ids."""
+        return breakdown([(verdicts.per_id[i]["check_success"], verdicts.detail.get(i, {})) for i in ids
+                          if i in verdicts.per_id])
+
+    def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
+        """The viewer's block of a task: its check script, and its checks and pass, an evaluator error (apart
+        from the agent's failure), or why it was not checked."""
+        if task is None or "passed" not in task:
+            return []
+        parts: list[JsonValue] = [{"kind": "note", "text": str(task["check"])}] if task.get("check") else []
+        reason = str(task["reason"]) if task.get("reason") else ""
+        if task.get("error") is not None:
+            parts.append({"kind": "error", "text": str(task["error"])})
+        elif task.get("passed") is None:
+            parts.append({"kind": "note", "text": reason or "not checked"})
+        else:
+            listed = task.get("checks")
+            checks: list[JsonValue] = listed if isinstance(listed, list) else []
+            parts += [{"kind": "badges", "items": [[str(c), bool(c)] for c in checks]},
+                      {"kind": "verdict", "label": "checks", "pass": bool(task["passed"]),
+                       "text": "passed" if task["passed"] else "failed", "note": reason}]
+        return [{"title": "Verifier", "id": "checks", "parts": parts}]
 
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "workspace", "tool_log", "task"}), metrics=METRICS,
-                      suffix=SUFFIX, judge=CheckJudge(), read=read, aggregate=aggregate, position=60, all_tasks=True,
-                      columns=("check_success", "check_error"), display=display)
+EVALUATOR: Evaluator[CheckEntry, CheckOptions] = Verifiers()

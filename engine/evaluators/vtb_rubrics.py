@@ -23,12 +23,24 @@ import asyncio
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from engine.contract import InputError
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
-from engine.evaluators.base import Evaluator, Judge, JudgeContext, Metric, TaskInputs, Verdict, Verdicts, pool_judge
+from engine.evaluators.base import Metric, TaskInputs, Verdicts, pool_judge
+from engine.evaluators.protocol import (
+    Card,
+    Evaluator,
+    EvaluatorOptions,
+    JudgeContext,
+    Plain,
+    ReadSettings,
+    ScriptedAnswer,
+    TaskRecord,
+    Verdict,
+)
 from engine.evaluators.vtb_files import SUFFIX, entries, own_verdicts, read_verdicts
 from engine.evaluators.vtb_records import RubricItem, Turn, log_mismatches, read_task_records, task_groups, task_turns
 from engine.evaluators.vtb_scoring import (
@@ -42,7 +54,7 @@ from engine.evaluators.vtb_scoring import (
     rubric_outcome,
     task_values,
 )
-from engine.judging import JudgeFailure, Question, Rubric, first_answer, json_object, judges_matrix
+from engine.judging import JudgeFailure, JudgeSpec, Question, Rubric, first_answer, json_object, judges_matrix
 from engine.judging import agreement as agreement_of
 
 NAME = "vtb_rubrics"
@@ -73,10 +85,27 @@ RUBRIC = Rubric(
     user="Question:\n{question}\n\nGold answer:\n{gold_answer}\n\nCriterion:\n{rubric}\n\nModel's answer:\n{answer}")
 
 
-def profile_of(options: Mapping[str, Any]) -> str:
+@dataclass
+class VtbOptions(EvaluatorOptions):
+    """``evaluators.vtb_rubrics`` (conf/judge/evaluators/vtb_rubrics.yaml): the profile (published | strict,
+    checked where it is read), the attempts per judge and rubric, the rubrics listed as most disagreed, and
+    the file (None: beside the predictions)."""
+
+    profile: str = DEFAULT_PROFILE
+    attempts: int = 3
+    agreement_top: int = 10
+    output: str | None = None
+
+
+RubricEntry = dict[str, JsonValue]
+"""A task's entry of the rubrics file: score, pass, counts, breakdown fields, profile and per turn its rubrics
+with every judge's label (engine.evaluators.vtb_files reads it back)."""
+
+
+def profile_of(options: JsonMapping) -> str:
     """The profile an evaluator config entry names (``profile``; default published), checked."""
     try:
-        return check_profile(options.get("profile") or DEFAULT_PROFILE)
+        return check_profile(str(options.get("profile") or DEFAULT_PROFILE))
     except ValueError as exc:
         raise InputError("config", str(exc), field=f"evaluators.{NAME}.profile") from None
 
@@ -97,7 +126,7 @@ def turn_answers(inputs: TaskInputs, n_turns: int) -> list[str | None]:
     return [inputs.final_answer or ""] * n_turns
 
 
-def parse_verdict(text: str) -> tuple[Any, str]:
+def parse_verdict(text: str) -> tuple[JsonValue, str]:
     """(label, explanation) of a judge reply ``{"explanation", "judge_result": label}``, the label as
     given; ValueError for a reply without such an object."""
     reply = json_object(text)
@@ -110,7 +139,7 @@ def parse_verdict(text: str) -> tuple[Any, str]:
 _QUOTED = re.compile(r'"([^"]+)"')
 
 
-def scripted_verdict(payload: Mapping[str, Any], strict: bool = False) -> str:
+def scripted_verdict(payload: JsonMapping, strict: bool = False) -> str:
     """A scripted judge's reply to the rubric prompt: Met when every double-quoted phrase of the
     criterion appears in the answer (ignoring case unless `strict`), or, for a criterion without one,
     when the answer is not empty."""
@@ -128,13 +157,13 @@ def scripted_verdict(payload: Mapping[str, Any], strict: bool = False) -> str:
     return f'{{"explanation": "{explanation}", "judge_result": "{MET if met else NOT_MET}"}}'
 
 
-def scripted_answer(payload: dict[str, Any], bias: float) -> str:
+def scripted_reply(payload: JsonObject, bias: float) -> str:
     """The offline scripted judge's reply: `scripted_verdict`, matching case exactly for a judge with
     bias <= -0.1 (so judges of a scripted pool can disagree)."""
     return scripted_verdict(payload, strict=bias <= -0.1)
 
 
-def rubric_payload(turn: Turn, rubric: RubricItem, answer: str) -> dict[str, Any]:
+def rubric_payload(turn: Turn, rubric: RubricItem, answer: str) -> JsonObject:
     """What a judge sees of one rubric: the turn's question and gold answer, the criterion, the answer."""
     return {"question": turn.prompt, "gold_answer": turn.golden_answer, "rubric": rubric.description,
             "answer": answer}
@@ -154,15 +183,17 @@ def published_oddity(text: str | None) -> str | None:
     return None
 
 
-async def _one_verdict(ctx: JudgeContext, spec: Any, question: Question, odd: dict[str, int]) -> dict[str, Any]:
+async def _one_verdict(ctx: JudgeContext[VtbOptions], spec: JudgeSpec, question: Question, odd: dict[str, int]
+                       ) -> dict[str, Any]:
     name = spec.identity["model"]
 
-    def read_reply(text: str) -> tuple[Any, str]:
+    def read_reply(text: str) -> tuple[JsonValue, str]:
         kind = published_oddity(text)
         if kind is not None:
             odd[kind] = odd.get(kind, 0) + 1
         return parse_verdict(text)
 
+    assert ctx.pool is not None
     try:
         label, explanation = await first_answer(ctx.pool, spec, question, ctx.attempts, read_reply)
     except JudgeFailure as exc:
@@ -174,14 +205,28 @@ def _entry_values(tid: str, entry: Mapping[str, Any], profile: str) -> dict[str,
     return task_values(own_verdicts(Path(SUFFIX), tid, entry, profile)[0], profile)
 
 
-async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
-    """One task's entry: its breakdown fields, per turn whether it was answered and its rubrics, each with
-    every judge's label and explanation (or error) and its verdict under the profile (``met``: true,
-    false, null), the turns' and the task's score and pass, and the counts."""
-    where = ctx.options.get("tasks_file") or "tasks file"
+def _complete(entry: Mapping[str, Any], judges: Sequence[str]) -> bool:
+    """Whether an entry needs no rerun: the judges of every rubric of every answered turn are exactly
+    `judges` (an entry of another pool is judged again) and each of them answered."""
+    for turn in entry.get("turns") or []:
+        if not isinstance(turn, Mapping) or turn.get("answered") is False:
+            continue
+        for rubric in turn.get("rubrics") or []:
+            verdicts = [v for v in rubric.get("judges") or [] if isinstance(v, Mapping)]
+            names = [name for v in verdicts if isinstance(name := v.get("name"), str)]
+            if len(names) != len(verdicts) or sorted(names) != sorted(judges) or \
+                    any("verdict" not in v for v in verdicts):
+                return False
+    return bool(entry.get("turns"))
+
+
+async def _judge(ctx: JudgeContext[VtbOptions], inputs: TaskInputs) -> dict[str, Any]:
+    """One task's entry (`VtbRubrics.verdict`)."""
+    where = ctx.files.tasks or "tasks file"
     if inputs.task is None:
         raise InputError(where, "no task record for this prediction", task_id=inputs.task_id)
-    profile = profile_of(ctx.options)
+    assert ctx.pool is not None
+    profile = profile_of({"profile": ctx.options.profile})
     turns = task_turns(where, inputs.task, inputs.task_id, profile)
     log_mismatches(inputs.task_id, [r for turn in turns for r in turn.rubrics], profile)
     answers = turn_answers(inputs, len(turns))
@@ -216,32 +261,6 @@ async def judge(ctx: JudgeContext, inputs: TaskInputs) -> dict[str, Any]:
             "other_labels": values["other_labels"], "critical_mismatches": values["critical_mismatches"], **entry}
 
 
-def complete(entry: Mapping[str, Any], judges: Sequence[str]) -> bool:
-    """Whether an entry needs no rerun: the judges of every rubric of every answered turn are exactly
-    `judges` (an entry of another pool is judged again) and each of them answered."""
-    for turn in entry.get("turns") or []:
-        if not isinstance(turn, Mapping) or turn.get("answered") is False:
-            continue
-        for rubric in turn.get("rubrics") or []:
-            verdicts = [v for v in rubric.get("judges") or [] if isinstance(v, Mapping)]
-            names = [name for v in verdicts if isinstance(name := v.get("name"), str)]
-            if len(names) != len(verdicts) or sorted(names) != sorted(judges) or \
-                    any("verdict" not in v for v in verdicts):
-                return False
-    return bool(entry.get("turns"))
-
-
-def read(path: Path, profile: str = DEFAULT_PROFILE) -> Verdicts:
-    """Per task id its ``rubric_score`` and ``pass_rate`` under the profile, with its detail
-    (engine.evaluators.vtb_files.read_verdicts)."""
-    return read_verdicts(Path(path), check_profile(profile))
-
-
-def aggregate(values: Verdicts, ids: Sequence[str]) -> dict[str, Any]:
-    """``{"rubrics": {...}}`` over these ids (engine.evaluators.vtb_scoring.aggregate_values)."""
-    return {"rubrics": aggregate_values([values.detail[i] for i in ids if i in values.detail])}
-
-
 def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[str, Any]:
     """The judges' agreement (nominal) on the rubrics they answered: Krippendorff's alpha (None when
     undefined), the share of rubrics each pair of judges agrees on, and the `top` rubrics the fewest
@@ -264,21 +283,11 @@ def agreement(per_id: Mapping[str, Mapping[str, Any]], top: int = 10) -> dict[st
                                for d in found.ranked[:top] if d.disagreement > 0]}
 
 
-def document(per_id: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The rubric verdicts file: the aggregate over its entries under the run's profile, the entries, and
-    the meta with the judges' agreement (``meta["agreement_top"]`` most disagreed rubrics, default 10)."""
-    profile = profile_of(meta)
-    values = [_entry_values(tid, e, profile) for tid, e in per_id.items()]
-    top = int(meta.get("agreement_top", 10))
-    return {"aggregate": aggregate_values(values), "per_id": per_id,
-            "meta": {**meta, "profile": profile, "agreement": agreement(per_id, top)}}
-
-
-def _passed(value: Any) -> str:
+def _passed(value: object) -> str:
     return "pass" if value is True else "fail" if value is False else "not scored"
 
 
-def _verdict(met: Any) -> dict[str, Any]:
+def _verdict(met: object) -> JsonObject:
     return {"badge": "Met" if met is True else "Not Met" if met is False else "no verdict",
             "pass": met if isinstance(met, bool) else None}
 
@@ -292,10 +301,8 @@ def _judges_cell(judged: Any) -> Any:
                                         {"reply": v.get("explanation", v.get("error"))}] for v in votes]}
 
 
-def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The viewer's block of a task: its weighted score and pass, per turn each rubric (description, weight,
-    categories, critical) with its verdict and the judges' verdicts and explanations (the judges only in this
-    evaluator's own file)."""
+def _display(task: Mapping[str, Any] | None) -> list[JsonObject]:
+    """The viewer's block of a task (`VtbRubrics.display`)."""
     if task is None or "turns" not in task:
         return []
     score, judges = task.get("rubric_score"), task.get("judges") or []
@@ -323,38 +330,69 @@ def display(task: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> list[dic
                       "rows": rows[k], "marked": marked[k]})
     if any(marked):
         parts.append({"kind": "tags", "tags": [["critical_failed", "failed a critical rubric"]]})
-    return [{"title": "Rubrics", "id": "rubrics", "parts": parts}]
+    return [{"title": "Rubrics", "id": "rubrics", "parts": cast(list[JsonValue], parts)}]
 
 
-def one_judge(options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
-    """The pool's first judge under the published profile (its label alone counts), else None (every judge)."""
-    return pool_judge(judges) if profile_of(options) == "published" else None
-
-
-class RubricJudge(Judge):
+class VtbRubrics(Plain[RubricEntry, VtbOptions]):
     """One question per rubric and judge (the pool's first alone under the published profile); the tasks
     file in either shape."""
 
-    read_tasks = staticmethod(read_task_records)
-    asked = (RUBRIC,)
-    partial = True
+    card = Card(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}), metrics=METRICS, suffix=SUFFIX,
+                option="rubrics", position=30, asked=(RUBRIC,), partial=True)
+    options_type = VtbOptions
 
-    async def verdict(self, context: JudgeContext, task: TaskInputs) -> Verdict:
-        return Verdict(task.task_id, await judge(context, task))
+    async def verdict(self, ctx: JudgeContext[VtbOptions], task: TaskInputs) -> Verdict[RubricEntry]:
+        """One task's entry: its breakdown fields, per turn whether it was answered and its rubrics, each with
+        every judge's label and explanation (or error) and its verdict under the profile (``met``: true,
+        false, null), the turns' and the task's score and pass, and the counts."""
+        return Verdict(task.task_id, await _judge(ctx, task))
 
-    def export(self, entries: dict[str, dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-        return document(entries, meta)
+    def export(self, entries: Mapping[str, RubricEntry], meta: JsonMapping) -> JsonObject:
+        """The rubric verdicts file: the aggregate over its entries under the run's profile, the entries, and
+        the meta with the judges' agreement (``meta["agreement_top"]`` most disagreed rubrics, default 10)."""
+        profile = profile_of(meta)
+        values = [_entry_values(tid, e, profile) for tid, e in entries.items()]
+        top = meta.get("agreement_top", 10)
+        return {"aggregate": aggregate_values(values), "per_id": cast(JsonObject, dict(entries)),
+                "meta": {**meta, "profile": profile,
+                         "agreement": agreement(entries, int(top) if isinstance(top, (int, float)) else 10)}}
 
-    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+    def load(self, path: Path) -> dict[str, RubricEntry]:
+        """The entries of an earlier rubrics file (engine.evaluators.vtb_files.entries)."""
         return entries(path)
 
-    def complete(self, entry: Mapping[str, Any], names: Sequence[str]) -> bool:
-        return complete(entry, names)
+    def complete(self, entry: RubricEntry, judges: Sequence[str]) -> bool:
+        """Whether an entry needs no rerun: the judges of every rubric of every answered turn are exactly
+        `judges` (an entry of another pool is judged again) and each of them answered."""
+        return _complete(entry, judges)
 
-    def one_judge(self, options: Mapping[str, Any], judges: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
-        return one_judge(options, judges)
+    def one_judge(self, options: VtbOptions, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
+        """The pool's first judge under the published profile (its label alone counts), else None (every
+        judge)."""
+        return pool_judge(judges) if profile_of({"profile": options.profile}) == "published" else None
+
+    def read_tasks(self, path: Path) -> dict[str, TaskRecord]:
+        """The tasks file in this project's shape or VisualToolBench's released one."""
+        return read_task_records(path)
+
+    def read(self, path: Path, settings: ReadSettings) -> Verdicts:
+        """Per task id its ``rubric_score`` and ``pass_rate`` under the profile (default published), with its
+        detail (engine.evaluators.vtb_files.read_verdicts)."""
+        return read_verdicts(Path(path), check_profile(settings.vtb_profile or DEFAULT_PROFILE))
+
+    def aggregate(self, verdicts: Verdicts, ids: Sequence[str]) -> JsonObject:
+        """``{"rubrics": {...}}`` over these ids (engine.evaluators.vtb_scoring.aggregate_values)."""
+        return {"rubrics": aggregate_values([verdicts.detail[i] for i in ids if i in verdicts.detail])}
+
+    def display(self, task: JsonMapping | None, meta: JsonMapping) -> list[JsonObject]:
+        """The viewer's block of a task: its weighted score and pass, per turn each rubric (description,
+        weight, categories, critical) with its verdict and the judges' verdicts and explanations (the judges
+        only in this evaluator's own file)."""
+        return _display(task)
+
+    def scripted_answer(self, purpose: str) -> ScriptedAnswer | None:
+        """The scripted judge's reply to the rubric prompt (`scripted_reply`)."""
+        return scripted_reply if purpose == RUBRIC.purpose else None
 
 
-EVALUATOR = Evaluator(name=NAME, reads=frozenset({"prediction", "final_answer", "task"}), metrics=METRICS,
-                      suffix=SUFFIX, judge=RubricJudge(), read=read, aggregate=aggregate, option="rubrics",
-                      position=30, scripted={RUBRIC.purpose: scripted_answer}, display=display)
+EVALUATOR: Evaluator[RubricEntry, VtbOptions] = VtbRubrics()

@@ -7,8 +7,7 @@ and the replies to the old text are no longer used.
 
 from __future__ import annotations
 
-from typing import Any
-
+from engine.contract import JsonMapping, JsonObject, JsonValue
 from engine.judging.questions import Rubric
 
 TASK_COMPLETION = "task_completion"
@@ -54,38 +53,42 @@ OUTCOME = Rubric(
     "Answer with the digit alone.",
     1.0, 4.0)
 
-def _cut(text: Any, limit: int) -> Any:
+def _cut(text: JsonValue, limit: int) -> JsonValue:
     if not limit or not isinstance(text, str) or len(text) <= limit:
         return text
     return text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
-def run_steps(steps: Any, max_result_chars: int = 0) -> Any:
+def run_steps(steps: JsonValue, max_result_chars: int = 0) -> JsonValue:
     """Steps of a run as judges see them: results cut to max_result_chars (0: whole)."""
     if not max_result_chars or not isinstance(steps, list):
         return steps
     return [{**step, "calls": [{**c, "result": _cut(c["result"], max_result_chars)} if isinstance(c, dict)
-                               and "result" in c else c for c in step.get("calls") or []]}
+                               and "result" in c else c for c in _listed(step.get("calls"))]}
             if isinstance(step, dict) else step for step in steps]
 
 
-def completion_payload(question: str, prediction: dict[str, Any], max_result_chars: int = 0) -> dict[str, Any]:
+def _listed(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def completion_payload(question: str, prediction: JsonMapping, max_result_chars: int = 0) -> JsonObject:
     """What a Task Completion judge sees: the question and the prediction (never the reference)."""
     return {"question": question,
             "prediction": {"id": prediction.get("id"), "steps": run_steps(prediction.get("steps"), max_result_chars),
                            "final_reply": prediction.get("final_reply")}}
 
 
-def grounding_payload(question: str, reference: dict[str, Any], prediction: dict[str, Any],
-                      max_result_chars: int = 0) -> dict[str, Any]:
+def grounding_payload(question: str, reference: JsonMapping, prediction: JsonMapping,
+                      max_result_chars: int = 0) -> JsonObject:
     """What an Information Grounding judge sees: the question, the reference steps and the prediction."""
     return {"question": question, "reference": {"id": reference.get("id"), "steps": reference.get("steps")},
             **completion_payload(question, prediction, max_result_chars)}
 
 
-def outcome_payload(call: dict[str, Any], max_result_chars: int = 0) -> dict[str, Any]:
+def outcome_payload(call: JsonMapping, max_result_chars: int = 0) -> JsonObject:
     """What a call outcome judge sees: the call's name, arguments and result (and its error flag when known)."""
-    payload = {"name": call.get("name"), "arguments": call.get("arguments"),
+    payload: JsonObject = {"name": call.get("name"), "arguments": call.get("arguments"),
                "result": _cut(call.get("result"), max_result_chars)}
     if isinstance(call.get("is_error"), bool):
         payload["is_error"] = call["is_error"]

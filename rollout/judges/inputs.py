@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import InputError, check_name, digest, read_json, task_records
-from engine.evaluators.base import Evaluator, TaskInputs
+from engine.evaluators.base import TaskInputs
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
 
@@ -78,10 +79,10 @@ def evaluator_options(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
     return dict((cfg.get("evaluators") or {}).get(name) or {})
 
 
-def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Path) -> Path:
+def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], predictions: Path) -> Path:
     """The file of an evaluator: its entry's ``output``, else <predictions stem>_<suffix>.json."""
-    explicit = evaluator_options(cfg, judged.name).get("output")
-    return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
+    explicit = evaluator_options(cfg, judged.card.name).get("output")
+    return Path(explicit) if explicit else companion_path(predictions, str(judged.card.suffix))
 
 
 NOT_KEYED = ("output", "tasks_file", "reference_file", "predictions_file", "agreement_top", "attempts")

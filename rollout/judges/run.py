@@ -48,7 +48,17 @@ from engine.contract import (
 from engine.contract.progress import TaskBar
 from engine.contract.settings import Shard, parse_shard
 from engine.evaluators import evaluator
-from engine.evaluators.base import Evaluator, JudgeContext, TaskInputs, Verdict
+from engine.evaluators.base import TaskInputs
+from engine.evaluators.protocol import (
+    EntryT,
+    Evaluator,
+    EvaluatorOptions,
+    JudgeContext,
+    OptionsT,
+    RunFiles,
+    Verdict,
+    options_of,
+)
 from engine.judge_results import verdict_lines
 from engine.judging import JudgeFailure, JudgeSpec
 from engine.serialize import scored_ids
@@ -61,14 +71,13 @@ from rollout.judges.inputs import (
     evaluator_output,
     input_key,
     predictions_path,
-    read_task_records,
     rollout_folder,
     tool_log,
     wanted_ids,
 )
 from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
 from rollout.judges.shards import merge_verdicts, part_inputs
-from rollout.judges.verdicts import VerdictFile, judge_of
+from rollout.judges.verdicts import VerdictFile, check_judged
 from rollout.models.clients import bounded, quiet_client_loggers
 from rollout.shard_report import merge_when_complete
 from rollout.shards import hold_part, part_path
@@ -100,7 +109,7 @@ class Catalogues:
 class Stage:
     """One evaluator's run on one predictions file: what it reads and the judges it asks."""
 
-    judged: Evaluator
+    judged: Evaluator[Any, Any]
     preds: TrajectoryFile
     gt: TrajectoryFile | None
     options: dict[str, Any]
@@ -116,6 +125,8 @@ class Stage:
     """Where the files its questions name may lie (rollout.judges.images)."""
     refused: dict[str, dict[str, str]] = field(default_factory=dict)
     """Task id -> file reference -> why it was not shown to the judges, this run."""
+    typed: EvaluatorOptions = field(default_factory=EvaluatorOptions)  # its options (options_of its entry)
+    files: RunFiles = field(default_factory=lambda: RunFiles(Path()))  # the run's files it judges with
 
     @property
     def names(self) -> list[str]:
@@ -132,35 +143,38 @@ class Stage:
                           file_entries=self.objects.get(tid, ()))
 
 
-async def read_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile, gt: TrajectoryFile | None,
-                     catalogues: Catalogues | None) -> Stage:
+async def read_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
+                     gt: TrajectoryFile | None, catalogues: Catalogues | None) -> Stage:
     """What an evaluator reads on this run: its config entry (with the run's files, FILE_OPTIONS), the tasks
     file, the rollout's folders, the predictions file's objects, its judges (none for one that asks no
     judge; its one judge for one that asks one), its ``attempts`` and ``max_result_chars`` (else the app's)
     and the catalogue for one that reads it."""
-    judge, data = judge_of(judged), cfg.get("data") or {}
-    options = evaluator_options(cfg, judged.name)
+    data = cfg.get("data") or {}
+    options = evaluator_options(cfg, judged.card.name)
+    typed = options_of(judged, options)
     options["predictions_file"] = str(preds.path)
     if gt is not None:
         options["reference_file"] = str(gt.path)
     tasks: dict[str, dict[str, Any]] = {}
-    if "task" in judged.reads:
+    if "task" in judged.card.reads:
         if not data.get("tasks"):
             raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
-        tasks = (judge.read_tasks or read_task_records)(Path(data["tasks"]))
+        tasks = judged.read_tasks(Path(data["tasks"]))
         options["tasks_file"] = str(data["tasks"])
-    one = judge.one_judge(options, cfg["judges"]) if judge.uses_pool else None
+    one = judged.one_judge(typed, cfg["judges"]) if judged.card.uses_pool else None
     attempts, max_chars = (
-        config_int(options, key, minimum=minimum, where=f"evaluators.{judged.name}.{key}")
+        config_int(options, key, minimum=minimum, where=f"evaluators.{judged.card.name}.{key}")
         if options.get(key) is not None else config_int(cfg, key, minimum=minimum)
         for key, minimum in (("attempts", 1), ("max_result_chars", 0)))
     stage = Stage(judged, preds, gt, options, tasks,
-                  rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.reads else None,
-                  rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.reads else None,
-                  file_objects(preds.path) if "file_entries" in judged.reads else {},
-                  judge_specs({one[0]: one[1]} if one else cfg["judges"]["pool"]) if judge.uses_pool else [],
-                  attempts, max_chars, images=image_folders(cfg, options, "task" in judged.reads))
-    if "catalogue" in judged.reads:
+                  rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.card.reads else None,
+                  rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.card.reads else None,
+                  file_objects(preds.path) if "file_entries" in judged.card.reads else {},
+                  judge_specs({one[0]: one[1]} if one else cfg["judges"]["pool"]) if judged.card.uses_pool else [],
+                  attempts, max_chars, images=image_folders(cfg, options, "task" in judged.card.reads), typed=typed,
+                  files=RunFiles(preds.path, gt.path if gt is not None else None,
+                                 Path(options["tasks_file"]) if "tasks_file" in options else None))
+    if "catalogue" in judged.card.reads:
         stage.catalogue = await (catalogues or Catalogues(cfg)).get(options.get("catalogue"))
     return stage
 
@@ -172,12 +186,12 @@ def task_order(cfg: Mapping[str, Any], stage: Stage, lost: Mapping[str, Any]) ->
     judged, preds, gt, tasks = stage.judged, stage.preds, stage.gt, stage.tasks
     shared = set(scored_ids(gt, preds)) if gt is not None else set(preds.tasks)
     candidates = [i for i in (gt.tasks if gt is not None else preds.tasks) if i in shared]
-    wanted = wanted_ids(cfg, tasks if judged.all_tasks else candidates)
-    if judged.all_tasks:
+    wanted = wanted_ids(cfg, tasks if judged.card.all_tasks else candidates)
+    if judged.card.all_tasks:
         return [i for i in tasks if (not wanted or i in wanted) and i not in lost]
     missing = [i for i in preds.tasks if tasks and i not in tasks]
     if missing:
-        log.warning("%s: %d predicted id(s) have no task in %s: %s", judged.name, len(missing),
+        log.warning("%s: %d predicted id(s) have no task in %s: %s", judged.card.name, len(missing),
                     (cfg.get("data") or {})["tasks"], ", ".join(missing[:10]))
     return [i for i in candidates if (not tasks or i in tasks) and (not wanted or i in wanted)]
 
@@ -185,8 +199,8 @@ def task_order(cfg: Mapping[str, Any], stage: Stage, lost: Mapping[str, Any]) ->
 def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
     """The file's meta of the run: its files and folders, judges, settings, attempts, the tasks `lost` to
     the infrastructure, the catalogue's source and the number of tasks the evaluator records."""
-    judge, specs, options = judge_of(stage.judged), stage.specs, stage.options
-    meta: dict[str, Any] = {"evaluator": stage.judged.name, "predictions": str(stage.preds.path),
+    specs, options = stage.specs, stage.options
+    meta: dict[str, Any] = {"evaluator": stage.judged.card.name, "predictions": str(stage.preds.path),
                             "gt": str(stage.gt.path) if stage.gt else None, "tasks": options.get("tasks_file"),
                             **({"workspace_dir": str(stage.workspaces)} if stage.workspaces else {}),
                             **({"tool_log_dir": str(stage.logs)} if stage.logs else {}),
@@ -195,9 +209,9 @@ def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any
                             **{k: v for k, v in options.items() if k not in FILE_OPTIONS},
                             "attempts": stage.attempts,
                             **({"lost": {i: k for i, (k, _) in lost.items()}} if lost else {})}
-    if "catalogue" in stage.judged.reads:
+    if "catalogue" in stage.judged.card.reads:
         meta["catalogue"] = stage.catalogue.source if stage.catalogue is not None else None
-    count = judge.task_count(stage.gt.path) if stage.gt is not None else None
+    count = stage.judged.task_count(stage.gt.path) if stage.gt is not None else None
     if count is not None:
         meta["num_total"] = count
     return meta
@@ -208,13 +222,13 @@ def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[s
     (`Judge.input_files`, and the content of the files its prediction names that its judges are shown) and the
     run's settings that can change a verdict, the versions of the prompts
     its judge may ask among them (rollout.judges.inputs.input_key)."""
-    judge, catalogue, data = judge_of(stage.judged), stage.catalogue, cfg.get("data") or {}
-    settings = {"evaluator": stage.judged.name,
+    card, catalogue, data = stage.judged.card, stage.catalogue, cfg.get("data") or {}
+    settings = {"evaluator": stage.judged.card.name,
                 "options": {k: v for k, v in stage.options.items() if k not in NOT_KEYED},
                 "judges": [s.identity for s in stage.specs], "max_result_chars": stage.max_chars,
-                "prompts": {**{r.purpose: r.version for r in judge.rubrics},
+                "prompts": {**{r.purpose: r.version for r in card.rubrics},
                             **(read_prompts(cfg["judges"].get("prompts")) if stage.specs else {})},
-                **({"asked": sorted([r.purpose, r.version] for r in judge.asked)} if judge.asked else {}),
+                **({"asked": sorted([r.purpose, r.version] for r in card.asked)} if card.asked else {}),
                 "catalogue": None if catalogue is None else {"tools": catalogue.tools,
                                                              "unavailable": sorted(catalogue.unavailable)}}
     base = Path(data["tasks"]).resolve() if stage.tasks and data.get("tasks") else None
@@ -225,8 +239,8 @@ def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[s
         inputs = stage.inputs_of(i)
         named = (named_files_key(stage.images.of_task(i), inputs.prediction.raw)
                  if stage.specs and inputs.prediction is not None else {})
-        keys[i] = input_key(inputs, settings, judge.task_files, base, judge.input_files(stage.options, inputs),
-                            named)
+        keys[i] = input_key(inputs, settings, card.task_files, base,
+                            stage.judged.input_files(stage.typed, stage.files, inputs), named)
     return keys
 
 
@@ -235,14 +249,15 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
     """Ask the evaluator about each task of `todo`, the store keeping each verdict as it comes (its journal)
     and writing the file whole at the end, also when the run is stopped; what the judges were asked, as a
     line's tail."""
-    judge = judge_of(stage.judged)
+    judge = stage.judged
     for tid in todo:  # every task's fields, before a judge or a script is started
-        judge.check_task(stage.options, tid, stage.tasks.get(tid))
+        judge.check_task(stage.typed, stage.files, tid, stage.tasks.get(tid))
 
     async def judge_all(pool: JudgePool | None) -> None:
-        if pool is not None and judge.rubrics:
-            store.meta["prompt_versions"] = {r.purpose: pool.rubric(r).version for r in judge.rubrics}
-        context = JudgeContext(pool, stage.attempts, stage.options, stage.max_chars, stage.catalogue)
+        if pool is not None and judge.card.rubrics:
+            store.meta["prompt_versions"] = {r.purpose: pool.rubric(r).version for r in judge.card.rubrics}
+        context = JudgeContext(pool=pool, attempts=stage.attempts, options=stage.typed, files=stage.files,
+                               max_result_chars=stage.max_chars, catalogue=stage.catalogue)
         usage = pool.usage_totals if pool is not None else None
 
         async def one(tid: str) -> None:
@@ -257,7 +272,7 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
             store.record(verdict, keys[tid], usage)
 
         try:
-            with TaskBar(len(store.order), stage.judged.name, done=len(store.order) - len(todo)) as bar:
+            with TaskBar(len(store.order), stage.judged.card.name, done=len(store.order) - len(todo)) as bar:
                 await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
         finally:  # stopped or done: the verdicts kept so far are in the file
             store.compact(usage)
@@ -271,30 +286,30 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
                 f"{sum(u.cached for u in pool.usage.values())} reply(ies) from the cache")
 
 
-def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, sharded: bool,
+def report(judged: Evaluator[EntryT, OptionsT], store: VerdictFile, todo: list[str], asked: str, sharded: bool,
            refused: Mapping[str, Mapping[str, str]] | None = None) -> None:
     """The lines of an evaluator's run: what was judged, the file references its judges were not shown
     (`refused`: task id -> path -> why), and (unsharded) its headline and odd counts."""
     left = store.incomplete()
-    print(f"{judged.name}: {store.done()} of {len(store.order)} task(s) judged ({len(todo) - len(store.failed)} "
+    print(f"{judged.card.name}: {store.done()} of {len(store.order)} task(s) judged ({len(todo) - len(store.failed)} "
           f"now, {len(store.failed)} failed, {len(left)} incomplete){asked} -> {store.path}")
     line = refused_line(refused or {})
     if line is not None:
-        print(f"{judged.name}: {line}")
+        print(f"{judged.card.name}: {line}")
     if not sharded and store.done():
         for closing in verdict_lines(judged, store.path):  # the file read once: its warnings said once
-            print(f"{judged.name}: {closing}")
+            print(f"{judged.card.name}: {closing}")
 
 
-def merge_parts(judged: Evaluator, merged: Path, parts_dir: Path, shard: Shard, order: list[str],
+def merge_parts(judged: Evaluator[EntryT, OptionsT], merged: Path, parts_dir: Path, shard: Shard, order: list[str],
                 meta: Mapping[str, Any], inputs: Any, stage: Stage) -> None:
     """Merge the shards' part files once every part is complete, saying so, or what it waits for."""
-    merge_when_complete(judged.name, shard, merged, [part_path(parts_dir, merged, s) for s in shard.siblings()],
+    merge_when_complete(judged.card.name, shard, merged, [part_path(parts_dir, merged, s) for s in shard.siblings()],
                         lambda: merge_verdicts(judged, merged, parts_dir, shard.count, order, meta, inputs,
                                                stage.specs, stage.names))
 
 
-async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: TrajectoryFile,
+async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
                           gt: TrajectoryFile | None, output: Path,
                           lost: Mapping[str, tuple[str, str]] | None = None,
                           catalogues: Catalogues | None = None) -> int:
@@ -313,7 +328,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     if cfg.get("merge") is not None:
         merged = merge_verdicts(judged, output, parts_dir, config_int(cfg, "merge"), order, meta, inputs,
                                 stage.specs, stage.names)
-        print(f"{judged.name}: {cfg['merge']} part(s) merged -> {merged}")
+        print(f"{judged.card.name}: {cfg['merge']} part(s) merged -> {merged}")
         return 0
     merged, all_order = output, order
     if shard is not None:
@@ -322,8 +337,9 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     keys = input_keys(cfg, stage, order)
     store = VerdictFile(judged, output, meta, stage.names, order, inputs(shard) if shard is not None else None)
     todo = store.resume(keys)
-    log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.name, len(todo), len(order), len(stage.specs))
-    if todo and judge_of(judged).asks_always:
+    log.info("%s: %d of %d task(s) to judge with %d judge(s)", judged.card.name, len(todo), len(order),
+             len(stage.specs))
+    if todo and judged.card.asks_always:
         check_keys(stage.specs)
     with hold_part(output) if shard is not None else nullcontext():  # a merge sees the part running
         asked = await judge_tasks(cfg, stage, store, todo, keys)
@@ -333,7 +349,7 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator, preds: Traj
     return 1 if store.failed or store.incomplete() else 0
 
 
-def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
+def configured(cfg: Mapping[str, Any]) -> list[Evaluator[Any, Any]]:
     """The evaluators the run judges: every one of ``evaluators`` (stage both), or the stage's one."""
     names = list(cfg.get("evaluators") or {})
     stage = check_choice(cfg.get("stage", "both"), ["both", *ALIASES, *names], "stage", "stage")
@@ -344,7 +360,7 @@ def configured(cfg: Mapping[str, Any]) -> list[Evaluator]:
             found = evaluator(name)
         except ValueError as exc:
             raise InputError("config", str(exc), field=f"evaluators.{name}") from None
-        judge_of(found)
+        check_judged(found)
         out.append(found)
     return out
 
@@ -374,11 +390,11 @@ def run_one(cfg: Mapping[str, Any], catalogues: Catalogues | None = None) -> int
     status = 0
     gt: TrajectoryFile | None = None  # the reference file, read once for the evaluators that read it
     for judged in chosen:
-        if "reference" in judged.reads:
+        if "reference" in judged.card.reads:
             if not data.get("gt"):
                 raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
             gt = gt or read_trajectories(data["gt"])
         output = evaluator_output(cfg, judged, predictions)
-        reference = gt if "reference" in judged.reads else None
+        reference = gt if "reference" in judged.card.reads else None
         status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, reference, output, lost, catalogues)))
     return status

@@ -11,7 +11,7 @@ A request names its rubric by the ``purpose`` marker of its system message and c
 ``payload`` marker of its user message (engine.judging.questions.Rubric.messages; a request without it has
 the payload as its user message's JSON); the answer of each purpose is registered with `register_answer`, so a
 new rubric adds its scripted answer where it is defined: an evaluator declares its answers in its own module
-(``Evaluator.scripted``), and they are registered here. Importing this module registers the scripted
+(``Evaluator.scripted_answer``), and they are registered here. Importing this module registers the scripted
 policy ``judge`` (its ``bias`` from the model config), the answers of the built-in rubrics and those of
 every evaluator.
 
@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Mapping
 
+from engine.contract import JsonMapping, JsonObject, JsonValue
 from engine.contract.settings import ModelConfig
 from engine.evaluators import evaluators
+from engine.evaluators.protocol import ScriptedAnswer
 from engine.judging import (
     CALL_OUTCOME,
     CLASS_OF_DIGIT,
@@ -41,22 +42,28 @@ from engine.judging import (
 from rollout.models.loopback import message_texts, register_policy, serve
 
 _DIGIT_OF_CLASS = {label: digit for digit, label in CLASS_OF_DIGIT.items()}
-Answer = Callable[[dict[str, Any], float], str]
-"""A scripted judge's reply to a payload, given the judge's bias."""
-_ANSWERS: dict[str, Answer] = {}
+_ANSWERS: dict[str, ScriptedAnswer] = {}
 
 
-def register_answer(purpose: str, answer: Answer) -> None:
+def register_answer(purpose: str, answer: ScriptedAnswer) -> None:
     """Make scripted judges answer requests of rubric `purpose` with `answer(payload, bias)`."""
     _ANSWERS[purpose] = answer
 
 
-def _calls(steps: Any) -> list[dict[str, Any]]:
-    return [c for step in steps or [] if isinstance(step, dict) for c in step.get("calls") or []
-            if isinstance(c, dict)]
+def _calls(steps: JsonValue) -> list[JsonObject]:
+    return [c for step in (steps if isinstance(steps, list) else []) if isinstance(step, dict)
+            for c in _listed(step.get("calls")) if isinstance(c, dict)]
 
 
-def completion_score(prediction: dict[str, Any]) -> float:
+def _listed(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def _object(value: JsonValue) -> JsonMapping:
+    return value if isinstance(value, Mapping) else {}
+
+
+def completion_score(prediction: JsonMapping) -> float:
     """The scripted Task Completion (0-10) of a prediction payload."""
     calls = _calls(prediction.get("steps"))
     ok = sum(1 for c in calls if error_state(c, result_text(c.get("result")))[0] is not True)
@@ -65,7 +72,7 @@ def completion_score(prediction: dict[str, Any]) -> float:
                                                                                       and final.strip())
 
 
-def grounding_score(reference: dict[str, Any], prediction: dict[str, Any]) -> float:
+def grounding_score(reference: JsonMapping, prediction: JsonMapping) -> float:
     """The scripted Information Grounding (0-1): the share of reference calls matched by tool name."""
     wanted = Counter(c.get("name") for c in _calls(reference.get("steps")))
     made = Counter(c.get("name") for c in _calls(prediction.get("steps")))
@@ -73,19 +80,19 @@ def grounding_score(reference: dict[str, Any], prediction: dict[str, Any]) -> fl
     return sum((wanted & made).values()) / total if total else 1.0
 
 
-def completion_answer(payload: dict[str, Any], bias: float) -> str:
+def completion_answer(payload: JsonObject, bias: float) -> str:
     """The scripted Task Completion reply, \\boxed{score} with score in [0, 10]."""
-    score = min(10.0, max(0.0, completion_score(payload["prediction"]) + 10.0 * bias))
+    score = min(10.0, max(0.0, completion_score(_object(payload["prediction"])) + 10.0 * bias))
     return f"\\boxed{{{score:.2f}}}"
 
 
-def grounding_answer(payload: dict[str, Any], bias: float) -> str:
+def grounding_answer(payload: JsonObject, bias: float) -> str:
     """The scripted Information Grounding reply, \\boxed{share} with share in [0, 1]."""
-    score = min(1.0, max(0.0, grounding_score(payload["reference"], payload["prediction"]) + bias))
+    score = min(1.0, max(0.0, grounding_score(_object(payload["reference"]), _object(payload["prediction"])) + bias))
     return f"\\boxed{{{score:.3f}}}"
 
 
-def outcome_answer(payload: dict[str, Any], bias: float) -> str:
+def outcome_answer(payload: JsonObject, bias: float) -> str:
     """The scripted call class digit: the outcome rules' class, 2 when they cannot tell."""
     decision = decide(payload, None)
     return str(_DIGIT_OF_CLASS[decision.label] if decision else 2)
@@ -97,9 +104,10 @@ class JudgePolicy:
     def __init__(self, bias: float = 0.0) -> None:
         self.bias = bias
 
-    def __call__(self, request: dict[str, Any]) -> str:
+    def __call__(self, request: JsonObject) -> str:
         """The reply to a judge request: the registered answer of its purpose."""
-        messages = request.get("messages") or []
+        listed = request.get("messages")
+        messages = listed if isinstance(listed, list) else []
         purpose = messages[0].get("purpose") if messages and isinstance(messages[0], dict) else None
         answer = _ANSWERS.get(purpose) if isinstance(purpose, str) else None
         if answer is None:
@@ -121,10 +129,13 @@ register_answer(CALL_OUTCOME, outcome_answer)
 
 
 def register_evaluator_answers() -> None:
-    """Register the scripted answers every evaluator declares (``Evaluator.scripted``)."""
+    """Register the scripted answers every evaluator declares for the prompts it asks
+    (``Evaluator.scripted_answer``)."""
     for found in evaluators():
-        for purpose, answer in found.scripted.items():
-            register_answer(purpose, answer)
+        for rubric in (*found.card.rubrics, *found.card.asked):
+            answer = found.scripted_answer(rubric.purpose)
+            if answer is not None:
+                register_answer(rubric.purpose, answer)
 
 
 register_evaluator_answers()

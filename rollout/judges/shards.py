@@ -19,10 +19,10 @@ from typing import Any
 
 from engine.contract import InputError, JsonObject, dumps_json, read_json
 from engine.contract.settings import Shard
-from engine.evaluators.base import Evaluator
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT
 from engine.judging import JudgeSpec
 from rollout.judges.pool import JudgeUsage
-from rollout.judges.verdicts import INPUT_KEYS, export, judge_of
+from rollout.judges.verdicts import INPUT_KEYS, export
 from rollout.shards import PartPending, check_part, file_sha256, missing_ids, part_path, write_merged
 
 PER_RUN = ("prompt_versions",)
@@ -58,7 +58,7 @@ def repeated_entry(path: Path) -> str | None:
     return root["part"]["entries"].repeated
 
 
-def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int, order: Sequence[str],
+def merge_verdicts(judged: Evaluator[EntryT, OptionsT], output: Path, parts_dir: Path, count: int, order: Sequence[str],
                    meta: Mapping[str, Any], inputs: Callable[[Shard], dict[str, Any]], specs: Sequence[JudgeSpec],
                    names: Sequence[str]) -> Path:
     """Merge the `count` part files of `output` into it; InputError naming a part made with other settings,
@@ -91,7 +91,7 @@ def merge_verdicts(judged: Evaluator, output: Path, parts_dir: Path, count: int,
             raise InputError(path, f"part {shard} holds this task twice (its entries repeat the id): a part holds "
                              f"each of its tasks once; remove one, or run shard={shard} again into a fresh part",
                              task_id=twice, field="part.entries")
-        missing_ids(path, shard, [i for i in wanted if i in got and judge_of(judged).complete(got[i], names)], wanted)
+        missing_ids(path, shard, [i for i in wanted if i in got and judged.complete(got[i], names)], wanted)
         entries.update((i, got[i]) for i in wanted)
         stored = part["extra"].get(INPUT_KEYS)
         if isinstance(stored, dict):

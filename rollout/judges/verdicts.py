@@ -13,9 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, atomic_write_json, read_json
-from engine.evaluators.base import Evaluator, Judge, Verdict, file_meta, format_record, format_version
+from engine.evaluators.base import file_meta, format_record, format_version
+from engine.evaluators.protocol import EntryT, Evaluator, OptionsT, Verdict
 from rollout.judges.journal import VERSION, append_synced, journal_path, read_journal, verdict_line
 from rollout.judges.pool import USAGE_COUNTS
 
@@ -25,27 +27,28 @@ INPUT_KEYS = "input_keys"
 """The meta key of an evaluator file's input keys: task id -> `input_key` of what its verdict judged."""
 
 
-def judge_of(evaluator: Evaluator) -> Judge:
-    """The evaluator's `Judge` (an InputError naming its config entry when it has none)."""
-    if evaluator.judge is None:
-        raise InputError("config", f"evaluator {evaluator.name} has nothing to judge (no judge); the score app "
-                         "computes or reads its values", field=f"evaluators.{evaluator.name}")
-    return evaluator.judge
+def check_judged(evaluator: Evaluator[EntryT, OptionsT]) -> None:
+    """InputError naming its config entry for an evaluator with no file (nothing to judge)."""
+    if evaluator.card.suffix is None:
+        raise InputError("config", f"evaluator {evaluator.card.name} has nothing to judge (no file); the score app "
+                         "computes its values", field=f"evaluators.{evaluator.card.name}")
 
 
-def export(evaluator: Evaluator, entries: dict[str, JsonObject], meta: JsonObject) -> JsonObject:
-    """The file of an evaluator's entries: its judge's ``export``, its ``meta`` led by the format record."""
-    document = judge_of(evaluator).export(entries, meta)
-    document["meta"] = {"format": format_record(str(evaluator.suffix)), **document.get("meta", {})}
+def export(evaluator: Evaluator[Any, Any], entries: dict[str, JsonObject], meta: JsonObject) -> JsonObject:
+    """The file of an evaluator's entries: its ``export``, its ``meta`` led by the format record."""
+    document = evaluator.export(entries, meta)
+    before = document.get("meta")
+    document["meta"] = {"format": format_record(str(evaluator.card.suffix)),
+                        **(before if isinstance(before, dict) else {})}
     return document
 
 
-def earlier_entries(evaluator: Evaluator, path: Path) -> dict[str, JsonObject]:
+def earlier_entries(evaluator: Evaluator[Any, Any], path: Path) -> dict[str, JsonObject]:
     """The entries of an earlier file of the evaluator, its format checked; empty when there is none."""
     if not path.is_file():
         return {}
-    format_version(path, read_json(path, "evaluator file"), str(evaluator.suffix))
-    return judge_of(evaluator).load(path)
+    format_version(path, read_json(path, "evaluator file"), str(evaluator.card.suffix))
+    return evaluator.load(path)
 
 
 def previous_meta(output: Path, name: str) -> JsonObject:
@@ -103,7 +106,7 @@ class VerdictFile:
     """One evaluator's file for one run: the entries kept and judged, their input keys, the failures.
 
     `path`: the file (a shard's part file for a shard); `meta`: the run's meta; `names`: the models of the
-    judges asked (what `Judge.complete` checks an entry against); `order`: the tasks of the run, in order;
+    judges asked (what the evaluator's `complete` checks an entry against); `order`: the tasks of the run, in order;
     `part`: a shard's part inputs (rollout.judges.shards.part_inputs), None for the file of a whole run.
 
     Each verdict is appended to the file's journal (rollout.judges.journal) as it is kept; the file is written
@@ -111,9 +114,9 @@ class VerdictFile:
     COMPACT_AT), and at the end, so judging n tasks writes O(n) bytes. A journal left by a killed run is
     replayed onto its file before anything else reads it."""
 
-    def __init__(self, evaluator: Evaluator, path: Path, meta: JsonObject, names: Sequence[str],
+    def __init__(self, evaluator: Evaluator[Any, Any], path: Path, meta: JsonObject, names: Sequence[str],
                  order: Sequence[str], part: JsonMapping | None = None) -> None:
-        self.evaluator, self.judge = evaluator, judge_of(evaluator)
+        self.evaluator, self.name = evaluator, evaluator.card.name
         self.path, self.meta, self.names, self.order = path, meta, list(names), list(order)
         self.part = dict(part) if part is not None else None
         self.journal = journal_path(path)
@@ -122,7 +125,7 @@ class VerdictFile:
         self.failed: dict[str, str] = {}
         self.usage_before: JsonObject = {}
         self.recover()
-        self.earlier = previous_meta(path, str(evaluator.suffix))
+        self.earlier = previous_meta(path, str(evaluator.card.suffix))
         self.usage_before = previous_usage(self.earlier, path)
         self.synced = False
         """Whether the file holds the entries and keys kept (a journal may then be started on it)."""
@@ -138,9 +141,9 @@ class VerdictFile:
         if journal is None or not (journal.entries or journal.failed):
             self.journal.unlink(missing_ok=True)
             return
-        log.warning("%s: %d verdict(s) of a run that was stopped are taken from %s", self.evaluator.name,
+        log.warning("%s: %d verdict(s) of a run that was stopped are taken from %s", self.name,
                     len(journal.entries) + len(journal.failed), self.journal)
-        earlier = previous_meta(self.path, str(self.evaluator.suffix))
+        earlier = previous_meta(self.path, str(self.evaluator.card.suffix))
         self.entries = earlier_entries(self.evaluator, self.path)
         self.keys = {i: k for i, k in previous_keys(earlier, self.path).items() if i in self.entries}
         self.entries.update(journal.entries)
@@ -154,13 +157,13 @@ class VerdictFile:
         """Keep the earlier file's entries that still stand (complete, not stale, their input key
         unchanged: `keys`, task id -> this run's key), saying why others are judged again; the ids of
         the order still to judge."""
-        name, on_disk = self.evaluator.name, earlier_entries(self.evaluator, self.path)
+        name, on_disk = self.name, earlier_entries(self.evaluator, self.path)
         previous, stored = on_disk, previous_keys(self.earlier, self.path)
-        why = self.judge.stale(self.earlier, self.meta) if previous else None
+        why = self.evaluator.stale(self.earlier, self.meta) if previous else None
         if why:
             log.warning("%s: every task is judged again, as %s was not made as this run asks: %s", name, self.path, why)
             previous = {}
-        self.entries = {i: e for i, e in previous.items() if self.judge.complete(e, self.names)}
+        self.entries = {i: e for i, e in previous.items() if self.evaluator.complete(e, self.names)}
         again = [i for i in self.order if i in previous and i not in self.entries]
         if again:
             log.warning("%s: %d task(s) were judged by other models or in part; they are judged again by %s",
@@ -182,15 +185,15 @@ class VerdictFile:
         self.compacted = len(self.entries)
         return [i for i in self.order if i not in self.entries]
 
-    def record(self, verdict: Verdict, key: str, usage: Usage | None = None) -> None:
+    def record(self, verdict: Verdict[Any], key: str, usage: Usage | None = None) -> None:
         """Keep one task's verdict and its input key, or its error among the failures, in the journal (the
         file written whole first when it does not hold what is kept, and again on the schedule)."""
         if verdict.error is not None:
             self.failed[verdict.task_id] = verdict.error
-            log.warning("%s: task %s not judged: %s", self.evaluator.name, verdict.task_id, verdict.error)
+            log.warning("%s: task %s not judged: %s", self.name, verdict.task_id, verdict.error)
             entry = None
         else:
-            entry = self.entries[verdict.task_id] = verdict.entry()
+            entry = self.entries[verdict.task_id] = verdict.file_entry()
             self.keys[verdict.task_id] = key
         if not self.synced:
             self.compact(usage)
@@ -205,7 +208,8 @@ class VerdictFile:
 
     def incomplete(self) -> list[str]:
         """The ids of the order whose entry lacks some judge's answer."""
-        return [i for i in self.order if i in self.entries and not self.judge.complete(self.entries[i], self.names)]
+        return [i for i in self.order
+                if i in self.entries and not self.evaluator.complete(self.entries[i], self.names)]
 
     def done(self) -> int:
         """How many tasks of the order have a complete entry."""
@@ -222,7 +226,7 @@ class VerdictFile:
         ordered = self.ordered()
         out: JsonObject = {"failed": dict(self.failed), INPUT_KEYS: {i: self.keys[i] for i in ordered
                                                                           if i in self.keys}}
-        if self.judge.partial:
+        if self.evaluator.card.partial:
             incomplete: list[JsonValue] = list(self.incomplete())
             out["incomplete"] = incomplete
         if usage is not None:

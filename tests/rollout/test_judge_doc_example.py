@@ -14,6 +14,7 @@ import yaml
 from rollout_helpers import ROOT, compose_judge
 
 from engine.contract import read_trajectories
+from engine.evaluators.protocol import ReadSettings
 
 SECTION = "### A new evaluator: one module and one config entry"
 
@@ -69,7 +70,7 @@ def test_the_documented_evaluator_judges_the_demo_and_resumes(tmp_path: Path, co
     assert list(written["per_id"]) == ids and written["meta"]["format"] == {"name": "m3bench.concise", "version": 1}
     assert written["meta"]["max_words"] == 50 and set(written["meta"]["input_keys"]) == set(ids)
     assert written["per_id"][ids[0]] == {"concise": 0.0, "explanation": "60 word(s) of 50"}
-    values = concise.read(tmp_path / "m_test_mcp_fuzzy_concise.json")
+    values = concise.read(tmp_path / "m_test_mcp_fuzzy_concise.json", ReadSettings())
     assert values.per_id == {i: {"concise": e["concise"]} for i, e in written["per_id"].items()}
     assert f"concise: {len(ids)} of {len(ids)} task(s) judged ({len(ids)} now" in capsys.readouterr().out
     assert run(cfg) == 0  # resumed: nothing to judge again

@@ -273,7 +273,8 @@ def test_a_new_version_of_a_prompt_judges_again_every_task_it_asked(tmp_path: Pa
     first, _, _ = _judge(capsys, output, *args)
     newer = dataclasses.replace(ae.PUBLISHED_PROMPT, version="ae-published-2")
     monkeypatch.setattr(ae, "PUBLISHED_PROMPT", newer)
-    monkeypatch.setattr(ae.EVALUATOR.judge, "asked", (ae.PROMPT, newer), raising=False)
+    monkeypatch.setattr(ae.AnswerEquivalence, "card", dataclasses.replace(ae.AnswerEquivalence.card,
+                                                                           asked=(ae.PROMPT, newer)))
     _, line, _ = _judge(capsys, output, *args)
     assert f"({len(first['per_id'])} now," in line
 
@@ -291,6 +292,6 @@ def test_every_prompt_text_is_pinned_to_its_version() -> None:
     from engine.contract import digest
     from engine.evaluators import evaluators
 
-    found = {(r.purpose, r.version): digest([r.system, r.user])[:16] for e in evaluators() if e.judge
-             for r in (*e.judge.rubrics, *e.judge.asked)}
+    found = {(r.purpose, r.version): digest([r.system, r.user])[:16] for e in evaluators()
+             for r in (*e.card.rubrics, *e.card.asked)}
     assert found == PROMPTS

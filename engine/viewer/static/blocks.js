@@ -1,5 +1,5 @@
 // M3-Bench run viewer: what the evaluators show, drawn from the blocks their displays give
-// (engine.evaluators.base.Display): a block is {title, id, evaluator, parts}; a part is a heading, a
+// (engine.evaluators.protocol.Evaluator.display): a block is {title, id, evaluator, parts}; a part is a heading, a
 // labelled verdict, rows (a table), a reply, an evaluator error, a note, badges, per-call labels or tags.
 // The viewer knows no evaluator: a new one's blocks show as they come.
 "use strict";
