@@ -14,7 +14,6 @@ for an evaluator that reads ``catalogue``, from one of three sources:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +67,12 @@ async def load_catalogue(path: str | Path, log_dir: Path | None = None, start_ti
                            "or a list of tools")
 
 
-async def run_catalogue(cfg: Mapping[str, Any], source: str | None, log_dir: Path) -> Catalogue | None:
-    """The catalogue an evaluator's ``catalogue`` setting names for the judge run `cfg`: a file, ``auto``
-    (the rollout's recorded <results_dir>/rollout/<model>/cache/catalogue.json, if any) or null (none)."""
+async def run_catalogue(source: str | None, recorded: Path | None, log_dir: Path) -> Catalogue | None:
+    """The catalogue an evaluator's ``catalogue`` setting names for a judge run: a file, ``auto`` (the
+    rollout's recorded catalogue, `recorded`: <results_dir>/rollout/<model>/cache/catalogue.json, if any) or
+    null (none)."""
     if source == "auto":
-        recorded = Path(cfg["results_dir"]) / "rollout" / str(cfg.get("model")) / "cache" / "catalogue.json"
-        source = str(recorded) if cfg.get("model") and recorded.is_file() else None
+        source = str(recorded) if recorded is not None and recorded.is_file() else None
     if not source:
         log.info("no tool catalogue: unknown tools and schemas are judged from the results alone")
         return None

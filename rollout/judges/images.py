@@ -27,6 +27,7 @@ from typing import Any
 from engine.contract import digest, json_strings, safe_name, shown
 from engine.contract.beneath import Refused, relative_parts
 from rollout.judges.inputs import rollout_folder
+from rollout.judges.settings import JudgeSettings
 from rollout.models.images import IMAGE_LIMIT, read_image
 
 log = logging.getLogger("judge")
@@ -172,24 +173,23 @@ def refused_line(refused: Mapping[str, Mapping[str, str]], few: int = 3) -> str 
             + (" ..." if len(pairs) > few else ""))
 
 
-def image_folders(cfg: Mapping[str, Any], options: Mapping[str, Any], reads_task: bool) -> ImageFolders:
-    """The folders an evaluator's questions may show files of, from the judge app's config `cfg` and the
+def image_folders(cfg: JudgeSettings, options: Mapping[str, object], reads_task: bool) -> ImageFolders:
+    """The folders an evaluator's questions may show files of, from the judge app's settings `cfg` and the
     evaluator's `options` (its entry, with the run's files): each task's workspace (``workspace_dir``,
     else the rollout's of ``model``; none without either, whether or not the evaluator reads it) and the
     data set's declared image folders: the entry's ``images_dir``, else the reference file's folder (where
     the task's image is taken from), and ``data.images_dir``, else, for an evaluator that reads the task,
     the tasks file's folder (or the tasks folder)."""
-    data = cfg.get("data") or {}
-    workspaces = (rollout_folder(cfg, "workspace_dir", "workspace")
-                  if cfg.get("workspace_dir") or cfg.get("model") else None)
+    workspaces = (rollout_folder(cfg, cfg.workspace_dir, "workspace_dir", "workspace")
+                  if cfg.workspace_dir or cfg.model else None)
     declared: list[Path] = []
     if options.get("images_dir"):
-        declared.append(Path(options["images_dir"]))
+        declared.append(Path(str(options["images_dir"])))
     elif options.get("reference_file"):
-        declared.append(Path(options["reference_file"]).parent)
-    if data.get("images_dir"):
-        declared.append(Path(data["images_dir"]))
-    elif reads_task and data.get("tasks"):
-        tasks = Path(data["tasks"])
+        declared.append(Path(str(options["reference_file"])).parent)
+    if cfg.data.images_dir:
+        declared.append(Path(cfg.data.images_dir))
+    elif reads_task and cfg.data.tasks:
+        tasks = Path(cfg.data.tasks)
         declared.append(tasks if tasks.is_dir() else tasks.parent)
     return ImageFolders(workspaces, tuple(dict.fromkeys(declared)))

@@ -16,30 +16,23 @@ from engine.contract import InputError, check_name, digest, read_json, task_reco
 from engine.evaluators.base import Evaluator, TaskInputs
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
+from rollout.judges.settings import JudgeSettings
 
 log = logging.getLogger("judge")
 
 
-def predictions_path(cfg: Mapping[str, Any]) -> Path:
+def predictions_path(cfg: JudgeSettings) -> Path:
     """`predictions`, else <results_dir>/<model>_test_mcp_fuzzy.json."""
-    if cfg.get("predictions"):
-        return Path(cfg["predictions"])
-    if not cfg.get("model"):
+    if cfg.predictions:
+        return Path(cfg.predictions)
+    if not cfg.model:
         raise InputError("config", "name the judged model (model=NAME) or its file (predictions=PATH)", field="model")
-    return Path(cfg["results_dir"]) / f"{check_name(cfg['model'], 'model')}_test_mcp_fuzzy.json"
+    return Path(cfg.results_dir) / f"{check_name(cfg.model, 'model')}_test_mcp_fuzzy.json"
 
 
-def wanted_ids(cfg: Mapping[str, Any], known: Iterable[str]) -> set[str]:
-    """The ids of ``ids`` (a list, or one id as a string; empty: every task), warning about those
-    that are not among `known`."""
-    ids = cfg.get("ids")
-    if ids is None:
-        return set()
-    if isinstance(ids, (str, int)) and not isinstance(ids, bool):
-        ids = [ids]
-    if not isinstance(ids, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids):
-        raise InputError("config", f"must be a list of task ids or one id, got {str(ids)[:80]!r}", field="ids")
-    wanted = {str(i) for i in ids}
+def wanted_ids(ids: list[str] | None, known: Iterable[str]) -> set[str]:
+    """The ids of ``ids`` (empty or null: every task), warning about those that are not among `known`."""
+    wanted = set(ids or ())
     unknown = sorted(wanted - set(known))
     if unknown:
         log.warning("%d id(s) of `ids` match no task to judge: %s", len(unknown),
@@ -64,24 +57,24 @@ def tool_log(path: Path) -> list[dict[str, Any]] | None:
     return calls
 
 
-def rollout_folder(cfg: Mapping[str, Any], key: str, leaf: str) -> Path:
-    """`key` when set, else <results_dir>/rollout/<model>/<leaf>."""
-    if cfg.get(key):
-        return Path(cfg[key])
-    if not cfg.get("model"):
+def rollout_folder(cfg: JudgeSettings, given: str | None, key: str, leaf: str) -> Path:
+    """The folder a setting `key` gives (`given`), else <results_dir>/rollout/<model>/<leaf>."""
+    if given:
+        return Path(given)
+    if not cfg.model:
         raise InputError("config", f"set {key}=PATH (or model=NAME for the rollout's own folder)", field=key)
-    return Path(cfg["results_dir"]) / "rollout" / check_name(cfg["model"], "model") / leaf
+    return Path(cfg.results_dir) / "rollout" / check_name(cfg.model, "model") / leaf
 
 
-def evaluator_options(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
+def evaluator_options(cfg: JudgeSettings, name: str) -> dict[str, object]:
     """The config entry of evaluator `name` (``evaluators.<name>``), a copy; empty when it has none."""
-    return dict((cfg.get("evaluators") or {}).get(name) or {})
+    return dict(cfg.evaluators.get(name) or {})
 
 
-def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator, predictions: Path) -> Path:
+def evaluator_output(cfg: JudgeSettings, judged: Evaluator, predictions: Path) -> Path:
     """The file of an evaluator: its entry's ``output``, else <predictions stem>_<suffix>.json."""
     explicit = evaluator_options(cfg, judged.name).get("output")
-    return Path(explicit) if explicit else companion_path(predictions, str(judged.suffix))
+    return Path(str(explicit)) if explicit else companion_path(predictions, str(judged.suffix))
 
 
 NOT_KEYED = ("output", "tasks_file", "reference_file", "predictions_file", "agreement_top", "attempts")
