@@ -56,27 +56,29 @@ def ids_listed(argv: list[str]) -> list[str]:
     return out
 
 
-POOL = "judges.pool."
+POOL = "judges.pool"
 
 
-def judges_added(argv: list[str]) -> list[str]:
-    """argv with a judge added to the pool (``+judges.pool.NAME=CONFIG``, or one of its settings,
-    ``+judges.pool.NAME.KEY=VALUE``) spelt as the pool it is merged into, ``judges.pool={NAME: CONFIG}``: Hydra
-    adds a key by assigning its value, which a pool of typed judges refuses, and merges a mapping into one."""
+def judges_merged(argv: list[str]) -> list[str]:
+    """argv with a key set beneath the pool (a judge added, ``+judges.pool.NAME=CONFIG``, or a judge's setting,
+    ``judges.pool.NAME.KEY=VALUE``) spelt as a mapping merged into the pool, ``+judges.pool={NAME: CONFIG}``:
+    Hydra adds a key by assigning its value, which a pool of typed judges refuses, and sets one beneath a
+    null node (a judge's price or noise) not at all; it merges a mapping into either."""
     out = []
     for token in argv:
         try:
             override = OverridesParser.create().parse_override(token) \
-                if token.lstrip("+").startswith(POOL) and token.startswith("+") else None
+                if token.lstrip("+").startswith(POOL + ".") else None
         except HydraException:
             override = None  # the kit's check says why
-        if override is None or override.is_sweep_override():
+        if override is None or override.is_sweep_override() or override.is_delete() \
+                or override.key_or_group.count(".") < 3 and not override.is_add():
             out.append(token)
             continue
         value: object = override.value()
-        for key in reversed(override.key_or_group[len(POOL):].split(".")):
+        for key in reversed(override.key_or_group[len(POOL) + 1:].split(".")):
             value = {key: value}
-        out.append(f"+{POOL[:-1]}={_written(value)}")
+        out.append(f"+{POOL}={_written(value)}")
     return out
 
 
@@ -94,8 +96,8 @@ def _written(value: object) -> str:
 
 
 def spelt_out(argv: list[str]) -> list[str]:
-    """The judge app's command line as it runs: `ids_listed`, then `judges_added`."""
-    return judges_added(ids_listed(argv))
+    """The judge app's command line as it runs: `ids_listed`, then `judges_merged`."""
+    return judges_merged(ids_listed(argv))
 
 
 def compose_config(overrides: Sequence[str] = ()) -> JudgeConfig:
