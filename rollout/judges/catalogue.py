@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, read_json
+from engine.contract import InputError, JsonObject, read_json
 from engine.judging import Catalogue
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
@@ -25,10 +24,10 @@ from rollout.mcp.host import MCPHost
 log = logging.getLogger(__name__)
 
 
-def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | None]:
+def _tools(path: Path, items: object, where: str) -> dict[str, JsonObject | None]:
     if not isinstance(items, list):
         raise InputError(path, "must be a list of tools {name, input_schema}", field=where)
-    tools: dict[str, dict[str, Any] | None] = {}
+    tools: dict[str, JsonObject | None] = {}
     for i, tool in enumerate(items):
         name = tool.get("name") if isinstance(tool, dict) else None
         if not isinstance(name, str) or "/" not in name:
@@ -41,7 +40,7 @@ def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | Non
 async def _from_servers(path: Path, log_dir: Path | None, start_timeout: float) -> Catalogue:
     specs = read_servers_config(path)
     async with MCPHost(specs, start_timeout=start_timeout, log_dir=log_dir) as host:
-        tools: dict[str, dict[str, Any] | None] = {t.name: t.input_schema for t in host.catalogue()}
+        tools: dict[str, dict[str, object] | None] = {t.name: t.input_schema for t in host.catalogue()}
         failures = host.failures()
     for name, reason in failures.items():
         log.warning("MCP server %s did not start (%s): its calls are not judged by the catalogue", name, reason)

@@ -10,9 +10,8 @@ import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, check_name, digest, read_json, task_records
+from engine.contract import InputError, JsonObject, check_name, digest, read_json, task_records
 from engine.evaluators.base import Evaluator, TaskInputs
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
@@ -40,13 +39,13 @@ def wanted_ids(ids: list[str] | None, known: Iterable[str]) -> set[str]:
     return wanted
 
 
-def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
+def read_task_records(path: Path) -> dict[str, JsonObject]:
     """id -> task record of a tasks file (engine.contract.task_records), in order; a folder is a checkout of
     the MCPVerse repository (engine.neighbour_tasks)."""
     return read_task_dir(path) if Path(path).is_dir() else task_records(path)
 
 
-def tool_log(path: Path) -> list[dict[str, Any]] | None:
+def tool_log(path: Path) -> list[JsonObject] | None:
     """The calls of a task's tool log (the rollout's ``{"calls": [...]}``); None when there is none."""
     if not path.is_file():
         return None
@@ -66,7 +65,7 @@ def rollout_folder(cfg: JudgeSettings, given: str | None, key: str, leaf: str) -
     return Path(cfg.results_dir) / "rollout" / check_name(cfg.model, "model") / leaf
 
 
-def evaluator_options(cfg: JudgeSettings, name: str) -> dict[str, object]:
+def evaluator_options(cfg: JudgeSettings, name: str) -> JsonObject:
     """The config entry of evaluator `name` (``evaluators.<name>``), a copy; empty when it has none."""
     return dict(cfg.evaluators.get(name) or {})
 
@@ -118,7 +117,7 @@ def folder_digest(folder: Path | None) -> list[list[str]] | None:
     return sorted(out)
 
 
-def named_file_digest(base: Path, value: Any) -> str | None:
+def named_file_digest(base: Path, value: object) -> str | None:
     """The SHA-256 of a file a task names (a path relative to the tasks file's folder `base`); None when
     it names no file inside that folder (the evaluator refuses it when it judges)."""
     if not isinstance(value, str) or not value.strip() or Path(value).is_absolute():
@@ -127,7 +126,7 @@ def named_file_digest(base: Path, value: Any) -> str | None:
     return content_digest(target) if target.is_relative_to(base) and target.is_file() else None
 
 
-def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Sequence[str] = (),
+def input_key(inputs: TaskInputs, settings: Mapping[str, object], task_files: Sequence[str] = (),
               base: Path | None = None, files: Mapping[str, Path] | None = None,
               shown: Mapping[str, str] | None = None) -> str:
     """The key of what a verdict judged: the SHA-256 of the canonical JSON of the task's inputs as the
@@ -138,7 +137,7 @@ def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Seque
     path -> digest, or why it is not shown) and the run's `settings` that can change a verdict."""
     task = inputs.task
     named = {f: named_file_digest(base, task.get(f)) for f in task_files} if task is not None and base else {}
-    extra: dict[str, Any] = {"files": {name: content_digest(path) for name, path in files.items()}} if files else {}
+    extra: dict[str, object] = {"files": {name: content_digest(path) for name, path in files.items()}} if files else {}
     if shown:
         extra["shown_files"] = dict(shown)
     return digest({"prediction": inputs.prediction.raw if inputs.prediction is not None else None,

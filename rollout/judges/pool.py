@@ -245,9 +245,9 @@ class JudgePool:
         key = reply_key(spec.identity, rubric, shown_digest(question.payload_digest, shown), attempt)
         usage = self.usage[spec.name]
         hit = self.cache.get(key)
-        if hit is not None:
+        if hit is not None and isinstance(reply := hit["reply"], str):
             usage.cached += 1
-            return hit["reply"]
+            return reply
         if cached_only:
             return None
         async with self._limits[spec.name]:
@@ -263,7 +263,7 @@ class JudgePool:
         usage.completion_tokens += completion.usage.get("completion_tokens", 0)
         self.cache.put({"key": key, "judge": spec.name, "model": spec.identity["model"],
                         "purpose": rubric.purpose, "version": rubric.version, "attempt": attempt,
-                        "reply": completion.content, "usage": completion.usage})
+                        "reply": completion.content, "usage": dict(completion.usage)})
         return completion.content
 
     def _driver(self, spec: JudgeSpec) -> ModelDriver:

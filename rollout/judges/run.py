@@ -28,15 +28,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from engine.contract import (
     InputError,
+    JsonMapping,
+    JsonObject,
     TrajectoryFile,
     config_int,
     file_objects,
@@ -104,11 +105,11 @@ class Stage:
     judged: Evaluator
     preds: TrajectoryFile
     gt: TrajectoryFile | None
-    options: dict[str, Any]
-    tasks: dict[str, dict[str, Any]]
+    options: JsonObject
+    tasks: dict[str, JsonObject]
     workspaces: Path | None
     logs: Path | None
-    objects: Mapping[str, Any]
+    objects: Mapping[str, list[tuple[int, JsonObject]]]
     specs: list[JudgeSpec]
     attempts: int
     max_chars: int
@@ -140,11 +141,11 @@ async def read_stage(cfg: JudgeSettings, judged: Evaluator, preds: TrajectoryFil
     judge; its one judge for one that asks one), its ``attempts`` and ``max_result_chars`` (else the app's)
     and the catalogue for one that reads it."""
     judge, data = judge_of(judged), cfg.data
-    options: dict[str, Any] = evaluator_options(cfg, judged.name)
+    options = evaluator_options(cfg, judged.name)
     options["predictions_file"] = str(preds.path)
     if gt is not None:
         options["reference_file"] = str(gt.path)
-    tasks: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, JsonObject] = {}
     if "task" in judged.reads:
         if not data.tasks:
             raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
@@ -164,7 +165,8 @@ async def read_stage(cfg: JudgeSettings, judged: Evaluator, preds: TrajectoryFil
                   judge_specs({one[0]: one[1]} if one else cfg.judges.pool) if judge.uses_pool else [],
                   attempts, max_chars, images=image_folders(cfg, options, "task" in judged.reads))
     if "catalogue" in judged.reads:
-        stage.catalogue = await (catalogues or Catalogues(cfg)).get(options.get("catalogue"))
+        source = options.get("catalogue")
+        stage.catalogue = await (catalogues or Catalogues(cfg)).get(None if source is None else str(source))
     return stage
 
 
@@ -185,11 +187,11 @@ def task_order(cfg: JudgeSettings, stage: Stage, lost: Mapping[str, object]) -> 
     return [i for i in candidates if (not tasks or i in tasks) and (not wanted or i in wanted)]
 
 
-def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> JsonObject:
     """The file's meta of the run: its files and folders, judges, settings, attempts, the tasks `lost` to
     the infrastructure, the catalogue's source and the number of tasks the evaluator records."""
     judge, specs, options = judge_of(stage.judged), stage.specs, stage.options
-    meta: dict[str, Any] = {"evaluator": stage.judged.name, "predictions": str(stage.preds.path),
+    meta: JsonObject = {"evaluator": stage.judged.name, "predictions": str(stage.preds.path),
                             "gt": str(stage.gt.path) if stage.gt else None, "tasks": options.get("tasks_file"),
                             **({"workspace_dir": str(stage.workspaces)} if stage.workspaces else {}),
                             **({"tool_log_dir": str(stage.logs)} if stage.logs else {}),
@@ -290,7 +292,7 @@ def report(judged: Evaluator, store: VerdictFile, todo: list[str], asked: str, s
 
 
 def merge_parts(judged: Evaluator, merged: Path, parts_dir: Path, shard: Shard, order: list[str],
-                meta: Mapping[str, Any], inputs: Any, stage: Stage) -> None:
+                meta: JsonMapping, inputs: Callable[[Shard], JsonObject], stage: Stage) -> None:
     """Merge the shards' part files once every part is complete, saying so, or what it waits for."""
     merge_when_complete(judged.name, shard, merged, [part_path(parts_dir, merged, s) for s in shard.siblings()],
                         lambda: merge_verdicts(judged, merged, parts_dir, shard.count, order, meta, inputs,
@@ -310,8 +312,9 @@ async def evaluator_stage(cfg: JudgeSettings, judged: Evaluator, preds: Trajecto
     meta = run_meta(stage, lost)
     shard, parts_dir = parse_shard(cfg.shard), Path(cfg.parts_dir)
 
-    def inputs(part: Shard) -> dict[str, Any]:
-        return part_inputs(part, preds.path, gt.path if gt else None, stage.options.get("tasks_file"))
+    def inputs(part: Shard) -> JsonObject:
+        tasks_file = stage.options.get("tasks_file")
+        return part_inputs(part, preds.path, gt.path if gt else None, str(tasks_file) if tasks_file else None)
 
     if cfg.merge is not None:
         merged = merge_verdicts(judged, output, parts_dir, cfg.merge, order, meta, inputs, stage.specs, stage.names)

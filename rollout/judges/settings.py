@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from engine.contract import JsonValue
 from engine.contract.settings import DataSet, Judges
 
 
@@ -31,7 +32,7 @@ class JudgeSettings(Protocol):
     parts_dir: str
 
     @property
-    def evaluators(self) -> Mapping[str, Mapping[str, object]]:
+    def evaluators(self) -> Mapping[str, Mapping[str, JsonValue]]:
         """Each configured evaluator's entry (its options, as its YAML gives them), by name."""
         ...
 
