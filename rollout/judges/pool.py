@@ -184,10 +184,8 @@ class JudgeUsage:
 class JudgePool:
     """The judges of a run behind the reply cache; use `async with` to close the drivers at the end."""
 
-    def __init__(self, specs: list[JudgeSpec], cache: ReplyCache, max_requests: int = 4,
+    def __init__(self, specs: list[JudgeSpec], cache: ReplyCache, max_requests: int = Judges.max_requests,
                  prompts: Mapping[str, str] | None = None) -> None:
-        if max_requests < 1:
-            raise InputError("config", f"must be an integer >= 1, got {max_requests!r}", field="judges.max_requests")
         self.specs = specs
         self.cache = cache
         self.usage = {s.name: JudgeUsage() for s in specs}
