@@ -4,12 +4,25 @@ line naming it, status 2, before any work."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rollout_helpers import ROOT, compose_judge
 
 from rollout.judges.cli import main, spelt_out
+
+
+@pytest.fixture(autouse=True)
+def _root_logger() -> Iterator[None]:
+    """The root logger's handlers as they were after each test: an app run in-process here adds Hydra's file
+    handler, whose run folder a refused run removes (later logging in this process would fail on it)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def test_a_judge_added_on_the_command_line_joins_the_typed_pool() -> None:
