@@ -33,7 +33,7 @@ from engine.contract import read_trajectories, write_trajectories
 from engine.judging import decide
 from engine.synthetic import PROFILES, make_reference, perturb
 from rollout.judges.catalogue import load_catalogue
-from rollout.judges.cli import compose_config
+from rollout.judges.cli import compose_config, judges_of
 from rollout.judges.run import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,7 +125,7 @@ def main() -> None:
             overrides = [f"predictions={preds[0]}", f"data.gt={gt}", "stage=judge", f"cache_dir={d / 'cache'}",
                          f"run_dir={d / 'run'}", f"concurrency={args.concurrency}"]
             cfg = compose_config([*overrides, f"evaluators.m3_judges.output={d / 'first.json'}"])
-            cfg["judges"] = json.loads((conf / "judges" / "bench.yaml").read_text())
+            cfg.judges = judges_of(json.loads((conf / "judges" / "bench.yaml").read_text()))
             start = time.perf_counter()
             status = run(cfg)
             seconds = time.perf_counter() - start

@@ -146,7 +146,7 @@ def test_one_compose_function_serves_every_app() -> None:
                 found += [f"{path.relative_to(root)}: {a.name}" for a in node.names if a.name == "compose"]
     assert found == ["engine/apps/compose.py: compose"]
     for module, name in (("engine.apps.check", "compose"), ("engine.apps.shorthands", "compose"),
-                         ("rollout.cli", "compose"), ("rollout.judges.cli", "resolved_config")):
+                         ("rollout.cli", "compose"), ("rollout.judges.cli", "compose")):
         source = Path(importlib.import_module(module).__file__ or "").read_text(encoding="utf-8")
         assert re.search(rf"\b{name}\(", source), module
 

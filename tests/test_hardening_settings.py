@@ -18,12 +18,12 @@ from engine.apps.compose import compose
 from engine.apps.kit import CommandLineError, check_command_line, run_config
 from engine.apps.score import NAME_KEYS as SCORE_NAMES
 from engine.apps.score import OPEN_KEYS, SPEC, run
-from engine.apps.shorthands import resolved_config as compose_config
 from engine.apps.shorthands import score_shorthands
 from engine.contract import ConfigError, InputError
 from rollout.cli import NAME_KEYS as ROLLOUT_NAMES
 from rollout.cli import compose_config as rollout_config
 from rollout.judges.cli import NAME_KEYS as JUDGE_NAMES
+from rollout.judges.cli import compose_config as judge_config
 from rollout.judges.run import run as judge_run
 from rollout.runner import run as rollout_run
 
@@ -203,7 +203,7 @@ def test_the_runs_check_model_names_too(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=f"^model.name=../../evil: {re.escape(NAME_RULE)}$"):
         rollout_run(rollout_config(evil))
     with pytest.raises(InputError, match="^config: field 'model': '../../evil' cannot be part of a file name"):
-        judge_run(compose_config("judge", ["model=../../evil", "judges=scripted", "data=rollout_demo",
+        judge_run(judge_config(["model=../../evil", "judges=scripted", "data=rollout_demo",
                                            f"results_dir={tmp_path / 'results'}"]))
     assert list(tmp_path.iterdir()) == []
 
@@ -231,6 +231,6 @@ def test_the_judge_app_refuses_a_folder_in_place_of_a_trial(tmp_path: Path) -> N
     (tmp_path / "m_trial2.json").mkdir()
     with pytest.raises(InputError,
                        match="m_trial2.json: field 'predictions': not a file: a trial is a prediction file"):
-        judge_run(compose_config("judge", [f"predictions={tmp_path / 'm.json'}", "judges=scripted",
+        judge_run(judge_config([f"predictions={tmp_path / 'm.json'}", "judges=scripted",
                                            "data=rollout_demo", f"results_dir={tmp_path}"]))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m_trial1.json", "m_trial2.json"]

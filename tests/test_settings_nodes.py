@@ -107,10 +107,12 @@ def _shipped_models() -> list[tuple[str, dict]]:
         model = OmegaConf.to_container(cfg.model, resolve=True)  # the rollout's model node is typed: 300.0
         found.append((f"model={option}", {**model, "timeout": _written_timeout(option)}))
     for option in config_groups("judge")["judges"]:
-        judges = OmegaConf.to_container(compose("judge", [f"judges={option}"]).judges, resolve=True)
-        found += [(f"judges={option} {name}", entry) for name, entry in judges["pool"].items()]
+        judges = OmegaConf.to_container(compose("judge", [f"judges={option}"]).judges, resolve=True)  # typed
+        raw = OmegaConf.load(CONF_ROOT / "judge" / "judges" / f"{option}.yaml")
+        found += [(f"judges={option} {name}", {**entry, "timeout": raw.pool[name].timeout})
+                  for name, entry in judges["pool"].items()]
         if judges.get("classifier"):
-            found.append((f"judges={option} classifier", judges["classifier"]))
+            found.append((f"judges={option} classifier", {**judges["classifier"], "timeout": raw.classifier.timeout}))
     return found
 
 

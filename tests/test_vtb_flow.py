@@ -4,6 +4,7 @@ and the demo flow end to end as the README gives it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -86,7 +87,7 @@ def test_the_judge_app_warns_of_turn_markers_and_shows_the_replies_read_otherwis
                                                                                    capsys, caplog) -> None:
     """The judge app reads the tasks as the evaluator does (the one-prompt schema's "[Turn N]" markers said
     once, with their count) and ends with the counts of the replies the published scripts read otherwise."""
-    from rollout.judges.cli import compose_config
+    from rollout.judges.cli import compose_config, judges_of
     from rollout.judges.run import run
 
     rubric = {"description": "x", "weight": 3}
@@ -98,9 +99,9 @@ def test_the_judge_app_warns_of_turn_markers_and_shows_the_replies_read_otherwis
     fenced = chat_server(lambda request: '```json\n{"explanation": "ok", "judge_result": "Met"}\n```')
     cfg = compose_config(["evaluators=[vtb_rubrics]", "stage=vtb_rubrics", "data=vtb_demo", f"data.tasks={tasks}",
                           f"results_dir={tmp_path}", f"predictions={preds}", f"cache_dir={tmp_path / 'cache'}"])
-    cfg["judges"] = {"max_requests": 2, "pool": {"j": {
+    cfg.judges = judges_of({"max_requests": 2, "pool": {"j": {
         "provider": "openai", "api_name": "fenced", "base_url": fenced.base_url, "api_key_env": None, "params": {},
-        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
+        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}})
     with caplog.at_level(logging.WARNING, logger="engine.evaluators.vtb_records"):
         assert run(cfg) == 0
     assert [r.message for r in caplog.records].count(
@@ -112,7 +113,7 @@ def test_the_judge_app_warns_of_turn_markers_and_shows_the_replies_read_otherwis
     assert doc["aggregate"]["fenced_replies"] == 4 and doc["aggregate"]["ARS"] == 1.0
     fenced.policy = lambda request: '{"explanation": "ok", "judge_result": "Met"}'
     (tmp_path / "p_test_mcp_fuzzy_rubrics.json").unlink()
-    assert run(dict(cfg, cache_dir=str(tmp_path / "cache2"))) == 0
+    assert run(dataclasses.replace(cfg, cache_dir=str(tmp_path / "cache2"))) == 0
     assert "read otherwise" not in capsys.readouterr().out
 
 

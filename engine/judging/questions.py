@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from engine.contract import digest
+from engine.contract import JsonObject, digest
+from engine.contract.settings import ModelConfig
 
 T = TypeVar("T")
 
@@ -73,8 +74,8 @@ class JudgeSpec:
     its prices (USD per million input and output tokens; None: unknown)."""
 
     name: str
-    config: dict[str, Any]
-    identity: dict[str, Any]
+    config: ModelConfig
+    identity: JsonObject
     price_input: float | None = None
     price_output: float | None = None
 

@@ -11,15 +11,14 @@ by a killed process is ignored on load, and a later line wins over an earlier on
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from engine.contract import append_line, digest, read_keyed_lines
+from engine.contract import JsonMapping, JsonObject, append_line, digest, read_keyed_lines
 from engine.judging import Rubric
 
 REPLIES = "replies.jsonl"
 
 
-def reply_key(identity: dict[str, Any], rubric: Rubric, payload_digest: str, attempt: int) -> str:
+def reply_key(identity: JsonMapping, rubric: Rubric, payload_digest: str, attempt: int) -> str:
     """The cache key of one attempt of one judge on one payload (given by its digest)."""
     return digest({"judge": identity, "purpose": rubric.purpose, "version": rubric.version,
                    "payload": payload_digest, "attempt": attempt})
@@ -30,19 +29,19 @@ class ReplyCache:
 
     def __init__(self, directory: str | Path | None) -> None:
         self.directory = Path(directory) if directory else None
-        self._entries: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, JsonObject] = {}
         if self.directory is None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         self._entries = read_keyed_lines(self.directory / REPLIES)
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> JsonObject | None:
         """The cached entry ({key, judge, reply, usage, ...}) of a key."""
         return self._entries.get(key)
 
-    def put(self, entry: dict[str, Any]) -> None:
+    def put(self, entry: JsonObject) -> None:
         """Keep an entry (it has its "key") and append it to the folder's file."""
-        self._entries[entry["key"]] = entry
+        self._entries[str(entry["key"])] = entry
         if self.directory is None:
             return
         append_line(self.directory / REPLIES, entry)

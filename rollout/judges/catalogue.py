@@ -14,11 +14,9 @@ for an evaluator that reads ``catalogue``, from one of three sources:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, read_json
+from engine.contract import InputError, JsonObject, read_json
 from engine.judging import Catalogue
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
@@ -26,10 +24,10 @@ from rollout.mcp.host import MCPHost
 log = logging.getLogger(__name__)
 
 
-def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | None]:
+def _tools(path: Path, items: object, where: str) -> dict[str, JsonObject | None]:
     if not isinstance(items, list):
         raise InputError(path, "must be a list of tools {name, input_schema}", field=where)
-    tools: dict[str, dict[str, Any] | None] = {}
+    tools: dict[str, JsonObject | None] = {}
     for i, tool in enumerate(items):
         name = tool.get("name") if isinstance(tool, dict) else None
         if not isinstance(name, str) or "/" not in name:
@@ -42,7 +40,7 @@ def _tools(path: Path, items: Any, where: str) -> dict[str, dict[str, Any] | Non
 async def _from_servers(path: Path, log_dir: Path | None, start_timeout: float) -> Catalogue:
     specs = read_servers_config(path)
     async with MCPHost(specs, start_timeout=start_timeout, log_dir=log_dir) as host:
-        tools: dict[str, dict[str, Any] | None] = {t.name: t.input_schema for t in host.catalogue()}
+        tools: dict[str, dict[str, object] | None] = {t.name: t.input_schema for t in host.catalogue()}
         failures = host.failures()
     for name, reason in failures.items():
         log.warning("MCP server %s did not start (%s): its calls are not judged by the catalogue", name, reason)
@@ -68,12 +66,12 @@ async def load_catalogue(path: str | Path, log_dir: Path | None = None, start_ti
                            "or a list of tools")
 
 
-async def run_catalogue(cfg: Mapping[str, Any], source: str | None, log_dir: Path) -> Catalogue | None:
-    """The catalogue an evaluator's ``catalogue`` setting names for the judge run `cfg`: a file, ``auto``
-    (the rollout's recorded <results_dir>/rollout/<model>/cache/catalogue.json, if any) or null (none)."""
+async def run_catalogue(source: str | None, recorded: Path | None, log_dir: Path) -> Catalogue | None:
+    """The catalogue an evaluator's ``catalogue`` setting names for a judge run: a file, ``auto`` (the
+    rollout's recorded catalogue, `recorded`: <results_dir>/rollout/<model>/cache/catalogue.json, if any) or
+    null (none)."""
     if source == "auto":
-        recorded = Path(cfg["results_dir"]) / "rollout" / str(cfg.get("model")) / "cache" / "catalogue.json"
-        source = str(recorded) if cfg.get("model") and recorded.is_file() else None
+        source = str(recorded) if recorded is not None and recorded.is_file() else None
     if not source:
         log.info("no tool catalogue: unknown tools and schemas are judged from the results alone")
         return None

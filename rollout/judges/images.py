@@ -6,7 +6,7 @@ A path comes from a prediction (model output) or a data set, so it is read by on
 goes into a request: only a file inside one of the task's folders (`ImageFolders`: the task's own
 workspace, its media folder included, and the data set's declared image folders), opened beneath that
 folder with no link followed, a regular file of at most IMAGE_LIMIT bytes, read once and an image by
-its content (rollout.models.images.read_image); the drivers get those bytes, never the path. Any other
+its content (rollout.models.images.read_image); the drivers get those bytes, never the path. Every other
 file is never read into a request: it is counted per task with the reason (`TaskImages.refused`),
 named once in a warning, and in the judge app's closing lines (`refused_line`).
 """
@@ -22,11 +22,12 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from engine.contract import digest, json_strings, safe_name, shown
 from engine.contract.beneath import Refused, relative_parts
 from rollout.judges.inputs import rollout_folder
+from rollout.judges.settings import JudgeSettings
 from rollout.models.images import IMAGE_LIMIT, read_image
 
 log = logging.getLogger("judge")
@@ -46,7 +47,7 @@ def path_shown(path: str, head: int = 60, tail: int = 160) -> str:
     return path if path.isprintable() else json.dumps(path, ensure_ascii=True)
 
 
-def named_images(payload: Any) -> list[str]:
+def named_images(payload: object) -> list[str]:
     """The absolute image paths a payload names as ``file=/abs/path``, in order, each once."""
     seen: dict[str, None] = {}
     for text in json_strings(payload):
@@ -69,6 +70,15 @@ def task_image(folders: tuple[Path, ...], path: str, limit: int = IMAGE_LIMIT) -
     raise Refused(OUTSIDE)
 
 
+class ImagePart(TypedDict):
+    """An image of a request's user message, as every driver reads it: its MIME type, bytes and path."""
+
+    type: str
+    mime: str
+    data: bytes
+    name: str
+
+
 class TaskImages:
     """The images one task's questions may show: each path read once by the rule (`task_image`) under
     the task's `folders`; those refused kept by path with the reason (`refused`). Thread-safe."""
@@ -80,10 +90,10 @@ class TaskImages:
         self._shown: dict[str, tuple[str, bytes]] = {}
         self._lock = threading.Lock()
 
-    def parts(self, paths: list[str]) -> list[dict[str, Any]]:
+    def parts(self, paths: list[str]) -> list[ImagePart]:
         """The image parts (``{"type": "image", "mime", "data", "name"}``) of the paths the rule admits, in
         order; the others are recorded in `refused`."""
-        out = []
+        out: list[ImagePart] = []
         for path in paths:
             with self._lock:
                 shown, why = self._shown.get(path), self.refused.get(path)
@@ -97,7 +107,7 @@ class TaskImages:
         return out
 
 
-def shown_digest(payload_digest: str, parts: list[dict[str, Any]]) -> str:
+def shown_digest(payload_digest: str, parts: list[ImagePart]) -> str:
     """What a question shows its judge, as one digest: its payload's digest alone when no image is shown
     (so the keys of text-only questions stay as they were), else with the SHA-256 of each image's bytes, so
     a file changed under the same path is asked about again."""
@@ -106,7 +116,7 @@ def shown_digest(payload_digest: str, parts: list[dict[str, Any]]) -> str:
     return digest({"payload": payload_digest, "images": [hashlib.sha256(p["data"]).hexdigest() for p in parts]})
 
 
-def named_files_key(images: TaskImages, payload: Any) -> dict[str, str]:
+def named_files_key(images: TaskImages, payload: object) -> dict[str, str]:
     """path -> the SHA-256 of its bytes for each file a payload (a prediction) names that the task's rule
     admits, or ``not shown: <why>`` for one it refuses: what of those files can decide a verdict."""
     paths = named_images(payload)
@@ -139,7 +149,8 @@ class ImageAttacher:
         self._warned: set[str] = set()
         self._lock = threading.Lock()
 
-    def attach(self, messages: list[dict[str, Any]], paths: list[str], images: TaskImages) -> list[dict[str, Any]]:
+    def attach(self, messages: list[dict[str, object]], paths: list[str],
+               images: TaskImages) -> list[dict[str, object]]:
         """The messages with the images `images` admits appended to the last user message as image parts."""
         found = images.parts(paths)
         for path in paths:
@@ -154,8 +165,9 @@ class ImageAttacher:
         out = [dict(m) for m in messages]
         last = max(i for i, m in enumerate(out) if m["role"] == "user")
         content = out[last]["content"]
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        out[last]["content"] = parts + found
+        parts: list[object] = [{"type": "text", "text": content}] if isinstance(content, str) \
+            else list(content) if isinstance(content, list) else []
+        out[last]["content"] = [*parts, *found]
         return out
 
 
@@ -172,24 +184,23 @@ def refused_line(refused: Mapping[str, Mapping[str, str]], few: int = 3) -> str 
             + (" ..." if len(pairs) > few else ""))
 
 
-def image_folders(cfg: Mapping[str, Any], options: Mapping[str, Any], reads_task: bool) -> ImageFolders:
-    """The folders an evaluator's questions may show files of, from the judge app's config `cfg` and the
+def image_folders(cfg: JudgeSettings, options: Mapping[str, object], reads_task: bool) -> ImageFolders:
+    """The folders an evaluator's questions may show files of, from the judge app's settings `cfg` and the
     evaluator's `options` (its entry, with the run's files): each task's workspace (``workspace_dir``,
     else the rollout's of ``model``; none without either, whether or not the evaluator reads it) and the
     data set's declared image folders: the entry's ``images_dir``, else the reference file's folder (where
     the task's image is taken from), and ``data.images_dir``, else, for an evaluator that reads the task,
     the tasks file's folder (or the tasks folder)."""
-    data = cfg.get("data") or {}
-    workspaces = (rollout_folder(cfg, "workspace_dir", "workspace")
-                  if cfg.get("workspace_dir") or cfg.get("model") else None)
+    workspaces = (rollout_folder(cfg, cfg.workspace_dir, "workspace_dir", "workspace")
+                  if cfg.workspace_dir or cfg.model else None)
     declared: list[Path] = []
     if options.get("images_dir"):
-        declared.append(Path(options["images_dir"]))
+        declared.append(Path(str(options["images_dir"])))
     elif options.get("reference_file"):
-        declared.append(Path(options["reference_file"]).parent)
-    if data.get("images_dir"):
-        declared.append(Path(data["images_dir"]))
-    elif reads_task and data.get("tasks"):
-        tasks = Path(data["tasks"])
+        declared.append(Path(str(options["reference_file"])).parent)
+    if cfg.data.images_dir:
+        declared.append(Path(cfg.data.images_dir))
+    elif reads_task and cfg.data.tasks:
+        tasks = Path(cfg.data.tasks)
         declared.append(tasks if tasks.is_dir() else tasks.parent)
     return ImageFolders(workspaces, tuple(dict.fromkeys(declared)))

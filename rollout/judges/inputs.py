@@ -10,37 +10,29 @@ import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, check_name, digest, read_json, task_records
+from engine.contract import InputError, JsonObject, check_name, digest, read_json, task_records
 from engine.evaluators.base import TaskInputs
 from engine.evaluators.protocol import EntryT, Evaluator, OptionsT
 from engine.judge_results import companion_path
 from engine.neighbour_tasks import read_task_dir
+from rollout.judges.settings import JudgeSettings
 
 log = logging.getLogger("judge")
 
 
-def predictions_path(cfg: Mapping[str, Any]) -> Path:
+def predictions_path(cfg: JudgeSettings) -> Path:
     """`predictions`, else <results_dir>/<model>_test_mcp_fuzzy.json."""
-    if cfg.get("predictions"):
-        return Path(cfg["predictions"])
-    if not cfg.get("model"):
+    if cfg.predictions:
+        return Path(cfg.predictions)
+    if not cfg.model:
         raise InputError("config", "name the judged model (model=NAME) or its file (predictions=PATH)", field="model")
-    return Path(cfg["results_dir"]) / f"{check_name(cfg['model'], 'model')}_test_mcp_fuzzy.json"
+    return Path(cfg.results_dir) / f"{check_name(cfg.model, 'model')}_test_mcp_fuzzy.json"
 
 
-def wanted_ids(cfg: Mapping[str, Any], known: Iterable[str]) -> set[str]:
-    """The ids of ``ids`` (a list, or one id as a string; empty: every task), warning about those
-    that are not among `known`."""
-    ids = cfg.get("ids")
-    if ids is None:
-        return set()
-    if isinstance(ids, (str, int)) and not isinstance(ids, bool):
-        ids = [ids]
-    if not isinstance(ids, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids):
-        raise InputError("config", f"must be a list of task ids or one id, got {str(ids)[:80]!r}", field="ids")
-    wanted = {str(i) for i in ids}
+def wanted_ids(ids: list[str] | None, known: Iterable[str]) -> set[str]:
+    """The ids of ``ids`` (empty or null: every task), warning about those that are not among `known`."""
+    wanted = set(ids or ())
     unknown = sorted(wanted - set(known))
     if unknown:
         log.warning("%d id(s) of `ids` match no task to judge: %s", len(unknown),
@@ -48,13 +40,13 @@ def wanted_ids(cfg: Mapping[str, Any], known: Iterable[str]) -> set[str]:
     return wanted
 
 
-def read_task_records(path: Path) -> dict[str, dict[str, Any]]:
+def read_task_records(path: Path) -> dict[str, JsonObject]:
     """id -> task record of a tasks file (engine.contract.task_records), in order; a folder is a checkout of
     the MCPVerse repository (engine.neighbour_tasks)."""
     return read_task_dir(path) if Path(path).is_dir() else task_records(path)
 
 
-def tool_log(path: Path) -> list[dict[str, Any]] | None:
+def tool_log(path: Path) -> list[JsonObject] | None:
     """The calls of a task's tool log (the rollout's ``{"calls": [...]}``); None when there is none."""
     if not path.is_file():
         return None
@@ -65,24 +57,24 @@ def tool_log(path: Path) -> list[dict[str, Any]] | None:
     return calls
 
 
-def rollout_folder(cfg: Mapping[str, Any], key: str, leaf: str) -> Path:
-    """`key` when set, else <results_dir>/rollout/<model>/<leaf>."""
-    if cfg.get(key):
-        return Path(cfg[key])
-    if not cfg.get("model"):
+def rollout_folder(cfg: JudgeSettings, given: str | None, key: str, leaf: str) -> Path:
+    """The folder a setting `key` gives (`given`), else <results_dir>/rollout/<model>/<leaf>."""
+    if given:
+        return Path(given)
+    if not cfg.model:
         raise InputError("config", f"set {key}=PATH (or model=NAME for the rollout's own folder)", field=key)
-    return Path(cfg["results_dir"]) / "rollout" / check_name(cfg["model"], "model") / leaf
+    return Path(cfg.results_dir) / "rollout" / check_name(cfg.model, "model") / leaf
 
 
-def evaluator_options(cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
+def evaluator_options(cfg: JudgeSettings, name: str) -> JsonObject:
     """The config entry of evaluator `name` (``evaluators.<name>``), a copy; empty when it has none."""
-    return dict((cfg.get("evaluators") or {}).get(name) or {})
+    return dict(cfg.evaluators.get(name) or {})
 
 
-def evaluator_output(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], predictions: Path) -> Path:
+def evaluator_output(cfg: JudgeSettings, judged: Evaluator[EntryT, OptionsT], predictions: Path) -> Path:
     """The file of an evaluator: its entry's ``output``, else <predictions stem>_<suffix>.json."""
     explicit = evaluator_options(cfg, judged.card.name).get("output")
-    return Path(explicit) if explicit else companion_path(predictions, str(judged.card.suffix))
+    return Path(str(explicit)) if explicit else companion_path(predictions, str(judged.card.suffix))
 
 
 NOT_KEYED = ("output", "tasks_file", "reference_file", "predictions_file", "agreement_top", "attempts")
@@ -126,7 +118,7 @@ def folder_digest(folder: Path | None) -> list[list[str]] | None:
     return sorted(out)
 
 
-def named_file_digest(base: Path, value: Any) -> str | None:
+def named_file_digest(base: Path, value: object) -> str | None:
     """The SHA-256 of a file a task names (a path relative to the tasks file's folder `base`); None when
     it names no file inside that folder (the evaluator refuses it when it judges)."""
     if not isinstance(value, str) or not value.strip() or Path(value).is_absolute():
@@ -135,7 +127,7 @@ def named_file_digest(base: Path, value: Any) -> str | None:
     return content_digest(target) if target.is_relative_to(base) and target.is_file() else None
 
 
-def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Sequence[str] = (),
+def input_key(inputs: TaskInputs, settings: Mapping[str, object], task_files: Sequence[str] = (),
               base: Path | None = None, files: Mapping[str, Path] | None = None,
               shown: Mapping[str, str] | None = None) -> str:
     """The key of what a verdict judged: the SHA-256 of the canonical JSON of the task's inputs as the
@@ -146,7 +138,7 @@ def input_key(inputs: TaskInputs, settings: Mapping[str, Any], task_files: Seque
     path -> digest, or why it is not shown) and the run's `settings` that can change a verdict."""
     task = inputs.task
     named = {f: named_file_digest(base, task.get(f)) for f in task_files} if task is not None and base else {}
-    extra: dict[str, Any] = {"files": {name: content_digest(path) for name, path in files.items()}} if files else {}
+    extra: dict[str, object] = {"files": {name: content_digest(path) for name, path in files.items()}} if files else {}
     if shown:
         extra["shown_files"] = dict(shown)
     return digest({"prediction": inputs.prediction.raw if inputs.prediction is not None else None,

@@ -20,9 +20,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from engine.contract import InputError, JsonMapping, JsonObject, check_choice, config_int, digest, is_number
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from engine.contract import InputError, JsonMapping, JsonObject, check_choice, digest, is_number
+from engine.contract.settings import Judges, ModelConfig, Price, SettingError, record
 from engine.judging import JudgeFailure, JudgeSpec, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, TaskImages, named_images, shown_digest
@@ -30,38 +33,88 @@ from rollout.models.base import ModelDriver
 from rollout.models.errors import ModelError
 from rollout.models.registry import build_driver, providers
 
-# Settings that say where and how a judge is reached, not what it answers.
-_TRANSPORT = frozenset({"provider", "name", "api_name", "base_url", "api_key_env", "timeout", "max_retries",
-                        "backoff", "price", "delay", "image_max_side", "json_mode"})
+ANSWERS = {"scripted": ("policy", "bias")}
+"""The settings that decide a judge's replies, part of its identity whatever their value, by provider; any
+other provider's are its request fields (``params``)."""
+OWN = ("params", "images", "script", "noise", "policy", "bias")
+"""The settings of a model config besides where and how it is reached (provider, names, address, key,
+timeouts, retries, prices, delay, image size, JSON mode): part of a judge's identity when they decide its
+replies (`ANSWERS`) or differ from the config's defaults."""
+_DEFAULT = ModelConfig(provider="")
 
 
-def _price(cfg: Mapping[str, Any], key: str, where: str) -> float | None:
-    value = (cfg.get("price") or {}).get(key)
+def identity(model: ModelConfig, api_model: str) -> JsonObject:
+    """What keys a judge's cached replies: its provider, the model asked for and the settings that can change
+    a reply (`OWN`). The same JSON (canonically) as the judge's settings as its pool's YAML gives them, less
+    where and how it is reached, for every shipped pool (a cached reply is found again)."""
+    shown = record(model)
+    answers = ANSWERS.get(model.provider, ("params",))
+    return {"provider": model.provider, "model": api_model,
+            **{k: shown[k] for k in OWN if k in answers or getattr(model, k) != getattr(_DEFAULT, k)}}
+
+
+def _price(price: Price | None, key: str, where: str) -> float | None:
+    value = getattr(price, key) if price is not None else None
     if value is not None and (not is_number(value) or value < 0):
         raise InputError("config", f"must be a number >= 0 (USD per million tokens) or null, got {str(value)[:40]!r}",
                          field=f"{where}.price.{key}")
     return None if value is None else float(value)
 
 
-def judge_specs(pool: Mapping[str, Any]) -> list[JudgeSpec]:
-    """The judges of a pool config (name -> model config), checked; InputError naming the setting."""
-    if not isinstance(pool, Mapping) or not pool:
+def _node(given: ModelConfig | Mapping[str, object], where: str) -> ModelConfig:
+    """A judge's model config: `given`, or a mapping of its settings (a test's, an evaluator's entry) made one
+    over the node's defaults; InputError naming the setting (`where`.key) it refuses."""
+    if isinstance(given, ModelConfig):
+        return given
+    if not isinstance(given, Mapping):
+        raise InputError("config", "must be a model config (provider, api_name, ...)", field=where)
+    try:
+        made = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), dict(given)))
+    except SettingError as exc:
+        inner = next((k for k, v in given.items() if isinstance(v, Mapping) and exc.key in v), None)
+        key = f"{inner}.{exc.key}" if inner is not None else exc.key
+        raise InputError("config", f"{exc.problem}, got {exc.value!r}", field=f"{where}.{key}") from None
+    except OverflowError:
+        key = next(f"{k}.{i}" if i else k for k, i in _inner(given) if _too_large(given, k, i))
+        raise InputError("config", "must be a number a float holds", field=f"{where}.{key}") from None
+    except OmegaConfBaseException as exc:
+        full = getattr(exc, "full_key", None)
+        raise InputError("config", str(exc).splitlines()[0], field=f"{where}.{full}" if full else where) from None
+    assert isinstance(made, ModelConfig), "a ModelConfig node is made a ModelConfig"
+    return made
+
+
+def _inner(given: Mapping[str, object]) -> list[tuple[str, str]]:
+    """(key, inner key or "") of a mapping's values and of its nested mappings' values."""
+    return [(k, i) for k, v in given.items() for i in (list(map(str, v)) if isinstance(v, Mapping) else [""])]
+
+
+def _too_large(given: Mapping[str, object], key: str, inner: str) -> bool:
+    value = given[key]
+    value = value.get(inner) if inner and isinstance(value, Mapping) else value
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 1024
+
+
+def judge_specs(pool: Mapping[str, ModelConfig | Mapping[str, object]]) -> list[JudgeSpec]:
+    """The judges of a pool (name -> model config: the `Judges` node's, or a mapping of its settings), checked;
+    InputError naming the setting."""
+    if not pool:
         raise InputError("config", "the judge pool is empty: choose judges=<pool> or add judges", field="judges.pool")
     specs: list[JudgeSpec] = []
-    for name, cfg in pool.items():
+    for name, given in pool.items():
         where = f"judges.pool.{name}"
-        if not isinstance(cfg, Mapping):
-            raise InputError("config", "must be a model config (provider, api_name, ...)", field=where)
-        provider = check_choice(cfg.get("provider"), providers(), "provider", f"{where}.provider")
-        model = cfg.get("api_name") or name
-        if not isinstance(model, str):
-            raise InputError("config", "must be a string or null", field=f"{where}.api_name")
-        if any(s.identity["model"] == model for s in specs):
-            raise InputError("config", f"another judge of the pool asks for {model!r} too (a judge is named by "
+        model = _node(given, where)
+        check_choice(model.provider, providers(), "provider", f"{where}.provider")
+        asked = model.api_name or str(name)
+        if any(s.identity["model"] == asked for s in specs):
+            raise InputError("config", f"another judge of the pool asks for {asked!r} too (a judge is named by "
                              "its model in the judge files)", field=f"{where}.api_name")
-        identity = {"provider": provider, "model": model, **{k: v for k, v in cfg.items() if k not in _TRANSPORT}}
-        specs.append(JudgeSpec(str(name), {**cfg, "name": str(name), "api_name": model}, identity,
-                               _price(cfg, "input", where), _price(cfg, "output", where)))
+        try:
+            config = dataclasses.replace(model, name=str(name), api_name=asked)
+        except SettingError as exc:
+            raise InputError("config", exc.problem, field=where) from None
+        specs.append(JudgeSpec(str(name), config, identity(model, asked), _price(model.price, "input", where),
+                               _price(model.price, "output", where)))
     return specs
 
 
@@ -92,8 +145,7 @@ def read_prompts(path: str | Path | None) -> dict[str, str]:
 
 def check_keys(specs: list[JudgeSpec]) -> None:
     """Every judge's API key variable is set; one InputError naming all the missing ones otherwise."""
-    missing = [(s.name, s.config["api_key_env"]) for s in specs
-               if s.config.get("api_key_env") and not os.environ.get(s.config["api_key_env"])]
+    missing = [(s.name, env) for s in specs if (env := s.config.api_key_env) and not os.environ.get(env)]
     if missing:
         names = ", ".join(f"{env} (judge {name})" for name, env in missing)
         raise InputError("config", f"environment variable(s) not set: {names}",
@@ -132,10 +184,8 @@ class JudgeUsage:
 class JudgePool:
     """The judges of a run behind the reply cache; use `async with` to close the drivers at the end."""
 
-    def __init__(self, specs: list[JudgeSpec], cache: ReplyCache, max_requests: int = 4,
+    def __init__(self, specs: list[JudgeSpec], cache: ReplyCache, max_requests: int = Judges.max_requests,
                  prompts: Mapping[str, str] | None = None) -> None:
-        if max_requests < 1:
-            raise InputError("config", f"must be an integer >= 1, got {max_requests!r}", field="judges.max_requests")
         self.specs = specs
         self.cache = cache
         self.usage = {s.name: JudgeUsage() for s in specs}
@@ -145,12 +195,10 @@ class JudgePool:
         self.prompts = dict(prompts or {})
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], specs: list[JudgeSpec]) -> JudgePool:
-        """A pool of these judges as the judge app's config sets it up: its reply cache (``cache_dir``),
-        ``judges.max_requests`` and the prompts file ``judges.prompts``."""
-        return cls(specs, ReplyCache(cfg.get("cache_dir")),
-                   config_int(cfg["judges"], "max_requests", where="judges.max_requests"),
-                   read_prompts(cfg["judges"].get("prompts")))
+    def of(cls, judges: Judges, cache_dir: str | None, specs: list[JudgeSpec]) -> JudgePool:
+        """A pool of these judges as the judge app's settings set it up: its reply cache (``cache_dir``), the
+        requests each judge has in flight (``judges.max_requests``) and the prompts file ``judges.prompts``."""
+        return cls(specs, ReplyCache(cache_dir), judges.max_requests, read_prompts(judges.prompts))
 
     def rubric(self, rubric: Rubric) -> Rubric:
         """The rubric the judges are asked with: the pool's own prompt for its purpose (versioned by
@@ -191,19 +239,19 @@ class JudgePool:
         rubric = self.rubric(question.rubric)
         paths = list(dict.fromkeys(named_images(question.payload) + list(question.images)))
         rule = images if images is not None else TaskImages()
-        shown = await asyncio.to_thread(rule.parts, paths) if paths and spec.config.get("images", True) else []
+        shown = await asyncio.to_thread(rule.parts, paths) if paths and spec.config.images else []
         key = reply_key(spec.identity, rubric, shown_digest(question.payload_digest, shown), attempt)
         usage = self.usage[spec.name]
         hit = self.cache.get(key)
-        if hit is not None:
+        if hit is not None and isinstance(reply := hit["reply"], str):
             usage.cached += 1
-            return hit["reply"]
+            return reply
         if cached_only:
             return None
         async with self._limits[spec.name]:
             try:
                 messages = rubric.messages(question.payload)
-                if paths and spec.config.get("images", True):
+                if paths and spec.config.images:
                     messages = await asyncio.to_thread(self._images.attach, messages, paths, rule)
                 completion = await self._driver(spec).complete(messages)
             except ModelError as exc:
@@ -213,14 +261,14 @@ class JudgePool:
         usage.completion_tokens += completion.usage.get("completion_tokens", 0)
         self.cache.put({"key": key, "judge": spec.name, "model": spec.identity["model"],
                         "purpose": rubric.purpose, "version": rubric.version, "attempt": attempt,
-                        "reply": completion.content, "usage": completion.usage})
+                        "reply": completion.content, "usage": dict(completion.usage)})
         return completion.content
 
     def _driver(self, spec: JudgeSpec) -> ModelDriver:
         """The judge's driver, built on its first request (its key is looked up only then)."""
         driver = self._drivers.get(spec.name)
         if driver is None:
-            env = spec.config.get("api_key_env")
+            env = spec.config.api_key_env
             if env and not os.environ.get(env):
                 raise InputError("config", f"environment variable {env} is not set (the key of judge {spec.name})",
                                  field=f"judges.pool.{spec.name}.api_key_env")

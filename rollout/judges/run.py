@@ -1,4 +1,4 @@
-"""A judge run from its config (conf/judge/, as a plain dict): every configured evaluator
+"""A judge run from its settings (conf/judge/, typed: rollout.judges.settings): every configured evaluator
 (``evaluators``, conf/judge/evaluators/; engine.evaluators) with a ``judge`` function, through one
 stage; ``stage=both`` runs them all, ``stage=<name>`` one (``stage=judge`` and ``stage=calls`` name
 m3_judges and call_outcomes).
@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +37,9 @@ from typing import Any
 import rollout.judges.scripted  # noqa: F401 (registers the scripted policy "judge" of judges=scripted)
 from engine.contract import (
     InputError,
+    JsonMapping,
+    JsonObject,
     TrajectoryFile,
-    check_choice,
     config_int,
     file_objects,
     read_trajectories,
@@ -46,7 +47,7 @@ from engine.contract import (
     without_lost,
 )
 from engine.contract.progress import TaskBar
-from engine.contract.settings import Shard, parse_shard
+from engine.contract.settings import Shard, parse_shard, record
 from engine.evaluators import evaluator
 from engine.evaluators.base import TaskInputs
 from engine.evaluators.protocol import (
@@ -60,7 +61,7 @@ from engine.evaluators.protocol import (
     options_of,
 )
 from engine.judge_results import verdict_lines
-from engine.judging import JudgeFailure, JudgeSpec
+from engine.judging import Catalogue, JudgeFailure, JudgeSpec
 from engine.serialize import scored_ids
 from engine.trials import check_trial_files, find_trials
 from rollout.judges.catalogue import run_catalogue
@@ -76,6 +77,7 @@ from rollout.judges.inputs import (
     wanted_ids,
 )
 from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
+from rollout.judges.settings import JudgeSettings
 from rollout.judges.shards import merge_verdicts, part_inputs
 from rollout.judges.verdicts import VerdictFile, check_judged
 from rollout.models.clients import bounded, quiet_client_loggers
@@ -84,24 +86,25 @@ from rollout.shards import hold_part, part_path
 
 log = logging.getLogger("judge")
 
-ALIASES = {"judge": "m3_judges", "calls": "call_outcomes"}
-"""Stage names of two evaluators, kept from the app's first stages; ``both`` runs every configured one."""
 FILE_OPTIONS = ("tasks_file", "reference_file", "predictions_file", "output")
 """Options naming the run's files (``output``: the evaluator's own), kept out of its file's meta."""
 
 
 class Catalogues:
     """The tool catalogues of a run, each loaded once (a servers config's servers are started to list
-    their tools, their logs under <run_dir>/server_logs), by the ``catalogue`` setting naming it."""
+    their tools, their logs under <run_dir>/server_logs), by the ``catalogue`` setting naming it; ``auto``
+    names the rollout's recorded one (<results_dir>/rollout/<model>/cache/catalogue.json)."""
 
-    def __init__(self, cfg: Mapping[str, Any]) -> None:
-        self.cfg = cfg
-        self.loaded: dict[str | None, Any] = {}
+    def __init__(self, cfg: JudgeSettings) -> None:
+        self.recorded = (Path(cfg.results_dir) / "rollout" / cfg.model / "cache" / "catalogue.json"
+                         if cfg.model else None)
+        self.log_dir = Path(cfg.run_dir) / "server_logs"
+        self.loaded: dict[str | None, Catalogue | None] = {}
 
-    async def get(self, source: str | None) -> Any:
+    async def get(self, source: str | None) -> Catalogue | None:
         """The catalogue a ``catalogue`` setting names (a file, ``auto`` or null); None for none."""
         if source not in self.loaded:
-            self.loaded[source] = await run_catalogue(self.cfg, source, Path(self.cfg["run_dir"]) / "server_logs")
+            self.loaded[source] = await run_catalogue(source, self.recorded, self.log_dir)
         return self.loaded[source]
 
 
@@ -112,15 +115,15 @@ class Stage:
     judged: Evaluator[Any, Any]
     preds: TrajectoryFile
     gt: TrajectoryFile | None
-    options: dict[str, Any]
-    tasks: dict[str, dict[str, Any]]
+    options: JsonObject
+    tasks: dict[str, JsonObject]
     workspaces: Path | None
     logs: Path | None
-    objects: Mapping[str, Any]
+    objects: Mapping[str, list[tuple[int, JsonObject]]]
     specs: list[JudgeSpec]
     attempts: int
     max_chars: int
-    catalogue: Any = None
+    catalogue: Catalogue | None = None
     images: ImageFolders = field(default_factory=ImageFolders)
     """Where the files its questions name may lie (rollout.judges.images)."""
     refused: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -131,7 +134,7 @@ class Stage:
     @property
     def names(self) -> list[str]:
         """The models of the judges asked."""
-        return [s.identity["model"] for s in self.specs]
+        return [str(s.identity["model"]) for s in self.specs]
 
     def inputs_of(self, tid: str) -> TaskInputs:
         """What the evaluator gets of one task."""
@@ -143,64 +146,67 @@ class Stage:
                           file_entries=self.objects.get(tid, ()))
 
 
-async def read_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
+async def read_stage(cfg: JudgeSettings, judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
                      gt: TrajectoryFile | None, catalogues: Catalogues | None) -> Stage:
     """What an evaluator reads on this run: its config entry (with the run's files, FILE_OPTIONS), the tasks
     file, the rollout's folders, the predictions file's objects, its judges (none for one that asks no
     judge; its one judge for one that asks one), its ``attempts`` and ``max_result_chars`` (else the app's)
     and the catalogue for one that reads it."""
-    data = cfg.get("data") or {}
+    data = cfg.data
     options = evaluator_options(cfg, judged.card.name)
     typed = options_of(judged, options)
     options["predictions_file"] = str(preds.path)
     if gt is not None:
         options["reference_file"] = str(gt.path)
-    tasks: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, JsonObject] = {}
     if "task" in judged.card.reads:
-        if not data.get("tasks"):
+        if not data.tasks:
             raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
-        tasks = judged.read_tasks(Path(data["tasks"]))
-        options["tasks_file"] = str(data["tasks"])
-    one = judged.one_judge(typed, cfg["judges"]) if judged.card.uses_pool else None
+        tasks = judged.read_tasks(Path(data.tasks))
+        options["tasks_file"] = str(data.tasks)
+    one = judged.one_judge(typed, record(cfg.judges)) if judged.card.uses_pool else None
     attempts, max_chars = (
         config_int(options, key, minimum=minimum, where=f"evaluators.{judged.card.name}.{key}")
-        if options.get(key) is not None else config_int(cfg, key, minimum=minimum)
-        for key, minimum in (("attempts", 1), ("max_result_chars", 0)))
+        if options.get(key) is not None else default for key, minimum, default in (
+            ("attempts", 1, cfg.attempts), ("max_result_chars", 0, cfg.max_result_chars)))
     stage = Stage(judged, preds, gt, options, tasks,
-                  rollout_folder(cfg, "workspace_dir", "workspace") if "workspace" in judged.card.reads else None,
-                  rollout_folder(cfg, "tool_log_dir", "tool_logs") if "tool_log" in judged.card.reads else None,
+                  rollout_folder(cfg, cfg.workspace_dir, "workspace_dir", "workspace")
+                  if "workspace" in judged.card.reads else None,
+                  rollout_folder(cfg, cfg.tool_log_dir, "tool_log_dir", "tool_logs")
+                  if "tool_log" in judged.card.reads else None,
                   file_objects(preds.path) if "file_entries" in judged.card.reads else {},
-                  judge_specs({one[0]: one[1]} if one else cfg["judges"]["pool"]) if judged.card.uses_pool else [],
+                  judge_specs({one[0]: one[1]} if one else cfg.judges.pool) if judged.card.uses_pool else [],
                   attempts, max_chars, images=image_folders(cfg, options, "task" in judged.card.reads), typed=typed,
                   files=RunFiles(preds.path, gt.path if gt is not None else None,
-                                 Path(options["tasks_file"]) if "tasks_file" in options else None))
+                                 Path(str(options["tasks_file"])) if "tasks_file" in options else None))
     if "catalogue" in judged.card.reads:
-        stage.catalogue = await (catalogues or Catalogues(cfg)).get(options.get("catalogue"))
+        source = options.get("catalogue")
+        stage.catalogue = await (catalogues or Catalogues(cfg)).get(None if source is None else str(source))
     return stage
 
 
-def task_order(cfg: Mapping[str, Any], stage: Stage, lost: Mapping[str, Any]) -> list[str]:
+def task_order(cfg: JudgeSettings, stage: Stage, lost: Mapping[str, object]) -> list[str]:
     """The tasks to judge, in order: those of the predictions (and of the reference, when it reads it, in
     the reference's order, and of the tasks file, when it reads the task), or every task of the tasks file
     for an evaluator of all tasks less those `lost` to the infrastructure; only the ``ids`` when set."""
     judged, preds, gt, tasks = stage.judged, stage.preds, stage.gt, stage.tasks
     shared = set(scored_ids(gt, preds)) if gt is not None else set(preds.tasks)
     candidates = [i for i in (gt.tasks if gt is not None else preds.tasks) if i in shared]
-    wanted = wanted_ids(cfg, tasks if judged.card.all_tasks else candidates)
+    wanted = wanted_ids(cfg.ids, tasks if judged.card.all_tasks else candidates)
     if judged.card.all_tasks:
         return [i for i in tasks if (not wanted or i in wanted) and i not in lost]
     missing = [i for i in preds.tasks if tasks and i not in tasks]
     if missing:
         log.warning("%s: %d predicted id(s) have no task in %s: %s", judged.card.name, len(missing),
-                    (cfg.get("data") or {})["tasks"], ", ".join(missing[:10]))
+                    cfg.data.tasks, ", ".join(missing[:10]))
     return [i for i in candidates if (not tasks or i in tasks) and (not wanted or i in wanted)]
 
 
-def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> JsonObject:
     """The file's meta of the run: its files and folders, judges, settings, attempts, the tasks `lost` to
     the infrastructure, the catalogue's source and the number of tasks the evaluator records."""
     specs, options = stage.specs, stage.options
-    meta: dict[str, Any] = {"evaluator": stage.judged.card.name, "predictions": str(stage.preds.path),
+    meta: JsonObject = {"evaluator": stage.judged.card.name, "predictions": str(stage.preds.path),
                             "gt": str(stage.gt.path) if stage.gt else None, "tasks": options.get("tasks_file"),
                             **({"workspace_dir": str(stage.workspaces)} if stage.workspaces else {}),
                             **({"tool_log_dir": str(stage.logs)} if stage.logs else {}),
@@ -217,21 +223,20 @@ def run_meta(stage: Stage, lost: Mapping[str, tuple[str, str]]) -> dict[str, Any
     return meta
 
 
-def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[str, str]:
+def input_keys(cfg: JudgeSettings, stage: Stage, order: list[str]) -> dict[str, str]:
     """The input key of each task of the order: its inputs, the files besides them that decide its verdict
-    (`Judge.input_files`, and the content of the files its prediction names that its judges are shown) and the
+    (its `input_files`, and the content of the files its prediction names that its judges are shown) and the
     run's settings that can change a verdict, the versions of the prompts
     its judge may ask among them (rollout.judges.inputs.input_key)."""
-    card, catalogue, data = stage.judged.card, stage.catalogue, cfg.get("data") or {}
-    settings = {"evaluator": stage.judged.card.name,
-                "options": {k: v for k, v in stage.options.items() if k not in NOT_KEYED},
-                "judges": [s.identity for s in stage.specs], "max_result_chars": stage.max_chars,
-                "prompts": {**{r.purpose: r.version for r in card.rubrics},
-                            **(read_prompts(cfg["judges"].get("prompts")) if stage.specs else {})},
-                **({"asked": sorted([r.purpose, r.version] for r in card.asked)} if card.asked else {}),
-                "catalogue": None if catalogue is None else {"tools": catalogue.tools,
-                                                             "unavailable": sorted(catalogue.unavailable)}}
-    base = Path(data["tasks"]).resolve() if stage.tasks and data.get("tasks") else None
+    card, catalogue, tasks_file = stage.judged.card, stage.catalogue, cfg.data.tasks
+    pool_prompts = read_prompts(cfg.judges.prompts) if stage.specs else {}
+    prompts = {**{r.purpose: r.version for r in card.rubrics}, **pool_prompts}
+    tools = None if catalogue is None else {"tools": catalogue.tools, "unavailable": sorted(catalogue.unavailable)}
+    settings: dict[str, object] = {  # the order of these keys is part of every input key
+        "evaluator": card.name, "options": {k: v for k, v in stage.options.items() if k not in NOT_KEYED},
+        "judges": [s.identity for s in stage.specs], "max_result_chars": stage.max_chars, "prompts": prompts,
+        **({"asked": sorted([r.purpose, r.version] for r in card.asked)} if card.asked else {}), "catalogue": tools}
+    base = Path(tasks_file).resolve() if stage.tasks and tasks_file else None
     if base is not None and not base.is_dir():
         base = base.parent
     keys = {}
@@ -244,7 +249,7 @@ def input_keys(cfg: Mapping[str, Any], stage: Stage, order: list[str]) -> dict[s
     return keys
 
 
-async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, todo: list[str],
+async def judge_tasks(cfg: JudgeSettings, stage: Stage, store: VerdictFile, todo: list[str],
                       keys: Mapping[str, str]) -> str:
     """Ask the evaluator about each task of `todo`, the store keeping each verdict as it comes (its journal)
     and writing the file whole at the end, also when the run is stopped; what the judges were asked, as a
@@ -273,14 +278,14 @@ async def judge_tasks(cfg: Mapping[str, Any], stage: Stage, store: VerdictFile, 
 
         try:
             with TaskBar(len(store.order), stage.judged.card.name, done=len(store.order) - len(todo)) as bar:
-                await bounded(todo, config_int(cfg, "concurrency"), bar.each(one))
+                await bounded(todo, cfg.concurrency, bar.each(one))
         finally:  # stopped or done: the verdicts kept so far are in the file
             store.compact(usage)
 
     if not stage.specs:
         await judge_all(None)
         return ""
-    async with JudgePool.from_config(cfg, stage.specs) as pool:
+    async with JudgePool.of(cfg.judges, cfg.cache_dir, stage.specs) as pool:
         await judge_all(pool)
         return (f"; {sum(u.requests for u in pool.usage.values())} request(s) sent, "
                 f"{sum(u.cached for u in pool.usage.values())} reply(ies) from the cache")
@@ -302,14 +307,14 @@ def report(judged: Evaluator[EntryT, OptionsT], store: VerdictFile, todo: list[s
 
 
 def merge_parts(judged: Evaluator[EntryT, OptionsT], merged: Path, parts_dir: Path, shard: Shard, order: list[str],
-                meta: Mapping[str, Any], inputs: Any, stage: Stage) -> None:
+                meta: JsonMapping, inputs: Callable[[Shard], JsonObject], stage: Stage) -> None:
     """Merge the shards' part files once every part is complete, saying so, or what it waits for."""
     merge_when_complete(judged.card.name, shard, merged, [part_path(parts_dir, merged, s) for s in shard.siblings()],
                         lambda: merge_verdicts(judged, merged, parts_dir, shard.count, order, meta, inputs,
                                                stage.specs, stage.names))
 
 
-async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
+async def evaluator_stage(cfg: JudgeSettings, judged: Evaluator[EntryT, OptionsT], preds: TrajectoryFile,
                           gt: TrajectoryFile | None, output: Path,
                           lost: Mapping[str, tuple[str, str]] | None = None,
                           catalogues: Catalogues | None = None) -> int:
@@ -320,15 +325,15 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, Opti
     stage = await read_stage(cfg, judged, preds, gt, catalogues)
     order = task_order(cfg, stage, lost)
     meta = run_meta(stage, lost)
-    shard, parts_dir = parse_shard(cfg.get("shard")), Path(cfg.get("parts_dir") or output.parent / "parts")
+    shard, parts_dir = parse_shard(cfg.shard), Path(cfg.parts_dir)
 
-    def inputs(part: Shard) -> dict[str, Any]:
-        return part_inputs(part, preds.path, gt.path if gt else None, stage.options.get("tasks_file"))
+    def inputs(part: Shard) -> JsonObject:
+        tasks_file = stage.options.get("tasks_file")
+        return part_inputs(part, preds.path, gt.path if gt else None, str(tasks_file) if tasks_file else None)
 
-    if cfg.get("merge") is not None:
-        merged = merge_verdicts(judged, output, parts_dir, config_int(cfg, "merge"), order, meta, inputs,
-                                stage.specs, stage.names)
-        print(f"{judged.card.name}: {cfg['merge']} part(s) merged -> {merged}")
+    if cfg.merge is not None:
+        merged = merge_verdicts(judged, output, parts_dir, cfg.merge, order, meta, inputs, stage.specs, stage.names)
+        print(f"{judged.card.name}: {cfg.merge} part(s) merged -> {merged}")
         return 0
     merged, all_order = output, order
     if shard is not None:
@@ -349,13 +354,10 @@ async def evaluator_stage(cfg: Mapping[str, Any], judged: Evaluator[EntryT, Opti
     return 1 if store.failed or store.incomplete() else 0
 
 
-def configured(cfg: Mapping[str, Any]) -> list[Evaluator[Any, Any]]:
+def configured(cfg: JudgeSettings) -> list[Evaluator[Any, Any]]:
     """The evaluators the run judges: every one of ``evaluators`` (stage both), or the stage's one."""
-    names = list(cfg.get("evaluators") or {})
-    stage = check_choice(cfg.get("stage", "both"), ["both", *ALIASES, *names], "stage", "stage")
-    chosen = names if stage == "both" else [ALIASES.get(stage, stage)]
     out = []
-    for name in chosen:
+    for name in cfg.chosen():
         try:
             found = evaluator(name)
         except ValueError as exc:
@@ -365,35 +367,33 @@ def configured(cfg: Mapping[str, Any]) -> list[Evaluator[Any, Any]]:
     return out
 
 
-def run(cfg: Mapping[str, Any]) -> int:
+def run(cfg: JudgeSettings) -> int:
     """Run the configured evaluators; the exit status. A predictions file with trial files beside it
     (<stem>_trial<i>.json, a rollout with trials=N) has each trial judged, its verdicts beside it."""
     found = find_trials(predictions_path(cfg))
     check_trial_files(found, "predictions")
     trials = [t for t in found if t.is_file()]
-    named = [n for n, entry in (cfg.get("evaluators") or {}).items() if (entry or {}).get("output")]
+    named = [n for n in cfg.evaluators if evaluator_options(cfg, n).get("output")]
     catalogues = Catalogues(cfg)
     if trials and not named:
-        return max(run_one({**cfg, "predictions": str(t)}, catalogues) for t in trials)
-    return run_one(cfg, catalogues)
+        return max(run_one(cfg, t, catalogues) for t in trials)
+    return run_one(cfg, predictions_path(cfg), catalogues)
 
 
-def run_one(cfg: Mapping[str, Any], catalogues: Catalogues | None = None) -> int:
+def run_one(cfg: JudgeSettings, predictions: Path, catalogues: Catalogues | None = None) -> int:
     """Run the configured evaluators on one predictions file (the run's `catalogues`, loaded once); the
     exit status."""
     chosen = configured(cfg)
     quiet_client_loggers()
-    predictions = predictions_path(cfg)
     preds, lost = without_lost(read_trajectories(predictions))  # lost to the infrastructure: reported apart, not judged
-    data = cfg.get("data") or {}
     catalogues = catalogues or Catalogues(cfg)
     status = 0
     gt: TrajectoryFile | None = None  # the reference file, read once for the evaluators that read it
     for judged in chosen:
         if "reference" in judged.card.reads:
-            if not data.get("gt"):
+            if not cfg.data.gt:
                 raise InputError("config", "no reference file: set data.gt=PATH", field="data.gt")
-            gt = gt or read_trajectories(data["gt"])
+            gt = gt or read_trajectories(cfg.data.gt)
         output = evaluator_output(cfg, judged, predictions)
         reference = gt if "reference" in judged.card.reads else None
         status = max(status, asyncio.run(evaluator_stage(cfg, judged, preds, reference, output, lost, catalogues)))

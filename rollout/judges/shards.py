@@ -13,11 +13,11 @@ entries with the meta of one run.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.contract import InputError, JsonObject, dumps_json, read_json
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, dumps_json, read_json
 from engine.contract.settings import Shard
 from engine.evaluators.protocol import EntryT, Evaluator, OptionsT
 from engine.judging import JudgeSpec
@@ -29,7 +29,7 @@ PER_RUN = ("prompt_versions",)
 """Meta keys a run sets while judging (checked among the parts, not against the merging run)."""
 
 
-def part_inputs(shard: Shard, predictions: Path, gt: Path | None, tasks: str | None) -> dict[str, Any]:
+def part_inputs(shard: Shard, predictions: Path, gt: Path | None, tasks: str | None) -> JsonObject:
     """The settings of a part besides the run's meta: the shard and the SHA-256 of its input files."""
     return {"shard": str(shard), "predictions": file_sha256(predictions), "gt": file_sha256(gt),
             "tasks": file_sha256(tasks)}
@@ -41,7 +41,7 @@ class _Object(dict):
     repeated: str | None = None
 
 
-def _object(pairs: list[tuple[str, Any]]) -> _Object:
+def _object(pairs: list[tuple[str, object]]) -> _Object:
     obj = _Object(pairs)
     seen: set[str] = set()
     for key, _ in pairs if len(obj) < len(pairs) else ():
@@ -59,12 +59,12 @@ def repeated_entry(path: Path) -> str | None:
 
 
 def merge_verdicts(judged: Evaluator[EntryT, OptionsT], output: Path, parts_dir: Path, count: int, order: Sequence[str],
-                   meta: Mapping[str, Any], inputs: Callable[[Shard], dict[str, Any]], specs: Sequence[JudgeSpec],
+                   meta: JsonMapping, inputs: Callable[[Shard], JsonObject], specs: Sequence[JudgeSpec],
                    names: Sequence[str]) -> Path:
     """Merge the `count` part files of `output` into it; InputError naming a part made with other settings,
     PartPending naming one missing or lacking some of its tasks (judged completely)."""
-    entries: dict[str, Any] = {}
-    keys: dict[str, Any] = {}
+    entries: dict[str, JsonObject] = {}
+    keys: dict[str, JsonValue] = {}
     usage = {s.name: JudgeUsage() for s in specs}
     first: dict[str, Any] | None = None
     base = json.loads(dumps_json({k: v for k, v in meta.items() if k not in PER_RUN}))  # as a part file holds it

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def test_the_documented_evaluator_judges_the_demo_and_resumes(tmp_path: Path, co
     predictions.write_text(json.dumps(preds))
     cfg = compose_judge("judges=scripted", "data=rollout_demo", f"predictions={predictions}",
                         f"results_dir={tmp_path}", f"cache_dir={tmp_path / 'cache'}")
-    cfg = {**cfg, "evaluators": yaml.safe_load(entry)}
+    cfg = replace(cfg, evaluators=yaml.safe_load(entry))
     assert run(cfg) == 0
     written = json.loads((tmp_path / "m_test_mcp_fuzzy_concise.json").read_text())
     ids = list(read_trajectories(predictions).tasks)
@@ -75,5 +76,5 @@ def test_the_documented_evaluator_judges_the_demo_and_resumes(tmp_path: Path, co
     assert f"concise: {len(ids)} of {len(ids)} task(s) judged ({len(ids)} now" in capsys.readouterr().out
     assert run(cfg) == 0  # resumed: nothing to judge again
     assert "(0 now, 0 failed" in capsys.readouterr().out
-    assert run({**cfg, "evaluators": {"concise": {"max_words": 100}}}) == 0  # another setting: judged again
+    assert run(replace(cfg, evaluators={"concise": {"max_words": 100}})) == 0  # another setting: judged again
     assert json.loads((tmp_path / "m_test_mcp_fuzzy_concise.json").read_text())["per_id"][ids[0]]["concise"] == 1.0

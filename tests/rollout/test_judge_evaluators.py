@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from rollout_helpers import ROOT, compose_judge
 
-from engine.contract import InputError, read_trajectories
+from engine.contract import ConfigError, InputError, read_trajectories
 from engine.evaluators.base import Metric, TaskInputs
 from engine.evaluators.protocol import Card, EvaluatorOptions, JudgeContext, Plain, ReadSettings, Verdict
 from engine.judging import COMPLETION, Question, completion_payload, first_answer, parse_score
@@ -66,12 +66,13 @@ def test_an_evaluator_judges_every_task_and_resumes(tmp_path):
 def test_the_configured_evaluators():
     cfg = compose_judge("judges=scripted", "data=rollout_demo")
     assert [e.card.name for e in configured(cfg)] == ["m3_judges", "call_outcomes"]
-    assert [e.card.name for e in configured({**cfg, "stage": "calls"})] == ["call_outcomes"]
+    assert [e.card.name for e in configured(replace(cfg, stage="calls"))] == ["call_outcomes"]
     assert [e.card.name for e in configured(compose_judge("evaluators=[call_outcomes]"))] == ["call_outcomes"]
-    with pytest.raises(InputError, match="field 'stage'"):
-        configured({**cfg, "stage": "nope"})
+    with pytest.raises(ConfigError, match="^stage=nope: must be one of both, judge, calls, m3_judges, call_outcomes "):
+        compose_judge("judges=scripted", "data=rollout_demo", "stage=nope")
+    assert [e.card.name for e in configured(replace(cfg, stage="judge"))] == ["m3_judges"]
     with pytest.raises(InputError, match="field 'evaluators.nope': unknown evaluator 'nope'"):
-        configured({**cfg, "evaluators": {"nope": {}}})
+        configured(replace(cfg, evaluators={"nope": {}}))
 
 
 class Half(Plain[dict, EvaluatorOptions]):

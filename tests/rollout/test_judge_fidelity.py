@@ -8,18 +8,21 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 from rollout_helpers import compose_judge, write_json
 
+from engine.apps.compose import compose
+from engine.apps.overrides import CommandLineError
 from engine.contract import InputError, read_trajectories
 from engine.evaluators.call_outcomes import CALL_KEYS
 from engine.evaluators.m3_judges import read_taskcompletion
 from engine.judge_results import joined_files, load_joined
 from engine.judging import COMPLETION, OUTCOME
-from rollout.judges.cli import run_config
+from rollout.judges.cli import judges_of, run_config
 from rollout.judges.pool import judge_specs
 from rollout.judges.run import run
 from rollout.models.loopback import message_texts
@@ -56,8 +59,8 @@ def test_published_mode_asks_the_classifier_about_every_call_of_every_entry(tmp_
     cfg = compose_judge(f"predictions={preds}", "stage=calls", "evaluators.call_outcomes.catalogue=null",
                         "evaluators.call_outcomes.mode=published",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
-    cfg["judges"] = {"max_requests": 4, "pool": {"pooled": loop_judge("http://127.0.0.1:9")},
-                     "classifier": loop_judge(server.base_url, "flash-lite")}
+    cfg.judges = judges_of({"max_requests": 4, "pool": {"pooled": loop_judge("http://127.0.0.1:9")},
+                     "classifier": loop_judge(server.base_url, "flash-lite")})
     assert run(cfg) == 0
     assert len(server.requests) == 5  # every call of every entry, the repeated id's included
     document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
@@ -77,9 +80,9 @@ def test_published_mode_asks_the_classifier_about_every_call_of_every_entry(tmp_
     assert agreement["all"] == {"rule": 4, "agree": 3, "rate": 0.75} and agreement["no_rule"] == 1
 
     # rules first (the default) reads the last object of the repeated id: one call fewer, one illegal fewer
-    calls = cfg["evaluators"]["call_outcomes"]
-    rules = {**cfg, "evaluators": {**cfg["evaluators"], "call_outcomes": {**calls, "mode": "rules", "judge": None}}}
-    rules["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}}
+    calls = cfg.evaluators["call_outcomes"]
+    rules = replace(cfg, evaluators={**cfg.evaluators, "call_outcomes": {**calls, "mode": "rules", "judge": None}})
+    rules.judges = judges_of({"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}})
     assert run(rules) == 0
     document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
     assert document["total_calls"] == 3 and document["illegal_calling"] == 1
@@ -92,7 +95,7 @@ def test_the_calls_stage_honours_ids(tmp_path, chat_server) -> None:
         cfg = compose_judge(f"predictions={preds}", "stage=calls", "evaluators.call_outcomes.catalogue=null",
                             f"evaluators.call_outcomes.mode={mode}",
                             "ids=b", f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
-        cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}}
+        cfg.judges = judges_of({"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}})
         assert run(cfg) == 0
         document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
         assert document["total_calls"] == calls and list(document["per_id"]) == ["b"], mode
@@ -112,15 +115,15 @@ def test_ids_as_one_id_and_unknown_ids_are_named(tmp_path, chat_server, caplog) 
     cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         "ids=demo-0001",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
-    cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}}
+    cfg.judges = judges_of({"max_requests": 4, "pool": {"loop": loop_judge(server.base_url)}})
     assert run(cfg) == 0
     assert list(json.loads(output.read_text())["pre_id"]) == ["demo-0001"]
     with caplog.at_level(logging.WARNING, logger="judge"):
-        assert run({**cfg, "ids": ["demo-0002", "unknown", "nope"]}) == 0
+        assert run(replace(cfg, ids=["demo-0002", "unknown", "nope"])) == 0
     assert "2 id(s) of `ids` match no task to judge: nope, unknown" in caplog.text
     assert set(json.loads(output.read_text())["pre_id"]) == {"demo-0001", "demo-0002"}
-    with pytest.raises(InputError, match="field 'ids'"):
-        run({**cfg, "ids": {"a": 1}})
+    with pytest.raises(CommandLineError, match="^ids=.*: must be a task id or a list of task ids"):
+        compose_judge(f"predictions={preds}", "ids={a: 1}")
 
 
 def test_every_missing_key_is_named_before_judging(tmp_path, monkeypatch, capsys) -> None:
@@ -130,11 +133,11 @@ def test_every_missing_key_is_named_before_judging(tmp_path, monkeypatch, capsys
     cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={tmp_path / 'tc.json'}",
                         "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
-    cfg["judges"] = {"max_requests": 4, "pool": {
+    cfg.judges = judges_of({"max_requests": 4, "pool": {
         "a": {**loop_judge("http://127.0.0.1:9", "ma"), "api_key_env": "M3_FID_KEY_A"},
         "b": {**loop_judge("http://127.0.0.1:9", "mb"), "api_key_env": "M3_FID_KEY_B"},
-        "c": loop_judge("http://127.0.0.1:9", "mc")}}
-    assert run_config(OmegaConf.create(cfg)) == 2
+        "c": loop_judge("http://127.0.0.1:9", "mc")}})
+    assert run_config(cfg, tmp_path / "run") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "M3_FID_KEY_A (judge a), M3_FID_KEY_B (judge b)" in err
@@ -163,8 +166,8 @@ def test_a_resumed_output_with_a_too_large_count_is_one_line(tmp_path, capsys) -
                                   "meta": {"usage": {"loop": {"prompt_tokens": HUGE, "completion_tokens": 1}}}}))
     cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
-    cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge("http://127.0.0.1:9")}}
-    assert run_config(OmegaConf.create(cfg)) == 2
+    cfg.judges = judges_of({"max_requests": 4, "pool": {"loop": loop_judge("http://127.0.0.1:9")}})
+    assert run_config(cfg, tmp_path / "run") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field 'meta.usage.loop.prompt_tokens'" in err and str(output) in err
 
@@ -202,14 +205,14 @@ def test_a_pools_own_prompts_file(tmp_path, chat_server) -> None:
     output = tmp_path / "tc.json"
     cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}")
-    cfg["judges"] = {"max_requests": 4, "prompts": str(prompts), "pool": {"loop": loop_judge(server.base_url)}}
+    cfg.judges = judges_of({"max_requests": 4, "prompts": str(prompts), "pool": {"loop": loop_judge(server.base_url)}})
     assert run(cfg) == 0
     assert sorted(set(seen)) == ["Mine: COMPLETION, answer \\boxed{S}.\n", "Mine: grounding."]
     versions = json.loads(output.read_text())["meta"]["prompt_versions"]
     assert versions["task_completion"].startswith("file-") and versions["information_grounding"].startswith("file-")
     prompts.write_text("task_completion: ''\n")
     with pytest.raises(InputError, match="field 'task_completion'"):
-        run({**cfg, "evaluators": {"m3_judges": {"output": str(tmp_path / "other.json")}}})
+        run(replace(cfg, evaluators={"m3_judges": {"output": str(tmp_path / "other.json")}}))
 
 
 def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> None:
@@ -225,7 +228,7 @@ def test_the_judges_see_the_tasks_input_image(tmp_path, chat_server, caplog) -> 
     cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={tmp_path / 'tc.json'}",
                         "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "concurrency=1")
-    cfg["judges"] = {"max_requests": 1, "pool": {"loop": loop_judge(server.base_url)}}
+    cfg.judges = judges_of({"max_requests": 1, "pool": {"loop": loop_judge(server.base_url)}})
     with caplog.at_level(logging.WARNING, logger="judge"):
         assert run(cfg) == 0
     users = [r["body"]["messages"][-1]["content"] for r in server.requests]
@@ -240,8 +243,9 @@ def _calls_config(tmp_path: Path, base_url: str, *extra: str) -> dict:
     cfg = compose_judge(f"predictions={tmp_path / 'm_test_mcp_fuzzy.json'}", "stage=calls",
                         "evaluators.call_outcomes.catalogue=null", f"cache_dir={tmp_path / 'cache'}",
                         f"run_dir={tmp_path / 'run'}", *extra)
-    cfg["judges"] = {"max_requests": 4, "pool": {"loop": loop_judge(base_url), "other": loop_judge(base_url, "other"),
-                                                 "unreachable": loop_judge("http://127.0.0.1:9", "unreachable")}}
+    cfg.judges = judges_of({"max_requests": 4, "pool": {
+        "loop": loop_judge(base_url), "other": loop_judge(base_url, "other"),
+        "unreachable": loop_judge("http://127.0.0.1:9", "unreachable")}})
     return cfg
 
 
@@ -308,13 +312,14 @@ def test_call_outcomes_need_the_judges_key_only_for_a_call_the_rules_leave(tmp_p
                                                          _call("s/bad", "Error: Invalid arguments")]}]}
     write_json(tmp_path / "m_test_mcp_fuzzy.json", [settled])
     cfg = _calls_config(tmp_path, "http://127.0.0.1:9")
-    cfg["judges"]["pool"] = {"keyed": {**loop_judge("http://127.0.0.1:9"), "api_key_env": "M3_FID_KEY_CALLS"}}
+    cfg.judges.pool = judges_of({"pool": {"keyed": {**loop_judge("http://127.0.0.1:9"),
+                                                    "api_key_env": "M3_FID_KEY_CALLS"}}}).pool
     assert run(cfg) == 0  # every call settled by the rules: no key asked for
     document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
     assert document["success"] == 1 and document["invalid_arguments"] == 1
     write_json(tmp_path / "m_test_mcp_fuzzy.json", [settled, {"id": "b", "steps": [{"step": 1, "calls": [
         _call("s/ghost", "The request failed upstream.")]}]}])
-    assert run_config(OmegaConf.create(cfg)) == 2
+    assert run_config(cfg, tmp_path / "run") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "M3_FID_KEY_CALLS is not set (the key of judge keyed)" in err
     assert set(json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())["per_id"]) == {"a"}
@@ -322,9 +327,11 @@ def test_call_outcomes_need_the_judges_key_only_for_a_call_the_rules_leave(tmp_p
 
 def test_a_data_set_whose_tasks_the_user_names_is_refused_without_them(tmp_path, capsys) -> None:
     preds = write_json(tmp_path / "m_test_mcp_fuzzy.json", [{"id": "a", "steps": [], "final_answer": "x"}])
-    cfg = OmegaConf.create(compose_judge(f"predictions={preds}", "data=mcpverse", "judges=scripted",
-                                         "evaluators=[answer_equivalence]", f"run_dir={tmp_path / 'run'}"))
-    assert OmegaConf.is_missing(cfg.data, "tasks")
-    assert run_config(cfg) == 2
+    overrides = [f"predictions={preds}", "data=mcpverse", "judges=scripted", "evaluators=[answer_equivalence]",
+                 f"run_dir={tmp_path / 'run'}"]
+    assert OmegaConf.is_missing(compose("judge", overrides).data, "tasks")  # ??? in the data set
+    cfg = compose_judge(*overrides)
+    assert cfg.data.tasks is None  # the typed config's: what reads it names it
+    assert run_config(cfg, tmp_path / "run") == 2
     err = capsys.readouterr().err
     assert err == "error: config: field 'data.tasks': no tasks file: set data.tasks=PATH\n"

@@ -8,13 +8,16 @@ import asyncio
 import base64
 import io
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from PIL import Image
+from rollout_helpers import compose_judge
 
 from engine.contract import safe_name
 from engine.contract.beneath import Refused
+from engine.contract.settings import DataSet
 from engine.judging import COMPLETION, Question
 from rollout.judges.cache import ReplyCache
 from rollout.judges.images import (
@@ -127,15 +130,15 @@ def test_a_pool_asked_without_a_tasks_rule_shows_no_file(folders) -> None:
 
 def test_the_folders_of_a_stage(tmp_path: Path) -> None:
     results, data = tmp_path / "results", tmp_path / "data"
-    base = {"results_dir": str(results), "data": {"images_dir": None, "tasks": str(data / "tasks.json")}}
-    found = image_folders({**base, "model": "m"}, {"reference_file": str(data / "gt.json")}, reads_task=False)
+    base = compose_judge(f"results_dir={results}", "data.images_dir=null", f"data.tasks={data / 'tasks.json'}")
+    found = image_folders(replace(base, model="m"), {"reference_file": str(data / "gt.json")}, reads_task=False)
     assert found == ImageFolders(results / "rollout" / "m" / "workspace", (data,))
     assert found.of_task("a/b").folders == (results / "rollout" / "m" / "workspace" / safe_name("a/b"), data)
-    found = image_folders({**base, "workspace_dir": str(tmp_path / "ws")}, {"images_dir": str(tmp_path / "img")},
+    found = image_folders(replace(base, workspace_dir=str(tmp_path / "ws")), {"images_dir": str(tmp_path / "img")},
                           reads_task=True)
     assert found == ImageFolders(tmp_path / "ws", (tmp_path / "img", data))
-    found = image_folders({**base, "data": {"images_dir": str(tmp_path / "img"), "tasks": str(data / "t.json")}},
-                          {}, reads_task=True)
+    found = image_folders(replace(base, data=DataSet("d", images_dir=str(tmp_path / "img"),
+                                                     tasks=str(data / "t.json"))), {}, reads_task=True)
     assert found == ImageFolders(None, (tmp_path / "img",))  # a drop-in predictions file: no workspace known
     assert image_folders(base, {}, reads_task=False) == ImageFolders(None, ())
 

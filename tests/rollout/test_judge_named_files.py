@@ -22,6 +22,7 @@ from PIL import Image
 from rollout_helpers import compose_judge, write_json
 
 from engine.contract import safe_name
+from engine.contract.settings import ModelConfig
 from rollout.judges.run import run
 
 REPLY = "\\boxed{1}"  # a score in both rubrics' ranges and a call class
@@ -143,13 +144,14 @@ def named_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorder: Recor
     cfg = compose_judge("model=m", f"results_dir={results}", f"data.gt={gt}", "judges=published",
                         "evaluators.call_outcomes.catalogue=null", "evaluators.call_outcomes.mode=published",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "attempts=1")
-    judges = cfg["judges"]
-    for spec in [*judges["pool"].values(), judges["classifier"]]:
-        spec.update(base_url=recorder.url + ("" if spec["provider"] == "gemini" else "/v1"), max_retries=0,
-                    timeout=20)
-    judges["pool"]["claude"] = {"provider": "anthropic", "api_name": "claude-test", "base_url": recorder.url,
-                                "api_key_env": "ANTHROPIC_API_KEY", "params": {"max_tokens": 64},
-                                "image_max_side": None, "timeout": 20, "max_retries": 0}
+    judges = cfg.judges
+    assert judges.classifier is not None
+    for spec in [*judges.pool.values(), judges.classifier]:
+        spec.base_url = recorder.url + ("" if spec.provider == "gemini" else "/v1")
+        spec.max_retries, spec.timeout = 0, 20
+    judges.pool["claude"] = ModelConfig(provider="anthropic", api_name="claude-test", base_url=recorder.url,
+                                        api_key_env="ANTHROPIC_API_KEY", params={"max_tokens": 64},
+                                        image_max_side=None, timeout=20, max_retries=0)
     return {"cfg": cfg, "key": key.encode(), "fake": fake.read_bytes(), "shot": shot, "named": named, "tid": tid}
 
 

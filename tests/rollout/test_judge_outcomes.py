@@ -25,6 +25,7 @@ from engine.contract import read_trajectories
 from engine.evaluators.call_outcomes import read_callanalysis
 from engine.judging import OUTCOME, decide, illegal_format
 from rollout.judges.catalogue import load_catalogue
+from rollout.judges.cli import judges_of
 from rollout.judges.run import run as run_judge
 from rollout.mcp.config import read_servers_config
 from rollout.mcp.host import MCPHost
@@ -166,9 +167,9 @@ def test_calls_stage_asks_the_judge_only_what_no_rule_settles(recorded, tmp_path
     cfg = compose_judge(f"predictions={preds}", "stage=calls", f"evaluators.call_outcomes.catalogue={config}",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}",
                         "evaluators.call_outcomes.judge=loop")
-    cfg["judges"] = {"max_requests": 4, "pool": {"loop": {
+    cfg.judges = judges_of({"max_requests": 4, "pool": {"loop": {
         "provider": "openai", "api_name": "loop", "base_url": server.base_url, "api_key_env": None, "params": {},
-        "timeout": 10, "max_retries": 1, "backoff": {"initial": 0.01, "max": 0.02}}}}
+        "timeout": 10, "max_retries": 1, "backoff": {"initial": 0.01, "max": 0.02}}}})
     assert run_judge(cfg) == 0
     assert len(server.requests) == 2  # the two calls no rule settles
     document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())
@@ -204,9 +205,9 @@ def test_calls_never_made_are_illegal_format_calls_never_asked_about(tmp_path, c
         {"id": "v", "steps": [{"step": 1, "calls": [{"name": "math/mean", "arguments": {}, "result": "It failed."}]}]}])
     cfg = compose_judge(f"predictions={preds}", "stage=calls", f"cache_dir={tmp_path / 'cache'}",
                         f"run_dir={tmp_path / 'run'}", "evaluators.call_outcomes.judge=loop")
-    cfg["judges"] = {"max_requests": 4, "pool": {"loop": {
+    cfg.judges = judges_of({"max_requests": 4, "pool": {"loop": {
         "provider": "openai", "api_name": "loop", "base_url": server.base_url, "api_key_env": None, "params": {},
-        "timeout": 10, "max_retries": 1, "backoff": {"initial": 0.01, "max": 0.02}}}}
+        "timeout": 10, "max_retries": 1, "backoff": {"initial": 0.01, "max": 0.02}}}})
     assert run_judge(cfg) == 0
     assert len(server.requests) == 1  # task v's call alone
     document = json.loads((tmp_path / "m_test_mcp_fuzzy_callanalysis.json").read_text())

@@ -14,6 +14,7 @@ from pathlib import Path
 from rollout_helpers import compose_judge, write_json
 
 from engine.judging import COMPLETION
+from rollout.judges.cli import judges_of
 from rollout.judges.run import run
 from rollout.models.loopback import Reply
 
@@ -96,7 +97,7 @@ def config(tmp_path: Path, base_url: str, models: list[str], output: Path) -> di
     cfg = compose_judge(f"predictions={preds}", f"data.gt={gt}", f"evaluators.m3_judges.output={output}", "stage=judge",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "concurrency=3")
     prices = {"boxed": {"input": 1.0, "output": 2.0}}
-    cfg["judges"] = {"max_requests": 2, "pool": {m: judge(base_url, m, prices.get(m)) for m in models}}
+    cfg.judges = judges_of({"max_requests": 2, "pool": {m: judge(base_url, m, prices.get(m)) for m in models}})
     return cfg
 
 

@@ -186,14 +186,14 @@ def test_the_published_pool_calls_each_judge_with_its_settings() -> None:
     from rollout_helpers import compose_judge
 
     cfg = compose_judge("judges=published")
-    pool = cfg["judges"]["pool"]
-    assert pool["gpt5_mini"]["provider"] == "openai_responses"
-    assert pool["gpt5_mini"]["params"] == {"max_output_tokens": 32768}
-    assert pool["gemini25_flash"]["provider"] == "gemini"
+    pool = cfg.judges.pool
+    assert pool["gpt5_mini"].provider == "openai_responses"
+    assert pool["gpt5_mini"].params == {"max_output_tokens": 32768}
+    assert pool["gemini25_flash"].provider == "gemini"
     for name in ("gemini25_flash", "grok4_fast"):
-        assert pool[name]["params"]["temperature"] == 0.7
-    assert pool["gemini25_flash"]["params"]["max_output_tokens"] == 32768
-    assert pool["grok4_fast"]["params"]["max_tokens"] == 32768
-    assert pool["deepseek_chat"]["params"] == {} and pool["deepseek_chat"]["images"] is False
-    assert cfg["judges"]["classifier"]["api_name"] == "gemini-2.5-flash-lite"
+        assert pool[name].params["temperature"] == 0.7
+    assert pool["gemini25_flash"].params["max_output_tokens"] == 32768
+    assert pool["grok4_fast"].params["max_tokens"] == 32768
+    assert pool["deepseek_chat"].params == {} and pool["deepseek_chat"].images is False
+    assert cfg.judges.classifier is not None and cfg.judges.classifier.api_name == "gemini-2.5-flash-lite"
     assert [s.identity["provider"] for s in judge_specs(pool)] == ["openai_responses", "gemini", "openai", "openai"]

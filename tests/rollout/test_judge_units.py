@@ -8,10 +8,12 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from rollout_helpers import ROOT, compose_judge
 
-from engine.contract import InputError
+from engine.contract import InputError, canonical_json
 from engine.evaluators.call_outcomes import read_callanalysis
 from engine.evaluators.m3_judges import judge_values, read_taskcompletion, taskcompletion_document
 from engine.judge_results import Joined, joined_aggregate
@@ -235,3 +237,29 @@ def test_a_missing_key_names_the_judge(tmp_path, monkeypatch) -> None:
     pool = JudgePool(specs, ReplyCache(tmp_path))
     with pytest.raises(InputError, match="field 'judges.pool.j.api_key_env': environment variable M3_JUDGE_TEST_KEY"):
         asyncio.run(pool.ask(specs[0], Question(COMPLETION, {"question": "q"}), 1))
+
+
+TRANSPORT_BEFORE = frozenset({"provider", "name", "api_name", "base_url", "api_key_env", "timeout", "max_retries",
+                              "backoff", "price", "delay", "image_max_side", "json_mode"})
+"""What a judge's identity left out when pools were read as plain mappings: where and how it is reached."""
+
+
+@pytest.mark.parametrize("pool", sorted(p.stem for p in (ROOT / "conf" / "judge" / "judges").glob("*.yaml")))
+def test_a_shipped_judge_keeps_the_identity_its_cached_replies_are_keyed_by(pool: str) -> None:
+    """Each judge of a shipped pool (and its classifier), read into the typed pool, has the identity it had when
+    the pool was its YAML as a mapping (provider, model, every setting it gives but those of where and how it
+    is reached): its cached replies and the input keys of its verdicts are found again."""
+    from rollout.judges.cache import reply_key
+    from rollout.judges.pool import judge_specs
+
+    given = yaml.safe_load((ROOT / "conf" / "judge" / "judges" / f"{pool}.yaml").read_text(encoding="utf-8"))
+    judges = compose_judge(f"judges={pool}").judges
+    typed = {**judges.pool, **({"classifier": judges.classifier} if judges.classifier is not None else {})}
+    entries = {**given["pool"], **({"classifier": given["classifier"]} if "classifier" in given else {})}
+    assert list(typed) == list(entries)
+    for name, entry in entries.items():
+        (spec,) = judge_specs({name: typed[name]})
+        before = {"provider": entry["provider"], "model": entry.get("api_name") or name,
+                  **{k: v for k, v in entry.items() if k not in TRANSPORT_BEFORE}}
+        assert canonical_json(spec.identity) == canonical_json(before), (pool, name)
+        assert reply_key(spec.identity, COMPLETION, "p", 1) == reply_key(before, COMPLETION, "p", 1)

@@ -15,6 +15,7 @@ from rollout_helpers import ROOT, compose_judge, write_json
 
 from engine.contract import InputError
 from engine.neighbour_tasks import read_mcpverse, task_dir_tasks
+from rollout.judges.cli import judges_of
 from rollout.judges.run import run as run_judge
 
 HEADER = "question_id,question,MCP,tool,complexity,answer,eval_method,time-sensitive,get_answer_id\n"
@@ -91,9 +92,9 @@ def _config(tmp_path: Path, root: Path, preds: Path, server) -> dict:
                         "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}",
                         f"run_dir={tmp_path / 'run'}", f"workspace_dir={tmp_path / 'ws'}",
                         f"tool_log_dir={tmp_path / 'logs'}")
-    cfg["judges"] = {"max_requests": 2, "pool": {"j": {
+    cfg.judges = judges_of({"max_requests": 2, "pool": {"j": {
         "provider": "openai", "api_name": "j", "base_url": server.base_url, "api_key_env": None, "params": {},
-        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
+        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}})
     return cfg
 
 

@@ -13,6 +13,7 @@ import pytest
 from rollout_helpers import compose, compose_judge, local_overrides, plan_policy, plan_tasks, run_dir_of, write_json
 from script_runs import call_app
 
+from rollout.judges.cli import judges_of
 from rollout.judges.run import run as run_judge
 from rollout.runner import run
 
@@ -83,9 +84,9 @@ def test_a_judge_that_never_answers_leaves_the_task_unjudged(tmp_path, chat_serv
                         "evaluators=[answer_equivalence]",
                         f"cache_dir={tmp_path / 'cache'}", f"run_dir={tmp_path / 'run'}", "attempts=2",
                         f"workspace_dir={tmp_path / 'ws'}", f"tool_log_dir={tmp_path / 'logs'}")
-    cfg["judges"] = {"max_requests": 2, "pool": {"j": {
+    cfg.judges = judges_of({"max_requests": 2, "pool": {"j": {
         "provider": "openai", "api_name": "never", "base_url": server.base_url, "api_key_env": None, "params": {},
-        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
+        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}})
     assert run_judge(cfg) == 1
     out = json.loads((tmp_path / "m_test_mcp_fuzzy_answers.json").read_text())
     assert set(out["per_id"]) == {"b", "c"}  # a: unjudged; b: skipped; c: no prediction, E = 0
@@ -162,9 +163,9 @@ def test_boolean_and_out_of_range_scores_are_shown_and_carried_into_the_results(
     cfg = compose_judge(f"predictions={preds}", f"data.tasks={tasks}", "stage=answer_equivalence",
                         "evaluators=[answer_equivalence]", f"cache_dir={tmp_path / 'cache'}",
                         f"run_dir={tmp_path / 'run'}", "attempts=2", f"workspace_dir={tmp_path / 'ws'}")
-    cfg["judges"] = {"max_requests": 2, "pool": {"j": {
+    cfg.judges = judges_of({"max_requests": 2, "pool": {"j": {
         "provider": "openai", "api_name": "odd", "base_url": server.base_url, "api_key_env": None, "params": {},
-        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}}
+        "timeout": 10, "max_retries": 0, "backoff": {"initial": 0.01, "max": 0.05}}}})
     assert run_judge(cfg) == 0
     out = capsys.readouterr().out
     assert ("answer_equivalence: read otherwise by the published code (docs/judges.md): score_boolean 1, "
