@@ -24,7 +24,7 @@ forge through its supervisor; with bubblewrap, without network or host socket, s
 folders, the interpreter and copies of its own files (the module and the Python files of the tasks folder
 it imports: `check_files`, read beneath the tasks folder with no link followed), all read-only but its
 scratch folder. Its working folder is that scratch folder; the check module's folder is on its import path.
-Those files are in each verdict's input key (`CheckJudge.input_files`): an edited helper judges again the
+Those files are in each verdict's input key (`Verifiers.input_files`): an edited helper judges again the
 tasks whose checks import it; a module loaded at run time (importlib) is in neither, with a warning.
 A check that raises, hangs, dies, or returns anything but a non-empty list of 0/1 is
 an *evaluator error*: the task's entry holds the one-line reason, no success value, and it is counted

@@ -133,7 +133,7 @@ def input_key(inputs: TaskInputs, settings: Mapping[str, object], task_files: Se
     """The key of what a verdict judged: the SHA-256 of the canonical JSON of the task's inputs as the
     evaluator gets them (the prediction, the reference, the task record, the content of the files its
     `task_files` fields name under the tasks folder `base` and of the other `files` that decide its
-    verdict, name -> path: `Judge.input_files`, its final workspace's files, its tool log, its objects of
+    verdict, name -> path: the evaluator's `input_files`, its final workspace's files, its tool log, its objects of
     the predictions file), the digests of the files its prediction names that its judges are shown (`shown`:
     path -> digest, or why it is not shown) and the run's `settings` that can change a verdict."""
     task = inputs.task
