@@ -13,8 +13,10 @@ from preloaded import run_python
 
 from engine.apps.kit import CommandLineError, check_command_line
 from engine.apps.score import OPEN_KEYS as SCORE_OPEN_KEYS
+from engine.contract import ConfigError
 from engine.synthetic import write_demo
 from rollout.cli import OPEN_KEYS as ROLLOUT_OPEN_KEYS
+from rollout.cli import compose_config as rollout_config
 from rollout.judges.cli import OPEN_KEYS as JUDGE_OPEN_KEYS
 from rollout.judges.cli import spelt_out as judge_spelt_out
 
@@ -108,6 +110,22 @@ def test_a_bad_command_line_is_one_line_naming_the_closest(app: str, argv: list[
 def test_a_good_command_line_runs_as_written(app: str, argv: list[str]) -> None:
     line = judge_spelt_out(argv) if app == "judge" else argv  # a judge added to the pool: merged into it
     assert check_command_line(app, line, OPEN[app]) == line
+
+
+def test_a_setting_beneath_a_null_node_is_merged_into_its_parent_or_refused_in_one_line() -> None:
+    """A key beneath a node the config holds as null (the curator's model of a rollout without one; OmegaConf
+    sets nothing beneath a null node, and Hydra's compose once failed on it with a traceback) is merged into the
+    node above it; beneath a null node whose parent is a config group's (a pool without a classifier), one line."""
+    spelt = check_command_line("rollout", ["model=scripted", "curate.model.timeout=5"], OPEN["rollout"])
+    assert spelt == ["model=scripted", "curate={model: {timeout: 5}}"]
+    assert check_command_line("rollout", spelt, OPEN["rollout"]) == spelt
+    with pytest.raises(ConfigError, match=r"^curate\.model\.provider: must be given \(it is \?\?\? in the config\)$"):
+        rollout_config(spelt)  # a model without its provider: named, not a traceback of OmegaConf's
+    with pytest.raises(CommandLineError) as caught:
+        check_command_line("judge", ["judges=scripted", "judges.classifier.timeout=5"], OPEN["judge"])
+    assert str(caught.value) == ("judges.classifier.timeout=5: judges.classifier is null with judges=scripted, and "
+                                 "nothing beneath a null node can be set on the command line: give classifier in a "
+                                 "judges option's file")
 
 
 def test_a_multirun_job_folder_names_only_its_swept_settings() -> None:

@@ -19,7 +19,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, Transformer
 from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import ConfigTypeError, ValidationError
+from omegaconf.errors import ConfigTypeError, InterpolationResolutionError, OmegaConfBaseException, ValidationError
 
 from engine.apps.compose import CONF_ROOT, compose, config_groups
 from engine.apps.config import CHECKS, FLAGS, RANGES, check_ranges
@@ -30,6 +30,7 @@ from engine.apps.overrides import (
     override_values,
     sweep_jobs,
     unparsable,
+    written,
 )
 from engine.contract import ConfigError
 
@@ -164,6 +165,8 @@ the config lacks, naming the closest setting; a value of the wrong type: engine.
             raise _refused(app, exc, settings, group_lines, open_keys, groups) from None
         except HydraException:
             return list(argv)  # Hydra says why
+        except (AssertionError, AttributeError):  # OmegaConf 2.3 sets nothing beneath a null node
+            return check_command_line(app, _beneath_null(app, argv, settings, group_lines, groups), open_keys, names)
         _check_flags(app, settings)
         for o in settings:
             if not (o.is_add() or o.is_force_add()):
@@ -296,6 +299,42 @@ def _check_option(override: Override, options: list[str]) -> None:
             raise CommandLineError(
                 f"{override.input_line}: group {override.key_or_group} has no option {value!r}; "
                 + (f"closest: {', '.join(near)}" if near else f"options: {', '.join(options)}"))
+
+
+def _beneath_null(app: str, argv: Sequence[str], settings: Sequence[Override], group_lines: Sequence[str],
+                  groups: dict[str, list[str]]) -> list[str]:
+    """argv with each setting beneath a node the config holds as null (`judges.classifier.timeout=5` where the
+    pool has no classifier), or giving such a node a mapping (`judges.classifier={...}`), spelt as a mapping
+    merged into the node above it (`curate={model: {timeout: 5}}`): OmegaConf sets no key of a null node and
+    merges no mapping into one, but merges one into its parent. A CommandLineError when the node above it is a
+    config group's (`judges.classifier` of judges=scripted: `judges={...}` chooses an option) or there is none."""
+    base = compose_config(app, group_lines)
+    out = list(argv)
+    for o in settings:
+        if base is None or o.is_sweep_override() or o.is_delete() or o.input_line not in out:
+            continue
+        parts = o.key_or_group.split(".")
+        for depth in range(2, len(parts) + 1):
+            try:
+                node = OmegaConf.select(base, ".".join(parts[:depth]), default=0, throw_on_missing=True)
+            except (OmegaConfBaseException, InterpolationResolutionError):
+                break
+            if node is None and (depth < len(parts) or isinstance(o.value(), dict)):
+                above, null = ".".join(parts[:depth - 1]), ".".join(parts[:depth])
+                if above in groups:
+                    choice = OmegaConf.select(base, f"hydra.runtime.choices.{above}", default="?")
+                    raise CommandLineError(f"{o.input_line}: {null} is null with {above}={choice}, and nothing beneath "
+                                           f"a null node can be set on the command line: give {parts[depth - 1]} in "
+                                           f"a {above} option's file")
+                value: object = o.value()
+                for key in reversed(parts[depth - 1:]):
+                    value = {key: value}
+                out[out.index(o.input_line)] = f"{'.'.join(parts[:depth - 1])}={written(value)}"
+                break
+    if out == list(argv):
+        raise CommandLineError(f"m3bench-{app}: a setting beneath a node that is null in this config: give the "
+                               "node whole, as a mapping merged into the node above it")
+    return out
 
 
 def compose_config(app: str, overrides: Sequence[str]) -> DictConfig | None:

@@ -89,3 +89,17 @@ def sweep_jobs(overrides: Sequence[Override]) -> list[tuple[str, ...]] | None:
             return None
         choices.append([f"{o.get_key_element()}={value}" for value in values])
     return list(itertools.product(*choices))
+
+
+def written(value: object) -> str:
+    """A value as a command line writes it (Hydra's grammar): mappings, lists, null, flags, numbers, quoted text."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {written(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(written(v) for v in value) + "]"
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+

@@ -23,7 +23,7 @@ from engine.apps.compose import compose
 from engine.apps.config import APPS, typed
 from engine.apps.config.fields import TASK_IDS
 from engine.apps.config.judge import JudgeConfig
-from engine.apps.overrides import CommandLineError
+from engine.apps.overrides import CommandLineError, written
 from engine.contract import InputError, Interrupted
 from engine.contract.settings import Judges, setting_text
 from rollout.judges.run import run
@@ -78,21 +78,8 @@ def judges_merged(argv: list[str]) -> list[str]:
         value: object = override.value()
         for key in reversed(override.key_or_group[len(POOL) + 1:].split(".")):
             value = {key: value}
-        out.append(f"+{POOL}={_written(value)}")
+        out.append(f"+{POOL}={written(value)}")
     return out
-
-
-def _written(value: object) -> str:
-    """A value as a command line writes it (Hydra's grammar): mappings, lists, null, flags, numbers, quoted text."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_written(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_written(v) for v in value) + "]"
-    if value is None or isinstance(value, bool):
-        return "null" if value is None else str(value).lower()
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def spelt_out(argv: list[str]) -> list[str]:

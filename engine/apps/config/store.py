@@ -14,7 +14,7 @@ from typing import Any, TypeVar, overload
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf, open_dict
-from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException, ValidationError
 
 from engine.apps.config import calibrate, judge, rollout, score
 from engine.apps.config.fields import CHECK, RANGE, Check, Range
@@ -121,7 +121,10 @@ def typed(app: AppSpec[S] | str, cfg: DictConfig, *, missing_as_none: bool = Fal
         raise TypeError(f"not a config of m3bench-{spec.name}'s schema ({spec.schema.__name__})")
     if missing_as_none:
         for key in OmegaConf.missing_keys(node):
-            OmegaConf.update(node, key, None)
+            try:
+                OmegaConf.update(node, key, None)
+            except ValidationError:  # not optional: left to give, named below
+                pass
     try:
         return OmegaConf.to_object(node)
     except MissingMandatoryValue as exc:
