@@ -28,10 +28,7 @@ from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, override_values
 from engine.contract import InputError
 from engine.contract.settings import setting_text
-from rollout.resolvers import register_resolvers
 from rollout.runner import run
-
-register_resolvers()  # ${rollout_path:X} on a command line
 
 SPEC = APPS["rollout"]
 

@@ -20,9 +20,9 @@ from engine.apps.shorthands import score_shorthands
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_resolvers_are_registered_in_one_place_of_the_engine() -> None:
-    found = [str(p.relative_to(ROOT)) for p in (ROOT / "engine").rglob("*.py")
-             if "register_new_resolver" in p.read_text(encoding="utf-8")]
+def test_resolvers_are_registered_in_one_place() -> None:
+    found = [str(p.relative_to(ROOT)) for folder in ("engine", "rollout", "scripts")
+             for p in (ROOT / folder).rglob("*.py") if "register_new_resolver" in p.read_text(encoding="utf-8")]
     assert found == ["engine/apps/resolvers.py"]
 
 

@@ -28,11 +28,6 @@ from engine.contract import InputError, Interrupted
 from engine.contract.settings import Judges, setting_text
 from rollout.judges.run import run
 
-# ${judged_name:${model},${predictions}}: the judged model's name, else its file's stem, for folder names.
-OmegaConf.register_new_resolver(
-    "judged_name", lambda model, predictions: model or (Path(predictions).stem if predictions else "unnamed"),
-    replace=True)
-
 SPEC = APPS["judge"]
 
 
