@@ -23,7 +23,7 @@ import rollout.judges.cli
 from engine.apps.compose import CONF_ROOT, config_groups, config_roots
 from engine.apps.compose import compose as compose_app
 from engine.apps.config import SCHEMAS
-from engine.apps.shorthands import resolved_config
+from engine.apps.shorthands import spelt_out
 from rollout.cli import TASKS_ALIASES
 
 APPS = sorted(d.name for d in CONF_ROOT.iterdir() if (d / "config.yaml").is_file())
@@ -37,6 +37,13 @@ DATA_KEYS = ["name", "gt", "references", "tasks", "images_dir"]
 (the score app), its tasks file or folder, the folder its tasks' image paths are relative to."""
 INTERPOLATION = re.compile(r"^\$\{(oc\.select:)?[A-Za-z_.]+(,[^}]*)?\}$")
 """A setting that reads another one (`${data.gt}`, `${oc.select:data.tasks,null}`)."""
+
+def resolved_config(app: str, argv: list[str]) -> dict[str, Any]:
+    """The config the app's command line with these overrides would run with (its shorthands spelt out), as a
+    plain dict with its interpolations resolved."""
+    plain = OmegaConf.to_container(compose_app(app, spelt_out(app, argv)), resolve=True)
+    assert isinstance(plain, dict)
+    return {str(k): v for k, v in plain.items()}
 
 
 def test_every_app_has_a_config_root() -> None:
@@ -145,7 +152,7 @@ def test_one_compose_function_serves_every_app() -> None:
             if isinstance(node, ast.ImportFrom) and node.module in ("hydra", "hydra.compose"):
                 found += [f"{path.relative_to(root)}: {a.name}" for a in node.names if a.name == "compose"]
     assert found == ["engine/apps/compose.py: compose"]
-    for module, name in (("engine.apps.check", "compose"), ("engine.apps.shorthands", "compose"),
+    for module, name in (("engine.apps.check", "compose"),
                          ("rollout.cli", "compose"), ("rollout.judges.cli", "compose")):
         source = Path(importlib.import_module(module).__file__ or "").read_text(encoding="utf-8")
         assert re.search(rf"\b{name}\(", source), module

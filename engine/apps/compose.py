@@ -4,20 +4,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.initialize import get_gh_backup, restore_gh_from_backup
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 import engine.apps.config  # noqa: F401  (stores the apps' schemas in Hydra's ConfigStore)
 from engine.apps.resolvers import CONF_ROOT as CONF_ROOT
 from engine.apps.resolvers import PROJECT_ROOT as PROJECT_ROOT
 from engine.apps.resolvers import config_groups as config_groups
 from engine.apps.resolvers import config_roots as config_roots
-from engine.contract import JsonObject
 
 
 def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> DictConfig:
@@ -31,9 +29,3 @@ def compose(app: str, overrides: Sequence[str] = (), *, hydra: bool = False) -> 
             return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
     finally:
         restore_gh_from_backup(backup)
-
-
-def plain_config(cfg: DictConfig) -> JsonObject:
-    """A composed config as a plain dict, its interpolations resolved (a config root is a mapping with string
-    keys, and its values what YAML holds, so it is a JSON object)."""
-    return cast(JsonObject, OmegaConf.to_container(cfg, resolve=True))

@@ -3,8 +3,8 @@
 Every command of the project is made here: `hydra_app` for the apps with a config root under
 conf/ (score, calibrate, rollout, judge), `command_app` for the plain command lines (report,
 servers: a folder or a servers file and a few switches, nothing to compose); engine.apps.compose
-composes every config, engine.apps.shorthands.resolved_config gives the one a command line would run
-with. The console scripts (pyproject) and scripts/*.py call the same `main` of each app.
+composes every config (engine.apps.shorthands.spelt_out gives the command line an app runs with). The
+console scripts (pyproject) and scripts/*.py call the same `main` of each app.
 """
 
 from __future__ import annotations

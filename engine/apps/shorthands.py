@@ -1,5 +1,5 @@
-"""The apps' command-line shorthands, spelt out before the command line is checked (`spelt_out`), and
-`resolved_config`, the config a command line runs with. The score app's:
+"""The apps' command-line shorthands, spelt out before the command line is checked (`spelt_out`). The score
+app's:
 
 - the demo is the data set by default (`data=demo`, conf/score/config.yaml); a command line that names
   what to score (any setting but those of HOW_SETTINGS) and no data set runs with `data=m3bench`, so
@@ -29,10 +29,10 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
-from engine.apps.compose import CONF_ROOT, compose, config_groups, plain_config
+from engine.apps.compose import CONF_ROOT, config_groups
 from engine.apps.kit import closest
 from engine.apps.overrides import CommandLineError, hydra_arguments
-from engine.contract import InputError, JsonObject, check_name
+from engine.contract import InputError, check_name
 from engine.evaluators import evaluators
 from engine.inputs import PUBLISHED_NAME
 
@@ -189,9 +189,3 @@ def spelt_out(app: str, argv: Sequence[str]) -> list[str]:
     """A command line of the app with its shorthands spelt out, as the app runs it."""
     rewrite = SHORTHANDS.get(app)
     return rewrite(list(argv)) if rewrite else list(argv)
-
-
-def resolved_config(app: str, argv: Sequence[str] = ()) -> JsonObject:
-    """The resolved config the command line of app with these overrides would run with (its shorthands
-    spelt out), as a plain dict."""
-    return plain_config(compose(app, spelt_out(app, argv)))
