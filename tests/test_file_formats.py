@@ -14,6 +14,7 @@ import pytest
 
 from engine.contract import InputError, read_tasks, task_records
 from engine.evaluators import evaluator
+from engine.evaluators.protocol import ReadSettings
 from engine.evaluators.vtb_records import read_task_records
 from rollout.judges.inputs import read_task_records as judge_task_records
 from rollout.judges.verdicts import earlier_entries, export
@@ -42,7 +43,7 @@ def test_each_file_records_its_format_and_its_reader_checks_it(tmp_path: Path, n
     assert doc["meta"]["format"] == {"name": f"m3bench.{suffix}", "version": 1}
     path = tmp_path / f"p_{suffix}.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    read = evaluator(name).read
+    read = partial(evaluator(name).read, settings=ReadSettings())
     assert "1" in read(path).per_id
     del doc["meta"]["format"]  # the published shapes and drop-ins have none: version 1
     path.write_text(json.dumps(doc), encoding="utf-8")
@@ -70,7 +71,7 @@ def test_each_display_shows_what_its_reader_gives(tmp_path: Path) -> None:
         path = tmp_path / f"p_{suffix}.json"
         path.write_text(json.dumps(make()), encoding="utf-8")
         e = evaluator(name)
-        values = e.read(path)
+        values = e.read(path, ReadSettings())
         blocks = e.display({**values.per_id.get("1", {}), **values.detail.get("1", {})}, values.meta)
         assert blocks and all(b["parts"] for b in blocks), name
         assert isinstance(e.display(None, values.meta), list)
