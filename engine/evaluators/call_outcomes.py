@@ -3,7 +3,7 @@ published shape, the five counts ``illegal_calling`` (samples with an illegal ca
 rules also each call never made), ``unknown_tool``, ``invalid_arguments``, ``resource_not_found`` and
 ``success`` (predicted calls of each class), optionally with ``per_id`` counts per task (as the judge
 app writes it). Counts are summed per family and overall; a file that gives only totals gives the
-aggregate. Its setting in the score app is ``model.calls=PATH``.
+aggregate. Its setting in the score app is ``inputs.verdicts.calls=PATH``.
 
 The judge app writes the file (`judge` per task, `document`): under ``mode=rules`` (the default) the
 rules decide each call first (engine.judging.call_rules, against the run's tool catalogue), then

@@ -7,7 +7,7 @@ Each is the plain mean over the judged tasks (``judged_mean``); Information Grou
 Average Score. The judge app writes the file (rollout.judges.run), asking every judge of its pool
 both questions of each task (`judge`: engine.judging.ensemble, prompts in
 engine.judging.prompts); an entry judged by other models than the pool's is judged again. Its
-setting in the score app is ``model.judge=PATH``.
+setting in the score app is ``inputs.verdicts.judge=PATH``.
 """
 
 from __future__ import annotations
