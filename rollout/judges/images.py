@@ -141,9 +141,13 @@ class ImageFolders:
         return TaskImages(own + self.declared, self.limit)
 
 
+WARNED_IMAGES = 5
+"""Refused images named one by one in a warning; past them, one line says the closing line counts the rest."""
+
+
 class ImageAttacher:
     """Adds a question's images, read by its task's rule, to its request; names each refused image once
-    in a warning."""
+    in a warning, the first WARNED_IMAGES of them (the evaluator's closing line counts them all)."""
 
     def __init__(self) -> None:
         self._warned: set[str] = set()
@@ -159,7 +163,11 @@ class ImageAttacher:
                 if why is None or path in self._warned:
                     continue
                 self._warned.add(path)
-            log.warning("image %s not shown to the judges: %s", path_shown(path), why)
+                count = len(self._warned)
+            if count <= WARNED_IMAGES:
+                log.warning("image %s not shown to the judges: %s", path_shown(path), why)
+            elif count == WARNED_IMAGES + 1:
+                log.warning("more images not shown to the judges: the closing line counts them all")
         if not found:
             return messages
         out = [dict(m) for m in messages]

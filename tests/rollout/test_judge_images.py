@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import logging
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from engine.judging import COMPLETION, Question
 from rollout.judges.cache import ReplyCache
 from rollout.judges.images import (
     OUTSIDE,
+    WARNED_IMAGES,
     ImageAttacher,
     ImageFolders,
     TaskImages,
@@ -159,3 +161,19 @@ def test_a_long_path_keeps_its_file_name_in_the_line() -> None:
     line = refused_line({"t": {long: "a symbolic link"}})
     assert line is not None and "/w/ddd" in line and "d.../" not in line and line.count("...") == 1
     assert "dddd/media/key.png (a symbolic link, task t)" in line and len(line) < 400
+
+
+def test_refused_images_are_named_one_by_one_only_up_to_a_few(tmp_path: Path,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """Eight missing images across questions: the first five named in a warning each (each once), then one line
+    saying the closing line counts the rest; nothing more however many follow."""
+    attacher = ImageAttacher()
+    images = TaskImages((tmp_path,))
+    message = [{"role": "user", "content": "q"}]
+    missing = [str(tmp_path / f"{i}.png") for i in range(8)]
+    with caplog.at_level(logging.WARNING, logger="judge"):
+        for path in [*missing, *missing]:
+            assert attacher.attach(message, [path], images) == message
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [*(f"image {p} not shown to the judges: not found" for p in missing[:WARNED_IMAGES]),
+                    "more images not shown to the judges: the closing line counts them all"]
