@@ -17,7 +17,7 @@ import logging
 import os
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hydra.core.global_hydra import GlobalHydra
@@ -29,13 +29,28 @@ APPS = {"score": "engine.apps.score", "calibrate": "engine.apps.calibrate", "rol
 PLAIN = {"report", "view"}
 
 
+@contextlib.contextmanager
+def root_logger_kept() -> Iterator[None]:
+    """The root logger's handlers and level as they were before, afterwards: an app run in this process adds
+    Hydra's file handler, whose run folder a refused run removes (later logging would fail on it); the handlers
+    it added are closed."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def call_app(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run the app `name` in this process with these arguments in `cwd`, as scripts/<name>.py would run:
     its exit status (SystemExit's code), stdout and stderr; the working directory, the root logger's
     handlers and Hydra's global state are as before afterwards."""
     module = importlib.import_module(APPS[name])
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     out, err = io.StringIO(), io.StringIO()
     before = Path.cwd()
     code: int | str | None = 0
@@ -49,16 +64,11 @@ def call_app(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
     try:
         os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with root_logger_kept(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = _outside_a_running_loop(invoke)
     finally:
         os.chdir(before)
         GlobalHydra.instance().clear()
-        for handler in root.handlers:
-            if handler not in handlers:
-                handler.close()
-        root.handlers[:] = handlers
-        root.setLevel(level)
     if code is not None and not isinstance(code, int):
         err.write(f"{code}\n")
         code = 1

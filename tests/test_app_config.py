@@ -6,16 +6,16 @@ folder, and the composed config to the others."""
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from omegaconf import DictConfig, OmegaConf
+from script_runs import root_logger_kept
 
-import rollout.cli  # registers the rollout's resolvers: conf/rollout composes
-import rollout.judges.cli  # noqa: F401  (registers the judge's resolver)
+import rollout.cli  # noqa: F401  (the apps' resolvers, through the kit: conf/rollout composes)
+import rollout.judges.cli  # noqa: F401  (the judge app's module, as its command line loads it)
 from engine.apps import kit
 from engine.apps.compose import CONF_ROOT, compose
 from engine.apps.config import APPS, AppSpec, CalibrateConfig, JudgeConfig, ScoreConfig, record, typed
@@ -25,13 +25,9 @@ from engine.contract.settings import DataSet, SettingError
 
 @pytest.fixture(autouse=True)
 def _root_logger() -> Iterator[None]:
-    """The root logger's handlers as they were after each test: an app run in-process here adds Hydra's file
-    handler, whose run folder a refused run removes (later logging in this process would fail on it)."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    """The root logger as it was after each test (an app run in-process here adds Hydra's file handler)."""
+    with root_logger_kept():
+        yield
 
 
 OVERRIDES = {"score": ["output_dir=out"], "calibrate": ["pairs=p.json", "output_dir=out"],

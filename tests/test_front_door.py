@@ -6,12 +6,12 @@ the run-folder callback keeps nothing on its class."""
 from __future__ import annotations
 
 import inspect
-import logging
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from script_runs import root_logger_kept
 
 from engine.apps import check
 from engine.apps.kit import RunFolder, check_argv
@@ -71,18 +71,13 @@ def test_sys_argv_is_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(sys, "argv", ["calibrate.py", f"output_dir={tmp_path / 'out'}", "profile=paper"])
     before = list(sys.argv)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
+    with root_logger_kept():  # Hydra's log file was in the run folder the refused run removed
         with pytest.raises(SystemExit):
             main([f"output_dir={tmp_path / 'out'}", "tau_weak_grid=[2]"])
         assert sys.argv == before
         with pytest.raises(SystemExit):
             main()
         assert sys.argv == before
-    finally:  # Hydra's log file was in the run folder the refused run removed
-        root.handlers[:] = handlers
-        root.setLevel(level)
 
 
 def test_the_run_folder_callback_keeps_nothing_on_its_class() -> None:

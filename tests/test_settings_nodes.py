@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-import rollout.cli  # noqa: F401  (registers the rollout's resolvers: conf/rollout composes)
+import rollout.cli  # noqa: F401  (the apps' resolvers, through the kit: conf/rollout composes)
 from engine.apps.compose import CONF_ROOT, compose, config_groups
 from engine.contract import ConfigError
 from engine.contract.settings import (

@@ -4,25 +4,21 @@ line naming it, status 2, before any work."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rollout_helpers import ROOT, compose_judge
+from script_runs import root_logger_kept
 
 from rollout.judges.cli import main, spelt_out
 
 
 @pytest.fixture(autouse=True)
 def _root_logger() -> Iterator[None]:
-    """The root logger's handlers as they were after each test: an app run in-process here adds Hydra's file
-    handler, whose run folder a refused run removes (later logging in this process would fail on it)."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    """The root logger as it was after each test (an app run in-process here adds Hydra's file handler)."""
+    with root_logger_kept():
+        yield
 
 
 def test_a_judge_added_on_the_command_line_joins_the_typed_pool() -> None:
