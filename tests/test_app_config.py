@@ -14,7 +14,7 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 from script_runs import root_logger_kept
 
-import rollout.cli  # noqa: F401  (the apps' resolvers, through the kit: conf/rollout composes)
+import rollout.cli  # the apps' resolvers, through the kit: conf/rollout composes
 import rollout.judges.cli  # noqa: F401  (the judge app's module, as its command line loads it)
 from engine.apps import kit
 from engine.apps.compose import CONF_ROOT, compose
