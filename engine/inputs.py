@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field, make_dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, make_dataclass, replace
 from pathlib import Path
 
 from engine.contract import ConfigError, InputError
@@ -17,7 +17,7 @@ from engine.contract.errors import NAME_RULE, is_name
 from engine.contract.settings import DataSet, ListPrice, SettingError
 from engine.evaluators import evaluators
 from engine.judge_results import JoinedFiles, joined_files
-from engine.synthetic.demo import demo_models, write_demo
+from engine.synthetic.demo import demo_models
 
 log = logging.getLogger("score")
 
@@ -103,10 +103,6 @@ class Demo:
         directory = Path(self.dir)
         return directory / "reference.json", {name: directory / f"{name}.json" for name in demo_models()}
 
-    def write(self) -> None:
-        """Write (or keep, when unchanged) the demo's files under `dir`."""
-        write_demo(Path(self.dir), n_tasks=self.n_tasks, seed=self.seed)
-
 
 Verdicts = make_dataclass("Verdicts", [(e.card.option_name, str | None, field(default=None))
                                        for e in evaluators() if e.card.suffix is not None])
@@ -171,8 +167,10 @@ SOURCES = ("file", "files", "models", "trials")
 class Plan:
     """What one run scores: the reference (None: none, the evaluators' files only), the prediction files with
     their models' names and evaluators' files, whether each file gets a folder of its own, the trials (model ->
-    its trial files in trial order, missing ones too), the demo to write first (data=demo) and whether the
-    models are the leaderboard's list (models with discover)."""
+    its trial files in trial order, missing ones too), the demo to write first (data=demo, engine.synthetic.demo
+    writes it), whether the run is a leaderboard (statistics by default: two or more models, a model's trial
+    files counting once, or the leaderboard's list, models with discover), and the list price given for the
+    model the inputs name (`price`: its name and price, engine.stats.cost.model_prices)."""
 
     gt: Path | list[Path] | None
     predictions: list[Path]
@@ -181,14 +179,8 @@ class Plan:
     folders: bool
     trials: dict[str, list[Path]] | None = None
     demo: Demo | None = None
-    listed: bool = False
-
-    def leaderboard(self) -> bool:
-        """Whether the run is a leaderboard (statistics by default): two or more models, a model's trial files
-        counting once, or the leaderboard's list (models with discover)."""
-        trials = self.trials or {}
-        trial_names = {f"{m}_trial{i}" for m, paths in trials.items() for i in range(1, len(paths) + 1)}
-        return len(trials) + sum(1 for n in self.names if n not in trial_names) >= 2 or self.listed
+    leaderboard: bool = False
+    price: tuple[str | None, ListPrice | None] = (None, None)
 
 
 def missing_reference(gt: Path) -> str:
@@ -261,10 +253,23 @@ def _groups(inputs: InputsNode, results_dir: Path, n_trials: int | None) -> tupl
 
 
 def resolve_inputs(inputs: InputsNode, data: DataSet, demo: Demo, results_dir: Path,
-                   n_trials: int | None = None) -> Plan:
+                   n_trials: int | None = None, reading: Mapping[str, Mapping[str, str | None]] | None = None
+                   ) -> Plan:
     """The plan of a run: the files the inputs name (one of file, files, models, trials), else, with data=demo,
-    the demo's models; the reference of the data set (data.references or data.gt), or the demo's. It reads
-    the file system and writes nothing (the demo is written by the run, Demo.write)."""
+    the demo's models; the reference of the data set (data.references or data.gt), or the demo's; each
+    evaluator's file read with its settings in `reading` (evaluator name -> keyword settings of its ``read``).
+    It reads the file system and writes nothing (the demo is written by the run)."""
+    plan = _plan(inputs, data, demo, results_dir, n_trials)
+    verdicts = [replace(j, settings=reading) for j in plan.verdicts] if reading else plan.verdicts
+    named = plan.names[0] if inputs.file else inputs.name
+    trials = plan.trials or {}
+    trial_names = {f"{m}_trial{i}" for m, paths in trials.items() for i in range(1, len(paths) + 1)}
+    models = len(trials) + sum(1 for n in plan.names if n not in trial_names)
+    return replace(plan, verdicts=verdicts, price=(named, inputs.list_price()),
+                   leaderboard=models >= 2 or bool(inputs.discover and inputs.models))
+
+
+def _plan(inputs: InputsNode, data: DataSet, demo: Demo, results_dir: Path, n_trials: int | None) -> Plan:
     setting = f"inputs.{inputs.sources()[0]}" if inputs.sources() else "the demo"
     if data.name == "demo":
         if data.gt or data.references:
@@ -306,5 +311,4 @@ def resolve_inputs(inputs: InputsNode, data: DataSet, demo: Demo, results_dir: P
                           f"files: each trial's verdicts are read from beside it (<predictions stem>_<suffix>.json); "
                           f"drop inputs.verdicts.{option}")
     verdicts = [joined_files(p, explicit if not folders else None) for p in files]
-    return Plan(gt_, files, names, verdicts, folders, trials or None, plan_demo,
-                listed=bool(inputs.discover and inputs.models))
+    return Plan(gt_, files, names, verdicts, folders, trials or None, plan_demo)

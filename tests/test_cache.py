@@ -91,11 +91,11 @@ def test_concurrent_writers(tmp_path: Path) -> None:
 def test_the_save_interval_reaches_the_encoder(tmp_path: Path) -> None:
     """encoder.save_every, read by the score app, is the interval the encoder saves at (default SAVE_EVERY)."""
     from engine.apps.compose import compose
-    from engine.apps.score import settings_from
+    from engine.apps.score import job_of
     from engine.encode import SAVE_EVERY
 
     enc = CountingEncoder()
     embed_distinct(["a"], enc, tmp_path)
-    settings = settings_from(compose("score", ["encoder.save_every=0"]))
+    settings = job_of(compose("score", ["encoder.save_every=0"])).settings
     embed_distinct(["b"], enc, tmp_path, every=settings.encoder_save_every)
     assert enc.every == [SAVE_EVERY, 0.0]

@@ -132,6 +132,17 @@ def append_run(index_dir: Path, entry: IndexEntry) -> Path:
     return index_dir / INDEX_FILE
 
 
+def index_run(index_dir: Path | None, run_dir: Path) -> None:
+    """Add the finished run `run_dir` to the run index of index_dir (none when it is None); a failure is a
+    warning: the run's outputs stand without it."""
+    if index_dir is None:
+        return
+    try:
+        append_run(index_dir, run_entry(run_dir))
+    except (InputError, OSError) as exc:
+        log.warning("run not added to the run index: %s", exc)
+
+
 def short_paths(runs: list[str], index_dir: Path) -> tuple[Path, list[str]]:
     """(the folder the runs are shown under, each run's path relative to it): the index folder when it holds
     every run, else the folder common to them all (absolute paths when that is the root)."""

@@ -91,3 +91,19 @@ def grid_headline(rows: list[JsonObject], folder: Path) -> str:
     return "\n".join([f"threshold grid, {AVERAGE} of the alignment metrics by tau_weak/tau_strong:", table.to_text(),
                       f"threshold grid: {folder / 'threshold_grid.json'} (and .csv), every metric of every pair; "
                       f"plot: {folder / 'threshold_ablation.png'}"])
+
+
+UNREFERENCED_KEYS = ("answer_sr", "pass_rate", "rubric_score", "check_accuracy_evaluated")
+"""The headline values of a run without reference trajectories, in the order they are said."""
+
+
+def unreferenced_headline(names: list[str], aggregates: list[JsonObject]) -> str:
+    """A run without reference trajectories' closing lines: per file its tasks and the evaluators' headline
+    values it has (UNREFERENCED_KEYS)."""
+    keys = [k for k in UNREFERENCED_KEYS if any(k in a for a in aggregates)]
+    return "\n".join(f"{name}: {a['num_ids']} tasks" + "".join(f", {k} {_number(a.get(k))}" for k in keys)
+                     for name, a in zip(names, aggregates))
+
+
+def _number(value: object) -> str:
+    return "–" if value is None else f"{value:.4f}"

@@ -6,6 +6,7 @@ Holm's decisions and the rank sets that follow from them (docs/statistics.md).
 - engine.stats.step: the resamples and stats.json's content (bootstrap_stats);
 - engine.stats.decisions: intervals, tests, ranks and ties;
 - engine.stats.trials, engine.stats.robustness: the trial rates' intervals, the threshold grid's conclusions.
+- engine.stats.run: the step of a score run, stats.json from a scored sweep (write_stats).
 """
 
 from engine.stats.robustness import threshold_robustness

@@ -15,7 +15,6 @@ from engine.evaluators.vtb_scoring import DEFAULT_PROFILE as VTB_DEFAULT
 from engine.inputs import Demo, InputsNode
 from engine.references import check_select
 from engine.thresholds import Thresholds
-from engine.trial_conventions import conventions_of
 from engine.trials import SuccessRule
 
 
@@ -48,10 +47,6 @@ class Align:
     tau_weak_grid: list[float] = bounded([], THRESHOLD)
     tau_strong_grid: list[float] = bounded([], THRESHOLD)
     select: list[str] = field(default_factory=list)
-
-    def thresholds(self) -> Thresholds:
-        """The thresholds the run scores at."""
-        return Thresholds(self.tau_weak, self.tau_strong)
 
 
 class Profile(Choice):
@@ -161,10 +156,6 @@ class Success:
         if self.key == "":
             raise SettingError("key", self.key, "must be a per_id key or null")
 
-    def success_rule(self) -> SuccessRule:
-        """The rule the trials are counted with."""
-        return SuccessRule(str(self.rule), float(self.threshold), self.key)
-
 
 class Convention(Choice):
     """The peers' conventions written beside the project's in trials.json (engine.trial_conventions)."""
@@ -182,10 +173,6 @@ class Trials:
     n: int | None = bounded(None, Range(low=1, nullable=True))
     success: Success = field(default_factory=Success)
     convention: Convention = Convention.all
-
-    def conventions(self) -> tuple[str, ...]:
-        """The peers' conventions written beside the project's."""
-        return conventions_of(str(self.convention))
 
 
 @dataclass
