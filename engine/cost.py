@@ -21,12 +21,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 import numpy as np
 import torch
 
-from engine.contract import InputError, JsonObject, is_number, read_json, safe_name
+from engine.contract import InputError, is_number, read_json, safe_name
 from engine.contract.settings import ListPrice, SettingError
 from kernels import bootstrap as bs
 
@@ -58,9 +58,18 @@ def read_price(value: object, where: str, file: str | Path = "config") -> ListPr
     return price
 
 
-def price_json(price: ListPrice | None) -> JsonObject | None:
+class PriceRecord(TypedDict):
+    """A model's price as usage.json records it (a given ListPrice: both rates and the day are set)."""
+
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+    as_of: str
+    source: str | None
+
+
+def price_json(price: ListPrice | None) -> PriceRecord | None:
     """A price as usage.json records it."""
-    return None if price is None else asdict(price)
+    return None if price is None else cast(PriceRecord, asdict(price))
 
 
 @dataclass
@@ -286,7 +295,19 @@ def read_wall_times(folder: Path | None, ids: Sequence[str]) -> dict[str, float]
 JUDGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens")
 
 
-def judge_usage(files: Mapping[str, Path]) -> JsonObject | None:
+class JudgeUsage(TypedDict):
+    """The judges' usage summed over a model's evaluator files: the JUDGE_COUNTS, USD (None when a judge that
+    sent requests has no price) and the judge models."""
+
+    requests: int
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float | None
+    models: list[str]
+
+
+def judge_usage(files: Mapping[str, Path]) -> JudgeUsage | None:
     """The judges' usage recorded in a prediction file's evaluator files (each file's ``meta.usage``: judge ->
     requests, cached, prompt and completion tokens, cost_usd, added up over the runs that made the file), summed
     over files and judges; ``usd`` None when a judge that sent requests has no price. None without any usage."""
@@ -316,7 +337,7 @@ def judge_usage(files: Mapping[str, Path]) -> JsonObject | None:
                 usd = None
             if isinstance(block.get("model"), str):
                 models.add(block["model"])
-    return {**total, "usd": usd, "models": [*sorted(models)]} if found else None
+    return cast(JudgeUsage, {**total, "usd": usd, "models": [*sorted(models)]}) if found else None
 
 
 SHIPPED_MODELS = Path(__file__).resolve().parents[1] / "conf" / "score" / "model"

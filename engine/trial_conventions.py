@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypedDict
 
-from engine.contract import ConfigError, JsonMapping, JsonObject, JsonValue
+from engine.contract import ConfigError, JsonMapping, JsonValue
 
 CONVENTIONS: tuple[str, ...] = ("project", "tau2", "mcpmark", "all")
 _TOLERANCE = 1e-6
@@ -74,7 +74,31 @@ class Trial(Protocol):
     def values(self) -> Mapping[str, JsonMapping]: ...
 
 
-def tau2(rewards: Mapping[str, Sequence[float]]) -> JsonObject:
+class Tau2(TypedDict):
+    """tau2-bench's figures in trials.json: average reward and success over simulations, pass^k by k (as text)
+    up to max_k, the simulations and tasks counted."""
+
+    avg_reward: float
+    avg_success: float | None
+    pass_hat_k: dict[str, float]
+    max_k: int
+    simulations: int
+    tasks: int
+
+
+MCPMark = dict[str, int | float | str | dict[str, float]]
+"""MCPMark's figures in trials.json: ``k``, ``pass@1`` ({avg, std}), ``pass@<k>``, ``pass^<k>`` and
+``total_tasks``; or only ``refused`` (why)."""
+
+
+class PeerBlocks(TypedDict, total=False):
+    """trials.json's ``conventions``: the figures of each peer convention asked for."""
+
+    tau2: Tau2
+    mcpmark: MCPMark
+
+
+def tau2(rewards: Mapping[str, Sequence[float]]) -> Tau2:
     """tau2-bench's figures from task id -> the rewards of its simulations not lost (a task with none
     is absent, as its dataframe has no row of it)."""
     tasks = {tid: list(values) for tid, values in rewards.items() if values}
@@ -84,7 +108,7 @@ def tau2(rewards: Mapping[str, Sequence[float]]) -> JsonObject:
                 "tasks": 0}
     max_k = min(len(values) for values in tasks.values())
     success = {tid: [abs(r - 1.0) <= _TOLERANCE for r in values] for tid, values in tasks.items()}
-    pass_hat: JsonObject = {}
+    pass_hat: dict[str, float] = {}
     for k in range(1, max_k + 1):
         per_task = [math.comb(sum(s), k) / math.comb(len(s), k) for s in success.values()]
         pass_hat[str(k)] = sum(per_task) / len(per_task)
@@ -93,7 +117,7 @@ def tau2(rewards: Mapping[str, Sequence[float]]) -> JsonObject:
             "pass_hat_k": pass_hat, "max_k": max_k, "simulations": len(simulations), "tasks": len(tasks)}
 
 
-def mcpmark(success: Mapping[str, Sequence[bool | None]], lost: Sequence[str]) -> JsonObject:
+def mcpmark(success: Mapping[str, Sequence[bool | None]], lost: Sequence[str]) -> MCPMark:
     """MCPMark's figures from task id -> success per run (all tasks, N runs each), or its refusal
     when `lost` names slots lost (missing tasks or runs)."""
     if lost:
@@ -122,10 +146,10 @@ def _reward(value: JsonValue | None) -> float:
 
 
 def peer_blocks(slots: Sequence[Slot], task_ids: Sequence[str], trials: Sequence[Trial], field: str,
-                wanted: Sequence[str]) -> JsonObject:
+                wanted: Sequence[str]) -> PeerBlocks:
     """The `wanted` peer conventions over an inventory: `slots` (engine.trials.Slot) of `trials`
     (engine.trials.Trial, in order), whose per-task values hold the success rule's `field`."""
-    out: JsonObject = {}
+    out: PeerBlocks = {}
     if "tau2" in wanted:
         kept: dict[str, list[float]] = {tid: [] for tid in task_ids}
         for slot in slots:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from engine.contract import (
     AGENT,
@@ -33,7 +33,6 @@ from engine.contract import (
     InputError,
     JsonMapping,
     JsonObject,
-    JsonValue,
     TrajectoryFile,
     atomic_write_json,
     is_number,
@@ -48,7 +47,7 @@ from engine.inputs import find_trials as find_trials
 from engine.inputs import model_name as model_name
 from engine.inputs import trial_path as trial_path
 from engine.judge_results import Joined, JoinedFiles
-from engine.trial_conventions import peer_blocks, threshold_note
+from engine.trial_conventions import PeerBlocks, peer_blocks, threshold_note
 from engine.trial_estimators import ESTIMATORS, rate
 
 if TYPE_CHECKING:
@@ -66,6 +65,130 @@ critical-gated pass, verifiers' 0/1 check success (engine.evaluators)."""
 TRIALS_FILE = "trials.json"
 
 
+# The shape of trials.json (docs/trials.md); the reports read it as engine.reports.records' shapes, held to these
+# by tests/test_document_shapes.py.
+
+class SlotRecord(TypedDict):
+    """A (task, trial) slot in the inventory's ``records``."""
+
+    id: str
+    trial: int
+    state: str
+    reason: str | None
+    success: bool | None
+    illegal_calls: int
+
+
+class TrialSlots(TypedDict):
+    """One trial's slots by state, and the calls its records hold that were never made."""
+
+    trial: int
+    finished: int
+    agent_failure: int
+    infrastructure: int
+    illegal_calls: int
+
+
+class LostSlot(TypedDict):
+    """A slot lost to the infrastructure, named in the inventory's ``missing``."""
+
+    id: str
+    trial: int
+    reason: str | None
+
+
+class InventorySummary(TypedDict):
+    """Every slot by state (overall and per trial), the calls never made, the lost slots named."""
+
+    slots: int
+    finished: int
+    agent_failure: int
+    infrastructure: int
+    illegal_calls: int
+    per_trial: list[TrialSlots]
+    missing: list[LostSlot]
+
+
+class Inventory(InventorySummary):
+    """trials.json's ``inventory``: the summary and every slot's record."""
+
+    records: list[SlotRecord]
+
+
+class Rate(TypedDict):
+    """A rate at one k and the number of tasks it is the mean over (None: no task has k trials)."""
+
+    value: float | None
+    tasks: int
+
+
+class LossRates(TypedDict):
+    """An estimator's rates by k (as text), losses counted as failures and excluded."""
+
+    losses_as_failures: dict[str, Rate]
+    losses_excluded: dict[str, Rate]
+
+
+class Rates(TypedDict):
+    """Every estimator's rates (ESTIMATORS)."""
+
+    pass_at_k: LossRates
+    pass_hat_k: LossRates
+    avg_at_k: LossRates
+
+
+class Spread(TypedDict):
+    """A quantity over trials: mean, sample standard deviation, count."""
+
+    mean: float
+    std: float
+    n: int
+
+
+class TaskSpread(Spread):
+    """A task's quantity over the trials that scored it: its spread and range."""
+
+    min: float
+    max: float
+
+
+class TrialsMeta(TypedDict):
+    """A model's trials, tasks, success rule in words and trial files."""
+
+    trials: int
+    tasks: int
+    success_rule: str
+    files: list[str]
+
+
+class _Peers(TypedDict, total=False):
+    conventions: PeerBlocks
+
+
+class TrialsDocument(Rates, _Peers):
+    """A model's trials document: meta, inventory, the rates, the peers' conventions (when asked for), the
+    aggregates' spread and each task's spread by key."""
+
+    meta: TrialsMeta
+    inventory: Inventory
+    aggregate: dict[str, Spread]
+    per_task: dict[str, dict[str, TaskSpread]]
+
+
+class TrialsFileMeta(TypedDict):
+    """trials.json's ``meta``: the reference file and the success rule."""
+
+    gt: str
+    success_rule: str
+
+
+class TrialsFile(TypedDict):
+    """trials.json: its meta and each model's trials document."""
+
+    meta: TrialsFileMeta
+    models: dict[str, TrialsDocument]
+
+
 # Inventory
 
 @dataclass(frozen=True)
@@ -80,7 +203,7 @@ class Slot:
     success: bool | None = None
     illegal_calls: int = 0
 
-    def to_json(self) -> JsonObject:
+    def to_json(self) -> SlotRecord:
         """The slot as a trials.json inventory record."""
         return {"id": self.task_id, "trial": self.trial, "state": self.state, "reason": self.reason,
                 "success": self.success, "illegal_calls": self.illegal_calls}
@@ -212,42 +335,44 @@ def counts_per_task(slots: Sequence[Slot], task_ids: Sequence[str], trials: int,
     return out
 
 
-def rates(slots: Sequence[Slot], task_ids: Sequence[str], trials: int) -> JsonObject:
+def rates(slots: Sequence[Slot], task_ids: Sequence[str], trials: int) -> Rates:
     """pass_at_k, pass_hat_k and avg_at_k for k = 1..trials, each with losses counted as failures and
     with losses excluded; beside each value, the number of tasks it is the mean over."""
     conventions = {"losses_as_failures": counts_per_task(slots, task_ids, trials, "failures"),
                    "losses_excluded": counts_per_task(slots, task_ids, trials, "excluded")}
-    out: JsonObject = {}
+    out: dict[str, dict[str, dict[str, Rate]]] = {}
     for name in ESTIMATORS:
-        by_convention: JsonObject = {}
+        by_convention: dict[str, dict[str, Rate]] = {}
         for convention, counts in conventions.items():
-            block: JsonObject = {}
+            block: dict[str, Rate] = {}
             for k in range(1, trials + 1):
                 value, tasks = rate(counts, k, name)
                 block[str(k)] = {"value": value, "tasks": tasks}
             by_convention[convention] = block
         out[name] = by_convention
-    return out
+    return cast(Rates, out)  # ESTIMATORS' names and the two conventions: held to Rates by test_document_shapes
 
 
-def inventory_summary(slots: Sequence[Slot], trials: int) -> JsonObject:
+def inventory_summary(slots: Sequence[Slot], trials: int) -> InventorySummary:
     """Counts of each state (overall and per trial), of the calls never made (``illegal_calls``), and
     the lost slots named."""
-    per_trial: list[JsonValue] = []
+    per_trial: list[TrialSlots] = []
     for index in range(1, trials + 1):
         mine = [s for s in slots if s.trial == index]
-        per_trial.append({"trial": index, **{state: sum(1 for s in mine if s.state == state) for state in STATES},
-                          "illegal_calls": sum(s.illegal_calls for s in mine)})
-    return {"slots": len(slots), **{state: sum(1 for s in slots if s.state == state) for state in STATES},
-            "illegal_calls": sum(s.illegal_calls for s in slots),
-            "per_trial": per_trial,
-            "missing": [{"id": s.task_id, "trial": s.trial, "reason": s.reason}
-                        for s in slots if s.state == INFRASTRUCTURE]}
+        per_trial.append(cast(TrialSlots, {"trial": index,
+                                           **{state: sum(1 for s in mine if s.state == state) for state in STATES},
+                                           "illegal_calls": sum(s.illegal_calls for s in mine)}))
+    return cast(InventorySummary, {"slots": len(slots),
+                                   **{state: sum(1 for s in slots if s.state == state) for state in STATES},
+                                   "illegal_calls": sum(s.illegal_calls for s in slots),
+                                   "per_trial": per_trial,
+                                   "missing": [{"id": s.task_id, "trial": s.trial, "reason": s.reason}
+                                               for s in slots if s.state == INFRASTRUCTURE]})
 
 
 # Spread over trials
 
-def mean_std(values: Sequence[float]) -> dict[str, float | int]:
+def mean_std(values: Sequence[float]) -> Spread:
     """Mean and sample standard deviation (n - 1; 0 for one value) of the values, with their count."""
     n = len(values)
     mean = sum(values) / n
@@ -255,19 +380,19 @@ def mean_std(values: Sequence[float]) -> dict[str, float | int]:
     return {"mean": mean, "std": std, "n": n}
 
 
-def aggregate_spread(aggregates: Sequence[JsonMapping]) -> JsonObject:
+def aggregate_spread(aggregates: Sequence[JsonMapping]) -> dict[str, Spread]:
     """Every numeric aggregate key as mean and standard deviation over the trials that have it."""
     keys = [k for k in aggregates[0] if is_number(aggregates[0][k])] if aggregates else []
     keys += [k for a in aggregates[1:] for k in a if is_number(a[k]) and k not in keys]
-    return {k: dict(mean_std([float(v) for a in aggregates if is_number(v := a.get(k))])) for k in keys}
+    return {k: mean_std([float(v) for a in aggregates if is_number(v := a.get(k))]) for k in keys}
 
 
-def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> JsonObject:
+def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> dict[str, dict[str, TaskSpread]]:
     """Per task id: each key's mean, standard deviation, min and max over the trials that scored it."""
     ids = sorted(set().union(*(t.values for t in trials))) if trials else []
-    out: JsonObject = {}
+    out: dict[str, dict[str, TaskSpread]] = {}
     for tid in ids:
-        entry: JsonObject = {}
+        entry: dict[str, TaskSpread] = {}
         for key in keys:
             values = [float(v) for t in trials if tid in t.values and is_number(v := t.values[tid].get(key))]
             if values:
@@ -278,16 +403,18 @@ def task_spread(trials: Sequence[Trial], keys: Sequence[str]) -> JsonObject:
 
 def trials_document(task_ids: Sequence[str], trials: Sequence[Trial], rule: SuccessRule,
                     aggregates: Sequence[JsonMapping], keys: Sequence[str],
-                    meta: JsonMapping | None = None, conventions: Sequence[str] = ()) -> JsonObject:
-    """trials.json: the inventory, the rates in both loss conventions, the peers' `conventions`
-    (engine.trial_conventions), the aggregate spread, the per-task spread."""
+                    conventions: Sequence[str] = ()) -> TrialsDocument:
+    """A model's document of trials.json: the inventory, the rates in both loss conventions, the peers'
+    `conventions` (engine.trial_conventions), the aggregate spread, the per-task spread."""
     slots = inventory(task_ids, trials, rule)
     n = len(trials)
+    peers: _Peers = ({"conventions": peer_blocks(slots, task_ids, trials, rule.field, conventions)} if conventions
+                     else {})
     return {"meta": {"trials": n, "tasks": len(task_ids), "success_rule": rule.describe(),
-                     "files": [str(t.path) for t in trials], **(meta or {})},
+                     "files": [str(t.path) for t in trials]},
             "inventory": {**inventory_summary(slots, n), "records": [s.to_json() for s in slots]},
             **rates(slots, task_ids, n),
-            **({"conventions": peer_blocks(slots, task_ids, trials, rule.field, conventions)} if conventions else {}),
+            **peers,
             "aggregate": aggregate_spread(aggregates),
             "per_task": task_spread(trials, keys)}
 
@@ -345,7 +472,7 @@ def success_counts(result: SweepScores, trials: Mapping[str, Sequence[Path]], sc
 def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[Path]], scored: Sequence[Path],
                  judges: Sequence[JoinedFiles], joined: Sequence[Joined | None],
                  aggregates: Sequence[JsonMapping], rule: SuccessRule,
-                 conventions: Sequence[str] = ("tau2", "mcpmark")) -> JsonObject:
+                 conventions: Sequence[str] = ("tau2", "mcpmark")) -> TrialsFile:
     """Write trials.json for a scored sweep: per model of `trials` (model -> every trial file in trial
     order), its trials document; `scored` are the sweep's files in order, `judges`, `joined` (their
     values, as write_sweep joined them) and `aggregates` theirs; a trial's success is `rule`'s, and the peers'
@@ -355,13 +482,13 @@ def write_trials(path: Path, result: SweepScores, trials: Mapping[str, Sequence[
         log.info(note)
     position = {Path(p): f for f, p in enumerate(scored)}
     scores = result.scores
-    models: JsonObject = {}
+    models: dict[str, TrialsDocument] = {}
     for model, paths in trials.items():
         items, present = trial_items(result, paths, position, judges, joined, rule)
         keys = list(scores.names) + sorted({k for t in items for v in t.values.values() for k in v
                                             if k not in scores.names and is_number(v[k])})
         models[model] = trials_document(sorted(result.gt.tasks), items, rule, [aggregates[f] for f in present], keys,
                                         conventions=tuple(conventions))
-    document: JsonObject = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
+    document: TrialsFile = {"meta": {"gt": str(result.gt.path), "success_rule": rule.describe()}, "models": models}
     atomic_write_json(path, document)
     return document

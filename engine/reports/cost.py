@@ -11,7 +11,7 @@ from engine.contract import InputError, JsonValue, read_json
 from engine.cost import LABELS, OFF, ON, QUANTITIES, UNCERTAIN
 from engine.metricspec import AVERAGE
 from engine.reports.plots import model_colors, save_figure
-from engine.reports.records import Cost, CostModel, Interval, Stats
+from engine.reports.records import Cost, CostModel, Interval, Quantity, Stats
 from engine.reports.tables import Table, interval_cell, intervals_note
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def _digits(key: str) -> int:
     return 5 if key == "usd" else 2 if key == "wall_s" else 1
 
 
-def _cell(block: Interval | None, key: str) -> str | None:
+def _cell(block: Quantity | None, key: str) -> str | None:
     return interval_cell(block, _digits(key))
 
 
@@ -89,7 +89,8 @@ def cost_note(cost: Cost) -> str:
                      "resamples.")
     axis = AXIS_LABELS.get(front.get("axis", ""), "cost")
     if (level := front.get("level")) is not None:
-        tail = front.get("tail", (1 - level) / 2)
+        tail = front.get("tail")
+        tail = (1 - level) / 2 if tail is None else tail
         parts.append(f"Frontier by {AVERAGE} and {axis}: the share of joint resamples in which the model is on it; "
                      f"on >= {1 - tail / 2:.4f}, off <= {tail:.4f}, uncertain between (tail: the expanded percentile "
                      "tail, halved for on: a model is on by beating each other one on score or on cost).")
@@ -122,8 +123,9 @@ def cost_figure(cost: Cost, stats: Stats | None = None) -> Figure:
         if score is None:
             continue
         x, y = block["value"], score
-        call = (record.get("frontier") or {}).get("call")
-        on = (record.get("frontier") or {}).get("on")
+        membership = record.get("frontier")
+        call = membership.get("call") if membership else None
+        on = membership.get("on") if membership else None
         alpha = 0.35 if call == OFF or (call is None and not on) else 1.0
         if (low := block.get("low")) is not None and (high := block.get("high")) is not None:
             ax.errorbar([x], [y], xerr=[[x - low], [high - x]], fmt="none", ecolor=colors[name],

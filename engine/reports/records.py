@@ -2,16 +2,23 @@
 (engine.stats), usage.json (engine.stats.cost) and trials.json (engine.trials).
 
 Each reader (`engine.reports.intervals.read_stats`, `engine.reports.cost.read_cost`,
-`engine.reports.trials.read_trials`) checks a document's outer shape
-and hands it on as one of these; the keys are the writers' (docs/statistics.md, docs/outputs.md, docs/trials.md).
-Every key is optional here (``total=False``): a document of an older run may lack some, and the reports read
-them with ``.get``.
+`engine.reports.trials.read_trials`) checks a document's outer shape and hands it on as one of these. A block
+every run has written whole is the writer's own shape, imported; a block a document of an older run may lack
+keys of is declared here with every key optional (``total=False``), and the reports read those with ``.get``.
+tests/test_document_shapes.py holds each shape here to the writer's (engine.stats.document, engine.stats.cost,
+engine.cost, engine.trials, engine.trial_conventions): the same keys, of the same types, nested blocks included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TypedDict, cast
+
+from engine.cost import PriceRecord as Price
+from engine.stats.cost import Membership
+from engine.stats.document import PowerRow, RobustnessPair, RobustnessPoint, Thresholds, TrialIntervals
+from engine.trial_conventions import PeerBlocks as Conventions
+from engine.trials import LossRates, Spread, TaskSpread
 
 # --- stats.json -------------------------------------------------------------------------------------------------
 
@@ -69,54 +76,35 @@ class StatsPair(TypedDict, total=False):
     metrics: dict[str, PairBlock]
 
 
-class StatsSettings(TypedDict, total=False):
-    """The statistics' settings as recorded (engine.stats.settings), with the clusters used."""
+class RunSettings(TypedDict, total=False):
+    """The statistics' settings as recorded (engine.stats.settings), with the clusters used (usage.json's)."""
 
+    resamples: int
     level: float
+    seed: int
+    cluster: str
     method: str
     correction: str
-    cluster: str
+    scheme: str
+    power: float
+    min_clusters: int
     clusters: int
-    resamples: int
-    seed: int
 
 
-class GridPoint(TypedDict, total=False):
-    """A threshold grid point and each metric's Kendall tau-b with the default's ranking."""
+class StatsSettings(RunSettings, total=False):
+    """stats.json's settings: the recorded settings and the device the step ran on."""
 
-    tau_weak: float
-    tau_strong: float
-    kendall_tau: dict[str, float | None]
-
-
-class PairHolding(TypedDict, total=False):
-    """Whether a pair's conclusion by one metric holds at every grid point."""
-
-    holds: bool
-
-
-class RobustPair(TypedDict, total=False):
-    """A pair's conclusions over the threshold grid, per metric."""
-
-    a: str
-    b: str
-    metrics: dict[str, PairHolding]
-
-
-class Thresholds(TypedDict, total=False):
-    """The run's own (tau_weak, tau_strong)."""
-
-    tau_weak: float
-    tau_strong: float
+    device: str
 
 
 class Robustness(TypedDict, total=False):
     """stats.json's threshold robustness section."""
 
     default: Thresholds
-    points: list[GridPoint]
-    pairs: list[RobustPair]
+    points: list[RobustnessPoint]
+    kendall_tau_min: dict[str, float | None]
     pairs_holding: dict[str, list[int]]
+    pairs: list[RobustnessPair]
 
 
 class Stats(TypedDict, total=False):
@@ -124,11 +112,13 @@ class Stats(TypedDict, total=False):
 
     settings: StatsSettings
     metrics: dict[str, str]
-    warnings: list[str]
     models: dict[str, StatsModel]
     pairs: list[StatsPair]
     tied_with_top: dict[str, list[str]]
+    power: dict[str, list[PowerRow]]
+    warnings: list[str]
     robustness: Robustness
+    trials: dict[str, TrialIntervals]
 
 
 def stats_of(document: Mapping[str, object]) -> Stats:
@@ -140,83 +130,78 @@ def stats_of(document: Mapping[str, object]) -> Stats:
 # --- usage.json -------------------------------------------------------------------------------------------------
 
 
-class Price(TypedDict):
-    """A model's list price as recorded."""
+class Quantity(TypedDict, total=False):
+    """A per-task quantity of a model: its value, and with statistics its interval (None without one, `reason`
+    saying why), SE and clusters."""
 
-    input_usd_per_mtok: float
-    output_usd_per_mtok: float
-    as_of: str
+    value: float
+    low: float | None
+    high: float | None
+    se: float | None
+    clusters: int
+    reason: str
 
 
 class JudgeSpend(TypedDict, total=False):
-    """The judges' recorded requests and USD per scored task."""
+    """The judges' recorded requests, tokens and USD (None: a judge without a price), their models and the USD
+    per scored task."""
 
     requests: int
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float | None
+    models: list[str]
     usd_per_task: float | None
 
 
-class Membership(TypedDict, total=False):
-    """A model's place on the cost frontier: on it (point values), and with statistics the call and share."""
-
-    on: bool
-    call: str | None
-    share: float | None
-
-
 class CostModel(TypedDict, total=False):
-    """A model's cost record: score, tasks, per-task quantities (`Interval` blocks), price, judges, frontier."""
+    """A model's cost record: score, tasks, per-task quantities, price, judges, frontier membership."""
 
     score: float | None
     tasks: int
     tasks_scored: int
-    metrics: dict[str, Interval] | None
+    metrics: dict[str, Quantity]
     price: Price | None
     judges: JudgeSpend | None
-    frontier: Membership | None
+    frontier: Membership
 
 
 class Frontier(TypedDict, total=False):
-    """The cost frontier's axis, the models on it by the point values, and the membership rule's level and tail."""
+    """The cost frontier's axis and score, the models placed on it, its rule in words, and with statistics the
+    membership rule's level and tail and the resamples left out of the shares."""
 
     axis: str
+    score: str
     models: list[str]
+    rule: str
     level: float | None
-    tail: float
+    tail: float | None
+    resamples_left_out: int | None
 
 
 class Cost(TypedDict, total=False):
     """A run's usage.json (engine.stats.cost)."""
 
     models: dict[str, CostModel]
-    frontier: Frontier | None
+    frontier: Frontier
     notes: list[str]
-    settings: StatsSettings | None
+    settings: RunSettings | None
 
 
 # --- trials.json ------------------------------------------------------------------------------------------------
 
 
-class Spread(TypedDict, total=False):
-    """A quantity over trials: mean, sample std, count, range."""
+class SlotRecord(TypedDict, total=False):
+    """A (task, trial) slot of the inventory: its state, why it is not finished, its success, its calls never
+    made."""
 
-    mean: float
-    std: float
-    n: int
-    min: float
-    max: float
-
-
-class Rate(TypedDict, total=False):
-    """A trial rate (pass^k at one k) and its interval."""
-
-    value: float | None
-
-
-class PassHat(TypedDict):
-    """pass^k by k (as text), losses counted as failures and excluded."""
-
-    losses_as_failures: dict[str, Rate]
-    losses_excluded: dict[str, Rate]
+    id: str
+    trial: int
+    state: str
+    reason: str | None
+    success: bool | None
+    illegal_calls: int
 
 
 class TrialSlots(TypedDict, total=False):
@@ -229,48 +214,44 @@ class TrialSlots(TypedDict, total=False):
     illegal_calls: int
 
 
+class LostSlot(TypedDict, total=False):
+    """A slot lost to the infrastructure, named."""
+
+    id: str
+    trial: int
+    reason: str | None
+
+
 class Inventory(TypedDict, total=False):
-    """Every slot of a model's trials by state, overall and per trial."""
+    """Every slot of a model's trials by state, overall and per trial, the lost ones named, and every slot."""
 
     slots: int
+    finished: int
+    agent_failure: int
     infrastructure: int
+    illegal_calls: int
     per_trial: list[TrialSlots]
+    missing: list[LostSlot]
+    records: list[SlotRecord]
 
 
 class TrialsMeta(TypedDict, total=False):
-    """The trials of a model, its tasks and the success rule in words."""
+    """The trials of a model, its tasks, the success rule in words and the trial files."""
 
     trials: int
     tasks: int
     success_rule: str
-
-
-class Tau2(TypedDict, total=False):
-    """tau2-bench's figures."""
-
-    avg_reward: float | None
-    pass_hat_k: dict[str, float | None]
-    max_k: int
-
-
-MCPMark = dict[str, int | float | str | None | dict[str, float]]
-"""MCPMark's figures: `k`, pass@1 ({avg, std}), pass@k and pass^k under keys that name k, or `refused`."""
-
-
-class Conventions(TypedDict, total=False):
-    """The peer conventions' figures."""
-
-    tau2: Tau2
-    mcpmark: MCPMark
+    files: list[str]
 
 
 class TrialsDoc(TypedDict, total=False):
     """A model's trials document of trials.json."""
 
     meta: TrialsMeta
-    pass_hat_k: PassHat
     inventory: Inventory
+    pass_at_k: LossRates
+    pass_hat_k: LossRates
+    avg_at_k: LossRates
     conventions: Conventions
     aggregate: dict[str, Spread]
-    per_task: dict[str, dict[str, Spread]]
-
+    per_task: dict[str, dict[str, TaskSpread]]

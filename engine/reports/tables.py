@@ -21,7 +21,7 @@ from engine.metricspec import (
     metrics_of,
 )
 from engine.reports.read import ModelResult, number, real
-from engine.reports.records import Interval, StatsSettings, stats_of
+from engine.reports.records import Interval, Quantity, RunSettings, stats_of
 
 BUDGET_KEYS: tuple[str, ...] = tuple(m.key for m in metrics_of("budget"))
 OUTCOME_SOURCES: tuple[str, ...] = ("answer_equivalence", "verifiers")
@@ -222,9 +222,9 @@ def outcomes_table(results: list[ModelResult]) -> Table | None:
     return Table(columns=["Model", *(label_of(k) for k in keys)], rows=rows, title="Outcome checks", note=note)
 
 
-def interval_cell(block: Interval | None, digits: int = 4) -> str | None:
-    """`value [low, high]` of a stats.json metric block (None without one; the value alone where it has no
-    interval: stats.json gives the reason)."""
+def interval_cell(block: Interval | Quantity | None, digits: int = 4) -> str | None:
+    """`value [low, high]` of a stats.json metric block or a usage.json quantity (None without one; the value alone
+    where it has no interval: the document gives the reason)."""
     if block is None or block.get("value") is None:
         return None
     if block.get("low") is None and block.get("high") is None:
@@ -237,7 +237,7 @@ METHOD_NAMES = {"logit": "t intervals on the logit scale (the log of a volume)",
                 "bca": "BCa intervals"}
 
 
-def intervals_note(settings: StatsSettings) -> str:
+def intervals_note(settings: RunSettings) -> str:
     """What a stats.json's intervals are and what the tie mark means, in a sentence or two."""
     level = settings.get("level", 0.95)
     method = METHOD_NAMES.get(settings.get("method", "logit"), str(settings.get("method")))

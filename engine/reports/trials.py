@@ -30,7 +30,7 @@ def read_trials(path: Path) -> dict[str, TrialsDoc]:
     return cast(dict[str, TrialsDoc], models)  # the trials step's documents (engine.trials), as it writes them
 
 
-def _spread(block: Spread | dict[str, float | int] | None) -> str | None:
+def _spread(block: Spread | None) -> str | None:
     return None if block is None else f"{block['mean']:.3f} ± {block['std']:.3f}"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 from engine import cost as ct
-from engine.contract import JsonMapping, JsonObject, atomic_write_json, read_json
+from engine.contract import atomic_write_json, read_json
 from engine.contract.settings import ListPrice
 from engine.stats import decisions as dc
+from engine.stats.document import SettingsRecord
 from engine.stats.settings import AVERAGE_KEY, StatsSettings
 from engine.stats.units import ModelUnits, empty_value, sweep_units
 from kernels import bootstrap as bs
@@ -50,7 +51,53 @@ class ModelCost:
     clusters: list[str]
     usage: ct.TaskUsage | None
     price: ListPrice | None
-    judges: JsonObject | None
+    judges: ct.JudgeUsage | None
+    score: float | None
+
+
+class _Interval(TypedDict, total=False):
+    low: float | None
+    high: float | None
+    se: float | None
+    clusters: int
+    reason: str
+
+
+class Quantity(_Interval):
+    """A per-task quantity of a model: its value, and with statistics its interval (None without one: `reason`
+    says why), SE and the clusters that have it."""
+
+    value: float
+
+
+class JudgeBlock(ct.JudgeUsage):
+    """A model's judges' usage and its USD per scored task (None without USD or a scored task)."""
+
+    usd_per_task: float | None
+
+
+class Membership(TypedDict):
+    """A model's place on the frontier: on it by the point values, the share of joint resamples on it and the
+    call from that share (both None without statistics)."""
+
+    on: bool
+    share: float | None
+    call: str | None
+
+
+class _CostExtra(TypedDict, total=False):
+    tasks: int
+    metrics: dict[str, Quantity]
+    frontier: Membership
+
+
+class CostRecord(_CostExtra):
+    """A model's record: its tasks scored, price, judges' usage and Average Score; with usage its tasks with a
+    record and its quantities; when placed (usage and a score), its frontier membership."""
+
+    tasks_scored: int
+    price: ct.PriceRecord | None
+    judges: JudgeBlock | None
     score: float | None
 
 
@@ -69,10 +116,10 @@ class Frontier(TypedDict):
 class CostDocument(TypedDict):
     """usage.json's content: per model its cost record, the frontier, the notes, the statistics' settings."""
 
-    models: dict[str, JsonObject]
+    models: dict[str, CostRecord]
     frontier: Frontier
     notes: list[str]
-    settings: JsonObject | None
+    settings: SettingsRecord | None
 
 
 def model_costs(units: Sequence[ModelUnits], predictions: Sequence[Path], records: Sequence[Sequence[object]],
@@ -115,7 +162,7 @@ def score_rows(unit: ModelUnits, cluster_of: Mapping[str, int], clusters: int, c
 
 
 def _intervals(rows: torch.Tensor, num: np.ndarray, den: np.ndarray, settings: StatsSettings
-               ) -> list[JsonObject]:
+               ) -> list[Quantity]:
     """Each quantity's block: value, low, high, se, clusters (or the reason it has no interval)."""
     k = num.shape[1]
     point = torch.as_tensor(num.sum(0) / den.sum(0), dtype=torch.float64)
@@ -126,12 +173,14 @@ def _intervals(rows: torch.Tensor, num: np.ndarray, den: np.ndarray, settings: S
     zeros, inf = torch.zeros(k, dtype=torch.float64), torch.full((k,), math.inf, dtype=torch.float64)
     low, high, se = dc.model_intervals(rows, point, jack, present, effective, zeros, inf, settings)
     valid = bs.valid_counts(rows)
-    out: list[JsonObject] = []
+    out: list[Quantity] = []
     for q in range(k):
         why = dc.reason(None, int(present[q]), int(valid[q]), float(se[q]), settings.min_clusters)
-        out.append({"value": float(point[q]), "low": None if why else _clean(low[q]),
-                    "high": None if why else _clean(high[q]), "se": _clean(se[q]), "clusters": int(present[q]),
-                    **({"reason": why} if why else {})})
+        block: Quantity = {"value": float(point[q]), "low": None if why else _clean(low[q]),
+                           "high": None if why else _clean(high[q]), "se": _clean(se[q]), "clusters": int(present[q])}
+        if why:
+            block["reason"] = why
+        out.append(block)
     return out
 
 
@@ -140,7 +189,7 @@ def _clean(value: torch.Tensor | float) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _judges_block(judges: JsonObject | None, tasks: int) -> JsonObject | None:
+def _judges_block(judges: ct.JudgeUsage | None, tasks: int) -> JudgeBlock | None:
     if judges is None:
         return None
     usd = judges["usd"]
@@ -164,7 +213,7 @@ def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], sett
         notes.append(f"no usage recorded in the prediction file of {', '.join(bare)}")
     placed = [m for m in models if m.usage is not None and m.score is not None]
     axis = "usd" if placed and all(m.price is not None for m in placed) else "tokens"
-    out_models: dict[str, JsonObject] = {}
+    out_models: dict[str, CostRecord] = {}
     axis_rows: dict[str, torch.Tensor] = {}
     counts = cluster_of = None
     clusters = 0
@@ -173,7 +222,7 @@ def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], sett
         clusters = len(set(cluster_of.values()))
         counts = bs.resample_counts(settings.resamples, clusters, settings.seed, settings.scheme).to(device)
     for m in models:
-        record: JsonObject = {"tasks_scored": len(m.ids), "price": ct.price_json(m.price),
+        record: CostRecord = {"tasks_scored": len(m.ids), "price": ct.price_json(m.price),
                                   "judges": _judges_block(m.judges, len(m.ids)), "score": m.score}
         if m.usage is not None:
             parts = ct.quantities(m.usage, m.price)
@@ -190,10 +239,10 @@ def cost_document(models: Sequence[ModelCost], units: Sequence[ModelUnits], sett
         out_models[m.name] = record
     frontier = _frontier(placed, out_models, axis, axis_rows, units, cluster_of, clusters, counts, settings)
     return {"models": out_models, "frontier": frontier, "notes": notes,
-            "settings": None if settings is None else {**asdict(settings), "clusters": clusters}}
+            "settings": None if settings is None else settings.record(clusters)}
 
 
-def axis_value(record: JsonMapping, axis: str) -> float | None:
+def axis_value(record: CostRecord, axis: str) -> float | None:
     """A model's cost on the frontier's axis (USD per task, or tokens in + out per task); None without it."""
     metrics = record.get("metrics")
     block = metrics.get(axis) if isinstance(metrics, dict) else None
@@ -201,7 +250,7 @@ def axis_value(record: JsonMapping, axis: str) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def _frontier(placed: Sequence[ModelCost], out_models: dict[str, JsonObject], axis: str,
+def _frontier(placed: Sequence[ModelCost], out_models: dict[str, CostRecord], axis: str,
               axis_rows: dict[str, torch.Tensor], units: Sequence[ModelUnits], cluster_of: Mapping[str, int] | None,
               clusters: int, counts: torch.Tensor | None, settings: StatsSettings | None) -> Frontier:
     """The frontier block, and each placed model's ``frontier`` record (point membership, share, call)."""

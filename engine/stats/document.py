@@ -1,11 +1,34 @@
 """The shape of stats.json (docs/statistics.md): what bootstrap_stats, trial_intervals and threshold_robustness
-give, block by block. A key that only some blocks have sits in a ``total=False`` base of its block."""
+give, block by block. A key that only some blocks have sits in a ``total=False`` base of its block.
+
+The reports read it as engine.reports.records' shapes; tests/test_document_shapes.py holds the two to the same
+keys and types, and a document the step writes to exactly these keys."""
 
 from __future__ import annotations
 
 from typing import TypedDict
 
-from engine.contract import JsonObject
+
+class SettingsRecord(TypedDict):
+    """The statistics' settings as recorded (engine.stats.settings.StatsSettings's fields) and the clusters
+    resampled; usage.json's ``settings``."""
+
+    resamples: int
+    level: float
+    seed: int
+    cluster: str
+    method: str
+    correction: str
+    scheme: str
+    power: float
+    min_clusters: int
+    clusters: int
+
+
+class StatsSettingsRecord(SettingsRecord):
+    """stats.json's ``settings``: the recorded settings and the device the step ran on."""
+
+    device: str
 
 
 class _Ranked(TypedDict, total=False):
@@ -121,10 +144,17 @@ class RobustnessPoint(TypedDict):
     kendall_tau: dict[str, float | None]
 
 
+class Thresholds(TypedDict):
+    """The run's own (tau_weak, tau_strong)."""
+
+    tau_weak: float
+    tau_strong: float
+
+
 class Robustness(TypedDict):
     """stats.json's ``robustness``: the default thresholds, the points, the least tau-b and the pairs held."""
 
-    default: dict[str, float]
+    default: Thresholds
     points: list[RobustnessPoint]
     kendall_tau_min: dict[str, float | None]
     pairs_holding: dict[str, list[int]]
@@ -140,7 +170,7 @@ class StatsDocument(_DocumentExtra):
     """stats.json: the settings, the metrics' labels, the models, the pairs, the models tied with the top and
     the power of adjacent pairs per ranked quantity, the warnings; robustness and trials where they are made."""
 
-    settings: JsonObject
+    settings: StatsSettingsRecord
     metrics: dict[str, str]
     models: dict[str, ModelRecord]
     pairs: list[PairRecord]

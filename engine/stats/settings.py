@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import cast
 
 import torch
 
 from engine.contract import ConfigError
+from engine.stats.document import SettingsRecord
 from kernels import bootstrap as bs
 
 STATS_FILE = "stats.json"
@@ -51,6 +53,10 @@ class StatsSettings:
             if choice not in choices:
                 raise ConfigError(f"stats.{key}={choice!r}: expected one of {', '.join(choices)}")
         return self
+
+    def record(self, clusters: int) -> SettingsRecord:
+        """The settings as stats.json and usage.json record them, with the `clusters` resampled."""
+        return cast(SettingsRecord, {**asdict(self), "clusters": clusters})  # held to it: test_document_shapes
 
 
 def memory_needed(resamples: int, clusters: int, entities: int, pairs: int, quantities: int, method: str) -> int:

@@ -10,7 +10,6 @@ from the resamples is engine.stats.decisions'.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -210,7 +209,7 @@ def bootstrap_stats(models: list[ModelUnits], settings: StatsSettings, device: t
             record["rank"] = average_block["rank"]
             record["rank_low"] = average_block["rank_low"]
             record["rank_high"] = average_block["rank_high"]
-    return {"settings": {**asdict(settings), "clusters": c, "device": str(device)},
+    return {"settings": {**settings.record(c), "device": str(device)},
             "metrics": {k: (AVERAGE if k == AVERAGE_KEY else BY_KEY[k].label) for k in key_index},
             "models": out_models, "pairs": out_pairs, "tied_with_top": tied, "power": adjacent,
             "warnings": warnings}
