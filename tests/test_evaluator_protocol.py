@@ -20,7 +20,7 @@ from typing import TypedDict
 import pytest
 
 from engine.contract import ConfigError, Trajectory, TrajectoryFile, digest, read_trajectories
-from engine.contract.settings import SettingError, record
+from engine.contract.settings import Judges, ModelConfig, SettingError, record
 from engine.evaluators.base import Metric, TaskInputs
 from engine.evaluators.protocol import (
     Card,
@@ -114,7 +114,7 @@ def test_the_defaults_write_a_file_and_read_it_back(tmp_path: Path) -> None:
     read = short.read(path, ReadSettings())
     assert read.per_id == entries and read.meta == {"evaluator": "short"}
     assert short.complete(entries["a"], ["j1"]) and short.stale({}, {"x": 1}) is None
-    assert short.one_judge(ShortOptions(), {"pool": {"j": {"provider": "scripted"}}}) is None
+    assert short.one_judge(ShortOptions(), Judges(pool={"j": ModelConfig(provider="scripted")})) is None
     assert (short.task_count(path), short.input_files(ShortOptions(), RunFiles(path), _task("a", "x")),
             short.aggregate(read, ["a"]), short.display(None, {}),
             short.scripted_answer("short")) == (None, {}, None, [], None)

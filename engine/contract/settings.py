@@ -10,6 +10,8 @@ its defaults live on its fields, its ranges and cross-field rules in ``__post_in
 - the shared nodes: `DataSet` (conf/shared/data/), `ModelConfig` with `Backoff`, `Price` and `Noise` (a
   rollout's model, a judge of a pool, the curator's model), `Judges` (a judge pool), `ListPrice` (a scored
   model's list price);
+- `model_node(given, where)`: a judge's `ModelConfig` from a mapping of its settings, InputError naming the
+  setting it refuses;
 - `Shard` and `parse_shard`: a run's ``shard=i/n`` setting.
 
 Here and not in engine.apps because the rollout's model layer, the judges and the evaluators read these
@@ -26,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from engine.contract.errors import NAME_RULE, ConfigError, InputError, is_name
 from engine.contract.jsonio import JsonObject, JsonValue
@@ -239,6 +242,41 @@ class Judges:
 
     def __post_init__(self) -> None:
         _at_least("max_requests", self.max_requests, 1, "an integer")
+
+
+def model_node(given: ModelConfig | Mapping[str, object], where: str) -> ModelConfig:
+    """A judge's model config: `given`, or a mapping of its settings (a test's pool, an evaluator's option
+    naming a model) made one over the node's defaults; InputError naming the setting (`where`.key) it
+    refuses."""
+    if isinstance(given, ModelConfig):
+        return given
+    if not isinstance(given, Mapping):
+        raise InputError("config", "must be a model config (provider, api_name, ...)", field=where)
+    try:
+        made = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), dict(given)))
+    except SettingError as exc:
+        inner = next((k for k, v in given.items() if isinstance(v, Mapping) and exc.key in v), None)
+        key = f"{inner}.{exc.key}" if inner is not None else exc.key
+        raise InputError("config", f"{exc.problem}, got {exc.value!r}", field=f"{where}.{key}") from None
+    except OverflowError:
+        key = next(f"{k}.{i}" if i else k for k, i in _inner(given) if _too_large(given, k, i))
+        raise InputError("config", "must be a number a float holds", field=f"{where}.{key}") from None
+    except OmegaConfBaseException as exc:
+        full = getattr(exc, "full_key", None)
+        raise InputError("config", str(exc).splitlines()[0], field=f"{where}.{full}" if full else where) from None
+    assert isinstance(made, ModelConfig), "a ModelConfig node is made a ModelConfig"
+    return made
+
+
+def _inner(given: Mapping[str, object]) -> list[tuple[str, str]]:
+    """(key, inner key or "") of a mapping's values and of its nested mappings' values."""
+    return [(k, i) for k, v in given.items() for i in (list(map(str, v)) if isinstance(v, Mapping) else [""])]
+
+
+def _too_large(given: Mapping[str, object], key: str, inner: str) -> bool:
+    value = given[key]
+    value = value.get(inner) if inner and isinstance(value, Mapping) else value
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 1024
 
 
 SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from engine.contract import ConfigError, InputError, JsonMapping, JsonObject, JsonValue
+from engine.contract.settings import Judges
 from engine.evaluators.answer_parsing import (
     ODD_SCORES,
     PROMPT,
@@ -65,7 +66,16 @@ from engine.evaluators.answer_parsing import (
     scripted_answer,
 )
 from engine.evaluators.answer_rates import LEVELS, NO_LEVEL, level_rates, success_rates
-from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_document, file_entries, pool_judge
+from engine.evaluators.base import (
+    PROFILES,
+    Metric,
+    PoolJudge,
+    TaskInputs,
+    Verdicts,
+    file_document,
+    file_entries,
+    pool_judge,
+)
 from engine.evaluators.check_scripts import (
     CheckFailed,
     run_check,
@@ -332,7 +342,7 @@ class AnswerEquivalence(Plain[AnswerEntry, AnswerOptions]):
         """The checked entries of an earlier file (to resume), id -> entry."""
         return file_entries(path, "answer equivalence file", _check_entry, SUFFIX)
 
-    def one_judge(self, options: AnswerOptions, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
+    def one_judge(self, options: AnswerOptions, judges: Judges) -> PoolJudge | None:
         """The pool's first judge under the published reading (it alone is asked), else None (every judge)."""
         return pool_judge(judges) if parser_of({"parser": options.parser}) == "published" else None
 

@@ -1,7 +1,8 @@
 """What the evaluators share besides their shape (engine.evaluators.protocol): what they may read of a task
 (`Input`, `TaskInputs`), a row of the metric table (`Metric`), the values the score app joins (`Verdicts`), the
 format record of the files the project writes, the reading of an evaluator file's entries, and the choice of a
-judge of the pool. Nothing here imports the rollout side. docs/judges.md shows a whole simple evaluator.
+judge of the pool (`PoolJudge`, `pool_judge`). Nothing here imports the rollout side. docs/judges.md shows a whole
+simple evaluator.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
-from engine.contract import InputError, JsonMapping, JsonObject, Trajectory, read_json
+from engine.contract import InputError, JsonObject, Trajectory, read_json
+from engine.contract.settings import Judges, ModelConfig
 
 Input = Literal["prediction", "final_answer", "reference", "task", "workspace", "tool_log", "file_entries",
                 "catalogue"]
@@ -152,19 +154,27 @@ def root_entries(path: Path, root: object, check: Callable[[Path, str, object], 
     return {str(tid): check(path, str(tid), entry) for tid, entry in per_id.items()}
 
 
-def pool_judge(judges: JsonMapping, name: str | None = None, where: str = "judges.pool") -> tuple[str, JsonMapping]:
-    """(name, model config) of the judge `name` of the judges config's pool (``judges.pool``), or of
-    its first judge when `name` is None; InputError naming the setting `where` when it has none such."""
-    pool = judges.get("pool")
-    if not isinstance(pool, Mapping) or not pool:
+@dataclass(frozen=True)
+class PoolJudge:
+    """The one judge an evaluator asks: its name (the judge files' name for it), its model config and the
+    setting it is given by (``judges.pool.<name>``, ``judges.classifier``, an evaluator's option), which an
+    error about it names."""
+
+    name: str
+    model: ModelConfig
+    setting: str
+
+
+def pool_judge(judges: Judges, name: str | None = None, where: str = "judges.pool") -> PoolJudge:
+    """The judge `name` of the judges config's pool (``judges.pool``), or its first judge when `name` is None;
+    InputError naming the setting `where` when it has none such."""
+    pool = judges.pool
+    if not pool:
         raise InputError("config", "the judge pool is empty: choose judges=<pool> or add judges", field="judges.pool")
-    chosen = str(next(iter(pool))) if name is None else name
+    chosen = next(iter(pool)) if name is None else name
     if chosen not in pool:
-        raise InputError("config", f"no judge {name!r} in the pool ({', '.join(map(str, pool))})", field=where)
-    config = pool[chosen]
-    if not isinstance(config, Mapping):
-        raise InputError("config", f"must be a model config, got {str(config)[:40]!r}", field=f"judges.pool.{chosen}")
-    return chosen, config
+        raise InputError("config", f"no judge {name!r} in the pool ({', '.join(pool)})", field=where)
+    return PoolJudge(chosen, pool[chosen], f"judges.pool.{chosen}")
 
 
 def object_entry(path: Path, task_id: str, entry: object) -> JsonObject:

@@ -24,7 +24,17 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue, call_made, check_choice, read_json
-from engine.evaluators.base import PROFILES, Metric, TaskInputs, Verdicts, file_meta, format_version, pool_judge
+from engine.contract.settings import Judges, model_node
+from engine.evaluators.base import (
+    PROFILES,
+    Metric,
+    PoolJudge,
+    TaskInputs,
+    Verdicts,
+    file_meta,
+    format_version,
+    pool_judge,
+)
 from engine.evaluators.protocol import Card, Evaluator, EvaluatorOptions, JudgeContext, Plain, ReadSettings, Verdict
 from engine.judging import (
     CALL_CLASSES,
@@ -325,19 +335,20 @@ class CallOutcomes(Plain[CallEntry, CallOptions]):
                 return f"it was made with {what} {before!r}, this run's is {after!r}"
         return None
 
-    def one_judge(self, options: CallOptions, judges: JsonMapping) -> tuple[str, JsonMapping]:
+    def one_judge(self, options: CallOptions, judges: Judges) -> PoolJudge:
         """The one judge asked: under rules the pool judge ``judge`` (default the first); under published the
-        ``classifier`` (a pool judge's name or a model config), else the judges config's ``classifier``,
-        else the pool's first judge."""
+        ``classifier`` (a pool judge's name or a model config, refused by a line naming its setting), else
+        the pool's ``classifier``, else the pool's first judge."""
         if mode_of({"mode": options.mode}) == "rules":
             return pool_judge(judges, options.judge, f"evaluators.{NAME}.judge")
-        chosen = options.classifier or judges.get("classifier")
-        if chosen is None or isinstance(chosen, str):
-            return pool_judge(judges, chosen, f"evaluators.{NAME}.classifier")
+        where, chosen = f"evaluators.{NAME}.classifier", options.classifier
+        if not chosen and judges.classifier is not None:
+            return PoolJudge("classifier", judges.classifier, "judges.classifier")
+        if not chosen or isinstance(chosen, str):
+            return pool_judge(judges, chosen or None, where)
         if not isinstance(chosen, Mapping):
-            raise InputError("config", "must be a pool judge's name or a model config",
-                             field=f"evaluators.{NAME}.classifier")
-        return "classifier", chosen
+            raise InputError("config", "must be a pool judge's name or a model config", field=where)
+        return PoolJudge("classifier", model_node(chosen, where), where)
 
     def read(self, path: Path, settings: ReadSettings) -> Verdicts:
         """The call outcome counts of a callanalysis.json: file totals, and per task when it has per_id."""

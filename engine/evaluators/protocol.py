@@ -28,11 +28,12 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from engine.contract import ConfigError, JsonMapping, JsonObject, TrajectoryFile, task_records
-from engine.contract.settings import SettingError, setting_text
+from engine.contract.settings import Judges, SettingError, setting_text
 from engine.evaluators.base import (
     INPUTS,
     Input,
     Metric,
+    PoolJudge,
     TaskInputs,
     Verdicts,
     file_entries,
@@ -197,9 +198,8 @@ class Evaluator(Protocol[EntryT, OptionsT]):
         """Why an earlier file, by its meta, cannot be resumed under this run's meta (None: it can)."""
         ...
 
-    def one_judge(self, options: OptionsT, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
-        """The one judge it asks under its options and the judges config (``judges``), as (name, model
-        config); None: the whole pool."""
+    def one_judge(self, options: OptionsT, judges: Judges) -> PoolJudge | None:
+        """The one judge it asks under its options and the judge pool (``judges``); None: the whole pool."""
         ...
 
     def task_count(self, reference: Path) -> int | None:
@@ -277,7 +277,7 @@ class Plain(Generic[EntryT, OptionsT]):
         """An earlier file can always be resumed."""
         return None
 
-    def one_judge(self, options: OptionsT, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
+    def one_judge(self, options: OptionsT, judges: Judges) -> PoolJudge | None:
         """The whole pool is asked."""
         return None
 

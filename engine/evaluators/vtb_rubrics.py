@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from engine.contract import InputError, JsonMapping, JsonObject, JsonValue
+from engine.contract.settings import Judges
 from engine.evaluators.base import PROFILES as METRIC_PROFILES
-from engine.evaluators.base import Metric, TaskInputs, Verdicts, pool_judge
+from engine.evaluators.base import Metric, PoolJudge, TaskInputs, Verdicts, pool_judge
 from engine.evaluators.protocol import (
     Card,
     Evaluator,
@@ -366,7 +367,7 @@ class VtbRubrics(Plain[RubricEntry, VtbOptions]):
         `judges` (an entry of another pool is judged again) and each of them answered."""
         return _complete(entry, judges)
 
-    def one_judge(self, options: VtbOptions, judges: JsonMapping) -> tuple[str, JsonMapping] | None:
+    def one_judge(self, options: VtbOptions, judges: Judges) -> PoolJudge | None:
         """The pool's first judge under the published profile (its label alone counts), else None (every
         judge)."""
         return pool_judge(judges) if profile_of({"profile": options.profile}) == "published" else None

@@ -17,15 +17,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
 from engine.contract import InputError, JsonMapping, JsonObject, check_choice, digest, is_number
-from engine.contract.settings import Judges, ModelConfig, Price, SettingError, record
+from engine.contract.settings import Judges, ModelConfig, Price, SettingError, model_node, record
+from engine.evaluators.base import PoolJudge
 from engine.judging import JudgeFailure, JudgeSpec, Question, Rubric
 from rollout.judges.cache import ReplyCache, reply_key
 from rollout.judges.images import ImageAttacher, TaskImages, named_images, shown_digest
@@ -61,59 +59,31 @@ def _price(price: Price | None, key: str, where: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _node(given: ModelConfig | Mapping[str, object], where: str) -> ModelConfig:
-    """A judge's model config: `given`, or a mapping of its settings (a test's, an evaluator's entry) made one
-    over the node's defaults; InputError naming the setting (`where`.key) it refuses."""
-    if isinstance(given, ModelConfig):
-        return given
-    if not isinstance(given, Mapping):
-        raise InputError("config", "must be a model config (provider, api_name, ...)", field=where)
-    try:
-        made = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), dict(given)))
-    except SettingError as exc:
-        inner = next((k for k, v in given.items() if isinstance(v, Mapping) and exc.key in v), None)
-        key = f"{inner}.{exc.key}" if inner is not None else exc.key
-        raise InputError("config", f"{exc.problem}, got {exc.value!r}", field=f"{where}.{key}") from None
-    except OverflowError:
-        key = next(f"{k}.{i}" if i else k for k, i in _inner(given) if _too_large(given, k, i))
-        raise InputError("config", "must be a number a float holds", field=f"{where}.{key}") from None
-    except OmegaConfBaseException as exc:
-        full = getattr(exc, "full_key", None)
-        raise InputError("config", str(exc).splitlines()[0], field=f"{where}.{full}" if full else where) from None
-    assert isinstance(made, ModelConfig), "a ModelConfig node is made a ModelConfig"
-    return made
-
-
-def _inner(given: Mapping[str, object]) -> list[tuple[str, str]]:
-    """(key, inner key or "") of a mapping's values and of its nested mappings' values."""
-    return [(k, i) for k, v in given.items() for i in (list(map(str, v)) if isinstance(v, Mapping) else [""])]
-
-
-def _too_large(given: Mapping[str, object], key: str, inner: str) -> bool:
-    value = given[key]
-    value = value.get(inner) if inner and isinstance(value, Mapping) else value
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 1024
-
-
 def judge_specs(pool: Mapping[str, ModelConfig | Mapping[str, object]]) -> list[JudgeSpec]:
     """The judges of a pool (name -> model config: the `Judges` node's, or a mapping of its settings), checked;
     InputError naming the setting."""
     if not pool:
         raise InputError("config", "the judge pool is empty: choose judges=<pool> or add judges", field="judges.pool")
+    return pool_specs([PoolJudge(str(name), model_node(given, f"judges.pool.{name}"), f"judges.pool.{name}")
+                       for name, given in pool.items()])
+
+
+def pool_specs(judges: Sequence[PoolJudge]) -> list[JudgeSpec]:
+    """The judges asked (a pool's, or the one an evaluator asks: engine.evaluators.base.PoolJudge), checked;
+    InputError naming the judge's setting."""
     specs: list[JudgeSpec] = []
-    for name, given in pool.items():
-        where = f"judges.pool.{name}"
-        model = _node(given, where)
+    for judge in judges:
+        name, model, where = judge.name, judge.model, judge.setting
         check_choice(model.provider, providers(), "provider", f"{where}.provider")
-        asked = model.api_name or str(name)
+        asked = model.api_name or name
         if any(s.identity["model"] == asked for s in specs):
             raise InputError("config", f"another judge of the pool asks for {asked!r} too (a judge is named by "
                              "its model in the judge files)", field=f"{where}.api_name")
         try:
-            config = dataclasses.replace(model, name=str(name), api_name=asked)
+            config = dataclasses.replace(model, name=name, api_name=asked)
         except SettingError as exc:
             raise InputError("config", exc.problem, field=where) from None
-        specs.append(JudgeSpec(str(name), config, identity(model, asked), _price(model.price, "input", where),
+        specs.append(JudgeSpec(name, config, identity(model, asked), _price(model.price, "input", where),
                                _price(model.price, "output", where)))
     return specs
 

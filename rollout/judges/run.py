@@ -47,7 +47,7 @@ from engine.contract import (
     without_lost,
 )
 from engine.contract.progress import TaskBar
-from engine.contract.settings import Shard, parse_shard, record
+from engine.contract.settings import Shard, parse_shard
 from engine.evaluators import evaluator
 from engine.evaluators.base import TaskInputs
 from engine.evaluators.protocol import (
@@ -76,7 +76,7 @@ from rollout.judges.inputs import (
     tool_log,
     wanted_ids,
 )
-from rollout.judges.pool import JudgePool, check_keys, judge_specs, read_prompts
+from rollout.judges.pool import JudgePool, check_keys, judge_specs, pool_specs, read_prompts
 from rollout.judges.settings import JudgeSettings
 from rollout.judges.shards import merge_verdicts, part_inputs
 from rollout.judges.verdicts import VerdictFile, check_judged
@@ -164,7 +164,7 @@ async def read_stage(cfg: JudgeSettings, judged: Evaluator[EntryT, OptionsT], pr
             raise InputError("config", "no tasks file: set data.tasks=PATH", field="data.tasks")
         tasks = judged.read_tasks(Path(data.tasks))
         options["tasks_file"] = str(data.tasks)
-    one = judged.one_judge(typed, record(cfg.judges)) if judged.card.uses_pool else None
+    one = judged.one_judge(typed, cfg.judges) if judged.card.uses_pool else None
     attempts, max_chars = (
         config_int(options, key, minimum=minimum, where=f"evaluators.{judged.card.name}.{key}")
         if options.get(key) is not None else default for key, minimum, default in (
@@ -175,7 +175,7 @@ async def read_stage(cfg: JudgeSettings, judged: Evaluator[EntryT, OptionsT], pr
                   rollout_folder(cfg, cfg.tool_log_dir, "tool_log_dir", "tool_logs")
                   if "tool_log" in judged.card.reads else None,
                   file_objects(preds.path) if "file_entries" in judged.card.reads else {},
-                  judge_specs({one[0]: one[1]} if one else cfg.judges.pool) if judged.card.uses_pool else [],
+                  (pool_specs([one]) if one else judge_specs(cfg.judges.pool)) if judged.card.uses_pool else [],
                   attempts, max_chars, images=image_folders(cfg, options, "task" in judged.card.reads), typed=typed,
                   files=RunFiles(preds.path, gt.path if gt is not None else None,
                                  Path(str(options["tasks_file"])) if "tasks_file" in options else None))

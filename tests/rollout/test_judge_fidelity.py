@@ -282,6 +282,24 @@ def test_call_outcomes_resume_their_file_unless_it_was_made_otherwise(tmp_path, 
         run(_calls_config(tmp_path, server.base_url, "evaluators.call_outcomes.judge=nobody"))
 
 
+def test_a_call_classifier_refused_is_one_line_naming_its_own_setting(tmp_path) -> None:
+    """Under mode=published the classifier's model config is that of the setting giving it: a setting it refuses
+    is named under the evaluator's option or the pool's ``classifier``, never as a judge of the pool."""
+    predictions(tmp_path)
+    cfg = _calls_config(tmp_path, "http://127.0.0.1:9", "evaluators.call_outcomes.mode=published")
+    cfg.evaluators["call_outcomes"]["classifier"] = {**loop_judge("http://127.0.0.1:9"), "timeout": -1}
+    with pytest.raises(InputError) as caught:
+        run(cfg)
+    assert str(caught.value) == ("config: field 'evaluators.call_outcomes.classifier.timeout': must be a number of "
+                                 "seconds > 0, got -1.0")
+    cfg.evaluators["call_outcomes"]["classifier"] = None
+    cfg.judges = judges_of({"pool": {"loop": loop_judge("http://127.0.0.1:9")},
+                            "classifier": {**loop_judge("http://127.0.0.1:9", "flash-lite"), "provider": "nope"}})
+    with pytest.raises(InputError, match=re.escape("field 'judges.classifier.provider': ")) as caught:
+        run(cfg)
+    assert "\n" not in str(caught.value)
+
+
 def test_an_undecided_call_leaves_its_task_incomplete_and_a_rerun_asks_again(tmp_path, chat_server) -> None:
     replies = iter(["no idea", "still none", "1"])
     server = chat_server(lambda body: next(replies))
