@@ -20,12 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
 from engine.contract import InputError
 from engine.contract.beneath import Refused
-from engine.contract.settings import ModelConfig, SettingError
+from engine.contract.settings import ModelConfig, model_node
 from rollout.models.errors import ModelError
 from rollout.models.images import ImageEncoder, read_image
 from rollout.models.messages import Messages, parts_of
@@ -95,22 +92,12 @@ class DriverSettings:
 
 def model_config(given: ModelConfig | Mapping[str, object]) -> ModelConfig:
     """A model config as its node: `given` itself, or a mapping of its settings (a judge's entry of a pool, a
-    test's) made one over the node's defaults; InputError naming the setting (``model.<key>``) it refuses."""
-    if isinstance(given, ModelConfig):
-        return given
-    if "provider" not in given:
+    test's) made one over the node's defaults (engine.contract.settings.model_node); InputError naming the
+    setting (``model.<key>``) it refuses."""
+    if not isinstance(given, ModelConfig) and "provider" not in given:
         raise InputError("config", "not a rollout model config (it has no 'provider'; the rollout's "
                          "models are in conf/rollout/model/)", field="model")
-    try:
-        node = OmegaConf.merge(OmegaConf.structured(ModelConfig), dict(given))
-        made = OmegaConf.to_object(node)
-    except SettingError as exc:
-        raise InputError("config", f"{exc.problem}, got {exc.value!r}", field=f"model.{exc.key}") from None
-    except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", None)
-        raise InputError("config", str(exc).splitlines()[0], field=f"model.{key}" if key else "model") from None
-    assert isinstance(made, ModelConfig), "a ModelConfig node is made a ModelConfig"
-    return made
+    return model_node(given, "model")
 
 
 def driver_settings(model: ModelConfig) -> DriverSettings:
