@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.evaluators import answer_equivalence as ae
-from engine.evaluators import vtb_scoring
+from engine.evaluators import answer_parsing, vtb_scoring
 from engine.evaluators.vtb_rubrics import agreement as rubrics_agreement
 from engine.judging import (
     M3_REDUCER,
@@ -67,8 +66,9 @@ def test_registry_names_every_reducer_and_refuses_others() -> None:
 def test_profiles_name_their_reducers() -> None:
     assert M3_REDUCER == "trimmed_mean"
     assert vtb_scoring.REDUCERS == {"published": "first", "strict": "majority"}
-    assert ae.REDUCERS == {"published": "first", "strict": "majority"}
-    assert set(vtb_scoring.REDUCERS) == set(vtb_scoring.PROFILES) and set(ae.REDUCERS) == set(ae.PARSERS)
+    assert answer_parsing.REDUCERS == {"published": "first", "strict": "majority"}
+    assert set(vtb_scoring.REDUCERS) == set(vtb_scoring.PROFILES)
+    assert set(answer_parsing.REDUCERS) == set(answer_parsing.PARSERS)
 
 
 @given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=7))

@@ -54,14 +54,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from engine.contract import ConfigError, InputError, JsonMapping, JsonObject, JsonValue
+from engine.contract import InputError, JsonMapping, JsonObject, JsonValue
 from engine.contract.settings import Judges
 from engine.evaluators.answer_parsing import (
     ODD_SCORES,
     PROMPT,
     PUBLISHED_PROMPT,
+    REDUCERS,
     parse_published,
     parse_verdict,
+    parser_of,
     published_oddity,
     scripted_answer,
 )
@@ -101,9 +103,6 @@ log = logging.getLogger(__name__)
 
 NAME = "answer_equivalence"
 SUFFIX = "answers"
-PARSERS: tuple[str, ...] = ("published", "strict")
-REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
-"""The reducer (engine.judging.reducers) each reading combines its judges' scores with."""
 
 
 @dataclass
@@ -134,15 +133,6 @@ class AnswerEntry(_Answered, total=False):
 
 _OUTPUTS = re.compile(r"^\./outputs/\{OUTPUT_SUB_FOLDER\}/task_outputs(?=/|$)/?")
 """The published runner's output folder in a check script's path: the task's workspace here."""
-
-
-def parser_of(options: JsonMapping) -> str:
-    """The ``parser`` setting (default ``published``); ConfigError naming it when unknown."""
-    parser = options.get("parser") or "published"
-    if parser not in PARSERS:
-        raise ConfigError(f"evaluators.{NAME}.parser: unknown reading {parser!r} (expected one of "
-                          f"{', '.join(PARSERS)})")
-    return parser
 
 
 def usable_truth(value: object) -> bool:

@@ -1,17 +1,22 @@
 """What answer equivalence (engine.evaluators.answer_equivalence) asks and how it reads the replies: its two
 prompts (the project's strict one, the published layout), the two readings of a judge's reply (`parse_verdict`,
 `parse_published`), the replies the published judger reads otherwise (`published_oddity`) and the offline scripted
-judge's reply (`scripted_answer`)."""
+judge's reply (`scripted_answer`); the reading a run uses (`parser_of`)."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 
-from engine.contract import JsonObject
+from engine.contract import ConfigError, JsonMapping, JsonObject
 from engine.judging import Rubric
 
 NAME = "answer_equivalence"
+PARSERS: tuple[str, ...] = ("published", "strict")
+"""The readings of a judge's reply: the published judger's (MCPVerse's layout) and the project's strict one."""
+REDUCERS: Mapping[str, str] = {"published": "first", "strict": "majority"}
+"""The reducer (engine.judging.reducers) each reading combines its judges' scores with."""
 
 PROMPT = Rubric(
     NAME, "ae-1",
@@ -38,8 +43,15 @@ the question, the reference and the model output, tagged)."""
 
 _SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?\s*([01](?:\.0+)?)\s*["']?\s*[,}]""")
 _FENCED = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
-_SCORE = re.compile(r"""["']?score["']?\s*[:=]\s*["']?\s*([01](?:\.0+)?)\s*["']?\s*[,}]""")
-_FENCED = re.compile(r"```json\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+def parser_of(options: JsonMapping) -> str:
+    """The ``parser`` setting (default ``published``); ConfigError naming it when unknown."""
+    parser = options.get("parser") or "published"
+    if parser not in PARSERS:
+        raise ConfigError(f"evaluators.{NAME}.parser: unknown reading {parser!r} (expected one of "
+                          f"{', '.join(PARSERS)})")
+    return parser
 
 
 def parse_verdict(text: str) -> int:
