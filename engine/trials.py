@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, cast
 
 from engine.contract import (
     AGENT,
@@ -47,8 +47,20 @@ from engine.inputs import find_trials as find_trials
 from engine.inputs import model_name as model_name
 from engine.inputs import trial_path as trial_path
 from engine.judge_results import Joined, JoinedFiles
-from engine.trial_conventions import PeerBlocks, peer_blocks, threshold_note
+from engine.trial_conventions import peer_blocks, threshold_note
 from engine.trial_estimators import ESTIMATORS, rate
+from engine.trials_document import (
+    InventorySummary,
+    Peers,
+    Rate,
+    Rates,
+    SlotRecord,
+    Spread,
+    TaskSpread,
+    TrialsDocument,
+    TrialsFile,
+    TrialSlots,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,130 +75,6 @@ RULES = {"task_completion": "task_completion", "critical_rubrics": "pass_rate", 
 """Success rules and the per_id key each reads by default: m3_judges' Task Completion, vtb_rubrics' 0/1
 critical-gated pass, verifiers' 0/1 check success (engine.evaluators)."""
 TRIALS_FILE = "trials.json"
-
-
-# The shape of trials.json (docs/trials.md); the reports read it as engine.reports.records' shapes, held to these
-# by tests/test_document_shapes.py.
-
-class SlotRecord(TypedDict):
-    """A (task, trial) slot in the inventory's ``records``."""
-
-    id: str
-    trial: int
-    state: str
-    reason: str | None
-    success: bool | None
-    illegal_calls: int
-
-
-class TrialSlots(TypedDict):
-    """One trial's slots by state, and the calls its records hold that were never made."""
-
-    trial: int
-    finished: int
-    agent_failure: int
-    infrastructure: int
-    illegal_calls: int
-
-
-class LostSlot(TypedDict):
-    """A slot lost to the infrastructure, named in the inventory's ``missing``."""
-
-    id: str
-    trial: int
-    reason: str | None
-
-
-class InventorySummary(TypedDict):
-    """Every slot by state (overall and per trial), the calls never made, the lost slots named."""
-
-    slots: int
-    finished: int
-    agent_failure: int
-    infrastructure: int
-    illegal_calls: int
-    per_trial: list[TrialSlots]
-    missing: list[LostSlot]
-
-
-class Inventory(InventorySummary):
-    """trials.json's ``inventory``: the summary and every slot's record."""
-
-    records: list[SlotRecord]
-
-
-class Rate(TypedDict):
-    """A rate at one k and the number of tasks it is the mean over (None: no task has k trials)."""
-
-    value: float | None
-    tasks: int
-
-
-class LossRates(TypedDict):
-    """An estimator's rates by k (as text), losses counted as failures and excluded."""
-
-    losses_as_failures: dict[str, Rate]
-    losses_excluded: dict[str, Rate]
-
-
-class Rates(TypedDict):
-    """Every estimator's rates (ESTIMATORS)."""
-
-    pass_at_k: LossRates
-    pass_hat_k: LossRates
-    avg_at_k: LossRates
-
-
-class Spread(TypedDict):
-    """A quantity over trials: mean, sample standard deviation, count."""
-
-    mean: float
-    std: float
-    n: int
-
-
-class TaskSpread(Spread):
-    """A task's quantity over the trials that scored it: its spread and range."""
-
-    min: float
-    max: float
-
-
-class TrialsMeta(TypedDict):
-    """A model's trials, tasks, success rule in words and trial files."""
-
-    trials: int
-    tasks: int
-    success_rule: str
-    files: list[str]
-
-
-class _Peers(TypedDict, total=False):
-    conventions: PeerBlocks
-
-
-class TrialsDocument(Rates, _Peers):
-    """A model's trials document: meta, inventory, the rates, the peers' conventions (when asked for), the
-    aggregates' spread and each task's spread by key."""
-
-    meta: TrialsMeta
-    inventory: Inventory
-    aggregate: dict[str, Spread]
-    per_task: dict[str, dict[str, TaskSpread]]
-
-
-class TrialsFileMeta(TypedDict):
-    """trials.json's ``meta``: the reference file and the success rule."""
-
-    gt: str
-    success_rule: str
-
-
-class TrialsFile(TypedDict):
-    """trials.json: its meta and each model's trials document."""
-
-    meta: TrialsFileMeta
-    models: dict[str, TrialsDocument]
 
 
 # Inventory
@@ -408,7 +296,7 @@ def trials_document(task_ids: Sequence[str], trials: Sequence[Trial], rule: Succ
     `conventions` (engine.trial_conventions), the aggregate spread, the per-task spread."""
     slots = inventory(task_ids, trials, rule)
     n = len(trials)
-    peers: _Peers = ({"conventions": peer_blocks(slots, task_ids, trials, rule.field, conventions)} if conventions
+    peers: Peers = ({"conventions": peer_blocks(slots, task_ids, trials, rule.field, conventions)} if conventions
                      else {})
     return {"meta": {"trials": n, "tasks": len(task_ids), "success_rule": rule.describe(),
                      "files": [str(t.path) for t in trials]},

@@ -24,7 +24,8 @@ from engine.reports import records
 from engine.stats import AVERAGE_KEY, StatsSettings, bootstrap_stats, threshold_robustness, trial_intervals
 from engine.stats.cost import CostDocument, ModelCost, cost_document
 from engine.stats.document import SettingsRecord, StatsDocument, Thresholds
-from engine.trials import SuccessRule, Trial, TrialsDocument, trials_document
+from engine.trials import SuccessRule, Trial, trials_document
+from engine.trials_document import TrialsDocument
 
 PAIRS = [(StatsDocument, records.Stats), (CostDocument, records.Cost), (TrialsDocument, records.TrialsDoc)]
 """Each document's writer's shape and the reader's."""

@@ -6,7 +6,8 @@ Each reader (`engine.reports.intervals.read_stats`, `engine.reports.cost.read_co
 every run has written whole is the writer's own shape, imported; a block a document of an older run may lack
 keys of is declared here with every key optional (``total=False``), and the reports read those with ``.get``.
 tests/test_document_shapes.py holds each shape here to the writer's (engine.stats.document, engine.stats.cost,
-engine.cost, engine.trials, engine.trial_conventions): the same keys, of the same types, nested blocks included.
+engine.cost, engine.trials_document, engine.trial_conventions): the same keys, of the same types, nested blocks
+included.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from engine.cost import PriceRecord as Price
 from engine.stats.cost import Membership
 from engine.stats.document import PowerRow, RobustnessPair, RobustnessPoint, Thresholds, TrialIntervals
 from engine.trial_conventions import PeerBlocks as Conventions
-from engine.trials import LossRates, Spread, TaskSpread
+from engine.trials_document import LossRates, Spread, TaskSpread
 
 # --- stats.json -------------------------------------------------------------------------------------------------
 
