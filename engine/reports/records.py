@@ -17,7 +17,7 @@ from typing import TypedDict, cast
 
 from engine.cost import PriceRecord as Price
 from engine.stats.cost import Membership
-from engine.stats.document import PowerRow, RobustnessPair, RobustnessPoint, Thresholds, TrialIntervals
+from engine.stats.document import PowerRow, Robustness, TrialIntervals
 from engine.trial_conventions import PeerBlocks as Conventions
 from engine.trials_document import LossRates, Spread, TaskSpread
 
@@ -96,16 +96,6 @@ class StatsSettings(RunSettings, total=False):
     """stats.json's settings: the recorded settings and the device the step ran on."""
 
     device: str
-
-
-class Robustness(TypedDict, total=False):
-    """stats.json's threshold robustness section."""
-
-    default: Thresholds
-    points: list[RobustnessPoint]
-    kendall_tau_min: dict[str, float | None]
-    pairs_holding: dict[str, list[int]]
-    pairs: list[RobustnessPair]
 
 
 class Stats(TypedDict, total=False):
